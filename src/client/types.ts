@@ -1,0 +1,108 @@
+/**
+ * The API client's public shape. The client knows HTTP and the Data-Read API;
+ * it knows nothing of Airbyte or Singer. The stream reader depends only on this.
+ */
+import { ConnectorError, type FailureType } from '../errors.js';
+import type { Me, Problem } from '../schemas/resources.js';
+
+export interface ClientOptions {
+  /** Address before `/v1`, e.g. `https://api.example.com` (no trailing slash needed). */
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** e.g. `source-data-read/0.1.0 (+https://github.com/...)`. */
+  readonly userAgent: string;
+  /** Per-request timeout (headers and body), milliseconds. */
+  readonly timeoutMs: number;
+  /** Retries of one request on 429/5xx/network faults/timeouts/unparsable bodies. */
+  readonly maxRetries: number;
+  /** Longest single wait accepted (Retry-After or RateLimit-Reset), seconds. Longer: throw WaitTooLongError. */
+  readonly maxWaitSeconds: number;
+  /** Requests in flight never exceed this, across every caller of this client. */
+  readonly maxConcurrent: number;
+  /** First backoff of the growing, jittered waits (ms); default 1000. Tests shorten it. */
+  readonly retryBaseMs?: number;
+  /** Cap of one backoff wait (ms); default 60000. */
+  readonly retryMaxMs?: number;
+  /** Told about every wait the client makes before a request (pacing, Retry-After, backoff). */
+  readonly onWait?: (notice: WaitNotice) => void;
+  /** Told what a user should see (a retry and why); never includes the key. */
+  readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
+  /** Injection points for tests. */
+  readonly random?: () => number;
+  readonly now?: () => number;
+}
+
+export interface WaitNotice {
+  /** rate_limited: pacing on RateLimit-* or a 429/503 Retry-After; backoff: retry after a fault. */
+  readonly reason: 'rate_limited' | 'backoff';
+  readonly waitMs: number;
+  /** Epoch ms when the wait ends (Airbyte's quota_reset for rate limits). */
+  readonly until: number;
+  readonly path: string;
+}
+
+/** Only the query parameters the API documents. */
+export interface ListQuery {
+  readonly updated_since?: string;
+  readonly cursor?: string;
+  readonly limit: number;
+}
+
+export interface RawPage {
+  /** Records as received (not yet checked for `id`). */
+  readonly data: readonly unknown[];
+  readonly next_cursor: string | null;
+  readonly has_more: boolean;
+  readonly sync_watermark: string;
+}
+
+export interface ClientStats {
+  requests: number;
+  retries: number;
+  /** Waits caused by RateLimit-* pacing or Retry-After. */
+  rateLimitWaits: number;
+  /** Responses with status 429. */
+  throttled: number;
+  waitedMs: number;
+}
+
+export interface DataReadApi {
+  /** GET /v1/me. */
+  me(): Promise<Me>;
+  /** GET a list page; envelope validated (all four fields, right types). */
+  list(path: string, query: ListQuery): Promise<RawPage>;
+  readonly stats: ClientStats;
+  close(): Promise<void>;
+}
+
+export type ApiErrorCode =
+  | 'unauthorized' // 401
+  | 'forbidden' // 403 (data API off, plan without access, key without data:read)
+  | 'bad_request' // 400 (invalid parameter, altered/foreign cursor)
+  | 'not_found' // 404
+  | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
+  | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
+  | 'unreachable' // DNS failure, connection refused, TLS failure, past retries
+  | 'bad_response'; // 2xx whose body breaks the contract (not JSON after retries, envelope missing a field)
+
+/** An error from the API or from reaching it. `message` is plain words for a user. */
+export class ApiError extends ConnectorError {
+  readonly code: ApiErrorCode;
+  readonly status: number | undefined;
+  readonly problem: Problem | undefined;
+  /** For wait_too_long: epoch ms when the quota resets. */
+  readonly resetAt: number | undefined;
+  constructor(
+    code: ApiErrorCode,
+    failureType: FailureType,
+    message: string,
+    extra: { status?: number; problem?: Problem; resetAt?: number; internal?: string; cause?: unknown } = {},
+  ) {
+    super(failureType, message, { internal: extra.internal, cause: extra.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = extra.status;
+    this.problem = extra.problem;
+    this.resetAt = extra.resetAt;
+  }
+}
