@@ -1,0 +1,21 @@
+/** Reading the JSON files a user passes (config, catalog, state) with errors that say what is wrong. */
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../errors.js';
+
+/** `what` names the file for the user, e.g. "config" or "state". */
+export function readJsonFile(path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
+    throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`);
+  }
+  if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${(err as Error).message}.`);
+  }
+}

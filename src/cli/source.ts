@@ -1,0 +1,77 @@
+/**
+ * `source-data-read`: the Airbyte protocol commands, plus `emulator` (the
+ * local Data-Read API) and `replicate` (a local SQLite replica). Commands are
+ * loaded on demand so `spec` and `check` start fast.
+ */
+import { LineWriter, StderrLogger } from '../output.js';
+import { VERSION } from '../version.js';
+import { lastValue, parseArgs } from './args.js';
+
+export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
+
+Usage:
+  source-data-read spec
+  source-data-read check    --config CONFIG.json
+  source-data-read discover --config CONFIG.json
+  source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json]
+  source-data-read emulator [options]        (a local Data-Read API; emulator --help)
+  source-data-read --version | --help
+
+stdout carries Airbyte protocol messages only, one JSON object a line; logs go to stderr.
+Exit status: 0 on success, 1 after an ERROR trace (the state written so far is safe to resume from).
+`;
+
+async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === 'emulator') {
+    const emulator = await import('../emulator/cli.js');
+    return emulator.main([...rest]);
+  }
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === '--version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const args = parseArgs(rest, ['config', 'catalog', 'state'], ['help']);
+  if (args.switches.has('help')) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const need = (flag: string): string => {
+    const value = lastValue(args, flag);
+    if (value === undefined) throw new Error(`${command} needs --${flag} FILE`);
+    return value;
+  };
+  const airbyte = await import('../faces/airbyte/commands.js');
+  const ctx = { out, logger };
+  switch (command) {
+    case 'spec':
+      return airbyte.spec(ctx);
+    case 'check':
+      return airbyte.check(ctx, need('config'));
+    case 'discover':
+      return airbyte.discover(ctx, need('config'));
+    case 'read':
+      return airbyte.read(ctx, need('config'), need('catalog'), lastValue(args, 'state'));
+    default:
+      throw new Error(`unknown command "${command}"`);
+  }
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const out = new LineWriter(process.stdout);
+  const logger = new StderrLogger('source-data-read');
+  let code: number;
+  try {
+    code = await run(argv, out, logger);
+  } catch (err) {
+    // Usage mistakes (unknown command or option, missing file flag): say so on stderr.
+    logger.log('ERROR', `${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
+    code = 2;
+  }
+  await out.flush();
+  return code;
+}

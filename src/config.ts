@@ -1,0 +1,177 @@
+/**
+ * The connector's config: one zod schema that validates user input, generates
+ * the Airbyte SPEC's connectionSpecification and the Singer --about settings.
+ */
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Parse `YYYY-MM-DD` (midnight UTC) or an ISO date-time with zone; NaN when neither. */
+export function parseInstant(value: string): number {
+  if (DATE_ONLY.test(value)) {
+    const ms = Date.parse(`${value}T00:00:00Z`);
+    return Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value ? Number.NaN : ms;
+  }
+  return DATE_TIME_WITH_ZONE.test(value) ? Date.parse(value) : Number.NaN;
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+const apiKey = z
+  .string({ error: 'api_key is required: the account API key, <prefix>_live_<secret>' })
+  .trim()
+  .regex(/^[A-Za-z0-9]+_live_[A-Za-z0-9_-]+$/, {
+    error: 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)',
+  })
+  .meta({
+    title: 'API key',
+    description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
+    airbyte_secret: true,
+    order: 0,
+  });
+
+const baseUrl = z
+  .string({ error: 'base_url is required: the address before /v1, e.g. https://api.example.com' })
+  .trim()
+  .superRefine((value, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `base_url must be a URL such as https://api.example.com (got "${value}")` });
+      return;
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      ctx.addIssue({ code: 'custom', message: `base_url must start with https:// (got "${url.protocol}")` });
+    } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `base_url must use https:// for a remote host; plain http:// is only allowed for loopback (got ${url.host})`,
+      });
+    }
+    if (url.search || url.hash || url.username || url.password) {
+      ctx.addIssue({ code: 'custom', message: 'base_url must not contain a query, fragment or credentials' });
+    }
+    if (/\/v1\/?$/.test(url.pathname)) {
+      ctx.addIssue({ code: 'custom', message: 'base_url is the address before /v1: drop the trailing /v1' });
+    }
+  })
+  .meta({
+    title: 'Base URL',
+    description: 'Address of the Data-Read API before /v1. https:// is required unless the host is loopback.',
+    examples: ['https://api.example.com'],
+    order: 1,
+  });
+
+const startDate = z
+  .string({ error: 'start_date must be a string: YYYY-MM-DD or an ISO 8601 date-time with zone' })
+  .trim()
+  .superRefine((value, ctx) => {
+    const ms = parseInstant(value);
+    if (Number.isNaN(ms)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone such as 2024-01-01T00:00:00Z (got "${value}")`,
+      });
+    } else if (ms > Date.now() + 60_000) {
+      ctx.addIssue({ code: 'custom', message: `start_date is in the future (${value}); nothing would be read` });
+    }
+  })
+  .meta({
+    title: 'Start date',
+    description: 'Only data changed from this date on is read on the first sync of each stream. Leave empty for the full history.',
+    examples: ['2024-01-01', '2024-01-01T00:00:00Z'],
+    order: 2,
+  });
+
+const boundedInt = (name: string, min: number, max: number, fallback: number) =>
+  z
+    .number({ error: `${name} must be an integer from ${min} to ${max}` })
+    .int({ error: `${name} must be an integer from ${min} to ${max}` })
+    .min(min, { error: `${name} must be an integer from ${min} to ${max}` })
+    .max(max, { error: `${name} must be an integer from ${min} to ${max}` })
+    .default(fallback);
+
+export const ConfigSchema = z.object({
+  api_key: apiKey,
+  base_url: baseUrl,
+  start_date: startDate.optional(),
+  page_size: boundedInt('page_size', 1, 200, 200).meta({
+    title: 'Page size',
+    description: 'Records per request (1 to 200). 200 makes the fewest requests.',
+    order: 3,
+  }),
+  max_concurrent_requests: boundedInt('max_concurrent_requests', 1, 16, 2).meta({
+    title: 'Maximum concurrent requests',
+    description: 'Requests in flight at once, across all streams (1 to 16). Stay under the key\'s simultaneous-request limit.',
+    order: 4,
+  }),
+  request_timeout_seconds: boundedInt('request_timeout_seconds', 1, 600, 60).meta({
+    title: 'Request timeout (seconds)',
+    description: 'A request that takes longer is retried.',
+    order: 5,
+  }),
+  max_retries: boundedInt('max_retries', 0, 50, 8).meta({
+    title: 'Maximum retries',
+    description: 'Retries of one request on rate limits, server errors and network faults before the sync stops with a resumable state.',
+    order: 6,
+  }),
+  max_wait_seconds: boundedInt('max_wait_seconds', 1, 86_400, 900).meta({
+    title: 'Maximum wait (seconds)',
+    description: 'Longest single wait accepted for a rate limit. A longer one (the daily quota) stops the sync with a resumable state.',
+    order: 7,
+  }),
+  deletions_as_tombstones: z
+    .boolean({ error: 'deletions_as_tombstones must be true or false' })
+    .default(false)
+    .meta({
+      title: 'Deletions as tombstones',
+      description: 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at set, so destinations in append+dedup mode delete the row.',
+      order: 8,
+    }),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
+
+export interface ParsedConfig {
+  readonly config: Config;
+  /** Keys the connector does not know; ignored with a warning. */
+  readonly unknownKeys: readonly string[];
+}
+
+/** Validate a config object; throws ConfigError naming every bad field and what is expected. */
+export function parseConfig(input: unknown): ParsedConfig {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ConfigError('The config must be a JSON object with at least api_key and base_url.');
+  }
+  const result = ConfigSchema.safeParse(input);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => {
+      const field = issue.path.join('.') || 'config';
+      return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid config: ${problems.join('; ')}.`);
+  }
+  const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
+  return { config: result.data, unknownKeys };
+}
+
+/** The draft-07 JSON Schema of the config, with Airbyte's UI annotations. */
+export function configJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(ConfigSchema, { target: 'draft-07', io: 'input' }) as Record<string, unknown>;
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 'Data-Read Source Spec',
+    type: 'object',
+    required: schema.required,
+    additionalProperties: true,
+    properties: schema.properties,
+  };
+}

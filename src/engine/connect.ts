@@ -1,0 +1,58 @@
+/** From a validated config to a client, and the connection check both faces run. */
+import { createClient } from '../client/client.js';
+import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
+import type { Config } from '../config.js';
+import { toConnectorError } from '../errors.js';
+import { USER_AGENT } from '../version.js';
+
+export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;
+
+export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overrides: Partial<ClientOptions> = {}): DataReadApi {
+  return createClient({
+    baseUrl: config.base_url,
+    apiKey: config.api_key,
+    userAgent: USER_AGENT,
+    timeoutMs: config.request_timeout_seconds * 1000,
+    maxRetries: config.max_retries,
+    maxWaitSeconds: config.max_wait_seconds,
+    maxConcurrent: config.max_concurrent_requests,
+    ...hooks,
+    ...overrides,
+  });
+}
+
+export interface CheckResult {
+  readonly ok: boolean;
+  readonly message: string;
+}
+
+/**
+ * GET /v1/me: the key works and carries data:read. A check must answer fast,
+ * so it retries little and waits at most 30 s for a rate limit.
+ */
+export async function checkConnection(config: Config): Promise<CheckResult> {
+  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000 });
+  try {
+    const me = await client.me();
+    if (!me.scopes.includes('data:read')) {
+      return {
+        ok: false,
+        message:
+          `The API key of account "${me.account_name}" lacks the data:read scope (it has: ${me.scopes.join(', ') || 'none'}). ` +
+          'Create a key with data:read in Data-Read and update api_key.',
+      };
+    }
+    return {
+      ok: true,
+      message: `Connected to account "${me.account_name}" (limits: ${me.limits.per_minute} requests/minute, ${me.limits.per_day} requests/day).`,
+    };
+  } catch (err) {
+    const error = toConnectorError(err);
+    if (error instanceof ApiError && (error.code === 'unreachable' || error.code === 'retries_exhausted')) {
+      return { ok: false, message: `Cannot reach the Data-Read API at ${config.base_url}: ${error.message}` };
+    }
+    return { ok: false, message: error.message };
+  } finally {
+    await client.close();
+  }
+}

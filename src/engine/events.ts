@@ -1,0 +1,26 @@
+/**
+ * What the engine tells a protocol face. A face (Airbyte, Singer, SQLite
+ * replica) implements SyncSink; it knows nothing of HTTP. Every method may
+ * return a promise: the engine awaits it, which is how backpressure from a
+ * slow stdout or a database reaches the reader.
+ */
+import type { ConnectorError } from '../errors.js';
+import type { StreamDefinition } from '../streams.js';
+import type { StreamState } from './state.js';
+
+export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+export type Data = Record<string, unknown>;
+
+export interface SyncSink {
+  streamStarted(stream: StreamDefinition): void | Promise<void>;
+  /** The stream is reading; `quotaReset` (epoch ms) when it is waiting on a rate limit. */
+  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void>;
+  /** One page of records as received, extracted at `extractedAt` (epoch ms). */
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void>;
+  /** A checkpoint covering every record of the stream given before it. */
+  state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
+  streamComplete(stream: StreamDefinition): void | Promise<void>;
+  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void>;
+  log(level: LogLevel, message: string): void | Promise<void>;
+}

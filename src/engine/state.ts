@@ -1,0 +1,53 @@
+/**
+ * Per-stream state, as the contract defines it:
+ *   { sync_watermark?: <instant of a read that reached has_more: false>,
+ *     resume?: { cursor, sync_watermark } }   (a read in progress)
+ * The faces wrap it in their own envelopes; this module validates the content.
+ */
+import { z } from 'zod';
+import { parseInstant } from '../config.js';
+import { ConfigError } from '../errors.js';
+
+const watermark = z.string().refine((v) => !Number.isNaN(parseInstant(v)), {
+  message: 'must be an ISO 8601 date-time with zone, as the service wrote it',
+});
+
+export const StreamStateSchema = z.looseObject({
+  sync_watermark: watermark.optional(),
+  resume: z
+    .object({
+      cursor: z.string().min(1, { message: 'must be a non-empty cursor string' }),
+      sync_watermark: watermark,
+    })
+    .optional(),
+});
+
+export interface StreamState {
+  sync_watermark?: string;
+  resume?: { cursor: string; sync_watermark: string };
+}
+
+/** Validate one stream's saved state; throws ConfigError naming the stream and the field. */
+export function parseStreamState(stream: string, input: unknown): StreamState {
+  if (input === null || input === undefined) return {};
+  const result = StreamStateSchema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const field = issue ? issue.path.join('.') : '';
+    const what = issue?.message ?? 'invalid';
+    throw new ConfigError(
+      `Invalid state for stream "${stream}": ${field ? `${field} ${what}` : what}. ` +
+        'Pass the state the connector wrote, or no state to read from start_date.',
+    );
+  }
+  const state: StreamState = {};
+  if (result.data.sync_watermark !== undefined) state.sync_watermark = result.data.sync_watermark;
+  if (result.data.resume !== undefined) state.resume = result.data.resume;
+  return state;
+}
+
+/** The later of two instants (the watermark never moves backwards). */
+export function laterInstant(a: string | undefined, b: string): string {
+  if (a === undefined) return b;
+  return parseInstant(a) > parseInstant(b) ? a : b;
+}

@@ -1,0 +1,113 @@
+/**
+ * One sync: the selected streams read side by side (the client keeps the whole
+ * run under max_concurrent_requests), each from its own state, reporting to a
+ * protocol face through the SyncSink. A stream that fails ends INCOMPLETE with
+ * its last checkpoint intact; the others go on.
+ */
+import type { Config } from '../config.js';
+import type { DataReadApi } from '../client/types.js';
+import { toConnectorError, type ConnectorError } from '../errors.js';
+import type { StreamDefinition, SyncMode } from '../streams.js';
+import type { SyncSink } from './events.js';
+import { readStream } from './reader.js';
+import type { StreamState } from './state.js';
+import { parseInstant } from '../config.js';
+import { TombstoneEmitter } from './tombstones.js';
+
+export interface SelectedStream {
+  readonly stream: StreamDefinition;
+  readonly mode: SyncMode;
+}
+
+export interface SyncRequest {
+  readonly config: Config;
+  readonly client: DataReadApi;
+  readonly sink: SyncSink;
+  readonly streams: readonly SelectedStream[];
+  /** Saved state per stream name (ignored for full_refresh streams). */
+  readonly states: ReadonlyMap<string, StreamState>;
+  /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
+  readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
+}
+
+export interface StreamFailure {
+  readonly stream: StreamDefinition;
+  readonly error: ConnectorError;
+}
+
+export interface SyncResult {
+  readonly failures: readonly StreamFailure[];
+  /** Final state of each stream that completed. */
+  readonly states: ReadonlyMap<string, StreamState>;
+}
+
+const DELETION_RETENTION_MS = 90 * 24 * 3600 * 1000;
+
+function deletionGapWarning(state: StreamState): string | undefined {
+  const wm = state.sync_watermark;
+  if (wm === undefined) return undefined;
+  const age = Date.now() - parseInstant(wm);
+  if (!(age > DELETION_RETENTION_MS)) return undefined;
+  const days = Math.floor(age / (24 * 3600 * 1000));
+  return (
+    `deletions: the saved watermark ${wm} is ${days} days old, but the service keeps deletions for 90 days only. ` +
+    `Deletions between ${wm} and ${new Date(Date.now() - DELETION_RETENTION_MS).toISOString()} are gone; ` +
+    'run a full refresh of contacts and conversations to drop rows deleted meanwhile.'
+  );
+}
+
+export async function runSync(request: SyncRequest): Promise<SyncResult> {
+  const { config, client, sink } = request;
+  const failures: StreamFailure[] = [];
+  const finalStates = new Map<string, StreamState>();
+  const selected = new Set(request.streams.map((s) => s.stream.name));
+
+  let tombstones: TombstoneEmitter | undefined;
+  if (config.deletions_as_tombstones && request.tombstones) {
+    if (selected.has('deletions')) {
+      tombstones = new TombstoneEmitter(selected, request.tombstones.column, request.tombstones.properties);
+    } else {
+      await sink.log('WARN', 'deletions_as_tombstones is on but the deletions stream is not selected: no tombstones are emitted.');
+    }
+  }
+
+  // Every stream is STARTED up front: tombstones may reach contacts and
+  // conversations while the deletions stream is read.
+  for (const { stream } of request.streams) await sink.streamStarted(stream);
+
+  const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
+    const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
+    try {
+      if (stream.name === 'deletions' && mode === 'incremental') {
+        const warning = deletionGapWarning(state);
+        if (warning) await sink.log('WARN', warning);
+      }
+      const emitter = stream.name === 'deletions' ? tombstones : undefined;
+      const outcome = await readStream(stream, {
+        client,
+        sink,
+        pageSize: config.page_size,
+        startDate: config.start_date,
+        state,
+        onPage: emitter ? (records) => emitter.emit(sink, records, Date.now()) : undefined,
+      });
+      if (outcome.kind === 'complete') finalStates.set(stream.name, outcome.state);
+      else await sink.streamRunning(stream);
+      await sink.streamComplete(stream);
+    } catch (err) {
+      const error = toConnectorError(err);
+      failures.push({ stream, error });
+      await sink.streamIncomplete(stream, error);
+    }
+  };
+
+  // Tombstones land in contacts/conversations: read deletions before those end.
+  const deletionsFirst = tombstones ? request.streams.filter((s) => s.stream.name === 'deletions') : [];
+  const rest = request.streams.filter((s) => !deletionsFirst.includes(s));
+  for (const s of deletionsFirst) await runOne(s);
+  await Promise.all(rest.map(runOne));
+
+  const warning = tombstones?.unknownTypesWarning();
+  if (warning) await sink.log('WARN', warning);
+  return { failures, states: finalStates };
+}

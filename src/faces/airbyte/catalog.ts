@@ -1,0 +1,83 @@
+/**
+ * The Airbyte catalog: discovered from the streams table, and the configured
+ * catalog a user passes to `read`, validated against it.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../errors.js';
+import { AIRBYTE_DELETED_AT, recordJsonSchema } from '../../schemas/json-schema.js';
+import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
+import type { SelectedStream } from '../../engine/sync.js';
+import type { AirbyteStream } from './protocol.js';
+
+/** Whether a stream gets the tombstone column with this config. */
+export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
+  return tombstones && stream.tombstoneObjectType !== null;
+}
+
+export function airbyteStream(stream: StreamDefinition, tombstones: boolean): AirbyteStream {
+  const json_schema = recordJsonSchema(stream, {
+    deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined,
+  });
+  const out: AirbyteStream = {
+    name: stream.name,
+    json_schema,
+    supported_sync_modes: [...stream.syncModes],
+    source_defined_primary_key: [[stream.primaryKey]],
+    is_resumable: stream.cursorField !== null,
+    description: stream.description,
+  };
+  if (stream.cursorField) {
+    out.source_defined_cursor = true;
+    out.default_cursor_field = [stream.cursorField];
+  }
+  return out;
+}
+
+export function discoverCatalog(tombstones: boolean): AirbyteStream[] {
+  return STREAMS.map((s) => airbyteStream(s, tombstones));
+}
+
+const ConfiguredCatalog = z.object({
+  streams: z.array(
+    z.looseObject({
+      stream: z.looseObject({ name: z.string(), namespace: z.string().nullish() }),
+      sync_mode: z.string(),
+      destination_sync_mode: z.string().optional(),
+      cursor_field: z.array(z.string()).optional(),
+    }),
+  ),
+});
+
+/** Validate a configured catalog: known streams, supported sync modes, no duplicates. */
+export function parseConfiguredCatalog(input: unknown): SelectedStream[] {
+  const parsed = ConfiguredCatalog.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(
+      `Invalid configured catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
+        'Expected {"streams": [{"stream": {"name": ...}, "sync_mode": "incremental" | "full_refresh", ...}]}.',
+    );
+  }
+  const seen = new Set<string>();
+  const selected: SelectedStream[] = [];
+  for (const entry of parsed.data.streams) {
+    const name = entry.stream.name;
+    const stream = findStream(name);
+    if (!stream) {
+      throw new ConfigError(
+        `The configured catalog names stream "${name}", which this source does not have. Known streams: ${STREAMS.map((s) => s.name).join(', ')}.`,
+      );
+    }
+    if (seen.has(name)) throw new ConfigError(`The configured catalog lists stream "${name}" twice.`);
+    seen.add(name);
+    const mode = entry.sync_mode as SyncMode;
+    if (!stream.syncModes.includes(mode)) {
+      throw new ConfigError(
+        `Stream "${name}" does not support sync_mode "${entry.sync_mode}"; supported: ${stream.syncModes.join(', ')}.`,
+      );
+    }
+    selected.push({ stream, mode });
+  }
+  if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.');
+  return selected;
+}

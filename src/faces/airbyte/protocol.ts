@@ -1,0 +1,81 @@
+/**
+ * Airbyte protocol messages (v0.18.0), serialized one per line. Only the
+ * message shapes this source emits are modelled.
+ */
+import type { ConnectorError } from '../../errors.js';
+import type { LogLevel } from '../../engine/events.js';
+import type { StreamState } from '../../engine/state.js';
+
+export interface AirbyteStream {
+  name: string;
+  json_schema: Record<string, unknown>;
+  supported_sync_modes: string[];
+  source_defined_cursor?: boolean;
+  default_cursor_field?: string[];
+  source_defined_primary_key: string[][];
+  is_resumable: boolean;
+  description?: string;
+}
+
+export type StreamStatus = 'STARTED' | 'RUNNING' | 'COMPLETE' | 'INCOMPLETE';
+
+const line = (message: unknown): string => `${JSON.stringify(message)}\n`;
+
+export const spec = (connectionSpecification: Record<string, unknown>, documentationUrl: string): string =>
+  line({
+    type: 'SPEC',
+    spec: { documentationUrl, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification },
+  });
+
+export const connectionStatus = (status: 'SUCCEEDED' | 'FAILED', message: string): string =>
+  line({ type: 'CONNECTION_STATUS', connectionStatus: { status, message } });
+
+export const catalog = (streams: readonly AirbyteStream[]): string => line({ type: 'CATALOG', catalog: { streams } });
+
+export const log = (level: LogLevel, message: string): string => line({ type: 'LOG', log: { level, message } });
+
+export const streamStatus = (stream: string, status: StreamStatus, quotaReset?: number): string =>
+  line({
+    type: 'TRACE',
+    trace: {
+      type: 'STREAM_STATUS',
+      emitted_at: Date.now(),
+      stream_status: {
+        stream_descriptor: { name: stream },
+        status,
+        ...(quotaReset === undefined ? {} : { reasons: [{ type: 'RATE_LIMITED', rate_limited: { quota_reset: quotaReset } }] }),
+      },
+    },
+  });
+
+export const state = (stream: string, streamState: StreamState, recordCount: number): string =>
+  line({
+    type: 'STATE',
+    state: {
+      type: 'STREAM',
+      stream: { stream_descriptor: { name: stream }, stream_state: streamState },
+      sourceStats: { recordCount },
+    },
+  });
+
+export const errorTrace = (error: ConnectorError, stream?: string): string =>
+  line({
+    type: 'TRACE',
+    trace: {
+      type: 'ERROR',
+      emitted_at: Date.now(),
+      error: {
+        message: error.message,
+        ...(error.internal ? { internal_message: error.internal } : {}),
+        ...(error.failureType === 'system_error' && error.stack ? { stack_trace: error.stack } : {}),
+        failure_type: error.failureType,
+        ...(stream ? { stream_descriptor: { name: stream } } : {}),
+      },
+    },
+  });
+
+/** The fixed parts of a stream's RECORD lines, so a record costs one JSON.stringify of its data. */
+export function recordSerializer(stream: string): (data: unknown, emittedAt: number) => string {
+  const head = `{"type":"RECORD","record":{"stream":${JSON.stringify(stream)},"data":`;
+  return (data, emittedAt) => `${head}${JSON.stringify(data)},"emitted_at":${emittedAt}}}\n`;
+}

@@ -1,0 +1,66 @@
+/** The Airbyte face of a sync: engine events become Airbyte messages on stdout. */
+import type { ConnectorError } from '../../errors.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { StreamState } from '../../engine/state.js';
+import type { StreamDefinition } from '../../streams.js';
+import type { LineWriter } from '../../output.js';
+import * as msg from './protocol.js';
+
+export class AirbyteSink implements SyncSink {
+  private readonly out: LineWriter;
+  private readonly redact: (text: string) => string;
+  private readonly serializers = new Map<string, (data: unknown, emittedAt: number) => string>();
+  /** Records per stream since that stream's previous STATE (sourceStats.recordCount). */
+  private readonly sinceState = new Map<string, number>();
+  /** Records per stream over the whole run. */
+  readonly totals = new Map<string, number>();
+
+  constructor(out: LineWriter, redact: (text: string) => string) {
+    this.out = out;
+    this.redact = redact;
+  }
+
+  streamStarted(stream: StreamDefinition): Promise<void> {
+    this.sinceState.set(stream.name, 0);
+    this.totals.set(stream.name, 0);
+    return this.out.write(msg.streamStatus(stream.name, 'STARTED'));
+  }
+
+  streamRunning(stream: StreamDefinition, quotaReset?: number): Promise<void> {
+    return this.out.write(msg.streamStatus(stream.name, 'RUNNING', quotaReset));
+  }
+
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
+    let serialize = this.serializers.get(stream.name);
+    if (!serialize) this.serializers.set(stream.name, (serialize = msg.recordSerializer(stream.name)));
+    let text = '';
+    for (let i = 0; i < records.length; i++) text += serialize(records[i], extractedAt);
+    this.sinceState.set(stream.name, (this.sinceState.get(stream.name) ?? 0) + records.length);
+    this.totals.set(stream.name, (this.totals.get(stream.name) ?? 0) + records.length);
+    return this.out.write(text);
+  }
+
+  state(stream: StreamDefinition, state: StreamState): Promise<void> {
+    const count = this.sinceState.get(stream.name) ?? 0;
+    this.sinceState.set(stream.name, 0);
+    return this.out.write(msg.state(stream.name, state, count));
+  }
+
+  streamComplete(stream: StreamDefinition): Promise<void> {
+    return this.out.write(msg.streamStatus(stream.name, 'COMPLETE'));
+  }
+
+  async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {
+    await this.out.write(msg.streamStatus(stream.name, 'INCOMPLETE'));
+    await this.error(error, stream.name);
+  }
+
+  log(level: LogLevel, message: string): Promise<void> {
+    return this.out.write(msg.log(level, this.redact(message)));
+  }
+
+  /** An ERROR trace, redacted of secrets. */
+  error(error: ConnectorError, stream?: string): Promise<void> {
+    return this.out.write(this.redact(msg.errorTrace(error, stream)));
+  }
+}

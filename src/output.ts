@@ -1,0 +1,58 @@
+/**
+ * Writing protocol lines to stdout with backpressure: a write waits for
+ * 'drain' when the reader is slow, so nothing piles up in memory. Logs for
+ * humans go to stderr and never carry a secret.
+ */
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { redact } from './errors.js';
+
+export class LineWriter {
+  private readonly out: Writable;
+  private failure: Error | undefined;
+
+  constructor(out: Writable) {
+    this.out = out;
+    // A closed pipe (the reader went away) must stop the run, not crash it.
+    out.on('error', (err: Error) => {
+      this.failure = err;
+    });
+  }
+
+  /** Write text made of whole lines (each ending in \n). */
+  async write(text: string): Promise<void> {
+    if (this.failure) throw this.failure;
+    if (!this.out.write(text)) {
+      await Promise.race([once(this.out, 'drain'), once(this.out, 'close')]);
+      if (this.failure) throw this.failure;
+    }
+  }
+
+  /** Resolve once everything written so far has been handed to the OS. */
+  async flush(): Promise<void> {
+    if (this.failure) return;
+    await new Promise<void>((resolve) => this.out.write('', () => resolve()));
+  }
+}
+
+/** A logger to stderr; every line is redacted of the given secrets. */
+export class StderrLogger {
+  private readonly secrets: string[] = [];
+  private readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  addSecret(secret: string): void {
+    this.secrets.push(secret);
+  }
+
+  redact(text: string): string {
+    return redact(text, this.secrets);
+  }
+
+  log(level: string, message: string): void {
+    process.stderr.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * JSON Schemas of the streams, generated from the zod resource schemas in the
+ * shape Airbyte and Singer destinations read best: draft-07, no `$ref`,
+ * `additionalProperties: true`, nullable fields as `type: ["null", T]`,
+ * date-times as `format: date-time`, only `id` and the cursor field required.
+ */
+import { z } from 'zod';
+import type { StreamDefinition } from '../streams.js';
+
+export type JsonSchema = { [key: string]: unknown };
+
+/** The column Airbyte destinations in append+dedup mode read to delete a row. */
+export const AIRBYTE_DELETED_AT = '_ab_cdc_deleted_at';
+/** The Singer convention for the same. */
+export const SINGER_DELETED_AT = '_sdc_deleted_at';
+
+function isObject(value: unknown): value is JsonSchema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Turn one zod-generated property schema into the destination-friendly form. */
+function normalizeProperty(input: JsonSchema): JsonSchema {
+  const anyOf = input.anyOf;
+  let base: JsonSchema = { ...input };
+  let nullable = false;
+  if (Array.isArray(anyOf)) {
+    const variants = anyOf.filter(isObject);
+    const nonNull = variants.filter((v) => v.type !== 'null');
+    nullable = nonNull.length < variants.length;
+    const { anyOf: _dropped, ...rest } = input;
+    base = { ...(nonNull[0] ?? {}), ...rest };
+  }
+  const out: JsonSchema = {};
+  const type = base.type;
+  out.type = nullable && typeof type === 'string' ? ['null', type] : type;
+  if (typeof base.description === 'string') out.description = base.description;
+  if (base.format === 'date-time') {
+    out.format = 'date-time';
+    out.airbyte_type = 'timestamp_with_timezone';
+  }
+  if (type === 'array' && isObject(base.items)) out.items = normalizeProperty(base.items);
+  return out;
+}
+
+export interface RecordSchemaOptions {
+  /** Declare this deleted-at column (tombstones are on for the stream). */
+  readonly deletedAtColumn?: string | undefined;
+}
+
+/** The JSON Schema of one stream's records. */
+export function recordJsonSchema(stream: StreamDefinition, options: RecordSchemaOptions = {}): JsonSchema {
+  const generated = z.toJSONSchema(stream.schema, { target: 'draft-07', io: 'output' }) as JsonSchema;
+  const props = isObject(generated.properties) ? generated.properties : {};
+  const properties: JsonSchema = {};
+  for (const [name, prop] of Object.entries(props)) {
+    if (isObject(prop)) properties[name] = normalizeProperty(prop);
+  }
+  if (options.deletedAtColumn) {
+    properties[options.deletedAtColumn] = {
+      type: ['null', 'string'],
+      format: 'date-time',
+      airbyte_type: 'timestamp_with_timezone',
+      description: 'Set when the object was deleted in Data-Read (a tombstone); null otherwise',
+    };
+  }
+  const required = [stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : [])];
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    type: 'object',
+    additionalProperties: true,
+    required,
+    properties,
+  };
+}

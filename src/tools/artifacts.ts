@@ -1,0 +1,39 @@
+/**
+ * Every checked-in file generated from the zod schemas and the streams table:
+ * stream JSON Schemas, the discovered and configured catalogs, and the SPEC
+ * snapshot. `npm run generate` writes them; a test fails when a copy drifts.
+ */
+import { configJsonSchema } from '../config.js';
+import { discoverCatalog } from '../faces/airbyte/catalog.js';
+import { DOCUMENTATION_URL } from '../faces/airbyte/commands.js';
+import { recordJsonSchema } from '../schemas/json-schema.js';
+import { STREAMS } from '../streams.js';
+
+const pretty = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+export function generatedArtifacts(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const stream of STREAMS) files.set(`schemas/${stream.name}.json`, pretty(recordJsonSchema(stream)));
+  const streams = discoverCatalog(false);
+  files.set('catalog/discovered_catalog.json', pretty({ streams }));
+  files.set(
+    'catalog/configured_catalog.json',
+    pretty({
+      streams: streams.map((stream) => {
+        const incremental = stream.supported_sync_modes.includes('incremental');
+        return {
+          stream,
+          sync_mode: incremental ? 'incremental' : 'full_refresh',
+          destination_sync_mode: incremental ? 'append_dedup' : 'overwrite',
+          ...(stream.default_cursor_field ? { cursor_field: stream.default_cursor_field } : {}),
+          primary_key: stream.source_defined_primary_key,
+        };
+      }),
+    }),
+  );
+  files.set(
+    'catalog/spec.json',
+    pretty({ documentationUrl: DOCUMENTATION_URL, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification: configJsonSchema() }),
+  );
+  return files;
+}

@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/types.js';
+import { ConnectorError } from '../../src/errors.js';
+import { readStream } from '../../src/engine/reader.js';
+import type { StreamState } from '../../src/engine/state.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { FakeApi, makeRecords } from '../helpers/fake-api.js';
+import { RecordingSink } from '../helpers/recording-sink.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const pipelineStages = findStream('pipeline_stages') as StreamDefinition;
+const W1 = '2026-03-01T10:00:00.000Z';
+const W0 = '2026-02-01T10:00:00.000Z';
+
+async function read(api: FakeApi, state: StreamState = {}, startDate?: string, stream = contacts) {
+  const sink = new RecordingSink();
+  const outcome = await readStream(stream, { client: api, sink, pageSize: 200, startDate, state });
+  return { sink, outcome };
+}
+
+describe('readStream', () => {
+  it('reads a 3-page stream with 3 requests, checkpointing by resume cursor and saving the watermark only at the end', async () => {
+    const api = new FakeApi({ records: makeRecords(450), watermark: W1 });
+    const { sink, outcome } = await read(api, {}, '2025-01-01');
+    expect(api.calls.map((c) => c.query)).toEqual([
+      { updated_since: '2025-01-01', limit: 200 },
+      { cursor: 'c200', limit: 200 },
+      { cursor: 'c400', limit: 200 },
+    ]);
+    expect(sink.recordsOf('contacts')).toHaveLength(450);
+    expect(sink.statesOf('contacts')).toEqual([
+      { resume: { cursor: 'c200', sync_watermark: W1 } },
+      { resume: { cursor: 'c400', sync_watermark: W1 } },
+      { sync_watermark: W1 },
+    ]);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+  });
+
+  it('sends the saved watermark as updated_since and ignores start_date when a state exists', async () => {
+    const api = new FakeApi({ records: makeRecords(3), watermark: W1 });
+    await read(api, { sync_watermark: W0 }, '2020-01-01');
+    expect(api.calls[0]?.query).toEqual({ updated_since: W0, limit: 200 });
+  });
+
+  it('reads the full history when there is neither state nor start_date (no updated_since sent)', async () => {
+    const api = new FakeApi({ records: makeRecords(1), watermark: W1 });
+    await read(api);
+    expect(api.calls[0]?.query).toEqual({ updated_since: undefined, limit: 200 });
+  });
+
+  it('keeps the complete watermark in mid-read checkpoints', async () => {
+    const api = new FakeApi({ records: makeRecords(250), watermark: W1 });
+    const { sink } = await read(api, { sync_watermark: W0 });
+    expect(sink.statesOf('contacts')).toEqual([
+      { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: W1 } },
+      { sync_watermark: W1 },
+    ]);
+  });
+
+  it('continues from a resume cursor and ends with the watermark of the resumed read', async () => {
+    const api = new FakeApi({ records: makeRecords(450), watermark: W1 });
+    const { sink } = await read(api, { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: W1 } });
+    expect(api.calls[0]?.query).toEqual({ cursor: 'c200', limit: 200 });
+    expect(sink.recordsOf('contacts')).toHaveLength(250);
+    expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W1 });
+  });
+
+  it('restarts from the last complete watermark when the service rejects the resume cursor', async () => {
+    const api = new FakeApi({ records: makeRecords(10), watermark: W1 });
+    const { sink } = await read(api, { sync_watermark: W0, resume: { cursor: 'stale-cursor', sync_watermark: W1 } });
+    expect(api.calls.map((c) => c.query)).toEqual([
+      { cursor: 'stale-cursor', limit: 200 },
+      { updated_since: W0, limit: 200 },
+    ]);
+    expect(sink.recordsOf('contacts')).toHaveLength(10);
+    expect(sink.logs('WARN').join('\n')).toMatch(/rejected the saved resume cursor.*restarting the read from the last complete watermark/);
+    expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W1 });
+  });
+
+  it('never moves the watermark backwards', async () => {
+    const api = new FakeApi({ records: makeRecords(1), watermark: W0 });
+    const { outcome } = await read(api, { sync_watermark: W1 });
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+  });
+
+  it.each([
+    ['a watermark that changes within a read', 2, { data: [{ id: 'x' }], has_more: false, next_cursor: null, sync_watermark: '2026-03-01T10:00:05.000Z' }, /changed sync_watermark within one read/],
+    ['has_more true with a null cursor', 1, { data: [{ id: 'x' }], has_more: true, next_cursor: null, sync_watermark: W1 }, /has_more: true without a next_cursor/],
+    ['a cursor that repeats', 2, { data: [{ id: 'x' }], has_more: true, next_cursor: 'c200', sync_watermark: W1 }, /already returned in this read/],
+    ['a record without id', 1, { data: [{ name: 'no id' }], has_more: false, next_cursor: null, sync_watermark: W1 }, /without "id" at data\[0\]/],
+  ])('stops with a system_error on %s, without a state past unread data', async (_name, call, page, message) => {
+    const api = new FakeApi({ records: makeRecords(450), watermark: W1, intercept: (n) => (n === call ? page : undefined) });
+    const sink = new RecordingSink();
+    const error = await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { sync_watermark: W0 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectorError);
+    expect((error as ConnectorError).failureType).toBe('system_error');
+    expect((error as ConnectorError).message).toMatch(message);
+    for (const state of sink.statesOf('contacts')) expect(state.sync_watermark).toBe(W0);
+  });
+
+  it('skips an optional stream the service does not offer (404) with a warning', async () => {
+    const api = new FakeApi({
+      records: [],
+      watermark: W1,
+      intercept: () => {
+        throw new ApiError('not_found', 'system_error', 'Not found', { status: 404 });
+      },
+    });
+    const { sink, outcome } = await read(api, {}, undefined, pipelineStages);
+    expect(outcome).toEqual({ kind: 'skipped' });
+    expect(sink.logs('WARN')[0]).toMatch(/does not offer \/v1\/pipeline_stages \(404\); stream skipped/);
+  });
+
+  it('loses no record when a read dies after page k of n and resumes from the last emitted state', async () => {
+    const records = makeRecords(1000); // 5 pages of 200
+    const all = new Set(records.map((r) => r.id));
+    for (let k = 1; k <= 5; k++) {
+      const failing = new FakeApi({
+        records,
+        watermark: W1,
+        intercept: (n) => {
+          if (n === k + 1) throw new ApiError('retries_exhausted', 'transient_error', 'connection reset');
+          return undefined;
+        },
+      });
+      const first = new RecordingSink();
+      await readStream(contacts, { client: failing, sink: first, pageSize: 200, startDate: undefined, state: {} }).catch(() => undefined);
+      const lastState = first.statesOf('contacts').at(-1) ?? {};
+      const resumed = await read(new FakeApi({ records, watermark: W1 }), lastState);
+      const seen = new Set([...first.recordsOf('contacts'), ...resumed.sink.recordsOf('contacts')].map((r) => r.id));
+      expect(seen, `killed after page ${k}`).toEqual(all);
+      expect(resumed.outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+    }
+  });
+});
