@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { configJsonSchema, parseConfig, parseInstant } from '../src/config.js';
+import { ConfigError } from '../src/errors.js';
+
+const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };
+
+function errorOf(input: unknown): string {
+  try {
+    parseConfig(input);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('parseConfig', () => {
+  it('applies the documented defaults', () => {
+    const { config, unknownKeys } = parseConfig({ ...good, extra: 1 });
+    expect(config).toMatchObject({ page_size: 200, max_concurrent_requests: 2, request_timeout_seconds: 60, max_retries: 8, max_wait_seconds: 900, deletions_as_tombstones: false });
+    expect(unknownKeys).toEqual(['extra']);
+  });
+
+  it('accepts loopback over plain http and YYYY-MM-DD or zoned start dates', () => {
+    for (const base_url of ['http://127.0.0.1:8080', 'http://localhost:1', 'http://[::1]:9']) expect(() => parseConfig({ ...good, base_url })).not.toThrow();
+    for (const start_date of ['2024-01-01', '2024-01-01T00:00:00Z', '2024-01-01T03:00:00.123+03:00']) expect(() => parseConfig({ ...good, start_date })).not.toThrow();
+  });
+
+  it.each([
+    [{ base_url: good.base_url }, /api_key is required/],
+    [{ ...good, api_key: 42 }, /api_key/],
+    [{ ...good, api_key: 'not-a-key' }, /api_key must look like <prefix>_live_<secret>/],
+    [{ api_key: good.api_key }, /base_url is required/],
+    [{ ...good, base_url: 'not a url' }, /base_url must be a URL/],
+    [{ ...good, base_url: 'ftp://api.example.com' }, /base_url must start with https:\/\//],
+    [{ ...good, base_url: 'http://api.example.com' }, /base_url must use https:\/\/ for a remote host/],
+    [{ ...good, base_url: 'https://api.example.com/v1' }, /drop the trailing \/v1/],
+    [{ ...good, page_size: 0 }, /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: 201 }, /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: '50' }, /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: 2.5 }, /page_size must be an integer from 1 to 200/],
+    [{ ...good, max_concurrent_requests: 0 }, /max_concurrent_requests must be an integer from 1 to 16/],
+    [{ ...good, max_concurrent_requests: 17 }, /max_concurrent_requests must be an integer from 1 to 16/],
+    [{ ...good, request_timeout_seconds: 0 }, /request_timeout_seconds must be an integer from 1 to 600/],
+    [{ ...good, max_retries: -1 }, /max_retries must be an integer from 0 to 50/],
+    [{ ...good, max_wait_seconds: 0 }, /max_wait_seconds must be an integer from 1 to 86400/],
+    [{ ...good, start_date: 'yesterday' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
+    [{ ...good, start_date: '2024-02-30' }, /start_date must be YYYY-MM-DD/],
+    [{ ...good, start_date: '2024-01-01T00:00:00' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
+    [{ ...good, start_date: '2999-01-01' }, /start_date is in the future/],
+    [{ ...good, deletions_as_tombstones: 'yes' }, /deletions_as_tombstones must be true or false/],
+    [[], /config must be a JSON object/],
+    ['x', /config must be a JSON object/],
+    [null, /config must be a JSON object/],
+  ])('rejects %j with a message naming the field', (input, message) => {
+    expect(errorOf(input)).toMatch(message);
+  });
+
+  it('never repeats the api_key in an error message', () => {
+    const message = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
+    expect(message).not.toContain('CANARY123secret');
+  });
+});
+
+describe('parseInstant', () => {
+  it('reads dates as midnight UTC and rejects impossible ones', () => {
+    expect(parseInstant('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
+    expect(parseInstant('2024-13-01')).toBeNaN();
+    expect(parseInstant('2024-03-01T00:00:00+02:00')).toBe(Date.UTC(2024, 1, 29, 22));
+  });
+});
+
+describe('configJsonSchema', () => {
+  it('marks the key secret and orders every property', () => {
+    const schema = configJsonSchema() as { required: string[]; properties: Record<string, { order?: number; airbyte_secret?: boolean; description?: string }> };
+    expect(schema.required).toEqual(['api_key', 'base_url']);
+    expect(schema.properties.api_key?.airbyte_secret).toBe(true);
+    const orders = Object.values(schema.properties).map((p) => p.order);
+    expect(new Set(orders).size).toBe(orders.length);
+    for (const prop of Object.values(schema.properties)) expect(prop.description).toBeTruthy();
+  });
+});
