@@ -30,6 +30,8 @@ export interface ClientOptions {
   /** Injection points for tests. */
   readonly random?: () => number;
   readonly now?: () => number;
+  /** Injection point for tests: how the client sleeps (default: a timer, cancelled by close()). */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 export interface WaitNotice {
@@ -83,7 +85,8 @@ export type ApiErrorCode =
   | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
   | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
   | 'unreachable' // DNS failure, connection refused, TLS failure, past retries
-  | 'bad_response'; // 2xx whose body breaks the contract (not JSON after retries, envelope missing a field)
+  | 'bad_response' // 2xx whose body breaks the contract (not JSON after retries, envelope missing a field)
+  | 'unexpected_status'; // a status the API does not document and that is not retried (3xx, 405, 410, 422...)
 
 /** An error from the API or from reaching it. `message` is plain words for a user. */
 export class ApiError extends ConnectorError {

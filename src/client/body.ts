@@ -1,0 +1,61 @@
+/**
+ * Response bodies: read the bytes, undo Content-Encoding (undici's `request`
+ * hands bodies over as sent), parse JSON once. No per-record work here.
+ */
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
+import type { Dispatcher } from 'undici';
+import type { Clean } from './text.js';
+
+const gunzipAsync = promisify(gunzip);
+const inflateAsync = promisify(inflate);
+const brotliAsync = promisify(brotliDecompress);
+
+/** All bytes of a response body. */
+export async function readBytes(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
+  return Buffer.from(await body.arrayBuffer());
+}
+
+/** Undo the Content-Encoding list (last applied first). Throws on a corrupt or unknown coding. */
+export async function decode(bytes: Buffer, contentEncoding: string | undefined): Promise<Buffer> {
+  if (contentEncoding === undefined) return bytes;
+  const codings = contentEncoding
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  let out = bytes;
+  for (const coding of codings.reverse()) {
+    if (coding === 'gzip' || coding === 'x-gzip') out = await gunzipAsync(out);
+    else if (coding === 'deflate') out = await inflateAsync(out);
+    else if (coding === 'br') out = await brotliAsync(out);
+    else throw new Error(`unsupported content-encoding "${coding}"`);
+  }
+  return out;
+}
+
+export type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string };
+
+/** Parse a whole body as JSON (a leading BOM is tolerated). */
+export function parseJson(bytes: Buffer): JsonResult {
+  let text = bytes.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.trim() === '') return { ok: false, reason: 'the body is empty' };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (err) {
+    // V8's messages quote the body; the body is described separately, so only the kind of fault is kept.
+    const message = err instanceof Error ? err.message : '';
+    const position = /at position (\d+)/.exec(message)?.[1];
+    const truncated = /end of (JSON )?input|Unterminated/i.test(message) || (position !== undefined && Number(position) >= text.trimEnd().length);
+    return { ok: false, reason: truncated ? 'the JSON body ends too early (truncated)' : 'the body is not valid JSON' };
+  }
+}
+
+/** What came back, for a message: content type and the first characters, cleaned. */
+export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean, chars = 80): string {
+  const type = contentType === undefined ? 'no content-type' : `content-type ${clean(contentType, 80)}`;
+  if (bytes.length === 0) return `${type}, empty body`;
+  // Clean the whole text before cutting it, so no part of a secret can survive at the cut.
+  const head = clean(bytes.toString('utf8'), chars);
+  return `${type}, ${bytes.length} bytes, beginning "${head}"`;
+}

@@ -1,0 +1,390 @@
+/**
+ * The Data-Read API client: one undici Pool per client, a FIFO gate that keeps
+ * requests in flight under maxConcurrent (retries included), shared pacing on
+ * RateLimit-* and Retry-After, jittered backoff on faults, and errors in plain
+ * words that never contain the API key.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import { ConfigError, ConnectorError } from '../errors.js';
+import type { Me } from '../schemas/resources.js';
+import { decode, describeBody, parseJson, readBytes } from './body.js';
+import { Gate } from './gate.js';
+import { headerValue } from './headers.js';
+import { Pacer, type PaceWait } from './pacer.js';
+import { readProblem, statusCause, statusError, serviceSaid, type ProblemInfo } from './problem.js';
+import { Backoff, classifyNetError, honoursRetryAfter, isRetryableStatus, parseRetryAfter, safeCause, type NetFault } from './retry.js';
+import { cleaner, duration, isoTime, type Clean } from './text.js';
+import { ApiError, type ClientOptions, type ClientStats, type DataReadApi, type ListQuery, type RawPage, type WaitNotice } from './types.js';
+import { parseBase, requestTarget, type Base } from './url.js';
+import { checkEnvelope, checkMe } from './validate.js';
+
+export type CreateClientOptions = ClientOptions & {
+  /** Use this dispatcher instead of the client's own Pool (tests, proxies). The client does not close it. */
+  readonly dispatcher?: Dispatcher;
+};
+
+export const DEFAULT_RETRY_BASE_MS = 1000;
+export const DEFAULT_RETRY_MAX_MS = 60_000;
+
+/** Why an attempt did not produce a usable body. */
+interface Fault {
+  readonly retryable: boolean;
+  /** status: an HTTP error status; net: no (complete) response; body: a 2xx whose body is not JSON. */
+  readonly kind: 'status' | 'net' | 'body';
+  /** Plain words, cleaned. */
+  readonly cause: string;
+  readonly status?: number;
+  readonly info?: ProblemInfo;
+  readonly net?: NetFault;
+  /** For 429/503: the wait the service asked for (Retry-After, or RateLimit-Reset). */
+  readonly retryAfterMs?: number;
+  /** For faults that are not retried: the error to throw. */
+  readonly error?: Error;
+  readonly causeError?: Error;
+}
+
+type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly fault: Fault };
+
+function positiveInt(name: string, value: number, min: number): number {
+  if (!Number.isFinite(value) || value < min) throw new ConfigError(`${name} must be a number of at least ${min} (got ${String(value)}).`);
+  return Math.floor(value);
+}
+
+class DataReadClient implements DataReadApi {
+  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0 };
+
+  readonly #base: Base;
+  readonly #headers: Record<string, string>;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #gate: Gate;
+  readonly #pacer: Pacer;
+  readonly #clean: Clean;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #maxWaitMs: number;
+  readonly #retryBaseMs: number;
+  readonly #retryMaxMs: number;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #onWait: ((notice: WaitNotice) => void) | undefined;
+  readonly #onLog: ((level: 'INFO' | 'WARN', message: string) => void) | undefined;
+  readonly #closing = new AbortController();
+  #closed: Promise<void> | undefined;
+
+  constructor(o: CreateClientOptions) {
+    this.#clean = cleaner([o.apiKey]);
+    if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') throw new ConfigError('api_key is empty; give the Data-Read API key.');
+    if (!/^[\x21-\x7e]+$/.test(o.apiKey)) {
+      throw new ConfigError('api_key contains spaces, line breaks or other characters that cannot be sent in an HTTP header; copy the key again.');
+    }
+    this.#base = parseBase(o.baseUrl);
+    const maxConcurrent = positiveInt('max_concurrent_requests', o.maxConcurrent, 1);
+    this.#timeoutMs = positiveInt('request timeout (ms)', o.timeoutMs, 1);
+    this.#maxRetries = positiveInt('max_retries', o.maxRetries, 0);
+    this.#maxWaitMs = Math.max(0, o.maxWaitSeconds) * 1000;
+    this.#retryBaseMs = Math.max(0, o.retryBaseMs ?? DEFAULT_RETRY_BASE_MS);
+    this.#retryMaxMs = Math.max(this.#retryBaseMs, o.retryMaxMs ?? DEFAULT_RETRY_MAX_MS);
+    this.#now = o.now ?? Date.now;
+    this.#random = o.random ?? Math.random;
+    this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
+    this.#onWait = o.onWait;
+    this.#onLog = o.onLog;
+    this.#headers = {
+      authorization: `Bearer ${o.apiKey}`,
+      'user-agent': o.userAgent,
+      accept: 'application/json',
+      'accept-encoding': 'gzip',
+    };
+    this.#gate = new Gate(maxConcurrent);
+    this.#pacer = new Pacer({
+      now: this.#now,
+      sleep: (ms) => this.#sleep(ms),
+      maxWaitMs: this.#maxWaitMs,
+      announce: (wait, waitMs, path) => this.#announceRateWait(wait, waitMs, path),
+      tooLong: (wait, waitMs, path) => this.#waitTooLong(wait, waitMs, path, undefined),
+    });
+    if (o.dispatcher !== undefined) {
+      this.#dispatcher = o.dispatcher;
+      this.#ownsDispatcher = false;
+    } else {
+      this.#dispatcher = new Pool(this.#base.origin, {
+        connections: maxConcurrent,
+        pipelining: 1,
+        allowH2: false,
+        keepAliveTimeout: 10_000,
+        connectTimeout: this.#timeoutMs,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      });
+      this.#ownsDispatcher = true;
+    }
+  }
+
+  async me(): Promise<Me> {
+    const target = requestTarget(this.#base, '/v1/me');
+    const value = await this.#get(target, '/v1/me');
+    return checkMe(value, 'GET /v1/me', this.#clean);
+  }
+
+  async list(path: string, query: ListQuery): Promise<RawPage> {
+    const target = requestTarget(this.#base, path, query);
+    const label = requestTarget(this.#base, path);
+    const value = await this.#get(target, label);
+    return checkEnvelope(value, `GET ${label}`, this.#clean);
+  }
+
+  close(): Promise<void> {
+    if (this.#closed === undefined) {
+      this.#closing.abort();
+      this.#closed = this.#ownsDispatcher ? this.#dispatcher.close() : Promise.resolve();
+    }
+    return this.#closed;
+  }
+
+  // --- one request, with its retries ---------------------------------------
+
+  async #get(target: string, label: string): Promise<unknown> {
+    const backoff = new Backoff(this.#retryBaseMs, this.#retryMaxMs, this.#random);
+    for (let attempt = 1; ; attempt += 1) {
+      if (attempt > 1) this.stats.retries += 1;
+      const result = await this.#attempt(target, label);
+      if (result.ok) return result.value;
+      const fault = result.fault;
+      if (!fault.retryable) throw fault.error ?? this.#finalError(fault, attempt, label);
+      if (attempt > this.#maxRetries) throw this.#finalError(fault, attempt, label);
+      const retry = `retry ${attempt} of ${this.#maxRetries}`;
+      if (fault.retryAfterMs !== undefined) {
+        // A 429/503: every caller waits (the quota belongs to the key); the wait itself is announced by the pacer.
+        const until = this.#now() + fault.retryAfterMs;
+        // Blocked either way: when the wait is too long, the other callers stop too instead of spending requests.
+        this.#pacer.block(until, fault.status);
+        if (fault.retryAfterMs > this.#maxWaitMs) {
+          throw this.#waitTooLong({ until, cause: 'retry_after', ...(fault.status === undefined ? {} : { status: fault.status }) }, fault.retryAfterMs, label, fault);
+        }
+        this.#log('WARN', `GET ${label}: ${fault.cause}; waiting ${duration(fault.retryAfterMs)} as the service asks, then ${retry}.`);
+      } else {
+        const waitMs = backoff.next();
+        this.#log('WARN', `GET ${label}: ${fault.cause}; ${retry} in ${duration(waitMs)}.`);
+        const now = this.#now();
+        this.#notify({ reason: 'backoff', waitMs, until: now + waitMs, path: label });
+        this.stats.waitedMs += waitMs;
+        await this.#sleep(waitMs);
+      }
+    }
+  }
+
+  /** One HTTP attempt under a permit of the gate, after the pacer allows it. */
+  async #attempt(target: string, label: string): Promise<Attempt> {
+    const release = await this.#gate.acquire();
+    try {
+      this.#assertOpen();
+      await this.#pacer.ready(label);
+      this.#assertOpen();
+      this.stats.requests += 1;
+      this.#pacer.sent();
+      let timedOut = false;
+      const controller = new AbortController();
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.#timeoutMs);
+      let status: number;
+      let headers: IncomingHttpHeaders;
+      let raw: Buffer;
+      try {
+        const res = await this.#dispatcher.request({
+          origin: this.#base.origin,
+          path: target,
+          method: 'GET',
+          headers: this.#headers,
+          signal: controller.signal,
+          headersTimeout: this.#timeoutMs,
+          bodyTimeout: this.#timeoutMs,
+        });
+        this.#pacer.observe(res.headers, this.#now());
+        status = res.statusCode;
+        headers = res.headers;
+        raw = await readBytes(res.body);
+      } catch (err) {
+        if (this.#closing.signal.aborted) throw this.#closedError();
+        return { ok: false, fault: this.#netFault(err, timedOut) };
+      } finally {
+        clearTimeout(timer);
+        this.#pacer.done();
+      }
+      return await this.#judge(status, headers, raw, label);
+    } finally {
+      release();
+    }
+  }
+
+  /** From a complete response to a value or a fault. */
+  async #judge(status: number, headers: IncomingHttpHeaders, raw: Buffer, label: string): Promise<Attempt> {
+    const contentType = headerValue(headers, 'content-type');
+    let bytes = raw;
+    let decodeProblem: string | undefined;
+    try {
+      bytes = await decode(raw, headerValue(headers, 'content-encoding'));
+    } catch (err) {
+      decodeProblem = this.#clean(err instanceof Error ? err.message : String(err), 120);
+    }
+
+    if (status >= 200 && status < 300) {
+      if (decodeProblem !== undefined) {
+        return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
+      }
+      const parsed = parseJson(bytes);
+      if (parsed.ok) return { ok: true, value: parsed.value };
+      return this.#bodyFault(status, `${this.#clean(parsed.reason, 160)}; ${describeBody(bytes, contentType, this.#clean)}`);
+    }
+
+    const info = readProblem(decodeProblem === undefined ? bytes : Buffer.alloc(0), headers, this.#clean);
+    const internal = this.#clean(`HTTP ${status}; content-type ${contentType ?? 'none'}; ${statusCause(status, info)}`, 1000);
+    if (!isRetryableStatus(status)) {
+      return { ok: false, fault: { retryable: false, kind: 'status', status, info, cause: statusCause(status, info), error: statusError(status, 'GET', label, info, internal) } };
+    }
+    if (status === 429) this.stats.throttled += 1;
+    let retryAfterMs: number | undefined;
+    if (honoursRetryAfter(status)) {
+      retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
+      if (retryAfterMs === undefined) {
+        const reset = headerValue(headers, 'ratelimit-reset');
+        if (reset !== undefined && /^\d+(\.\d+)?$/.test(reset.trim())) retryAfterMs = Math.round(Number(reset.trim()) * 1000);
+      }
+    }
+    const base: Fault = { retryable: true, kind: 'status', status, info, cause: statusCause(status, info) };
+    return { ok: false, fault: retryAfterMs === undefined ? base : { ...base, retryAfterMs } };
+  }
+
+  #bodyFault(status: number, what: string): Attempt {
+    return { ok: false, fault: { retryable: true, kind: 'body', status, cause: `HTTP ${status} with a body that is not the JSON promised: ${what}` } };
+  }
+
+  #netFault(err: unknown, timedOut: boolean): Fault {
+    const net = classifyNetError(err, { timedOut, timeoutMs: this.#timeoutMs, host: this.#base.host, clean: this.#clean });
+    const causeError = safeCause(err, this.#clean);
+    const retryable = net.kind === 'timeout' || net.kind === 'network' || net.kind === 'unreachable';
+    const fault: Fault = { retryable, kind: 'net', net, cause: net.text, causeError };
+    if (retryable) return fault;
+    if (net.kind === 'tls') {
+      return {
+        ...fault,
+        error: new ApiError(
+          'unreachable',
+          'config_error',
+          `Could not connect securely to the Data-Read API: ${net.text}. Check base_url (its host name) and the certificates this machine trusts.`,
+          { internal: net.text, cause: causeError },
+        ),
+      };
+    }
+    return { ...fault, error: new ConnectorError('system_error', `The request to the Data-Read API could not be made: ${net.text}.`, { internal: net.text, cause: causeError }) };
+  }
+
+  // --- errors ----------------------------------------------------------------
+
+  #finalError(fault: Fault, attempts: number, label: string): Error {
+    const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+    const resume = 'The sync stops; the next sync resumes from the saved state.';
+    if (fault.kind === 'body') {
+      return new ApiError(
+        'bad_response',
+        'system_error',
+        `The Data-Read service broke its API contract: GET ${label} answered ${fault.cause} (${tries}).`,
+        { internal: `GET ${label}: ${fault.cause}`, ...(fault.status === undefined ? {} : { status: fault.status }) },
+      );
+    }
+    if (fault.kind === 'net' && fault.net?.kind === 'unreachable') {
+      return new ApiError(
+        'unreachable',
+        'transient_error',
+        `Could not reach the Data-Read API: ${fault.cause} (${tries}). Check base_url and the network. ${resume}`,
+        { internal: `GET ${label}: ${fault.cause}`, cause: fault.causeError },
+      );
+    }
+    const extra = {
+      internal: `GET ${label}: ${fault.cause}; ${tries}`,
+      ...(fault.status === undefined ? {} : { status: fault.status }),
+      ...(fault.info?.problem === undefined ? {} : { problem: fault.info.problem }),
+      ...(fault.causeError === undefined ? {} : { cause: fault.causeError }),
+    };
+    return new ApiError(
+      'retries_exhausted',
+      'transient_error',
+      `The Data-Read API request GET ${label} did not succeed in ${tries} (max_retries ${this.#maxRetries}); last cause: ${fault.cause}. ${resume}`,
+      extra,
+    );
+  }
+
+  #waitTooLong(wait: PaceWait, waitMs: number, label: string, fault: Fault | undefined): ApiError {
+    const at = isoTime(wait.until);
+    const limit = `longer than max_wait_seconds (${Math.round(this.#maxWaitMs / 1000)} s) allows`;
+    const said = fault?.info === undefined ? '' : serviceSaid(fault.info);
+    const resume = 'the next sync resumes from the saved state.';
+    let message: string;
+    const status = fault?.status ?? wait.status;
+    if (status === 503) {
+      message = `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${duration(waitMs)}), ${limit}; ${resume}${said}`;
+    } else if (waitMs > 60_000) {
+      message = `The Data-Read API's daily request quota is used up; it resets at ${at} (in ${duration(waitMs)}, ${limit}); ${resume}${said}`;
+    } else {
+      message = `The Data-Read API's request limit is reached; it resets at ${at} (in ${duration(waitMs)}, ${limit}); ${resume}${said}`;
+    }
+    const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : `HTTP ${status ?? 429} Retry-After`;
+    return new ApiError('wait_too_long', 'transient_error', message, {
+      resetAt: wait.until,
+      internal: `GET ${label}: ${cause}, wait ${Math.round(waitMs)} ms > max ${this.#maxWaitMs} ms`,
+      ...(status === undefined ? {} : { status }),
+      ...(fault?.info?.problem === undefined ? {} : { problem: fault.info.problem }),
+    });
+  }
+
+  #closedError(): ConnectorError {
+    return new ConnectorError('system_error', 'The Data-Read API client was closed while a request was pending.');
+  }
+
+  #assertOpen(): void {
+    if (this.#closing.signal.aborted) throw this.#closedError();
+  }
+
+  // --- waits and reports -----------------------------------------------------
+
+  #announceRateWait(wait: PaceWait, waitMs: number, path: string): void {
+    this.stats.rateLimitWaits += 1;
+    this.stats.waitedMs += waitMs;
+    const why = wait.cause === 'quota' ? 'the request quota of this minute is used up (RateLimit-Remaining 0)' : 'the service asked to wait (Retry-After)';
+    this.#log('INFO', `Pausing requests for ${duration(waitMs)}, until ${isoTime(wait.until)}: ${why}.`);
+    this.#notify({ reason: 'rate_limited', waitMs, until: wait.until, path });
+  }
+
+  #notify(notice: WaitNotice): void {
+    this.#onWait?.(notice);
+  }
+
+  #log(level: 'INFO' | 'WARN', message: string): void {
+    this.#onLog?.(level, this.#clean(message, 2000));
+  }
+
+  #timerSleep(ms: number): Promise<void> {
+    const signal = this.#closing.signal;
+    if (signal.aborted) return Promise.reject(this.#closedError());
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(this.#closedError());
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/** A client for the Data-Read API. Close it when done. */
+export function createClient(options: CreateClientOptions): DataReadApi {
+  return new DataReadClient(options);
+}

@@ -1,0 +1,75 @@
+/**
+ * Contract checks of 2xx bodies. The page envelope is checked field by field
+ * in O(1): `data` must be an array but its records are not walked here (the
+ * stream reader checks each record's `id` as it passes them on).
+ */
+import { Me, PageEnvelope } from '../schemas/resources.js';
+import type { Clean } from './text.js';
+import { ApiError, type RawPage } from './types.js';
+
+const ENVELOPE_FIELDS = ['data', 'next_cursor', 'has_more', 'sync_watermark'] as const;
+/** The envelope without `data`: parsing it never touches the records. */
+const EnvelopeHead = PageEnvelope.omit({ data: true });
+
+const EXPECTED: Record<(typeof ENVELOPE_FIELDS)[number], string> = {
+  data: 'an array',
+  next_cursor: 'a string or null',
+  has_more: 'true or false',
+  sync_watermark: 'an ISO 8601 date-time with zone',
+};
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `${typeof value}`;
+}
+
+function contractError(request: string, what: string, internal: string): ApiError {
+  return new ApiError('bad_response', 'system_error', `The Data-Read service broke its API contract: ${request} returned ${what}.`, { internal });
+}
+
+/** A list page: all four envelope fields present with the documented types. */
+export function checkEnvelope(value: unknown, request: string, clean: Clean): RawPage {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw contractError(request, `${kindOf(value)} instead of the page envelope (data, next_cursor, has_more, sync_watermark)`, 'envelope not an object');
+  }
+  const doc = value as Record<string, unknown>;
+  const missing = ENVELOPE_FIELDS.filter((field) => !Object.hasOwn(doc, field));
+  if (missing.length > 0) {
+    const names = missing.map((f) => `"${f}"`).join(', ');
+    throw contractError(
+      request,
+      `a page without the envelope field${missing.length > 1 ? 's' : ''} ${names} (data, next_cursor, has_more and sync_watermark are always present)`,
+      `missing envelope fields: ${missing.join(',')}`,
+    );
+  }
+  if (!Array.isArray(doc.data)) {
+    throw contractError(request, `a page whose "data" is ${kindOf(doc.data)}, not ${EXPECTED.data}`, 'envelope field data has the wrong type');
+  }
+  const head = EnvelopeHead.safeParse(doc);
+  if (!head.success) {
+    const issue = head.error.issues[0];
+    const field = String(issue?.path[0] ?? 'envelope') as (typeof ENVELOPE_FIELDS)[number];
+    const got = doc[field];
+    const shown = typeof got === 'string' ? `"${clean(got, 60)}"` : kindOf(got);
+    throw contractError(
+      request,
+      `a page whose "${field}" is ${shown}, not ${EXPECTED[field] ?? 'the documented type'}`,
+      `envelope field ${field}: ${clean(issue?.message ?? 'invalid', 200)}`,
+    );
+  }
+  return { data: doc.data as readonly unknown[], ...head.data };
+}
+
+/** GET /v1/me: account_name, scopes and limits. */
+export function checkMe(value: unknown, request: string, clean: Clean): Me {
+  const parsed = Me.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue === undefined || issue.path.length === 0 ? 'the document' : `"${issue.path.map(String).join('.')}"`;
+  throw contractError(
+    request,
+    `account information that does not match the documented shape (${where}: ${clean(issue?.message ?? 'invalid', 200)})`,
+    `me: ${clean(parsed.error.message, 500)}`,
+  );
+}

@@ -1,0 +1,228 @@
+/** Status mapping, problem+json, envelope checks, bodies that are not JSON. */
+import { gzipSync } from 'node:zlib';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/types.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock } from './helpers.js';
+
+beforeAll(() => nock.disableNetConnect());
+afterEach(() => resetNock());
+afterAll(() => nock.enableNetConnect());
+
+async function errorFor(status: number, body: unknown, headers: Record<string, string> = PROBLEM_HEADERS): Promise<{ err: ApiError; requests: number }> {
+  let requests = 0;
+  nock(BASE)
+    .get('/v1/contacts')
+    .query(true)
+    .times(10)
+    .reply(() => {
+      requests += 1;
+      return [status, body as string, headers];
+    });
+  const { client } = harness();
+  const err = await failure(() => client.list('/v1/contacts', { limit: 10 }));
+  await client.close();
+  expect(err).toBeInstanceOf(ApiError);
+  expectNoKey(err);
+  return { err: err as ApiError, requests };
+}
+
+describe('error statuses (application/problem+json)', () => {
+  it('401: config_error in plain words with title, detail and request_id; not retried', async () => {
+    const { err, requests } = await errorFor(401, problem(401, 'Unauthorized', 'The API key was revoked.', 'rq-401-abc'));
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'unauthorized', failureType: 'config_error', status: 401 });
+    expect(err.message).toContain('missing, invalid or revoked');
+    expect(err.message).toContain('api_key');
+    expect(err.message).toContain('Unauthorized: The API key was revoked.');
+    expect(err.message).toContain('request_id rq-401-abc');
+    expect(err.problem).toMatchObject({ type: 'about:blank', title: 'Unauthorized', status: 401, request_id: 'rq-401-abc' });
+  });
+
+  it('403: config_error naming the data API switch, the plan and the data:read scope', async () => {
+    const { err, requests } = await errorFor(403, problem(403, 'Forbidden', 'Data API disabled for this account.', 'rq-403'));
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'forbidden', failureType: 'config_error', status: 403 });
+    expect(err.message).toMatch(/switched off/);
+    expect(err.message).toMatch(/plan/);
+    expect(err.message).toContain('data:read');
+    expect(err.message).toContain('Data API disabled for this account.');
+    expect(err.message).toContain('rq-403');
+  });
+
+  it('400: bad_request system_error (the reader catches it for resume cursors)', async () => {
+    const { err, requests } = await errorFor(400, problem(400, 'Invalid request', 'The cursor is not valid.', 'rq-400'));
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'bad_request', failureType: 'system_error', status: 400 });
+    expect(err.message).toContain('GET /v1/contacts');
+    expect(err.message).toContain('Invalid request: The cursor is not valid.');
+    expect(err.problem?.detail).toBe('The cursor is not valid.');
+  });
+
+  it('404: not_found', async () => {
+    const { err, requests } = await errorFor(404, problem(404, 'Not Found', 'No such route.', 'rq-404'));
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'not_found', status: 404 });
+    expect(err.message).toContain('base_url');
+  });
+
+  it('an undocumented status is unexpected_status, not retried', async () => {
+    const { err, requests } = await errorFor(410, 'gone', { 'content-type': 'text/plain' });
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status: 410 });
+  });
+
+  it('a 401 without a problem body still gets the plain-word message', async () => {
+    const { err } = await errorFor(401, 'nope', { 'content-type': 'text/plain' });
+    expect(err.code).toBe('unauthorized');
+    expect(err.problem).toBeUndefined();
+    expect(err.message).not.toContain('The service said');
+  });
+
+  it('a gzip-encoded problem body is read', async () => {
+    const body = gzipSync(JSON.stringify(problem(403, 'Forbidden', 'Plan without access.', 'rq-gz')));
+    const { err } = await errorFor(403, body as unknown as string, { ...PROBLEM_HEADERS, 'content-encoding': 'gzip' });
+    expect(err.message).toContain('Plan without access.');
+  });
+
+  it('500: retried with backoff, then retries_exhausted naming the last cause', async () => {
+    const { err, requests } = await errorFor(500, problem(500, 'Internal Server Error', 'Unexpected error.', 'rq-500'));
+    expect(requests).toBe(4); // maxRetries 3 => 4 attempts
+    expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error', status: 500 });
+    expect(err.message).toContain('HTTP 500');
+    expect(err.message).toContain('Unexpected error.');
+    expect(err.message).toContain('rq-500');
+    expect(err.message).toContain('4 attempts');
+  });
+
+  it('503 without Retry-After: backoff, then retries_exhausted', async () => {
+    const { err, requests } = await errorFor(503, problem(503, 'Service Unavailable', 'Maintenance.', 'rq-503'));
+    expect(requests).toBe(4);
+    expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error', status: 503 });
+  });
+});
+
+describe('page envelope', () => {
+  const full = page([{ id: 'a' }], true, 'cur-2');
+  for (const field of ['data', 'next_cursor', 'has_more', 'sync_watermark']) {
+    it(`a page without "${field}" is bad_response naming it, not retried`, async () => {
+      const body: Record<string, unknown> = { ...full };
+      delete body[field];
+      let requests = 0;
+      nock(BASE)
+        .get('/v1/contacts')
+        .query(true)
+        .times(5)
+        .reply(() => {
+          requests += 1;
+          return [200, body, JSON_HEADERS];
+        });
+      const { client } = harness();
+      const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+      await client.close();
+      expect(requests).toBe(1);
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+      expect(err.message).toContain(`"${field}"`);
+      expect(err.message).toContain('GET /v1/contacts');
+    });
+  }
+
+  const wrong: Array<[string, unknown, RegExp]> = [
+    ['data', { a: 1 }, /"data" is an object/],
+    ['next_cursor', 5, /"next_cursor" is number/],
+    ['has_more', 'yes', /"has_more" is "yes"/],
+    ['sync_watermark', 'yesterday', /"sync_watermark" is "yesterday"/],
+  ];
+  for (const [field, value, pattern] of wrong) {
+    it(`a page whose "${field}" has the wrong type is bad_response`, async () => {
+      nock(BASE).get('/v1/contacts').query(true).reply(200, { ...full, [field]: value }, JSON_HEADERS);
+      const { client } = harness();
+      const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+      await client.close();
+      expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+      expect(err.message).toMatch(pattern);
+    });
+  }
+
+  it('a JSON array instead of the envelope is bad_response', async () => {
+    nock(BASE).get('/v1/contacts').query(true).reply(200, '[{"id":"a"}]', JSON_HEADERS);
+    const { client } = harness();
+    const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+    await client.close();
+    expect(err).toMatchObject({ code: 'bad_response' });
+    expect(err.message).toMatch(/an array instead of the page envelope/);
+  });
+
+  it('accepts null next_cursor and a watermark with an offset', async () => {
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply(200, { data: [], next_cursor: null, has_more: false, sync_watermark: '2025-03-01T11:59:00+00:00' }, JSON_HEADERS);
+    const { client } = harness();
+    await expect(client.list('/v1/contacts', { limit: 1 })).resolves.toEqual({
+      data: [],
+      next_cursor: null,
+      has_more: false,
+      sync_watermark: '2025-03-01T11:59:00+00:00',
+    });
+    await client.close();
+  });
+});
+
+describe('2xx bodies that are not JSON', () => {
+  it('a truncated body is retried like a 500, then the good page is returned', async () => {
+    const good = JSON.stringify(page([{ id: 'a' }, { id: 'b' }]));
+    nock(BASE).get('/v1/contacts').query(true).reply(200, good.slice(0, good.length - 7), JSON_HEADERS);
+    nock(BASE).get('/v1/contacts').query(true).reply(200, good, JSON_HEADERS);
+    const h = harness();
+    const result = await h.client.list('/v1/contacts', { limit: 2 });
+    await h.client.close();
+    expect(result.data).toHaveLength(2);
+    expect(result.sync_watermark).toBe(WATERMARK);
+    expect(h.client.stats).toMatchObject({ requests: 2, retries: 1 });
+    expect(h.waits).toEqual([expect.objectContaining({ reason: 'backoff', path: '/v1/contacts' })]);
+    expect(h.logs.some((l) => l.level === 'WARN' && /not the JSON promised: the JSON body ends too early \(truncated\)/.test(l.message))).toBe(true);
+  });
+
+  it('a corrupt gzip body is retried', async () => {
+    nock(BASE).get('/v1/contacts').query(true).reply(200, Buffer.from('this is not gzip'), { ...JSON_HEADERS, 'content-encoding': 'gzip' });
+    nock(BASE).get('/v1/contacts').query(true).reply(200, page(), JSON_HEADERS);
+    const h = harness();
+    await expect(h.client.list('/v1/contacts', { limit: 1 })).resolves.toMatchObject({ has_more: false });
+    await h.client.close();
+    expect(h.client.stats.retries).toBe(1);
+  });
+
+  it('HTML every time: bad_response (system_error) after the retries, naming what came back', async () => {
+    let requests = 0;
+    const html = `<html><head><title>502 Bad Gateway</title></head>\n<body>\u0007upstream\tdown ${'x'.repeat(200)}</body></html>`;
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .times(10)
+      .reply(() => {
+        requests += 1;
+        return [200, html, { 'content-type': 'text/html; charset=utf-8' }];
+      });
+    const h = harness();
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(requests).toBe(4);
+    expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error', status: 200 });
+    expect(err.message).toContain('content-type text/html; charset=utf-8');
+    expect(err.message).toContain('beginning "<html><head><title>502 Bad Gateway</title></head> <body> upstream down');
+    expect(err.message).not.toContain('\u0007');
+    expect(err.message).not.toContain('x'.repeat(100)); // first 80 characters only
+    expect(h.logs.filter((l) => l.level === 'WARN')).toHaveLength(3);
+  });
+
+  it('an empty 200 body is retried then bad_response', async () => {
+    nock(BASE).get('/v1/contacts').query(true).times(4).reply(200, '', JSON_HEADERS);
+    const h = harness();
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(err).toMatchObject({ code: 'bad_response' });
+    expect(err.message).toMatch(/empty/);
+  });
+});

@@ -1,0 +1,328 @@
+/** RateLimit-* pacing, Retry-After, shared waits and wait_too_long. */
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Pacer } from '../../src/client/pacer.js';
+import { ApiError } from '../../src/client/types.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock } from './helpers.js';
+
+beforeAll(() => nock.disableNetConnect());
+afterEach(() => resetNock());
+afterAll(() => nock.enableNetConnect());
+
+function limits(remaining: number, reset: number, limit = 60): Record<string, string> {
+  return { ...JSON_HEADERS, 'ratelimit-limit': String(limit), 'ratelimit-remaining': String(remaining), 'ratelimit-reset': String(reset) };
+}
+
+/** Serve `replies` in order on /v1/contacts, recording the fake time of each request. */
+function serve(clock: () => FakeClock, replies: Array<[number, unknown, Record<string, string>]>): number[] {
+  const times: number[] = [];
+  let i = 0;
+  nock(BASE)
+    .get('/v1/contacts')
+    .query(true)
+    .times(replies.length)
+    .reply(() => {
+      times.push(clock().t);
+      const r = replies[i++];
+      if (r === undefined) throw new Error('no more replies');
+      return [r[0], r[1] as string, r[2]];
+    });
+  return times;
+}
+
+describe('pacing on RateLimit-*', () => {
+  it('Remaining 0: no request goes out before Reset; the wait is announced as rate_limited first', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [200, page(), limits(0, 30)],
+      [200, page(), limits(59, 60)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 30_000]);
+    expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 30_000, until: T0 + 30_000, path: '/v1/contacts' }]);
+    expect(h.client.stats).toMatchObject({ requests: 2, retries: 0, rateLimitWaits: 1, throttled: 0, waitedMs: 30_000 });
+  });
+
+  it('counts its own sends down from Remaining and waits when the local view reaches 0', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [200, page(), limits(2, 40)],
+      [200, page(), { ...JSON_HEADERS }], // no headers: the local count goes on
+      [200, page(), { ...JSON_HEADERS }],
+      [200, page(), limits(59, 60)],
+    ]);
+    for (let i = 0; i < 4; i += 1) await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0, T0, T0 + 40_000]);
+    expect(h.client.stats.rateLimitWaits).toBe(1);
+  });
+
+  it('a shared wait: every concurrent caller waits for the same Reset, announced once', async () => {
+    const h = harness({ maxConcurrent: 3 });
+    const times = serve(() => h.clock, [
+      [200, page(), limits(0, 20)],
+      [200, page(), limits(9, 60)],
+      [200, page(), limits(8, 60)],
+      [200, page(), limits(7, 60)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await Promise.all([1, 2, 3].map(() => h.client.list('/v1/contacts', { limit: 1 })));
+    await h.client.close();
+    expect(times.slice(1).every((t) => t >= T0 + 20_000)).toBe(true);
+    expect(h.waits).toHaveLength(1);
+    expect(h.client.stats).toMatchObject({ rateLimitWaits: 1, waitedMs: 20_000 });
+  });
+
+  it('a wait longer than maxWaitSeconds is not made: wait_too_long with resetAt, nothing sent', async () => {
+    const h = harness({ maxWaitSeconds: 900 });
+    const times = serve(() => h.clock, [[200, page(), limits(0, 4 * 3600)]]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(times).toHaveLength(1);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: 'wait_too_long', failureType: 'transient_error', resetAt: T0 + 4 * 3600_000 });
+    expect(err.message).toContain('daily request quota is used up; it resets at 2025-03-01T16:00:00.000Z');
+    expect(err.message).toContain('the next sync resumes from the saved state');
+    expect(h.clock.sleeps).toEqual([]);
+    expectNoKey(err);
+  });
+});
+
+describe('429 and 503', () => {
+  it('429 Retry-After is honoured (as rate_limited) and counted as throttled', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'Per-minute limit reached.', 'rq-429'), { ...PROBLEM_HEADERS, 'retry-after': '7' }],
+      [200, page([{ id: 'after' }]), JSON_HEADERS],
+    ]);
+    const result = await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(result.data).toEqual([{ id: 'after' }]);
+    expect(times).toEqual([T0, T0 + 7000]);
+    expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 7000, until: T0 + 7000, path: '/v1/contacts' }]);
+    expect(h.client.stats).toMatchObject({ requests: 2, retries: 1, throttled: 1, rateLimitWaits: 1, waitedMs: 7000 });
+    expect(h.logs.find((l) => l.level === 'WARN')?.message).toMatch(/HTTP 429 \(Too Many Requests: Per-minute limit reached\.; request_id rq-429\); waiting 7 s/);
+  });
+
+  it('503 Retry-After is honoured', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [503, problem(503, 'Service Unavailable', 'Maintenance.'), { ...PROBLEM_HEADERS, 'retry-after': '12' }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 12_000]);
+    expect(h.client.stats).toMatchObject({ throttled: 0, rateLimitWaits: 1 });
+  });
+
+  it('429 without Retry-After falls back to RateLimit-Reset', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'ratelimit-remaining': '0', 'ratelimit-reset': '9' }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 9000]);
+  });
+
+  it('429 with neither header falls back to backoff', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), PROBLEM_HEADERS],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 10]);
+    expect(h.waits.map((w) => w.reason)).toEqual(['backoff']);
+  });
+
+  it('a Retry-After makes the other callers wait too (one shared, announced wait)', async () => {
+    let t = T0;
+    let wake: () => void = () => undefined;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const sleeps: number[] = [];
+    const h = harness({
+      maxConcurrent: 2,
+      now: () => t,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+        await woken;
+        t = Math.max(t, T0 + 5000);
+      },
+    });
+    const log: Array<[string, number]> = [];
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply(() => {
+        log.push(['contacts', t]);
+        return [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': '5' }];
+      })
+      .get('/v1/contacts')
+      .query(true)
+      .reply(() => {
+        log.push(['contacts', t]);
+        return [200, page(), JSON_HEADERS];
+      })
+      .get('/v1/deletions')
+      .query(true)
+      .reply(() => {
+        log.push(['deletions', t]);
+        return [200, page(), JSON_HEADERS];
+      });
+    const contacts = h.client.list('/v1/contacts', { limit: 1 });
+    while (sleeps.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const deletions = h.client.list('/v1/deletions', { limit: 1 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(log).toEqual([['contacts', T0]]); // deletions is held back by the contacts' Retry-After
+    wake();
+    await Promise.all([contacts, deletions]);
+    await h.client.close();
+    expect(log.slice(1).every(([, at]) => at === T0 + 5000)).toBe(true);
+    expect(log.map(([p]) => p).sort()).toEqual(['contacts', 'contacts', 'deletions']);
+    expect(sleeps).toEqual([5000]); // one shared sleep
+    expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 5000, until: T0 + 5000, path: '/v1/contacts' }]);
+  });
+
+  it('Retry-After longer than maxWaitSeconds: wait_too_long at once, with resetAt and the service words', async () => {
+    const h = harness({ maxWaitSeconds: 900 });
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'Daily limit reached.', 'rq-day'), { ...PROBLEM_HEADERS, 'retry-after': '36000' }],
+    ]);
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(times).toHaveLength(1);
+    expect(err).toMatchObject({ code: 'wait_too_long', failureType: 'transient_error', resetAt: T0 + 36_000_000, status: 429 });
+    expect(err.message).toContain('daily request quota is used up; it resets at 2025-03-01T22:00:00.000Z');
+    expect(err.message).toContain('next sync resumes from the saved state');
+    expect(err.message).toContain('Daily limit reached.');
+    expect(err.message).toContain('rq-day');
+    expect(h.clock.sleeps).toEqual([]);
+    expect(h.client.stats).toMatchObject({ throttled: 1, waitedMs: 0 });
+  });
+
+  it('after a too-long Retry-After, other callers stop at once without sending', async () => {
+    const h = harness();
+    let sent = 0;
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .times(5)
+      .reply(() => {
+        sent += 1;
+        return [503, problem(503, 'Service Unavailable', 'Long maintenance.'), { ...PROBLEM_HEADERS, 'retry-after': '7200' }];
+      });
+    const first = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    const second = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(sent).toBe(1);
+    expect(first).toMatchObject({ code: 'wait_too_long', status: 503, resetAt: T0 + 7_200_000 });
+    expect(first.message).toContain('unavailable (HTTP 503)');
+    expect(second).toMatchObject({ code: 'wait_too_long', status: 503, resetAt: T0 + 7_200_000 });
+    expect(second.message).toContain('unavailable (HTTP 503)');
+  });
+
+  it('429 on the last allowed attempt: retries_exhausted, no pointless wait', async () => {
+    const h = harness({ maxRetries: 1 });
+    serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': '3' }],
+      [429, problem(429, 'Too Many Requests', 'y', 'rq-last'), { ...PROBLEM_HEADERS, 'retry-after': '3' }],
+    ]);
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error', status: 429 });
+    expect(err.message).toContain('rq-last');
+    expect(h.clock.sleeps).toEqual([3000]);
+    expect(h.client.stats).toMatchObject({ requests: 2, throttled: 2 });
+  });
+
+  it('really sleeps: Retry-After 1 with the real clock', async () => {
+    const h = harness({}, false);
+    const stamps: number[] = [];
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply(() => {
+        stamps.push(Date.now());
+        return [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': '1' }];
+      })
+      .get('/v1/contacts')
+      .query(true)
+      .reply(() => {
+        stamps.push(Date.now());
+        return [200, page(), JSON_HEADERS];
+      });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(stamps).toHaveLength(2);
+    expect((stamps[1] ?? 0) - (stamps[0] ?? 0)).toBeGreaterThanOrEqual(990);
+    expect(h.waits[0]).toMatchObject({ reason: 'rate_limited', waitMs: 1000 });
+  });
+
+  it('close() cancels a pending wait', async () => {
+    const h = harness({}, false);
+    nock(BASE).get('/v1/contacts').query(true).reply(429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': '60' });
+    const pending = h.client.list('/v1/contacts', { limit: 1 });
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await h.client.close();
+    const err = await failure(() => pending);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(err.message).toMatch(/closed/);
+  });
+});
+
+describe('Pacer (unit)', () => {
+  function pacer(now: { t: number }): { p: Pacer; announced: number[]; slept: number[] } {
+    const announced: number[] = [];
+    const slept: number[] = [];
+    const p = new Pacer({
+      now: () => now.t,
+      sleep: async (ms) => {
+        slept.push(ms);
+        now.t += ms;
+      },
+      maxWaitMs: 100_000,
+      announce: (w) => announced.push(w.until),
+      tooLong: () => new Error('too long'),
+    });
+    return { p, announced, slept };
+  }
+
+  it('takes the requests still in flight off the reported Remaining', () => {
+    const now = { t: 0 };
+    const { p } = pacer(now);
+    p.sent();
+    p.sent();
+    p.sent(); // three in flight
+    p.observe({ 'ratelimit-remaining': '5', 'ratelimit-reset': '10', 'ratelimit-limit': '60' }, 0);
+    expect(p.view.remaining).toBe(3); // the other two are not counted yet by the service
+  });
+
+  it('assumes a fresh window after Reset passes', async () => {
+    const now = { t: 0 };
+    const { p, slept } = pacer(now);
+    p.sent();
+    p.observe({ 'ratelimit-remaining': '0', 'ratelimit-reset': '10', 'ratelimit-limit': '60' }, 0);
+    p.done();
+    await p.ready('/x');
+    expect(slept).toEqual([10_000]);
+    expect(p.view.remaining).toBe(60);
+  });
+
+  it('ignores malformed headers', () => {
+    const now = { t: 0 };
+    const { p } = pacer(now);
+    p.observe({ 'ratelimit-remaining': 'lots', 'ratelimit-reset': '-1' }, 0);
+    expect(p.view.remaining).toBeUndefined();
+    expect(p.view.resetAt).toBeUndefined();
+  });
+});

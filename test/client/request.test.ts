@@ -1,0 +1,149 @@
+/** What goes on the wire: headers, documented parameters only, addresses; gzip bodies; /v1/me. */
+import { gzipSync } from 'node:zlib';
+import nock from 'nock';
+import { MockAgent } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/client.js';
+import { ApiError, type ListQuery } from '../../src/client/types.js';
+import { ConfigError } from '../../src/errors.js';
+import { BASE, CANARY, JSON_HEADERS, UA, WATERMARK, failure, harness, page, resetNock } from './helpers.js';
+
+beforeAll(() => nock.disableNetConnect());
+afterEach(() => resetNock());
+afterAll(() => nock.enableNetConnect());
+
+describe('requests on the wire', () => {
+  it('sends the bearer key, user agent, JSON accept and gzip accept-encoding, through the real undici Pool', async () => {
+    let seen: Headers | undefined;
+    const scope = nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply((req: Request) => {
+        seen = req.headers;
+        return [200, page(), JSON_HEADERS];
+      });
+    const { client } = harness();
+    await client.list('/v1/contacts', { limit: 200 });
+    expect(scope.isDone()).toBe(true);
+    expect(seen?.get('authorization')).toBe(`Bearer ${CANARY}`);
+    expect(seen?.get('user-agent')).toBe(UA);
+    expect(seen?.get('accept')).toBe('application/json');
+    expect(seen?.get('accept-encoding')).toBe('gzip');
+    await client.close();
+  });
+
+  it('sends only the documented parameters that are set, in order', async () => {
+    const urls: string[] = [];
+    nock(BASE)
+      .get(/\/v1\/.*/)
+      .times(3)
+      .reply((req: Request) => {
+        urls.push(new URL(req.url).pathname + new URL(req.url).search);
+        return [200, page(), JSON_HEADERS];
+      });
+    const { client } = harness();
+    await client.list('/v1/contacts', { updated_since: '2025-01-01T00:00:00+02:00', cursor: 'c/ab+=', limit: 200 });
+    await client.list('/v1/conversations', { limit: 50 });
+    // Keys the API does not document never go out, even if a caller slips them in.
+    const sneaky = { limit: 5, created_since: '2025-01-01', updated_since: undefined, page: 3 } as unknown as ListQuery;
+    await client.list('/v1/stage_events', sneaky);
+    expect(urls).toEqual([
+      '/v1/contacts?updated_since=2025-01-01T00%3A00%3A00%2B02%3A00&cursor=c%2Fab%2B%3D&limit=200',
+      '/v1/conversations?limit=50',
+      '/v1/stage_events?limit=5',
+    ]);
+    await client.close();
+  });
+
+  it('tolerates a trailing slash and keeps a path prefix of base_url', async () => {
+    const a = nock(BASE).get('/v1/deletions').query({ limit: '1' }).reply(200, page(), JSON_HEADERS);
+    const b = nock(BASE).get('/api/v1/deletions').query({ limit: '1' }).reply(200, page(), JSON_HEADERS);
+    const one = harness({ baseUrl: `${BASE}/` }).client;
+    const two = harness({ baseUrl: `${BASE}/api//` }).client;
+    await one.list('/v1/deletions', { limit: 1 });
+    await two.list('/v1/deletions', { limit: 1 });
+    expect(a.isDone() && b.isDone()).toBe(true);
+    await Promise.all([one.close(), two.close()]);
+  });
+
+  it('decodes a gzip body', async () => {
+    const records = Array.from({ length: 50 }, (_, i) => ({ id: `c${i}`, name: 'Ana Souza' }));
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply(200, gzipSync(JSON.stringify(page(records, true, 'next-1'))), { ...JSON_HEADERS, 'content-encoding': 'gzip' });
+    const { client } = harness();
+    const result = await client.list('/v1/contacts', { limit: 50 });
+    expect(result.data).toHaveLength(50);
+    expect(result.data[49]).toEqual({ id: 'c49', name: 'Ana Souza' });
+    expect(result).toMatchObject({ has_more: true, next_cursor: 'next-1', sync_watermark: WATERMARK });
+    await client.close();
+  });
+
+  it('passes records through as received, the same objects JSON.parse made (no per-record copy)', async () => {
+    nock(BASE)
+      .get('/v1/contacts')
+      .query(true)
+      .reply(200, { ...page([{ id: 'x', extra: { nested: [1, 2] }, n: null }]), unknown_field: 1 }, JSON_HEADERS);
+    const { client } = harness();
+    const result = await client.list('/v1/contacts', { limit: 1 });
+    expect(result.data).toEqual([{ id: 'x', extra: { nested: [1, 2] }, n: null }]);
+    await client.close();
+  });
+
+  it('GET /v1/me returns the account, validated', async () => {
+    nock(BASE)
+      .get('/v1/me')
+      .reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 60, per_day: 10000 } }, JSON_HEADERS);
+    const { client } = harness();
+    await expect(client.me()).resolves.toEqual({ account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 60, per_day: 10000 } });
+    expect(client.stats.requests).toBe(1);
+    await client.close();
+  });
+
+  it('GET /v1/me with a body of the wrong shape is a bad_response naming the field', async () => {
+    nock(BASE).get('/v1/me').reply(200, { account_name: 'Acme', limits: { per_minute: 60, per_day: 1 } }, JSON_HEADERS);
+    const { client } = harness();
+    const err = await failure(() => client.me());
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+    expect(err.message).toContain('"scopes"');
+    await client.close();
+  });
+
+  it('rejects a bad base_url or a key that cannot go in a header, without echoing the key', () => {
+    const opts = { apiKey: CANARY, userAgent: UA, timeoutMs: 1000, maxRetries: 1, maxWaitSeconds: 1, maxConcurrent: 1 };
+    expect(() => createClient({ ...opts, baseUrl: 'not a url' })).toThrow(ConfigError);
+    expect(() => createClient({ ...opts, baseUrl: 'ftp://api.test' })).toThrow(/https/);
+    let thrown: unknown;
+    try {
+      createClient({ ...opts, baseUrl: BASE, apiKey: `${CANARY}\n` });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect(String((thrown as Error).message)).not.toContain(CANARY);
+  });
+
+  it('uses an injected dispatcher (undici MockAgent) instead of its own pool, and leaves it open', async () => {
+    const agent = new MockAgent();
+    agent.disableNetConnect();
+    agent
+      .get(BASE)
+      .intercept({ path: '/v1/contacts?limit=3', method: 'GET', headers: { authorization: `Bearer ${CANARY}` } })
+      .reply(200, page([{ id: 'mock' }]), { headers: JSON_HEADERS });
+    const { client } = harness({ dispatcher: agent });
+    await expect(client.list('/v1/contacts', { limit: 3 })).resolves.toMatchObject({ data: [{ id: 'mock' }] });
+    await client.close();
+    agent.assertNoPendingInterceptors();
+    await agent.close();
+  });
+
+  it('close() closes the pool: later calls fail', async () => {
+    const { client } = harness();
+    await client.close();
+    await client.close(); // idempotent
+    const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+    expect(err.message).toMatch(/closed/);
+  });
+});
