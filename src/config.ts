@@ -25,7 +25,7 @@ function isLoopback(hostname: string): boolean {
 const apiKey = z
   .string({ error: 'api_key is required: the account API key, <prefix>_live_<secret>' })
   .trim()
-  .regex(/^[A-Za-z0-9]+_live_[A-Za-z0-9_-]+$/, {
+  .regex(/^\S+?_live_\S+$/, {
     error: 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)',
   })
   .meta({
