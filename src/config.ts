@@ -131,7 +131,7 @@ export const ConfigSchema = z.object({
     .default(false)
     .meta({
       title: 'Deletions as tombstones',
-      description: 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at set, so destinations in append+dedup mode delete the row.',
+      description: 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.',
       order: 8,
     }),
 });

@@ -10,6 +10,7 @@ import { redact } from './errors.js';
 export class LineWriter {
   private readonly out: Writable;
   private failure: Error | undefined;
+  private drained: Promise<void> | undefined;
 
   constructor(out: Writable) {
     this.out = out;
@@ -23,8 +24,21 @@ export class LineWriter {
   async write(text: string): Promise<void> {
     if (this.failure) throw this.failure;
     if (!this.out.write(text)) {
-      await Promise.race([once(this.out, 'drain'), once(this.out, 'close')]);
+      // Every writer waiting on a full pipe shares one wait (no listener per caller).
+      this.drained ??= this.waitForDrain().finally(() => {
+        this.drained = undefined;
+      });
+      await this.drained;
       if (this.failure) throw this.failure;
+    }
+  }
+
+  private async waitForDrain(): Promise<void> {
+    const stop = new AbortController();
+    try {
+      await Promise.race([once(this.out, 'drain', { signal: stop.signal }), once(this.out, 'close', { signal: stop.signal })]);
+    } finally {
+      stop.abort();
     }
   }
 
