@@ -1,0 +1,87 @@
+/**
+ * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
+ * default). Protocol output on stdout only; logs on stderr.
+ */
+import { ConfigError } from '../errors.js';
+import { LineWriter, StderrLogger } from '../output.js';
+import { VERSION } from '../version.js';
+import { lastValue, parseArgs, type ParsedArgs } from './args.js';
+
+export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
+
+Usage:
+  tap-data-read --config CONFIG.json [--config MORE.json | --config ENV] --discover
+  tap-data-read --config CONFIG.json [--catalog CATALOG.json | --properties PROPERTIES.json] [--state STATE.json]
+  tap-data-read --about [--format json|markdown]
+  tap-data-read --version | --help
+
+--config      repeatable; merged left to right. ENV reads TAP_DATA_READ_<SETTING>
+              environment variables (e.g. TAP_DATA_READ_API_KEY, TAP_DATA_READ_BASE_URL).
+--discover    write the Singer catalog of every stream.
+--catalog     sync the streams and fields the catalog selects (--properties: legacy name).
+              Without a catalog every stream is synced, incrementally where it can be.
+--state       resume from the bookmarks of a previous run (the value of its last STATE).
+
+stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr.
+Exit status: 0 on success, 1 after a CRITICAL error (the last STATE written is safe to resume from), 2 on a usage mistake.
+`;
+
+const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format'];
+const SWITCHES = ['discover', 'about', 'version', 'help'];
+
+function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
+  const format = lastValue(args, 'format') ?? 'json';
+  if (format !== 'json' && format !== 'markdown') throw new ConfigError(`--format must be json or markdown (got "${format}"). Run with --help to see the options.`);
+  return format;
+}
+
+async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger): Promise<number> {
+  if (args.switches.has('help')) {
+    process.stdout.write(TAP_HELP);
+    return 0;
+  }
+  if (args.switches.has('version')) {
+    process.stdout.write(`tap-data-read ${VERSION}\n`);
+    return 0;
+  }
+  const singer = await import('../faces/singer/commands.js');
+  const ctx = { out, logger, env: process.env };
+  if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
+  const configs = args.values.get('config') ?? [];
+  if (configs.length === 0) throw new ConfigError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables). Run with --help to see the options.');
+  if (args.switches.has('discover')) return singer.discover(ctx, configs);
+  const catalogPath = lastValue(args, 'catalog');
+  const propertiesPath = lastValue(args, 'properties');
+  if (catalogPath !== undefined && propertiesPath !== undefined) logger.log('WARNING', 'Both --catalog and --properties given; --properties is ignored.');
+  const catalog =
+    catalogPath !== undefined
+      ? { path: catalogPath, flag: 'catalog' as const }
+      : propertiesPath !== undefined
+        ? { path: propertiesPath, flag: 'properties' as const }
+        : undefined;
+  return singer.sync(ctx, { configs, catalog, state: lastValue(args, 'state') });
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const out = new LineWriter(process.stdout);
+  const logger = new StderrLogger('tap-data-read');
+  let code: number;
+  let args: ParsedArgs | undefined;
+  try {
+    args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
+    if (args.positional.length > 0) throw new ConfigError(`Unexpected argument "${args.positional[0]}". Run with --help to see the options.`);
+  } catch (err) {
+    logger.log('CRITICAL', err instanceof Error ? err.message : String(err));
+    return 2;
+  }
+  try {
+    code = await run(args, out, logger);
+  } catch (err) {
+    // Usage mistakes that surface after parsing (bad --format, no --config) exit 2; anything else 1.
+    const usage = err instanceof ConfigError;
+    logger.log('CRITICAL', err instanceof Error ? err.message : String(err));
+    code = usage ? 2 : 1;
+  }
+  await out.flush();
+  return code;
+}

@@ -1,0 +1,58 @@
+/**
+ * Singer discovery: one catalog entry per stream of the streams table, with
+ * the standard metadata (breadcrumbs) that Meltano's select rules edit.
+ */
+import { STREAMS, type StreamDefinition } from '../../streams.js';
+import type { JsonSchema } from './protocol.js';
+import { alwaysKept, propertiesOf, singerSchema } from './schema.js';
+
+export interface MetadataEntry {
+  breadcrumb: string[];
+  metadata: Record<string, unknown>;
+}
+
+export interface CatalogEntry {
+  tap_stream_id: string;
+  stream: string;
+  schema: JsonSchema;
+  key_properties: string[];
+  replication_key?: string;
+  metadata: MetadataEntry[];
+}
+
+export interface SingerCatalog {
+  streams: CatalogEntry[];
+}
+
+export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tombstones: boolean): MetadataEntry[] {
+  const top: Record<string, unknown> = {
+    inclusion: 'available',
+    'selected-by-default': true,
+    'table-key-properties': [stream.primaryKey],
+  };
+  if (stream.cursorField) top['valid-replication-keys'] = [stream.cursorField];
+  if (!stream.syncModes.includes('incremental')) top['forced-replication-method'] = 'FULL_TABLE';
+  const automatic = alwaysKept(stream, tombstones);
+  const fields = Object.keys(propertiesOf(schema)).map((name) => ({
+    breadcrumb: ['properties', name],
+    metadata: { inclusion: automatic.has(name) ? 'automatic' : 'available', 'selected-by-default': true },
+  }));
+  return [{ breadcrumb: [], metadata: top }, ...fields];
+}
+
+export function catalogEntry(stream: StreamDefinition, tombstones: boolean): CatalogEntry {
+  const schema = singerSchema(stream, tombstones);
+  const entry: CatalogEntry = {
+    tap_stream_id: stream.name,
+    stream: stream.name,
+    schema,
+    key_properties: [stream.primaryKey],
+    metadata: streamMetadata(stream, schema, tombstones),
+  };
+  if (stream.cursorField) entry.replication_key = stream.cursorField;
+  return entry;
+}
+
+export function discoverCatalog(tombstones: boolean): SingerCatalog {
+  return { streams: STREAMS.map((s) => catalogEntry(s, tombstones)) };
+}

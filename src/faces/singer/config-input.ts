@@ -1,0 +1,61 @@
+/**
+ * The tap's config: one or more `--config` sources merged left to right, each
+ * a JSON file or the word `ENV` (Meltano's convention: settings from
+ * `TAP_DATA_READ_<SETTING>` environment variables). Environment values are
+ * strings; they are turned into the type the config schema declares
+ * (integer, boolean) so validation sees what a JSON file would hold.
+ */
+import { readJsonFile } from '../../cli/files.js';
+import { configJsonSchema } from '../../config.js';
+import { ConfigError } from '../../errors.js';
+
+export const ENV_PREFIX = 'TAP_DATA_READ_';
+export const ENV_SOURCE = 'ENV';
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The JSON Schema type of each config key, from the zod schema. */
+function declaredTypes(): Map<string, string> {
+  const props = configJsonSchema().properties;
+  const types = new Map<string, string>();
+  if (isObject(props)) {
+    for (const [key, prop] of Object.entries(props)) {
+      if (isObject(prop) && typeof prop.type === 'string') types.set(key, prop.type);
+    }
+  }
+  return types;
+}
+
+function coerce(value: string, type: string | undefined): unknown {
+  const text = value.trim();
+  if ((type === 'integer' || type === 'number') && /^[+-]?\d+(\.\d+)?$/.test(text)) return Number(text);
+  if (type === 'boolean') {
+    const lower = text.toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+    if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  }
+  // Anything else stays a string: validation then names the key and what it expects.
+  return value;
+}
+
+/** Settings from TAP_DATA_READ_<SETTING> variables (unset or empty ones are skipped). */
+export function configFromEnv(env: NodeJS.ProcessEnv): Json {
+  const out: Json = {};
+  for (const [key, type] of declaredTypes()) {
+    const value = env[`${ENV_PREFIX}${key.toUpperCase()}`];
+    if (value !== undefined && value !== '') out[key] = coerce(value, type);
+  }
+  return out;
+}
+
+/** Merge every `--config` source, left to right (a later source wins key by key). */
+export function mergeConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): Json {
+  const merged: Json = {};
+  for (const source of sources) {
+    const part = source === ENV_SOURCE ? configFromEnv(env) : readJsonFile(source, 'config');
+    if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`);
+    Object.assign(merged, part);
+  }
+  return merged;
+}

@@ -1,0 +1,30 @@
+/**
+ * Singer messages, serialized one per line. Type names are upper case, as the
+ * Singer specification writes them and every target accepts.
+ */
+import type { StreamState } from '../../engine/state.js';
+import type { JsonSchema } from '../../schemas/json-schema.js';
+
+export type { JsonSchema };
+
+/** The value of a STATE message (and of the `--state` file). */
+export interface SingerState {
+  bookmarks: Record<string, StreamState>;
+  currently_syncing: string | null;
+}
+
+const line = (message: unknown): string => `${JSON.stringify(message)}\n`;
+
+export const schema = (stream: string, jsonSchema: JsonSchema, keyProperties: readonly string[], bookmarkProperties: readonly string[]): string =>
+  line({ type: 'SCHEMA', stream, schema: jsonSchema, key_properties: keyProperties, bookmark_properties: bookmarkProperties });
+
+export const state = (value: SingerState): string => line({ type: 'STATE', value });
+
+/**
+ * The fixed parts of a stream's RECORD lines, built once: a record costs one
+ * JSON.stringify of its data. `timeExtracted` is an ISO string shared by a page.
+ */
+export function recordSerializer(stream: string): (record: unknown, timeExtracted: string) => string {
+  const head = `{"type":"RECORD","stream":${JSON.stringify(stream)},"record":`;
+  return (record, timeExtracted) => `${head}${JSON.stringify(record)},"time_extracted":"${timeExtracted}"}\n`;
+}

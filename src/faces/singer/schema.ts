@@ -1,0 +1,49 @@
+/**
+ * Stream schemas as Singer targets read them: the shared record schema
+ * without Airbyte's annotations, with `_sdc_deleted_at` declared only when the
+ * stream receives tombstones.
+ */
+import { recordJsonSchema, SINGER_DELETED_AT, type JsonSchema } from '../../schemas/json-schema.js';
+import type { StreamDefinition } from '../../streams.js';
+
+/** Whether a stream gets the tombstone column with this config. */
+export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
+  return tombstones && stream.tombstoneObjectType !== null;
+}
+
+function isObject(value: unknown): value is JsonSchema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A deep copy without `airbyte_type` (an Airbyte-only keyword). */
+function stripAirbyte(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripAirbyte);
+  if (!isObject(value)) return value;
+  const out: JsonSchema = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key !== 'airbyte_type') out[key] = stripAirbyte(inner);
+  }
+  return out;
+}
+
+export function singerSchema(stream: StreamDefinition, tombstones: boolean): JsonSchema {
+  const schema = recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? SINGER_DELETED_AT : undefined });
+  return stripAirbyte(schema) as JsonSchema;
+}
+
+/** The declared properties of a schema, in order. */
+export function propertiesOf(schema: JsonSchema): JsonSchema {
+  return isObject(schema.properties) ? schema.properties : {};
+}
+
+/** The fields that are always replicated: the primary key and the cursor. */
+export function automaticFields(stream: StreamDefinition): string[] {
+  return [stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : [])];
+}
+
+/** Fields replicated whatever the selection says: key, cursor and, with tombstones, the deleted-at column. */
+export function alwaysKept(stream: StreamDefinition, tombstones: boolean): Set<string> {
+  const kept = new Set(automaticFields(stream));
+  if (hasTombstones(stream, tombstones)) kept.add(SINGER_DELETED_AT);
+  return kept;
+}

@@ -1,0 +1,159 @@
+/**
+ * What a sync replicates: the streams a Singer catalog (`--catalog`, or the
+ * legacy `--properties`) selects, each with its replication method and its
+ * selected fields, as Meltano's select and metadata rules write them.
+ *
+ * Rules (those of singer-python and the Meltano SDK):
+ * - a stream is selected by `selected` on its `[]` breadcrumb (or the legacy
+ *   `schema.selected`), else by `selected-by-default`;
+ * - a field is dropped when its metadata says `selected: false` (or legacy
+ *   `selected: false` on the property) or `inclusion: unsupported`; the key,
+ *   the replication key and the tombstone column are always kept;
+ * - `replication-method` FULL_TABLE or INCREMENTAL (default: INCREMENTAL where
+ *   the stream supports it); the replication key is the stream's own cursor.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../errors.js';
+import type { SelectedStream } from '../../engine/sync.js';
+import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
+import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
+import type { JsonSchema } from './protocol.js';
+import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
+
+export interface StreamPlan extends SelectedStream {
+  /** The schema sent in SCHEMA: the catalog's, with field selection applied. */
+  readonly schema: JsonSchema;
+  /** Fields removed from every record (deselected ones). */
+  readonly excluded: ReadonlySet<string>;
+  /** `bookmark_properties` of SCHEMA: the cursor in incremental mode. */
+  readonly bookmarkProperties: readonly string[];
+}
+
+const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const MetadataEntry = z.looseObject({
+  breadcrumb: z.array(z.union([z.string(), z.number()])),
+  metadata: z.record(z.string(), z.unknown()),
+});
+
+const CatalogEntry = z.looseObject({
+  tap_stream_id: z.string().optional(),
+  stream: z.string().optional(),
+  schema: z.record(z.string(), z.unknown()).optional(),
+  metadata: z.array(MetadataEntry).optional(),
+  replication_method: z.string().nullish(),
+  replication_key: z.string().nullish(),
+});
+
+const Catalog = z.looseObject({ streams: z.array(CatalogEntry) });
+
+type Entry = z.infer<typeof CatalogEntry>;
+type Metadata = ReadonlyMap<string, Record<string, unknown>>;
+
+const crumb = (path: readonly (string | number)[]): string => JSON.stringify(path);
+
+function metadataOf(entry: Entry): Metadata {
+  const map = new Map<string, Record<string, unknown>>();
+  for (const m of entry.metadata ?? []) map.set(crumb(m.breadcrumb), { ...map.get(crumb(m.breadcrumb)), ...m.metadata });
+  return map;
+}
+
+const flag = (value: unknown): boolean | undefined => (typeof value === 'boolean' ? value : undefined);
+
+function isStreamSelected(entry: Entry, md: Metadata): boolean {
+  const top = md.get(crumb([])) ?? {};
+  return flag(top.selected) ?? flag(entry.schema?.selected) ?? flag(top['selected-by-default']) ?? false;
+}
+
+function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: (m: string) => void): SyncMode {
+  const top = md.get(crumb([])) ?? {};
+  const fallback: SyncMode = stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh';
+  const raw = top['replication-method'] ?? entry.replication_method;
+  const requested = typeof raw === 'string' ? raw.toUpperCase() : undefined;
+  let mode = fallback;
+  if (requested === 'FULL_TABLE') mode = 'full_refresh';
+  else if (requested === 'INCREMENTAL') {
+    if (!stream.syncModes.includes('incremental')) {
+      warn(`Stream "${stream.name}" supports FULL_TABLE replication only; replication-method INCREMENTAL is ignored.`);
+    }
+  } else if (requested !== undefined) {
+    warn(`Stream "${stream.name}": replication-method "${String(raw)}" is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
+  }
+  const key = top['replication-key'] ?? entry.replication_key;
+  if (mode === 'incremental' && typeof key === 'string' && key !== stream.cursorField) {
+    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key "${key}" is ignored.`);
+  }
+  return mode;
+}
+
+function isFieldDropped(name: string, property: unknown, md: Metadata): boolean {
+  const m = md.get(crumb(['properties', name])) ?? {};
+  if (m.inclusion === 'unsupported') return true;
+  const selected = flag(m.selected) ?? (isObject(property) ? flag(property.selected) : undefined) ?? flag(m['selected-by-default']);
+  return selected === false;
+}
+
+/** A property schema without the legacy selection keys that old catalogs put there. */
+function cleanProperty(property: unknown): unknown {
+  if (!isObject(property)) return property;
+  const { selected: _s, inclusion: _i, ...rest } = property;
+  return rest;
+}
+
+function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Metadata, tombstones: boolean, warn: (m: string) => void): StreamPlan {
+  const generated = singerSchema(stream, tombstones);
+  const base = entry?.schema && isObject(entry.schema.properties) ? entry.schema : generated;
+  const kept = alwaysKept(stream, tombstones);
+  const generatedProps = propertiesOf(generated);
+  const properties: JsonSchema = {};
+  const excluded = new Set<string>();
+  for (const [name, property] of Object.entries(propertiesOf(base))) {
+    if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;
+    if (!kept.has(name) && isFieldDropped(name, property, md)) excluded.add(name);
+    else properties[name] = cleanProperty(property);
+  }
+  // The key, the cursor and the tombstone column are declared even if an edited catalog lost them.
+  for (const name of kept) if (!(name in properties) && name in generatedProps) properties[name] = generatedProps[name];
+  const { selected: _selected, ...rest } = base;
+  const required = Array.isArray(base.required) ? base.required.filter((r) => typeof r === 'string' && r in properties) : undefined;
+  const schema: JsonSchema = { ...rest, type: 'object', properties, ...(required ? { required } : {}) };
+  const mode = entry ? chooseMode(stream, entry, md, warn) : stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh';
+  const bookmarkProperties = mode === 'incremental' && stream.cursorField ? [stream.cursorField] : [];
+  return { stream, mode, schema, excluded, bookmarkProperties };
+}
+
+/** No catalog: every stream, in its default mode, every field (the Singer convention). */
+export function planAll(tombstones: boolean): StreamPlan[] {
+  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined));
+}
+
+/** The streams a catalog selects, in catalog order. */
+export function planFromCatalog(input: unknown, tombstones: boolean, warn: (message: string) => void): StreamPlan[] {
+  const parsed = Catalog.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(
+      `Invalid catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
+        'Expected a Singer catalog {"streams": [{"tap_stream_id": ..., "schema": {...}, "metadata": [...]}]}, as --discover writes it.',
+    );
+  }
+  const plans: StreamPlan[] = [];
+  const seen = new Set<string>();
+  for (const [index, entry] of parsed.data.streams.entries()) {
+    const name = entry.tap_stream_id ?? entry.stream;
+    if (name === undefined) throw new ConfigError(`Invalid catalog: streams.${index} has neither tap_stream_id nor stream.`);
+    const md = metadataOf(entry);
+    if (!isStreamSelected(entry, md)) continue;
+    const stream = findStream(name);
+    if (!stream) {
+      throw new ConfigError(
+        `The catalog selects stream "${name}", which this tap does not have. Known streams: ${STREAMS.map((s) => s.name).join(', ')}. ` +
+          'Run --discover again to refresh the catalog.',
+      );
+    }
+    if (seen.has(name)) throw new ConfigError(`The catalog selects stream "${name}" twice.`);
+    seen.add(name);
+    plans.push(planStream(stream, entry, md, tombstones, warn));
+  }
+  return plans;
+}

@@ -1,0 +1,155 @@
+/**
+ * The Singer face of a sync: engine events become SCHEMA, RECORD and STATE
+ * messages on stdout; logs go to stderr.
+ *
+ * STATE holds every stream's bookmark (the engine's StreamState, verbatim),
+ * starting from the `--state` file so that streams not synced keep theirs. A
+ * STATE follows every engine checkpoint (the last one of a read is the STATE
+ * of the completed stream); a stream that ends without a new checkpoint adds
+ * one only if the bookmarks moved; `finish` writes the last line, a STATE.
+ * An identical STATE right after another is not repeated.
+ */
+import type { ConnectorError } from '../../errors.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { StreamState } from '../../engine/state.js';
+import type { LineWriter, StderrLogger } from '../../output.js';
+import { STREAMS, type StreamDefinition } from '../../streams.js';
+import * as msg from './protocol.js';
+import type { StreamPlan } from './selection.js';
+
+/** Singer (Python logging) level names. */
+const LEVELS: Readonly<Record<LogLevel, string>> = { DEBUG: 'DEBUG', INFO: 'INFO', WARN: 'WARNING', ERROR: 'ERROR' };
+
+type Serialize = (record: unknown, timeExtracted: string) => string;
+
+interface StreamOutput {
+  readonly plan: StreamPlan;
+  readonly serialize: Serialize;
+  readonly excluded: readonly string[];
+}
+
+function project(record: Data, excluded: readonly string[]): Data {
+  const out: Data = {};
+  for (const key in record) if (!excluded.includes(key)) out[key] = record[key];
+  return out;
+}
+
+export class SingerSink implements SyncSink {
+  private readonly out: LineWriter;
+  private readonly logger: StderrLogger;
+  private readonly streams = new Map<string, StreamOutput>();
+  private readonly bookmarks: Map<string, StreamState>;
+  private readonly inProgress = new Set<string>();
+  private readonly failed: string[] = [];
+  /** The last line written, when it was a STATE (to skip an identical one). */
+  private lastState: string | undefined;
+  /** The bookmarks of the last STATE written. */
+  private lastBookmarks: string | undefined;
+  /** Records per stream over the whole run. */
+  readonly totals = new Map<string, number>();
+
+  constructor(out: LineWriter, logger: StderrLogger, plans: readonly StreamPlan[], bookmarks: ReadonlyMap<string, StreamState>) {
+    this.out = out;
+    this.logger = logger;
+    this.bookmarks = new Map(bookmarks);
+    for (const plan of plans) {
+      this.streams.set(plan.stream.name, { plan, serialize: msg.recordSerializer(plan.stream.name), excluded: [...plan.excluded] });
+    }
+  }
+
+  private writeLine(text: string): Promise<void> {
+    this.lastState = undefined;
+    return this.out.write(text);
+  }
+
+  private currentlySyncing(): string | null {
+    for (const name of this.streams.keys()) if (this.inProgress.has(name)) return name;
+    return null;
+  }
+
+  /** The STATE value: bookmarks in the streams table's order. */
+  value(currentlySyncing: string | null): msg.SingerState {
+    const bookmarks: Record<string, StreamState> = {};
+    for (const s of STREAMS) {
+      const b = this.bookmarks.get(s.name);
+      if (b !== undefined) bookmarks[s.name] = b;
+    }
+    return { bookmarks, currently_syncing: currentlySyncing };
+  }
+
+  /** A STATE, unless the last line is the same STATE (or, with `onlyIfMoved`, the bookmarks did not change). */
+  private async writeState(currentlySyncing: string | null, onlyIfMoved = false): Promise<void> {
+    const value = this.value(currentlySyncing);
+    const bookmarks = JSON.stringify(value.bookmarks);
+    if (onlyIfMoved && bookmarks === this.lastBookmarks) return;
+    const text = msg.state(value);
+    if (text === this.lastState) return;
+    await this.out.write(text);
+    this.lastState = text;
+    this.lastBookmarks = bookmarks;
+  }
+
+  streamStarted(stream: StreamDefinition): Promise<void> {
+    const output = this.streams.get(stream.name);
+    if (!output) throw new Error(`stream ${stream.name} was not planned`);
+    this.inProgress.add(stream.name);
+    this.totals.set(stream.name, 0);
+    const { plan } = output;
+    return this.writeLine(msg.schema(stream.name, plan.schema, [stream.primaryKey], plan.bookmarkProperties));
+  }
+
+  streamRunning(): void {
+    // Singer has no stream status; long waits are logged by the command.
+  }
+
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
+    const output = this.streams.get(stream.name);
+    if (!output) throw new Error(`records for stream ${stream.name}, which was not planned`);
+    const { serialize, excluded } = output;
+    const timeExtracted = new Date(extractedAt).toISOString();
+    let text = '';
+    if (excluded.length === 0) {
+      for (let i = 0; i < records.length; i++) text += serialize(records[i], timeExtracted);
+    } else {
+      for (let i = 0; i < records.length; i++) text += serialize(project(records[i] as Data, excluded), timeExtracted);
+    }
+    this.totals.set(stream.name, (this.totals.get(stream.name) ?? 0) + records.length);
+    return this.writeLine(text);
+  }
+
+  state(stream: StreamDefinition, state: StreamState): Promise<void> {
+    this.bookmarks.set(stream.name, state);
+    // A checkpoint without a resume cursor ends the read: the stream is no longer being synced.
+    if (state.resume === undefined) this.inProgress.delete(stream.name);
+    return this.writeState(this.currentlySyncing());
+  }
+
+  streamComplete(stream: StreamDefinition): Promise<void> {
+    this.inProgress.delete(stream.name);
+    return this.writeState(this.currentlySyncing(), true);
+  }
+
+  async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {
+    this.inProgress.delete(stream.name);
+    this.failed.push(stream.name);
+    this.critical(error, stream.name);
+    await this.writeState(this.currentlySyncing(), true);
+  }
+
+  log(level: LogLevel, message: string): void {
+    this.logger.log(LEVELS[level], message);
+  }
+
+  /** A CRITICAL log line naming the cause (and the stream), redacted by the logger. */
+  critical(error: ConnectorError, stream?: string): void {
+    this.logger.log('CRITICAL', `${stream ? `${stream}: ` : ''}${error.message}`);
+    if (error.internal) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}${error.internal}`);
+    const cause = error.cause;
+    if (error.failureType === 'system_error' && cause instanceof Error && cause.stack) this.logger.log('DEBUG', cause.stack);
+  }
+
+  /** The final STATE, always the last line: in-progress streams are none; a failed one is named. */
+  finish(): Promise<void> {
+    return this.writeState(this.failed[0] ?? null);
+  }
+}
