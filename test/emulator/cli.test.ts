@@ -1,0 +1,62 @@
+/** The emulator CLI: help, options, the start line, serving until stopped. */
+import { describe, expect, it } from 'vitest';
+import { HELP, main, parseArgs, parseFault } from '../../src/emulator/cli.js';
+import { get } from './helpers.js';
+
+function sink(): { write(text: string): boolean; text: () => string } {
+  let out = '';
+  return { write: (t: string) => ((out += t), true), text: () => out };
+}
+
+describe('emulator CLI', () => {
+  it('--help prints the usage and exits 0', async () => {
+    const out = sink();
+    expect(await main(['--help'], { stdout: out })).toBe(0);
+    expect(out.text()).toBe(HELP);
+    expect(HELP).toMatch(/--per-minute/);
+    expect(HELP).toMatch(/--fault/);
+  });
+
+  it('refuses bad options with exit code 2', async () => {
+    for (const argv of [['--bogus', '1'], ['--port'], ['--per-minute', 'lots'], ['--fault', 'meteor:0.1'], ['--fault', '500:2'], ['stray']]) {
+      const err = sink();
+      expect(await main(argv, { stderr: err, stdout: sink() }), argv.join(' ')).toBe(2);
+      expect(err.text()).toMatch(/^emulator: /);
+    }
+  });
+
+  it('parses fault specs', () => {
+    expect(parseFault('503:0.25')).toEqual({ kind: '503', probability: 0.25 });
+    expect(parseFault('reset:every=5:/v1/contacts,/v1/deletions:times=2')).toEqual({ kind: 'reset', every: 5, paths: ['/v1/contacts', '/v1/deletions'], times: 2 });
+    expect(parseFault('slow:1:slow_ms=3000')).toEqual({ kind: 'slow', probability: 1, slowMs: 3000 });
+    expect(parseFault('429:every=1:retry_after=7')).toEqual({ kind: '429', every: 1, retryAfterSeconds: 7 });
+    expect(parseArgs(['--window-ms=500', '--concurrency', '3']).limits).toEqual({ windowMs: 500, concurrency: 3 });
+  });
+
+  it('starts, prints one JSON line, serves the default account until stopped', async () => {
+    const out = sink();
+    const stop = new AbortController();
+    const running = main([
+      '--port', '0', '--seed', '3', '--contacts', '25', '--per-minute', '50', '--per-day', '900',
+      '--control-token', 'tok', '--fault', '503:every=2:/v1/deletions',
+    ], { stdout: out, signal: stop.signal });
+    for (let i = 0; i < 200 && !out.text().includes('\n'); i++) await new Promise((r) => setTimeout(r, 20));
+    const lines = out.text().split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(1);
+    const info = JSON.parse(lines[0] as string) as { url: string; control_url: string; control_token: string; api_key: string };
+    expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(info.control_url).toBe(`${info.url}/_control`);
+    expect(info.control_token).toBe('tok');
+    expect(info.api_key).toMatch(/^drk_live_/);
+    expect((await get(info.url, '/v1/me', { key: info.api_key })).body).toEqual({
+      account_name: 'Default account', scopes: ['data:read'], limits: { per_minute: 50, per_day: 900 },
+    });
+    const contacts = await get(info.url, '/v1/contacts', { key: info.api_key, query: { limit: 200 } });
+    expect((contacts.body as { data: unknown[] }).data.length).toBeGreaterThan(15);
+    expect((await get(info.url, '/v1/deletions', { key: info.api_key })).status).toBe(200);
+    expect((await get(info.url, '/v1/deletions', { key: info.api_key })).status).toBe(503);
+    stop.abort();
+    expect(await running).toBe(0);
+    await expect(get(info.url, '/v1/me', { key: info.api_key })).rejects.toThrow();
+  });
+});
