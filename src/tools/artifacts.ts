@@ -1,9 +1,10 @@
 /**
  * Every checked-in file generated from the zod schemas and the streams table:
- * stream JSON Schemas, the discovered and configured catalogs, and the SPEC
- * snapshot. `npm run generate` writes them; a test fails when a copy drifts.
+ * stream JSON Schemas, the discovered and configured catalogs, the SPEC
+ * snapshot and the emulator's OpenAPI document. `npm run generate` writes them; a test fails when a copy drifts.
  */
 import { configJsonSchema } from '../config.js';
+import { buildOpenApiDocument } from '../emulator/openapi.js';
 import { discoverCatalog } from '../faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../faces/airbyte/commands.js';
 import { recordJsonSchema } from '../schemas/json-schema.js';
@@ -35,5 +36,6 @@ export function generatedArtifacts(): Map<string, string> {
     'catalog/spec.json',
     pretty({ documentationUrl: DOCUMENTATION_URL, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification: configJsonSchema() }),
   );
+  files.set('schemas/openapi.json', pretty(buildOpenApiDocument()));
   return files;
 }
