@@ -14,6 +14,7 @@ Usage:
   source-data-read check    --config CONFIG.json
   source-data-read discover --config CONFIG.json
   source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json]
+  source-data-read replicate --config CONFIG.json --db REPLICA.db   (a local SQLite replica; state kept in it)
   source-data-read emulator [options]        (a local Data-Read API; emulator --help)
   source-data-read --version | --help
 
@@ -35,7 +36,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const args = parseArgs(rest, ['config', 'catalog', 'state'], ['help']);
+  const args = parseArgs(rest, ['config', 'catalog', 'state', 'db'], ['help']);
   if (args.switches.has('help')) {
     process.stdout.write(HELP);
     return 0;
@@ -45,6 +46,13 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     if (value === undefined) throw new Error(`${command} needs --${flag} FILE`);
     return value;
   };
+  if (command === 'replicate') {
+    if (args.values.has('catalog') || args.values.has('state')) {
+      throw new Error('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
+    }
+    const replica = await import('../faces/replica/command.js');
+    return replica.replicate({ logger }, need('config'), need('db'));
+  }
   const airbyte = await import('../faces/airbyte/commands.js');
   const ctx = { out, logger };
   switch (command) {

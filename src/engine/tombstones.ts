@@ -2,22 +2,46 @@
  * Deletions as tombstones: each deletion record becomes a record of the
  * deleted object's own stream, with the deleted-at column set, so that
  * destinations which deduplicate on the primary key delete the row.
+ *
+ * A deletion record whose object_type names no stream is never guessed at:
+ * it is counted and reported once, at the end of the sync. So is one that
+ * lacks the object_id or deleted_at a tombstone needs.
  */
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import type { Data, SyncSink } from './events.js';
+import type { StreamState } from './state.js';
+
+/** The saved checkpoint of a tombstone target stream, re-emitted after its tombstones (see emit). */
+export type CheckpointOf = (stream: StreamDefinition) => StreamState | undefined;
 
 export class TombstoneEmitter {
   private readonly targets: Map<string, { stream: StreamDefinition; template: Data }>;
+  /** object_type (as JSON text) -> deletion records with that unknown type. */
   private readonly unknownTypes = new Map<string, number>();
+  /** Deletion records of a known type without a string object_id or deleted_at. */
+  private incomplete = 0;
   private readonly column: string;
+  private readonly checkpointOf: CheckpointOf | undefined;
 
   /**
    * @param selected streams the run emits; tombstones go only to those
    * @param column the deleted-at column (`_ab_cdc_deleted_at` or `_sdc_deleted_at`)
    * @param properties the declared properties of a stream, all set null in a tombstone
+   * @param checkpointOf when given, each batch of tombstones is followed by a
+   *   checkpoint of its target stream carrying that stream's saved state (the
+   *   state it had before this run: tombstones are emitted before the target
+   *   stream is read). Destinations commit a stream's records at that
+   *   stream's checkpoints, so tombstones are committed before the deletions
+   *   checkpoint that moves past them, even if the target stream then fails.
    */
-  constructor(selected: ReadonlySet<string>, column: string, properties: (stream: StreamDefinition) => readonly string[]) {
+  constructor(
+    selected: ReadonlySet<string>,
+    column: string,
+    properties: (stream: StreamDefinition) => readonly string[],
+    checkpointOf?: CheckpointOf,
+  ) {
     this.column = column;
+    this.checkpointOf = checkpointOf;
     this.targets = new Map();
     for (const stream of STREAMS) {
       if (stream.tombstoneObjectType && selected.has(stream.name)) {
@@ -41,30 +65,40 @@ export class TombstoneEmitter {
       const deletedAt = deletion.deleted_at;
       const target = typeof type === 'string' ? this.targets.get(type) : undefined;
       if (!target) {
-        const known = STREAMS.some((s) => s.tombstoneObjectType === type);
-        if (!known) {
-          const key = String(type);
+        // (Streams without tombstones have tombstoneObjectType null: a null object_type is unknown, not theirs.)
+        if (typeof type !== 'string' || !STREAMS.some((s) => s.tombstoneObjectType === type)) {
+          // JSON text keeps null, numbers and a missing field apart from strings.
+          const key = type === undefined ? '(missing)' : JSON.stringify(type);
           this.unknownTypes.set(key, (this.unknownTypes.get(key) ?? 0) + 1);
         }
+        continue; // a known type whose stream is not selected: nothing to emit
+      }
+      if (typeof objectId !== 'string' || objectId === '' || typeof deletedAt !== 'string') {
+        this.incomplete++;
         continue;
       }
-      if (typeof objectId !== 'string' || typeof deletedAt !== 'string') continue;
       const tombstone: Data = { ...target.template, id: objectId, updated_at: deletedAt, [this.column]: deletedAt };
       let batch = batches.get(target.stream);
       if (!batch) batches.set(target.stream, (batch = []));
       batch.push(tombstone);
     }
-    for (const [stream, batch] of batches) await sink.records(stream, batch, extractedAt);
+    for (const [stream, batch] of batches) {
+      await sink.records(stream, batch, extractedAt);
+      const checkpoint = this.checkpointOf?.(stream);
+      if (checkpoint !== undefined) await sink.state(stream, checkpoint);
+    }
   }
 
-  /** One warning for all deletion records whose object_type was not recognised. */
+  /** One warning for all deletion records no tombstone could be made of; undefined when none. */
   unknownTypesWarning(): string | undefined {
-    if (this.unknownTypes.size === 0) return undefined;
-    const total = [...this.unknownTypes.values()].reduce((a, b) => a + b, 0);
-    const values = [...this.unknownTypes.keys()].map((v) => JSON.stringify(v)).join(', ');
-    return (
-      `${total} deletion record(s) had an object_type the connector does not know (${values}); ` +
-      'they are kept in the deletions stream but no tombstone was emitted for them.'
-    );
+    const parts: string[] = [];
+    if (this.unknownTypes.size > 0) {
+      const total = [...this.unknownTypes.values()].reduce((a, b) => a + b, 0);
+      const values = [...this.unknownTypes.entries()].map(([v, n]) => `${v}: ${n}`).join(', ');
+      parts.push(`${total} deletion record(s) had an object_type the connector does not know (${values})`);
+    }
+    if (this.incomplete > 0) parts.push(`${this.incomplete} deletion record(s) lacked object_id or deleted_at`);
+    if (parts.length === 0) return undefined;
+    return `${parts.join('; ')}: they are kept in the deletions stream but no tombstone was emitted for them.`;
   }
 }

@@ -1,0 +1,183 @@
+/**
+ * `source-data-read replicate --config F --db FILE`: the engine writing
+ * straight into a local SQLite database. Every stream is replicated
+ * (incremental where the stream allows it), its state kept in the database
+ * itself, so a run continues where the last one stopped, even a killed one.
+ * stdout stays empty; progress, warnings and the final summary go to stderr.
+ * Exit 0 when every stream completed, 1 otherwise (the cause is named).
+ */
+import { statSync } from 'node:fs';
+import { readJsonFile } from '../../cli/files.js';
+import { ApiError, type DataReadApi } from '../../client/types.js';
+import { parseConfig, type Config } from '../../config.js';
+import { clientFromConfig } from '../../engine/connect.js';
+import { runSync, type SelectedStream } from '../../engine/sync.js';
+import { toConnectorError } from '../../errors.js';
+import type { StderrLogger } from '../../output.js';
+import { STREAMS } from '../../streams.js';
+import { ident } from './layout.js';
+import { Progress } from './progress.js';
+import { ReplicaSink, type StreamTally } from './sink.js';
+import { ReplicaStore } from './store.js';
+
+export interface ReplicateContext {
+  readonly logger: StderrLogger;
+}
+
+export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) => ({
+  stream,
+  mode: stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh',
+}));
+
+function loadConfig(path: string, logger: StderrLogger): { config: Config; unknownKeys: readonly string[] } {
+  const raw = readJsonFile(path, 'config');
+  if (typeof raw === 'object' && raw !== null && 'api_key' in raw && typeof raw.api_key === 'string') {
+    logger.addSecret(raw.api_key);
+    logger.addSecret(raw.api_key.trim());
+  }
+  return parseConfig(raw);
+}
+
+function fileSize(path: string): string {
+  let bytes = 0;
+  for (const file of [path, `${path}-wal`]) {
+    try {
+      bytes += statSync(file).size;
+    } catch {
+      // no such file
+    }
+  }
+  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
+}
+
+function summary(tallies: ReadonlyMap<string, StreamTally>, rows: ReadonlyMap<string, number>): string {
+  const parts: string[] = [];
+  let deleted = 0;
+  let skipped = 0;
+  for (const [name, t] of tallies) {
+    parts.push(`${name} ${rows.get(name) ?? 0} rows (${t.received} read)`);
+    deleted += t.deletedRows;
+    skipped += t.skippedDeleted;
+  }
+  const deletions = deleted + skipped > 0 ? `; deletions applied: ${deleted} rows removed, ${skipped} stale versions skipped` : '';
+  return `${parts.join(', ')}${deletions}`;
+}
+
+/**
+ * GET /v1/me with the run's own client (its full retry and rate-limit
+ * patience: a replicate run may be a cron job that meets a busy quota), and
+ * the data:read scope.
+ */
+async function whoAmI(client: DataReadApi, config: Config): Promise<{ ok: boolean; message: string }> {
+  try {
+    const me = await client.me();
+    if (!me.scopes.includes('data:read')) {
+      return {
+        ok: false,
+        message:
+          `The API key of account "${me.account_name}" lacks the data:read scope (it has: ${me.scopes.join(', ') || 'none'}). ` +
+          'Create a key with data:read in Data-Read and update api_key.',
+      };
+    }
+    return { ok: true, message: `Connected to account "${me.account_name}".` };
+  } catch (err) {
+    const error = toConnectorError(err);
+    if (error instanceof ApiError && error.code === 'unreachable') {
+      return { ok: false, message: `Cannot reach the Data-Read API at ${config.base_url}: ${error.message}` };
+    }
+    return { ok: false, message: error.message };
+  }
+}
+
+export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
+  const { logger } = ctx;
+  const started = Date.now();
+  let config: Config;
+  let store: ReplicaStore;
+  try {
+    const loaded = loadConfig(configPath, logger);
+    config = loaded.config;
+    if (loaded.unknownKeys.length > 0) logger.log('WARN', `Unknown config keys ignored: ${loaded.unknownKeys.join(', ')}.`);
+    store = new ReplicaStore(dbPath, STREAMS, { lock: true });
+  } catch (err) {
+    logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
+    return 1;
+  }
+
+  let client: DataReadApi | undefined;
+  const sink = new ReplicaSink(store, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
+  const progress = new Progress(logger, { tallies: sink.tallies, stats: () => client?.stats });
+  // Ctrl-C or a stop request: every commit is synchronous, so the handler runs between two of them.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    progress.stop();
+    store.close();
+    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    for (const name of store.migrated) progress.log('INFO', `${name}: table rewritten to the current column layout (no record changed).`);
+    const states = store.loadStates();
+    if (config.deletions_as_tombstones) {
+      progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
+    }
+    const byPath = new Map(STREAMS.map((s) => [s.path, s]));
+    client = clientFromConfig(config, {
+      onWait: (notice) => {
+        const stream = byPath.get(notice.path);
+        if (stream && notice.reason === 'rate_limited') sink.streamRunning(stream, notice.until);
+      },
+      onLog: (level, message) => progress.log(level, message),
+    });
+    const account = await whoAmI(client, config);
+    if (!account.ok) {
+      progress.log('ERROR', `Cannot replicate: ${account.message}`);
+      return 1;
+    }
+    progress.log('INFO', `${account.message} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    progress.start();
+    let result = await runSync({ config, client, sink, streams: REPLICA_STREAMS, states });
+    // A read interrupted last time was finished up to the watermark it started with; one more
+    // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
+    const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+    if (result.failures.length === 0 && resumed.length > 0) {
+      progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+      result = await runSync({ config, client, sink, streams: REPLICA_STREAMS, states: store.loadStates() });
+    }
+    const unknown = sink.unknownTypesWarning();
+    if (unknown) progress.log('WARN', unknown);
+    progress.stop();
+
+    const rows = new Map<string, number>();
+    for (const { stream } of REPLICA_STREAMS) {
+      const row = store.db.prepare(`SELECT count(*) AS n FROM ${ident(stream.name)}`).get();
+      rows.set(stream.name, Number(row?.n ?? 0));
+    }
+    store.close();
+    const stats = client.stats;
+    const totals =
+      `${summary(sink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
+    if (result.failures.length === 0) {
+      logger.log('INFO', `Replica up to date: ${totals}`);
+      return 0;
+    }
+    const failed = result.failures.map((f) => `${f.stream.name} (${f.error.message})`).join('; ');
+    logger.log(
+      'ERROR',
+      `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ` +
+        `Everything committed so far is kept; run replicate again to continue. ${totals}`,
+    );
+    return 1;
+  } catch (err) {
+    progress.log('ERROR', `Replication stopped: ${toConnectorError(err).message} Run replicate again to continue from the last commit.`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    progress.stop();
+    store.close();
+    await client?.close();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Records to rows and back, losslessly: a value that fits its column's type
+ * goes into the column; anything else (unknown fields, a value of another
+ * type than declared) goes into `_extra` as JSON; declared fields the record
+ * lacks are listed in `_absent`. `rowToRecord(recordToRow(r))` deep-equals `r`.
+ */
+import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
+import type { Data } from '../../engine/events.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
+
+/** Column values in the layout's order, then _extra, then _absent. */
+export type RowValues = SQLInputValue[];
+
+function fits(kind: ColumnKind, value: unknown): boolean {
+  switch (kind) {
+    case 'text':
+      return typeof value === 'string';
+    case 'integer':
+      return Number.isSafeInteger(value) && !Object.is(value, -0);
+    case 'real':
+      return typeof value === 'number' && Number.isFinite(value) && !Object.is(value, -0);
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'json':
+      return value !== undefined;
+  }
+}
+
+function toSql(kind: ColumnKind, value: unknown): SQLInputValue {
+  if (kind === 'boolean') return value ? 1 : 0;
+  if (kind === 'json') return JSON.stringify(value);
+  return value as string | number;
+}
+
+function fromSql(kind: ColumnKind, value: SQLOutputValue): unknown {
+  if (value === null) return null;
+  switch (kind) {
+    case 'boolean':
+      return Number(value) !== 0;
+    case 'json':
+      return JSON.parse(String(value)) as unknown;
+    case 'integer':
+    case 'real':
+      return typeof value === 'bigint' ? Number(value) : value;
+    case 'text':
+      return value;
+  }
+}
+
+/** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
+function put(target: Data, field: string, value: unknown): void {
+  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
+}
+
+export function recordToRow(layout: TableLayout, record: Data): RowValues {
+  const values: RowValues = [];
+  const extra: Data = {};
+  const absent: string[] = [];
+  let hasExtra = false;
+  const declared = new Set<string>();
+  for (const { field, kind } of layout.columns) {
+    declared.add(field);
+    if (!Object.hasOwn(record, field)) {
+      absent.push(field);
+      values.push(null);
+      continue;
+    }
+    const value = record[field];
+    if (value === null) values.push(null);
+    else if (fits(kind, value)) values.push(toSql(kind, value));
+    else {
+      values.push(null);
+      put(extra, field, value);
+      hasExtra = true;
+    }
+  }
+  for (const field of Object.keys(record)) {
+    if (!declared.has(field)) {
+      put(extra, field, record[field]);
+      hasExtra = true;
+    }
+  }
+  values.push(hasExtra ? JSON.stringify(extra) : null);
+  values.push(absent.length > 0 ? JSON.stringify(absent) : null);
+  return values;
+}
+
+function parseJsonObject(value: SQLOutputValue | undefined): Data {
+  if (value === null || value === undefined) return {};
+  const parsed = JSON.parse(String(value)) as unknown;
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
+}
+
+function parseJsonArray(value: SQLOutputValue | undefined): Set<string> {
+  if (value === null || value === undefined) return new Set();
+  const parsed = JSON.parse(String(value)) as unknown;
+  return new Set(Array.isArray(parsed) ? parsed.filter((v): v is string => typeof v === 'string') : []);
+}
+
+/** A row read with `SELECT *` (column names as keys) back to the record it was made from. */
+export function rowToRecord(layout: TableLayout, row: Record<string, SQLOutputValue>): Data {
+  const extra = parseJsonObject(row[EXTRA_COLUMN]);
+  const absent = parseJsonArray(row[ABSENT_COLUMN]);
+  const record: Data = {};
+  for (const { field, kind } of layout.columns) {
+    if (absent.has(field) || Object.hasOwn(extra, field)) continue;
+    put(record, field, fromSql(kind, row[field] ?? null));
+  }
+  for (const [field, value] of Object.entries(extra)) put(record, field, value);
+  return record;
+}

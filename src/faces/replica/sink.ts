@@ -1,0 +1,123 @@
+/**
+ * The replica face of a sync: engine events become SQLite transactions. A
+ * stream's records are held until the engine's next checkpoint for that
+ * stream (one page), then written with the checkpoint's state in one
+ * transaction. node:sqlite is synchronous, so transactions of streams read
+ * side by side never interleave.
+ */
+import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { StreamState } from '../../engine/state.js';
+import type { ConnectorError } from '../../errors.js';
+import type { StreamDefinition } from '../../streams.js';
+import type { ReplicaStore } from './store.js';
+
+export interface StreamTally {
+  /** Records received from the service. */
+  received: number;
+  /** Rows written (received minus skipped). */
+  upserted: number;
+  /** Upserts skipped: the object was deleted at or after that version. */
+  skippedDeleted: number;
+  /** Rows deleted by this stream's deletion records. */
+  deletedRows: number;
+  status: 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
+  /** When a rate-limit wait ends (epoch ms). */
+  quotaReset?: number;
+}
+
+export interface ReplicaEvents {
+  log(level: LogLevel, message: string): void;
+  /** Something changed that progress shows. */
+  changed(): void;
+}
+
+export class ReplicaSink implements SyncSink {
+  private readonly store: ReplicaStore;
+  private readonly events: ReplicaEvents;
+  private readonly pending = new Map<string, Data[]>();
+  /** Full-refresh streams whose table is emptied by their first commit of this run. */
+  private readonly replaceOnCommit = new Set<string>();
+  /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
+  private readonly unknownTypes = new Map<string, Set<string>>();
+  readonly tallies = new Map<string, StreamTally>();
+
+  constructor(store: ReplicaStore, events: ReplicaEvents) {
+    this.store = store;
+    this.events = events;
+  }
+
+  private tally(stream: StreamDefinition): StreamTally {
+    let t = this.tallies.get(stream.name);
+    if (!t) this.tallies.set(stream.name, (t = { received: 0, upserted: 0, skippedDeleted: 0, deletedRows: 0, status: 'waiting' }));
+    return t;
+  }
+
+  streamStarted(stream: StreamDefinition): void {
+    this.pending.set(stream.name, []);
+    if (stream.cursorField === null) this.replaceOnCommit.add(stream.name);
+    this.tally(stream);
+    this.events.changed();
+  }
+
+  streamRunning(stream: StreamDefinition, quotaReset?: number): void {
+    const t = this.tally(stream);
+    if (t.status === 'complete' || t.status === 'failed') return;
+    t.status = quotaReset === undefined ? 'running' : 'rate_limited';
+    t.quotaReset = quotaReset;
+    this.events.changed();
+  }
+
+  records(stream: StreamDefinition, records: readonly Data[]): void {
+    let buffer = this.pending.get(stream.name);
+    if (!buffer) this.pending.set(stream.name, (buffer = []));
+    for (const record of records) buffer.push(record);
+    const t = this.tally(stream);
+    t.received += records.length;
+    if (t.status === 'rate_limited' || t.status === 'waiting') t.status = 'running';
+    this.events.changed();
+  }
+
+  state(stream: StreamDefinition, state: StreamState): void {
+    const buffer = this.pending.get(stream.name) ?? [];
+    const result = this.store.commit(stream, buffer, state, this.replaceOnCommit.delete(stream.name));
+    this.pending.set(stream.name, []);
+    const t = this.tally(stream);
+    t.upserted += result.upserted;
+    t.skippedDeleted += result.skippedDeleted;
+    t.deletedRows += result.deletedRows;
+    for (const [type, id] of result.unknownTypes) {
+      let ids = this.unknownTypes.get(type);
+      if (!ids) this.unknownTypes.set(type, (ids = new Set()));
+      ids.add(id);
+    }
+    this.events.changed();
+  }
+
+  streamComplete(stream: StreamDefinition): void {
+    this.tally(stream).status = 'complete';
+    this.events.changed();
+  }
+
+  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void {
+    // Records after the last checkpoint are dropped: the state did not move, the next run reads them again.
+    this.pending.set(stream.name, []);
+    this.tally(stream).status = 'failed';
+    this.events.log('ERROR', `${stream.name}: ${error.message}`);
+    this.events.changed();
+  }
+
+  log(level: LogLevel, message: string): void {
+    this.events.log(level, message);
+  }
+
+  /** One warning for every deletion record whose object_type names no replicated stream; undefined when none. */
+  unknownTypesWarning(): string | undefined {
+    if (this.unknownTypes.size === 0) return undefined;
+    const total = [...this.unknownTypes.values()].reduce((n, ids) => n + ids.size, 0);
+    const values = [...this.unknownTypes].map(([type, ids]) => `${type}: ${ids.size}`).join(', ');
+    return (
+      `${total} deletion record(s) had an object_type the replica does not know (${values}); ` +
+      'they are kept in the deletions table but deleted no row.'
+    );
+  }
+}

@@ -1,0 +1,97 @@
+/** `replicate` failures: exit 1 with a message naming the cause, nothing on stdout, never a stack trace. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { SOURCE_BIN, runCli, tempDir, writeJson } from '../helpers/cli.js';
+import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
+
+const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
+
+describe('replicate: errors', () => {
+  let account: Account;
+  let dir: string;
+  beforeAll(async () => {
+    requireBuild();
+    account = await emulatorAccount(60, 3);
+    dir = tempDir('replica-cli-');
+  });
+  afterAll(async () => {
+    await account?.emulator.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('an invalid config', async () => {
+    const config = writeJson(dir, 'bad.json', { api_key: 'nope', base_url: 'ftp://x' });
+    const run = await replicate(config, join(dir, 'a.db'));
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/ERROR source-data-read: Cannot replicate: Invalid config: api_key must look like <prefix>_live_<secret>/);
+    noStack(run.stderr);
+  });
+
+  it('a key the service refuses (401), without printing the key', async () => {
+    const key = 'drk_live_notAKeyOfThisService123';
+    const config = writeJson(dir, 'badkey.json', { api_key: key, base_url: account.emulator.url });
+    const run = await replicate(config, join(dir, 'b.db'));
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/Cannot replicate: .*401/);
+    expect(run.stderr).not.toContain(key);
+    noStack(run.stderr);
+  });
+
+  it('a service that cannot be reached', async () => {
+    const config = writeJson(dir, 'down.json', { api_key: account.key, base_url: 'http://127.0.0.1:9', max_retries: 0 });
+    const run = await replicate(config, join(dir, 'c.db'));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Cannot replicate: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9/);
+    noStack(run.stderr);
+  });
+
+  it('a database file that cannot be opened', async () => {
+    const run = await replicate(account.config(dir), join(dir, 'no', 'such', 'dir', 'r.db'));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Cannot replicate: Cannot open the replica database ".*r\.db"/);
+    noStack(run.stderr);
+  });
+
+  it('usage mistakes: no --db, or a --state the replica does not take', async () => {
+    const noDb = await runCli(SOURCE_BIN, ['replicate', '--config', account.config(dir)]);
+    expect(noDb.code).toBe(2);
+    expect(noDb.stderr).toContain('replicate needs --db FILE');
+    const withState = await runCli(SOURCE_BIN, ['replicate', '--config', account.config(dir), '--db', join(dir, 'd.db'), '--state', 'x.json']);
+    expect(withState.code).toBe(2);
+    expect(withState.stderr).toContain('replicate takes no --catalog or --state');
+  });
+
+  it('a second run on a file another run is writing', async () => {
+    const db = join(dir, 'busy.db');
+    const config = account.config(dir, { page_size: 5 });
+    account.emulator.control.setLatency(40);
+    try {
+      const first = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const second = await replicate(config, db);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/Cannot replicate: Another replicate run is writing ".*busy\.db" \(pid \d+ on .*\)/);
+      expect((await first).code).toBe(0);
+    } finally {
+      account.emulator.control.setLatency(0);
+    }
+  });
+
+  it('a service error on one stream: exit 1 naming the stream and the cause; the next run completes the replica', async () => {
+    const config = account.config(dir, { max_retries: 0, page_size: 10 });
+    const db = join(dir, 'e.db');
+    account.emulator.control.setFaults([{ kind: '500', every: 1, paths: ['/v1/conversations'], times: 1 }]);
+    const failed = await replicate(config, db);
+    account.emulator.control.clearFaults();
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toBe('');
+    expect(failed.stderr).toMatch(/Replication incomplete: 1 stream\(s\) failed: conversations \(.*500/);
+    noStack(failed.stderr);
+    const again = await replicate(config, db);
+    expect(again.code, again.stderr).toBe(0);
+    expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
+  });
+});

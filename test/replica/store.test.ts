@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { DatabaseSync } from 'node:sqlite';
+import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
+import { layoutFor } from '../../src/faces/replica/layout.js';
+import { ensureTable, insertSql, openForWrite } from '../../src/faces/replica/database.js';
+import { recordToRow } from '../../src/faces/replica/rows.js';
+import { replicaSummary } from '../../src/faces/replica/summary.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { tempDir } from '../helpers/cli.js';
+import { contact, conversation, iso } from './fake-service.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const conversations = findStream('conversations') as StreamDefinition;
+const stages = findStream('pipeline_stages') as StreamDefinition;
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function newDb(): string {
+  const dir = tempDir('replica-store-');
+  dirs.push(dir);
+  return join(dir, 'r.db');
+}
+
+describe('ReplicaStore', () => {
+  it('uses WAL and keeps the state row in the same transaction as the rows', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    expect(store.db.prepare('PRAGMA journal_mode').get()?.journal_mode).toBe('wal');
+    store.commit(contacts, [contact('c1', 1)], { resume: { cursor: 'k1', sync_watermark: iso(9) } });
+    // A commit that fails half-way leaves neither its rows nor its state.
+    store.db.exec('CREATE TRIGGER fail_c2 BEFORE INSERT ON contacts WHEN NEW.id = \'c3\' BEGIN SELECT RAISE(ABORT, \'disk on fire\'); END');
+    expect(() => store.commit(contacts, [contact('c2', 2), contact('c3', 3)], { sync_watermark: iso(9) })).toThrow(/Cannot write the replica database.*disk on fire/);
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'k1', sync_watermark: iso(9) } });
+  });
+
+  it('rewrites a table written with an older column layout without changing any record', () => {
+    const path = newDb();
+    const records = [contact('c1', 1, { email: 'a@b.c', temperature: 'hot', custom: 1 }), contact('c2', 2, { email: null })];
+    // An older version that knew neither email nor temperature wrote these rows.
+    const current = layoutFor(contacts);
+    const older = { ...current, columns: current.columns.filter((c) => c.field !== 'email' && c.field !== 'temperature') };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    expect(db.prepare('SELECT _extra FROM contacts WHERE id = ?').get('c1')?._extra).toBe('{"temperature":"hot","email":"a@b.c","custom":1}');
+    db.close();
+
+    const store = new ReplicaStore(path);
+    expect(store.migrated).toEqual(['contacts']);
+    expect(store.db.prepare('SELECT email, temperature, _extra FROM contacts WHERE id = ?').get('c1')).toEqual({ email: 'a@b.c', temperature: 'hot', _extra: '{"custom":1}' });
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+    const again = new ReplicaStore(path);
+    expect(again.migrated).toEqual([]);
+    again.close();
+  });
+
+  it('lets one replicate run write a file at a time, and takes over the lock of a killed one', () => {
+    const path = newDb();
+    const first = new ReplicaStore(path, undefined, { lock: true });
+    first.close(); // released
+    const held = new ReplicaStore(path);
+    held.db.prepare('INSERT INTO _replica_lock (id, pid, host, started_at) VALUES (1, ?, ?, ?)').run(process.ppid, hostname(), iso(0));
+    held.close();
+    expect(() => new ReplicaStore(path, undefined, { lock: true })).toThrow(
+      new RegExp(`Another replicate run is writing ".*r\\.db" \\(pid ${process.ppid} on .*\\). Wait for it to finish`),
+    );
+    const dead = new ReplicaStore(path);
+    dead.db.prepare('UPDATE _replica_lock SET pid = ?').run(2 ** 22 + 12345); // above any pid_max: no such process
+    dead.close();
+    const next = new ReplicaStore(path, undefined, { lock: true });
+    expect(next.db.prepare('SELECT pid FROM _replica_lock').get()?.pid).toBe(process.pid);
+    next.close();
+    const after = new ReplicaStore(path);
+    expect(after.db.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n).toBe(0);
+    after.close();
+  });
+
+  it('refuses a database that has a table of the same name it did not create', () => {
+    const path = newDb();
+    const db = new DatabaseSync(path);
+    db.exec('CREATE TABLE contacts (x)');
+    db.close();
+    expect(() => new ReplicaStore(path)).toThrow(/already has a table "contacts" that the replica did not create/);
+  });
+
+  it('names the file when it is not a database', () => {
+    const path = newDb();
+    rmSync(path, { force: true });
+    writeFileSync(path, 'this is not sqlite, just text that is long enough to be read as a header................');
+    expect(() => new ReplicaStore(path)).toThrow(/cannot be used as a replica database|Cannot open the replica database/);
+  });
+});
+
+describe('replicaSummary', () => {
+  it('counts contacts by temperature and stage, conversations won/lost, and the median first-response time', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    const t = (m: number) => iso(m);
+    store.commit(stages, [{ id: 's1', name: 'New' }, { id: 's2', name: 'Won' }], {}, true);
+    store.commit(contacts, [
+      contact('c1', 1, { temperature: 'hot', current_stage_id: 's1' }),
+      contact('c2', 1, { temperature: 'hot', current_stage_id: 's2' }),
+      contact('c3', 1, { temperature: 'cold', current_stage_id: 's1' }),
+      contact('c4', 1, { temperature: null, current_stage_id: 's1' }),
+    ], { sync_watermark: t(30) });
+    store.commit(conversations, [
+      conversation('v1', 1, { created_at: t(0), first_response_at: t(1), outcome_category: 'converted' }), // 60 s
+      conversation('v2', 1, { created_at: t(0), first_response_at: t(3), outcome_category: 'not_interested' }), // 180 s
+      conversation('v3', 1, { created_at: t(0), first_response_at: t(10), outcome_category: 'won' }), // 600 s
+      conversation('v4', 1, { created_at: t(0), first_response_at: t(20), outcome_category: null }), // 1200 s
+      conversation('v5', 1, { created_at: t(0), first_response_at: null }),
+    ], { sync_watermark: t(31) });
+    store.close();
+    const summary = replicaSummary(path);
+    expect(summary.contacts.total).toBe(4);
+    expect(summary.contacts.byTemperature).toEqual([{ value: 'hot', count: 2 }, { value: null, count: 1 }, { value: 'cold', count: 1 }]);
+    expect(summary.contacts.byStage).toEqual([{ value: 's1', count: 3, name: 'New' }, { value: 's2', count: 1, name: 'Won' }]);
+    expect(summary.conversations).toMatchObject({ total: 5, won: 2, lost: 1, medianFirstResponseSeconds: 390, respondedCount: 4 });
+    expect(summary.watermarks).toEqual({ contacts: t(30), conversations: t(31), pipeline_stages: null });
+  });
+
+  it('names a missing database', () => {
+    expect(() => replicaSummary('/nonexistent/replica.db')).toThrow(/No replica database at "\/nonexistent\/replica.db"/);
+  });
+});
