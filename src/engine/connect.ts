@@ -48,8 +48,11 @@ export async function checkConnection(config: Config): Promise<CheckResult> {
     };
   } catch (err) {
     const error = toConnectorError(err);
-    if (error instanceof ApiError && (error.code === 'unreachable' || error.code === 'retries_exhausted')) {
+    if (error instanceof ApiError && error.code === 'unreachable') {
       return { ok: false, message: `Cannot reach the Data-Read API at ${config.base_url}: ${error.message}` };
+    }
+    if (error instanceof ApiError && error.code === 'retries_exhausted') {
+      return { ok: false, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
     }
     return { ok: false, message: error.message };
   } finally {

@@ -65,7 +65,13 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   let tombstones: TombstoneEmitter | undefined;
   if (config.deletions_as_tombstones && request.tombstones) {
     if (selected.has('deletions')) {
-      tombstones = new TombstoneEmitter(selected, request.tombstones.column, request.tombstones.properties);
+      // Tombstones only go to incremental streams (an overwritten table would keep rows of nulls), and each
+      // batch is followed by a checkpoint of its target carrying that stream's saved state, so destinations
+      // that commit per stream commit the tombstones before the deletions state moves past them.
+      const incremental = new Set(request.streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
+      tombstones = new TombstoneEmitter(incremental, request.tombstones.column, request.tombstones.properties, (stream) =>
+        request.states.get(stream.name) ?? {},
+      );
     } else {
       await sink.log('WARN', 'deletions_as_tombstones is on but the deletions stream is not selected: no tombstones are emitted.');
     }
