@@ -27,11 +27,10 @@ export interface CheckResult {
 }
 
 /**
- * GET /v1/me: the key works and carries data:read. A check must answer fast,
- * so it retries little and waits at most 30 s for a rate limit.
+ * GET /v1/me with the given client: the key works and carries data:read. The
+ * message names the account, or says in plain words what is wrong.
  */
-export async function checkConnection(config: Config): Promise<CheckResult> {
-  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000 });
+export async function verifyAccount(client: DataReadApi, config: Config): Promise<CheckResult> {
   try {
     const me = await client.me();
     if (!me.scopes.includes('data:read')) {
@@ -55,6 +54,14 @@ export async function checkConnection(config: Config): Promise<CheckResult> {
       return { ok: false, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
     }
     return { ok: false, message: error.message };
+  }
+}
+
+/** The `check` command: a check must answer fast, so it retries little and waits at most 30 s for a rate limit. */
+export async function checkConnection(config: Config): Promise<CheckResult> {
+  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000 });
+  try {
+    return await verifyAccount(client, config);
   } finally {
     await client.close();
   }

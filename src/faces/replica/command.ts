@@ -8,9 +8,9 @@
  */
 import { statSync } from 'node:fs';
 import { readJsonFile } from '../../cli/files.js';
-import { ApiError, type DataReadApi } from '../../client/types.js';
+import type { DataReadApi } from '../../client/types.js';
 import { parseConfig, type Config } from '../../config.js';
-import { clientFromConfig } from '../../engine/connect.js';
+import { clientFromConfig, verifyAccount } from '../../engine/connect.js';
 import { runSync, type SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
 import type { StderrLogger } from '../../output.js';
@@ -63,31 +63,6 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, rows: ReadonlyMap<st
   return `${parts.join(', ')}${deletions}`;
 }
 
-/**
- * GET /v1/me with the run's own client (its full retry and rate-limit
- * patience: a replicate run may be a cron job that meets a busy quota), and
- * the data:read scope.
- */
-async function whoAmI(client: DataReadApi, config: Config): Promise<{ ok: boolean; message: string }> {
-  try {
-    const me = await client.me();
-    if (!me.scopes.includes('data:read')) {
-      return {
-        ok: false,
-        message:
-          `The API key of account "${me.account_name}" lacks the data:read scope (it has: ${me.scopes.join(', ') || 'none'}). ` +
-          'Create a key with data:read in Data-Read and update api_key.',
-      };
-    }
-    return { ok: true, message: `Connected to account "${me.account_name}".` };
-  } catch (err) {
-    const error = toConnectorError(err);
-    if (error instanceof ApiError && error.code === 'unreachable') {
-      return { ok: false, message: `Cannot reach the Data-Read API at ${config.base_url}: ${error.message}` };
-    }
-    return { ok: false, message: error.message };
-  }
-}
 
 export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
   const { logger } = ctx;
@@ -130,7 +105,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       },
       onLog: (level, message) => progress.log(level, message),
     });
-    const account = await whoAmI(client, config);
+    // The run's own client: its full retry and rate-limit patience (a replicate run may be a cron job that meets a busy quota).
+    const account = await verifyAccount(client, config);
     if (!account.ok) {
       progress.log('ERROR', `Cannot replicate: ${account.message}`);
       return 1;
