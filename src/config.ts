@@ -3,7 +3,7 @@
  * the Airbyte SPEC's connectionSpecification and the Singer --about settings.
  */
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
+import { ConfigError, redact } from './errors.js';
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
@@ -22,10 +22,18 @@ function isLoopback(hostname: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
+/** The error of a required string: "is required" when absent, "must be a string" when mistyped. */
+function requiredString(field: string, what: string): (issue: { readonly input?: unknown }) => string {
+  return (issue) => (issue.input === undefined ? `${field} is required: ${what}` : `${field} must be a string: ${what}`);
+}
+
+/** The shape of an API key: a value like this is a secret wherever the user put it. */
+const KEY_SHAPE = /^\S+?_live_\S+$/;
+
 const apiKey = z
-  .string({ error: 'api_key is required: the account API key, <prefix>_live_<secret>' })
+  .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
   .trim()
-  .regex(/^\S+?_live_\S+$/, {
+  .regex(KEY_SHAPE, {
     error: 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)',
   })
   .meta({
@@ -36,14 +44,19 @@ const apiKey = z
   });
 
 const baseUrl = z
-  .string({ error: 'base_url is required: the address before /v1, e.g. https://api.example.com' })
+  .string({ error: requiredString('base_url', 'the address before /v1, e.g. https://api.example.com') })
   .trim()
   .superRefine((value, ctx) => {
     let url: URL;
     try {
       url = new URL(value);
     } catch {
-      ctx.addIssue({ code: 'custom', message: `base_url must be a URL such as https://api.example.com (got "${value}")` });
+      ctx.addIssue({
+        code: 'custom',
+        message: KEY_SHAPE.test(value)
+          ? 'base_url holds what looks like an API key (<prefix>_live_<secret>), not an address (are api_key and base_url swapped?)'
+          : `base_url must be a URL such as https://api.example.com (got "${value}")`,
+      });
       return;
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
@@ -152,14 +165,18 @@ export function parseConfig(input: unknown): ParsedConfig {
     throw new ConfigError('The config must be a JSON object with at least api_key and base_url.');
   }
   const result = ConfigSchema.safeParse(input);
+  const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
     const problems = result.error.issues.map((issue) => {
       const field = issue.path.join('.') || 'config';
       return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
     });
-    throw new ConfigError(`Invalid config: ${problems.join('; ')}.`);
+    // A required key reported missing next to a key the connector does not know is most often a misspelling.
+    if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => JSON.stringify(k)).join(', ')}`);
+    // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
+    const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
+    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])));
   }
-  const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   return { config: result.data, unknownKeys };
 }
 

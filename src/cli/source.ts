@@ -22,6 +22,15 @@ stdout carries Airbyte protocol messages only, one JSON object a line; logs go t
 Exit status: 0 on success, 1 after an ERROR trace (the state written so far is safe to resume from).
 `;
 
+/** A mistake in the command line: told with the usage text, exit 2. */
+class UsageError extends Error {}
+
+/** The reader of stdout went away (a closed pipe): no usage text, exit 1. */
+function outputClosed(err: unknown): string | undefined {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
+}
+
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'emulator') {
@@ -36,19 +45,24 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const args = parseArgs(rest, ['config', 'catalog', 'state', 'db'], ['help']);
+  let args: ReturnType<typeof parseArgs>;
+  try {
+    args = parseArgs(rest, ['config', 'catalog', 'state', 'db'], ['help']);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
   if (args.switches.has('help')) {
     process.stdout.write(HELP);
     return 0;
   }
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
-    if (value === undefined) throw new Error(`${command} needs --${flag} FILE`);
+    if (value === undefined) throw new UsageError(`${command} needs --${flag} FILE`);
     return value;
   };
   if (command === 'replicate') {
     if (args.values.has('catalog') || args.values.has('state')) {
-      throw new Error('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
+      throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
     const replica = await import('../faces/replica/command.js');
     return replica.replicate({ logger }, need('config'), need('db'));
@@ -65,7 +79,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     case 'read':
       return airbyte.read(ctx, need('config'), need('catalog'), lastValue(args, 'state'));
     default:
-      throw new Error(`unknown command "${command}"`);
+      throw new UsageError(`unknown command "${command}"`);
   }
 }
 
@@ -76,9 +90,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(argv, out, logger);
   } catch (err) {
-    // Usage mistakes (unknown command or option, missing file flag): say so on stderr.
-    logger.log('ERROR', `${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    code = 2;
+    const message = err instanceof Error ? err.message : String(err);
+    const closed = outputClosed(err);
+    if (err instanceof UsageError) {
+      // Usage mistakes (unknown command or option, missing file flag): say so on stderr.
+      logger.log('ERROR', `${message}\n\n${HELP}`);
+      code = 2;
+    } else if (closed !== undefined) {
+      logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
+      code = 1;
+    } else {
+      logger.log('ERROR', message);
+      code = 1;
+    }
   }
   await out.flush();
   return code;

@@ -8,17 +8,20 @@ import { z } from 'zod';
 import { parseInstant } from '../config.js';
 import { ConfigError } from '../errors.js';
 
-const watermark = z.string().refine((v) => !Number.isNaN(parseInstant(v)), {
-  message: 'must be an ISO 8601 date-time with zone, as the service wrote it',
-});
+const WATERMARK = 'must be an ISO 8601 date-time with zone, as the service wrote it';
+
+const watermark = z.string({ error: WATERMARK }).refine((v) => !Number.isNaN(parseInstant(v)), { message: WATERMARK });
 
 export const StreamStateSchema = z.looseObject({
   sync_watermark: watermark.optional(),
   resume: z
-    .object({
-      cursor: z.string().min(1, { message: 'must be a non-empty cursor string' }),
-      sync_watermark: watermark,
-    })
+    .object(
+      {
+        cursor: z.string({ error: 'must be a non-empty cursor string' }).min(1, { message: 'must be a non-empty cursor string' }),
+        sync_watermark: watermark,
+      },
+      { error: 'must be an object {"cursor": ..., "sync_watermark": ...}' },
+    )
     .optional(),
 });
 
@@ -30,6 +33,12 @@ export interface StreamState {
 /** Validate one stream's saved state; throws ConfigError naming the stream and the field. */
 export function parseStreamState(stream: string, input: unknown): StreamState {
   if (input === null || input === undefined) return {};
+  if (typeof input !== 'object' || Array.isArray(input)) {
+    throw new ConfigError(
+      `Invalid state for stream "${stream}": a stream's state must be an object such as {"sync_watermark": "2024-01-01T00:00:00.000Z"}, ` +
+        `not ${Array.isArray(input) ? 'an array' : typeof input}. Pass the state the connector wrote, or no state to read from start_date.`,
+    );
+  }
   const result = StreamStateSchema.safeParse(input);
   if (!result.success) {
     const issue = result.error.issues[0];

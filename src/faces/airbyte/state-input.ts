@@ -24,7 +24,11 @@ function streamEntry(entry: unknown, index: number): [string, unknown] {
   return [descriptor.name, message.stream.stream_state];
 }
 
-export function parseAirbyteState(input: unknown, warn: (message: string) => void): Map<string, StreamState> {
+/**
+ * @param selected the streams of the configured catalog: a state for another
+ *   stream (Airbyte passes the states of deselected streams) is ignored with a warning
+ */
+export function parseAirbyteState(input: unknown, warn: (message: string) => void, selected?: ReadonlySet<string>): Map<string, StreamState> {
   let entries: [string, unknown][];
   if (Array.isArray(input)) entries = input.map(streamEntry);
   else if (isObject(input)) entries = Object.entries(input); // legacy: {"<stream>": {...}}
@@ -33,6 +37,10 @@ export function parseAirbyteState(input: unknown, warn: (message: string) => voi
   for (const [name, raw] of entries) {
     if (!findStream(name)) {
       warn(`The state holds stream "${name}", which this source does not have; it is ignored.`);
+      continue;
+    }
+    if (selected !== undefined && !selected.has(name)) {
+      warn(`The state holds stream "${name}", which the catalog does not select; it is ignored (select the stream to resume it).`);
       continue;
     }
     states.set(name, parseStreamState(name, raw));

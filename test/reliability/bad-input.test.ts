@@ -1,0 +1,21 @@
+/**
+ * Bad input from the user: each case one clear message naming the field;
+ * check FAILED (exit 0), read config_error (exit 1), no stack trace on stdout.
+ * Adds to the cases of test/airbyte/commands.test.ts.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { BAD_INPUT_CASES, runBadInput } from '../../src/tools/reliability/bad-input.js';
+import { leakWatch } from '../../src/tools/reliability/harness.js';
+
+afterAll(() => {
+  expect(leakWatch.leaks).toEqual([]);
+});
+
+describe('bad config, catalog and state', () => {
+  it(`${BAD_INPUT_CASES.length} cases, each with one clear message`, async () => {
+    expect(BAD_INPUT_CASES.length).toBeGreaterThanOrEqual(30);
+    const results = await runBadInput(BAD_INPUT_CASES, 4);
+    expect(results.flatMap((r) => r.problems)).toEqual([]);
+    for (const r of results) expect(r.readMessage, r.name).not.toBe('');
+  }, 120_000);
+});

@@ -1,0 +1,18 @@
+/** A service that breaks its contract: one clear system_error naming the breach, bounded time, no state past unread data. */
+import { afterAll, describe, expect, it } from 'vitest';
+import { CONTRACT_BOUND_MS, CONTRACT_CASES, runContractCase } from '../../src/tools/reliability/contract.js';
+import { leakWatch } from '../../src/tools/reliability/harness.js';
+
+afterAll(() => {
+  expect(leakWatch.leaks).toEqual([]);
+});
+
+describe.concurrent('contract breaches', () => {
+  it.each(CONTRACT_CASES.map((c, i) => [c.name, c, i] as const))('%s', async (_name, c, i) => {
+    const r = await runContractCase(c, 80 + i);
+    expect(r.problems).toEqual([]);
+    expect(r.outcome).toBe(c.error === undefined ? 'none' : 'system_error');
+    expect(r.ms).toBeLessThan(CONTRACT_BOUND_MS);
+    expect(r.lost).toBe(0);
+  }, 60_000);
+});

@@ -1,0 +1,18 @@
+/** Secrets: a hostile service echoing the request everywhere; the canary key appears in no byte of stdout or stderr. */
+import { afterAll, describe, expect, it } from 'vitest';
+import { leakWatch } from '../../src/tools/reliability/harness.js';
+import { runSecrets } from '../../src/tools/reliability/secrets.js';
+
+afterAll(() => {
+  expect(leakWatch.leaks).toEqual([]);
+});
+
+describe('the API key never leaks', () => {
+  it('check and read against answers that echo the request', async () => {
+    const r = await runSecrets(4);
+    expect(r.problems).toEqual([]);
+    expect(r.failedCleanly).toBe(r.runs);
+    expect(leakWatch.runs).toBe(r.runs);
+    expect(leakWatch.leaks).toEqual([]);
+  }, 120_000);
+});
