@@ -5,11 +5,12 @@
  * words that never contain the API key.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError } from '../errors.js';
 import type { Me } from '../schemas/resources.js';
-import { decode, describeBody, parseJson, readBytes } from './body.js';
+import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
+import { Pool } from './pool.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { readProblem, statusCause, statusError, serviceSaid, type ProblemInfo } from './problem.js';
@@ -72,6 +73,8 @@ class DataReadClient implements DataReadApi {
   readonly #onWait: ((notice: WaitNotice) => void) | undefined;
   readonly #onLog: ((level: 'INFO' | 'WARN', message: string) => void) | undefined;
   readonly #closing = new AbortController();
+  /** path -> the end of the last rate-limit wait it was told about. */
+  readonly #told = new Map<string, number>();
   #closed: Promise<void> | undefined;
 
   constructor(o: CreateClientOptions) {
@@ -103,7 +106,8 @@ class DataReadClient implements DataReadApi {
       now: this.#now,
       sleep: (ms) => this.#sleep(ms),
       maxWaitMs: this.#maxWaitMs,
-      announce: (wait, waitMs, path) => this.#announceRateWait(wait, waitMs, path),
+      announce: (wait, waitMs) => this.#announceRateWait(wait, waitMs),
+      waiting: (wait, waitMs, path) => this.#tellWaiting(wait, waitMs, path),
       tooLong: (wait, waitMs, path) => this.#waitTooLong(wait, waitMs, path, undefined),
     });
     if (o.dispatcher !== undefined) {
@@ -185,6 +189,7 @@ class DataReadClient implements DataReadApi {
       this.#assertOpen();
       this.stats.requests += 1;
       this.#pacer.sent();
+      const sentAt = this.#now();
       let timedOut = false;
       const controller = new AbortController();
       const timer = setTimeout(() => {
@@ -193,7 +198,7 @@ class DataReadClient implements DataReadApi {
       }, this.#timeoutMs);
       let status: number;
       let headers: IncomingHttpHeaders;
-      let raw: Buffer;
+      let raw: Buffer | string;
       try {
         const res = await this.#dispatcher.request({
           origin: this.#base.origin,
@@ -204,10 +209,11 @@ class DataReadClient implements DataReadApi {
           headersTimeout: this.#timeoutMs,
           bodyTimeout: this.#timeoutMs,
         });
-        this.#pacer.observe(res.headers, this.#now());
+        this.#pacer.observe(res.headers, this.#now(), sentAt);
         status = res.statusCode;
         headers = res.headers;
-        raw = await readBytes(res.body);
+        // A success as sent is decoded straight to text; anything else is kept as bytes.
+        raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
       } catch (err) {
         if (this.#closing.signal.aborted) throw this.#closedError();
         return { ok: false, fault: this.#netFault(err, timedOut) };
@@ -222,7 +228,13 @@ class DataReadClient implements DataReadApi {
   }
 
   /** From a complete response to a value or a fault. */
-  async #judge(status: number, headers: IncomingHttpHeaders, raw: Buffer, label: string): Promise<Attempt> {
+  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | string, label: string): Promise<Attempt> {
+    if (typeof body === 'string') {
+      // The usual case: a 2xx without content coding, already text.
+      const parsed = parseJson(body);
+      if (parsed.ok) return { ok: true, value: parsed.value };
+    }
+    const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const contentType = headerValue(headers, 'content-type');
     let bytes = raw;
     let decodeProblem: string | undefined;
@@ -351,11 +363,18 @@ class DataReadClient implements DataReadApi {
 
   // --- waits and reports -----------------------------------------------------
 
-  #announceRateWait(wait: PaceWait, waitMs: number, path: string): void {
+  /** A shared rate-limit wait begins: counted and logged once, whoever waits. */
+  #announceRateWait(wait: PaceWait, waitMs: number): void {
     this.stats.rateLimitWaits += 1;
     this.stats.waitedMs += waitMs;
     const why = wait.cause === 'quota' ? 'the request quota of this minute is used up (RateLimit-Remaining 0)' : 'the service asked to wait (Retry-After)';
     this.#log('INFO', `Pausing requests for ${duration(waitMs)}, until ${isoTime(wait.until)}: ${why}.`);
+  }
+
+  /** Each path that waits is told once per wait: every stream held back reports RATE_LIMITED, not only the first. */
+  #tellWaiting(wait: PaceWait, waitMs: number, path: string): void {
+    if (this.#told.get(path) === wait.until) return;
+    this.#told.set(path, wait.until);
     this.#notify({ reason: 'rate_limited', waitMs, until: wait.until, path });
   }
 

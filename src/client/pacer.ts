@@ -25,6 +25,8 @@ export interface PacerOptions {
   readonly maxWaitMs: number;
   /** Called once per distinct shared wait, before sleeping. */
   readonly announce: (wait: PaceWait, waitMs: number, path: string) => void;
+  /** Called for every caller that waits (each path may need telling, not only the first). */
+  readonly waiting?: (wait: PaceWait, waitMs: number, path: string) => void;
   /** Builds the error thrown when a wait exceeds maxWaitMs. */
   readonly tooLong: (wait: PaceWait, waitMs: number, path: string) => Error;
 }
@@ -51,6 +53,10 @@ export class Pacer {
   #limit: number | undefined;
   #remaining: number | undefined;
   #resetAt: number | undefined;
+  /** Send time of the request whose response opened the current window estimate. */
+  #windowSentFrom = Number.NEGATIVE_INFINITY;
+  /** Lowest Remaining the service reported in the current window. */
+  #windowRemaining: number | undefined;
   #blockedUntil = 0;
   #blockedBy: number | undefined;
   #inFlight = 0;
@@ -105,6 +111,7 @@ export class Pacer {
   }
 
   #waitFor(wait: PaceWait, waitMs: number, path: string): Promise<void> {
+    this.#o.waiting?.(wait, waitMs, path);
     const current = this.#sleeping;
     if (current !== undefined && current.until === wait.until) return current.done;
     if (wait.until !== this.#announcedUntil) {
@@ -134,13 +141,40 @@ export class Pacer {
    * Learn from a response's RateLimit-* headers; call before `done()`. The
    * service's Remaining does not yet count the other requests still in
    * flight, so they are taken off (a conservative view).
+   *
+   * RateLimit-Reset is whole seconds, rounded up: each response only says the
+   * window ends within (reset - 1, reset] seconds of when it was answered, so
+   * `now + reset` is an upper bound, up to a second late. Within one window
+   * the earliest such bound is the tightest (the first response of a window
+   * says "2" when 1.99 s are left; the last one may say "2" with 1.01 s
+   * left), so the pacer keeps the minimum; waiting on the last response alone
+   * would add up to a second to every window. A new window is recognised when
+   * the previous estimate has passed or Remaining goes up; a late response to
+   * a request sent before the current window was seen cannot move the
+   * estimate (nor Remaining).
    */
-  observe(headers: IncomingHttpHeaders, now: number): void {
+  observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
     const remaining = headerNumber(headers, 'ratelimit-remaining');
     const reset = headerNumber(headers, 'ratelimit-reset');
     if (limit !== undefined) this.#limit = limit;
-    if (reset !== undefined) this.#resetAt = now + reset * 1000;
+    if (reset !== undefined) {
+      const bound = now + reset * 1000;
+      const fresh =
+        this.#resetAt === undefined ||
+        now >= this.#resetAt ||
+        (remaining !== undefined && this.#windowRemaining !== undefined && remaining > this.#windowRemaining);
+      if (fresh) {
+        this.#resetAt = bound;
+        this.#windowSentFrom = sentAt;
+        this.#windowRemaining = remaining;
+      } else if (sentAt >= this.#windowSentFrom) {
+        this.#resetAt = Math.min(this.#resetAt ?? bound, bound);
+        if (remaining !== undefined) this.#windowRemaining = Math.min(this.#windowRemaining ?? remaining, remaining);
+      } else {
+        return; // a response from before the current window: stale
+      }
+    }
     if (remaining !== undefined) this.#remaining = Math.max(0, remaining - Math.max(0, this.#inFlight - 1));
   }
 

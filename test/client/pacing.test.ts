@@ -189,7 +189,11 @@ describe('429 and 503', () => {
     expect(log.slice(1).every(([, at]) => at === T0 + 5000)).toBe(true);
     expect(log.map(([p]) => p).sort()).toEqual(['contacts', 'contacts', 'deletions']);
     expect(sleeps).toEqual([5000]); // one shared sleep
-    expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 5000, until: T0 + 5000, path: '/v1/contacts' }]);
+    // Every path held back is told (each stream reports RATE_LIMITED), once.
+    expect(h.waits).toEqual([
+      { reason: 'rate_limited', waitMs: 5000, until: T0 + 5000, path: '/v1/contacts' },
+      { reason: 'rate_limited', waitMs: 5000, until: T0 + 5000, path: '/v1/deletions' },
+    ]);
   });
 
   it('Retry-After longer than maxWaitSeconds: wait_too_long at once, with resetAt and the service words', async () => {

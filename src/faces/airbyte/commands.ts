@@ -1,16 +1,17 @@
 /** The Airbyte commands: spec, check, discover, read. Each returns the process exit code. */
-import { configJsonSchema, parseConfig, type Config } from '../../config.js';
-import { checkConnection, clientFromConfig } from '../../engine/connect.js';
-import { runSync } from '../../engine/sync.js';
+import { readFileSync } from 'node:fs';
+import type { Config } from '../../config.js';
+import { tuneHeapForStreaming } from '../../heap.js';
 import { toConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../cli/files.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
-import { AIRBYTE_DELETED_AT } from '../../schemas/json-schema.js';
-import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { airbyteStream, discoverCatalog, parseConfiguredCatalog } from './catalog.js';
+import type { StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
-import { parseAirbyteState } from './state-input.js';
+
+// The modules built on zod (config, streams, catalog, state) are imported by
+// the commands that need them: `spec` starts without zod, `spec` and
+// `discover` without the HTTP client.
 
 export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-data-read/blob/main/docs/data-read.md';
 
@@ -20,7 +21,8 @@ export interface CommandContext {
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
-function loadConfig(path: string, ctx: CommandContext): { config: Config; unknownKeys: readonly string[] } {
+async function loadConfig(path: string, ctx: CommandContext): Promise<{ config: Config; unknownKeys: readonly string[] }> {
+  const { parseConfig } = await import('../../config.js');
   const raw = readJsonFile(path, 'config');
   if (typeof raw === 'object' && raw !== null && 'api_key' in raw && typeof raw.api_key === 'string') {
     ctx.logger.addSecret(raw.api_key);
@@ -29,19 +31,32 @@ function loadConfig(path: string, ctx: CommandContext): { config: Config; unknow
   return parseConfig(raw);
 }
 
+/** The SPEC as generated from the config schema (`npm run generate`); a test keeps it equal to the schema. */
+const SPEC_SNAPSHOT = new URL('../../../catalog/spec.json', import.meta.url);
+
 export async function spec(ctx: CommandContext): Promise<number> {
-  await ctx.out.write(msg.spec(configJsonSchema(), DOCUMENTATION_URL));
+  let line: string;
+  try {
+    // The checked-in snapshot: printing it needs no zod (about half of spec's start-up).
+    line = msg.specMessage(JSON.parse(readFileSync(SPEC_SNAPSHOT, 'utf8')) as Record<string, unknown>);
+  } catch {
+    const { configJsonSchema } = await import('../../config.js');
+    line = msg.spec(configJsonSchema(), DOCUMENTATION_URL);
+  }
+  await ctx.out.write(line);
   return 0;
 }
 
 export async function check(ctx: CommandContext, configPath: string): Promise<number> {
   let config: Config;
   try {
-    config = loadConfig(configPath, ctx).config;
+    config = (await loadConfig(configPath, ctx)).config;
   } catch (err) {
     await ctx.out.write(ctx.logger.redact(msg.connectionStatus('FAILED', toConnectorError(err).message)));
     return 0;
   }
+  // The HTTP client (undici) is loaded only by the commands that talk to the API: spec and discover start faster.
+  const { checkConnection } = await import('../../engine/connect.js');
   const result = await checkConnection(config);
   await ctx.out.write(ctx.logger.redact(msg.connectionStatus(result.ok ? 'SUCCEEDED' : 'FAILED', result.message)));
   return 0;
@@ -50,7 +65,8 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
 export async function discover(ctx: CommandContext, configPath: string): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
   try {
-    const { config } = loadConfig(configPath, ctx);
+    const { config } = await loadConfig(configPath, ctx);
+    const { discoverCatalog } = await import('./catalog.js');
     await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones)));
     return 0;
   } catch (err) {
@@ -59,18 +75,22 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
   }
 }
 
-function propertiesOf(stream: StreamDefinition): string[] {
-  return Object.keys(airbyteStream(stream, false).json_schema.properties as object);
-}
-
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { STREAMS }, { AIRBYTE_DELETED_AT }] = await Promise.all([
+    import('./catalog.js'),
+    import('./state-input.js'),
+    import('../../streams.js'),
+    import('../../schemas/json-schema.js'),
+  ]);
+  const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
   try {
-    const { config, unknownKeys } = loadConfig(configPath, ctx);
+    const { config, unknownKeys } = await loadConfig(configPath, ctx);
     const streams = parseConfiguredCatalog(readJsonFile(catalogPath, 'catalog'));
     const warnings: string[] = [];
-    const states = statePath === undefined ? new Map() : parseAirbyteState(readJsonFile(statePath, 'state'), (w) => warnings.push(w));
+    const selected = new Set(streams.map((s) => s.stream.name));
+    const states = statePath === undefined ? new Map() : parseAirbyteState(readJsonFile(statePath, 'state'), (w) => warnings.push(w), selected);
     if (unknownKeys.length > 0) warnings.push(`Unknown config keys ignored: ${unknownKeys.join(', ')}.`);
     for (const w of warnings) await sink.log('WARN', w);
     prepared = { config, streams, states };
@@ -80,6 +100,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return 1;
   }
   const { config, streams, states } = prepared;
+  tuneHeapForStreaming();
+  const [{ clientFromConfig }, { runSync }] = await Promise.all([import('../../engine/connect.js'), import('../../engine/sync.js')]);
   const byPath = new Map(STREAMS.map((s) => [s.path, s]));
   const client = clientFromConfig(config, {
     onWait: (notice) => {

@@ -27,6 +27,9 @@ export const spec = (connectionSpecification: Record<string, unknown>, documenta
     spec: { documentationUrl, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification },
   });
 
+/** A SPEC message around a whole, ready spec object (e.g. the checked-in catalog/spec.json). */
+export const specMessage = (spec: Record<string, unknown>): string => line({ type: 'SPEC', spec });
+
 export const connectionStatus = (status: 'SUCCEEDED' | 'FAILED', message: string): string =>
   line({ type: 'CONNECTION_STATUS', connectionStatus: { status, message } });
 

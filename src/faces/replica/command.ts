@@ -13,6 +13,7 @@ import { parseConfig, type Config } from '../../config.js';
 import { clientFromConfig, verifyAccount } from '../../engine/connect.js';
 import { runSync, type SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
+import { tuneHeapForStreaming } from '../../heap.js';
 import type { StderrLogger } from '../../output.js';
 import { STREAMS } from '../../streams.js';
 import { ident } from './layout.js';
@@ -98,6 +99,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
     const byPath = new Map(STREAMS.map((s) => [s.path, s]));
+    tuneHeapForStreaming();
     client = clientFromConfig(config, {
       onWait: (notice) => {
         const stream = byPath.get(notice.path);

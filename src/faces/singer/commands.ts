@@ -5,6 +5,7 @@ import { clientFromConfig } from '../../engine/connect.js';
 import type { StreamState } from '../../engine/state.js';
 import { runSync } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
+import { tuneHeapForStreaming } from '../../heap.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
@@ -97,6 +98,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return 0;
   }
 
+  tuneHeapForStreaming();
   const byPath = new Map(STREAMS.map((s) => [s.path, s]));
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   const client = clientFromConfig(config, {

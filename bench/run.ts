@@ -1,0 +1,380 @@
+/**
+ * The performance benchmark of source-data-read: every figure beside its
+ * target, measured in one run on one machine, printed as a table and written
+ * to bench/results.json (and bench/results.md, the table as Markdown).
+ *
+ *   npm run bench               full run (100k and 1M records; about 4-5 minutes on 2 cores)
+ *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,parallel,startup
+ *
+ * What is measured (the connector is always the real executable,
+ * bin/source-data-read, in its own process; servers run in other processes):
+ *  1. throughput: `read` of the contacts stream (realistic ~1 KB records, every
+ *     field of the schema) from a pre-rendered page server, stdout to
+ *     /dev/null, against a raw undici baseline (bench/baseline.ts) in the same run;
+ *  2. memory: peak RSS for 100k and 1M records, and with a slow stdout reader;
+ *  3. requests: list requests made for N records vs ceil(N/200), nothing else;
+ *  4. pacing: against the emulator with a small per-window limit;
+ *  5. parallel streams: 4 streams against a slow server, 4 concurrent requests vs 1;
+ *  6. start-up: spec and check against `node -e 0`.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startEmulator } from '../src/emulator/index.js';
+import {
+  API_KEY, BENCH_DIST, HAS_TIME, NODE, PageServer, ROOT, SOURCE_BIN, catalogFor, machine, measure, median, removeDir, tempDir,
+  writeJson, type Measured,
+} from './lib.js';
+import { STREAM_OF_PATH } from './records.js';
+
+// ---------------------------------------------------------------- options
+
+const argv = process.argv.slice(2);
+const QUICK = argv.includes('--quick');
+const onlyArg = argv.find((a) => a.startsWith('--only'));
+const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,parallel,startup').split(','));
+const want = (name: string): boolean => ONLY.has(name);
+
+const PAGE = 200;
+const CONTACTS = '/v1/contacts';
+const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'];
+
+const PLAN = QUICK
+  ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, parallelPages: 10, parallelRepeats: 1, startupRuns: 7 }
+  : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, parallelPages: 20, parallelRepeats: 2, startupRuns: 11 };
+
+const TARGETS = {
+  throughputRatio: 0.85,
+  memoryDeltaMb: 15,
+  pacingFactor: 1.1,
+  pacingMax429: 1,
+  parallelRatio: 0.35,
+  // Start-up budgets (the issue sets none): spec prints a checked-in snapshot; check
+  // needs zod (config validation, ~45 ms to load), the HTTP client (~35 ms) and one
+  // GET /v1/me (~15 ms, the HTTP parser's WebAssembly compiled on first use).
+  specRatio: 2,
+  checkRatio: 5,
+};
+
+// ---------------------------------------------------------------- results
+
+interface Row {
+  readonly section: string;
+  readonly figure: string;
+  readonly value: string;
+  readonly target: string;
+  /** true/false, or null for figures reported for context only. */
+  readonly pass: boolean | null;
+  readonly data?: Record<string, unknown>;
+}
+
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+
+function row(section: string, figure: string, value: string, target: string, pass: boolean | null, data?: Record<string, unknown>): void {
+  rows.push({ section, figure, value, target, pass, ...(data ? { data } : {}) });
+  const mark = pass === null ? 'info' : pass ? 'PASS' : 'FAIL';
+  process.stderr.write(`  ${mark.padEnd(4)}  ${figure}: ${value}  (target ${target})\n`);
+}
+
+const fmtInt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const mb = (kb: number): number => kb / 1024;
+const fmtMb = (kb: number): string => `${mb(kb).toFixed(1)} MB`;
+const fmtS = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+const k = (n: number): string => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
+const log = (text: string): void => {
+  process.stderr.write(`${text}\n`);
+};
+
+// ---------------------------------------------------------------- helpers
+
+interface Files {
+  readonly dir: string;
+  config(extra?: Record<string, unknown>): string;
+  catalog(streams: readonly string[]): string;
+}
+
+function files(baseUrl: string, apiKey = API_KEY): Files {
+  const dir = tempDir();
+  let n = 0;
+  return {
+    dir,
+    config: (extra = {}) => writeJson(dir, `config-${n++}.json`, { api_key: apiKey, base_url: baseUrl, ...extra }),
+    catalog: (streams) => writeJson(dir, `catalog-${n++}.json`, catalogFor(streams)),
+  };
+}
+
+function cpuSeconds(m: Measured): number {
+  return m.cpuSeconds;
+}
+
+function assertOk(what: string, m: Measured): void {
+  if (m.code !== 0) throw new Error(`${what} exited with ${m.code}:\n${m.stderr.slice(-2000)}\n${m.stdout.slice(-2000)}`);
+}
+
+const connectorArgs = (config: string, catalog: string): string[] => [SOURCE_BIN, 'read', '--config', config, '--catalog', catalog];
+const baselineArgs = (server: PageServer, path: string): string[] => [join(BENCH_DIST, 'baseline.js'), server.url, path, STREAM_OF_PATH[path] ?? 'contacts', API_KEY];
+
+// ---------------------------------------------------------------- 0. output check
+
+async function outputCheck(server: PageServer, f: Files): Promise<void> {
+  await server.setup({ [CONTACTS]: 1000 });
+  const m = await measure(connectorArgs(f.config(), f.catalog(['contacts'])), 'capture');
+  assertOk('read (output check)', m);
+  const lines = m.stdout.split('\n').filter((l) => l !== '');
+  const parsed = lines.map((l) => JSON.parse(l) as { type: string; record?: { data: { id: string } }; state?: { stream: { stream_state: { sync_watermark?: string } } } });
+  const records = parsed.filter((p) => p.type === 'RECORD');
+  const ids = new Set(records.map((r) => r.record?.data.id));
+  const states = parsed.filter((p) => p.type === 'STATE');
+  const last = states.at(-1)?.state?.stream.stream_state.sync_watermark;
+  const ok = records.length === 1000 && ids.size === 1000 && last === '2025-06-01T12:00:00.000Z';
+  row('check', 'read of 1,000 records: RECORD lines, distinct ids, final watermark', `${records.length}, ${ids.size}, ${last ?? 'none'}`, '1000, 1000, the server\'s', ok);
+}
+
+// ---------------------------------------------------------------- 1-3. throughput, memory, requests
+
+interface RunResult {
+  readonly wallMs: number;
+  readonly cpuS: number;
+  readonly rssKb: number;
+  readonly listRequests: number;
+  readonly otherRequests: number;
+}
+
+async function runOnce(server: PageServer, who: 'connector' | 'baseline', n: number, f: Files, stdout: 'null' | 'slow'): Promise<RunResult> {
+  await server.setup({ [CONTACTS]: n });
+  const args = who === 'connector' ? connectorArgs(f.config(), f.catalog(['contacts'])) : baselineArgs(server, CONTACTS);
+  const m = await measure(args, stdout, { timeoutMs: 600_000 });
+  assertOk(`${who} (${n} records)`, m);
+  const stats = await server.stats();
+  const other = Object.values(stats.other).reduce((a, b) => a + b, 0) + stats.badRequests;
+  return { wallMs: m.wallMs, cpuS: cpuSeconds(m), rssKb: m.maxRssKb, listRequests: stats.list[CONTACTS] ?? 0, otherRequests: other };
+}
+
+async function throughputAndMemory(server: PageServer, f: Files): Promise<void> {
+  const bySize = new Map<number, { connector: RunResult[]; baseline: RunResult[] }>();
+  const sizes = [...new Set([...PLAN.sizes, ...(want('memory') ? PLAN.memoryPair : [])])].sort((a, b) => a - b);
+  for (const n of sizes) {
+    const repeats = PLAN.repeats[n] ?? 3;
+    const runs = { connector: [] as RunResult[], baseline: [] as RunResult[] };
+    for (let r = 0; r < repeats; r++) {
+      // Alternate, so that a slow moment of the machine hits both alike.
+      const order: ('connector' | 'baseline')[] = r % 2 === 0 ? ['connector', 'baseline'] : ['baseline', 'connector'];
+      for (const who of order) {
+        const result = await runOnce(server, who, n, f, 'null');
+        runs[who].push(result);
+        log(`    ${who.padEnd(9)} ${k(n).padStart(5)} #${r + 1}: ${fmtS(result.wallMs)}, ${fmtInt(n / (result.wallMs / 1000))} rec/s, cpu ${result.cpuS.toFixed(2)} s, peak RSS ${fmtMb(result.rssKb)}`);
+      }
+    }
+    bySize.set(n, runs);
+  }
+  raw.throughput = Object.fromEntries([...bySize].map(([n, r]) => [n, r]));
+
+  if (want('throughput')) {
+    log('\n1. Throughput (contacts, stdout to /dev/null; medians)');
+    for (const n of PLAN.sizes) {
+      const runs = bySize.get(n);
+      if (!runs) continue;
+      const c = n / (median(runs.connector.map((r) => r.wallMs)) / 1000);
+      const b = n / (median(runs.baseline.map((r) => r.wallMs)) / 1000);
+      row('throughput', `${k(n)} records: connector records/s`, fmtInt(c), '—', null);
+      row('throughput', `${k(n)} records: raw undici baseline records/s`, fmtInt(b), '—', null);
+      row('throughput', `${k(n)} records: connector / baseline`, (c / b).toFixed(2), `≥ ${TARGETS.throughputRatio}`, c / b >= TARGETS.throughputRatio, { connector: c, baseline: b });
+      const cc = (median(runs.connector.map((r) => r.cpuS)) / n) * 1e6;
+      const bc = (median(runs.baseline.map((r) => r.cpuS)) / n) * 1e6;
+      if (Number.isFinite(cc) && Number.isFinite(bc)) row('throughput', `${k(n)} records: CPU per record, connector vs baseline (user+sys)`, `${cc.toFixed(2)} µs vs ${bc.toFixed(2)} µs (×${(cc / bc).toFixed(2)})`, `≤ ×${(1 / TARGETS.throughputRatio).toFixed(2)}`, cc / bc <= 1 / TARGETS.throughputRatio);
+    }
+  }
+
+  if (want('memory')) {
+    log('\n2. Memory (peak RSS, stdout to /dev/null; medians)');
+    const [small, large] = PLAN.memoryPair;
+    const s = bySize.get(small);
+    const l = bySize.get(large);
+    if (s && l) {
+      const cs = median(s.connector.map((r) => r.rssKb));
+      const cl = median(l.connector.map((r) => r.rssKb));
+      row('memory', `peak RSS, ${k(small)} records`, fmtMb(cs), '—', null);
+      row('memory', `peak RSS, ${k(large)} records`, fmtMb(cl), '—', null);
+      row('memory', `peak RSS growth ${k(small)} → ${k(large)} records`, `${(mb(cl) - mb(cs)).toFixed(1)} MB`, `≤ ${TARGETS.memoryDeltaMb} MB`, mb(cl) - mb(cs) <= TARGETS.memoryDeltaMb, { small: cs, large: cl });
+      const bs = median(s.baseline.map((r) => r.rssKb));
+      const bl = median(l.baseline.map((r) => r.rssKb));
+      row('memory', `baseline peak RSS, ${k(small)} → ${k(large)} records`, `${fmtMb(bs)} → ${fmtMb(bl)}`, '—', null);
+    }
+  }
+
+  if (want('requests')) {
+    log('\n3. Requests (counted by the server)');
+    for (const n of sizes) {
+      const runs = bySize.get(n);
+      const last = runs?.connector.at(-1);
+      if (!runs || !last) continue;
+      const minimum = Math.ceil(n / PAGE);
+      const ok = runs.connector.every((r) => r.listRequests === minimum && r.otherRequests === 0);
+      row('requests', `${k(n)} records: list requests made (minimum), other requests`, `${fmtInt(last.listRequests)} (${fmtInt(minimum)}), ${last.otherRequests}`, `= ceil(N/200), 0`, ok);
+    }
+  }
+}
+
+async function slowReader(server: PageServer, f: Files): Promise<void> {
+  log('\n2b. Memory with a slow stdout reader (64 KB every 5 ms)');
+  const [small, large] = PLAN.slowPair;
+  const result = new Map<number, RunResult[]>();
+  for (const n of [small, large]) {
+    const runs: RunResult[] = [];
+    for (let r = 0; r < PLAN.slowRepeats; r++) {
+      const one = await runOnce(server, 'connector', n, f, 'slow');
+      runs.push(one);
+      log(`    connector ${k(n).padStart(5)} #${r + 1}: ${fmtS(one.wallMs)}, peak RSS ${fmtMb(one.rssKb)}`);
+    }
+    result.set(n, runs);
+  }
+  raw.slow = Object.fromEntries(result);
+  const s = median((result.get(small) ?? []).map((r) => r.rssKb));
+  const l = median((result.get(large) ?? []).map((r) => r.rssKb));
+  const wall = median((result.get(large) ?? []).map((r) => r.wallMs));
+  row('memory', `slow reader: peak RSS ${k(small)} → ${k(large)} records`, `${fmtMb(s)} → ${fmtMb(l)} (${fmtInt(large / (wall / 1000))} rec/s)`, '—', null);
+  row('memory', `slow reader: peak RSS growth ${k(small)} → ${k(large)} records`, `${(mb(l) - mb(s)).toFixed(1)} MB`, `≤ ${TARGETS.memoryDeltaMb} MB`, mb(l) - mb(s) <= TARGETS.memoryDeltaMb);
+}
+
+// ---------------------------------------------------------------- 4. pacing
+
+async function pacing(): Promise<void> {
+  const limit = 20;
+  const windowMs = 2000;
+  log(`\n4. Pacing against the emulator (${limit} requests per ${windowMs / 1000} s window)`);
+  const emu = await startEmulator({ port: 0, host: '127.0.0.1', seed: 7, limits: { perMinute: limit, windowMs, perDay: 1_000_000, concurrency: 8 } });
+  const dir = tempDir();
+  try {
+    const account = emu.control.createAccount({ name: 'Pacing bench' });
+    const { key } = emu.control.createKey(account.id);
+    emu.control.seed(account.id, { contacts: PLAN.pacingPages * PAGE, testFraction: 0, deletedFraction: 0 });
+    const served = emu.control.getAccount(account.id).counts.contacts;
+    const pages = Math.max(1, Math.ceil(served / PAGE));
+    const minMs = (Math.ceil(pages / limit) - 1) * windowMs;
+    emu.control.resetStats();
+    const config = writeJson(dir, 'config.json', { api_key: key, base_url: emu.url });
+    const catalog = writeJson(dir, 'catalog.json', catalogFor(['contacts']));
+    const m = await measure(connectorArgs(config, catalog), 'null', { timeoutMs: minMs * 3 + 60_000 });
+    assertOk('read (pacing)', m);
+    const stats = emu.control.stats();
+    const listed = Object.entries(stats.byPath).filter(([p]) => p.includes('contacts')).reduce((a, [, by]) => a + (by['200'] ?? 0), 0);
+    const factor = m.wallMs / minMs;
+    raw.pacing = { limit, windowMs, served, pages, minMs, wallMs: m.wallMs, stats };
+    row('pacing', `${pages} pages at ${limit} per ${windowMs / 1000} s: sync time / the limit's minimum`, `${fmtS(m.wallMs)} / ${fmtS(minMs)} = ${factor.toFixed(3)}`, `≤ ${TARGETS.pacingFactor}`, factor <= TARGETS.pacingFactor);
+    row('pacing', '429 responses received', String(stats.throttled), `≤ ${TARGETS.pacingMax429}`, stats.throttled <= TARGETS.pacingMax429);
+    row('pacing', 'pages served (200) / needed', `${listed} / ${pages}`, '= needed', listed === pages);
+  } finally {
+    await emu.close();
+    removeDir(dir);
+  }
+}
+
+// ---------------------------------------------------------------- 5. parallel streams
+
+async function parallel(server: PageServer, f: Files): Promise<void> {
+  const delayMs = 50;
+  const pages = PLAN.parallelPages;
+  log(`\n5. Parallel streams (4 incremental streams x ${pages} pages, server latency ${delayMs} ms)`);
+  const streams = INCREMENTAL_PATHS.map((p) => STREAM_OF_PATH[p] ?? p);
+  const catalog = f.catalog(streams);
+  const times: Record<number, number[]> = { 1: [], 4: [] };
+  const inFlight: Record<number, number> = { 1: 0, 4: 0 };
+  for (let r = 0; r < PLAN.parallelRepeats; r++) {
+    for (const conc of [1, 4]) {
+      await server.setup(Object.fromEntries(INCREMENTAL_PATHS.map((p) => [p, pages * PAGE])), delayMs);
+      const m = await measure(connectorArgs(f.config({ max_concurrent_requests: conc }), catalog), 'null');
+      assertOk(`read (parallel, ${conc})`, m);
+      const stats = await server.stats();
+      const made = INCREMENTAL_PATHS.map((p) => stats.list[p] ?? 0);
+      if (made.some((x) => x !== pages)) throw new Error(`parallel: expected ${pages} list requests per stream, server saw ${made.join(', ')}`);
+      inFlight[conc] = Math.max(inFlight[conc] ?? 0, stats.maxInFlight);
+      times[conc]?.push(m.wallMs);
+      log(`    max_concurrent_requests ${conc}: ${fmtS(m.wallMs)}, at most ${stats.maxInFlight} in flight`);
+    }
+  }
+  const t1 = median(times[1] ?? []);
+  const t4 = median(times[4] ?? []);
+  raw.parallel = { times, inFlight, pages, delayMs };
+  row('parallel', `4 streams: time with 4 concurrent requests / with 1`, `${fmtS(t4)} / ${fmtS(t1)} = ${(t4 / t1).toFixed(2)}`, `≤ ${TARGETS.parallelRatio}`, t4 / t1 <= TARGETS.parallelRatio);
+  row('parallel', 'requests in flight at most (4 / 1)', `${inFlight[4]} / ${inFlight[1]}`, '≤ 4 / ≤ 1', (inFlight[4] ?? 99) <= 4 && (inFlight[1] ?? 99) <= 1);
+}
+
+// ---------------------------------------------------------------- 6. start-up
+
+async function startup(server: PageServer, f: Files): Promise<void> {
+  log(`\n6. Start-up (median of ${PLAN.startupRuns} runs each)`);
+  await server.setup({});
+  const config = f.config();
+  const runs: Record<string, number[]> = { node: [], spec: [], check: [] };
+  for (let r = 0; r < PLAN.startupRuns; r++) {
+    const nodeRun = await measure(['-e', '0'], 'null');
+    const spec = await measure([SOURCE_BIN, 'spec'], 'null');
+    const check = await measure([SOURCE_BIN, 'check', '--config', config], 'capture');
+    assertOk('spec', spec);
+    assertOk('check', check);
+    if (!check.stdout.includes('SUCCEEDED')) throw new Error(`check did not succeed: ${check.stdout}`);
+    runs.node?.push(nodeRun.wallMs);
+    runs.spec?.push(spec.wallMs);
+    runs.check?.push(check.wallMs);
+  }
+  const node = median(runs.node ?? []);
+  const spec = median(runs.spec ?? []);
+  const check = median(runs.check ?? []);
+  raw.startup = runs;
+  row('startup', '`node -e 0`', `${node.toFixed(0)} ms`, '—', null);
+  row('startup', '`spec`: time, ratio to node -e 0', `${spec.toFixed(0)} ms, ×${(spec / node).toFixed(2)}`, `≤ ×${TARGETS.specRatio}`, spec / node <= TARGETS.specRatio);
+  row('startup', '`check` (GET /v1/me on loopback): time, ratio', `${check.toFixed(0)} ms, ×${(check / node).toFixed(2)}`, `≤ ×${TARGETS.checkRatio}`, check / node <= TARGETS.checkRatio);
+}
+
+// ---------------------------------------------------------------- report
+
+function markdown(m: ReturnType<typeof machine>, elapsedS: number): string {
+  const lines = [
+    `Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpu}, ${m.memTotal} RAM, Node.js ${m.node}, ${m.os}. ` +
+      `Run: \`npm run bench${QUICK ? ' -- --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${elapsedS.toFixed(0)} s.`,
+    '',
+    '| | figure | value | target | |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.section} | ${r.figure} | ${r.value} | ${r.target} | ${r.pass === null ? '' : r.pass ? 'pass' : '**FAIL**'} |`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function table(): string {
+  const w = [10, Math.max(...rows.map((r) => r.figure.length)), Math.max(...rows.map((r) => r.value.length)), Math.max(...rows.map((r) => r.target.length)), 4];
+  const line = (c: readonly string[]): string => c.map((x, i) => x.padEnd(w[i] ?? 0)).join('  ');
+  return [line(['section', 'figure', 'value', 'target', 'mark']), line(w.map((n) => '-'.repeat(n))), ...rows.map((r) => line([r.section, r.figure, r.value, r.target, r.pass === null ? 'info' : r.pass ? 'PASS' : 'FAIL']))].join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const m = machine();
+  log(`source-data-read benchmark (${QUICK ? 'quick' : 'full'}): ${m.nproc} CPUs, ${m.cpu}, Node ${m.node}${HAS_TIME ? '' : ' (no /usr/bin/time: RSS from /proc VmHWM polling)'}`);
+  const server = await PageServer.start();
+  const f = files(server.url);
+  try {
+    await outputCheck(server, f);
+    if (want('throughput') || want('memory') || want('requests')) {
+      log('\n1-3. Throughput, memory and requests: runs');
+      await throughputAndMemory(server, f);
+    }
+    if (want('slow') && HAS_TIME) await slowReader(server, f);
+    if (want('pacing')) await pacing();
+    if (want('parallel')) await parallel(server, f);
+    if (want('startup')) await startup(server, f);
+  } finally {
+    server.stop();
+    removeDir(f.dir);
+  }
+  const elapsedS = (Date.now() - started) / 1000;
+  const out = table();
+  process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: TARGETS, rows, raw };
+  writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
+  log('wrote bench/results.json and bench/results.md');
+}
+
+await main();

@@ -1,0 +1,220 @@
+/**
+ * The benchmark's Data-Read server: a tiny node:http server that is never the
+ * bottleneck. Pages are rendered once (per stream: 32 distinct pages of 200
+ * records, plus the short last page); a request costs a memcpy of the page,
+ * the page number written into each record's id slot, and a small tail with
+ * the envelope fields. It implements what the connector relies on: bearer
+ * auth, limit=200, opaque cursors, next_cursor/has_more, one sync_watermark
+ * per read, RateLimit-* headers (with huge limits) and /v1/me. An optional
+ * fixed delay per request makes it a slow server.
+ *
+ * Run it in its own process: `node dist/bench/bench/server.js` prints
+ * {"port": N} and serves until stdin closes or SIGTERM.
+ *
+ * Control (JSON):
+ *   POST /__setup {"records": {"/v1/contacts": 100000, ...}, "delayMs": 0} resets counters
+ *   GET  /__stats  request counts per path, out-of-contract requests, peak in-flight
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { GENERATORS, PAGE_SLOT, prng } from './records.js';
+
+export const PAGE = 200;
+const TEMPLATES = 32;
+const WATERMARK = '2025-06-01T12:00:00.000Z';
+const RATE_HEADERS = { 'ratelimit-limit': '1000000', 'ratelimit-remaining': '999999', 'ratelimit-reset': '60' };
+
+/** One rendered page: bytes with the id slots at known offsets. */
+interface Template {
+  readonly bytes: Buffer;
+  readonly slots: readonly number[];
+  readonly count: number;
+}
+
+function render(path: string, seed: number, count: number): Template {
+  const generate = GENERATORS[path];
+  if (generate === undefined) throw new Error(`no generator for ${path}`);
+  const r = prng(seed);
+  const parts: string[] = [];
+  for (let i = 0; i < count; i++) parts.push(JSON.stringify(generate(r, i)));
+  const bytes = Buffer.from(`{"data":[${parts.join(',')}],`, 'utf8');
+  const marker = Buffer.from('P'.repeat(PAGE_SLOT));
+  const slots: number[] = [];
+  for (let at = bytes.indexOf(marker); at !== -1; at = bytes.indexOf(marker, at + PAGE_SLOT)) slots.push(at);
+  if (bytes.length + 200 > BUFFER_BYTES) throw new Error(`a ${path} page of ${bytes.length} bytes does not fit the response buffers`);
+  if (slots.length !== count) throw new Error(`expected ${count} id slots in a ${path} page, found ${slots.length}`);
+  return { bytes, slots, count };
+}
+
+interface StreamPages {
+  readonly total: number;
+  readonly pages: number;
+  readonly full: readonly Template[];
+  readonly last: Template | undefined;
+}
+
+const templateCache = new Map<string, Template[]>();
+/** Reused response buffers (no per-request allocation of a 220 KB page). */
+const BUFFER_BYTES = 1 << 20;
+const spare: Buffer[] = [];
+
+function pagesFor(path: string, total: number): StreamPages {
+  let full = templateCache.get(path);
+  if (full === undefined) {
+    full = [];
+    for (let t = 0; t < TEMPLATES; t++) full.push(render(path, 1000 + t * 7919 + path.length, PAGE));
+    templateCache.set(path, full);
+  }
+  const pages = Math.max(1, Math.ceil(total / PAGE));
+  const rest = total % PAGE;
+  const last = total === 0 ? render(path, 1, 0) : rest === 0 ? undefined : render(path, 2, rest);
+  return { total, pages, full, last };
+}
+
+interface Counters {
+  list: Record<string, number>;
+  other: Record<string, number>;
+  badRequests: number;
+  inFlight: number;
+  maxInFlight: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+const fresh = (): Counters => ({ list: {}, other: {}, badRequests: 0, inFlight: 0, maxInFlight: 0, firstAt: 0, lastAt: 0 });
+
+let streams = new Map<string, StreamPages>();
+let delayMs = 0;
+let run = 0;
+let counters = fresh();
+
+function json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
+  res.end(text);
+}
+
+function problem(res: ServerResponse, status: number, title: string, detail: string): void {
+  if (status === 400) counters.badRequests += 1;
+  json(res, status, { type: 'about:blank', title, status, detail, request_id: `bench-${Date.now()}` }, RATE_HEADERS);
+}
+
+function servePage(res: ServerResponse, path: string, stream: StreamPages, index: number): void {
+  const isLast = index === stream.pages - 1;
+  const template = isLast && stream.last !== undefined ? stream.last : stream.full[index % TEMPLATES];
+  if (template === undefined) throw new Error('no template');
+  const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(BUFFER_BYTES);
+  const size = template.bytes.copy(buffer);
+  const stamp = (index & 0xffffffff).toString(16).padStart(PAGE_SLOT, '0');
+  for (const at of template.slots) buffer.write(stamp, at, 'latin1');
+  const next = isLast ? null : `${run.toString(36)}.${(index + 1).toString(36)}.${path.length}`;
+  const tail = `"next_cursor":${next === null ? 'null' : `"${next}"`},"has_more":${!isLast},"sync_watermark":"${WATERMARK}"}`;
+  const body = buffer.subarray(0, size + buffer.write(tail, size, 'utf8'));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length, ...RATE_HEADERS });
+  res.end(body, () => spare.push(buffer));
+}
+
+function handleApi(req: IncomingMessage, res: ServerResponse, url: URL): void {
+  if (!/^Bearer \S+_live_\S+$/.test(req.headers.authorization ?? '')) {
+    problem(res, 401, 'Unauthorized', 'The API key is missing or invalid.');
+    return;
+  }
+  const path = url.pathname;
+  if (path === '/v1/me') {
+    counters.other[path] = (counters.other[path] ?? 0) + 1;
+    json(res, 200, { account_name: 'Bench account', scopes: ['data:read'], limits: { per_minute: 1_000_000, per_day: 100_000_000 } }, RATE_HEADERS);
+    return;
+  }
+  const stream = streams.get(path);
+  if (stream === undefined) {
+    counters.other[path] = (counters.other[path] ?? 0) + 1;
+    problem(res, 404, 'Not Found', `${path} is not served by the benchmark server.`);
+    return;
+  }
+  counters.list[path] = (counters.list[path] ?? 0) + 1;
+  if (url.searchParams.get('limit') !== String(PAGE)) {
+    problem(res, 400, 'Invalid request', `limit must be ${PAGE} in the benchmark (got ${url.searchParams.get('limit') ?? 'none'}).`);
+    return;
+  }
+  const cursor = url.searchParams.get('cursor');
+  let index = 0;
+  if (cursor !== null) {
+    const m = /^([0-9a-z]+)\.([0-9a-z]+)\.(\d+)$/.exec(cursor);
+    const page = m ? parseInt(m[2] ?? '', 36) : NaN;
+    if (!m || m[1] !== run.toString(36) || Number(m[3]) !== path.length || !(page > 0 && page < stream.pages)) {
+      problem(res, 400, 'Invalid request', 'cursor is not valid.');
+      return;
+    }
+    index = page;
+  }
+  servePage(res, path, stream, index);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+interface Setup {
+  readonly records?: Record<string, number>;
+  readonly delayMs?: number;
+}
+
+async function handleControl(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  if (url.pathname === '/__setup' && req.method === 'POST') {
+    const setup = JSON.parse(await readBody(req)) as Setup;
+    const next = new Map<string, StreamPages>();
+    for (const [path, total] of Object.entries(setup.records ?? {})) next.set(path, pagesFor(path, total));
+    streams = next;
+    delayMs = setup.delayMs ?? 0;
+    run += 1;
+    counters = fresh();
+    json(res, 200, { ok: true, run });
+    return;
+  }
+  if (url.pathname === '/__stats') {
+    json(res, 200, counters);
+    return;
+  }
+  json(res, 404, { error: 'unknown control path' });
+}
+
+const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+  const url = new URL(req.url ?? '/', 'http://bench');
+  if (url.pathname.startsWith('/__')) {
+    handleControl(req, res, url).catch((err: unknown) => json(res, 500, { error: String(err) }));
+    return;
+  }
+  const now = Date.now();
+  if (counters.firstAt === 0) counters.firstAt = now;
+  counters.lastAt = now;
+  counters.inFlight += 1;
+  if (counters.inFlight > counters.maxInFlight) counters.maxInFlight = counters.inFlight;
+  res.on('close', () => {
+    counters.inFlight -= 1;
+  });
+  const respond = (): void => {
+    try {
+      handleApi(req, res, url);
+    } catch (err) {
+      json(res, 500, { type: 'about:blank', title: 'Internal Server Error', status: 500, detail: String(err), request_id: 'bench' });
+    }
+  };
+  if (delayMs > 0) setTimeout(respond, delayMs);
+  else respond();
+});
+
+const portArg = process.argv.indexOf('--port');
+const port = portArg === -1 ? 0 : Number(process.argv[portArg + 1]);
+server.listen(port, '127.0.0.1', () => {
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
+});
+// Stop when the parent goes away.
+process.stdin.resume();
+process.stdin.on('end', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
