@@ -180,6 +180,18 @@ export function parseConfig(input: unknown): ParsedConfig {
   return { config: result.data, unknownKeys };
 }
 
+/**
+ * Validate a config a user gave, after handing its api_key (if it has one, even an invalid
+ * config) to `secrets`, so that no later message can print it.
+ */
+export function parseUserConfig(input: unknown, secrets: { addSecret(secret: string): void }): ParsedConfig {
+  if (typeof input === 'object' && input !== null && 'api_key' in input && typeof input.api_key === 'string') {
+    secrets.addSecret(input.api_key);
+    secrets.addSecret(input.api_key.trim());
+  }
+  return parseConfig(input);
+}
+
 /** The draft-07 JSON Schema of the config, with Airbyte's UI annotations. */
 export function configJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(ConfigSchema, { target: 'draft-07', io: 'input' }) as Record<string, unknown>;

@@ -61,3 +61,8 @@ export const STREAMS: readonly StreamDefinition[] = [
 export function findStream(name: string): StreamDefinition | undefined {
   return STREAMS.find((s) => s.name === name);
 }
+
+/** The stream read from an API path (as the client reports it in wait notices). */
+export function findStreamByPath(path: string): StreamDefinition | undefined {
+  return STREAMS.find((s) => s.path === path);
+}

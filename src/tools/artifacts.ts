@@ -7,6 +7,7 @@ import { configJsonSchema } from '../config.js';
 import { buildOpenApiDocument } from '../emulator/openapi.js';
 import { discoverCatalog } from '../faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../faces/airbyte/commands.js';
+import { specPayload } from '../faces/airbyte/protocol.js';
 import { recordJsonSchema } from '../schemas/json-schema.js';
 import { STREAMS } from '../streams.js';
 
@@ -34,7 +35,7 @@ export function generatedArtifacts(): Map<string, string> {
   );
   files.set(
     'catalog/spec.json',
-    pretty({ documentationUrl: DOCUMENTATION_URL, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification: configJsonSchema() }),
+    pretty(specPayload(configJsonSchema(), DOCUMENTATION_URL)),
   );
   files.set('schemas/openapi.json', pretty(buildOpenApiDocument()));
   return files;

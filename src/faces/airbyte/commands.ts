@@ -22,13 +22,8 @@ export interface CommandContext {
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
 async function loadConfig(path: string, ctx: CommandContext): Promise<{ config: Config; unknownKeys: readonly string[] }> {
-  const { parseConfig } = await import('../../config.js');
-  const raw = readJsonFile(path, 'config');
-  if (typeof raw === 'object' && raw !== null && 'api_key' in raw && typeof raw.api_key === 'string') {
-    ctx.logger.addSecret(raw.api_key);
-    ctx.logger.addSecret(raw.api_key.trim());
-  }
-  return parseConfig(raw);
+  const { parseUserConfig } = await import('../../config.js');
+  return parseUserConfig(readJsonFile(path, 'config'), ctx.logger);
 }
 
 /** The SPEC as generated from the config schema (`npm run generate`); a test keeps it equal to the schema. */
@@ -41,7 +36,7 @@ export async function spec(ctx: CommandContext): Promise<number> {
     line = msg.specMessage(JSON.parse(readFileSync(SPEC_SNAPSHOT, 'utf8')) as Record<string, unknown>);
   } catch {
     const { configJsonSchema } = await import('../../config.js');
-    line = msg.spec(configJsonSchema(), DOCUMENTATION_URL);
+    line = msg.specMessage(msg.specPayload(configJsonSchema(), DOCUMENTATION_URL));
   }
   await ctx.out.write(line);
   return 0;
@@ -77,7 +72,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { STREAMS }, { AIRBYTE_DELETED_AT }] = await Promise.all([
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { findStreamByPath }, { AIRBYTE_DELETED_AT }] = await Promise.all([
     import('./catalog.js'),
     import('./state-input.js'),
     import('../../streams.js'),
@@ -102,10 +97,9 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   const { config, streams, states } = prepared;
   tuneHeapForStreaming();
   const [{ clientFromConfig }, { runSync }] = await Promise.all([import('../../engine/connect.js'), import('../../engine/sync.js')]);
-  const byPath = new Map(STREAMS.map((s) => [s.path, s]));
   const client = clientFromConfig(config, {
     onWait: (notice) => {
-      const stream = byPath.get(notice.path);
+      const stream = findStreamByPath(notice.path);
       if (stream && notice.reason === 'rate_limited') void sink.streamRunning(stream, notice.until);
     },
     onLog: (level, message) => void sink.log(level, message),

@@ -21,11 +21,13 @@ export type StreamStatus = 'STARTED' | 'RUNNING' | 'COMPLETE' | 'INCOMPLETE';
 
 const line = (message: unknown): string => `${JSON.stringify(message)}\n`;
 
-export const spec = (connectionSpecification: Record<string, unknown>, documentationUrl: string): string =>
-  line({
-    type: 'SPEC',
-    spec: { documentationUrl, protocol_version: '0.2.0', supportsIncremental: true, connectionSpecification },
-  });
+/** The payload of the SPEC message (also checked in as catalog/spec.json). */
+export const specPayload = (connectionSpecification: Record<string, unknown>, documentationUrl: string): Record<string, unknown> => ({
+  documentationUrl,
+  protocol_version: '0.2.0',
+  supportsIncremental: true,
+  connectionSpecification,
+});
 
 /** A SPEC message around a whole, ready spec object (e.g. the checked-in catalog/spec.json). */
 export const specMessage = (spec: Record<string, unknown>): string => line({ type: 'SPEC', spec });

@@ -9,13 +9,13 @@
 import { statSync } from 'node:fs';
 import { readJsonFile } from '../../cli/files.js';
 import type { DataReadApi } from '../../client/types.js';
-import { parseConfig, type Config } from '../../config.js';
+import { parseUserConfig, type Config } from '../../config.js';
 import { clientFromConfig, verifyAccount } from '../../engine/connect.js';
 import { runSync, type SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
 import { tuneHeapForStreaming } from '../../heap.js';
 import type { StderrLogger } from '../../output.js';
-import { STREAMS } from '../../streams.js';
+import { STREAMS, findStreamByPath } from '../../streams.js';
 import { ident } from './layout.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
@@ -29,15 +29,6 @@ export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) =
   stream,
   mode: stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh',
 }));
-
-function loadConfig(path: string, logger: StderrLogger): { config: Config; unknownKeys: readonly string[] } {
-  const raw = readJsonFile(path, 'config');
-  if (typeof raw === 'object' && raw !== null && 'api_key' in raw && typeof raw.api_key === 'string') {
-    logger.addSecret(raw.api_key);
-    logger.addSecret(raw.api_key.trim());
-  }
-  return parseConfig(raw);
-}
 
 function fileSize(path: string): string {
   let bytes = 0;
@@ -64,14 +55,13 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, rows: ReadonlyMap<st
   return `${parts.join(', ')}${deletions}`;
 }
 
-
 export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
   const { logger } = ctx;
   const started = Date.now();
   let config: Config;
   let store: ReplicaStore;
   try {
-    const loaded = loadConfig(configPath, logger);
+    const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
     config = loaded.config;
     if (loaded.unknownKeys.length > 0) logger.log('WARN', `Unknown config keys ignored: ${loaded.unknownKeys.join(', ')}.`);
     store = new ReplicaStore(dbPath, STREAMS, { lock: true });
@@ -98,11 +88,10 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
-    const byPath = new Map(STREAMS.map((s) => [s.path, s]));
     tuneHeapForStreaming();
     client = clientFromConfig(config, {
       onWait: (notice) => {
-        const stream = byPath.get(notice.path);
+        const stream = findStreamByPath(notice.path);
         if (stream && notice.reason === 'rate_limited') sink.streamRunning(stream, notice.until);
       },
       onLog: (level, message) => progress.log(level, message),

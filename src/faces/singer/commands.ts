@@ -1,6 +1,6 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
 import { readJsonFile } from '../../cli/files.js';
-import { parseConfig, type ParsedConfig } from '../../config.js';
+import { parseUserConfig, type ParsedConfig } from '../../config.js';
 import { clientFromConfig } from '../../engine/connect.js';
 import type { StreamState } from '../../engine/state.js';
 import { runSync } from '../../engine/sync.js';
@@ -8,7 +8,7 @@ import { toConnectorError } from '../../errors.js';
 import { tuneHeapForStreaming } from '../../heap.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
-import { STREAMS, type StreamDefinition } from '../../streams.js';
+import { findStreamByPath, type StreamDefinition } from '../../streams.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
@@ -33,12 +33,7 @@ export interface SyncInputs {
 
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
 export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
-  const raw = mergeConfigSources(sources, ctx.env);
-  if (typeof raw.api_key === 'string') {
-    ctx.logger.addSecret(raw.api_key);
-    ctx.logger.addSecret(raw.api_key.trim());
-  }
-  return parseConfig(raw);
+  return parseUserConfig(mergeConfigSources(sources, ctx.env), ctx.logger);
 }
 
 function critical(ctx: TapContext, err: unknown): number {
@@ -99,12 +94,11 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   }
 
   tuneHeapForStreaming();
-  const byPath = new Map(STREAMS.map((s) => [s.path, s]));
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   const client = clientFromConfig(config, {
     onWait: (notice) => {
       if (notice.reason !== 'rate_limited' || notice.waitMs < 10_000) return;
-      const stream = byPath.get(notice.path)?.name ?? notice.path;
+      const stream = findStreamByPath(notice.path)?.name ?? notice.path;
       ctx.logger.log('INFO', `${stream}: rate limited; waiting ${Math.ceil(notice.waitMs / 1000)} s (until ${new Date(notice.until).toISOString()}).`);
     },
     onLog: (level, message) => sink.log(level, message),
