@@ -8,17 +8,12 @@
  * the page number, so every record of a run has its own id while pages are
  * rendered only once.
  */
+import { Prng } from '../src/emulator/prng.js';
 
-/** mulberry32: small, fast, deterministic. */
+/** Uniform floats in [0, 1) from a seed (the emulator's PRNG). */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = new Prng(seed);
+  return () => p.float();
 }
 
 type Rand = () => number;

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type Emulator } from '../../src/emulator/server.js';
 import type { Dump } from '../../src/emulator/control.js';
+import { Prng } from '../../src/emulator/prng.js';
 import type { Mutation } from '../../src/emulator/mutations.js';
 import { replicaRecords } from '../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, writeJson } from '../helpers/cli.js';
@@ -123,14 +124,8 @@ export function replicate(configPath: string, dbPath: string, options: RunOption
   });
 }
 
-/** A small seeded PRNG (mulberry32), so a failing kill schedule can be replayed. */
+/** A seeded PRNG (the emulator's), so a failing kill schedule can be replayed. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = new Prng(seed);
+  return () => p.float();
 }

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmulator, type Dump, type Emulator, type EmulatorOptions, type LimitOverrides } from '../../emulator/index.js';
+import { Prng } from '../../emulator/prng.js';
 import { STREAMS } from '../../streams.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -32,18 +33,14 @@ export interface Message {
 
 // --- small utilities ----------------------------------------------------------
 
-/** A seeded PRNG (mulberry32): kill points and case orders are reproducible. */
+/** A seeded PRNG (the emulator's): kill points and case orders are reproducible. */
 export class Rand {
-  #state: number;
+  readonly #prng: Prng;
   constructor(seed: number) {
-    this.#state = seed >>> 0 || 1;
+    this.#prng = new Prng(seed);
   }
   float(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.#prng.float();
   }
   /** Integer in [min, max]. */
   int(min: number, max: number): number {
