@@ -224,6 +224,17 @@ export class Generator {
     c.first_campaign_id = origin.campaignId;
   }
 
+  /** A contact without a first origin takes the origin of this conversation, if it has one. */
+  static adoptFirstOrigin(c: ContactRecord, conv: ConversationRecord, at: number): void {
+    if (c.first_origin_kind !== null || conv.origin_kind === null) return;
+    c.first_origin_kind = conv.origin_kind;
+    c.first_origin_ad_id = conv.origin_ad_id;
+    c.first_origin_ctwa_clid = conv.origin_ctwa_clid;
+    c.first_origin_headline = conv.origin_headline;
+    c.first_origin_at = iso(at);
+    c.first_campaign_id = conv.campaign_id;
+  }
+
   private pickPipeline(p: Prng): Pipeline {
     const pipelines = this.ctx.pipelines;
     return (p.chance(0.85) ? pipelines[0] : pipelines[1] ?? pipelines[0]) as Pipeline;
@@ -319,12 +330,7 @@ export class Generator {
       d.rec.updated_at = iso(u);
       conversations.push({ rec: d.rec, t: u });
       lastActivity = lastActivity === null ? d.lastMsg : Math.max(lastActivity, d.lastMsg);
-      if (c.first_origin_kind === null && d.rec.origin_kind !== null) {
-        Generator.applyFirstOrigin(c, {
-          kind: d.rec.origin_kind, adId: d.rec.origin_ad_id, clid: d.rec.origin_ctwa_clid,
-          headline: d.rec.origin_headline ?? '', campaignId: d.rec.campaign_id,
-        }, d.start);
-      }
+      Generator.adoptFirstOrigin(c, d.rec, d.start);
     }
     if (lastActivity !== null) {
       c.last_activity_at = iso(lastActivity);

@@ -5,7 +5,7 @@
  */
 import { iso, type VirtualClock } from './clock.js';
 import type { Pipeline } from './context.js';
-import { OUTCOME_CATEGORIES, temperatureFor } from './generator.js';
+import { Generator, OUTCOME_CATEGORIES, temperatureFor } from './generator.js';
 import type { Row } from './keyset.js';
 import { ApiError } from './problem.js';
 import { Prng } from './prng.js';
@@ -236,14 +236,7 @@ export function applyMutation(data: AccountData, clock: VirtualClock, seed: numb
         data.addConversation(row, { rec: conv, t });
         const c = row.rec;
         c.last_activity_at = iso(t);
-        if (c.first_origin_kind === null && conv.origin_kind !== null) {
-          c.first_origin_kind = conv.origin_kind;
-          c.first_origin_ad_id = conv.origin_ad_id;
-          c.first_origin_ctwa_clid = conv.origin_ctwa_clid;
-          c.first_origin_headline = conv.origin_headline;
-          c.first_origin_at = iso(t);
-          c.first_campaign_id = conv.campaign_id;
-        }
+        Generator.adoptFirstOrigin(c, conv, t);
         c.updated_at = iso(t);
         data.touchContact(row, t);
         run.ids.push(conv.id);
