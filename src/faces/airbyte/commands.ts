@@ -97,12 +97,14 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   const { config, streams, states } = prepared;
   tuneHeapForStreaming();
   const [{ clientFromConfig }, { runSync }] = await Promise.all([import('../../engine/connect.js'), import('../../engine/sync.js')]);
+  // The client's hooks cannot wait; a failed write (stdout closed) surfaces at the reader's next awaited write.
+  const ignore = (): undefined => undefined;
   const client = clientFromConfig(config, {
     onWait: (notice) => {
       const stream = findStreamByPath(notice.path);
-      if (stream && notice.reason === 'rate_limited') void sink.streamRunning(stream, notice.until);
+      if (stream && notice.reason === 'rate_limited') sink.streamRunning(stream, notice.until).catch(ignore);
     },
-    onLog: (level, message) => void sink.log(level, message),
+    onLog: (level, message) => sink.log(level, message).catch(ignore),
   });
   try {
     const result = await runSync({
