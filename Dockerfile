@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # source-data-read: the Airbyte source (and the Singer tap) for the Data-Read API.
 #
 #   docker build -t source-data-read/source-data-read:0.1.0 .

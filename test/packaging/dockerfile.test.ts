@@ -46,6 +46,10 @@ function copiesFromBuild(): { src: string; dest: string }[] {
 }
 
 describe('Dockerfile', () => {
+  it('has no `# syntax=` directive: BuildKit would fetch that frontend from Docker Hub first, failing offline and mirror-only builds', () => {
+    expect(read('Dockerfile')).not.toMatch(/^#\s*syntax\s*=/im);
+  });
+
   it('is multi-stage on node:24-slim, with a build stage and a runtime stage', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(build?.image).toBe('node:24-slim');
