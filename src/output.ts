@@ -7,10 +7,14 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { redact } from './errors.js';
 
+/** The promise of a write after `seal`: it never settles, so its writer stalls where it is. */
+const NEVER: Promise<void> = new Promise(() => undefined);
+
 export class LineWriter {
   private readonly out: Writable;
   private failure: Error | undefined;
   private drained: Promise<void> | undefined;
+  private sealed = false;
 
   constructor(out: Writable) {
     this.out = out;
@@ -22,6 +26,7 @@ export class LineWriter {
 
   /** Write text made of whole lines (each ending in \n). */
   async write(text: string): Promise<void> {
+    if (this.sealed) return NEVER;
     if (this.failure) throw this.failure;
     if (!this.out.write(text)) {
       // Every writer waiting on a full pipe shares one wait (no listener per caller).
@@ -40,6 +45,19 @@ export class LineWriter {
     } finally {
       stop.abort();
     }
+  }
+
+  /**
+   * Stop: `last` (whole lines) goes out after everything already queued, and
+   * nothing after it: later writes write nothing and never settle. Resolves
+   * once all of it has been handed to the OS. For a process about to end.
+   */
+  async seal(last?: string): Promise<void> {
+    if (!this.sealed) {
+      this.sealed = true;
+      if (last !== undefined && last !== '' && !this.failure) this.out.write(last);
+    }
+    await this.flush();
   }
 
   /** Resolve once everything written so far has been handed to the OS. */

@@ -4,6 +4,7 @@
  * loaded on demand so `spec` and `check` start fast.
  */
 import { LineWriter, StderrLogger } from '../output.js';
+import { Interrupt } from './interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
 
@@ -20,6 +21,8 @@ Usage:
 
 stdout carries Airbyte protocol messages only, one JSON object a line; logs go to stderr.
 Exit status: 0 on success, 1 after an ERROR trace (the state written so far is safe to resume from).
+SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
+every STATE written before it is safe to resume from.
 `;
 
 /** A mistake in the command line: told with the usage text, exit 2. */
@@ -31,7 +34,7 @@ function outputClosed(err: unknown): string | undefined {
   return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
 }
 
-async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger): Promise<number> {
+async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'emulator') {
     const emulator = await import('../emulator/cli.js');
@@ -67,8 +70,10 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     const replica = await import('../faces/replica/command.js');
     return replica.replicate({ logger }, need('config'), need('db'));
   }
+  // The Airbyte commands stop on SIGTERM/SIGINT (the emulator and replicate handle their own).
+  interrupt.install();
   const airbyte = await import('../faces/airbyte/commands.js');
-  const ctx = { out, logger };
+  const ctx = { out, logger, interrupt };
   switch (command) {
     case 'spec':
       return airbyte.spec(ctx);
@@ -86,9 +91,10 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
 export async function main(argv: readonly string[]): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('source-data-read');
+  const interrupt = new Interrupt({ out, log: (message) => logger.log('ERROR', message) });
   let code: number;
   try {
-    code = await run(argv, out, logger);
+    code = await run(argv, out, logger, interrupt);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const closed = outputClosed(err);
@@ -105,5 +111,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   }
   await out.flush();
+  interrupt.uninstall();
   return code;
 }

@@ -4,6 +4,7 @@
  */
 import { ConfigError } from '../errors.js';
 import { LineWriter, StderrLogger } from '../output.js';
+import { Interrupt } from './interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 
@@ -24,6 +25,7 @@ Usage:
 
 stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr.
 Exit status: 0 on success, 1 after a CRITICAL error (the last STATE written is safe to resume from), 2 on a usage mistake.
+SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
 `;
 
 const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format'];
@@ -35,7 +37,7 @@ function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
   return format;
 }
 
-async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger): Promise<number> {
+async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
   if (args.switches.has('help')) {
     process.stdout.write(TAP_HELP);
     return 0;
@@ -45,7 +47,7 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger): Pro
     return 0;
   }
   const singer = await import('../faces/singer/commands.js');
-  const ctx = { out, logger, env: process.env };
+  const ctx = { out, logger, env: process.env, interrupt };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];
   if (configs.length === 0) throw new ConfigError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables). Run with --help to see the options.');
@@ -74,8 +76,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.log('CRITICAL', err instanceof Error ? err.message : String(err));
     return 2;
   }
+  const interrupt = new Interrupt({ out, log: (message) => logger.log('CRITICAL', message) }).install();
   try {
-    code = await run(args, out, logger);
+    code = await run(args, out, logger, interrupt);
   } catch (err) {
     // Usage mistakes that surface after parsing (bad --format, no --config) exit 2; anything else 1.
     const usage = err instanceof ConfigError;
@@ -83,5 +86,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     code = usage ? 2 : 1;
   }
   await out.flush();
+  interrupt.uninstall();
   return code;
 }

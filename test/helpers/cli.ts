@@ -33,6 +33,44 @@ export function runCli(bin: string, args: readonly string[], options: { env?: No
   });
 }
 
+/**
+ * Run an executable and send it `signal` once its stdout has carried `count`
+ * matches of `pattern` (by default STATE lines, Airbyte or Singer), or once
+ * `trigger` resolves when given; the result as runCli's.
+ */
+export function runAndSignal(
+  bin: string,
+  args: readonly string[],
+  options: { signal: NodeJS.Signals; count?: number; pattern?: RegExp; trigger?: Promise<unknown>; timeoutMs?: number },
+): Promise<CliResult & { signalled: boolean }> {
+  const pattern = new RegExp(options.pattern?.source ?? '"type":"STATE"', 'g');
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let seen = 0;
+    let signalled = false;
+    const send = (): void => {
+      if (signalled || child.exitCode !== null || child.signalCode !== null) return;
+      signalled = true;
+      child.kill(options.signal);
+    };
+    void options.trigger?.then(send);
+    child.stdout.on('data', (b: Buffer) => {
+      out.push(b);
+      seen += (b.toString('utf8').match(pattern) ?? []).length;
+      if (options.trigger === undefined && seen >= (options.count ?? 1)) send();
+    });
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, signalled, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+    });
+  });
+}
+
 export function tempDir(prefix = 'sdr-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

@@ -4,6 +4,7 @@ import type { Config } from '../../config.js';
 import { tuneHeapForStreaming } from '../../heap.js';
 import { toConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../cli/files.js';
+import type { Interrupt } from '../../cli/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
@@ -18,6 +19,8 @@ export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-dat
 export interface CommandContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
+  /** Stopping on SIGTERM/SIGINT; `read` says its last words through it. */
+  readonly interrupt?: Interrupt;
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
@@ -95,6 +98,10 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return 1;
   }
   const { config, streams, states } = prepared;
+  ctx.interrupt?.setLastWords((signal) => {
+    const words = sink.interrupted(signal);
+    return { stdout: words.lines, message: words.message };
+  });
   tuneHeapForStreaming();
   const [{ clientFromConfig }, { runSync }] = await Promise.all([import('../../engine/connect.js'), import('../../engine/sync.js')]);
   // The client's hooks cannot wait; a failed write (stdout closed) surfaces at the reader's next awaited write.

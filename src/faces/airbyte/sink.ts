@@ -1,5 +1,5 @@
 /** The Airbyte face of a sync: engine events become Airbyte messages on stdout. */
-import type { ConnectorError } from '../../errors.js';
+import { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { StreamDefinition } from '../../streams.js';
@@ -17,6 +17,8 @@ export class AirbyteSink implements SyncSink {
   private readonly sinceState = new Map<string, number>();
   /** Records per stream over the whole run. */
   readonly totals = new Map<string, number>();
+  /** Streams STARTED and not yet COMPLETE or INCOMPLETE, in start order. */
+  private readonly open = new Set<string>();
 
   constructor(out: LineWriter, redact: (text: string) => string) {
     this.out = out;
@@ -26,6 +28,7 @@ export class AirbyteSink implements SyncSink {
   streamStarted(stream: StreamDefinition): Promise<void> {
     this.sinceState.set(stream.name, 0);
     this.totals.set(stream.name, 0);
+    this.open.add(stream.name);
     return this.out.write(msg.streamStatus(stream.name, 'STARTED'));
   }
 
@@ -58,10 +61,12 @@ export class AirbyteSink implements SyncSink {
   }
 
   streamComplete(stream: StreamDefinition): Promise<void> {
+    this.open.delete(stream.name);
     return this.out.write(msg.streamStatus(stream.name, 'COMPLETE'));
   }
 
   async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {
+    this.open.delete(stream.name);
     await this.out.write(msg.streamStatus(stream.name, 'INCOMPLETE'));
     await this.error(error, stream.name);
   }
@@ -73,5 +78,21 @@ export class AirbyteSink implements SyncSink {
   /** An ERROR trace, redacted of secrets. */
   error(error: ConnectorError, stream?: string): Promise<void> {
     return this.out.write(this.redact(msg.errorTrace(error, stream)));
+  }
+
+  /**
+   * The last lines of a sync stopped by a signal: INCOMPLETE for every stream
+   * still open, then one ERROR trace (transient: run again). Lines, not
+   * writes: the caller puts them after whatever is already queued.
+   */
+  interrupted(signal: string): { lines: string; message: string } {
+    const open = [...this.open];
+    this.open.clear();
+    const message =
+      `The sync was interrupted (${signal}) before it finished` +
+      (open.length > 0 ? `; streams not finished: ${open.join(', ')}` : '') +
+      '. Every STATE written before this message is safe to resume from: the next sync continues there.';
+    const lines = open.map((name) => msg.streamStatus(name, 'INCOMPLETE')).join('') + this.redact(msg.errorTrace(new ConnectorError('transient_error', message)));
+    return { lines, message };
   }
 }

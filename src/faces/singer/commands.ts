@@ -6,6 +6,7 @@ import type { StreamState } from '../../engine/state.js';
 import { runSync } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
 import { tuneHeapForStreaming } from '../../heap.js';
+import type { Interrupt } from '../../cli/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
 import { findStreamByPath, type StreamDefinition } from '../../streams.js';
@@ -21,6 +22,8 @@ export interface TapContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
   readonly env: NodeJS.ProcessEnv;
+  /** Stopping on SIGTERM/SIGINT; a sync says its last words (the final STATE) through it. */
+  readonly interrupt?: Interrupt;
 }
 
 export interface SyncInputs {
@@ -93,6 +96,10 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return 0;
   }
 
+  ctx.interrupt?.setLastWords((signal) => ({
+    stdout: sink.interruptedState(),
+    message: `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`,
+  }));
   tuneHeapForStreaming();
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   const client = clientFromConfig(config, {

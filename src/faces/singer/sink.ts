@@ -148,6 +148,16 @@ export class SingerSink implements SyncSink {
     if (error.failureType === 'system_error' && cause instanceof Error && cause.stack) this.logger.log('DEBUG', cause.stack);
   }
 
+  /**
+   * The last line of a sync stopped by a signal: a STATE of the bookmarks
+   * checkpointed so far (nothing later), naming the stream that was being
+   * synced; nothing when the last line written is that same STATE.
+   */
+  interruptedState(): string | undefined {
+    const text = msg.state(this.value(this.currentlySyncing()));
+    return text === this.lastState ? undefined : text;
+  }
+
   /** The final STATE, always the last line: in-progress streams are none; a failed one is named. */
   finish(): Promise<void> {
     return this.writeState(this.failed[0] ?? null);
