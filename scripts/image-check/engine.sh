@@ -19,6 +19,8 @@
 ENGINE_DIR=""
 ENGINE_PID=""
 ENGINE_CGROUPS_BEFORE=""
+ENGINE_HOST_DIRS_BEFORE=""
+ENGINE_STARTED=0
 ENGINE_POLICY_RC=""
 DOCKER_BIN=""
 BUILDER=buildkit
@@ -82,13 +84,26 @@ _engine_cgroups() {
   return 0
 }
 
+# Folders a dockerd and its containerd make outside their roots whatever the flags
+# (plugin sockets, shim sockets); removed after the engine when this run made them.
+_engine_host_dirs() {
+  local d
+  for d in /run/docker/plugins /run/docker /run/containerd/s /run/containerd /etc/docker; do
+    [ -d "$d" ] && printf '%s\n' "$d"
+  done
+  return 0
+}
+
 engine_start() { # LOG_DIR
   local logs="$1"
   # A short path: containerd's sockets live under the exec root (unix sockets allow 107 bytes).
   ENGINE_DIR="$(mktemp -d /tmp/sdr-engine.XXXXXX)"
   mkdir -p "$ENGINE_DIR/data" "$ENGINE_DIR/exec" "$ENGINE_DIR/cli"
-  echo '{}' >"$ENGINE_DIR/daemon.json" # not /etc/docker/daemon.json
+  # Not /etc/docker/daemon.json; the daemon's key in its folder, not /etc/docker/key.json.
+  printf '{"deprecated-key-path": "%s"}\n' "$ENGINE_DIR/key.json" >"$ENGINE_DIR/daemon.json"
   ENGINE_CGROUPS_BEFORE="$(_engine_cgroups)"
+  ENGINE_HOST_DIRS_BEFORE="$(_engine_host_dirs)"
+  ENGINE_STARTED=1
   export DOCKER_HOST="unix://$ENGINE_DIR/docker.sock"
   export DOCKER_CONFIG="$ENGINE_DIR/cli"
   if [ "$BUILDER" = buildkit ]; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
@@ -158,13 +173,13 @@ remove_tree() {
 }
 
 engine_stop() {
-  local ok=0 i pid children=""
+  local ok=0 pid children=""
   if [ -n "$ENGINE_PID" ] && kill -0 "$ENGINE_PID" 2>/dev/null; then
     # Every container of this engine is ours.
     dk ps -aq 2>/dev/null | xargs -r "$DOCKER_BIN" rm -f >/dev/null 2>&1 || true
     children="$(pgrep -P "$ENGINE_PID" 2>/dev/null || true)" # its containerd
     kill -TERM "$ENGINE_PID" 2>/dev/null || true
-    for i in $(seq 1 100); do kill -0 "$ENGINE_PID" 2>/dev/null || break; sleep 0.2; done
+    for _ in $(seq 1 100); do kill -0 "$ENGINE_PID" 2>/dev/null || break; sleep 0.2; done
     if kill -0 "$ENGINE_PID" 2>/dev/null; then
       say "WARNING: dockerd did not stop within 20 s; SIGKILL"
       kill -KILL "$ENGINE_PID" 2>/dev/null || true
@@ -184,12 +199,17 @@ engine_stop() {
     remove_tree "$ENGINE_DIR" || ok=1
     ENGINE_DIR=""
   fi
-  # The cgroups this run created (rmdir removes only empty ones: another engine's stay).
+  # The cgroups and host folders this run created (rmdir removes only empty ones: another engine's stay).
+  [ "$ENGINE_STARTED" = 1 ] || return "$ok"
+  ENGINE_STARTED=0
   local cg
   for cg in $(_engine_cgroups); do
     if ! printf '%s\n' "$ENGINE_CGROUPS_BEFORE" | grep -qxF "$cg"; then
       find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
     fi
+  done
+  for cg in $(_engine_host_dirs); do
+    printf '%s\n' "$ENGINE_HOST_DIRS_BEFORE" | grep -qxF "$cg" || rmdir "$cg" 2>/dev/null || true
   done
   return "$ok"
 }
