@@ -7,6 +7,7 @@ import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from './interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
+import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
 
@@ -25,9 +26,6 @@ SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and e
 every STATE written before it is safe to resume from.
 `;
 
-/** A mistake in the command line: told with the usage text, exit 2. */
-class UsageError extends Error {}
-
 /** The reader of stdout went away (a closed pipe): no usage text, exit 1. */
 function outputClosed(err: unknown): string | undefined {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
@@ -40,12 +38,13 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     const emulator = await import('../emulator/cli.js');
     return emulator.main([...rest]);
   }
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  if (command === undefined) throw new UsageError('No command given.');
+  if (command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(HELP);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   if (command === '--version') {
-    process.stdout.write(`${VERSION}\n`);
+    process.stdout.write(versionLine('source-data-read'));
     return 0;
   }
   let args: ReturnType<typeof parseArgs>;
@@ -99,9 +98,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     const message = err instanceof Error ? err.message : String(err);
     const closed = outputClosed(err);
     if (err instanceof UsageError) {
-      // Usage mistakes (unknown command or option, missing file flag): say so on stderr.
-      logger.log('ERROR', `${message}\n\n${HELP}`);
-      code = 2;
+      // Usage mistakes (no or an unknown command or option, missing file flag): say so on stderr.
+      logger.log('ERROR', usageMessage(message, HELP));
+      code = USAGE_EXIT;
     } else if (closed !== undefined) {
       logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
       code = 1;

@@ -2,11 +2,11 @@
  * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
  * default). Protocol output on stdout only; logs on stderr.
  */
-import { ConfigError } from '../errors.js';
 import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from './interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
+import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
@@ -33,8 +33,20 @@ const SWITCHES = ['discover', 'about', 'version', 'help'];
 
 function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
   const format = lastValue(args, 'format') ?? 'json';
-  if (format !== 'json' && format !== 'markdown') throw new ConfigError(`--format must be json or markdown (got "${format}"). Run with --help to see the options.`);
+  if (format !== 'json' && format !== 'markdown') throw new UsageError(`--format must be json or markdown (got "${format}").`);
   return format;
+}
+
+/** The command line, parsed; any mistake in it is a usage mistake. */
+function parseArgsOrUsage(argv: readonly string[]): ParsedArgs {
+  let args: ParsedArgs;
+  try {
+    args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  if (args.positional.length > 0) throw new UsageError(`Unexpected argument "${args.positional[0]}".`);
+  return args;
 }
 
 async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
@@ -43,14 +55,14 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, inte
     return 0;
   }
   if (args.switches.has('version')) {
-    process.stdout.write(`tap-data-read ${VERSION}\n`);
+    process.stdout.write(versionLine('tap-data-read'));
     return 0;
   }
   const singer = await import('../faces/singer/commands.js');
   const ctx = { out, logger, env: process.env, interrupt };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];
-  if (configs.length === 0) throw new ConfigError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables). Run with --help to see the options.');
+  if (configs.length === 0) throw new UsageError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables).');
   if (args.switches.has('discover')) return singer.discover(ctx, configs);
   const catalogPath = lastValue(args, 'catalog');
   const propertiesPath = lastValue(args, 'properties');
@@ -67,23 +79,28 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, inte
 export async function main(argv: readonly string[]): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('tap-data-read');
-  let code: number;
-  let args: ParsedArgs | undefined;
+  let args: ParsedArgs;
   try {
-    args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
-    if (args.positional.length > 0) throw new ConfigError(`Unexpected argument "${args.positional[0]}". Run with --help to see the options.`);
+    if (argv.length === 0) throw new UsageError('No arguments given.');
+    args = parseArgsOrUsage(argv);
   } catch (err) {
-    logger.log('CRITICAL', err instanceof Error ? err.message : String(err));
-    return 2;
+    logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
+    return USAGE_EXIT;
   }
   const interrupt = new Interrupt({ out, log: (message) => logger.log('CRITICAL', message) }).install();
+  let code: number;
   try {
     code = await run(args, out, logger, interrupt);
   } catch (err) {
-    // Usage mistakes that surface after parsing (bad --format, no --config) exit 2; anything else 1.
-    const usage = err instanceof ConfigError;
-    logger.log('CRITICAL', err instanceof Error ? err.message : String(err));
-    code = usage ? 2 : 1;
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof UsageError) {
+      // Usage mistakes found after parsing (no --config, a bad --format): the usage text on stderr.
+      logger.log('CRITICAL', usageMessage(message, TAP_HELP));
+      code = USAGE_EXIT;
+    } else {
+      logger.log('CRITICAL', message);
+      code = 1;
+    }
   }
   await out.flush();
   interrupt.uninstall();

@@ -66,7 +66,7 @@ describe('source-data-read spec / discover', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/read\s+--config CONFIG.json --catalog CATALOG.json \[--state STATE.json\]/);
     const version = await runCli(SOURCE_BIN, ['--version']);
-    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+    expect(version.stdout.trim()).toBe(`source-data-read ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
   });
 });
 

@@ -1,0 +1,23 @@
+/**
+ * Usage mistakes on the command line (no command, an unknown command or
+ * option, a missing file flag): both executables tell them on stderr, with
+ * the usage text, and exit 2. The usage text goes to stdout only when asked
+ * for (`--help`), and the version line is the same for both executables.
+ */
+import { VERSION } from '../version.js';
+
+/** A mistake in the command line: told on stderr with the usage text, exit 2. */
+export class UsageError extends Error {}
+
+/** Exit status of a usage mistake. */
+export const USAGE_EXIT = 2;
+
+/** The line `--version` prints: `<executable> <version>`. */
+export function versionLine(executable: string): string {
+  return `${executable} ${VERSION}\n`;
+}
+
+/** The message of a usage mistake followed by the usage text (for stderr). */
+export function usageMessage(message: string, help: string): string {
+  return `${message}\n\n${help.trimEnd()}`;
+}
