@@ -7,6 +7,7 @@ import { readJsonFile } from '../../cli/files.js';
 import type { Interrupt } from '../../cli/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
+import { expectCatalogKind } from '../catalog-kind.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
 
@@ -85,7 +86,9 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   let prepared;
   try {
     const { config, unknownKeys } = await loadConfig(configPath, ctx);
-    const streams = parseConfiguredCatalog(readJsonFile(catalogPath, 'catalog'));
+    const catalogInput = readJsonFile(catalogPath, 'catalog');
+    expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
+    const streams = parseConfiguredCatalog(catalogInput);
     const warnings: string[] = [];
     const selected = new Set(streams.map((s) => s.stream.name));
     const states = statePath === undefined ? new Map() : parseAirbyteState(readJsonFile(statePath, 'state'), (w) => warnings.push(w), selected);

@@ -10,6 +10,7 @@ import type { Interrupt } from '../../cli/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
 import { findStreamByPath, type StreamDefinition } from '../../streams.js';
+import { expectCatalogKind } from '../catalog-kind.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
@@ -68,13 +69,18 @@ interface Prepared {
   readonly states: Map<string, StreamState>;
 }
 
+/** The plans of a --catalog (or --properties) file, refusing an Airbyte catalog with a word on the one needed. */
+function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void): StreamPlan[] {
+  const input = readJsonFile(file.path, file.flag);
+  expectCatalogKind(input, 'singer', file);
+  return planFromCatalog(input, tombstones, warn);
+}
+
 function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
   const tombstones = parsed.config.deletions_as_tombstones;
-  const plans = inputs.catalog
-    ? planFromCatalog(readJsonFile(inputs.catalog.path, inputs.catalog.flag), tombstones, warn)
-    : planAll(tombstones);
+  const plans = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : planAll(tombstones);
   const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
   if (parsed.unknownKeys.length > 0) warn(`Unknown config keys ignored: ${parsed.unknownKeys.join(', ')}.`);
   return { parsed, plans, states };
