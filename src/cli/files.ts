@@ -2,16 +2,20 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 
-/** `what` names the file for the user, e.g. "config" or "state". */
-export function readJsonFile(path: string, what: string): unknown {
-  let text: string;
+/** The text of a file the user named; `what` names it for the user, e.g. "config" or "state". */
+export function readTextFile(path: string, what: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
     throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`);
   }
+}
+
+/** `what` names the file for the user, e.g. "config" or "state". */
+export function readJsonFile(path: string, what: string): unknown {
+  const text = readTextFile(path, what);
   if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`);
   try {
     return JSON.parse(text) as unknown;

@@ -76,9 +76,10 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { findStreamByPath }, { AIRBYTE_DELETED_AT }] = await Promise.all([
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }, { findStreamByPath }, { AIRBYTE_DELETED_AT }] = await Promise.all([
     import('./catalog.js'),
     import('./state-input.js'),
+    import('./state-file.js'),
     import('../../streams.js'),
     import('../../schemas/json-schema.js'),
   ]);
@@ -91,7 +92,9 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const streams = parseConfiguredCatalog(catalogInput);
     const warnings: string[] = [];
     const selected = new Set(streams.map((s) => s.stream.name));
-    const states = statePath === undefined ? new Map() : parseAirbyteState(readJsonFile(statePath, 'state'), (w) => warnings.push(w), selected);
+    const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
+    const stateFile = statePath === undefined ? undefined : readAirbyteStateFile(statePath);
+    const states = stateFile === undefined ? new Map() : parseAirbyteState(stateFile.value, (w) => warnings.push(w), { selected, incremental, lines: stateFile.lines });
     if (unknownKeys.length > 0) warnings.push(`Unknown config keys ignored: ${unknownKeys.join(', ')}.`);
     for (const w of warnings) await sink.log('WARN', w);
     prepared = { config, streams, states };

@@ -1,7 +1,11 @@
 /**
- * The `--state` file of `read`: a JSON array of AirbyteStateMessage of type
- * STREAM (the legacy per-stream object is accepted too). Returns each stream's
- * validated state.
+ * What `read` accepts as `--state`, and each stream's validated state:
+ * - the JSON array of per-stream AirbyteStateMessage that Airbyte passes
+ *   (items may also be whole STATE messages, {"type": "STATE", "state": ...});
+ * - a single STATE message (e.g. the last STATE line of a read's output);
+ * - JSON lines of STATE messages (the STATE lines of a read's output).
+ * When a stream appears more than once, the last one wins. Anything else is a
+ * config error that shows these shapes: never a silent full re-read.
  */
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
@@ -10,40 +14,87 @@ import { findStream } from '../../streams.js';
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function streamEntry(entry: unknown, index: number): [string, unknown] {
+/** The recipe that turns a read's output into the next read's state. */
+export const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
+
+export const EXPECTED_STATE =
+  'Expected the state Airbyte passes, a JSON array of per-stream states ' +
+  '[{"type": "STREAM", "stream": {"stream_descriptor": {"name": "contacts"}, "stream_state": {"sync_watermark": "..."}}}, ...]; ' +
+  'a single STATE message {"type": "STATE", "state": {"type": "STREAM", ...}}; ' +
+  `or the STATE lines of a read's output, one a line (${STATE_RECIPE}; the last of each stream wins).`;
+
+export interface StateOptions {
+  /** The streams of the configured catalog: a state for another stream is ignored with a warning (Airbyte passes the states of deselected streams). */
+  readonly selected?: ReadonlySet<string>;
+  /** The streams read incrementally: a single STATE message that leaves some of them out is warned about. */
+  readonly incremental?: ReadonlySet<string>;
+  /** The input is the list of a JSON-lines file's lines. */
+  readonly lines?: boolean;
+}
+
+function describe(input: unknown): string {
+  if (input === null) return 'null';
+  if (Array.isArray(input)) return 'an array';
+  if (!isObject(input)) return `a ${typeof input}`;
+  const keys = Object.keys(input);
+  return keys.length === 0 ? 'an empty object' : `an object with the keys ${keys.slice(0, 5).map((k) => `"${k}"`).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
+}
+
+/** The stream name and raw stream_state of one item (a STATE message or a per-stream state). */
+function streamEntry(entry: unknown, where: string): [string, unknown] {
+  if (isObject(entry) && typeof entry.type === 'string' && !['STATE', 'STREAM', 'GLOBAL', 'LEGACY'].includes(entry.type)) {
+    throw new ConfigError(
+      `Invalid state: ${where} is a ${entry.type} message, not a STATE. Keep only the STATE lines of a read's output: ${STATE_RECIPE}.`,
+    );
+  }
   const message = isObject(entry) && entry.type === 'STATE' && isObject(entry.state) ? entry.state : entry;
   if (!isObject(message) || message.type !== 'STREAM' || !isObject(message.stream)) {
     throw new ConfigError(
-      `Invalid state: item ${index} is not a per-stream state ({"type": "STREAM", "stream": {"stream_descriptor": {"name": ...}, "stream_state": {...}}}).`,
+      `Invalid state: ${where} is not a per-stream state ({"type": "STREAM", "stream": {"stream_descriptor": {"name": ...}, "stream_state": {...}}}). ${EXPECTED_STATE}`,
     );
   }
   const descriptor = message.stream.stream_descriptor;
   if (!isObject(descriptor) || typeof descriptor.name !== 'string') {
-    throw new ConfigError(`Invalid state: item ${index} has no stream_descriptor.name.`);
+    throw new ConfigError(`Invalid state: ${where} has no stream_descriptor.name.`);
   }
   return [descriptor.name, message.stream.stream_state];
 }
 
-/**
- * @param selected the streams of the configured catalog: a state for another
- *   stream (Airbyte passes the states of deselected streams) is ignored with a warning
- */
-export function parseAirbyteState(input: unknown, warn: (message: string) => void, selected?: ReadonlySet<string>): Map<string, StreamState> {
-  let entries: [string, unknown][];
-  if (Array.isArray(input)) entries = input.map(streamEntry);
-  else if (isObject(input)) entries = Object.entries(input); // legacy: {"<stream>": {...}}
-  else throw new ConfigError('Invalid state: expected a JSON array of per-stream STATE messages.');
+/** The items of the input, each with its place for messages; throws on a shape that is none of the accepted ones. */
+function itemsOf(input: unknown, lines: boolean): { items: unknown[]; where: (i: number) => string; single: boolean } {
+  if (Array.isArray(input)) return { items: input, where: (i) => (lines ? `line ${i + 1}` : `item ${i}`), single: false };
+  if (isObject(input) && (input.type === 'STATE' || input.type === 'STREAM' || input.type === 'GLOBAL' || input.type === 'LEGACY')) {
+    return { items: [input], where: () => 'the STATE message', single: true };
+  }
+  throw new ConfigError(`Invalid state: the file holds ${describe(input)}, not STATE messages. ${EXPECTED_STATE}`);
+}
+
+export function parseAirbyteState(input: unknown, warn: (message: string) => void, options: StateOptions = {}): Map<string, StreamState> {
+  const { items, where, single } = itemsOf(input, options.lines === true);
+  const raw = new Map<string, unknown>();
+  for (const [index, item] of items.entries()) {
+    const [name, state] = streamEntry(item, where(index));
+    raw.delete(name); // the last one wins, in the order of the file
+    raw.set(name, state);
+  }
   const states = new Map<string, StreamState>();
-  for (const [name, raw] of entries) {
+  for (const [name, state] of raw) {
     if (!findStream(name)) {
       warn(`The state holds stream "${name}", which this source does not have; it is ignored.`);
       continue;
     }
-    if (selected !== undefined && !selected.has(name)) {
+    if (options.selected !== undefined && !options.selected.has(name)) {
       warn(`The state holds stream "${name}", which the catalog does not select; it is ignored (select the stream to resume it).`);
       continue;
     }
-    states.set(name, parseStreamState(name, raw));
+    states.set(name, parseStreamState(name, state));
+  }
+  const missing = [...(options.incremental ?? [])].filter((name) => !states.has(name));
+  if (single && missing.length > 0) {
+    warn(
+      `The state file holds one STATE message, of stream "${[...raw.keys()].join(', ')}"; ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} no state and ${missing.length === 1 ? 'is' : 'are'} read from start_date. ` +
+        `A read writes one STATE per stream: keep them all (${STATE_RECIPE}), not only the last.`,
+    );
   }
   return states;
 }

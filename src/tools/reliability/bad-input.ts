@@ -79,14 +79,18 @@ export const BAD_INPUT_CASES: readonly BadInputCase[] = [
   // --- state ---
   { name: 'state for a stream not in the catalog', kind: 'state', catalog: catalogOf(entry('pipeline_stages', 'full_refresh')), state: [s('deletions', { sync_watermark: '2024-01-01T00:00:00.000Z' })], message: /state holds stream "deletions", which the catalog does not select; it is ignored/, warnOnly: true },
   { name: 'state for a stream the source does not have', kind: 'state', catalog: catalogOf(entry('pipeline_stages', 'full_refresh')), state: [s('tickets', { sync_watermark: '2024-01-01T00:00:00.000Z' })], message: /state holds stream "tickets", which this source does not have; it is ignored/, warnOnly: true },
-  { name: 'state a number', kind: 'state', state: 42, message: /Invalid state: expected a JSON array of per-stream STATE messages/ },
+  { name: 'state a number', kind: 'state', state: 42, message: /Invalid state: the file holds a number, not STATE messages\. Expected the state Airbyte passes, a JSON array of per-stream states/ },
+  { name: 'state a bare stream_state (no envelope)', kind: 'state', state: { sync_watermark: '2024-01-01T00:00:00.000Z' }, message: /Invalid state: the file holds an object with the keys "sync_watermark", not STATE messages\. Expected .*a single STATE message .*or the STATE lines of a read's output/ },
+  { name: 'state a whole read output (RECORD lines)', kind: 'state', state: '{"type":"RECORD","record":{"stream":"contacts","data":{},"emitted_at":1}}\n{"type":"STATE","state":{"type":"STREAM","stream":{"stream_descriptor":{"name":"contacts"},"stream_state":{}}}}\n', message: /Invalid state: line 1 is a RECORD message, not a STATE\. Keep only the STATE lines of a read's output: grep/ },
+  { name: 'state lines with a broken line', kind: 'state', state: '{"type":"STATE","state":{"type":"STREAM","stream":{"stream_descriptor":{"name":"contacts"},"stream_state":{}}}}\n{"type":"STA\n', message: /state file .* is neither one JSON document nor JSON lines: line 2 is not valid JSON/ },
   { name: 'state of type GLOBAL', kind: 'state', state: [{ type: 'GLOBAL', global: { stream_states: [] } }], message: /Invalid state: item 0 is not a per-stream state/ },
   { name: 'state without stream_descriptor', kind: 'state', state: [{ type: 'STREAM', stream: { stream_state: {} } }], message: /Invalid state: item 0 has no stream_descriptor\.name/ },
   { name: 'state watermark a number', kind: 'state', state: [s('contacts', { sync_watermark: 1717171717 })], message: /Invalid state for stream "contacts": sync_watermark must be an ISO 8601 date-time with zone/ },
   { name: 'state watermark without a zone', kind: 'state', state: [s('contacts', { sync_watermark: '2024-01-01T00:00:00' })], message: /Invalid state for stream "contacts": sync_watermark must be an ISO 8601 date-time with zone/ },
   { name: 'state resume cursor empty', kind: 'state', state: [s('contacts', { resume: { cursor: '', sync_watermark: '2024-01-01T00:00:00.000Z' } })], message: /Invalid state for stream "contacts": resume\.cursor must be a non-empty cursor string/ },
   { name: 'state resume without its watermark', kind: 'state', state: [s('contacts', { resume: { cursor: 'abc' } })], message: /Invalid state for stream "contacts": resume\.sync_watermark must be an ISO 8601 date-time with zone/ },
-  { name: 'state a legacy object with a string', kind: 'state', state: { contacts: '2024-01-01' }, message: /Invalid state for stream "contacts": .*object/ },
+  { name: 'state a legacy object', kind: 'state', state: { contacts: { sync_watermark: '2024-01-01T00:00:00.000Z' } }, message: /Invalid state: the file holds an object with the keys "contacts", not STATE messages\. Expected/ },
+  { name: 'state a STATE message with a string stream_state', kind: 'state', state: { type: 'STATE', state: s('contacts', 'x') }, message: /Invalid state for stream "contacts": .*object/ },
   { name: 'state file missing', kind: 'state', state: undefined, message: /Cannot read the state file .*: no such file/ },
 ];
 
