@@ -1,10 +1,11 @@
 /**
  * `source-data-read emulator [options]`: start a local Data-Read API, print one
- * JSON line {url, control_url, control_token, api_key, account_id} on stdout,
- * and serve until SIGINT/SIGTERM.
+ * JSON line {url, control_url, control_token, api_key, account_id} on stdout
+ * (and into --ready-file, once it serves), and serve until SIGINT/SIGTERM.
  */
 import { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
+import { removeReadyFile, writeReadyFile } from './ready-file.js';
 import { startEmulator } from './server.js';
 
 export const HELP = `Usage: source-data-read emulator [options]
@@ -12,6 +13,13 @@ export const HELP = `Usage: source-data-read emulator [options]
 Starts a local emulator of the Data-Read API with one default account and key,
 prints one JSON line {"url", "control_url", "control_token", "api_key",
 "account_id"} on stdout, and serves until SIGINT or SIGTERM.
+
+To wait for it from a script, give --ready-file: the same line is written
+there once the emulator serves (whole, under a temporary name first, then
+renamed), and the file is removed when it stops:
+  rm -f emulator.json
+  source-data-read emulator --contacts 500 --ready-file emulator.json > /dev/null &
+  until [ -s emulator.json ] || ! kill -0 $! 2>/dev/null; do sleep 0.2; done
 
 Options:
   --port N              port to listen on (default 0: a free port)
@@ -30,6 +38,7 @@ Options:
   --latency-ms N        delay added to every API response (default 0)
   --clock-start ISO     virtual time at start (default: now)
   --frozen-clock        virtual time moves only when advanced
+  --ready-file FILE     also write the JSON line to FILE once serving (see above)
   --fault SPEC          inject faults; repeatable. SPEC is
                           kind:PROBABILITY or kind:every=N, then optional
                           :times=N  :slow_ms=N  :retry_after=N  :/path,/path
@@ -59,6 +68,7 @@ interface Parsed {
   clockStart: string | undefined;
   frozenClock: boolean;
   faults: FaultRule[];
+  readyFile: string | undefined;
   help: boolean;
 }
 
@@ -97,7 +107,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
   const out: Parsed = {
     port: 0, host: '127.0.0.1', seed: 1, contacts: 0, testFraction: undefined, accountName: 'Default account',
     apiKey: undefined, controlToken: undefined, limits: {}, latencyMs: 0, clockStart: undefined, frozenClock: false,
-    faults: [], help: false,
+    faults: [], readyFile: undefined, help: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -145,6 +155,10 @@ export function parseArgs(argv: readonly string[]): Parsed {
         out.clockStart = value;
         break;
       case '--fault': out.faults.push(parseFault(value)); break;
+      case '--ready-file':
+        if (value === '') throw new UsageError('--ready-file needs a file path');
+        out.readyFile = value;
+        break;
       default: throw new UsageError(`unknown option ${name} (see --help)`);
     }
   }
@@ -185,7 +199,9 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
     if (args.contacts > 0) {
       emu.control.seed(account.id, { contacts: args.contacts, ...(args.testFraction === undefined ? {} : { testFraction: args.testFraction }) });
     }
-    stdout.write(`${JSON.stringify({ url: emu.url, control_url: emu.controlUrl, control_token: emu.controlToken, api_key: key.key, account_id: account.id })}\n`);
+    const line = `${JSON.stringify({ url: emu.url, control_url: emu.controlUrl, control_token: emu.controlToken, api_key: key.key, account_id: account.id })}\n`;
+    stdout.write(line);
+    if (args.readyFile !== undefined) writeReadyFile(args.readyFile, line);
   } catch (err) {
     stderr.write(`emulator: ${err instanceof Error ? err.message : String(err)}\n`);
     await emu.close();
@@ -204,6 +220,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
     if (io.signal?.aborted === true) stop();
     else io.signal?.addEventListener('abort', stop, { once: true });
   });
+  if (args.readyFile !== undefined) removeReadyFile(args.readyFile);
   await running.close();
   return 0;
 }

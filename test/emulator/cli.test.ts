@@ -1,11 +1,34 @@
-/** The emulator CLI: help, options, the start line, serving until stopped. */
+/** The emulator CLI: help, options, the start line (and --ready-file), serving until stopped. */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HELP, main, parseArgs, parseFault } from '../../src/emulator/cli.js';
+import { tempDir } from '../helpers/cli.js';
 import { get } from './helpers.js';
 
-function sink(): { write(text: string): boolean; text: () => string } {
+interface Sink {
+  write(text: string): boolean;
+  text: () => string;
+  /** Resolves with the text once it holds a whole line. */
+  firstLine: () => Promise<string>;
+}
+
+function sink(): Sink {
   let out = '';
-  return { write: (t: string) => ((out += t), true), text: () => out };
+  let wake: (() => void) | undefined;
+  const lineDone = new Promise<void>((resolve) => (wake = resolve));
+  return {
+    write: (t: string) => {
+      out += t;
+      if (out.includes('\n')) wake?.();
+      return true;
+    },
+    text: () => out,
+    firstLine: async () => {
+      await lineDone;
+      return out.slice(0, out.indexOf('\n') + 1);
+    },
+  };
 }
 
 describe('emulator CLI', () => {
@@ -40,7 +63,7 @@ describe('emulator CLI', () => {
       '--port', '0', '--seed', '3', '--contacts', '25', '--per-minute', '50', '--per-day', '900',
       '--control-token', 'tok', '--fault', '503:every=2:/v1/deletions',
     ], { stdout: out, signal: stop.signal });
-    for (let i = 0; i < 200 && !out.text().includes('\n'); i++) await new Promise((r) => setTimeout(r, 20));
+    await out.firstLine();
     const lines = out.text().split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(1);
     const info = JSON.parse(lines[0] as string) as { url: string; control_url: string; control_token: string; api_key: string };
@@ -58,5 +81,30 @@ describe('emulator CLI', () => {
     stop.abort();
     expect(await running).toBe(0);
     await expect(get(info.url, '/v1/me', { key: info.api_key })).rejects.toThrow();
+  });
+
+  it('--ready-file: the same line, written whole once serving, owner-only, removed when stopped', async () => {
+    const dir = tempDir('sdr-ready-');
+    const file = join(dir, 'emulator.json');
+    const out = sink();
+    const stop = new AbortController();
+    const running = main(['--port', '0', '--contacts', '40', '--ready-file', file], { stdout: out, signal: stop.signal });
+    expect(existsSync(file)).toBe(false); // seeding first: nothing to wait for yet
+    const line = await out.firstLine();
+    expect(readFileSync(file, 'utf8')).toBe(line);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(['emulator.json']); // no temporary file left
+    const info = JSON.parse(line) as { url: string; api_key: string };
+    expect((await get(info.url, '/v1/me', { key: info.api_key })).status).toBe(200);
+    stop.abort();
+    expect(await running).toBe(0);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('--ready-file in a folder that does not exist: exit 1 naming the file, the emulator stopped', async () => {
+    const err = sink();
+    const file = join(tempDir('sdr-ready-'), 'no', 'such', 'emulator.json');
+    expect(await main(['--port', '0', '--ready-file', file], { stdout: sink(), stderr: err })).toBe(1);
+    expect(err.text()).toMatch(new RegExp(`^emulator: cannot write --ready-file "${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}": ENOENT`));
   });
 });

