@@ -16,7 +16,7 @@ FROM node:24-slim AS build
 WORKDIR /build
 
 # Dependencies first, so that a change to the sources reuses this layer.
-# --ignore-scripts: `prepare` would build before the sources are copied in.
+# --ignore-scripts: no lifecycle script runs before the sources are copied in.
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 

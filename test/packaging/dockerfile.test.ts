@@ -64,7 +64,7 @@ describe('Dockerfile', () => {
     expect(script).toMatch(/\bnpm run build\b/);
     // The runtime tree gets production dependencies only (typescript, vitest... stay behind).
     expect(script).toMatch(/npm (ci|install|prune)\b[^\n&]*--omit=dev/);
-    // Dependency installs in the image run no lifecycle scripts: `prepare` would need typescript.
+    // Dependency installs in the image run no lifecycle scripts: lifecycle scripts would need typescript.
     for (const line of script.split(/&&|\n/).filter((l) => /\bnpm (ci|install)\b/.test(l))) expect(line).toContain('--ignore-scripts');
     // Only what `npm pack` publishes goes in: the image is the npm package.
     expect(script).toMatch(/\bnpm pack\b/);
