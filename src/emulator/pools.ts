@@ -1,14 +1,19 @@
 /**
- * Realistic values from @faker-js/faker, built once per seed into pools (faker
- * is slow per call); records then combine pool entries with the seeded PRNG,
- * which keeps 100k contacts within a second or so.
+ * Realistic values built once per seed into pools: names, companies, job
+ * titles, products and ad headlines of five countries, made from the word
+ * lists of locales/ with the seeded PRNG (no data package). Records then
+ * combine pool entries with the PRNG, which keeps 100k contacts within a
+ * second or so.
  *
- * Phones: faker's "international" numbers are not valid numbering plans for
- * every locale (e.g. +5500...), so phones follow each country's mobile plan
- * (E.164, digits from the PRNG).
+ * Phones follow each country's mobile numbering plan (E.164, digits from the PRNG).
  */
-import { Faker, base, de, en, en_GB, en_US, es, es_MX, pt_BR, type LocaleDefinition } from '@faker-js/faker';
-import type { Prng } from './prng.js';
+import type { LocaleWords } from './locale-words.js';
+import { BR } from './locales/br.js';
+import { DE } from './locales/de.js';
+import { GB } from './locales/gb.js';
+import { MX } from './locales/mx.js';
+import { US } from './locales/us.js';
+import { Prng } from './prng.js';
 
 export interface Company {
   readonly name: string;
@@ -69,21 +74,8 @@ const phones: Readonly<Record<string, (p: Prng) => string>> = {
   DE: (p) => `+491${p.pick(['51', '52', '57', '60', '62', '70', '71', '76'])}${p.digits(7)}${p.between(0, 9)}`,
 };
 
-interface LocaleSpec {
-  readonly country: string;
-  readonly weight: number;
-  readonly definitions: readonly LocaleDefinition[];
-  readonly tld: string;
-  readonly linkGreeting: string;
-}
-
-const LOCALES: readonly LocaleSpec[] = [
-  { country: 'BR', weight: 40, definitions: [pt_BR, en, base], tld: 'com.br', linkGreeting: 'Olá! Quero saber mais sobre' },
-  { country: 'US', weight: 25, definitions: [en_US, en, base], tld: 'com', linkGreeting: "Hi! I'd like to know more about" },
-  { country: 'MX', weight: 15, definitions: [es_MX, es, en, base], tld: 'com.mx', linkGreeting: '¡Hola! Quiero saber más sobre' },
-  { country: 'GB', weight: 10, definitions: [en_GB, en, base], tld: 'co.uk', linkGreeting: "Hello! I'd like to hear more about" },
-  { country: 'DE', weight: 10, definitions: [de, en, base], tld: 'de', linkGreeting: 'Hallo! Ich möchte mehr erfahren über' },
-];
+const LOCALES: readonly LocaleWords[] = [BR, US, MX, GB, DE];
+const DISCOUNTS = ['10', '15', '20', '25', '30', '40', '50'];
 
 function unique(make: () => string, n: number): string[] {
   const out = new Set<string>();
@@ -91,20 +83,45 @@ function unique(make: () => string, n: number): string[] {
   return [...out];
 }
 
-function buildLocale(spec: LocaleSpec, seed: number): LocalePool {
-  const f = new Faker({ locale: [...spec.definitions], seed });
+/** A pattern with each `{key}` replaced by a fresh value of that key. */
+function fill(pattern: string, values: Readonly<Record<string, () => string>>): string {
+  return pattern.replace(/\{(\w+)\}/g, (whole, key: string) => values[key]?.() ?? whole);
+}
+
+/** Two different entries of a list, joined by a space. */
+function pair(p: Prng, items: readonly string[]): string {
+  const first = p.pick(items);
+  let second = p.pick(items);
+  while (second === first && items.length > 1) second = p.pick(items);
+  return `${first} ${second}`;
+}
+
+/** Surnames: single ones, and double ones in the share the country has. */
+function surnames(p: Prng, words: LocaleWords): string[] {
+  if (words.doubleSurname >= 1) return unique(() => pair(p, words.lastNames), 250);
+  const doubles = Math.round((words.lastNames.length * words.doubleSurname) / (1 - words.doubleSurname));
+  return [...words.lastNames, ...unique(() => pair(p, words.lastNames), doubles).filter((d) => !words.lastNames.includes(d))];
+}
+
+function buildLocale(words: LocaleWords, seed: number): LocalePool {
+  const p = Prng.derive(seed, 'pools', words.country);
   const named = (text: string): Name => ({ text, slug: asciiSlug(text) });
-  const firstNames = unique(() => f.person.firstName(), 250).map(named);
-  const lastNames = unique(() => f.person.lastName(), 250).map(named);
-  const companies = unique(() => f.company.name(), 200).map((name) => ({ name, domain: companyDomain(name, spec.tld) }));
-  const jobTitles = unique(() => f.person.jobTitle(), 150);
-  const headlines = unique(() => f.company.catchPhrase(), 120);
-  const products = unique(() => f.commerce.productName(), 60).map(named);
-  const free = f.definitions.internet?.free_email;
-  const freeEmailDomains = Array.isArray(free) && free.length > 0 ? free.map(String) : ['gmail.com', 'outlook.com'];
-  const phone = phones[spec.country] ?? phones.US;
+  const pick = (items: readonly string[]) => (): string => p.pick(items);
+  const firstNames = words.firstNames.map(named);
+  const lastNames = surnames(p, words).map(named);
+  const companies = unique(
+    () => fill(p.pick(words.companyPatterns), { last: pick(words.lastNames), last2: pick(words.lastNames), word: pick(words.companyWords), sector: pick(words.sectors) }),
+    200,
+  ).map((name) => ({ name, domain: companyDomain(name, words.tld) }));
+  const jobTitles = unique(() => fill(p.pick(words.jobPatterns), { role: pick(words.roles), area: pick(words.areas), level: pick(words.levels) }), 150);
+  const products = unique(() => fill(p.pick(words.productPatterns), { kind: pick(words.productKinds), edition: pick(words.editions) }), 60).map(named);
+  const headlines = unique(() => fill(p.pick(words.headlinePatterns), { product: () => p.pick(products).text, n: pick(DISCOUNTS) }), 120);
+  const phone = phones[words.country] ?? phones.US;
   if (phone === undefined) throw new Error('no phone plan');
-  return { country: spec.country, firstNames, lastNames, companies, jobTitles, headlines, products, freeEmailDomains, linkGreeting: spec.linkGreeting, phone };
+  return {
+    country: words.country, firstNames, lastNames, companies, jobTitles, headlines, products,
+    freeEmailDomains: words.freeEmailDomains, linkGreeting: words.linkGreeting, phone,
+  };
 }
 
 const cache = new Map<number, Pools>();
@@ -113,7 +130,7 @@ const cache = new Map<number, Pools>();
 export function getPools(seed: number): Pools {
   let pools = cache.get(seed);
   if (pools === undefined) {
-    pools = { locales: LOCALES.map((spec, i) => [buildLocale(spec, (seed + i * 7919) >>> 0), spec.weight] as const) };
+    pools = { locales: LOCALES.map((words) => [buildLocale(words, seed), words.weight] as const) };
     cache.set(seed, pools);
   }
   return pools;
