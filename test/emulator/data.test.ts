@@ -95,6 +95,26 @@ describe('realism', () => {
   });
 });
 
+describe('people and companies of five countries', () => {
+  it('names, e-mail domains, job titles and ad headlines in each country\'s language, from the seeded word lists', () => {
+    const { control } = createEmulator({ seed: 12 });
+    const acc = control.createAccount({ name: 'Countries' });
+    control.seed(acc.id, { contacts: 2000 });
+    const d = control.dump(acc.id);
+    const byPrefix = (prefix: string) => d.contacts.filter((c) => c.phone?.startsWith(prefix));
+    for (const prefix of ['+55', '+1', '+52', '+44', '+49']) expect(byPrefix(prefix).length, prefix).toBeGreaterThan(50);
+    // Mexicans carry two surnames; Brazilians often do.
+    expect(byPrefix('+52').every((c) => c.last_name.includes(' '))).toBe(true);
+    expect(byPrefix('+55').some((c) => c.last_name.includes(' '))).toBe(true);
+    const titles = new Set(d.contacts.map((c) => c.job_title));
+    for (const word of [/ de Vendas/, /Sales/, /Vertrieb/, /de Ventas/]) expect([...titles].some((t) => t !== null && word.test(t)), String(word)).toBe(true);
+    const domains = new Set(d.contacts.map((c) => c.email?.split('@')[1]));
+    for (const tld of ['.com.br', '.com.mx', '.co.uk', '.de']) expect([...domains].some((x) => x?.endsWith(tld)), tld).toBe(true);
+    const headlines = new Set(d.conversations.map((v) => v.origin_headline).filter((h) => h !== null));
+    expect(headlines.size).toBeGreaterThan(10);
+  });
+});
+
 describe('determinism and speed', () => {
   it('the same seed and a frozen clock give the same data and keys; another seed other data', () => {
     const make = (seed: number): { dump: string; key: string } => {

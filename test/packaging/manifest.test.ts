@@ -14,6 +14,7 @@ import { ROOT, tempDir } from '../helpers/cli.js';
 interface Manifest {
   scripts?: Record<string, string>;
   bin?: Record<string, string>;
+  dependencies?: Record<string, string>;
 }
 
 const INSTALL_TIME = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'];
@@ -54,6 +55,10 @@ describe('the packed package.json', () => {
     // A fresh clone's `npm ci` builds nothing: the README's commands build first.
     expect(source.scripts?.demo).toMatch(/^npm run build && /);
     expect(source.scripts?.test).toMatch(/^npm run build && /);
+  });
+
+  it('depends on undici and zod only (the emulator makes its data without a data package)', () => {
+    expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['undici', 'zod']);
   });
 
   it('carries the executables with their version check and launcher', () => {
