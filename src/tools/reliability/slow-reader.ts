@@ -129,7 +129,7 @@ export async function runClosedReader(o: { contacts: number; closeAfterBytes: nu
     const lines = run.stderr.split('\n').filter((l) => / ERROR /.test(l));
     const message = lines[0] ?? '';
     if (run.code !== 1) problems.push(`reader goes away: exit ${String(run.code)} (1 expected)`);
-    if (!(exitAfterCloseMs < 5_000)) problems.push(`reader goes away: exit ${Math.round(exitAfterCloseMs)} ms after the close`);
+    // How soon it exited (exitAfterCloseMs) is a figure of `npm run reliability`; the requests made after the close are the check.
     if (!/stdout was closed/.test(message) || /Usage:/.test(run.stderr) || /^\s+at /m.test(run.stderr)) problems.push(`reader goes away: unclear stderr: ${run.stderr.slice(0, 400)}`);
     // A request per stream already under way may still go out; the connector must not go on reading pages.
     const requestsAfterClose = lab.emu.control.stats().total - atClose;
