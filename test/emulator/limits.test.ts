@@ -46,7 +46,8 @@ describe('RateLimit headers', () => {
 
 describe('per-minute window', () => {
   it('refuses with 429 and Retry-After once the window is used up, then serves again', async () => {
-    const s = await setup({ limits: { perMinute: 3, windowMs: 1200 } });
+    // A frozen clock: the window ends when the test advances it, not when a busy machine gets slow.
+    const s = await setup({ limits: { perMinute: 3, windowMs: 1200 }, frozenClock: true });
     emu = s.emu;
     const seen = [];
     for (let i = 0; i < 3; i++) {
@@ -64,7 +65,7 @@ describe('per-minute window', () => {
     // A refused request does not use quota, and another key has its own window.
     const other = s.emu.control.createKey(s.accountId);
     expect((await get(s.emu.url, '/v1/contacts', { key: other.key })).status).toBe(200);
-    await sleep(1300);
+    s.emu.control.advanceClock(1300);
     const again = await get(s.emu.url, '/v1/contacts', { key: s.key });
     expect(again.status).toBe(200);
     expect(rate(again).remaining).toBe(2);
