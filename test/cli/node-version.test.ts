@@ -6,7 +6,7 @@
  * case is skipped, loudly.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, realpathSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, realpathSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../helpers/cli.js';
@@ -84,7 +84,8 @@ describe('the executables start with the version check, in syntax any Node.js pa
       const run = spawnSync(process.execPath, ['--check', bin], { encoding: 'utf8' });
       expect(run.status, run.stderr).toBe(0);
     }
-    // No import statement, no top-level await: node-check.cjs runs first, then start.cjs imports dist/.
-    expect(spawnSync('grep', ['-lE', '^(import|export) |await ', SOURCE_BIN, TAP_BIN, join(ROOT, 'bin', 'node-check.cjs')], { encoding: 'utf8' }).stdout).toBe('');
+    // No import statement, no top-level await: launch.cjs checks the version, then import()s dist/.
+    expect(spawnSync('grep', ['-lE', '^(import|export) |await ', SOURCE_BIN, TAP_BIN, join(ROOT, 'bin', 'launch.cjs')], { encoding: 'utf8' }).stdout).toBe('');
+    expect(readFileSync(join(ROOT, 'bin', 'package.json'), 'utf8')).toMatch(/"type": "commonjs"/);
   });
 });

@@ -62,7 +62,7 @@ describe('the packed package.json', () => {
   });
 
   it('carries the executables with their version check and launcher', () => {
-    expect(files).toEqual(expect.arrayContaining(['bin/source-data-read', 'bin/tap-data-read', 'bin/package.json', 'bin/node-check.cjs', 'bin/start.cjs']));
+    expect(files).toEqual(expect.arrayContaining(['bin/source-data-read', 'bin/tap-data-read', 'bin/package.json', 'bin/launch.cjs']));
     expect(packed.bin).toEqual({ 'source-data-read': 'bin/source-data-read', 'tap-data-read': 'bin/tap-data-read' });
   });
 

@@ -1,0 +1,73 @@
+// What both executables run: first the Node.js version check (22 or newer;
+// on an older Node one line on stderr saying so and how to get a newer one,
+// exit 1, before any of the connector's code is loaded), then the compiled
+// entry point (ESM, in dist/cli/), whose main() gives the exit status. A
+// checkout that was never built gets one line saying how to build. Plain ES5
+// and CommonJS (bin/package.json) on purpose: every Node.js parses it.
+'use strict';
+
+var MIN_MAJOR = 22;
+
+/** A path as the user can type it from the current directory. */
+function shown(file) {
+  var path = require('path');
+  var relative = path.relative(process.cwd(), file);
+  if (relative.indexOf('..') === 0) return file;
+  return relative.indexOf('/') === -1 ? './' + relative : relative;
+}
+
+/** The command line again, when it can be pasted back as it is. */
+function sameCommand() {
+  var args = process.argv.slice(2);
+  for (var i = 0; i < args.length; i++) if (!/^[A-Za-z0-9_.\/=:@%+,-]+$/.test(args[i])) return shown(process.argv[1]) + ' ...';
+  return [shown(process.argv[1])].concat(args).join(' ');
+}
+
+/** How the user gets a Node that is new enough: scripts/with-node in a checkout, else an install. */
+function howToGetIt() {
+  var fs = require('fs');
+  var path = require('path');
+  var withNode = path.join(__dirname, '..', 'scripts', 'with-node');
+  var install = 'install Node.js ' + MIN_MAJOR + ' or newer from https://nodejs.org/ (or: nvm install ' + MIN_MAJOR + ').';
+  if (!fs.existsSync(withNode)) return 'Please ' + install;
+  return 'Run it through scripts/with-node, which fetches Node 24 once into .cache/: ' + shown(withNode) + ' ' + sameCommand() + '. Or ' + install;
+}
+
+/** Exit 1 with one line on stderr unless this Node is new enough. */
+function requireNode(executable) {
+  var version = process.versions.node;
+  if (Number(version.split('.')[0]) >= MIN_MAJOR) return;
+  process.stderr.write(
+    executable + ': Node.js ' + MIN_MAJOR + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt() + '\n'
+  );
+  process.exit(1);
+}
+
+/** Import dist/cli/<entry> and run its main() with the command line. */
+function start(executable, entry) {
+  // Relative to this file (import() in CommonJS resolves against the module's own URL).
+  import('../dist/cli/' + entry).then(
+    function (module) {
+      return module.main(process.argv.slice(2)).then(function (code) {
+        process.exitCode = code;
+      });
+    },
+    function (err) {
+      var path = require('path');
+      var file = path.join(__dirname, '..', 'dist', 'cli', entry);
+      if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).indexOf(file) !== -1) {
+        process.stderr.write(
+          executable + ': the compiled code is missing (' + path.relative(process.cwd(), file) + '); build it first: `npm run build` in ' + path.join(__dirname, '..') + '.\n'
+        );
+      } else {
+        process.stderr.write(executable + ': cannot start: ' + (err && err.stack ? err.stack : String(err)) + '\n');
+      }
+      process.exitCode = 1;
+    }
+  );
+}
+
+module.exports = function launch(executable, entry) {
+  requireNode(executable);
+  start(executable, entry);
+};
