@@ -70,7 +70,7 @@ trap 'exit 143' TERM
 # ------------------------------------------------------------------ prerequisites
 [ -f "$SHARED/tools/airbyte-check.py" ] && [ -f "$SHARED/tools/singer-check.py" ] \
   || fail "no checkers in $SHARED/tools (set SHARED_DIR)"
-[ -f "$ROOT/dist/cli/source.js" ] || fail "no dist/: run scripts/with-node npm ci first (the emulator runs from the checkout)"
+[ -f "$ROOT/dist/cli/source.js" ] || fail "no dist/: run scripts/with-node npm run build first (npm ci builds nothing; the emulator runs from the checkout)"
 command -v python3 >/dev/null || fail "python3 is needed"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/image-check.XXXXXX")"
