@@ -1,10 +1,11 @@
 /**
  * Response bodies: read the bytes, undo Content-Encoding (undici's `request`
- * hands bodies over as sent), parse JSON once. No per-record work here.
+ * hands bodies over as sent), parse JSON once, numbers exact. No per-record work here.
  */
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { parseExactJson } from '../exact-json.js';
 import type { Clean } from './text.js';
 
 const gunzipAsync = promisify(gunzip);
@@ -59,13 +60,16 @@ export async function decode(bytes: Buffer, contentEncoding: string | undefined)
 
 export type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string };
 
-/** Parse a whole body (bytes, or text already decoded) as JSON (a leading BOM is tolerated). */
+/**
+ * Parse a whole body (bytes, or text already decoded) as JSON (a leading BOM
+ * is tolerated). Every number keeps its text (see exact-json.ts).
+ */
 export function parseJson(body: Buffer | string): JsonResult {
   let text = typeof body === 'string' ? body : body.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.trim() === '') return { ok: false, reason: 'the body is empty' };
   try {
-    return { ok: true, value: JSON.parse(text) as unknown };
+    return { ok: true, value: parseExactJson(text) };
   } catch (err) {
     // V8's messages quote the body; the body is described separately, so only the kind of fault is kept.
     const message = err instanceof Error ? err.message : '';

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { layoutFor, type TableLayout } from '../../src/faces/replica/layout.js';
 import { ensureTable, insertSql, openForWrite } from '../../src/faces/replica/database.js';
 import { recordToRow, rowToRecord } from '../../src/faces/replica/rows.js';
+import { isRawNumber, parseExactJson } from '../../src/exact-json.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
@@ -10,7 +11,9 @@ function roundTrip(layout: TableLayout, record: Record<string, unknown>): Record
   const db = openForWrite(':memory:');
   ensureTable(db, layout, undefined);
   db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
-  const row = db.prepare(`SELECT * FROM "${layout.table}"`).get();
+  const select = db.prepare(`SELECT * FROM "${layout.table}"`);
+  select.setReadBigInts(true);
+  const row = select.get();
   db.close();
   if (!row) throw new Error('no row');
   return rowToRecord(layout, row);
@@ -69,5 +72,34 @@ describe('records to rows and back', () => {
     const back = roundTrip(layout, record);
     expect(JSON.stringify(back, Object.keys(back).sort())).toBe(JSON.stringify(record, Object.keys(record).sort()));
     expect(Object.keys(back).sort()).toEqual(Object.keys(record).sort());
+  });
+});
+
+describe('numbers digit for digit', () => {
+  const layout = layoutFor(findStream('conversations') as StreamDefinition);
+
+  it('an integer beyond 2^53 in an INTEGER column, exact; beyond 64 bits and decimals JavaScript would rewrite, exact in _extra', () => {
+    const text =
+      '{"id":"v1","updated_at":"2026-01-01T00:00:00.000Z","contact_message_count":9007199254740993,"agent_message_count":123456789012345678901234567890,' +
+      '"x_price":1.50,"x_exp":1e3,"x_neg_zero":-0,"x_max":9223372036854775807,"x_min":-9223372036854775808,"x_nested":{"n":[1.0,18446744073709551617]}}';
+    const record = parseExactJson(text) as Record<string, unknown>;
+    expect(isRawNumber(record.contact_message_count)).toBe(true);
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+    const raw = db.prepare('SELECT contact_message_count AS c, typeof(contact_message_count) AS t, agent_message_count AS a, _extra AS e FROM conversations');
+    raw.setReadBigInts(true);
+    const row = raw.get() as { c: bigint; t: string; a: null; e: string };
+    expect(row).toMatchObject({ c: 9007199254740993n, t: 'integer', a: null });
+    // The SQL face of _extra: `->` gives the exact JSON text.
+    const extra = db.prepare(`SELECT _extra -> '$.agent_message_count' AS a, _extra -> '$.x_price' AS p FROM conversations`).get();
+    expect(extra).toEqual({ a: '123456789012345678901234567890', p: '1.50' });
+    const select = db.prepare('SELECT * FROM conversations');
+    select.setReadBigInts(true);
+    const back = rowToRecord(layout, select.get() as Record<string, never>);
+    db.close();
+    const order = Object.keys(record);
+    expect(JSON.stringify(back, order)).toBe(JSON.stringify(record, order));
+    expect(JSON.stringify(back.x_nested)).toBe('{"n":[1.0,18446744073709551617]}');
   });
 });

@@ -94,7 +94,9 @@ export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: Table
   try {
     let migrated = false;
     if (stored) {
-      const rows = db.prepare(`SELECT * FROM ${ident(stored.table)}`).all();
+      const select = db.prepare(`SELECT * FROM ${ident(stored.table)}`);
+      select.setReadBigInts(true); // integers beyond 2^53 move exact
+      const rows = select.all();
       db.exec(`DROP TABLE ${ident(stored.table)}`);
       createTable(db, layout);
       const insert = db.prepare(insertSql(layout));

@@ -11,8 +11,9 @@ import { rowToRecord } from './rows.js';
 export function readRecords(db: DatabaseSync, stream: string): Data[] {
   const layout = storedLayouts(db).get(stream);
   if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`);
-  const rows = db.prepare(`SELECT * FROM ${ident(layout.table)} ORDER BY ${ident(layout.primaryKey)}`).all();
-  return rows.map((row) => rowToRecord(layout, row));
+  const select = db.prepare(`SELECT * FROM ${ident(layout.table)} ORDER BY ${ident(layout.primaryKey)}`);
+  select.setReadBigInts(true); // integers beyond 2^53 come back exact
+  return select.all().map((row) => rowToRecord(layout, row));
 }
 
 /** Every replicated stream's records, by stream name. */

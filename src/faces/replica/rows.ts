@@ -3,20 +3,42 @@
  * goes into the column; anything else (unknown fields, a value of another
  * type than declared) goes into `_extra` as JSON; declared fields the record
  * lacks are listed in `_absent`. `rowToRecord(recordToRow(r))` deep-equals `r`.
+ *
+ * Numbers keep their text digit for digit: an integer of SQLite's 64-bit
+ * range goes into an INTEGER column exactly (as a BigInt beyond 2^53); a
+ * number a column cannot hold with the same text (an integer beyond the
+ * 64-bit range, a decimal with more digits than a double holds, `1.50`,
+ * `1e3`, `-0`) arrives as a raw JSON number and goes into `_extra`, whose
+ * JSON keeps the text (`_extra -> '$.field'` reads it back in SQL).
+ * Rows with such integers must be read with `setReadBigInts(true)`.
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../../engine/events.js';
+import { isRawNumber, parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
 
 /** Column values in the layout's order, then _extra, then _absent. */
 export type RowValues = SQLInputValue[];
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+
+/** A raw JSON number that is an integer SQLite stores exactly (written as BigInt would write it), else undefined. */
+function int64Of(value: unknown): bigint | undefined {
+  if (!isRawNumber(value)) return undefined;
+  const text = value.rawJSON;
+  if (!INTEGER_TEXT.test(text) || text === '-0') return undefined;
+  const n = BigInt(text);
+  return n >= INT64_MIN && n <= INT64_MAX ? n : undefined;
+}
 
 function fits(kind: ColumnKind, value: unknown): boolean {
   switch (kind) {
     case 'text':
       return typeof value === 'string';
     case 'integer':
-      return Number.isSafeInteger(value) && !Object.is(value, -0);
+      return (Number.isSafeInteger(value) && !Object.is(value, -0)) || int64Of(value) !== undefined;
     case 'real':
       return typeof value === 'number' && Number.isFinite(value) && !Object.is(value, -0);
     case 'boolean':
@@ -29,7 +51,14 @@ function fits(kind: ColumnKind, value: unknown): boolean {
 function toSql(kind: ColumnKind, value: unknown): SQLInputValue {
   if (kind === 'boolean') return value ? 1 : 0;
   if (kind === 'json') return JSON.stringify(value);
+  if (kind === 'integer' && typeof value !== 'number') return int64Of(value) ?? null;
   return value as string | number;
+}
+
+/** An INTEGER read back (a BigInt when read with setReadBigInts): a number when safe, else the exact raw number. */
+function integerOf(value: number | bigint): unknown {
+  if (typeof value === 'number') return value;
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : rawNumber(value.toString());
 }
 
 function fromSql(kind: ColumnKind, value: SQLOutputValue): unknown {
@@ -38,8 +67,9 @@ function fromSql(kind: ColumnKind, value: SQLOutputValue): unknown {
     case 'boolean':
       return Number(value) !== 0;
     case 'json':
-      return JSON.parse(String(value)) as unknown;
+      return parseExactJson(String(value));
     case 'integer':
+      return typeof value === 'bigint' || typeof value === 'number' ? integerOf(value) : value;
     case 'real':
       return typeof value === 'bigint' ? Number(value) : value;
     case 'text':
@@ -87,7 +117,7 @@ export function recordToRow(layout: TableLayout, record: Data): RowValues {
 
 function parseJsonObject(value: SQLOutputValue | undefined): Data {
   if (value === null || value === undefined) return {};
-  const parsed = JSON.parse(String(value)) as unknown;
+  const parsed = parseExactJson(String(value));
   return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
 }
 
