@@ -13,6 +13,7 @@ import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
 import { parseInstant } from '../config.js';
 import { TombstoneEmitter } from './tombstones.js';
+import { TypeAudit } from './conformance.js';
 
 export interface SelectedStream {
   readonly stream: StreamDefinition;
@@ -56,6 +57,12 @@ function deletionGapWarning(state: StreamState): string | undefined {
   );
 }
 
+/** The stream's one WARN about values that do not fit their declared type, if any. */
+async function reportMisfits(sink: SyncSink, audit: TypeAudit): Promise<void> {
+  const warning = audit.warning();
+  if (warning) await sink.log('WARN', warning);
+}
+
 export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const { config, client, sink } = request;
   const failures: StreamFailure[] = [];
@@ -83,6 +90,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
 
   const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
+    const audit = new TypeAudit(stream);
     try {
       if (stream.name === 'deletions' && mode === 'incremental') {
         const warning = deletionGapWarning(state);
@@ -95,13 +103,18 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         pageSize: config.page_size,
         startDate: config.start_date,
         state,
-        onPage: emitter ? (records) => emitter.emit(sink, records, Date.now()) : undefined,
+        onPage: (records) => {
+          audit.check(records);
+          return emitter?.emit(sink, records, Date.now());
+        },
       });
+      await reportMisfits(sink, audit);
       if (outcome.kind === 'complete') finalStates.set(stream.name, outcome.state);
       else await sink.streamRunning(stream);
       await sink.streamComplete(stream);
     } catch (err) {
       const error = toConnectorError(err);
+      await reportMisfits(sink, audit).catch(() => undefined);
       failures.push({ stream, error });
       await sink.streamIncomplete(stream, error);
     }

@@ -1,0 +1,177 @@
+/**
+ * Values that do not fit their declared type (1.5 or "12" in an integer
+ * field, a number in a string field, null where null is not allowed) are
+ * passed on as received; a strict destination may reject them, so the user
+ * hears it from us: the first value of each kind (field, declared type, what
+ * came) per stream and sync, in one WARN when the stream ends.
+ *
+ * Every record is checked, so the check is compiled once per stream into
+ * straight-line code (`new Function`, as JSON Schema validators do): a record
+ * that fits costs a few property reads. Field names enter the code only as
+ * JSON string literals. Only a record that does not fit takes the slow path
+ * that says why.
+ */
+import { isRawNumber, type RawNumber } from '../exact-json.js';
+import { recordJsonSchema } from '../schemas/json-schema.js';
+import type { StreamDefinition } from '../streams.js';
+import type { Data } from './events.js';
+
+type JsonType = 'null' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
+
+interface DeclaredField {
+  readonly name: string;
+  readonly types: readonly JsonType[];
+}
+
+const JSON_TYPES: readonly JsonType[] = ['null', 'string', 'integer', 'number', 'boolean', 'object', 'array'];
+const NUMBER_TEXT = /^-?(\d+)(?:\.(\d+))?(?:[eE]([-+]?\d+))?$/;
+
+/** Whether a JSON number's text is a whole number (1.0, 1e3, 9007199254740993 are; 1.5, 1e-1 are not), as JSON Schema's "integer". */
+export function isIntegralText(text: string): boolean {
+  const m = NUMBER_TEXT.exec(text);
+  if (m === null) return false;
+  const fraction = m[2] ?? '';
+  const digits = `${m[1] ?? ''}${fraction}`.replace(/0+$/, '');
+  if (/^0*$/.test(digits)) return true;
+  const trailingZeros = `${m[1] ?? ''}${fraction}`.length - digits.length;
+  // value = digits × 10^(exponent − fraction length + trailing zeros)
+  return Number(m[3] ?? '0') - fraction.length + trailingZeros >= 0;
+}
+
+/** The JSON type of a received value, as JSON Schema names it ("integer" for whole numbers). */
+export function jsonTypeOf(value: unknown): JsonType {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'boolean') return 'boolean';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  if (isRawNumber(value)) return isIntegralText((value as RawNumber).rawJSON) ? 'integer' : 'number';
+  return Array.isArray(value) ? 'array' : 'object';
+}
+
+function fitsTypes(types: readonly JsonType[], value: unknown): boolean {
+  const actual = jsonTypeOf(value);
+  return types.includes(actual) || (actual === 'integer' && types.includes('number'));
+}
+
+function declaredFields(stream: StreamDefinition): DeclaredField[] {
+  const properties = (recordJsonSchema(stream).properties ?? {}) as Record<string, { type?: unknown }>;
+  const out: DeclaredField[] = [];
+  for (const [name, property] of Object.entries(properties)) {
+    const raw = Array.isArray(property.type) ? property.type : [property.type];
+    const types = raw.filter((t): t is JsonType => JSON_TYPES.includes(t as JsonType));
+    if (types.length > 0 && types.length === raw.length) out.push({ name, types });
+  }
+  return out;
+}
+
+/** The fast test of one value against its types, as JavaScript source (`v` is the value). */
+function condition(types: readonly JsonType[]): string {
+  const parts = types.map((t) => {
+    switch (t) {
+      case 'null':
+        return 'v === null';
+      case 'string':
+        return "typeof v === 'string'";
+      case 'boolean':
+        return "typeof v === 'boolean'";
+      case 'integer':
+        return 'Number.isInteger(v)';
+      case 'number':
+        return "typeof v === 'number'";
+      case 'object':
+        return "(typeof v === 'object' && v !== null && !Array.isArray(v) && !isRaw(v))";
+      case 'array':
+        return 'Array.isArray(v)';
+    }
+  });
+  // Raw JSON numbers (exact text) are objects: they take the slow path, which knows them.
+  return parts.join(' || ');
+}
+
+type Checker = (records: readonly Data[], from: number) => number;
+
+/** Index of the first record from `from` on with a declared field that does not fit (absent fields fit), or -1. */
+function compile(fields: readonly DeclaredField[]): Checker {
+  const body = fields
+    .map((f) => `v = r[${JSON.stringify(f.name)}]; if (v !== undefined && !(${condition(f.types)})) return i;`)
+    .join('\n    ');
+  const source = `return function firstMisfit(records, from) {\n  let v;\n  for (let i = from; i < records.length; i++) {\n    const r = records[i];\n    ${body}\n  }\n  return -1;\n};`;
+  return (new Function('isRaw', source) as (isRaw: (v: unknown) => boolean) => Checker)(isRawNumber);
+}
+
+interface Misfit {
+  readonly field: string;
+  readonly declared: string;
+  readonly got: JsonType;
+  readonly example: string;
+  readonly id: string;
+  count: number;
+}
+
+const describeTypes = (types: readonly JsonType[]): string =>
+  types.filter((t) => t !== 'null').join(' or ') + (types.includes('null') ? ' or null' : '');
+
+const GOT: Readonly<Record<JsonType, string>> = {
+  null: 'null',
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number with a fraction',
+  boolean: 'a boolean',
+  object: 'an object',
+  array: 'an array',
+};
+
+/** One stream's record check over one sync. */
+export class TypeAudit {
+  private readonly stream: StreamDefinition;
+  private readonly fields: readonly DeclaredField[];
+  private readonly firstMisfit: Checker;
+  private readonly misfits = new Map<string, Misfit>();
+
+  constructor(stream: StreamDefinition) {
+    this.stream = stream;
+    this.fields = declaredFields(stream);
+    this.firstMisfit = compile(this.fields);
+  }
+
+  /** Check a page of records (as received). */
+  check(records: readonly Data[]): void {
+    for (let at = this.firstMisfit(records, 0); at >= 0; at = this.firstMisfit(records, at + 1)) this.explain(records[at] as Data);
+  }
+
+  private explain(record: Data): void {
+    for (const { name, types } of this.fields) {
+      if (!Object.hasOwn(record, name)) continue;
+      const value = record[name];
+      if (fitsTypes(types, value)) continue;
+      const got = jsonTypeOf(value);
+      const key = `${name}\u0000${got}`;
+      const known = this.misfits.get(key);
+      if (known) {
+        known.count++;
+        continue;
+      }
+      const text = JSON.stringify(value) ?? String(value);
+      this.misfits.set(key, {
+        field: name,
+        declared: describeTypes(types),
+        got,
+        example: text.length > 40 ? `${text.slice(0, 40)}…` : text,
+        id: String(record[this.stream.primaryKey]),
+        count: 1,
+      });
+    }
+  }
+
+  /** The WARN for this stream (undefined when every value fitted). */
+  warning(): string | undefined {
+    if (this.misfits.size === 0) return undefined;
+    const kinds = [...this.misfits.values()].map(
+      (m) => `${m.field} is declared ${m.declared} but got ${GOT[m.got]} (${m.example} in record ${m.id}${m.count > 1 ? `, and ${m.count - 1} more` : ''})`,
+    );
+    return (
+      `${this.stream.name}: ${kinds.length === 1 ? 'a value does' : `${kinds.length} kinds of value do`} not fit the declared type; ` +
+      `passed on as received (a strict destination may reject them): ${kinds.join('; ')}.`
+    );
+  }
+}

@@ -1,0 +1,41 @@
+/** Values that do not fit their declared type: passed on, and the first of each kind reported once per stream. */
+import { describe, expect, it } from 'vitest';
+import { TypeAudit, isIntegralText, jsonTypeOf } from '../../src/engine/conformance.js';
+import { parseExactJson } from '../../src/exact-json.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const good = { id: 'c0', updated_at: '2026-01-01T00:00:00.000Z', qualification_score: 70, email: 'a@b.c', do_not_contact: false, name: null };
+
+describe('type audit', () => {
+  it('whole numbers, whatever their text, are integers; fractions are not', () => {
+    for (const t of ['0', '-0', '1.0', '1e3', '1.5e1', '100e-2', '9007199254740993', '123456789012345678901234567890', '0.0e5']) expect(isIntegralText(t), t).toBe(true);
+    for (const t of ['1.5', '1e-1', '1.05e1', '0.1']) expect(isIntegralText(t), t).toBe(false);
+    const exact = parseExactJson('{"a":1.0,"b":1.50,"c":9007199254740993}') as Record<string, unknown>;
+    expect([jsonTypeOf(exact.a), jsonTypeOf(exact.b), jsonTypeOf(exact.c), jsonTypeOf(1.5), jsonTypeOf(null)]).toEqual(['integer', 'number', 'integer', 'number', 'null']);
+  });
+
+  it('records that fit say nothing; absent fields fit', () => {
+    const audit = new TypeAudit(contacts);
+    audit.check([good, { id: 'c1', updated_at: '2026-01-01T00:00:00.000Z' }, parseExactJson('{"id":"c2","updated_at":"x","qualification_score":9007199254740993}') as Record<string, unknown>]);
+    expect(audit.warning()).toBeUndefined();
+  });
+
+  it('one WARN naming the first of each kind (field, declared type, what came), with counts', () => {
+    const audit = new TypeAudit(contacts);
+    audit.check([
+      good,
+      { ...good, id: 'c1', qualification_score: 1.5 },
+      { ...good, id: 'c2', qualification_score: 2.5 },
+      { ...good, id: 'c3', qualification_score: '12' },
+      { ...good, id: 'c4', email: 42 },
+    ]);
+    audit.check([{ ...good, id: 'c5', updated_at: null }, parseExactJson('{"id":"c6","updated_at":"x","qualification_score":1.50}') as Record<string, unknown>]);
+    const warning = audit.warning() ?? '';
+    expect(warning).toMatch(/^contacts: 4 kinds of value do not fit the declared type; passed on as received/);
+    expect(warning).toContain('qualification_score is declared integer or null but got a number with a fraction (1.5 in record c1, and 2 more)');
+    expect(warning).toContain('qualification_score is declared integer or null but got a string ("12" in record c3)');
+    expect(warning).toContain('email is declared string or null but got an integer (42 in record c4)');
+    expect(warning).toContain('updated_at is declared string but got null (null in record c5)');
+  });
+});
