@@ -1,8 +1,11 @@
 /**
- * The virtual clock: real time plus an offset that only grows. It never goes
- * backwards, and every mutation gets a strictly later millisecond than the one
+ * The virtual clock: real time plus an offset. It never goes backwards on its
+ * own, and every mutation gets a strictly later millisecond than the one
  * before it (and than any watermark already handed out), so a record changed
- * after a read's watermark always falls after that watermark.
+ * after a read's watermark always falls after that watermark. Only `rewind`
+ * moves it back, as a real service's clock can go back (a failover to a
+ * lagging replica, a clock fix): then stamps and watermarks follow the earlier
+ * time.
  */
 
 export interface ClockOptions {
@@ -64,6 +67,16 @@ export class VirtualClock {
     const before = this.now();
     this.offset += ms;
     if (before + ms > this.floor) this.floor = before + ms;
+    return this.now();
+  }
+
+  /** Move the clock back by ms (a non-negative integer); stamps and watermarks follow the new, earlier now. */
+  rewind(ms: number): number {
+    if (!Number.isInteger(ms) || ms < 0) throw new RangeError('ms must be a non-negative integer');
+    const target = this.now() - ms;
+    this.offset -= ms;
+    this.floor = target;
+    if (this.lastStamp >= target) this.lastStamp = target - 1;
     return this.now();
   }
 }

@@ -15,6 +15,7 @@
  *   POST   /_control/keys/{keyId}/revoke
  *   GET    /_control/clock                         {now}
  *   POST   /_control/clock/advance                 {ms} -> {now}
+ *   POST   /_control/clock/rewind                  {ms} -> {now} (the service's clock goes back)
  *   GET|PUT|POST|DELETE /_control/faults           read | replace {faults:[...]} | add one rule | clear
  *   GET|PUT /_control/limits                       emulator defaults
  *   PUT    /_control/latency                       {ms}
@@ -135,6 +136,12 @@ export async function handleControl(control: EmulatorControl, method: string, pa
       const ms = obj(body).ms;
       if (typeof ms !== 'number') throw new ApiError(400, 'give {"ms": <non-negative integer>}');
       return ok({ now: control.advanceClock(ms) });
+    }
+    if (b === 'rewind') {
+      if (method !== 'POST') return methodNotAllowed('POST');
+      const ms = obj(body).ms;
+      if (typeof ms !== 'number') throw new ApiError(400, 'give {"ms": <non-negative integer>}');
+      return ok({ now: control.rewindClock(ms) });
     }
   }
   if (a === 'faults' && b === undefined) {

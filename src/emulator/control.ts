@@ -11,6 +11,7 @@ import { resolveLimits, type LimitOverrides, type Limits } from './limits.js';
 import { applyMutation, type Mutation, type MutationResult } from './mutations.js';
 import { OUTCOME_CATEGORIES } from './generator.js';
 import { ApiError } from './problem.js';
+import { parseKeepingNumbers } from './raw-json.js';
 import type {
   ContactRecord, ConversationRecord, DeletionRecord, ListName, PipelineStageRecord, StageEventRecord,
 } from './records.js';
@@ -122,14 +123,17 @@ const SeedSchema = z.strictObject({
   historyDays: z.number().positive().max(36_500).optional(),
 });
 const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+/** Field -> JSON text (numbers kept as written). */
+const SetJson = z.record(z.string(), z.string());
 const target = { count: z.int().min(0).optional(), ids: z.array(z.string()).optional() };
 const MutationSchema = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('update_contacts'), ...target, set: z.record(z.string(), Scalar).optional() }),
+  z.strictObject({ op: z.literal('update_contacts'), ...target, set: z.record(z.string(), Scalar).optional(), setJson: SetJson.optional() }),
   z.strictObject({
     op: z.literal('update_conversations'), ...target,
     close: z.boolean().optional(),
     outcome: z.union([z.boolean(), z.enum(OUTCOME_CATEGORIES)]).optional(),
     set: z.record(z.string(), Scalar).optional(),
+    setJson: SetJson.optional(),
   }),
   z.strictObject({ op: z.literal('move_contacts'), ...target, stageKey: z.string().optional() }),
   z.strictObject({ op: z.literal('create_contacts'), count: z.int().min(0), testEnvironment: z.boolean().optional(), withConversation: z.boolean().optional() }),
@@ -288,10 +292,23 @@ export class EmulatorControl {
     return iso(this.state.clock.now());
   }
 
-  /** Move the virtual clock forward by ms (never back); returns the new now. */
+  /** Move the virtual clock forward by ms; returns the new now. */
   advanceClock(ms: number): string {
-    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'ms must be a non-negative integer (the clock never goes back)');
+    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'ms must be a non-negative integer (advancing never goes back; rewindClock moves the clock back)');
     return iso(this.state.clock.advance(ms));
+  }
+
+  /**
+   * Move the virtual clock back by ms, as a service's clock goes back (a
+   * failover to a lagging replica, a clock fix): watermarks and change stamps
+   * follow the earlier time, below those already handed out, until
+   * advanceClock puts it right. Rate-limit windows restart. Returns the new now.
+   */
+  rewindClock(ms: number): string {
+    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'ms must be a non-negative integer');
+    const now = this.state.clock.rewind(ms);
+    this.state.limiter.resetWindows();
+    return iso(now);
   }
 
   setFaults(rules: readonly FaultRule[]): FaultsInfo {
@@ -352,9 +369,9 @@ export class EmulatorControl {
     return out;
   }
 
-  /** The account's live dataset as the API would serve it now, each list sorted by id. */
+  /** The account's live dataset as the API would serve it now, each list sorted by id (numbers as served: see setJson). */
   dump(accountId: string): Dump {
-    return JSON.parse(this.dumpJson(accountId)) as Dump;
+    return parseKeepingNumbers(this.dumpJson(accountId)) as Dump;
   }
 
   /** dump() as a JSON string, built from the records' cached JSON. */

@@ -389,7 +389,8 @@ export class Generator {
     for (let i = 0; i < changes; i++) {
       switch (p.int(5)) {
         case 0: {
-          const base = c.qualification_score ?? p.between(20, 60);
+          // A score set with setJson (a raw JSON number) or set to another type starts over.
+          const base = typeof c.qualification_score === 'number' ? c.qualification_score : p.between(20, 60);
           c.qualification_score = Math.max(0, Math.min(100, base + p.between(-15, 20)));
           if (c.icp_id === null) c.icp_id = p.pick(this.ctx.icps);
           c.temperature = temperatureFor(c.qualification_score, p);

@@ -9,6 +9,7 @@ import { Generator, OUTCOME_CATEGORIES, temperatureFor } from './generator.js';
 import type { Row } from './keyset.js';
 import { ApiError } from './problem.js';
 import { Prng } from './prng.js';
+import { parseKeepingNumbers } from './raw-json.js';
 import type { ContactRecord, PipelineStageRecord } from './records.js';
 import type { AccountData, ContactRow, ConversationRow } from './store.js';
 
@@ -22,8 +23,16 @@ interface Target {
   readonly ids?: readonly string[];
 }
 
+/**
+ * Fields to write as JSON text, numbers kept as written (9007199254740993,
+ * 1.50): `{"qualification_score": "9007199254740993", "x_price": "1.50"}`.
+ * Unlike `set`, it may add fields the schema does not know (a service that
+ * sends more than it documents).
+ */
+type SetJson = Readonly<Record<string, string>>;
+
 export type Mutation =
-  | (Target & { readonly op: 'update_contacts'; readonly set?: Readonly<Record<string, Scalar>> })
+  | (Target & { readonly op: 'update_contacts'; readonly set?: Readonly<Record<string, Scalar>>; readonly setJson?: SetJson })
   | (Target & {
       readonly op: 'update_conversations';
       /** true: close; false: keep open (reopen if closed); absent: close one in four. */
@@ -31,6 +40,7 @@ export type Mutation =
       /** true: set a random outcome; a category: set that one; false: none; absent: one in five of the closed ones. */
       readonly outcome?: boolean | OutcomeCategory;
       readonly set?: Readonly<Record<string, Scalar>>;
+      readonly setJson?: SetJson;
     })
   | (Target & { readonly op: 'move_contacts'; readonly stageKey?: string })
   | { readonly op: 'create_contacts'; readonly count: number; readonly testEnvironment?: boolean; readonly withConversation?: boolean }
@@ -60,6 +70,18 @@ function applySet(rec: Record<string, unknown>, set: Readonly<Record<string, Sca
   for (const [k, v] of Object.entries(set)) {
     if (PROTECTED.has(k) || !(k in rec)) throw new ApiError(400, `field '${k}' cannot be set`);
     rec[k] = v;
+  }
+}
+
+function applySetJson(rec: Record<string, unknown>, setJson: SetJson | undefined): void {
+  if (setJson === undefined) return;
+  for (const [k, text] of Object.entries(setJson)) {
+    if (PROTECTED.has(k)) throw new ApiError(400, `field '${k}' cannot be set`);
+    try {
+      rec[k] = parseKeepingNumbers(text);
+    } catch {
+      throw new ApiError(400, `setJson.${k} must be JSON text (got ${JSON.stringify(text.slice(0, 40))})`);
+    }
   }
 }
 
@@ -150,12 +172,15 @@ class Run {
   }
 }
 
+const asCount = (v: unknown): number => (typeof v === 'number' ? v : 0);
+
 function updateConversation(run: Run, conv: ConversationRow, m: Extract<Mutation, { op: 'update_conversations' }>): void {
   const { p, data } = run;
   const c = conv.rec;
   const t = run.stamp();
-  c.contact_message_count += p.between(1, 5);
-  c.agent_message_count += p.between(0, 5);
+  // Counts set with setJson (raw JSON numbers) or set to another type start over from 0.
+  c.contact_message_count = asCount(c.contact_message_count) + p.between(1, 5);
+  c.agent_message_count = asCount(c.agent_message_count) + p.between(0, 5);
   if (c.first_response_at === null && c.agent_message_count > 0) c.first_response_at = iso(t);
   const close = m.close ?? p.chance(0.25);
   if (close) {
@@ -180,6 +205,7 @@ function updateConversation(run: Run, conv: ConversationRow, m: Extract<Mutation
     c.outcome_set_at = iso(t);
   }
   applySet(c, m.set);
+  applySetJson(c, m.setJson);
   c.updated_at = iso(t);
   data.touchConversation(conv, t);
   if (contact !== undefined) {
@@ -199,6 +225,7 @@ export function applyMutation(data: AccountData, clock: VirtualClock, seed: numb
         const t = run.stamp();
         data.gen.changeContact(p, row.rec);
         applySet(row.rec, m.set);
+        applySetJson(row.rec, m.setJson);
         if (m.set !== undefined && 'qualification_score' in m.set && !('temperature' in m.set)) {
           row.rec.temperature = temperatureFor(row.rec.qualification_score, p);
         }

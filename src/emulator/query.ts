@@ -23,9 +23,9 @@ export interface ListParams {
   readonly limit: number;
 }
 
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:?\d{2})$/;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const SPACE_FOR_PLUS = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)? \d{2}:\d{2}$/;
+const SPACE_FOR_PLUS = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)? \d{2}:?\d{2}$/;
 
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
@@ -41,7 +41,8 @@ function utc(y: number, mo: number, d: number, h: number, mi: number, s: number,
 
 /**
  * An ISO 8601 date-time with zone (seconds required, fraction optional and cut
- * to milliseconds) or a date YYYY-MM-DD (midnight UTC), as epoch ms; null if invalid.
+ * to milliseconds; zone Z, ±hh:mm or ±hhmm) or a date YYYY-MM-DD (midnight
+ * UTC), as epoch ms; null if invalid (year 0000, month 13, February 30...).
  */
 export function parseInstant(value: string): number | null {
   const dt = DATE_TIME.exec(value);
@@ -49,11 +50,12 @@ export function parseInstant(value: string): number | null {
     const [y, mo, d, h, mi, s] = dt.slice(1, 7).map(Number) as [number, number, number, number, number, number];
     const frac = dt[7] ?? '';
     const zone = dt[8] ?? 'Z';
-    if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 59) return null;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 59) return null;
     let offsetMin = 0;
     if (zone !== 'Z' && zone !== 'z') {
+      // ±hh:mm or the ISO 8601 basic form ±hhmm
       const oh = Number(zone.slice(1, 3));
-      const om = Number(zone.slice(4, 6));
+      const om = Number(zone.slice(-2));
       if (oh > 23 || om > 59) return null;
       offsetMin = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
     }
@@ -63,7 +65,7 @@ export function parseInstant(value: string): number | null {
   const date = DATE_ONLY.exec(value);
   if (date !== null) {
     const [y, mo, d] = date.slice(1, 4).map(Number) as [number, number, number];
-    if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return null;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return null;
     return utc(y, mo, d, 0, 0, 0, 0);
   }
   return null;

@@ -101,3 +101,43 @@ describe('a read in progress', () => {
     expect(Date.parse(page.sync_watermark)).toBeGreaterThanOrEqual(t + 3_600_000);
   });
 });
+
+describe('a clock that goes back, and numbers served as written', () => {
+  it('rewindClock: watermarks and change stamps follow the earlier time until advanceClock puts it right', async () => {
+    const s = await setup({ frozenClock: true, clockStart: '2025-01-01T12:00:00.000Z', contacts: 5 });
+    emu = s.emu;
+    const ctl = s.emu.control;
+    const first = await readAll(s.emu.url, '/v1/contacts', s.key, {});
+    expect(first[0]?.sync_watermark).toBe('2025-01-01T12:00:00.000Z');
+    expect(ctl.rewindClock(120 * MIN)).toBe('2025-01-01T10:00:00.000Z');
+    const changed = ctl.mutate(s.accountId, { op: 'create_contacts', count: 2, withConversation: false });
+    expect(changed.from).toBe('2025-01-01T10:00:00.000Z');
+    expect(changed.to).toBe('2025-01-01T10:00:00.001Z');
+    const during = await readAll(s.emu.url, '/v1/contacts', s.key, { updated_since: '2025-01-01T12:00:00.000Z' });
+    expect(during[0]?.sync_watermark).toBe('2025-01-01T10:00:00.001Z');
+    expect(records(during)).toEqual([]);
+    ctl.advanceClock(121 * MIN);
+    const after = records(await readAll(s.emu.url, '/v1/contacts', s.key, { updated_since: during[0]?.sync_watermark as string }));
+    expect(after.map((r) => r.id).sort()).toEqual([...changed.ids].sort());
+    // Over HTTP too.
+    const res = await fetch(`${s.emu.controlUrl}/clock/rewind`, { method: 'POST', headers: { authorization: `Bearer ${s.emu.controlToken}` }, body: '{"ms":60000}' });
+    expect(await res.json()).toEqual({ now: '2025-01-01T12:00:00.001Z' }); // 10:00:00.001 + 121 min − 1 min
+  });
+
+  it('setJson serves numbers digit for digit (known and unknown fields); ±hhmm offsets work, year 0000 is 400', async () => {
+    const s = await setup({ frozenClock: true, clockStart: '2025-01-01T12:00:00.000Z', contacts: 3 });
+    emu = s.emu;
+    const ctl = s.emu.control;
+    const id = ctl.dump(s.accountId).contacts[0]?.id as string;
+    ctl.mutate(s.accountId, { op: 'update_contacts', ids: [id], setJson: { qualification_score: '9007199254740993', x_price: '1.50', x_obj: '{"n":[1e3,-0]}' } });
+    const page = await (await fetch(`${s.emu.url}/v1/contacts?updated_since=2025-01-01T12:00:00%2B0000`, { headers: { authorization: `Bearer ${s.key}` } })).text();
+    expect(page).toContain('"qualification_score":9007199254740993');
+    expect(page).toContain('"x_price":1.50,"x_obj":{"n":[1e3,-0]}');
+    expect(ctl.dumpJson(s.accountId)).toContain('"qualification_score":9007199254740993');
+    expect(JSON.stringify(ctl.dump(s.accountId).contacts.find((c) => c.id === id))).toContain('"qualification_score":9007199254740993');
+    for (const since of ['0000-01-01T00:00:00Z', '2025-02-30T00:00:00Z', '2025-13-01']) {
+      expect((await get(s.emu.url, '/v1/contacts', { key: s.key, query: { updated_since: since } })).status, since).toBe(400);
+    }
+    expect(() => ctl.mutate(s.accountId, { op: 'update_contacts', ids: [id], setJson: { x: '{nope' } })).toThrow(/setJson.x must be JSON text/);
+  });
+});
