@@ -5,7 +5,9 @@
  *
  * State rules (connector contract, "State"):
  * - `sync_watermark` moves only when a read reaches `has_more: false`, and
- *   never backwards;
+ *   then to the watermark that read reported, even an earlier one (the
+ *   service's clock went back: keeping the later one would skip for good what
+ *   the service stamps in between), with a WARN naming both instants;
  * - inside a read, checkpoints carry `resume: {cursor, sync_watermark}`;
  * - a resume cursor the service rejects (400) restarts the read from the last
  *   complete watermark: nothing is lost, duplicates are allowed.
@@ -14,7 +16,7 @@ import { ApiError, type DataReadApi, type ListQuery, type RawPage } from '../cli
 import { ContractError } from '../errors.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, SyncSink } from './events.js';
-import { laterInstant, type StreamState } from './state.js';
+import { watermarkWentBack, type StreamState } from './state.js';
 
 export interface ReadOptions {
   readonly client: DataReadApi;
@@ -58,9 +60,10 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
 
   // Each pass is one read; a second pass happens only when a resume cursor is rejected.
   for (;;) {
+    // A stream without a cursor (pipeline_stages) takes no time filter: the service refuses one (400).
     const first: ListQuery = resume
       ? { cursor: resume.cursor, limit: pageSize }
-      : { updated_since: complete ?? options.startDate, limit: pageSize };
+      : { updated_since: stream.cursorField === null ? undefined : (complete ?? options.startDate), limit: pageSize };
     let expectedWatermark = resume?.sync_watermark;
     const seenCursors = new Set<string>(resume ? [resume.cursor] : []);
     let pending = prefetch(client, stream.path, first);
@@ -122,7 +125,9 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         await sink.state(stream, checkpoint);
         continue;
       }
-      const done: StreamState = { sync_watermark: laterInstant(complete, expectedWatermark) };
+      const done: StreamState = { sync_watermark: expectedWatermark };
+      const back = watermarkWentBack(stream.name, complete, expectedWatermark);
+      if (back) await sink.log('WARN', back);
       await sink.state(stream, done);
       return { kind: 'complete', state: done };
     }

@@ -55,8 +55,18 @@ export function parseStreamState(stream: string, input: unknown): StreamState {
   return state;
 }
 
-/** The later of two instants (the watermark never moves backwards). */
-export function laterInstant(a: string | undefined, b: string): string {
-  if (a === undefined) return b;
-  return parseInstant(a) > parseInstant(b) ? a : b;
+/**
+ * When a complete read reports a watermark earlier than the saved one (the
+ * service's clock went back: a failover to a lagging replica, a clock fix),
+ * the WARN that says so; undefined otherwise. The earlier watermark is the one
+ * saved: the next sync re-reads from it, and nothing the service stamps in
+ * between is skipped.
+ */
+export function watermarkWentBack(stream: string, saved: string | undefined, reported: string): string | undefined {
+  if (saved === undefined || !(parseInstant(reported) < parseInstant(saved))) return undefined;
+  return (
+    `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: its clock went back ` +
+    '(a failover or a clock correction). The earlier watermark is saved, so the next sync reads again from there ' +
+    'and nothing the service stamps in between is lost; records may repeat.'
+  );
 }

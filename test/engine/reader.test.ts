@@ -77,10 +77,30 @@ describe('readStream', () => {
     expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W1 });
   });
 
-  it('never moves the watermark backwards', async () => {
+  it('takes an earlier watermark from a complete read (the service clock went back), with a WARN naming both instants', async () => {
     const api = new FakeApi({ records: makeRecords(1), watermark: W0 });
-    const { outcome } = await read(api, { sync_watermark: W1 });
-    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+    const { outcome, sink } = await read(api, { sync_watermark: W1 });
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
+    expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W0 }]);
+    const warnings = sink.logs('WARN');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}: its clock went back`);
+    // A later or equal one says nothing.
+    const again = await read(new FakeApi({ records: makeRecords(1), watermark: W1 }), { sync_watermark: W1 });
+    expect(again.sink.logs('WARN')).toEqual([]);
+  });
+
+  it('a resumed read ends with its own watermark, even one earlier than the saved complete one', async () => {
+    const api = new FakeApi({ records: makeRecords(450), watermark: W0 });
+    const { sink } = await read(api, { sync_watermark: W1, resume: { cursor: 'c200', sync_watermark: W0 } });
+    expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W1, resume: { cursor: 'c400', sync_watermark: W0 } }, { sync_watermark: W0 }]);
+    expect(sink.logs('WARN').join('\n')).toContain(`earlier than the saved ${W1}`);
+  });
+
+  it('sends no updated_since to a stream without a time filter (pipeline_stages), start_date or not', async () => {
+    const api = new FakeApi({ records: makeRecords(3), watermark: W1 });
+    await read(api, {}, '2025-01-01', pipelineStages);
+    expect(api.calls[0]?.query).toEqual({ updated_since: undefined, limit: 200 });
   });
 
   it.each([
