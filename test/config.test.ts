@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configJsonSchema, parseConfig, parseInstant } from '../src/config.js';
+import { configJsonSchema, futureStartDate, parseConfig, parseInstant } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
 
 const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };
@@ -23,7 +23,9 @@ describe('parseConfig', () => {
 
   it('accepts loopback over plain http and YYYY-MM-DD or zoned start dates', () => {
     for (const base_url of ['http://127.0.0.1:8080', 'http://localhost:1', 'http://[::1]:9']) expect(() => parseConfig({ ...good, base_url })).not.toThrow();
-    for (const start_date of ['2024-01-01', '2024-01-01T00:00:00Z', '2024-01-01T03:00:00.123+03:00']) expect(() => parseConfig({ ...good, start_date })).not.toThrow();
+    for (const start_date of ['2024-01-01', '2024-01-01T00:00:00Z', '2024-01-01T03:00:00.123+03:00', '2024-01-01T03:00:00+0300', '2024-02-29T23:59:59.999999999-0530', '0001-01-01']) {
+      expect(() => parseConfig({ ...good, start_date }), start_date).not.toThrow();
+    }
   });
 
   it.each([
@@ -47,7 +49,12 @@ describe('parseConfig', () => {
     [{ ...good, start_date: 'yesterday' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
     [{ ...good, start_date: '2024-02-30' }, /start_date must be YYYY-MM-DD/],
     [{ ...good, start_date: '2024-01-01T00:00:00' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
-    [{ ...good, start_date: '2999-01-01' }, /start_date is in the future/],
+    [{ ...good, start_date: '0000-01-01' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone.*\(got "0000-01-01"\): year 0000 does not exist/],
+    [{ ...good, start_date: '2024-13-01T00:00:00Z' }, /\(got "2024-13-01T00:00:00Z"\): there is no month 13/],
+    [{ ...good, start_date: '2023-02-29T00:00:00Z' }, /February 2023 has no day 29/],
+    [{ ...good, start_date: '2024-01-01T24:00:00Z' }, /24:00:00 is not a time of day/],
+    [{ ...good, start_date: '2024-01-01T00:00:00+2400' }, /\+2400 is not a UTC offset/],
+    [{ ...good, start_date: '2024-01-01T00:00:00+02' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
     [{ ...good, deletions_as_tombstones: 'yes' }, /deletions_as_tombstones must be true or false/],
     [[], /config must be a JSON object/],
     ['x', /config must be a JSON object/],
@@ -67,6 +74,21 @@ describe('parseInstant', () => {
     expect(parseInstant('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
     expect(parseInstant('2024-13-01')).toBeNaN();
     expect(parseInstant('2024-03-01T00:00:00+02:00')).toBe(Date.UTC(2024, 1, 29, 22));
+    expect(parseInstant('2024-03-01T00:00:00+0200')).toBe(Date.UTC(2024, 1, 29, 22));
+    expect(parseInstant('2024-03-01T05:30-0530')).toBe(Date.UTC(2024, 2, 1, 11));
+    expect(parseInstant('0099-01-01')).toBe(new Date('0099-01-01T00:00:00Z').getTime());
+    for (const bad of ['0000-01-01', '2024-02-30T00:00:00Z', '2024-01-01T12:60:00Z', '2024-01-01T00:00:00+0260']) expect(parseInstant(bad), bad).toBeNaN();
+  });
+});
+
+describe('futureStartDate', () => {
+  const now = Date.UTC(2026, 10, 21, 22, 0);
+  it('accepts a start date up to a day ahead (users ahead of UTC typing today), refuses more', () => {
+    expect(futureStartDate(undefined, now)).toBeUndefined();
+    expect(futureStartDate('2026-11-22', now)).toBeUndefined(); // 2 h ahead: today in UTC+10
+    expect(futureStartDate('2026-11-22T21:59:00Z', now)).toBeUndefined();
+    expect(futureStartDate('2026-11-23T08:00:00+1000', now)).toBeUndefined(); // 22:00Z, exactly a day ahead
+    expect(futureStartDate('2026-11-23', now)).toMatch(/^start_date is in the future \(2026-11-23, more than a day ahead of now, 2026-11-21T22:00:00.000Z\)/);
   });
 });
 

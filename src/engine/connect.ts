@@ -1,7 +1,7 @@
 /** From a validated config to a client, and the connection check both faces run. */
 import { createClient } from '../client/client.js';
 import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
-import type { Config } from '../config.js';
+import { futureStartDate, type Config } from '../config.js';
 import { toConnectorError } from '../errors.js';
 import { USER_AGENT } from '../version.js';
 
@@ -59,6 +59,9 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
 
 /** The `check` command: a check must answer fast, so it retries little and waits at most 30 s for a rate limit. */
 export async function checkConnection(config: Config): Promise<CheckResult> {
+  // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
+  const future = futureStartDate(config.start_date);
+  if (future) return { ok: false, message: future };
   const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000 });
   try {
     return await verifyAccount(client, config);

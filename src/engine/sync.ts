@@ -6,12 +6,12 @@
  */
 import type { Config } from '../config.js';
 import type { DataReadApi } from '../client/types.js';
-import { toConnectorError, type ConnectorError } from '../errors.js';
+import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
 import type { StreamDefinition, SyncMode } from '../streams.js';
 import type { SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
-import { parseInstant } from '../config.js';
+import { futureStartDate, parseInstant } from '../config.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { TypeAudit } from './conformance.js';
 
@@ -63,8 +63,29 @@ async function reportMisfits(sink: SyncSink, audit: TypeAudit): Promise<void> {
   if (warning) await sink.log('WARN', warning);
 }
 
+/**
+ * start_date as sent (`updated_since`): the instant in the service's own form
+ * (UTC, ms, Z), whatever form the user typed (a date, an offset, ±HHMM).
+ * Throws ConfigError when it lies more than a day ahead and a selected stream
+ * would use it (a stream with a time filter, read in full or without a saved
+ * watermark); with state for every such stream it is not used, and not checked.
+ */
+function startDateToSend(request: SyncRequest): string | undefined {
+  const { start_date: startDate } = request.config;
+  if (startDate === undefined) return undefined;
+  const future = futureStartDate(startDate);
+  if (future) {
+    const using = request.streams
+      .filter(({ stream, mode }) => stream.cursorField !== null && (mode === 'full_refresh' || request.states.get(stream.name)?.sync_watermark === undefined))
+      .map(({ stream }) => stream.name);
+    if (using.length > 0) throw new ConfigError(`${future} (It would be used by: ${using.join(', ')}.)`);
+  }
+  return new Date(parseInstant(startDate)).toISOString();
+}
+
 export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const { config, client, sink } = request;
+  const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();
   const selected = new Set(request.streams.map((s) => s.stream.name));
@@ -101,7 +122,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         client,
         sink,
         pageSize: config.page_size,
-        startDate: config.start_date,
+        startDate,
         state,
         onPage: (records) => {
           audit.check(records);

@@ -138,7 +138,13 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     );
     return 1;
   } catch (err) {
-    progress.log('ERROR', `Replication stopped: ${toConnectorError(err).message} Run replicate again to continue from the last commit.`);
+    const error = toConnectorError(err);
+    progress.log(
+      'ERROR',
+      error.failureType === 'config_error'
+        ? `Cannot replicate: ${error.message}`
+        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+    );
     return 1;
   } finally {
     process.off('SIGINT', onSignal);
