@@ -26,6 +26,7 @@ export type CreateClientOptions = ClientOptions & {
 };
 
 export const DEFAULT_RETRY_BASE_MS = 1000;
+export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 export const DEFAULT_RETRY_MAX_MS = 60_000;
 
 /** Why an attempt did not produce a usable body. */
@@ -72,6 +73,8 @@ class DataReadClient implements DataReadApi {
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #onWait: ((notice: WaitNotice) => void) | undefined;
   readonly #onLog: ((level: 'INFO' | 'WARN', message: string) => void) | undefined;
+  /** ' ' + the stop note, or '' (appended to the errors that stop the caller). */
+  readonly #stopNote: string;
   readonly #closing = new AbortController();
   /** path -> the end of the last rate-limit wait it was told about. */
   readonly #told = new Map<string, number>();
@@ -95,6 +98,8 @@ class DataReadClient implements DataReadApi {
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
     this.#onWait = o.onWait;
     this.#onLog = o.onLog;
+    const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;
+    this.#stopNote = stopNote === '' ? '' : ` ${stopNote}`;
     this.#headers = {
       authorization: `Bearer ${o.apiKey}`,
       'user-agent': o.userAgent,
@@ -299,7 +304,6 @@ class DataReadClient implements DataReadApi {
 
   #finalError(fault: Fault, attempts: number, label: string): Error {
     const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
-    const resume = 'The sync stops; the next sync resumes from the saved state.';
     if (fault.kind === 'body') {
       return new ApiError(
         'bad_response',
@@ -312,7 +316,7 @@ class DataReadClient implements DataReadApi {
       return new ApiError(
         'unreachable',
         'transient_error',
-        `Could not reach the Data-Read API: ${fault.cause} (${tries}). Check base_url and the network. ${resume}`,
+        `Could not reach the Data-Read API: ${fault.cause} (${tries}). Check base_url and the network.${this.#stopNote}`,
         { internal: `GET ${label}: ${fault.cause}`, cause: fault.causeError },
       );
     }
@@ -325,7 +329,7 @@ class DataReadClient implements DataReadApi {
     return new ApiError(
       'retries_exhausted',
       'transient_error',
-      `The Data-Read API request GET ${label} did not succeed in ${tries} (max_retries ${this.#maxRetries}); last cause: ${fault.cause}. ${resume}`,
+      `The Data-Read API request GET ${label} did not succeed in ${tries} (max_retries ${this.#maxRetries}); last cause: ${fault.cause}.${this.#stopNote}`,
       extra,
     );
   }
@@ -334,15 +338,15 @@ class DataReadClient implements DataReadApi {
     const at = isoTime(wait.until);
     const limit = `longer than max_wait_seconds (${Math.round(this.#maxWaitMs / 1000)} s) allows`;
     const said = fault?.info === undefined ? '' : serviceSaid(fault.info);
-    const resume = 'the next sync resumes from the saved state.';
+    const end = `${this.#stopNote}${said}`;
     let message: string;
     const status = fault?.status ?? wait.status;
     if (status === 503) {
-      message = `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${duration(waitMs)}), ${limit}; ${resume}${said}`;
+      message = `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${duration(waitMs)}), ${limit}.${end}`;
     } else if (waitMs > 60_000) {
-      message = `The Data-Read API's daily request quota is used up; it resets at ${at} (in ${duration(waitMs)}, ${limit}); ${resume}${said}`;
+      message = `The Data-Read API's daily request quota is used up; it resets at ${at} (in ${duration(waitMs)}, ${limit}).${end}`;
     } else {
-      message = `The Data-Read API's request limit is reached; it resets at ${at} (in ${duration(waitMs)}, ${limit}); ${resume}${said}`;
+      message = `The Data-Read API's request limit is reached; it resets at ${at} (in ${duration(waitMs)}, ${limit}).${end}`;
     }
     const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : `HTTP ${status ?? 429} Retry-After`;
     return new ApiError('wait_too_long', 'transient_error', message, {

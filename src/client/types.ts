@@ -25,6 +25,13 @@ export interface ClientOptions {
   readonly retryMaxMs?: number;
   /** Told about every wait the client makes before a request (pacing, Retry-After, backoff). */
   readonly onWait?: (notice: WaitNotice) => void;
+  /**
+   * The sentence that ends the errors which stop the caller (retries
+   * exhausted, service unreachable, a rate-limit wait too long): what happens
+   * next. Default: the sync stops and the next one resumes from the saved
+   * state. A connection check, which has no state, passes ''.
+   */
+  readonly stopNote?: string;
   /** Told what a user should see (a retry and why); never includes the key. */
   readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
   /** Injection points for tests. */

@@ -57,12 +57,16 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
   }
 }
 
-/** The `check` command: a check must answer fast, so it retries little and waits at most 30 s for a rate limit. */
+/**
+ * The `check` command: a check must answer fast, so it retries little and
+ * waits at most 30 s for a rate limit. Its errors do not speak of a sync or a
+ * saved state (there is none in a check).
+ */
 export async function checkConnection(config: Config): Promise<CheckResult> {
   // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
   const future = futureStartDate(config.start_date);
   if (future) return { ok: false, message: future };
-  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000 });
+  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '' });
   try {
     return await verifyAccount(client, config);
   } finally {

@@ -44,12 +44,41 @@ const ConfiguredCatalog = z.object({
       sync_mode: z.string(),
       destination_sync_mode: z.string().optional(),
       cursor_field: z.array(z.string()).optional(),
+      primary_key: z.unknown().optional(),
     }),
   ),
 });
 
-/** Validate a configured catalog: known streams, supported sync modes, no duplicates. */
-export function parseConfiguredCatalog(input: unknown): SelectedStream[] {
+/**
+ * The WARN for a configured stream whose cursor_field or primary_key differs
+ * from the source-defined ones (both are source-defined: the state follows
+ * the stream's own cursor, every record carries its own key); undefined when
+ * they agree or are not given.
+ */
+function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: readonly string[] | undefined, primaryKey: unknown): string | undefined {
+  const ownCursor = stream.cursorField === null ? [] : [stream.cursorField];
+  const ownKey = [[stream.primaryKey]];
+  const asked: string[] = [];
+  if (mode === 'incremental' && cursorField !== undefined && cursorField.length > 0 && JSON.stringify(cursorField) !== JSON.stringify(ownCursor)) {
+    asked.push(`cursor_field ${JSON.stringify(cursorField)}`);
+  }
+  if (Array.isArray(primaryKey) && primaryKey.length > 0 && JSON.stringify(primaryKey) !== JSON.stringify(ownKey)) {
+    asked.push(`primary_key ${JSON.stringify(primaryKey)}`);
+  }
+  if (asked.length === 0) return undefined;
+  return (
+    `Stream "${stream.name}": the configured catalog asks for ${asked.join(' and ')}, but this source defines its own and uses them: ` +
+    `cursor ${JSON.stringify(ownCursor)}, primary key ${JSON.stringify(ownKey)} (the state follows ${stream.cursorField ?? 'no cursor'}; ` +
+    `records are keyed by ${stream.primaryKey}). Set the connection to the source-defined cursor and primary key.`
+  );
+}
+
+/**
+ * Validate a configured catalog: known streams, supported sync modes, no
+ * duplicates. A cursor_field or primary_key other than the source's own is
+ * reported through `warn`, once per stream.
+ */
+export function parseConfiguredCatalog(input: unknown, warn: (message: string) => void = () => undefined): SelectedStream[] {
   const parsed = ConfiguredCatalog.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -76,6 +105,8 @@ export function parseConfiguredCatalog(input: unknown): SelectedStream[] {
         `Stream "${name}" does not support sync_mode "${entry.sync_mode}"; supported: ${stream.syncModes.join(', ')}.`,
       );
     }
+    const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key);
+    if (warning) warn(warning);
     selected.push({ stream, mode });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.');

@@ -89,8 +89,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const { config, unknownKeys } = await loadConfig(configPath, ctx);
     const catalogInput = readJsonFile(catalogPath, 'catalog');
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
-    const streams = parseConfiguredCatalog(catalogInput);
     const warnings: string[] = [];
+    const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w));
     const selected = new Set(streams.map((s) => s.stream.name));
     const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
     const stateFile = statePath === undefined ? undefined : readAirbyteStateFile(statePath);

@@ -12,6 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, parseLayout, type TableLayout } from './layout.js';
 import { recordToRow, rowToRecord } from './rows.js';
+import { assertWritable, sideFilesGuard } from './writable.js';
 
 export const TABLES_TABLE = '_replica_tables';
 export const STATE_TABLE = '_replica_state';
@@ -22,10 +23,13 @@ function describe(err: unknown): string {
 
 /** Open (creating if needed) a replica database for writing. */
 export function openForWrite(path: string): DatabaseSync {
+  assertWritable(path);
+  const removeSideFiles = sideFilesGuard(path);
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(path, { timeout: 5000 });
   } catch (err) {
+    removeSideFiles();
     throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`);
   }
   try {
@@ -39,6 +43,7 @@ export function openForWrite(path: string): DatabaseSync {
     );
   } catch (err) {
     db.close();
+    removeSideFiles();
     throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`);
   }
   return db;
