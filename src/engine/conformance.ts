@@ -121,6 +121,20 @@ const GOT: Readonly<Record<JsonType, string>> = {
   array: 'an array',
 };
 
+/**
+ * The value shown in the WARN: numbers, booleans, null and short number-like
+ * strings as they came; other strings, objects and arrays only by their size
+ * (logs are no place for the contents of records: names, e-mails).
+ */
+function example(value: unknown): string {
+  if (typeof value === 'string') return /^[-+0-9.eE ]{1,24}$/.test(value) ? JSON.stringify(value) : `a ${value.length}-character string`;
+  const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+  if (Array.isArray(value)) return count(value.length, 'item');
+  if (typeof value === 'object' && value !== null && !isRawNumber(value)) return count(Object.keys(value).length, 'key');
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
 /** One stream's record check over one sync. */
 export class TypeAudit {
   private readonly stream: StreamDefinition;
@@ -151,12 +165,11 @@ export class TypeAudit {
         known.count++;
         continue;
       }
-      const text = JSON.stringify(value) ?? String(value);
       this.misfits.set(key, {
         field: name,
         declared: describeTypes(types),
         got,
-        example: text.length > 40 ? `${text.slice(0, 40)}…` : text,
+        example: example(value),
         id: String(record[this.stream.primaryKey]),
         count: 1,
       });
