@@ -6,11 +6,15 @@
  * back verbatim, so the faces need no special case to emit it.
  *
  * Nearly every page holds only numbers that survive a parse (small integers,
- * short decimals): for those the one `JSON.parse` is kept. A regular
- * expression over the text finds the pages that may not (a superset: a match
- * inside a string value only costs speed), and only those take the slower
- * parse whose reviver sees each number's source text (Node 22+).
+ * short decimals): for those the one `JSON.parse` is kept. Compact JSON
+ * written as JSON.stringify would write it is proven so by a walk of its
+ * layout (json-layout.ts, a few character reads per field); any other text is
+ * scanned by a regular expression for the numbers that may not survive (a
+ * superset: a match inside a string value only costs speed), and only a page
+ * with one takes the slower parse whose reviver sees each number's source
+ * text (Node 22+).
  */
+import { numbersWrittenAsParsed } from './json-layout.js';
 
 /** A number kept as its JSON text (`JSON.rawJSON`): frozen, null prototype, serialized verbatim. */
 export interface RawNumber {
@@ -81,7 +85,8 @@ export function parseExactJson(text: string): unknown {
     return String(value) === source ? value : JSON_SOURCE.rawJSON(source);
   }
   if (typeof value !== 'object' || value === null) return value;
-  return mayHoldInexactNumber(text, value) ? JSON_SOURCE.parse(text, keepSource) : value;
+  if (numbersWrittenAsParsed(text, value) || !mayHoldInexactNumber(text, value)) return value;
+  return JSON_SOURCE.parse(text, keepSource);
 }
 
 /** Whether a value is a number kept as its JSON text. */
