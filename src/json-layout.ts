@@ -9,7 +9,8 @@
  *
  * Why that suffices: members appear in the text in the order the parsed
  * object enumerates them (JSON.parse keeps insertion order; objects with
- * array-index keys, which JavaScript enumerates first, are not walked), so
+ * array-index keys, which JavaScript enumerates first, are not walked), and
+ * the walk of an object follows that order (checked key by key), so
  * whatever moves the layout (a string written with escapes, whitespace) only
  * pushes the real text further than computed. A check then looks before the
  * number's own member, where a member with the same key and a number can only
@@ -23,8 +24,9 @@
  *
  * Records of a page share a key sequence, so the walk of an object is
  * compiled once per key sequence into straight-line code (`new Function`, key
- * names only as JSON string literals): a record costs a property read and an
- * addition per field, and a few character reads per number.
+ * names only as JSON string literals): a record costs a key comparison, a
+ * property read and an addition per field, and a few character reads per
+ * number.
  */
 
 type Walk = (text: string, value: unknown, at: number) => number;
@@ -67,8 +69,12 @@ function compileObjectWalker(keys: readonly string[]): ObjectWalker {
   if (keys.some((key) => ARRAY_INDEX.test(key))) return () => -1;
   const body = keys.length === 0 ? `at++;` : keys.map((key, i) => memberSource(key, i === 0)).join('\n');
   const open = keys.length === 0 ? `if (t.charCodeAt(at) !== ${OPEN_BRACE}) return -1;` : '';
-  const source = `return function walkObject(t, r, at, walk) {\n  let v, s, c;\n  ${open}\n${body}\n  if (t.charCodeAt(at) !== ${CLOSE_BRACE}) return -1;\n  return at + 1;\n};`;
-  return (new Function(source) as () => ObjectWalker)();
+  // The object's keys, in order, must be these: then the layout's order is the text's.
+  const order = `let i = 0;\n  for (const k in r) { if (k !== K[i]) return -1; i++; }\n  if (i !== ${keys.length}) return -1;`;
+  const source =
+    `return function walkObject(t, r, at, walk) {\n  let v, s, c;\n  ${order}\n  ${open}\n${body}\n` +
+    `  if (t.charCodeAt(at) !== ${CLOSE_BRACE}) return -1;\n  return at + 1;\n};`;
+  return (new Function('K', source) as (keys: readonly string[]) => ObjectWalker)(keys);
 }
 
 /** Compiled walkers by key sequence (keys joined by NUL); bounded, so odd data cannot grow it without end. */

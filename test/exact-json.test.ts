@@ -95,7 +95,8 @@ describe('the layout proof of compact JSON', () => {
       expect(numbersWrittenAsParsed(text, JSON.parse(text)), to).toBe(false);
     }
     // Whitespace, duplicate keys, numbers in arrays: no proof.
-    for (const text of ['{"data": [{"n":1}]}', '{"data":[{"n":1,"n":1}]}', '{"data":[{"n":[1]}]}', '{"a":1}\n']) {
+    // Keys in another order than the record before: that record's walk does not apply; its own finds the 5.0.
+    for (const text of ['{"data": [{"n":1}]}', '{"data":[{"n":1,"n":1}]}', '{"data":[{"n":[1]}]}', '{"a":1}\n', '{"data":[{"a":"s","n":5},{"n":5.0,"a":"s"}]}', '{"data":[{"1":2,"a":3}]}']) {
       expect(numbersWrittenAsParsed(text, JSON.parse(text)), text).toBe(false);
     }
   });
