@@ -371,7 +371,8 @@ export class EmulatorControl {
 
   /** The account's live dataset as the API would serve it now, each list sorted by id (numbers as served: see setJson). */
   dump(accountId: string): Dump {
-    return parseKeepingNumbers(this.dumpJson(accountId)) as Dump;
+    const json = this.dumpJson(accountId);
+    return (this.account(accountId).hasRawNumbers ? parseKeepingNumbers(json) : JSON.parse(json)) as Dump;
   }
 
   /** dump() as a JSON string, built from the records' cached JSON. */

@@ -73,8 +73,9 @@ function applySet(rec: Record<string, unknown>, set: Readonly<Record<string, Sca
   }
 }
 
-function applySetJson(rec: Record<string, unknown>, setJson: SetJson | undefined): void {
+function applySetJson(data: AccountData, rec: Record<string, unknown>, setJson: SetJson | undefined): void {
   if (setJson === undefined) return;
+  data.hasRawNumbers = true;
   for (const [k, text] of Object.entries(setJson)) {
     if (PROTECTED.has(k)) throw new ApiError(400, `field '${k}' cannot be set`);
     try {
@@ -205,7 +206,7 @@ function updateConversation(run: Run, conv: ConversationRow, m: Extract<Mutation
     c.outcome_set_at = iso(t);
   }
   applySet(c, m.set);
-  applySetJson(c, m.setJson);
+  applySetJson(data, c, m.setJson);
   c.updated_at = iso(t);
   data.touchConversation(conv, t);
   if (contact !== undefined) {
@@ -225,7 +226,7 @@ export function applyMutation(data: AccountData, clock: VirtualClock, seed: numb
         const t = run.stamp();
         data.gen.changeContact(p, row.rec);
         applySet(row.rec, m.set);
-        applySetJson(row.rec, m.setJson);
+        applySetJson(data, row.rec, m.setJson);
         if (m.set !== undefined && 'qualification_score' in m.set && !('temperature' in m.set)) {
           row.rec.temperature = temperatureFor(row.rec.qualification_score, p);
         }

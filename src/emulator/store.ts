@@ -59,6 +59,8 @@ export class AccountData {
   /** Calls so far, for the PRNG streams of seeding and mutations. */
   seedCalls = 0;
   mutationCalls = 0;
+  /** Some record holds a number kept as written (setJson): dumps then parse keeping them. */
+  hasRawNumbers = false;
 
   constructor(id: string, ordinal: number, settings: AccountSettings, seed: number, pools: Pools) {
     this.id = id;
