@@ -29,8 +29,7 @@
  * number.
  */
 
-type Walk = (text: string, value: unknown, at: number) => number;
-type ObjectWalker = (text: string, object: Record<string, unknown>, at: number, walk: Walk) => number;
+type ObjectWalker = (text: string, object: Record<string, unknown>, at: number) => number;
 
 const QUOTE = 34;
 const COMMA = 44;
@@ -39,27 +38,33 @@ const CLOSE_BRACKET = 93;
 const OPEN_BRACE = 123;
 const CLOSE_BRACE = 125;
 
+/**
+ * A member whose value is not a string, at its separator `at` (`before`: the
+ * length of separator, key and colon; `head`: their text): the end of its
+ * value, or -1. Shared by every compiled walker, which inlines only strings.
+ */
+function otherMember(t: string, v: unknown, at: number, before: number, head: string): number {
+  if (typeof v === 'number') {
+    const s = String(v);
+    if (!t.startsWith(head, at) || !t.startsWith(s, at + before)) return -1;
+    const end = at + before + s.length;
+    const c = t.charCodeAt(end);
+    return c === COMMA || c === CLOSE_BRACE ? end : -1;
+  }
+  if (v === null || v === true) return at + before + 4;
+  if (v === false) return at + before + 5;
+  if (v === undefined) return -1;
+  return walk(t, v, at + before);
+}
+
 /** JavaScript source reading the member `key` of `r` whose separator (`{` or `,`) is at `at`, leaving `at` after its value; -1 on a mismatch. */
 function memberSource(key: string, first: boolean): string {
   const keyText = JSON.stringify(key);
   const head = JSON.stringify(`${first ? '{' : ','}${keyText}:`);
   const before = keyText.length + 2; // separator, key, colon
-  return `
-    v = r[${keyText}];
-    if (typeof v === 'string') at += ${before + 2} + v.length;
-    else if (typeof v === 'number') {
-      s = '' + v;
-      if (!t.startsWith(${head}, at) || !t.startsWith(s, at + ${before})) return -1;
-      at += ${before} + s.length;
-      c = t.charCodeAt(at);
-      if (c !== ${COMMA} && c !== ${CLOSE_BRACE}) return -1;
-    } else if (v === null || v === true) at += ${before + 4};
-    else if (v === false) at += ${before + 5};
-    else if (v === undefined) return -1;
-    else {
-      at = walk(t, v, at + ${before});
-      if (at < 0) return -1;
-    }`;
+  return `  v = r[${keyText}];
+  if (typeof v === 'string') at += ${before + 2} + v.length;
+  else if ((at = other(t, v, at, ${before}, ${head})) < 0) return -1;`;
 }
 
 /** Keys that JavaScript enumerates before the others, whatever their place in the text. */
@@ -72,9 +77,10 @@ function compileObjectWalker(keys: readonly string[]): ObjectWalker {
   // The object's keys, in order, must be these: then the layout's order is the text's.
   const order = `let i = 0;\n  for (const k in r) { if (k !== K[i]) return -1; i++; }\n  if (i !== ${keys.length}) return -1;`;
   const source =
-    `return function walkObject(t, r, at, walk) {\n  let v, s, c;\n  ${order}\n  ${open}\n${body}\n` +
+    `return function walkObject(t, r, at) {\n  let v;\n  ${order}\n  ${open}\n${body}\n` +
     `  if (t.charCodeAt(at) !== ${CLOSE_BRACE}) return -1;\n  return at + 1;\n};`;
-  return (new Function('K', source) as (keys: readonly string[]) => ObjectWalker)(keys);
+  type Other = typeof otherMember;
+  return (new Function('K', 'other', source) as (keys: readonly string[], other: Other) => ObjectWalker)(keys, otherMember);
 }
 
 /** Compiled walkers by key sequence (keys joined by NUL); bounded, so odd data cannot grow it without end. */
@@ -97,13 +103,13 @@ function walkerFor(object: Record<string, unknown>): ObjectWalker | undefined {
 
 function walkObject(text: string, object: Record<string, unknown>, at: number): number {
   if (lastWalker !== undefined) {
-    const end = lastWalker(text, object, at, walk);
+    const end = lastWalker(text, object, at);
     if (end >= 0) return end;
   }
   const walker = walkerFor(object);
   if (walker === undefined || walker === lastWalker) return -1;
   lastWalker = walker;
-  return walker(text, object, at, walk);
+  return walker(text, object, at);
 }
 
 function walkArray(text: string, array: readonly unknown[], at: number): number {
