@@ -5,7 +5,7 @@
  * stdout (waiting for 'drain' when the reader is slow), follow next_cursor.
  * No validation, no state, no retries.
  *
- *   node dist/bench/bench/baseline.js BASE_URL PATH STREAM API_KEY
+ *   node .build/bench/bench/baseline.js BASE_URL PATH STREAM API_KEY
  */
 import { request } from 'undici';
 

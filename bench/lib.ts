@@ -5,7 +5,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
-/** The repository root (this file runs from dist/bench/bench/). */
+/** The repository root (this file runs from .build/bench/bench/). */
 export const ROOT = resolve(import.meta.dirname, '..', '..', '..');
 export const BENCH_DIST = import.meta.dirname;
 /** The executable measured; BENCH_SOURCE_BIN compares another build (e.g. a checkout of an older commit). */

@@ -8,7 +8,7 @@
  * per read, RateLimit-* headers (with huge limits) and /v1/me. An optional
  * fixed delay per request makes it a slow server.
  *
- * Run it in its own process: `node dist/bench/bench/server.js` prints
+ * Run it in its own process: `node .build/bench/bench/server.js` prints
  * {"port": N} and serves until stdin closes or SIGTERM.
  *
  * Control (JSON):

@@ -3,7 +3,7 @@
  * 13 MB/s) and discards it, so the writer feels backpressure. Prints the byte
  * count on stderr at the end.
  *
- *   producer | node dist/bench/bench/slow-reader.js [CHUNK_BYTES] [INTERVAL_MS]
+ *   producer | node .build/bench/bench/slow-reader.js [CHUNK_BYTES] [INTERVAL_MS]
  */
 import { readSync } from 'node:fs';
 

@@ -1,7 +1,8 @@
 // What both executables run: first the Node.js version check (22 or newer;
 // on an older Node one line on stderr saying so and how to get a newer one,
 // exit 1, before any of the connector's code is loaded), then the compiled
-// entry point (ESM, in dist/cli/), whose main() gives the exit status. A
+// entry point (ESM, in dist/: cli/source.js, cli/tap.js or, for the
+// emulator command, emulator/cli.js), whose main() gives the exit status. A
 // checkout that was never built gets one line saying how to build. Plain ES5
 // and CommonJS (bin/package.json) on purpose: every Node.js parses it.
 'use strict';
@@ -43,18 +44,18 @@ function requireNode(executable) {
   process.exit(1);
 }
 
-/** Import dist/cli/<entry> and run its main() with the command line. */
-function start(executable, entry) {
+/** Import dist/<entry> and run its main() with the arguments. */
+function start(executable, entry, args) {
   // Relative to this file (import() in CommonJS resolves against the module's own URL).
-  import('../dist/cli/' + entry).then(
+  import('../dist/' + entry).then(
     function (module) {
-      return module.main(process.argv.slice(2)).then(function (code) {
+      return module.main(args).then(function (code) {
         process.exitCode = code;
       });
     },
     function (err) {
       var path = require('path');
-      var file = path.join(__dirname, '..', 'dist', 'cli', entry);
+      var file = path.join(__dirname, '..', 'dist', entry);
       if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).indexOf(file) !== -1) {
         process.stderr.write(
           executable + ': the compiled code is missing (' + path.relative(process.cwd(), file) + '); build it first: `npm run build` in ' + path.join(__dirname, '..') + '.\n'
@@ -67,7 +68,7 @@ function start(executable, entry) {
   );
 }
 
-module.exports = function launch(executable, entry) {
+module.exports = function launch(executable, entry, args) {
   requireNode(executable);
-  start(executable, entry);
+  start(executable, entry, args);
 };

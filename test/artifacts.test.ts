@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { generatedArtifacts } from '../src/tools/artifacts.js';
+import { generatedArtifacts } from '../scripts/artifacts.js';
 import { ROOT } from './helpers/cli.js';
 
 describe('checked-in generated files', () => {

@@ -1,7 +1,8 @@
 /**
- * `source-data-read`: the Airbyte protocol commands, plus `emulator` (the
- * local Data-Read API) and `replicate` (a local SQLite replica). Commands are
- * loaded on demand so `spec` and `check` start fast.
+ * `source-data-read`: the Airbyte protocol commands, plus `replicate` (a
+ * local SQLite replica). Commands are loaded on demand so `spec` and `check`
+ * start fast. `emulator` (the local Data-Read API) is started by
+ * bin/source-data-read itself: the connector never loads the emulator.
  */
 import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from './interrupt.js';
@@ -34,10 +35,6 @@ function outputClosed(err: unknown): string | undefined {
 
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === 'emulator') {
-    const emulator = await import('../emulator/cli.js');
-    return emulator.main([...rest]);
-  }
   if (command === undefined) throw new UsageError('No command given.');
   if (command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(HELP);

@@ -1,10 +1,11 @@
 /** Running the real executables and the shared protocol checkers. */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ROOT } from '../../scripts/root.js';
 
-export const ROOT = resolve(import.meta.dirname, '..', '..');
+export { ROOT };
 export const SHARED = resolve(ROOT, '..', 'shared');
 export const SOURCE_BIN = join(ROOT, 'bin', 'source-data-read');
 export const TAP_BIN = join(ROOT, 'bin', 'tap-data-read');
@@ -81,6 +82,8 @@ export function writeJson(dir: string, name: string, value: unknown): string {
   return path;
 }
 
+export type Checker = 'airbyte-check.py' | 'singer-check.py';
+
 export interface CheckSummary {
   n_errors: number;
   errors: string[];
@@ -92,11 +95,48 @@ export interface CheckSummary {
   warnings?: string[];
 }
 
+/** The path of a shared checker; a missing one fails the test that needs it (never a silent pass). */
+export function checkerPath(checker: Checker): string {
+  const path = join(SHARED, 'tools', checker);
+  if (!existsSync(path)) throw new Error(`The shared protocol checker ${path} is missing: a checkout of shared/ belongs beside this repository.`);
+  return path;
+}
+
 /** Pipe protocol output through ../shared/tools/<checker>.py and return its JSON summary. */
-export function protocolCheck(checker: 'airbyte-check.py' | 'singer-check.py', stdout: string): CheckSummary {
-  const run = spawnSync('python3', [join(SHARED, 'tools', checker)], { input: stdout, encoding: 'utf8', maxBuffer: 1 << 30 });
+export function protocolCheck(checker: Checker, stdout: string): CheckSummary {
+  const run = spawnSync('python3', [checkerPath(checker)], { input: stdout, encoding: 'utf8', maxBuffer: 1 << 30 });
   if (run.error) throw run.error;
-  return JSON.parse(run.stdout) as CheckSummary;
+  return parseSummary(checker, run.stdout, run.stderr);
+}
+
+/** The same, without blocking the event loop (for tests whose emulator lives in this process). */
+export function protocolCheckAsync(checker: Checker, stdout: string): Promise<CheckSummary> {
+  const path = checkerPath(checker);
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('python3', [path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.on('close', () => {
+      try {
+        resolvePromise(parseSummary(checker, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8')));
+      } catch (e) {
+        reject(e as Error);
+      }
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(stdout);
+  });
+}
+
+function parseSummary(checker: Checker, stdout: string, stderr: string): CheckSummary {
+  try {
+    return JSON.parse(stdout) as CheckSummary;
+  } catch {
+    throw new Error(`${checker} gave no summary: ${stderr.slice(0, 500)}`);
+  }
 }
 
 export function parseLines(stdout: string): Record<string, unknown>[] {

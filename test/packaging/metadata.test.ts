@@ -4,8 +4,7 @@
  * SPEC snapshot itself is compared with the live `spec` in
  * test/airbyte/commands.test.ts; here metadata and the snapshot must agree.
  */
-import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DOCUMENTATION_URL } from '../../src/faces/airbyte/commands.js';
@@ -47,22 +46,6 @@ const OPTIONAL = [
   'ab_internal', 'remoteRegistries', 'externalDocumentationUrls', 'supportsRefreshes', 'supportsFileTransfer', 'connectorIPCOptions',
   'icon', 'erdUrl', 'sourceType', 'supportsDbt', 'supportsNormalization', 'normalizationConfig', 'language',
 ];
-
-describe('the tiny YAML parser', () => {
-  it('reads metadata.yaml exactly as a full YAML parser does (when PyYAML is there)', () => {
-    const py = spawnSync('python3', ['-c', 'import json,sys,yaml; print(json.dumps(yaml.safe_load(sys.stdin)))'], { input: metadataText, encoding: 'utf8' });
-    if (py.status !== 0) return; // no PyYAML on this machine: the other tests still pin the values
-    expect(doc).toEqual(JSON.parse(py.stdout) as unknown);
-  });
-
-  it('refuses what it does not understand instead of misreading it', () => {
-    expect(() => parseYaml('a: [1, 2]')).toThrow(/unsupported/);
-    expect(() => parseYaml('a: &x 1')).toThrow(/unsupported/);
-    expect(() => parseYaml('a:\n  - b: 1')).toThrow(/mappings inside sequences/);
-    expect(() => parseYaml('a: 1\na: 2')).toThrow(/duplicate/);
-    expect(parseYaml('a: "1.0" # c\nb:\n  - x:y\nc: 0.1.0\nd: 7')).toEqual({ a: '1.0', b: ['x:y'], c: '0.1.0', d: 7 });
-  });
-});
 
 describe('metadata.yaml', () => {
   it('is metadataSpecVersion "1.0" with a data mapping of known keys and every required one', () => {
@@ -150,7 +133,14 @@ describe('package.json for npm', () => {
   it('publishes only what runs', () => {
     expect(pkg.files).toEqual(expect.arrayContaining(['bin/', 'dist/', 'schemas/', 'catalog/', 'LICENSE', 'README.md', 'metadata.yaml']));
     for (const entry of pkg.files.filter((f) => !f.startsWith('!'))) expect(entry).not.toMatch(/^(src|test|bench|scripts|docs)\b/);
-    expect(pkg.files).toContain('!dist/tools/'); // the generator writes into a checkout; it does not run installed
+  });
+
+  it('builds only the product into dist/: every file there is compiled from src/', () => {
+    const build = JSON.parse(read('tsconfig.build.json')) as { include: string[]; compilerOptions: { rootDir: string; outDir: string } };
+    expect(build).toMatchObject({ include: ['src'], compilerOptions: { rootDir: 'src', outDir: 'dist' } });
+    const built = readdirSync(join(ROOT, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    expect(built.length, 'dist/ is empty: npm test builds it first').toBeGreaterThan(20);
+    for (const file of built) expect(existsSync(join(ROOT, 'src', file.replace(/\.js$/, '.ts'))), `dist/${file} has no source in src/`).toBe(true);
   });
 
   it('names its repository, homepage and keywords', () => {

@@ -4,8 +4,8 @@
  * Adds to the cases of test/airbyte/commands.test.ts.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { BAD_INPUT_CASES, runBadInput } from '../../src/tools/reliability/bad-input.js';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
+import { BAD_INPUT_CASES, runBadInput } from '../helpers/reliability/bad-input.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

@@ -1,7 +1,7 @@
 /** A service that breaks its contract: one clear system_error naming the breach, no state past unread data (its time is a figure of `npm run reliability`). */
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONTRACT_CASES, runContractCase } from '../../src/tools/reliability/contract.js';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
+import { CONTRACT_CASES, runContractCase } from '../helpers/reliability/contract.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

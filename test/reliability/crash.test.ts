@@ -4,8 +4,8 @@
  * replica after each completed sync is exact. `npm run reliability` makes 36+ kills.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCrashScenario } from '../../src/tools/reliability/crash.js';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
+import { runCrashScenario } from '../helpers/reliability/crash.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

@@ -4,8 +4,8 @@
  * deletions as tombstones). `npm run reliability` runs 5/20/50 % and 3 rounds.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { TRANSPORT_KINDS, runFaultScenario } from '../../src/tools/reliability/faults.js';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
+import { TRANSPORT_KINDS, runFaultScenario } from '../helpers/reliability/faults.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

@@ -1,7 +1,7 @@
 /** Rate limits: per minute (paced, runner told RATE_LIMITED), per day (stops, names the reset, resumes), simultaneous requests. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
-import { runConcurrency, runPerDay, runPerMinute } from '../../src/tools/reliability/rates.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
+import { runConcurrency, runPerDay, runPerMinute } from '../helpers/reliability/rates.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

@@ -1,7 +1,7 @@
 /** Secrets: a hostile service echoing the request everywhere; the canary key appears in no byte of stdout or stderr. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
-import { runSecrets } from '../../src/tools/reliability/secrets.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
+import { runSecrets } from '../helpers/reliability/secrets.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

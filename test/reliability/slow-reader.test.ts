@@ -1,7 +1,7 @@
 /** A slow reader: flat memory, nothing lost or reordered; a reader that goes away: a prompt, clear exit. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { leakWatch } from '../../src/tools/reliability/harness.js';
-import { runClosedReader, runSlowReader } from '../../src/tools/reliability/slow-reader.js';
+import { leakWatch } from '../helpers/reliability/harness.js';
+import { runClosedReader, runSlowReader } from '../helpers/reliability/slow-reader.js';
 
 afterAll(() => {
   expect(leakWatch.leaks).toEqual([]);

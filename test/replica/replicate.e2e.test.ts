@@ -8,7 +8,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../src/faces/replica/records.js';
-import { replicaSummary } from '../../src/faces/replica/summary.js';
+import { replicaSummary } from '../../demo/dashboard.js';
 import { tempDir } from '../helpers/cli.js';
 import { changeRound, dumpLists, emulatorAccount, prng, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
 

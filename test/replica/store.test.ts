@@ -8,7 +8,7 @@ import { replicaRecords, replicaStates } from '../../src/faces/replica/records.j
 import { layoutFor } from '../../src/faces/replica/layout.js';
 import { ensureTable, insertSql, openForWrite } from '../../src/faces/replica/database.js';
 import { recordToRow } from '../../src/faces/replica/rows.js';
-import { replicaSummary } from '../../src/faces/replica/summary.js';
+import { replicaSummary } from '../../demo/dashboard.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { tempDir } from '../helpers/cli.js';
 import { contact, conversation, iso } from './fake-service.js';

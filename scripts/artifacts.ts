@@ -3,13 +3,13 @@
  * stream JSON Schemas, the discovered and configured catalogs, the SPEC
  * snapshot and the emulator's OpenAPI document. `npm run generate` writes them; a test fails when a copy drifts.
  */
-import { configJsonSchema } from '../config.js';
-import { buildOpenApiDocument } from '../emulator/openapi.js';
-import { discoverCatalog } from '../faces/airbyte/catalog.js';
-import { DOCUMENTATION_URL } from '../faces/airbyte/commands.js';
-import { specPayload } from '../faces/airbyte/protocol.js';
-import { recordJsonSchema } from '../schemas/json-schema.js';
-import { STREAMS } from '../streams.js';
+import { configJsonSchema } from '../src/config.js';
+import { buildOpenApiDocument } from '../src/emulator/openapi.js';
+import { discoverCatalog } from '../src/faces/airbyte/catalog.js';
+import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
+import { specPayload } from '../src/faces/airbyte/protocol.js';
+import { recordJsonSchema } from '../src/schemas/json-schema.js';
+import { STREAMS } from '../src/streams.js';
 
 const pretty = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 

@@ -5,7 +5,7 @@
  * emulator's dump; a run may instead stop with a clear transient error, and
  * then the next run, from the state it left, must complete the round.
  */
-import type { FaultRule } from '../../emulator/index.js';
+import type { FaultRule } from '../../../src/emulator/index.js';
 import { Lab, Replica, airbyteCheck, errorTraces, lostOf, protocolProblems, runSummary } from './harness.js';
 
 export const TRANSPORT_KINDS = ['500', '503', '429', 'reset', 'slow', 'truncated'] as const;

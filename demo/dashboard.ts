@@ -1,10 +1,13 @@
 /**
- * A small dashboard computed in SQL from a replica: contacts by temperature
- * and by current stage, conversations won and lost, median first-response
- * time. Read-only; safe to call while `replicate` is writing (WAL).
+ * The demo's dashboard: plain SQL over a replica that `replicate` wrote
+ * (contacts by temperature and by current stage, conversations won and lost,
+ * median first-response time), as an example of what the SQLite file is good
+ * for. Not part of the connector: the CLI does not offer it, and the won and
+ * lost categories are guesses about values the API does not document.
+ * Read-only; safe while `replicate` is writing (WAL).
  */
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
-import { openForRead } from './database.js';
+import { openForRead } from '../src/faces/replica/database.js';
 
 export interface Count {
   /** The value counted (null when the field is null). */

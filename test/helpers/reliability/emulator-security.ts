@@ -7,8 +7,8 @@
  */
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { startEmulator, type Emulator } from '../../emulator/index.js';
-import { SOURCE_BIN } from './harness.js';
+import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { SOURCE_BIN } from '../cli.js';
 
 export interface SecurityCheck {
   readonly name: string;

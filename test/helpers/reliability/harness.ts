@@ -13,16 +13,14 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startEmulator, type Dump, type Emulator, type EmulatorOptions, type LimitOverrides } from '../../emulator/index.js';
-import { Prng } from '../../emulator/prng.js';
-import { STREAMS } from '../../streams.js';
+import { join } from 'node:path';
+import { startEmulator, type Dump, type Emulator, type EmulatorOptions, type LimitOverrides } from '../../../src/emulator/index.js';
+import { Prng } from '../../../src/emulator/prng.js';
+import { STREAMS } from '../../../src/streams.js';
+import { ROOT, SOURCE_BIN, protocolCheckAsync } from '../cli.js';
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-export const SOURCE_BIN = join(ROOT, 'bin', 'source-data-read');
 export const FULL_CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
 export type Row = Record<string, unknown>;
@@ -395,33 +393,19 @@ export function protocolProblems(run: Pick<ConnectorRun, 'messages' | 'badLines'
   return problems;
 }
 
-const AIRBYTE_CHECK = join(ROOT, '..', 'shared', 'tools', 'airbyte-check.py');
-
 /**
  * The shared protocol checker (../shared/tools/airbyte-check.py: strict
  * message schema, STREAM_STATUS order, STATE shape) over a complete run's
- * stdout; [] when the checker is not there. Asynchronous: the emulator lives
- * in this process and must keep serving meanwhile.
+ * stdout, as problems. A missing checker is a problem, never a pass.
+ * Asynchronous: the emulator lives in this process and must keep serving.
  */
-export function airbyteCheck(stdout: string, label: string): Promise<string[]> {
-  if (!existsSync(AIRBYTE_CHECK)) return Promise.resolve([]);
-  return new Promise((resolve) => {
-    const child = spawn('python3', [AIRBYTE_CHECK], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.resume();
-    child.on('error', (err) => resolve([`${label}: airbyte-check.py could not run: ${err.message}`]));
-    child.on('close', () => {
-      try {
-        const summary = JSON.parse(Buffer.concat(out).toString('utf8')) as { errors?: string[] };
-        resolve((summary.errors ?? []).map((e) => `${label}: airbyte-check: ${e}`));
-      } catch {
-        resolve([`${label}: airbyte-check.py gave no summary`]);
-      }
-    });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(stdout);
-  });
+export async function airbyteCheck(stdout: string, label: string): Promise<string[]> {
+  try {
+    const summary = await protocolCheckAsync('airbyte-check.py', stdout);
+    return (summary.errors ?? []).map((e) => `${label}: airbyte-check: ${e}`);
+  } catch (err) {
+    return [`${label}: ${err instanceof Error ? err.message : String(err)}`];
+  }
 }
 
 /** Where a killed run stopped, seen from its output. */

@@ -7,12 +7,12 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startEmulator, type Emulator } from '../emulator/index.js';
-import { replicaRecords, replicaSummary } from '../faces/replica/index.js';
+import { join, relative } from 'node:path';
+import { ROOT } from '../scripts/root.js';
+import { startEmulator, type Emulator } from '../src/emulator/index.js';
+import { replicaRecords } from '../src/faces/replica/records.js';
+import { replicaSummary } from './dashboard.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OUT = join(ROOT, 'demo-output');
 const SOURCE = join(ROOT, 'bin', 'source-data-read');
 const CONTACTS = Number(process.env.DEMO_CONTACTS ?? 2000);

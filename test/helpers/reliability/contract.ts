@@ -7,7 +7,7 @@
  * object_type in deletions (with tombstones on) is not an error: it is reported
  * once and no tombstone is guessed for it.
  */
-import type { FaultRule } from '../../emulator/index.js';
+import type { FaultRule } from '../../../src/emulator/index.js';
 import { Lab, Replica, airbyteCheck, errorTraces, inPool, logs, lostOf, protocolProblems, streamStatuses } from './harness.js';
 
 export interface ContractCase {
