@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator, type FaultRule } from '../../src/emulator/index.js';
 import { ROOT, SOURCE_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
-import { MemoryReplica, airbyteStateFile, normalizeDump, type StreamStates } from '../helpers/replica.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump, type StreamStates } from '../helpers/destination.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 let emu: Emulator;
@@ -112,7 +112,7 @@ describe('read', () => {
   it('a full sync then rounds of changes and incremental syncs: the replica equals the dump every time', async () => {
     const acc = account(700);
     const config = acc.config();
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     const first = await read(config);
     expect(first.code).toBe(0);
     expectValid(first, acc.key);
@@ -125,7 +125,7 @@ describe('read', () => {
       const next = await read(config, states);
       expect(next.code).toBe(0);
       expectValid(next, acc.key);
-      states = replica.applyAirbyte(next.stdout, states);
+      states = replica.applyAirbyte(next.stdout);
       expect(replica.toDump(), `round ${round}`).toEqual(normalizeDump(emu.control.dump(acc.id)));
       // Incremental: far fewer records than the full sync.
       expect(parseLines(next.stdout).filter((m) => m.type === 'RECORD').length).toBeLessThan(fullCount / 3);
@@ -148,12 +148,12 @@ describe('read', () => {
   it('the look-back repeats a few records, and a second read without changes keeps the watermark moving forward', async () => {
     const acc = account(50);
     const config = acc.config();
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     const states = replica.applyAirbyte((await read(config)).stdout);
     const before = states.get('contacts') as { sync_watermark: string };
     emu.control.advanceClock(1_000);
     const again = await read(config, states);
-    replica.applyAirbyte(again.stdout, states);
+    replica.applyAirbyte(again.stdout);
     const after = states.get('contacts') as { sync_watermark: string };
     expect(Date.parse(after.sync_watermark)).toBeGreaterThan(Date.parse(before.sync_watermark));
     expect(replica.toDump()).toEqual(normalizeDump(emu.control.dump(acc.id)));
@@ -162,7 +162,7 @@ describe('read', () => {
   it('a stale resume cursor restarts the read from the last complete watermark, losing nothing', async () => {
     const acc = account(300);
     const config = acc.config();
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     const states = replica.applyAirbyte((await read(config)).stdout);
     changeSomething(acc);
     const contacts = states.get('contacts') as { sync_watermark: string };
@@ -171,7 +171,7 @@ describe('read', () => {
     expect(result.code).toBe(0);
     expectValid(result, acc.key);
     expect(result.stdout).toMatch(/rejected the saved resume cursor/);
-    replica.applyAirbyte(result.stdout, states);
+    replica.applyAirbyte(result.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(emu.control.dump(acc.id)));
   });
 
@@ -195,12 +195,12 @@ describe('read', () => {
       });
       // Only whole lines count: a killed writer may leave half a line.
       const complete = killed.slice(0, killed.lastIndexOf('\n') + 1);
-      const replica = new MemoryReplica();
+      const replica = new MemoryDestination();
       const states = replica.applyAirbyte(complete);
       expect(states.get('contacts'), `k=${k}`).toHaveProperty('resume');
       const resumed = await read(config, states, catalog);
       expect(resumed.code).toBe(0);
-      replica.applyAirbyte(resumed.stdout, states);
+      replica.applyAirbyte(resumed.stdout);
       expect([...(replica.tables.get('contacts')?.keys() ?? [])].sort(), `killed after ${k} states`).toEqual(truth);
     }
   });
@@ -227,7 +227,7 @@ describe('read', () => {
   it.each(faults.map((f) => [f.kind, f] as const))('completes exactly through %s faults', async (_kind, rule) => {
     const acc = account(250);
     const config = acc.config({ request_timeout_seconds: 1 });
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     emu.control.setFaults([{ ...rule, paths: ['/v1/*'] }]);
     try {
       const result = await read(config);

@@ -13,9 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dump } from '../../src/emulator/index.js';
 import { replicaStates } from '../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { MemoryReplica, airbyteStateFile, normalizeDump, type StreamStates } from '../helpers/replica.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../helpers/destination.js';
 import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../replica/helpers.js';
-import { SingerReplica, type SingerStateValue } from '../singer/replica.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -91,7 +90,7 @@ describe('the service clock goes back', () => {
     const account = await emulatorAccount(300, 31);
     try {
       const config = account.config(dir, { page_size: 200 });
-      const replica = new MemoryReplica();
+      const replica = new MemoryDestination();
       let states: StreamStates = new Map();
       await clockGoesBack(
         account,
@@ -101,7 +100,7 @@ describe('the service clock goes back', () => {
           const run = await runCli(SOURCE_BIN, args);
           expect(run.code, run.stdout.slice(-1000)).toBe(0);
           expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
-          states = replica.applyAirbyte(run.stdout, states);
+          states = replica.applyAirbyte(run.stdout);
           const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
           return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
         },
@@ -116,7 +115,7 @@ describe('the service clock goes back', () => {
     const account = await emulatorAccount(300, 32);
     try {
       const config = account.config(dir, { page_size: 200 });
-      const replica = new SingerReplica();
+      const replica = new MemoryDestination();
       let state: SingerStateValue | undefined;
       await clockGoesBack(
         account,
@@ -126,8 +125,7 @@ describe('the service clock goes back', () => {
           const run = await runCli(TAP_BIN, args);
           expect(run.code, run.stderr.slice(-1000)).toBe(0);
           expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([]);
-          state = replica.apply(run.stdout);
-          replica.applyDeletions();
+          state = replica.applySinger(run.stdout);
           const warnings = stderrWarnings(run.stderr);
           return { warnings, watermarks: Object.fromEntries(Object.entries(state?.bookmarks ?? {}).map(([s, b]) => [s, b.sync_watermark as string | undefined])) };
         },

@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { MemoryReplica, airbyteStateFile, normalizeDump } from '../helpers/replica.js';
-import { SingerReplica } from '../singer/replica.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump } from '../helpers/destination.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 let emu: Emulator;
@@ -63,14 +62,14 @@ describe('source-data-read read, interrupted', () => {
     expect(stopped.stderr).toContain(`interrupted (${signal})`);
     expect(stopped.stdout + stopped.stderr).not.toContain(acc.key);
 
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     const states = replica.applyAirbyte(stopped.stdout);
     const resumedStreams = [...states].filter(([, s]) => typeof s === 'object' && s !== null && 'resume' in s).map(([name]) => name);
     expect(resumedStreams.length).toBeGreaterThan(0);
     const resumed = await runCli(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG, '--state', writeJson(dir, `state-${signal}.json`, airbyteStateFile(states))]);
     expect(resumed.code).toBe(0);
     expect(protocolCheck('airbyte-check.py', resumed.stdout).errors).toEqual([]);
-    replica.applyAirbyte(resumed.stdout, states);
+    replica.applyAirbyte(resumed.stdout);
     const dump = emu.control.dump(acc.id);
     expect(replica.toDump()).toEqual(normalizeDump(dump));
     // The resumed run continued where the checkpoint was, instead of starting over.
@@ -129,14 +128,13 @@ describe('tap-data-read sync, interrupted', () => {
     expect(stopped.stderr).toMatch(new RegExp(`CRITICAL tap-data-read: Interrupted by ${signal}`));
     expect(stopped.stdout + stopped.stderr).not.toContain(acc.key);
 
-    const replica = new SingerReplica();
-    const state = replica.apply(stopped.stdout);
+    const replica = new MemoryDestination();
+    const state = replica.applySinger(stopped.stdout);
     expect(state?.currently_syncing).not.toBeNull();
     const resumed = await runCli(TAP_BIN, ['--config', acc.config, '--state', writeJson(dir, `tap-state-${signal}.json`, state ?? {})]);
     expect(resumed.code).toBe(0);
     expect(protocolCheck('singer-check.py', resumed.stdout).errors).toEqual([]);
-    replica.apply(resumed.stdout);
-    replica.applyDeletions();
+    replica.applySinger(resumed.stdout);
     const dump = emu.control.dump(acc.id);
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
       expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });

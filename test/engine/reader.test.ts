@@ -4,13 +4,22 @@ import { ConnectorError } from '../../src/errors.js';
 import { readStream } from '../../src/engine/reader.js';
 import type { StreamState } from '../../src/engine/state.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { FakeApi, makeRecords } from '../helpers/fake-api.js';
+import type { ListQuery, RawPage } from '../../src/client/types.js';
+import { FakeApi, makeRecords, type Rec } from '../helpers/fake-api.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const pipelineStages = findStream('pipeline_stages') as StreamDefinition;
 const W1 = '2026-03-01T10:00:00.000Z';
 const W0 = '2026-02-01T10:00:00.000Z';
+
+/** The contacts list of `records`; `intercept` may replace or fail the page of a call (from 1). */
+function contactsApi(options: { records: Rec[]; watermark: string; intercept?: (call: number, query: ListQuery) => RawPage | undefined }): FakeApi {
+  const api = new FakeApi({ [contacts.path]: options.records }, options.watermark);
+  const intercept = options.intercept;
+  if (intercept) api.beforePage = (_path, query, call) => intercept(call, query);
+  return api;
+}
 
 async function read(api: FakeApi, state: StreamState = {}, startDate?: string, stream = contacts) {
   const sink = new RecordingSink();
@@ -20,7 +29,7 @@ async function read(api: FakeApi, state: StreamState = {}, startDate?: string, s
 
 describe('readStream', () => {
   it('reads a 3-page stream with 3 requests, checkpointing by resume cursor and saving the watermark only at the end', async () => {
-    const api = new FakeApi({ records: makeRecords(450), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(450), watermark: W1 });
     const { sink, outcome } = await read(api, {}, '2025-01-01');
     expect(api.calls.map((c) => c.query)).toEqual([
       { updated_since: '2025-01-01', limit: 200 },
@@ -37,19 +46,19 @@ describe('readStream', () => {
   });
 
   it('sends the saved watermark as updated_since and ignores start_date when a state exists', async () => {
-    const api = new FakeApi({ records: makeRecords(3), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(3), watermark: W1 });
     await read(api, { sync_watermark: W0 }, '2020-01-01');
     expect(api.calls[0]?.query).toEqual({ updated_since: W0, limit: 200 });
   });
 
   it('reads the full history when there is neither state nor start_date (no updated_since sent)', async () => {
-    const api = new FakeApi({ records: makeRecords(1), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(1), watermark: W1 });
     await read(api);
     expect(api.calls[0]?.query).toEqual({ updated_since: undefined, limit: 200 });
   });
 
   it('keeps the complete watermark in mid-read checkpoints', async () => {
-    const api = new FakeApi({ records: makeRecords(250), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(250), watermark: W1 });
     const { sink } = await read(api, { sync_watermark: W0 });
     expect(sink.statesOf('contacts')).toEqual([
       { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: W1 } },
@@ -58,7 +67,7 @@ describe('readStream', () => {
   });
 
   it('continues from a resume cursor and ends with the watermark of the resumed read', async () => {
-    const api = new FakeApi({ records: makeRecords(450), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(450), watermark: W1 });
     const { sink } = await read(api, { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: W1 } });
     expect(api.calls[0]?.query).toEqual({ cursor: 'c200', limit: 200 });
     expect(sink.recordsOf('contacts')).toHaveLength(250);
@@ -66,7 +75,7 @@ describe('readStream', () => {
   });
 
   it('restarts from the last complete watermark when the service rejects the resume cursor', async () => {
-    const api = new FakeApi({ records: makeRecords(10), watermark: W1 });
+    const api = contactsApi({ records: makeRecords(10), watermark: W1 });
     const { sink } = await read(api, { sync_watermark: W0, resume: { cursor: 'stale-cursor', sync_watermark: W1 } });
     expect(api.calls.map((c) => c.query)).toEqual([
       { cursor: 'stale-cursor', limit: 200 },
@@ -78,7 +87,7 @@ describe('readStream', () => {
   });
 
   it('takes an earlier watermark from a complete read (the service clock went back), with a WARN naming both instants', async () => {
-    const api = new FakeApi({ records: makeRecords(1), watermark: W0 });
+    const api = contactsApi({ records: makeRecords(1), watermark: W0 });
     const { outcome, sink } = await read(api, { sync_watermark: W1 });
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
     expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W0 }]);
@@ -86,19 +95,19 @@ describe('readStream', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}: its clock went back`);
     // A later or equal one says nothing.
-    const again = await read(new FakeApi({ records: makeRecords(1), watermark: W1 }), { sync_watermark: W1 });
+    const again = await read(contactsApi({ records: makeRecords(1), watermark: W1 }), { sync_watermark: W1 });
     expect(again.sink.logs('WARN')).toEqual([]);
   });
 
   it('a resumed read ends with its own watermark, even one earlier than the saved complete one', async () => {
-    const api = new FakeApi({ records: makeRecords(450), watermark: W0 });
+    const api = contactsApi({ records: makeRecords(450), watermark: W0 });
     const { sink } = await read(api, { sync_watermark: W1, resume: { cursor: 'c200', sync_watermark: W0 } });
     expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W1, resume: { cursor: 'c400', sync_watermark: W0 } }, { sync_watermark: W0 }]);
     expect(sink.logs('WARN').join('\n')).toContain(`earlier than the saved ${W1}`);
   });
 
   it('sends no updated_since to a stream without a time filter (pipeline_stages), start_date or not', async () => {
-    const api = new FakeApi({ records: makeRecords(3), watermark: W1 });
+    const api = new FakeApi({ [pipelineStages.path]: makeRecords(3) }, W1);
     await read(api, {}, '2025-01-01', pipelineStages);
     expect(api.calls[0]?.query).toEqual({ updated_since: undefined, limit: 200 });
   });
@@ -109,7 +118,7 @@ describe('readStream', () => {
     ['a cursor that repeats', 2, { data: [{ id: 'x' }], has_more: true, next_cursor: 'c200', sync_watermark: W1 }, /already returned in this read/],
     ['a record without id', 1, { data: [{ name: 'no id' }], has_more: false, next_cursor: null, sync_watermark: W1 }, /without "id" at data\[0\]/],
   ])('stops with a system_error on %s, without a state past unread data', async (_name, call, page, message) => {
-    const api = new FakeApi({ records: makeRecords(450), watermark: W1, intercept: (n) => (n === call ? page : undefined) });
+    const api = contactsApi({ records: makeRecords(450), watermark: W1, intercept: (n) => (n === call ? page : undefined) });
     const sink = new RecordingSink();
     const error = await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { sync_watermark: W0 } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectorError);
@@ -119,13 +128,7 @@ describe('readStream', () => {
   });
 
   it('skips an optional stream the service does not offer (404) with a warning', async () => {
-    const api = new FakeApi({
-      records: [],
-      watermark: W1,
-      intercept: () => {
-        throw new ApiError('not_found', 'system_error', 'Not found', { status: 404 });
-      },
-    });
+    const api = new FakeApi({}, W1); // no list at /v1/pipeline_stages: 404
     const { sink, outcome } = await read(api, {}, undefined, pipelineStages);
     expect(outcome).toEqual({ kind: 'skipped' });
     expect(sink.logs('WARN')[0]).toMatch(/does not offer \/v1\/pipeline_stages \(404\); stream skipped/);
@@ -135,7 +138,7 @@ describe('readStream', () => {
     const records = makeRecords(1000); // 5 pages of 200
     const all = new Set(records.map((r) => r.id));
     for (let k = 1; k <= 5; k++) {
-      const failing = new FakeApi({
+      const failing = contactsApi({
         records,
         watermark: W1,
         intercept: (n) => {
@@ -146,7 +149,7 @@ describe('readStream', () => {
       const first = new RecordingSink();
       await readStream(contacts, { client: failing, sink: first, pageSize: 200, startDate: undefined, state: {} }).catch(() => undefined);
       const lastState = first.statesOf('contacts').at(-1) ?? {};
-      const resumed = await read(new FakeApi({ records, watermark: W1 }), lastState);
+      const resumed = await read(contactsApi({ records, watermark: W1 }), lastState);
       const seen = new Set([...first.recordsOf('contacts'), ...resumed.sink.recordsOf('contacts')].map((r) => r.id));
       expect(seen, `killed after page ${k}`).toEqual(all);
       expect(resumed.outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });

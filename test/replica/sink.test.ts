@@ -10,7 +10,7 @@ import { replicaRecords, replicaStates } from '../../src/faces/replica/records.j
 import { ReplicaSink } from '../../src/faces/replica/sink.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { tempDir } from '../helpers/cli.js';
-import { FakeService, contact, conversation, deletion, iso, type Rec } from './fake-service.js';
+import { FakeApi, contact, conversation, deletion, iso, type Rec } from '../helpers/fake-api.js';
 
 const config = ConfigSchema.parse({ api_key: 'sdr_live_test', base_url: 'http://127.0.0.1:1', page_size: 2 });
 const dirs: string[] = [];
@@ -25,7 +25,7 @@ function newDb(): string {
 }
 
 /** @param changed called whenever the sink's tallies change (e.g. to release a held page once a stream completed) */
-async function sync(dbPath: string, service: FakeService, changed: (sink: ReplicaSink) => void = () => undefined) {
+async function sync(dbPath: string, service: FakeApi, changed: (sink: ReplicaSink) => void = () => undefined) {
   const store = new ReplicaStore(dbPath);
   const logs: { level: LogLevel; message: string }[] = [];
   const sink: ReplicaSink = new ReplicaSink(store, { log: (level, message) => logs.push({ level, message }), changed: () => changed(sink) });
@@ -37,8 +37,8 @@ async function sync(dbPath: string, service: FakeService, changed: (sink: Replic
   }
 }
 
-function service(lists: { contacts?: Rec[]; conversations?: Rec[]; stage_events?: Rec[]; deletions?: Rec[]; pipeline_stages?: Rec[] }): FakeService {
-  const s = new FakeService();
+function service(lists: { contacts?: Rec[]; conversations?: Rec[]; stage_events?: Rec[]; deletions?: Rec[]; pipeline_stages?: Rec[] }): FakeApi {
+  const s = new FakeApi();
   s.set('/v1/contacts', lists.contacts ?? []);
   s.set('/v1/conversations', lists.conversations ?? []);
   s.set('/v1/stage_events', lists.stage_events ?? []);
@@ -119,18 +119,18 @@ describe('ReplicaSink + runSync', () => {
     const contacts = [contact('c1', 1), contact('c2', 2), contact('c3', 3), contact('c4', 4), contact('c5', 5)];
     const s = service({ contacts });
     s.beforePage = (path, query) => {
-      if (path === '/v1/contacts' && query.cursor === '/v1/contacts#4') throw new ApiError('retries_exhausted', 'transient_error', 'The service kept failing');
+      if (path === '/v1/contacts' && query.cursor === 'c4') throw new ApiError('retries_exhausted', 'transient_error', 'The service kept failing');
     };
     const first = await sync(db, s);
     expect(first.result.failures.map((f) => f.stream.name)).toEqual(['contacts']);
     expect(replicaRecords(db).get('contacts')).toHaveLength(4);
-    expect(replicaStates(db).get('contacts')).toEqual({ resume: { cursor: '/v1/contacts#4', sync_watermark: s.watermark } });
+    expect(replicaStates(db).get('contacts')).toEqual({ resume: { cursor: 'c4', sync_watermark: s.watermark } });
 
     s.beforePage = () => undefined;
     s.calls.length = 0;
     const second = await sync(db, s);
     expect(second.result.failures).toEqual([]);
-    expect(s.calls.find((c) => c.path === '/v1/contacts')?.query).toEqual({ cursor: '/v1/contacts#4', limit: 2 });
+    expect(s.calls.find((c) => c.path === '/v1/contacts')?.query).toEqual({ cursor: 'c4', limit: 2 });
     expect(byId(replicaRecords(db).get('contacts'))).toStrictEqual(contacts);
   });
 

@@ -11,7 +11,7 @@ import { recordToRow } from '../../src/faces/replica/rows.js';
 import { replicaSummary } from '../../demo/dashboard.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { tempDir } from '../helpers/cli.js';
-import { contact, conversation, iso } from './fake-service.js';
+import { contact, conversation, iso } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;

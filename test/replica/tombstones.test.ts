@@ -5,7 +5,7 @@ import { ConfigSchema } from '../../src/config.js';
 import { AIRBYTE_DELETED_AT, recordJsonSchema } from '../../src/schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
-import { FakeService, deletion } from './fake-service.js';
+import { FakeApi, deletion } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const propertiesOf = (s: StreamDefinition) => Object.keys(recordJsonSchema(s).properties as object);
@@ -46,7 +46,7 @@ describe('TombstoneEmitter', () => {
   });
 
   it('runSync reads deletions first and reports unknown types once at the end', async () => {
-    const service = new FakeService();
+    const service = new FakeApi();
     service.set('/v1/contacts', []).set('/v1/conversations', []).set('/v1/stage_events', []).set('/v1/pipeline_stages', []);
     service.set('/v1/deletions', [deletion('d1', 'contact', 'c1', 5), deletion('d2', 'widget', 'x', 6), deletion('d3', 'widget', 'y', 7)]);
     const sink = new RecordingSink();

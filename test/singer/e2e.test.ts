@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Dump, type Emulator, type Mutation } from '../../src/emulator/index.js';
 import type { CatalogEntry } from '../../src/faces/singer/catalog.js';
 import { parseLines, protocolCheck, runCli, TAP_BIN, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
-import { SingerReplica, type SingerStateValue } from './replica.js';
+import { MemoryDestination, type SingerStateValue } from '../helpers/destination.js';
 
 let emu: Emulator;
 const dir = tempDir('tap-e2e-');
@@ -72,7 +72,7 @@ function check(stdout: string) {
 const recordsOf = (stdout: string, stream: string) =>
   parseLines(stdout).filter((l) => l.type === 'RECORD' && l.stream === stream).map((l) => l.record as Record<string, unknown>);
 
-function expectReplicaEqualsDump(replica: SingerReplica, dump: Dump, streams: readonly (keyof Dump)[]): void {
+function expectReplicaEqualsDump(replica: MemoryDestination, dump: Dump, streams: readonly (keyof Dump)[]): void {
   for (const stream of streams) expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
 }
 
@@ -98,7 +98,7 @@ async function selectCatalog(config: string, rules: Record<string, { fields?: st
 describe('tap-data-read against the emulator', () => {
   it('full sync of every stream, changes, incremental sync: upserts plus deletions equal the dump', async () => {
     const account = newAccount(400);
-    const replica = new SingerReplica();
+    const replica = new MemoryDestination();
 
     const full = await tap(['--config', account.config]);
     expect(full.stderr).not.toContain('CRITICAL');
@@ -117,12 +117,11 @@ describe('tap-data-read against the emulator', () => {
       ['pipeline_stages', ['id'], []],
     ]);
     for (const l of lines.filter((x) => x.type === 'RECORD')) expect(l.time_extracted).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    const state1 = replica.apply(full.stdout);
+    const state1 = replica.applySinger(full.stdout);
     expect(state1?.currently_syncing).toBeNull();
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions']) {
       expect(Object.keys(state1?.bookmarks[stream] ?? {})).toEqual(['sync_watermark']);
     }
-    replica.applyDeletions();
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
 
     mutate(account, ...CHANGES);
@@ -131,11 +130,10 @@ describe('tap-data-read against the emulator', () => {
     check(incremental.stdout);
     // Incremental: only what changed (and the 5-minute look-back) is read again.
     expect(recordsOf(incremental.stdout, 'contacts').length).toBeLessThan(60);
-    const state2 = replica.apply(incremental.stdout);
+    const state2 = replica.applySinger(incremental.stdout);
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions']) {
       expect(Date.parse(String(state2?.bookmarks[stream]?.sync_watermark))).toBeGreaterThanOrEqual(Date.parse(String(state1?.bookmarks[stream]?.sync_watermark)));
     }
-    replica.applyDeletions();
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
   });
 
@@ -157,8 +155,8 @@ describe('tap-data-read against the emulator', () => {
     expect(lines.find((l) => l.type === 'SCHEMA' && l.stream === 'stage_events')?.bookmark_properties).toEqual([]);
     for (const r of recordsOf(full.stdout, 'contacts')) expect(Object.keys(r).sort()).toEqual(['email', 'first_name', 'id', 'updated_at']);
 
-    const replica = new SingerReplica();
-    const state1 = replica.apply(full.stdout);
+    const replica = new MemoryDestination();
+    const state1 = replica.applySinger(full.stdout);
     expect(Object.keys(state1?.bookmarks ?? {}).sort()).toEqual(['contacts', 'deletions', 'stage_events']);
     const project = (rows: Record<string, unknown>[]) => rows.map(({ id, updated_at, email, first_name }) => ({ id, updated_at, email, first_name }));
     let dump = emu.control.dump(account.id);
@@ -174,8 +172,7 @@ describe('tap-data-read against the emulator', () => {
     dump = emu.control.dump(account.id);
     // FULL_TABLE: stage_events is read whole again.
     expect(recordsOf(incremental.stdout, 'stage_events')).toHaveLength(dump.stage_events.length);
-    replica.apply(incremental.stdout);
-    replica.applyDeletions();
+    replica.applySinger(incremental.stdout);
     expect(replica.rows('contacts')).toEqual(project(dump.contacts));
     expectReplicaEqualsDump(replica, dump, ['stage_events', 'deletions']);
     expect(parseLines(incremental.stdout).some((l) => l.stream === 'conversations')).toBe(false);
@@ -186,12 +183,12 @@ describe('tap-data-read against the emulator', () => {
     const base = writeJson(dir, 'tomb-base.json', { base_url: emu.url, page_size: 40 });
     const env = { TAP_DATA_READ_API_KEY: account.key, TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true', TAP_DATA_READ_PAGE_SIZE: '60' };
     const args = ['--config', base, '--config', 'ENV'];
-    const replica = new SingerReplica();
+    const replica = new MemoryDestination('tombstones');
     const full = await tap(args, env);
     expect(full.code).toBe(0);
     check(full.stdout);
     expect(full.stderr).not.toContain(account.key);
-    const state1 = replica.apply(full.stdout);
+    const state1 = replica.applySinger(full.stdout);
 
     mutate(account, { op: 'delete_contacts', count: 5 }, { op: 'delete_conversations', count: 3 }, { op: 'update_contacts', count: 4 });
     const incremental = await tap([...args, '--state', stateFile(state1)], env);
@@ -203,8 +200,8 @@ describe('tap-data-read against the emulator', () => {
     expect(recordsOf(incremental.stdout, 'conversations').some((r) => r._sdc_deleted_at != null)).toBe(true);
     const schema = parseLines(incremental.stdout).find((l) => l.type === 'SCHEMA' && l.stream === 'stage_events');
     expect(JSON.stringify(schema)).not.toContain('_sdc_deleted_at');
-    replica.apply(incremental.stdout);
-    // No applyDeletions: the tombstones alone remove the rows.
+    replica.applySinger(incremental.stdout);
+    // The deletion log is not applied: the tombstones alone remove the rows.
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions']);
   });
 
@@ -220,8 +217,8 @@ describe('tap-data-read against the emulator', () => {
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/CRITICAL .*contacts/);
     check(failed.stdout);
-    const replica = new SingerReplica();
-    const state1 = replica.apply(failed.stdout);
+    const replica = new MemoryDestination();
+    const state1 = replica.applySinger(failed.stdout);
     expect(state1?.currently_syncing).toBe('contacts');
     expect(state1?.bookmarks.contacts).toEqual({ resume: { cursor: expect.any(String), sync_watermark: expect.any(String) } });
     expect(Object.keys(state1?.bookmarks.conversations ?? {})).toEqual(['sync_watermark']);
@@ -229,9 +226,8 @@ describe('tap-data-read against the emulator', () => {
     const resumed = await tap(['--config', account.config, '--state', stateFile(state1)]);
     expect(resumed.code).toBe(0);
     check(resumed.stdout);
-    const state2 = replica.apply(resumed.stdout);
+    const state2 = replica.applySinger(resumed.stdout);
     expect(state2?.bookmarks.contacts).toEqual({ sync_watermark: state1?.bookmarks.contacts?.resume && (state1.bookmarks.contacts.resume as { sync_watermark: string }).sync_watermark });
-    replica.applyDeletions();
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
   });
 

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, type ClientStats, type DataReadApi, type ListQuery, type RawPage } from '../../src/client/types.js';
+import { ApiError, type DataReadApi } from '../../src/client/types.js';
 import { parseConfig } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import type { StreamState } from '../../src/engine/state.js';
@@ -9,36 +9,21 @@ import { SingerSink } from '../../src/faces/singer/sink.js';
 import { discoverCatalog } from '../../src/faces/singer/catalog.js';
 import { LineWriter, StderrLogger } from '../../src/output.js';
 import { SINGER_DELETED_AT } from '../../src/schemas/json-schema.js';
-import type { Me } from '../../src/schemas/resources.js';
 import { parseLines, protocolCheck } from '../helpers/cli.js';
+import { FakeApi } from '../helpers/fake-api.js';
 
 const W = '2026-03-01T10:00:00.000Z';
 const W0 = '2026-02-01T10:00:00.000Z';
 
-/** Serves fixed records per path, paged with cursors `c<offset>`; `failAt` makes a path fail at that offset. */
-class PathsApi implements DataReadApi {
-  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0 };
-  readonly calls: { path: string; query: ListQuery }[] = [];
-  private readonly data: Record<string, Record<string, unknown>[]>;
-  private readonly failAt: Record<string, number>;
-  constructor(data: Record<string, Record<string, unknown>[]>, failAt: Record<string, number> = {}) {
-    this.data = data;
-    this.failAt = failAt;
-  }
-  async me(): Promise<Me> {
-    return { account_name: 'Fake', scopes: ['data:read'], limits: { per_minute: 60, per_day: 1000 } };
-  }
-  async list(path: string, query: ListQuery): Promise<RawPage> {
-    this.calls.push({ path, query });
-    const offset = query.cursor ? Number(query.cursor.slice(1)) : 0;
-    if (this.failAt[path] === offset) throw new ApiError('retries_exhausted', 'transient_error', `${path}: the service kept answering 500`);
-    const all = this.data[path] ?? [];
-    const page = all.slice(offset, offset + query.limit);
-    const end = offset + page.length;
-    const more = end < all.length;
-    return { data: page, has_more: more, next_cursor: more ? `c${end}` : null, sync_watermark: W };
-  }
-  async close(): Promise<void> {}
+/** Serves fixed records per path; `failAt` makes a path fail (retries exhausted) at that offset. */
+function pathsApi(data: Record<string, Record<string, unknown>[]>, failAt: Record<string, number> = {}): FakeApi {
+  const api = new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/stage_events': [], '/v1/deletions': [], '/v1/pipeline_stages': [], ...data }, W);
+  api.beforePage = (path, query) => {
+    if (failAt[path] === (query.cursor ? Number(query.cursor.slice(1)) : 0)) {
+      throw new ApiError('retries_exhausted', 'transient_error', `${path}: the service kept answering 500`);
+    }
+  };
+  return api;
 }
 
 const contact = (i: number) => ({ id: `k${i}`, updated_at: '2026-01-01T00:00:00.000Z', email: `c${i}@example.com`, name: `C ${i}`, extra_field: i });
@@ -84,7 +69,7 @@ const stderrText = (): string => written.join('');
 describe('SingerSink', () => {
   it('writes SCHEMA first, RECORDs with time_extracted, a STATE per checkpoint and ends with a STATE', async () => {
     const plans = planAll(false).filter((p) => p.stream.name === 'contacts');
-    const { stdout, lines } = await run(plans, new PathsApi({ '/v1/contacts': [contact(1), contact(2), contact(3)] }));
+    const { stdout, lines } = await run(plans, pathsApi({ '/v1/contacts': [contact(1), contact(2), contact(3)] }));
     expect(lines.map((l) => l.type)).toEqual(['SCHEMA', 'RECORD', 'RECORD', 'STATE', 'RECORD', 'STATE']);
     expect(lines[0]).toMatchObject({ stream: 'contacts', key_properties: ['id'], bookmark_properties: ['updated_at'] });
     expect(lines[1]).toEqual({ type: 'RECORD', stream: 'contacts', record: contact(1), time_extracted: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
@@ -98,7 +83,7 @@ describe('SingerSink', () => {
   it('keeps the bookmarks of streams not synced and carries the saved watermark in mid-read checkpoints', async () => {
     const plans = planAll(false).filter((p) => p.stream.name === 'contacts');
     const states = new Map<string, StreamState>([['contacts', { sync_watermark: W0 }], ['deletions', { sync_watermark: W0 }]]);
-    const api = new PathsApi({ '/v1/contacts': [contact(1), contact(2), contact(3)] });
+    const api = pathsApi({ '/v1/contacts': [contact(1), contact(2), contact(3)] });
     const { lines } = await run(plans, api, { states });
     expect(api.calls[0]?.query.updated_since).toBe(W0);
     const values = lines.filter((l) => l.type === 'STATE').map((l) => l.value);
@@ -114,7 +99,7 @@ describe('SingerSink', () => {
       for (const m of entry.metadata) m.metadata.selected = entry.stream === 'contacts' && (m.breadcrumb.length === 0 || m.breadcrumb[1] === 'email');
     }
     const plans = planFromCatalog(catalog, false, () => undefined);
-    const { stdout, lines } = await run(plans, new PathsApi({ '/v1/contacts': [contact(1)] }));
+    const { stdout, lines } = await run(plans, pathsApi({ '/v1/contacts': [contact(1)] }));
     expect(Object.keys((lines[0]?.schema as { properties: object }).properties)).toEqual(['id', 'updated_at', 'email']);
     expect(lines[1]?.record).toEqual({ id: 'k1', updated_at: '2026-01-01T00:00:00.000Z', email: 'c1@example.com', extra_field: 1 });
     expect(protocolCheck('singer-check.py', stdout).n_errors).toBe(0);
@@ -122,7 +107,7 @@ describe('SingerSink', () => {
 
   it('emits tombstones with _sdc_deleted_at into contacts, after the contacts SCHEMA', async () => {
     const plans = planAll(true).filter((p) => ['contacts', 'deletions'].includes(p.stream.name));
-    const api = new PathsApi({ '/v1/contacts': [contact(1)], '/v1/deletions': [deletion(7)] });
+    const api = pathsApi({ '/v1/contacts': [contact(1)], '/v1/deletions': [deletion(7)] });
     const { stdout, lines } = await run(plans, api, { tombstones: true });
     const tombstone = lines.find((l) => l.type === 'RECORD' && l.stream === 'contacts' && (l.record as Record<string, unknown>).id === 'k7');
     expect(tombstone?.record).toMatchObject({ id: 'k7', updated_at: '2026-02-01T00:00:00.000Z', _sdc_deleted_at: '2026-02-01T00:00:00.000Z', email: null });
@@ -134,7 +119,7 @@ describe('SingerSink', () => {
 
   it('on a failing stream logs CRITICAL, keeps the last checkpoint and names the stream in the final STATE', async () => {
     const plans = planAll(false).filter((p) => ['contacts', 'stage_events'].includes(p.stream.name));
-    const api = new PathsApi(
+    const api = pathsApi(
       { '/v1/contacts': [contact(1), contact(2), contact(3)], '/v1/stage_events': [{ id: 's1', contact_id: 'k1', created_at: W0 }] },
       { '/v1/contacts': 2 },
     );

@@ -8,7 +8,8 @@
  * once and no tombstone is guessed for it.
  */
 import type { FaultRule } from '../../../src/emulator/index.js';
-import { Lab, Replica, airbyteCheck, errorTraces, inPool, logs, lostOf, protocolProblems, streamStatuses } from './harness.js';
+import { Lab, airbyteCheck, errorTraces, inPool, logs, protocolProblems, streamStatuses } from './harness.js';
+import { MemoryDestination, lostOf } from '../destination.js';
 
 export interface ContractCase {
   /** What the service does. */
@@ -58,8 +59,8 @@ export async function runContractCase(c: ContractCase, seed: number): Promise<Co
     if (faults === 0) problems.push(`${label}: the emulator injected nothing`);
     problems.push(...protocolProblems(run, label), ...(await airbyteCheck(run.stdout, label)));
     if (/^\s+at /m.test(run.stdout.split('\n').filter((l) => !l.includes('"stack_trace"')).join('\n'))) problems.push(`${label}: a stack trace outside TRACE stack_trace`);
-    const replica = new Replica();
-    replica.apply(run.messages);
+    const replica = new MemoryDestination();
+    replica.applyAirbyte(run.messages);
     const errors = errorTraces(run.messages);
     const final = new Map(streamStatuses(run.messages).map((s) => [s.stream, s.status]));
     const broken = c.rule.paths?.[0]?.replace('/v1/', '') ?? '';
@@ -101,7 +102,7 @@ export async function runContractCase(c: ContractCase, seed: number): Promise<Co
     const next = await lab.read(acc, config, { states: replica.states, label: `${label}, next run` });
     problems.push(...protocolProblems(next, `${label}, next run`));
     if (next.code !== 0) problems.push(`${label}, next run: exit ${String(next.code)}`);
-    replica.apply(next.messages);
+    replica.applyAirbyte(next.messages);
     const diff = replica.diff(lab.dump(acc.id), (stream, id) => tampered !== undefined && stream === 'deletions' && id === tampered.id);
     if (lostOf(diff) + diff.extra > 0) problems.push(`${label}: replica differs after the next run: ${diff.examples.join('; ')}`);
     return {

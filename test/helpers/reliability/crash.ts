@@ -5,7 +5,8 @@
  * after a number of ms, which may fall inside a request or before any output),
  * and restarted from the last STATE the destination committed. Once a sync completes, the replica must equal the dump.
  */
-import { Lab, Rand, Replica, airbyteCheck, killPosition, lostOf, protocolProblems, type KillPoint, type SpawnOptions } from './harness.js';
+import { Lab, Rand, airbyteCheck, killPosition, protocolProblems, type KillPoint, type SpawnOptions } from './harness.js';
+import { MemoryDestination, lostOf } from '../destination.js';
 
 export interface CrashScenario {
   readonly seed: number;
@@ -67,7 +68,7 @@ export async function runCrashScenario(s: CrashScenario): Promise<CrashResult> {
   try {
     const acc = lab.account({ contacts: s.contacts });
     const config = { page_size: s.pageSize, max_concurrent_requests: 2, deletions_as_tombstones: s.tombstones === true };
-    const replica = new Replica(s.tombstones === true ? 'tombstones' : 'deletions');
+    const replica = new MemoryDestination(s.tombstones === true ? 'tombstones' : 'deletions');
     while (kills < s.kills) {
       if (syncs > 0) lab.change(acc.id, 2);
       syncs += 1;
@@ -84,7 +85,7 @@ export async function runCrashScenario(s: CrashScenario): Promise<CrashResult> {
         runs += 1;
         problems.push(...protocolProblems(run, where));
         if (run.signal !== 'SIGKILL') problems.push(...(await airbyteCheck(run.stdout, where)));
-        replica.apply(run.messages);
+        replica.applyAirbyte(run.messages);
         if (run.signal === 'SIGKILL') {
           kills += 1;
           killsInSync += 1;

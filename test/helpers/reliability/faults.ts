@@ -6,7 +6,8 @@
  * then the next run, from the state it left, must complete the round.
  */
 import type { FaultRule } from '../../../src/emulator/index.js';
-import { Lab, Replica, airbyteCheck, errorTraces, lostOf, protocolProblems, runSummary } from './harness.js';
+import { Lab, airbyteCheck, errorTraces, protocolProblems, runSummary } from './harness.js';
+import { MemoryDestination, lostOf } from '../destination.js';
 
 export const TRANSPORT_KINDS = ['500', '503', '429', 'reset', 'slow', 'truncated'] as const;
 export type TransportKind = (typeof TRANSPORT_KINDS)[number];
@@ -68,7 +69,7 @@ export async function runFaultScenario(s: FaultScenario): Promise<FaultResult> {
     const rule: FaultRule = { kind: s.kind, ...s.rate, paths: ['/v1/*'], retryAfterSeconds: 1, slowMs: 1500 };
     lab.emu.control.setFaults([rule]);
     const config = { page_size: s.pageSize, request_timeout_seconds: 1, max_retries: s.maxRetries, max_wait_seconds: 30, deletions_as_tombstones: s.tombstones === true };
-    const replica = new Replica(s.tombstones === true ? 'tombstones' : 'deletions');
+    const replica = new MemoryDestination(s.tombstones === true ? 'tombstones' : 'deletions');
     for (let round = 0; round <= s.rounds; round++) {
       if (round > 0) lab.change(acc.id);
       let complete = false;
@@ -81,7 +82,7 @@ export async function runFaultScenario(s: FaultScenario): Promise<FaultResult> {
         requests += summary?.requests ?? 0;
         retries += summary?.retries ?? 0;
         problems.push(...protocolProblems(run, where), ...(await airbyteCheck(run.stdout, where)));
-        replica.apply(run.messages);
+        replica.applyAirbyte(run.messages);
         if (run.code === 0) {
           complete = true;
           continue;

@@ -3,9 +3,10 @@
  * against an in-process emulator on 127.0.0.1, with
  * - a canary API key per account, searched for in every byte of stdout and
  *   stderr of every run (the leak watch);
- * - a destination in memory that commits a stream's records only when a STATE
- *   of that stream follows them (what Airbyte destinations do), so a resume
- *   that skipped anything shows up as a lost record;
+ * - the destination in memory of test/helpers/destination.ts, which commits a
+ *   stream's records only when a STATE of that stream follows them (what
+ *   Airbyte destinations do), so a resume that skipped anything shows up as a
+ *   lost record;
  * - kills (SIGKILL) at a number of STATE lines, of stdout bytes or of ms, and
  *   stdout read at a trickle, with peak RSS taken from /proc/<pid>/status.
  *
@@ -20,6 +21,7 @@ import { startEmulator, type Dump, type Emulator, type EmulatorOptions, type Lim
 import { Prng } from '../../../src/emulator/prng.js';
 import { STREAMS } from '../../../src/streams.js';
 import { ROOT, SOURCE_BIN, protocolCheckAsync } from '../cli.js';
+import { airbyteStateFile, type StreamStates } from '../destination.js';
 
 export const FULL_CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
@@ -416,119 +418,6 @@ export function killPosition(run: ConnectorRun): 'before any record' | 'inside a
   return last.type === 'RECORD' ? 'inside a page' : 'between pages';
 }
 
-// --- the destination in memory -------------------------------------------------------
-
-export type StreamStates = Map<string, unknown>;
-
-export interface Diff {
-  /** Records of the dump absent from the replica. */
-  readonly missing: number;
-  /** Records present with other content than the dump's. */
-  readonly stale: number;
-  /** Records in the replica that the dump does not have (a deletion not applied). */
-  readonly extra: number;
-  readonly examples: string[];
-}
-
-export const lostOf = (d: Diff): number => d.missing + d.stale;
-
-/**
- * A destination in append+dedup mode: a stream's records are committed when a
- * STATE of that stream follows them (records after a stream's last STATE are
- * dropped, as Airbyte does when a sync dies), upserted on id. Rows are deleted
- * by tombstones (_ab_cdc_deleted_at), and, in mode 'deletions', also by the
- * records of the deletions stream (a destination that applies the log itself).
- * In mode 'tombstones' only tombstones delete: a tombstone lost in a crash
- * leaves a row that should be gone.
- */
-export class Replica {
-  readonly tables = new Map<string, Map<string, Row>>(STREAMS.map((s) => [s.name, new Map<string, Row>()]));
-  readonly states: StreamStates = new Map();
-  readonly deletes: 'deletions' | 'tombstones';
-  committed = 0;
-  dropped = 0;
-
-  constructor(deletes: 'deletions' | 'tombstones' = 'deletions') {
-    this.deletes = deletes;
-  }
-
-  apply(messages: readonly Message[]): void {
-    const pending = new Map<string, Row[]>();
-    for (const m of messages) {
-      if (m.type === 'RECORD') {
-        const r = m.record as { stream: string; data: Row };
-        let list = pending.get(r.stream);
-        if (list === undefined) pending.set(r.stream, (list = []));
-        list.push(r.data);
-      } else if (m.type === 'STATE') {
-        const s = (m.state as { stream: { stream_descriptor: { name: string }; stream_state: unknown } }).stream;
-        const name = s.stream_descriptor.name;
-        const table = this.table(name);
-        for (const row of pending.get(name) ?? []) {
-          this.committed += 1;
-          if (row._ab_cdc_deleted_at !== undefined && row._ab_cdc_deleted_at !== null) table.delete(String(row.id));
-          else table.set(String(row.id), row);
-        }
-        pending.delete(name);
-        this.states.set(name, s.stream_state);
-      }
-    }
-    for (const rows of pending.values()) this.dropped += rows.length;
-    if (this.deletes === 'tombstones') return;
-    for (const deletion of this.table('deletions').values()) {
-      const target = deletion.object_type === 'contact' ? 'contacts' : deletion.object_type === 'conversation' ? 'conversations' : undefined;
-      if (target !== undefined) this.table(target).delete(String(deletion.object_id));
-    }
-  }
-
-  table(name: string): Map<string, Row> {
-    const t = this.tables.get(name);
-    if (t === undefined) throw new Error(`no stream ${name}`);
-    return t;
-  }
-
-  /** Compare with the emulator's dump; `ignore` skips records (stream, id) a test tampered with. */
-  diff(dump: Dump, ignore: (stream: string, id: string) => boolean = () => false): Diff {
-    let missing = 0;
-    let stale = 0;
-    let extra = 0;
-    const examples: string[] = [];
-    const note = (text: string): void => {
-      if (examples.length < 5) examples.push(text);
-    };
-    for (const s of STREAMS) {
-      const want = (dump as unknown as Record<string, Row[]>)[s.name] ?? [];
-      const have = this.table(s.name);
-      const ids = new Set<string>();
-      for (const row of want) {
-        const id = String(row.id);
-        ids.add(id);
-        if (ignore(s.name, id)) continue;
-        const got = have.get(id);
-        if (got === undefined) {
-          missing += 1;
-          note(`${s.name} ${id} missing`);
-        } else if (JSON.stringify(got) !== JSON.stringify(row)) {
-          stale += 1;
-          note(`${s.name} ${id} differs`);
-        }
-      }
-      for (const id of have.keys()) {
-        if (!ids.has(id) && !ignore(s.name, id)) {
-          extra += 1;
-          note(`${s.name} ${id} should not be there`);
-        }
-      }
-    }
-    return { missing, stale, extra, examples };
-  }
-}
-
-/** The Airbyte --state file for a replica's states. */
-export function stateFile(states: StreamStates): unknown[] {
-  return [...states].map(([name, stream_state]) => ({ type: 'STREAM', stream: { stream_descriptor: { name }, stream_state } }));
-}
-
 // --- the lab: an emulator, accounts with canary keys, files ---------------------------------
 
 export interface LabAccount {
@@ -582,7 +471,7 @@ export class Lab {
   /** `read` with this account's canary key; states (when given) become the --state file. */
   read(acc: LabAccount, config: Record<string, unknown>, options: ReadOptions = {}): Promise<ConnectorRun> {
     const args = ['read', '--config', this.config(acc, config), '--catalog', options.catalog ?? FULL_CATALOG];
-    if (options.states !== undefined && options.states.size > 0) args.push('--state', this.file('state.json', stateFile(options.states)));
+    if (options.states !== undefined && options.states.size > 0) args.push('--state', this.file('state.json', airbyteStateFile(options.states)));
     return runConnector(args, { ...options.spawn, secrets: acc.secrets, label: options.label ?? 'read' });
   }
 

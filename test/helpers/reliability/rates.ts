@@ -6,7 +6,8 @@
  * the reset the next run completes), and the simultaneous-request limit
  * (never exceeded).
  */
-import { Lab, Replica, airbyteCheck, errorTraces, lostOf, protocolProblems, runSummary, streamStatuses, type ConnectorRun } from './harness.js';
+import { Lab, airbyteCheck, errorTraces, protocolProblems, runSummary, streamStatuses, type ConnectorRun } from './harness.js';
+import { MemoryDestination, lostOf } from '../destination.js';
 
 export interface PerMinuteResult {
   readonly requests: number;
@@ -32,8 +33,8 @@ export async function runPerMinute(o: { contacts: number; pageSize: number; perM
     const runEnd = Date.now();
     problems.push(...protocolProblems(run, 'per-minute limit'), ...(await airbyteCheck(run.stdout, 'per-minute limit')));
     if (run.code !== 0) problems.push(`per-minute limit: exit ${String(run.code)}: ${errorTraces(run.messages).map((e) => e.message).join(' | ')}`);
-    const replica = new Replica();
-    replica.apply(run.messages);
+    const replica = new MemoryDestination();
+    replica.applyAirbyte(run.messages);
     const diff = replica.diff(lab.dump(acc.id));
     if (lostOf(diff) + diff.extra > 0) problems.push(`per-minute limit: replica differs: ${diff.examples.join('; ')}`);
     const limited = streamStatuses(run.messages).filter((s) => s.status === 'RUNNING' && s.quotaReset !== undefined);
@@ -106,8 +107,8 @@ export async function runPerDay(o: { variant: 'quota' | 'retry_after'; contacts:
     const exitAt = performance.now();
     const stopMs = outAt === undefined ? Number.NaN : exitAt - outAt;
     problems.push(...protocolProblems(first, label), ...(await airbyteCheck(first.stdout, label)));
-    const replica = new Replica();
-    replica.apply(first.messages);
+    const replica = new MemoryDestination();
+    replica.applyAirbyte(first.messages);
     const errors = errorTraces(first.messages);
     if (first.code !== 1 || errors.length === 0) problems.push(`${label}: exit ${String(first.code)} with ${errors.length} error traces`);
     let message = '';
@@ -135,7 +136,7 @@ export async function runPerDay(o: { variant: 'quota' | 'retry_after'; contacts:
     for (let code: number | null = first.code; code !== 0 && runs < 6; runs++) {
       const run = await lab.read(acc, config, { states: replica.states, label: `${label}, after the reset` });
       problems.push(...protocolProblems(run, `${label}, after the reset`));
-      replica.apply(run.messages);
+      replica.applyAirbyte(run.messages);
       code = run.code;
       if (code !== 0) lab.emu.control.advanceClock(3_600_000);
     }
@@ -178,8 +179,8 @@ export async function runConcurrency(o: { contacts: number; pageSize: number; ma
     const run = await lab.read(acc, { page_size: o.pageSize, max_concurrent_requests: o.maxConcurrent, request_timeout_seconds: 1 }, { label });
     problems.push(...protocolProblems(run, label), ...(await airbyteCheck(run.stdout, label)));
     if (run.code !== 0) problems.push(`${label}: exit ${String(run.code)}: ${errorTraces(run.messages).map((e) => e.message).join(' | ')}`);
-    const replica = new Replica();
-    replica.apply(run.messages);
+    const replica = new MemoryDestination();
+    replica.applyAirbyte(run.messages);
     const diff = replica.diff(lab.dump(acc.id));
     if (lostOf(diff) + diff.extra > 0) problems.push(`${label}: replica differs: ${diff.examples.join('; ')}`);
     const stats = lab.emu.control.stats();

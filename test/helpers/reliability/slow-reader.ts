@@ -5,7 +5,8 @@
  * and no growth from the first quarter of the output to the end) and must
  * neither lose nor reorder the messages of a stream.
  */
-import { Lab, Replica, lostOf, protocolProblems, type ConnectorRun, type Message } from './harness.js';
+import { Lab, protocolProblems, type ConnectorRun, type Message } from './harness.js';
+import { MemoryDestination, lostOf } from '../destination.js';
 
 export interface SlowReaderResult {
   readonly outputBytes: number;
@@ -76,8 +77,8 @@ export async function runSlowReader(o: { contacts: number; pageSize: number; tri
         problems.push(`slow reader: the messages of ${stream} differ from the fast run (${list.length} vs ${other.length})`);
       }
     }
-    const replica = new Replica();
-    replica.apply(slow.messages);
+    const replica = new MemoryDestination();
+    replica.applyAirbyte(slow.messages);
     const diff = replica.diff(lab.dump(acc.id));
     if (lostOf(diff) + diff.extra > 0) problems.push(`slow reader: replica differs: ${diff.examples.join('; ')}`);
     const fastPeak = (fast.peakRssKb ?? Number.NaN) / 1024;
