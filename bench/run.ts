@@ -27,7 +27,7 @@ import {
   API_KEY, BENCH_DIST, HAS_TIME, NODE, PageServer, ROOT, SOURCE_BIN, catalogFor, machine, measure, median, removeDir, tempDir,
   writeJson, type Measured,
 } from './lib.js';
-import { STREAM_OF_PATH } from './records.js';
+import { findStreamByPath } from '../src/streams.js';
 
 // ---------------------------------------------------------------- options
 
@@ -116,7 +116,7 @@ function assertOk(what: string, m: Measured): void {
 }
 
 const connectorArgs = (config: string, catalog: string): string[] => [SOURCE_BIN, 'read', '--config', config, '--catalog', catalog];
-const baselineArgs = (server: PageServer, path: string): string[] => [join(BENCH_DIST, 'baseline.js'), server.url, path, STREAM_OF_PATH[path] ?? 'contacts', API_KEY];
+const baselineArgs = (server: PageServer, path: string): string[] => [join(BENCH_DIST, 'baseline.js'), server.url, path, findStreamByPath(path)?.name ?? 'contacts', API_KEY];
 
 // ---------------------------------------------------------------- 0. output check
 
@@ -279,7 +279,7 @@ async function parallel(server: PageServer, f: Files): Promise<void> {
   const delayMs = 50;
   const pages = PLAN.parallelPages;
   log(`\n5. Parallel streams (4 incremental streams x ${pages} pages, server latency ${delayMs} ms)`);
-  const streams = INCREMENTAL_PATHS.map((p) => STREAM_OF_PATH[p] ?? p);
+  const streams = INCREMENTAL_PATHS.map((p) => findStreamByPath(p)?.name ?? p);
   const catalog = f.catalog(streams);
   const times: Record<number, number[]> = { 1: [], 4: [] };
   const inFlight: Record<number, number> = { 1: 0, 4: 0 };
