@@ -7,7 +7,7 @@
 import type { Config } from '../config.js';
 import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
-import type { StreamDefinition, SyncMode } from '../streams.js';
+import { deletionTargets, findDeletionLog, isDeletionLog, streamList, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
 import type { SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
@@ -42,18 +42,20 @@ export interface SyncResult {
   readonly states: ReadonlyMap<string, StreamState>;
 }
 
-const DELETION_RETENTION_MS = 90 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
 
-function deletionGapWarning(state: StreamState): string | undefined {
+/** A warning when the log's saved watermark is older than the service keeps deletions: some are gone. */
+function deletionGapWarning(log: DeletionLogStream, state: StreamState): string | undefined {
   const wm = state.sync_watermark;
   if (wm === undefined) return undefined;
+  const retentionMs = log.deletionLog.retentionDays * DAY_MS;
   const age = Date.now() - parseInstant(wm);
-  if (!(age > DELETION_RETENTION_MS)) return undefined;
-  const days = Math.floor(age / (24 * 3600 * 1000));
+  if (!(age > retentionMs)) return undefined;
+  const days = Math.floor(age / DAY_MS);
   return (
-    `deletions: the saved watermark ${wm} is ${days} days old, but the service keeps deletions for 90 days only. ` +
-    `Deletions between ${wm} and ${new Date(Date.now() - DELETION_RETENTION_MS).toISOString()} are gone; ` +
-    'run a full refresh of contacts and conversations to drop rows deleted meanwhile.'
+    `${log.name}: the saved watermark ${wm} is ${days} days old, but the service keeps deletions for ${log.deletionLog.retentionDays} days only. ` +
+    `Deletions between ${wm} and ${new Date(Date.now() - retentionMs).toISOString()} are gone; ` +
+    `run a full refresh of ${streamList(deletionTargets())} to drop rows deleted meanwhile.`
   );
 }
 
@@ -88,36 +90,36 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();
-  const selected = new Set(request.streams.map((s) => s.stream.name));
 
+  const log = request.streams.map((s) => s.stream).find(isDeletionLog);
   let tombstones: TombstoneEmitter | undefined;
   if (config.deletions_as_tombstones && request.tombstones) {
-    if (selected.has('deletions')) {
+    if (log) {
       // Tombstones only go to incremental streams (an overwritten table would keep rows of nulls), and each
       // batch is followed by a checkpoint of its target carrying that stream's saved state, so destinations
-      // that commit per stream commit the tombstones before the deletions state moves past them.
+      // that commit per stream commit the tombstones before the log's state moves past them.
       const incremental = new Set(request.streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
-      tombstones = new TombstoneEmitter(incremental, request.tombstones.column, request.tombstones.properties, (stream) =>
+      tombstones = new TombstoneEmitter(log, incremental, request.tombstones.column, request.tombstones.properties, (stream) =>
         request.states.get(stream.name) ?? {},
       );
     } else {
-      await sink.log('WARN', 'deletions_as_tombstones is on but the deletions stream is not selected: no tombstones are emitted.');
+      await sink.log('WARN', `deletions_as_tombstones is on but the ${findDeletionLog()?.name ?? 'deletion log'} stream is not selected: no tombstones are emitted.`);
     }
   }
 
-  // Every stream is STARTED up front: tombstones may reach contacts and
-  // conversations while the deletions stream is read.
+  // Every stream is STARTED up front: tombstones may reach their target
+  // streams while the deletion log is read.
   for (const { stream } of request.streams) await sink.streamStarted(stream);
 
   const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
     const audit = new TypeAudit(stream);
     try {
-      if (stream.name === 'deletions' && mode === 'incremental') {
-        const warning = deletionGapWarning(state);
+      if (isDeletionLog(stream) && mode === 'incremental') {
+        const warning = deletionGapWarning(stream, state);
         if (warning) await sink.log('WARN', warning);
       }
-      const emitter = stream.name === 'deletions' ? tombstones : undefined;
+      const emitter = isDeletionLog(stream) ? tombstones : undefined;
       const outcome = await readStream(stream, {
         client,
         sink,
@@ -141,10 +143,10 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     }
   };
 
-  // Tombstones land in contacts/conversations: read deletions before those end.
-  const deletionsFirst = tombstones ? request.streams.filter((s) => s.stream.name === 'deletions') : [];
-  const rest = request.streams.filter((s) => !deletionsFirst.includes(s));
-  for (const s of deletionsFirst) await runOne(s);
+  // Tombstones land in the deleted objects' streams: read the log before those end.
+  const first = tombstones ? request.streams.filter((s) => s.stream.deletionLog?.readFirstForTombstones === true) : [];
+  const rest = request.streams.filter((s) => !first.includes(s));
+  for (const s of first) await runOne(s);
   await Promise.all(rest.map(runOne));
 
   const warning = tombstones?.unknownTypesWarning();

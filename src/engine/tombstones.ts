@@ -1,13 +1,15 @@
 /**
- * Deletions as tombstones: each deletion record becomes a record of the
- * deleted object's own stream, with the deleted-at column set, so that
+ * Deletions as tombstones: each record of the deletion log becomes a record
+ * of the deleted object's own stream (its primary key and its cursor set from
+ * the deletion, the deleted-at column set, every other field null), so that
  * destinations which deduplicate on the primary key delete the row.
  *
- * A deletion record whose object_type names no stream is never guessed at:
+ * A deletion record whose object type names no stream is never guessed at:
  * it is counted and reported once, at the end of the sync. So is one that
- * lacks the object_id or deleted_at a tombstone needs.
+ * lacks the object id or deletion time a tombstone needs. Which fields those
+ * are is the log's row in the streams table.
  */
-import { STREAMS, type StreamDefinition } from '../streams.js';
+import { STREAMS, findDeletionTarget, type DeletionLogStream, type StreamDefinition } from '../streams.js';
 import type { Data, SyncSink } from './events.js';
 import type { StreamState } from './state.js';
 
@@ -15,6 +17,7 @@ import type { StreamState } from './state.js';
 export type CheckpointOf = (stream: StreamDefinition) => StreamState | undefined;
 
 export class TombstoneEmitter {
+  private readonly log: DeletionLogStream;
   private readonly targets: Map<string, { stream: StreamDefinition; template: Data }>;
   /** object_type (as JSON text) -> deletion records with that unknown type. */
   private readonly unknownTypes = new Map<string, number>();
@@ -24,6 +27,7 @@ export class TombstoneEmitter {
   private readonly checkpointOf: CheckpointOf | undefined;
 
   /**
+   * @param log the deletion log stream whose records become tombstones
    * @param selected streams the run emits; tombstones go only to those
    * @param column the deleted-at column (`_ab_cdc_deleted_at` or `_sdc_deleted_at`)
    * @param properties the declared properties of a stream, all set null in a tombstone
@@ -35,16 +39,18 @@ export class TombstoneEmitter {
    *   checkpoint that moves past them, even if the target stream then fails.
    */
   constructor(
+    log: DeletionLogStream,
     selected: ReadonlySet<string>,
     column: string,
     properties: (stream: StreamDefinition) => readonly string[],
     checkpointOf?: CheckpointOf,
   ) {
+    this.log = log;
     this.column = column;
     this.checkpointOf = checkpointOf;
     this.targets = new Map();
     for (const stream of STREAMS) {
-      if (stream.tombstoneObjectType && selected.has(stream.name)) {
+      if (stream.tombstoneObjectType && stream.cursorField && selected.has(stream.name)) {
         const template: Data = {};
         for (const prop of properties(stream)) template[prop] = null;
         this.targets.set(stream.tombstoneObjectType, { stream, template });
@@ -59,14 +65,15 @@ export class TombstoneEmitter {
   /** Emit the tombstones for one page of deletion records. */
   async emit(sink: SyncSink, deletions: readonly Data[], extractedAt: number): Promise<void> {
     const batches = new Map<StreamDefinition, Data[]>();
+    const { objectTypeField, objectIdField } = this.log.deletionLog;
     for (const deletion of deletions) {
-      const type = deletion.object_type;
-      const objectId = deletion.object_id;
-      const deletedAt = deletion.deleted_at;
+      const type = deletion[objectTypeField];
+      const objectId = deletion[objectIdField];
+      const deletedAt = deletion[this.log.cursorField];
       const target = typeof type === 'string' ? this.targets.get(type) : undefined;
       if (!target) {
-        // (Streams without tombstones have tombstoneObjectType null: a null object_type is unknown, not theirs.)
-        if (typeof type !== 'string' || !STREAMS.some((s) => s.tombstoneObjectType === type)) {
+        // (Streams without tombstones have tombstoneObjectType null: a null object type is unknown, not theirs.)
+        if (findDeletionTarget(type) === undefined) {
           // JSON text keeps null, numbers and a missing field apart from strings.
           const key = type === undefined ? '(missing)' : JSON.stringify(type);
           this.unknownTypes.set(key, (this.unknownTypes.get(key) ?? 0) + 1);
@@ -77,9 +84,10 @@ export class TombstoneEmitter {
         this.incomplete++;
         continue;
       }
-      const tombstone: Data = { ...target.template, id: objectId, updated_at: deletedAt, [this.column]: deletedAt };
-      let batch = batches.get(target.stream);
-      if (!batch) batches.set(target.stream, (batch = []));
+      const { stream } = target;
+      const tombstone: Data = { ...target.template, [stream.primaryKey]: objectId, [stream.cursorField as string]: deletedAt, [this.column]: deletedAt };
+      let batch = batches.get(stream);
+      if (!batch) batches.set(stream, (batch = []));
       batch.push(tombstone);
     }
     for (const [stream, batch] of batches) {
@@ -91,14 +99,15 @@ export class TombstoneEmitter {
 
   /** One warning for all deletion records no tombstone could be made of; undefined when none. */
   unknownTypesWarning(): string | undefined {
+    const { objectTypeField, objectIdField } = this.log.deletionLog;
     const parts: string[] = [];
     if (this.unknownTypes.size > 0) {
       const total = [...this.unknownTypes.values()].reduce((a, b) => a + b, 0);
       const values = [...this.unknownTypes.entries()].map(([v, n]) => `${v}: ${n}`).join(', ');
-      parts.push(`${total} deletion record(s) had an object_type the connector does not know (${values})`);
+      parts.push(`${total} deletion record(s) had an ${objectTypeField} the connector does not know (${values})`);
     }
-    if (this.incomplete > 0) parts.push(`${this.incomplete} deletion record(s) lacked object_id or deleted_at`);
+    if (this.incomplete > 0) parts.push(`${this.incomplete} deletion record(s) lacked ${objectIdField} or ${this.log.cursorField}`);
     if (parts.length === 0) return undefined;
-    return `${parts.join('; ')}: they are kept in the deletions stream but no tombstone was emitted for them.`;
+    return `${parts.join('; ')}: they are kept in the ${this.log.name} stream but no tombstone was emitted for them.`;
   }
 }

@@ -15,7 +15,7 @@
  */
 import type { Dump } from '../../src/emulator/index.js';
 import { AIRBYTE_DELETED_AT, SINGER_DELETED_AT } from '../../src/schemas/json-schema.js';
-import { STREAMS, findStream } from '../../src/streams.js';
+import { STREAMS, findDeletionLog, findDeletionTarget, findStream } from '../../src/streams.js';
 import { parseLines } from './cli.js';
 
 export type Row = Record<string, unknown>;
@@ -144,13 +144,14 @@ export class MemoryDestination {
     return { missing, stale, extra, examples };
   }
 
-  /** Delete the rows the deletion log names (the stream whose records carry object_type and object_id). */
+  /** Delete the rows the deletion log names (its row in the streams table says which fields name them). */
   applyDeletionLog(): void {
-    const log = STREAMS.find((s) => s.name === 'deletions');
+    const log = findDeletionLog();
     if (log === undefined) return;
+    const { objectTypeField, objectIdField } = log.deletionLog;
     for (const deletion of this.table(log.name).values()) {
-      const target = STREAMS.find((s) => s.tombstoneObjectType !== null && s.tombstoneObjectType === deletion.object_type);
-      if (target !== undefined) this.table(target.name).delete(String(deletion.object_id));
+      const target = findDeletionTarget(deletion[objectTypeField]);
+      if (target !== undefined) this.table(target.name).delete(String(deletion[objectIdField]));
     }
   }
 }

@@ -3,16 +3,17 @@ import { TombstoneEmitter } from '../../src/engine/tombstones.js';
 import { runSync } from '../../src/engine/sync.js';
 import { ConfigSchema } from '../../src/config.js';
 import { AIRBYTE_DELETED_AT, recordJsonSchema } from '../../src/schemas/json-schema.js';
-import { STREAMS, findStream, type StreamDefinition } from '../../src/streams.js';
+import { STREAMS, findDeletionLog, findStream, type DeletionLogStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 import { FakeApi, deletion } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
+const LOG = findDeletionLog() as DeletionLogStream;
 const propertiesOf = (s: StreamDefinition) => Object.keys(recordJsonSchema(s).properties as object);
 
 describe('TombstoneEmitter', () => {
   it('turns a deletion into a tombstone of the deleted object: id, updated_at = deleted_at, the deleted-at column, other fields null', async () => {
-    const emitter = new TombstoneEmitter(new Set(['contacts', 'conversations', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
+    const emitter = new TombstoneEmitter(LOG, new Set(['contacts', 'conversations', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
     const sink = new RecordingSink();
     await emitter.emit(sink, [deletion('d1', 'contact', 'c1', 5), deletion('d2', 'conversation', 'v1', 6)], 0);
     const [tombstone] = sink.recordsOf('contacts');
@@ -23,7 +24,7 @@ describe('TombstoneEmitter', () => {
   });
 
   it('counts unknown object_type values (and records it cannot use) and reports them once, without guessing', async () => {
-    const emitter = new TombstoneEmitter(new Set(['contacts', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
+    const emitter = new TombstoneEmitter(LOG, new Set(['contacts', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
     const sink = new RecordingSink();
     await emitter.emit(sink, [deletion('d1', 'widget', 'x', 1), deletion('d2', 'widget', 'y', 2), deletion('d3', null, 'z', 3)], 0);
     await emitter.emit(sink, [{ id: 'd4', object_id: 'w', deleted_at: '2026-01-01T00:00:00.000Z' }, { id: 'd5', object_type: 'contact', deleted_at: '2026-01-01T00:00:00.000Z' }], 0);
@@ -38,7 +39,7 @@ describe('TombstoneEmitter', () => {
 
   it('follows each batch of tombstones with a checkpoint of the target stream when asked to', async () => {
     const saved = { sync_watermark: '2026-01-01T00:00:00.000Z' };
-    const emitter = new TombstoneEmitter(new Set(['contacts']), AIRBYTE_DELETED_AT, propertiesOf, (s) => (s.name === 'contacts' ? saved : undefined));
+    const emitter = new TombstoneEmitter(LOG, new Set(['contacts']), AIRBYTE_DELETED_AT, propertiesOf, (s) => (s.name === 'contacts' ? saved : undefined));
     const sink = new RecordingSink();
     await emitter.emit(sink, [deletion('d1', 'contact', 'c1', 5)], 0);
     expect(sink.events.map((e) => e.kind)).toEqual(['records', 'state']);

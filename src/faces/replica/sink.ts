@@ -8,7 +8,7 @@
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
-import type { StreamDefinition } from '../../streams.js';
+import { findDeletionLog, type StreamDefinition } from '../../streams.js';
 import type { ReplicaStore } from './store.js';
 
 export interface StreamTally {
@@ -115,9 +115,10 @@ export class ReplicaSink implements SyncSink {
     if (this.unknownTypes.size === 0) return undefined;
     const total = [...this.unknownTypes.values()].reduce((n, ids) => n + ids.size, 0);
     const values = [...this.unknownTypes].map(([type, ids]) => `${type}: ${ids.size}`).join(', ');
+    const log = findDeletionLog();
     return (
-      `${total} deletion record(s) had an object_type the replica does not know (${values}); ` +
-      'they are kept in the deletions table but deleted no row.'
+      `${total} deletion record(s) had an ${log?.deletionLog.objectTypeField ?? 'object type'} the replica does not know (${values}); ` +
+      `they are kept in the ${log?.name ?? 'deletion log'} table but deleted no row.`
     );
   }
 }

@@ -4,8 +4,9 @@
  * state row, committed together. A process killed at any point leaves the
  * database at a checkpoint, and the next run continues from exactly there.
  *
- * Deletions: a record of the deletions stream deletes the contact or
- * conversation it names, unless that row changed after the deletion. Streams
+ * Deletions: a record of the deletion log (the stream the streams table marks
+ * so) deletes the row of the object it names, unless that row changed after
+ * the deletion. Streams
  * are read concurrently, so an upsert can arrive after the deletion of its
  * object: an upsert whose cursor is not later than a known deletion of the
  * same object is skipped (a deleted row is never resurrected).
@@ -15,14 +16,11 @@ import { parseInstant } from '../../config.js';
 import type { Data } from '../../engine/events.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
-import { STREAMS, type StreamDefinition } from '../../streams.js';
+import { STREAMS, findDeletionLog, type DeletionLogStream, type StreamDefinition } from '../../streams.js';
 import { STATE_TABLE, ensureTable, insertSql, openForWrite, storedLayouts } from './database.js';
 import { ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { recordToRow } from './rows.js';
-
-/** The stream whose records delete rows of other streams. */
-export const DELETIONS_STREAM = 'deletions';
 
 interface TableHandle {
   readonly layout: TableLayout;
@@ -55,6 +53,8 @@ export class ReplicaStore {
   readonly migrated: readonly string[];
   private readonly tables = new Map<string, TableHandle>();
   private readonly deletionTargets = new Map<string, string>();
+  /** The deletion log: its table is kept (and indexed by object) whatever streams are replicated. */
+  private readonly log: DeletionLogStream;
   private readonly writeState: StatementSync;
   private readonly deletionsOf: StatementSync;
   private locked = false;
@@ -65,6 +65,9 @@ export class ReplicaStore {
    */
   constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } = {}) {
     this.path = path;
+    const log = findDeletionLog();
+    if (!log) throw new Error('the streams table has no deletion log');
+    this.log = log;
     this.db = openForWrite(path);
     try {
       if (options.lock) {
@@ -89,10 +92,11 @@ export class ReplicaStore {
         if (stream.tombstoneObjectType) this.deletionTargets.set(stream.tombstoneObjectType, stream.name);
       }
       this.migrated = migrated;
-      if (!this.tables.has(DELETIONS_STREAM)) this.tables.set(DELETIONS_STREAM, this.openDeletions());
-      this.db.exec(`CREATE INDEX IF NOT EXISTS "_replica_deletions_object" ON ${ident(DELETIONS_STREAM)} ("object_id")`);
+      if (!this.tables.has(log.name)) this.tables.set(log.name, this.openDeletionLog());
+      const { objectIdField, objectTypeField } = log.deletionLog;
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${ident(`_replica_${log.name}_object`)} ON ${ident(log.name)} (${ident(objectIdField)})`);
       this.deletionsOf = this.db.prepare(
-        `SELECT "deleted_at" AS d FROM ${ident(DELETIONS_STREAM)} WHERE "object_id" = ? AND "object_type" = ?`,
+        `SELECT ${ident(log.cursorField)} AS d FROM ${ident(log.name)} WHERE ${ident(objectIdField)} = ? AND ${ident(objectTypeField)} = ?`,
       );
       this.writeState = this.db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
     } catch (err) {
@@ -101,11 +105,9 @@ export class ReplicaStore {
     }
   }
 
-  private openDeletions(): TableHandle {
-    const stream = STREAMS.find((s) => s.name === DELETIONS_STREAM);
-    if (!stream) throw new Error('the streams table has no deletions stream');
-    const layout = layoutFor(stream);
-    ensureTable(this.db, layout, storedLayouts(this.db).get(stream.name));
+  private openDeletionLog(): TableHandle {
+    const layout = layoutFor(this.log);
+    ensureTable(this.db, layout, storedLayouts(this.db).get(this.log.name));
     return { layout, upsert: this.db.prepare(insertSql(layout)) };
   }
 
@@ -150,13 +152,14 @@ export class ReplicaStore {
         handle.upsert.run(...recordToRow(handle.layout, record), syncedAt);
         upserted++;
       }
-      if (stream.name === DELETIONS_STREAM) {
+      if (stream.name === this.log.name) {
+        const typeField = this.log.deletionLog.objectTypeField;
         for (const deletion of records) {
           const outcome = this.applyDeletion(deletion);
           if (outcome === 'deleted') deletedRows++;
           else if (outcome === 'unknown_type') {
-            const type = deletion.object_type === undefined ? '(missing)' : JSON.stringify(deletion.object_type);
-            unknownTypes.push([type, String(deletion.id)]);
+            const type = deletion[typeField] === undefined ? '(missing)' : JSON.stringify(deletion[typeField]);
+            unknownTypes.push([type, String(deletion[this.log.primaryKey])]);
           }
         }
       }
@@ -182,15 +185,17 @@ export class ReplicaStore {
   }
 
   private applyDeletion(deletion: Data): 'deleted' | 'kept' | 'unknown_type' {
-    const type = deletion.object_type;
+    const { objectTypeField, objectIdField } = this.log.deletionLog;
+    const type = deletion[objectTypeField];
     const targetName = typeof type === 'string' ? this.deletionTargets.get(type) : undefined;
     if (targetName === undefined) return 'unknown_type';
     const target = this.tables.get(targetName);
-    const id = deletion.object_id;
+    const id = deletion[objectIdField];
     if (!target?.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
     const row = target.cursorOf.get(id);
     if (!row) return 'kept';
-    const deletedAt = typeof deletion.deleted_at === 'string' ? parseInstant(deletion.deleted_at) : Number.NaN;
+    const at = deletion[this.log.cursorField];
+    const deletedAt = typeof at === 'string' ? parseInstant(at) : Number.NaN;
     const cursor = typeof row.c === 'string' ? parseInstant(row.c) : Number.NaN;
     // Keep only a row known to have changed after the deletion (the object came back).
     if (cursor > deletedAt) return 'kept';
