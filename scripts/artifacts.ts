@@ -5,17 +5,16 @@
  */
 import { configJsonSchema } from '../src/config.js';
 import { buildOpenApiDocument } from '../src/emulator/openapi.js';
-import { discoverCatalog } from '../src/faces/airbyte/catalog.js';
+import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
 import { specPayload } from '../src/faces/airbyte/protocol.js';
-import { recordJsonSchema } from '../src/schemas/json-schema.js';
 import { STREAMS } from '../src/streams.js';
 
 const pretty = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
 export function generatedArtifacts(): Map<string, string> {
   const files = new Map<string, string>();
-  for (const stream of STREAMS) files.set(`schemas/${stream.name}.json`, pretty(recordJsonSchema(stream)));
+  for (const stream of STREAMS) files.set(`schemas/${stream.name}.json`, pretty(airbyteJsonSchema(stream, false)));
   const streams = discoverCatalog(false);
   files.set('catalog/discovered_catalog.json', pretty({ streams }));
   files.set(

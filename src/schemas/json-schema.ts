@@ -3,16 +3,13 @@
  * shape Airbyte and Singer destinations read best: draft-07, no `$ref`,
  * `additionalProperties: true`, nullable fields as `type: ["null", T]`,
  * date-times as `format: date-time`, only `id` and the cursor field required.
+ * The schema is neutral: each protocol face adds its own annotations (the
+ * Airbyte face its `airbyte_type`) and names its own deleted-at column.
  */
 import { z } from 'zod';
 import type { StreamDefinition } from '../streams.js';
 
 export type JsonSchema = { [key: string]: unknown };
-
-/** The column Airbyte destinations in append+dedup mode read to delete a row. */
-export const AIRBYTE_DELETED_AT = '_ab_cdc_deleted_at';
-/** The Singer convention for the same. */
-export const SINGER_DELETED_AT = '_sdc_deleted_at';
 
 function isObject(value: unknown): value is JsonSchema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -34,16 +31,13 @@ function normalizeProperty(input: JsonSchema): JsonSchema {
   const type = base.type;
   out.type = nullable && typeof type === 'string' ? ['null', type] : type;
   if (typeof base.description === 'string') out.description = base.description;
-  if (base.format === 'date-time') {
-    out.format = 'date-time';
-    out.airbyte_type = 'timestamp_with_timezone';
-  }
+  if (base.format === 'date-time') out.format = 'date-time';
   if (type === 'array' && isObject(base.items)) out.items = normalizeProperty(base.items);
   return out;
 }
 
 export interface RecordSchemaOptions {
-  /** Declare this deleted-at column (tombstones are on for the stream). */
+  /** Declare this deleted-at column, a nullable date-time (tombstones are on for the stream). */
   readonly deletedAtColumn?: string | undefined;
 }
 
@@ -59,7 +53,6 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
     properties[options.deletedAtColumn] = {
       type: ['null', 'string'],
       format: 'date-time',
-      airbyte_type: 'timestamp_with_timezone',
       description: 'Set when the object was deleted in Data-Read (a tombstone); null otherwise',
     };
   }
@@ -72,3 +65,4 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
     properties,
   };
 }
+

@@ -14,7 +14,8 @@
  *   itself); with 'tombstones' only tombstones delete.
  */
 import type { Dump } from '../../src/emulator/index.js';
-import { AIRBYTE_DELETED_AT, SINGER_DELETED_AT } from '../../src/schemas/json-schema.js';
+import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
+import { SINGER_DELETED_AT } from '../../src/faces/singer/protocol.js';
 import { STREAMS, findDeletionLog, findDeletionTarget, findStream } from '../../src/streams.js';
 import { parseLines } from './cli.js';
 

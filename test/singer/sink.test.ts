@@ -8,7 +8,7 @@ import { planAll, planFromCatalog, type StreamPlan } from '../../src/faces/singe
 import { SingerSink } from '../../src/faces/singer/sink.js';
 import { discoverCatalog } from '../../src/faces/singer/catalog.js';
 import { LineWriter, StderrLogger } from '../../src/output.js';
-import { SINGER_DELETED_AT } from '../../src/schemas/json-schema.js';
+import { SINGER_DELETED_AT } from '../../src/faces/singer/protocol.js';
 import { parseLines, protocolCheck } from '../helpers/cli.js';
 import { FakeApi } from '../helpers/fake-api.js';
 

@@ -4,20 +4,37 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
-import { AIRBYTE_DELETED_AT, recordJsonSchema } from '../../schemas/json-schema.js';
+import { recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
-import type { AirbyteStream } from './protocol.js';
+import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
 
 /** Whether a stream gets the tombstone column with this config. */
 export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
   return tombstones && stream.tombstoneObjectType !== null;
 }
 
+const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A copy with Airbyte's type annotation on every date-time (destinations then type the column as a timestamp). */
+function withAirbyteTypes(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'properties' && isObject(value)) {
+      out.properties = Object.fromEntries(Object.entries(value).map(([name, p]) => [name, isObject(p) ? withAirbyteTypes(p) : p]));
+    } else out[key] = key === 'items' && isObject(value) ? withAirbyteTypes(value) : value;
+  }
+  if (schema.format === 'date-time') out.airbyte_type = 'timestamp_with_timezone';
+  return out;
+}
+
+/** A stream's record schema as Airbyte reads it: the shared schema, annotated, with the tombstone column when on. */
+export function airbyteJsonSchema(stream: StreamDefinition, tombstones: boolean): JsonSchema {
+  return withAirbyteTypes(recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined }));
+}
+
 export function airbyteStream(stream: StreamDefinition, tombstones: boolean): AirbyteStream {
-  const json_schema = recordJsonSchema(stream, {
-    deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined,
-  });
+  const json_schema = airbyteJsonSchema(stream, tombstones);
   const out: AirbyteStream = {
     name: stream.name,
     json_schema,

@@ -76,12 +76,11 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }, { findStreamByPath }, { AIRBYTE_DELETED_AT }] = await Promise.all([
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }, { findStreamByPath }] = await Promise.all([
     import('./catalog.js'),
     import('./state-input.js'),
     import('./state-file.js'),
     import('../../streams.js'),
-    import('../../schemas/json-schema.js'),
   ]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
@@ -126,7 +125,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
       sink,
       streams,
       states,
-      tombstones: { column: AIRBYTE_DELETED_AT, properties: propertiesOf },
+      tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf },
     });
     const counts = [...sink.totals].map(([name, n]) => `${name} ${n}`).join(', ');
     const stats = client.stats;

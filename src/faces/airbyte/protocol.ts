@@ -6,6 +6,9 @@ import type { ConnectorError } from '../../errors.js';
 import type { LogLevel } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 
+/** The column Airbyte destinations in append+dedup mode read to delete a row (a tombstone sets it). */
+export const AIRBYTE_DELETED_AT = '_ab_cdc_deleted_at';
+
 export interface AirbyteStream {
   name: string;
   json_schema: Record<string, unknown>;

@@ -8,7 +8,6 @@ import { toConnectorError } from '../../errors.js';
 import { tuneHeapForStreaming } from '../../heap.js';
 import type { Interrupt } from '../../cli/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
-import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
 import { findStreamByPath, type StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
@@ -16,6 +15,7 @@ import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
 import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
+import { SINGER_DELETED_AT } from './protocol.js';
 import { SingerSink } from './sink.js';
 import { parseSingerState } from './state-input.js';
 

@@ -7,6 +7,9 @@ import type { JsonSchema } from '../../schemas/json-schema.js';
 
 export type { JsonSchema };
 
+/** The Singer convention for a deleted row: targets that honour it delete the row a RECORD with it set names. */
+export const SINGER_DELETED_AT = '_sdc_deleted_at';
+
 /** The value of a STATE message (and of the `--state` file). */
 export interface SingerState {
   bookmarks: Record<string, StreamState>;

@@ -1,10 +1,10 @@
 /**
- * Stream schemas as Singer targets read them: the shared record schema
- * without Airbyte's annotations, with `_sdc_deleted_at` declared only when the
- * stream receives tombstones.
+ * Stream schemas as Singer targets read them: the shared record schema, with
+ * `_sdc_deleted_at` declared only when the stream receives tombstones.
  */
-import { recordJsonSchema, SINGER_DELETED_AT, type JsonSchema } from '../../schemas/json-schema.js';
+import { recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
 import type { StreamDefinition } from '../../streams.js';
+import { SINGER_DELETED_AT } from './protocol.js';
 
 /** Whether a stream gets the tombstone column with this config. */
 export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
@@ -15,20 +15,8 @@ function isObject(value: unknown): value is JsonSchema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A deep copy without `airbyte_type` (an Airbyte-only keyword). */
-function stripAirbyte(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripAirbyte);
-  if (!isObject(value)) return value;
-  const out: JsonSchema = {};
-  for (const [key, inner] of Object.entries(value)) {
-    if (key !== 'airbyte_type') out[key] = stripAirbyte(inner);
-  }
-  return out;
-}
-
 export function singerSchema(stream: StreamDefinition, tombstones: boolean): JsonSchema {
-  const schema = recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? SINGER_DELETED_AT : undefined });
-  return stripAirbyte(schema) as JsonSchema;
+  return recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? SINGER_DELETED_AT : undefined });
 }
 
 /** The declared properties of a schema, in order. */

@@ -15,9 +15,8 @@
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
-import { SINGER_DELETED_AT } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
-import type { JsonSchema } from './protocol.js';
+import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
 import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
 
 export interface StreamPlan extends SelectedStream {
