@@ -217,6 +217,8 @@ export interface ParsedConfig {
   readonly config: Config;
   /** Keys the connector does not know; ignored with a warning. */
   readonly unknownKeys: readonly string[];
+  /** What a face logs as a warning before it starts (the unknown keys). */
+  readonly warnings: readonly string[];
 }
 
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
@@ -237,7 +239,8 @@ export function parseConfig(input: unknown): ParsedConfig {
     const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
     throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])));
   }
-  return { config: result.data, unknownKeys };
+  const warnings = unknownKeys.length > 0 ? [`Unknown config keys ignored: ${unknownKeys.join(', ')}.`] : [];
+  return { config: result.data, unknownKeys, warnings };
 }
 
 /**

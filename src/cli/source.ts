@@ -5,7 +5,7 @@
  * bin/source-data-read itself: the connector never loads the emulator.
  */
 import { LineWriter, StderrLogger } from '../output.js';
-import { Interrupt } from './interrupt.js';
+import { Interrupt } from '../interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
 import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';

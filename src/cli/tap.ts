@@ -3,7 +3,7 @@
  * default). Protocol output on stdout only; logs on stderr.
  */
 import { LineWriter, StderrLogger } from '../output.js';
-import { Interrupt } from './interrupt.js';
+import { Interrupt } from '../interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { Interrupt, exitCodeFor, type LastWords, type StopSignal } from '../../src/cli/interrupt.js';
+import { Interrupt, exitCodeFor, type LastWords, type StopSignal } from '../../src/interrupt.js';
 import { LineWriter } from '../../src/output.js';
 import { AirbyteSink } from '../../src/faces/airbyte/sink.js';
 import { STREAMS } from '../../src/streams.js';

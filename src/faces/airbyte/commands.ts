@@ -1,10 +1,9 @@
 /** The Airbyte commands: spec, check, discover, read. Each returns the process exit code. */
 import { readFileSync } from 'node:fs';
-import type { Config } from '../../config.js';
-import { tuneHeapForStreaming } from '../../heap.js';
+import type { Config, ParsedConfig } from '../../config.js';
 import { toConnectorError } from '../../errors.js';
-import { readJsonFile } from '../../cli/files.js';
-import type { Interrupt } from '../../cli/interrupt.js';
+import { readJsonFile } from '../../files.js';
+import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
@@ -25,7 +24,7 @@ export interface CommandContext {
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
-async function loadConfig(path: string, ctx: CommandContext): Promise<{ config: Config; unknownKeys: readonly string[] }> {
+async function loadConfig(path: string, ctx: CommandContext): Promise<ParsedConfig> {
   const { parseUserConfig } = await import('../../config.js');
   return parseUserConfig(readJsonFile(path, 'config'), ctx.logger);
 }
@@ -76,16 +75,15 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }, { findStreamByPath }] = await Promise.all([
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }] = await Promise.all([
     import('./catalog.js'),
     import('./state-input.js'),
     import('./state-file.js'),
-    import('../../streams.js'),
   ]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
   try {
-    const { config, unknownKeys } = await loadConfig(configPath, ctx);
+    const { config, warnings: configWarnings } = await loadConfig(configPath, ctx);
     const catalogInput = readJsonFile(catalogPath, 'catalog');
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
     const warnings: string[] = [];
@@ -94,8 +92,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
     const stateFile = statePath === undefined ? undefined : readAirbyteStateFile(statePath);
     const states = stateFile === undefined ? new Map() : parseAirbyteState(stateFile.value, (w) => warnings.push(w), { selected, incremental, lines: stateFile.lines });
-    if (unknownKeys.length > 0) warnings.push(`Unknown config keys ignored: ${unknownKeys.join(', ')}.`);
-    for (const w of warnings) await sink.log('WARN', w);
+    for (const w of [...warnings, ...configWarnings]) await sink.log('WARN', w);
     prepared = { config, streams, states };
   } catch (err) {
     const error = toConnectorError(err);
@@ -107,38 +104,17 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const words = sink.interrupted(signal);
     return { stdout: words.lines, message: words.message };
   });
-  tuneHeapForStreaming();
-  const [{ clientFromConfig }, { runSync }] = await Promise.all([import('../../engine/connect.js'), import('../../engine/sync.js')]);
-  // The client's hooks cannot wait; a failed write (stdout closed) surfaces at the reader's next awaited write.
-  const ignore = (): undefined => undefined;
-  const client = clientFromConfig(config, {
-    onWait: (notice) => {
-      const stream = findStreamByPath(notice.path);
-      if (stream && notice.reason === 'rate_limited') sink.streamRunning(stream, notice.until).catch(ignore);
-    },
-    onLog: (level, message) => sink.log(level, message).catch(ignore),
-  });
+  const { SyncSession } = await import('../../engine/session.js');
+  const session = await SyncSession.open(config, sink);
   try {
-    const result = await runSync({
-      config,
-      client,
-      sink,
-      streams,
-      states,
-      tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf },
-    });
-    const counts = [...sink.totals].map(([name, n]) => `${name} ${n}`).join(', ');
-    const stats = client.stats;
-    await sink.log(
-      result.failures.length === 0 ? 'INFO' : 'WARN',
-      `Sync ${result.failures.length === 0 ? 'finished' : `ended with ${result.failures.length} failed stream(s)`}: ` +
-        `records: ${counts}; requests: ${stats.requests}, retries: ${stats.retries}, rate-limit waits: ${stats.rateLimitWaits}.`,
-    );
-    return result.failures.length === 0 ? 0 : 1;
+    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } });
+    const failed = result.failures.length;
+    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
+    return failed === 0 ? 0 : 1;
   } catch (err) {
     await sink.error(toConnectorError(err));
     return 1;
   } finally {
-    await client.close();
+    await session.close();
   }
 }

@@ -15,8 +15,6 @@ export class AirbyteSink implements SyncSink {
   private readonly serializers = new Map<string, (data: unknown, emittedAt: number) => string>();
   /** Records per stream since that stream's previous STATE (sourceStats.recordCount). */
   private readonly sinceState = new Map<string, number>();
-  /** Records per stream over the whole run. */
-  readonly totals = new Map<string, number>();
   /** Streams STARTED and not yet COMPLETE or INCOMPLETE, in start order. */
   private readonly open = new Set<string>();
 
@@ -27,7 +25,6 @@ export class AirbyteSink implements SyncSink {
 
   streamStarted(stream: StreamDefinition): Promise<void> {
     this.sinceState.set(stream.name, 0);
-    this.totals.set(stream.name, 0);
     this.open.add(stream.name);
     return this.out.write(msg.streamStatus(stream.name, 'STARTED'));
   }
@@ -40,7 +37,6 @@ export class AirbyteSink implements SyncSink {
     let serialize = this.serializers.get(stream.name);
     if (!serialize) this.serializers.set(stream.name, (serialize = msg.recordSerializer(stream.name)));
     this.sinceState.set(stream.name, (this.sinceState.get(stream.name) ?? 0) + records.length);
-    this.totals.set(stream.name, (this.totals.get(stream.name) ?? 0) + records.length);
     // Lines go out in writes of about WRITE_CHUNK characters: few syscalls, and
     // no page-sized (~200 KB) string and buffer per write for the GC to chase.
     let text = '';

@@ -7,15 +7,13 @@
  * Exit 0 when every stream completed, 1 otherwise (the cause is named).
  */
 import { statSync } from 'node:fs';
-import { readJsonFile } from '../../cli/files.js';
-import type { DataReadApi } from '../../client/types.js';
 import { parseUserConfig, type Config } from '../../config.js';
-import { clientFromConfig, verifyAccount } from '../../engine/connect.js';
-import { runSync, type SelectedStream } from '../../engine/sync.js';
+import { SyncSession } from '../../engine/session.js';
+import type { SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
-import { tuneHeapForStreaming } from '../../heap.js';
+import { readJsonFile } from '../../files.js';
 import type { StderrLogger } from '../../output.js';
-import { STREAMS, findStreamByPath } from '../../streams.js';
+import { STREAMS } from '../../streams.js';
 import { ident } from './layout.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
@@ -63,16 +61,16 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   try {
     const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
     config = loaded.config;
-    if (loaded.unknownKeys.length > 0) logger.log('WARN', `Unknown config keys ignored: ${loaded.unknownKeys.join(', ')}.`);
+    for (const w of loaded.warnings) logger.log('WARN', w);
     store = new ReplicaStore(dbPath, STREAMS, { lock: true });
   } catch (err) {
     logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
     return 1;
   }
 
-  let client: DataReadApi | undefined;
+  let session: SyncSession | undefined;
   const sink = new ReplicaSink(store, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  const progress = new Progress(logger, { tallies: sink.tallies, stats: () => client?.stats });
+  const progress = new Progress(logger, { tallies: sink.tallies, stats: () => session?.stats });
   // Ctrl-C or a stop request: every commit is synchronous, so the handler runs between two of them.
   const onSignal = (signal: NodeJS.Signals): void => {
     progress.stop();
@@ -88,29 +86,22 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
-    tuneHeapForStreaming();
-    client = clientFromConfig(config, {
-      onWait: (notice) => {
-        const stream = findStreamByPath(notice.path);
-        if (stream && notice.reason === 'rate_limited') sink.streamRunning(stream, notice.until);
-      },
-      onLog: (level, message) => progress.log(level, message),
-    });
+    session = await SyncSession.open(config, sink);
     // The run's own client: its full retry and rate-limit patience (a replicate run may be a cron job that meets a busy quota).
-    const account = await verifyAccount(client, config);
+    const account = await session.verifyAccount();
     if (!account.ok) {
       progress.log('ERROR', `Cannot replicate: ${account.message}`);
       return 1;
     }
     progress.log('INFO', `${account.message} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
-    let result = await runSync({ config, client, sink, streams: REPLICA_STREAMS, states });
+    let result = await session.run({ streams: REPLICA_STREAMS, states });
     // A read interrupted last time was finished up to the watermark it started with; one more
     // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
     const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
     if (result.failures.length === 0 && resumed.length > 0) {
       progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-      result = await runSync({ config, client, sink, streams: REPLICA_STREAMS, states: store.loadStates() });
+      result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() });
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);
@@ -122,7 +113,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       rows.set(stream.name, Number(row?.n ?? 0));
     }
     store.close();
-    const stats = client.stats;
+    const stats = session.stats;
     const totals =
       `${summary(sink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
@@ -151,6 +142,6 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     process.off('SIGTERM', onSignal);
     progress.stop();
     store.close();
-    await client?.close();
+    await session?.close();
   }
 }

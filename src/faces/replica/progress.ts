@@ -4,8 +4,8 @@
  * SOURCE_DATA_READ_PROGRESS_MS milliseconds (default 10000; 0 = at every
  * change). Log lines and the final summary are printed in both cases.
  */
-import type { ClientStats } from '../../client/types.js';
 import type { LogLevel } from '../../engine/events.js';
+import type { RequestCounts } from '../../engine/session.js';
 import type { StderrLogger } from '../../output.js';
 import type { StreamTally } from './sink.js';
 
@@ -14,7 +14,7 @@ const DEFAULT_PLAIN_MS = 10_000;
 
 export interface ProgressSource {
   readonly tallies: ReadonlyMap<string, StreamTally>;
-  readonly stats: () => ClientStats | undefined;
+  readonly stats: () => RequestCounts | undefined;
 }
 
 function plainInterval(): number {

@@ -1,14 +1,12 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
-import { readJsonFile } from '../../cli/files.js';
+import { readJsonFile } from '../../files.js';
 import { parseUserConfig, type ParsedConfig } from '../../config.js';
-import { clientFromConfig } from '../../engine/connect.js';
+import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
-import { runSync } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
-import { tuneHeapForStreaming } from '../../heap.js';
-import type { Interrupt } from '../../cli/interrupt.js';
+import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
-import { findStreamByPath, type StreamDefinition } from '../../streams.js';
+import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
@@ -54,8 +52,8 @@ export async function about(ctx: TapContext, format: 'json' | 'markdown'): Promi
 
 export async function discover(ctx: TapContext, sources: readonly string[]): Promise<number> {
   try {
-    const { config, unknownKeys } = loadConfig(ctx, sources);
-    if (unknownKeys.length > 0) ctx.logger.log('WARNING', `Unknown config keys ignored: ${unknownKeys.join(', ')}.`);
+    const { config, warnings } = loadConfig(ctx, sources);
+    for (const w of warnings) ctx.logger.log('WARNING', w);
     await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones))}\n`);
     return 0;
   } catch (err) {
@@ -82,7 +80,7 @@ function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const tombstones = parsed.config.deletions_as_tombstones;
   const plans = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : planAll(tombstones);
   const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
-  if (parsed.unknownKeys.length > 0) warn(`Unknown config keys ignored: ${parsed.unknownKeys.join(', ')}.`);
+  for (const w of parsed.warnings) warn(w);
   return { parsed, plans, states };
 }
 
@@ -106,36 +104,23 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     stdout: sink.interruptedState(),
     message: `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`,
   }));
-  tuneHeapForStreaming();
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
-  const client = clientFromConfig(config, {
-    onWait: (notice) => {
-      if (notice.reason !== 'rate_limited' || notice.waitMs < 10_000) return;
-      const stream = findStreamByPath(notice.path)?.name ?? notice.path;
-      ctx.logger.log('INFO', `${stream}: rate limited; waiting ${Math.ceil(notice.waitMs / 1000)} s (until ${new Date(notice.until).toISOString()}).`);
-    },
-    onLog: (level, message) => sink.log(level, message),
-  });
   // A tombstone declares every property the target was told about (all null), then the deleted-at column.
   const tombstoneProperties = (stream: StreamDefinition): string[] =>
     Object.keys(propertiesOf(planned.get(stream.name)?.schema ?? {})).filter((p) => p !== SINGER_DELETED_AT);
+  const session = await SyncSession.open(config, sink);
   try {
-    const result = await runSync({
-      config,
-      client,
-      sink,
+    const result = await session.run({
       streams: plans,
       states,
       ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
     });
     await sink.finish();
-    const counts = [...sink.totals].map(([name, n]) => `${name} ${n}`).join(', ');
-    const stats = client.stats;
     const failed = result.failures.length;
     ctx.logger.log(
       failed === 0 ? 'INFO' : 'CRITICAL',
       `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-        `records: ${counts}; requests: ${stats.requests}, retries: ${stats.retries}, rate-limit waits: ${stats.rateLimitWaits}.`,
+        `${session.summary()}.`,
     );
     return failed === 0 ? 0 : 1;
   } catch (err) {
@@ -143,6 +128,6 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await sink.finish().catch(() => undefined);
     return code;
   } finally {
-    await client.close();
+    await session.close();
   }
 }

@@ -5,7 +5,7 @@
  * strings; they are turned into the type the config schema declares
  * (integer, boolean) so validation sees what a JSON file would hold.
  */
-import { readJsonFile } from '../../cli/files.js';
+import { readJsonFile } from '../../files.js';
 import { configJsonSchema } from '../../config.js';
 import { ConfigError } from '../../errors.js';
 

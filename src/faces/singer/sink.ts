@@ -20,6 +20,9 @@ import type { StreamPlan } from './selection.js';
 /** Singer (Python logging) level names. */
 const LEVELS: Readonly<Record<LogLevel, string>> = { DEBUG: 'DEBUG', INFO: 'INFO', WARN: 'WARNING', ERROR: 'ERROR' };
 
+/** Rate-limit waits at least this long are logged (shorter ones are routine pacing). */
+const RATE_LIMIT_LOG_MS = 10_000;
+
 type Serialize = (record: unknown, timeExtracted: string) => string;
 
 interface StreamOutput {
@@ -45,8 +48,6 @@ export class SingerSink implements SyncSink {
   private lastState: string | undefined;
   /** The bookmarks of the last STATE written. */
   private lastBookmarks: string | undefined;
-  /** Records per stream over the whole run. */
-  readonly totals = new Map<string, number>();
 
   constructor(out: LineWriter, logger: StderrLogger, plans: readonly StreamPlan[], bookmarks: ReadonlyMap<string, StreamState>) {
     this.out = out;
@@ -93,13 +94,16 @@ export class SingerSink implements SyncSink {
     const output = this.streams.get(stream.name);
     if (!output) throw new Error(`stream ${stream.name} was not planned`);
     this.inProgress.add(stream.name);
-    this.totals.set(stream.name, 0);
     const { plan } = output;
     return this.writeLine(msg.schema(stream.name, plan.schema, [stream.primaryKey], plan.bookmarkProperties));
   }
 
-  streamRunning(): void {
-    // Singer has no stream status; long waits are logged by the command.
+  /** Singer has no stream status: a rate-limit wait of 10 s or more is logged instead. */
+  streamRunning(stream: StreamDefinition, quotaReset?: number): void {
+    if (quotaReset === undefined) return;
+    const waitMs = quotaReset - Date.now();
+    if (waitMs < RATE_LIMIT_LOG_MS) return;
+    this.logger.log('INFO', `${stream.name}: rate limited; waiting ${Math.ceil(waitMs / 1000)} s (until ${new Date(quotaReset).toISOString()}).`);
   }
 
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
@@ -113,7 +117,6 @@ export class SingerSink implements SyncSink {
     } else {
       for (let i = 0; i < records.length; i++) text += serialize(project(records[i] as Data, excluded), timeExtracted);
     }
-    this.totals.set(stream.name, (this.totals.get(stream.name) ?? 0) + records.length);
     return this.writeLine(text);
   }
 

@@ -14,7 +14,7 @@
  */
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
-import type { LineWriter } from '../output.js';
+import type { LineWriter } from './output.js';
 
 export type StopSignal = 'SIGTERM' | 'SIGINT';
 export const STOP_SIGNALS: readonly StopSignal[] = ['SIGTERM', 'SIGINT'];

@@ -1,6 +1,6 @@
 /** Reading the JSON files a user passes (config, catalog, state) with errors that say what is wrong. */
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /** The text of a file the user named; `what` names it for the user, e.g. "config" or "state". */
 export function readTextFile(path: string, what: string): string {

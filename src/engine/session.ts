@@ -1,0 +1,138 @@
+/**
+ * One sync run, the same for every face: tune the heap for a long read, build
+ * the client from the config, turn its wait notices into the sink's stream
+ * events (a wait on a path is that stream's rate limit), run the engine,
+ * count the records that went through, close. A face parses its own inputs
+ * (config file, catalog, state), implements the SyncSink and says the
+ * summary in its own words; it never sees the HTTP client.
+ */
+import type { Config } from '../config.js';
+import { tuneHeapForStreaming } from '../heap.js';
+import { findStreamByPath, type StreamDefinition } from '../streams.js';
+import type { ConnectorError } from '../errors.js';
+import type { DataReadApi } from '../client/types.js';
+import type { CheckResult } from './connect.js';
+import type { Data, LogLevel, SyncSink } from './events.js';
+import type { StreamState } from './state.js';
+import type { SyncRequest, SyncResult } from './sync.js';
+
+// The client and the engine are loaded by `open`, after the heap is tuned: the
+// young generation must not grow on what loading them allocates (see heap.ts).
+type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
+
+/** What the run cost in requests, for progress lines and summaries. */
+export interface RequestCounts {
+  readonly requests: number;
+  readonly retries: number;
+  readonly rateLimitWaits: number;
+}
+
+export type SessionRequest = Omit<SyncRequest, 'config' | 'client' | 'sink'>;
+
+/** Call a sink method from a client hook, which cannot wait: a failure (stdout closed) surfaces at the next awaited write. */
+function fireAndForget(call: () => void | Promise<void>): void {
+  try {
+    const pending = call();
+    if (pending instanceof Promise) pending.catch(() => undefined);
+  } catch {
+    // the same: the reader's next write reports it
+  }
+}
+
+/** Every event passes to the face's sink; the records of each stream are counted on the way. */
+class CountingSink implements SyncSink {
+  readonly counts = new Map<string, number>();
+  private readonly sink: SyncSink;
+
+  constructor(sink: SyncSink) {
+    this.sink = sink;
+  }
+
+  streamStarted(stream: StreamDefinition): void | Promise<void> {
+    if (!this.counts.has(stream.name)) this.counts.set(stream.name, 0);
+    return this.sink.streamStarted(stream);
+  }
+
+  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
+    return this.sink.streamRunning(stream, quotaReset);
+  }
+
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+    this.counts.set(stream.name, (this.counts.get(stream.name) ?? 0) + records.length);
+    return this.sink.records(stream, records, extractedAt);
+  }
+
+  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
+    return this.sink.state(stream, state);
+  }
+
+  streamComplete(stream: StreamDefinition): void | Promise<void> {
+    return this.sink.streamComplete(stream);
+  }
+
+  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
+    return this.sink.streamIncomplete(stream, error);
+  }
+
+  log(level: LogLevel, message: string): void | Promise<void> {
+    return this.sink.log(level, message);
+  }
+}
+
+export class SyncSession {
+  private readonly config: Config;
+  private readonly engine: Engine;
+  private readonly client: DataReadApi;
+  private readonly sink: CountingSink;
+
+  private constructor(config: Config, sink: SyncSink, engine: Engine) {
+    this.config = config;
+    this.engine = engine;
+    this.sink = new CountingSink(sink);
+    this.client = engine.connect.clientFromConfig(config, {
+      onWait: (notice) => {
+        const stream = findStreamByPath(notice.path);
+        if (stream && notice.reason === 'rate_limited') fireAndForget(() => sink.streamRunning(stream, notice.until));
+      },
+      onLog: (level, message) => fireAndForget(() => sink.log(level, message)),
+    });
+  }
+
+  /** A session for a validated config, reporting to `sink`. Close it when done. */
+  static async open(config: Config, sink: SyncSink): Promise<SyncSession> {
+    tuneHeapForStreaming();
+    const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
+    return new SyncSession(config, sink, { connect, sync });
+  }
+
+  /** Records per stream so far (streams started, in order). */
+  get records(): ReadonlyMap<string, number> {
+    return this.sink.counts;
+  }
+
+  get stats(): RequestCounts {
+    const { requests, retries, rateLimitWaits } = this.client.stats;
+    return { requests, retries, rateLimitWaits };
+  }
+
+  /** GET /v1/me with this session's client (its full retry and rate-limit patience). */
+  verifyAccount(): Promise<CheckResult> {
+    return this.engine.connect.verifyAccount(this.client, this.config);
+  }
+
+  /** One sync of the given streams from the given states. */
+  run(request: SessionRequest): Promise<SyncResult> {
+    return this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: this.sink });
+  }
+
+  /** "records: contacts 10, deletions 2; requests: 3, retries: 0, rate-limit waits: 0" */
+  summary(): string {
+    const counts = [...this.records].map(([name, n]) => `${name} ${n}`).join(', ');
+    const { requests, retries, rateLimitWaits } = this.stats;
+    return `records: ${counts}; requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`;
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
