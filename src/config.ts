@@ -224,11 +224,12 @@ export interface ParsedConfig {
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError('The config must be a JSON object with at least api_key and base_url.');
+    throw new ConfigError('The config must be a JSON object with at least api_key and base_url.', { field: 'config' });
   }
   const result = ConfigSchema.safeParse(input);
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
+    const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
     const problems = result.error.issues.map((issue) => {
       const field = issue.path.join('.') || 'config';
       return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
@@ -237,7 +238,7 @@ export function parseConfig(input: unknown): ParsedConfig {
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => JSON.stringify(k)).join(', ')}`);
     // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
     const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
-    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])));
+    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])), { field: fields });
   }
   const warnings = unknownKeys.length > 0 ? [`Unknown config keys ignored: ${unknownKeys.join(', ')}.`] : [];
   return { config: result.data, unknownKeys, warnings };

@@ -17,19 +17,41 @@ export class ConnectorError extends Error {
   }
 }
 
-/** Invalid config, catalog or state given by the user. */
+/**
+ * Invalid config, catalog or state given by the user. `fields` names what the
+ * error is about, as data: config keys (`page_size`), paths into a catalog or
+ * state (`catalog.streams.0.sync_mode`, `state.contacts.resume.cursor`), the
+ * input file (`config`, `catalog`, `state`, `db`) or a command-line flag
+ * (`--format`); empty when no one field is to blame.
+ */
 export class ConfigError extends ConnectorError {
-  constructor(message: string, options: { internal?: string; cause?: unknown } = {}) {
+  readonly fields: readonly string[];
+  constructor(message: string, options: { field?: string | readonly string[]; internal?: string; cause?: unknown } = {}) {
     super('config_error', message, options);
     this.name = 'ConfigError';
+    const field = options.field;
+    this.fields = field === undefined ? [] : typeof field === 'string' ? [field] : [...field];
+  }
+
+  /** The (first) field the error is about. */
+  get field(): string | undefined {
+    return this.fields[0];
   }
 }
 
-/** The service broke its own contract (bad envelope, watermark change, cursor loop...). */
+/**
+ * The service broke its own contract: a 2xx body that is not the documented
+ * JSON (after retries), a page envelope or account document of the wrong
+ * shape, a watermark that changes within a read, a cursor loop, a record
+ * without its key. Always a system_error: neither the user nor a retry can fix it.
+ */
 export class ContractError extends ConnectorError {
-  constructor(message: string, options: { internal?: string; cause?: unknown } = {}) {
+  /** The HTTP status of the answer that broke it, when it was an answer. */
+  readonly status: number | undefined;
+  constructor(message: string, options: { status?: number; internal?: string; cause?: unknown } = {}) {
     super('system_error', `The Data-Read service broke its API contract: ${message}`, options);
     this.name = 'ContractError';
+    this.status = options.status;
   }
 }
 

@@ -9,17 +9,17 @@ export function readTextFile(path: string, what: string): string {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
-    throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`);
+    throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`, { field: what });
   }
 }
 
 /** `what` names the file for the user, e.g. "config" or "state". */
 export function readJsonFile(path: string, what: string): unknown {
   const text = readTextFile(path, what);
-  if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`);
+  if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`, { field: what });
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${(err as Error).message}.`);
+    throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${(err as Error).message}.`, { field: what });
   }
 }

@@ -4,12 +4,12 @@ import { ConfigError } from '../src/errors.js';
 
 const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };
 
-function errorOf(input: unknown): string {
+function errorOf(input: unknown): ConfigError {
   try {
     parseConfig(input);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
+    return err as ConfigError;
   }
   throw new Error('expected a ConfigError');
 }
@@ -29,42 +29,49 @@ describe('parseConfig', () => {
   });
 
   it.each([
-    [{ base_url: good.base_url }, /api_key is required/],
-    [{ ...good, api_key: 42 }, /api_key/],
-    [{ ...good, api_key: 'not-a-key' }, /api_key must look like <prefix>_live_<secret>/],
-    [{ api_key: good.api_key }, /base_url is required/],
-    [{ ...good, base_url: 'not a url' }, /base_url must be a URL/],
-    [{ ...good, base_url: 'ftp://api.example.com' }, /base_url must start with https:\/\//],
-    [{ ...good, base_url: 'http://api.example.com' }, /base_url must use https:\/\/ for a remote host/],
-    [{ ...good, base_url: 'https://api.example.com/v1' }, /drop the trailing \/v1/],
-    [{ ...good, page_size: 0 }, /page_size must be an integer from 1 to 200/],
-    [{ ...good, page_size: 201 }, /page_size must be an integer from 1 to 200/],
-    [{ ...good, page_size: '50' }, /page_size must be an integer from 1 to 200/],
-    [{ ...good, page_size: 2.5 }, /page_size must be an integer from 1 to 200/],
-    [{ ...good, max_concurrent_requests: 0 }, /max_concurrent_requests must be an integer from 1 to 16/],
-    [{ ...good, max_concurrent_requests: 17 }, /max_concurrent_requests must be an integer from 1 to 16/],
-    [{ ...good, request_timeout_seconds: 0 }, /request_timeout_seconds must be an integer from 1 to 600/],
-    [{ ...good, max_retries: -1 }, /max_retries must be an integer from 0 to 50/],
-    [{ ...good, max_wait_seconds: 0 }, /max_wait_seconds must be an integer from 1 to 86400/],
-    [{ ...good, start_date: 'yesterday' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
-    [{ ...good, start_date: '2024-02-30' }, /start_date must be YYYY-MM-DD/],
-    [{ ...good, start_date: '2024-01-01T00:00:00' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
-    [{ ...good, start_date: '0000-01-01' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone.*\(got "0000-01-01"\): year 0000 does not exist/],
-    [{ ...good, start_date: '2024-13-01T00:00:00Z' }, /\(got "2024-13-01T00:00:00Z"\): there is no month 13/],
-    [{ ...good, start_date: '2023-02-29T00:00:00Z' }, /February 2023 has no day 29/],
-    [{ ...good, start_date: '2024-01-01T24:00:00Z' }, /24:00:00 is not a time of day/],
-    [{ ...good, start_date: '2024-01-01T00:00:00+2400' }, /\+2400 is not a UTC offset/],
-    [{ ...good, start_date: '2024-01-01T00:00:00+02' }, /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
-    [{ ...good, deletions_as_tombstones: 'yes' }, /deletions_as_tombstones must be true or false/],
-    [[], /config must be a JSON object/],
-    ['x', /config must be a JSON object/],
-    [null, /config must be a JSON object/],
-  ])('rejects %j with a message naming the field', (input, message) => {
-    expect(errorOf(input)).toMatch(message);
+    [{ base_url: good.base_url }, 'api_key', /api_key is required/],
+    [{ ...good, api_key: 42 }, 'api_key', /api_key/],
+    [{ ...good, api_key: 'not-a-key' }, 'api_key', /api_key must look like <prefix>_live_<secret>/],
+    [{ api_key: good.api_key }, 'base_url', /base_url is required/],
+    [{ ...good, base_url: 'not a url' }, 'base_url', /base_url must be a URL/],
+    [{ ...good, base_url: 'ftp://api.example.com' }, 'base_url', /base_url must start with https:\/\//],
+    [{ ...good, base_url: 'http://api.example.com' }, 'base_url', /base_url must use https:\/\/ for a remote host/],
+    [{ ...good, base_url: 'https://api.example.com/v1' }, 'base_url', /drop the trailing \/v1/],
+    [{ ...good, page_size: 0 }, 'page_size', /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: 201 }, 'page_size', /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: '50' }, 'page_size', /page_size must be an integer from 1 to 200/],
+    [{ ...good, page_size: 2.5 }, 'page_size', /page_size must be an integer from 1 to 200/],
+    [{ ...good, max_concurrent_requests: 0 }, 'max_concurrent_requests', /max_concurrent_requests must be an integer from 1 to 16/],
+    [{ ...good, max_concurrent_requests: 17 }, 'max_concurrent_requests', /max_concurrent_requests must be an integer from 1 to 16/],
+    [{ ...good, request_timeout_seconds: 0 }, 'request_timeout_seconds', /request_timeout_seconds must be an integer from 1 to 600/],
+    [{ ...good, max_retries: -1 }, 'max_retries', /max_retries must be an integer from 0 to 50/],
+    [{ ...good, max_wait_seconds: 0 }, 'max_wait_seconds', /max_wait_seconds must be an integer from 1 to 86400/],
+    [{ ...good, start_date: 'yesterday' }, 'start_date', /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
+    [{ ...good, start_date: '2024-02-30' }, 'start_date', /start_date must be YYYY-MM-DD/],
+    [{ ...good, start_date: '2024-01-01T00:00:00' }, 'start_date', /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
+    [{ ...good, start_date: '0000-01-01' }, 'start_date', /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone.*\(got "0000-01-01"\): year 0000 does not exist/],
+    [{ ...good, start_date: '2024-13-01T00:00:00Z' }, 'start_date', /\(got "2024-13-01T00:00:00Z"\): there is no month 13/],
+    [{ ...good, start_date: '2023-02-29T00:00:00Z' }, 'start_date', /February 2023 has no day 29/],
+    [{ ...good, start_date: '2024-01-01T24:00:00Z' }, 'start_date', /24:00:00 is not a time of day/],
+    [{ ...good, start_date: '2024-01-01T00:00:00+2400' }, 'start_date', /\+2400 is not a UTC offset/],
+    [{ ...good, start_date: '2024-01-01T00:00:00+02' }, 'start_date', /start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone/],
+    [{ ...good, deletions_as_tombstones: 'yes' }, 'deletions_as_tombstones', /deletions_as_tombstones must be true or false/],
+    [[], 'config', /config must be a JSON object/],
+    ['x', 'config', /config must be a JSON object/],
+    [null, 'config', /config must be a JSON object/],
+  ])('rejects %j naming the field %s', (input, field, message) => {
+    const err = errorOf(input);
+    expect(err.fields).toEqual([field]);
+    expect(err.field).toBe(field);
+    expect(err.message).toMatch(message);
+  });
+
+  it('names every bad field at once', () => {
+    expect(errorOf({ api_key: 'x', page_size: 0, start_date: 'soon' }).fields).toEqual(['api_key', 'base_url', 'start_date', 'page_size']);
   });
 
   it('never repeats the api_key in an error message', () => {
-    const message = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
+    const { message } = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
     expect(message).not.toContain('CANARY123secret');
   });
 });

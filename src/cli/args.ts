@@ -27,10 +27,10 @@ export function parseArgs(argv: readonly string[], valueFlags: readonly string[]
       switches.add(name);
     } else if (valueFlags.includes(name)) {
       const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-      if (value === undefined || (eq === -1 && value.startsWith('--'))) throw new ConfigError(`--${name} needs a value (a file path).`);
+      if (value === undefined || (eq === -1 && value.startsWith('--'))) throw new ConfigError(`--${name} needs a value (a file path).`, { field: `--${name}` });
       values.set(name, [...(values.get(name) ?? []), value]);
     } else {
-      throw new ConfigError(`Unknown option ${arg}. Run with --help to see the options.`);
+      throw new ConfigError(`Unknown option ${arg}. Run with --help to see the options.`, { field: arg });
     }
   }
   return { positional, values, switches };

@@ -6,15 +6,16 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { ConfigError, ConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, ContractError } from '../errors.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
 import { Pool } from './pool.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { readProblem, statusCause, statusError, serviceSaid, type ProblemInfo } from './problem.js';
-import { Backoff, classifyNetError, honoursRetryAfter, isRetryableStatus, parseRetryAfter, safeCause, type NetFault } from './retry.js';
+import { WAIT_TOO_LONG, bodyRule, networkRule, statusRule, type FailureRule } from './policy.js';
+import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
+import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
 import { cleaner, duration, isoTime, type Clean } from './text.js';
 import { ApiError, type ClientOptions, type ClientStats, type DataReadApi, type ListQuery, type RawPage, type WaitNotice } from './types.js';
 import { parseBase, requestTarget, type Base } from './url.js';
@@ -29,8 +30,9 @@ export const DEFAULT_RETRY_BASE_MS = 1000;
 export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 export const DEFAULT_RETRY_MAX_MS = 60_000;
 
-/** Why an attempt did not produce a usable body. */
+/** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
+  readonly rule: FailureRule;
   readonly retryable: boolean;
   /** status: an HTTP error status; net: no (complete) response; body: a 2xx whose body is not JSON. */
   readonly kind: 'status' | 'net' | 'body';
@@ -41,15 +43,15 @@ interface Fault {
   readonly net?: NetFault;
   /** For 429/503: the wait the service asked for (Retry-After, or RateLimit-Reset). */
   readonly retryAfterMs?: number;
-  /** For faults that are not retried: the error to throw. */
-  readonly error?: Error;
+  /** Detail for logs (TRACE internal_message), cleaned. */
+  readonly internal: string;
   readonly causeError?: Error;
 }
 
 type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly fault: Fault };
 
 function positiveInt(name: string, value: number, min: number): number {
-  if (!Number.isFinite(value) || value < min) throw new ConfigError(`${name} must be a number of at least ${min} (got ${String(value)}).`);
+  if (!Number.isFinite(value) || value < min) throw new ConfigError(`${name} must be a number of at least ${min} (got ${String(value)}).`, { field: name });
   return Math.floor(value);
 }
 
@@ -82,9 +84,9 @@ class DataReadClient implements DataReadApi {
 
   constructor(o: CreateClientOptions) {
     this.#clean = cleaner([o.apiKey]);
-    if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') throw new ConfigError('api_key is empty; give the Data-Read API key.');
+    if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') throw new ConfigError('api_key is empty; give the Data-Read API key.', { field: 'api_key' });
     if (!/^[\x21-\x7e]+$/.test(o.apiKey)) {
-      throw new ConfigError('api_key contains spaces, line breaks or other characters that cannot be sent in an HTTP header; copy the key again.');
+      throw new ConfigError('api_key contains spaces, line breaks or other characters that cannot be sent in an HTTP header; copy the key again.', { field: 'api_key' });
     }
     this.#base = parseBase(o.baseUrl);
     const maxConcurrent = positiveInt('max_concurrent_requests', o.maxConcurrent, 1);
@@ -162,8 +164,7 @@ class DataReadClient implements DataReadApi {
       const result = await this.#attempt(target, label);
       if (result.ok) return result.value;
       const fault = result.fault;
-      if (!fault.retryable) throw fault.error ?? this.#finalError(fault, attempt, label);
-      if (attempt > this.#maxRetries) throw this.#finalError(fault, attempt, label);
+      if (!fault.retryable || attempt > this.#maxRetries) throw this.#policyError(fault, attempt, label);
       const retry = `retry ${attempt} of ${this.#maxRetries}`;
       if (fault.retryAfterMs !== undefined) {
         // A 429/503: every caller waits (the quota belongs to the key); the wait itself is announced by the pacer.
@@ -226,14 +227,14 @@ class DataReadClient implements DataReadApi {
         clearTimeout(timer);
         this.#pacer.done();
       }
-      return await this.#judge(status, headers, raw, label);
+      return await this.#judge(status, headers, raw);
     } finally {
       release();
     }
   }
 
   /** From a complete response to a value or a fault. */
-  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | string, label: string): Promise<Attempt> {
+  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | string): Promise<Attempt> {
     if (typeof body === 'string') {
       // The usual case: a 2xx without content coding, already text.
       const parsed = parseJson(body);
@@ -259,97 +260,68 @@ class DataReadClient implements DataReadApi {
     }
 
     const info = readProblem(decodeProblem === undefined ? bytes : Buffer.alloc(0), headers, this.#clean);
-    const internal = this.#clean(`HTTP ${status}; content-type ${contentType ?? 'none'}; ${statusCause(status, info)}`, 1000);
-    if (!isRetryableStatus(status)) {
-      return { ok: false, fault: { retryable: false, kind: 'status', status, info, cause: statusCause(status, info), error: statusError(status, 'GET', label, info, internal) } };
-    }
+    const rule = statusRule(status);
+    const cause = statusCause(status, info);
+    const internal = this.#clean(`HTTP ${status}; content-type ${contentType ?? 'none'}; ${cause}`, 1000);
     if (status === 429) this.stats.throttled += 1;
     let retryAfterMs: number | undefined;
-    if (honoursRetryAfter(status)) {
+    if (rule.retried && rule.wait === 'retry_after') {
       retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
       if (retryAfterMs === undefined) {
         const reset = headerValue(headers, 'ratelimit-reset');
         if (reset !== undefined && /^\d+(\.\d+)?$/.test(reset.trim())) retryAfterMs = Math.round(Number(reset.trim()) * 1000);
       }
     }
-    const base: Fault = { retryable: true, kind: 'status', status, info, cause: statusCause(status, info) };
+    const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal };
     return { ok: false, fault: retryAfterMs === undefined ? base : { ...base, retryAfterMs } };
   }
 
   #bodyFault(status: number, what: string): Attempt {
-    return { ok: false, fault: { retryable: true, kind: 'body', status, cause: `HTTP ${status} with a body that is not the JSON promised: ${what}` } };
+    const cause = `HTTP ${status} with a body that is not the JSON promised: ${what}`;
+    const rule = bodyRule();
+    return { ok: false, fault: { rule, retryable: rule.retried, kind: 'body', status, cause, internal: cause } };
   }
 
   #netFault(err: unknown, timedOut: boolean): Fault {
     const net = classifyNetError(err, { timedOut, timeoutMs: this.#timeoutMs, host: this.#base.host, clean: this.#clean });
-    const causeError = safeCause(err, this.#clean);
-    const retryable = net.kind === 'timeout' || net.kind === 'network' || net.kind === 'unreachable';
-    const fault: Fault = { retryable, kind: 'net', net, cause: net.text, causeError };
-    if (retryable) return fault;
-    if (net.kind === 'tls') {
-      return {
-        ...fault,
-        error: new ApiError(
-          'unreachable',
-          'config_error',
-          `Could not connect securely to the Data-Read API: ${net.text}. Check base_url (its host name) and the certificates this machine trusts.`,
-          { internal: net.text, cause: causeError },
-        ),
-      };
-    }
-    return { ...fault, error: new ConnectorError('system_error', `The request to the Data-Read API could not be made: ${net.text}.`, { internal: net.text, cause: causeError }) };
+    const rule = networkRule(net.kind);
+    return { rule, retryable: rule.retried, kind: 'net', net, cause: net.text, internal: net.text, causeError: safeCause(err, this.#clean) };
   }
 
   // --- errors ----------------------------------------------------------------
 
-  #finalError(fault: Fault, attempts: number, label: string): Error {
+  /** The error a fault becomes (not retried, or its retries ran out), as the failure policy says. */
+  #policyError(fault: Fault, attempts: number, label: string): ConnectorError {
     const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
-    if (fault.kind === 'body') {
-      return new ApiError(
-        'bad_response',
-        'system_error',
-        `The Data-Read service broke its API contract: GET ${label} answered ${fault.cause} (${tries}).`,
-        { internal: `GET ${label}: ${fault.cause}`, ...(fault.status === undefined ? {} : { status: fault.status }) },
-      );
-    }
-    if (fault.kind === 'net' && fault.net?.kind === 'unreachable') {
-      return new ApiError(
-        'unreachable',
-        'transient_error',
-        `Could not reach the Data-Read API: ${fault.cause} (${tries}). Check base_url and the network.${this.#stopNote}`,
-        { internal: `GET ${label}: ${fault.cause}`, cause: fault.causeError },
-      );
-    }
-    const extra = {
-      internal: `GET ${label}: ${fault.cause}; ${tries}`,
+    const { outcome } = fault.rule;
+    const message = outcome.message({
+      request: `GET ${label}`,
+      path: label,
+      status: fault.status,
+      cause: fault.cause,
+      said: fault.info === undefined ? '' : serviceSaid(fault.info),
+      tries,
+      maxRetries: this.#maxRetries,
+      stopNote: this.#stopNote,
+    });
+    const internal = `GET ${label}: ${fault.internal}; ${tries}`;
+    if (outcome.code === 'contract') return new ContractError(message, { internal, ...(fault.status === undefined ? {} : { status: fault.status }) });
+    return new ApiError(outcome.code, outcome.failure, message, {
+      internal,
       ...(fault.status === undefined ? {} : { status: fault.status }),
       ...(fault.info?.problem === undefined ? {} : { problem: fault.info.problem }),
       ...(fault.causeError === undefined ? {} : { cause: fault.causeError }),
-    };
-    return new ApiError(
-      'retries_exhausted',
-      'transient_error',
-      `The Data-Read API request GET ${label} did not succeed in ${tries} (max_retries ${this.#maxRetries}); last cause: ${fault.cause}.${this.#stopNote}`,
-      extra,
-    );
+    });
   }
 
   #waitTooLong(wait: PaceWait, waitMs: number, label: string, fault: Fault | undefined): ApiError {
     const at = isoTime(wait.until);
     const limit = `longer than max_wait_seconds (${Math.round(this.#maxWaitMs / 1000)} s) allows`;
     const said = fault?.info === undefined ? '' : serviceSaid(fault.info);
-    const end = `${this.#stopNote}${said}`;
-    let message: string;
     const status = fault?.status ?? wait.status;
-    if (status === 503) {
-      message = `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${duration(waitMs)}), ${limit}.${end}`;
-    } else if (waitMs > 60_000) {
-      message = `The Data-Read API's daily request quota is used up; it resets at ${at} (in ${duration(waitMs)}, ${limit}).${end}`;
-    } else {
-      message = `The Data-Read API's request limit is reached; it resets at ${at} (in ${duration(waitMs)}, ${limit}).${end}`;
-    }
+    const message = WAIT_TOO_LONG.message(status, waitMs, at, duration(waitMs), limit, `${this.#stopNote}${said}`);
     const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : `HTTP ${status ?? 429} Retry-After`;
-    return new ApiError('wait_too_long', 'transient_error', message, {
+    return new ApiError(WAIT_TOO_LONG.code, WAIT_TOO_LONG.failure, message, {
       resetAt: wait.until,
       internal: `GET ${label}: ${cause}, wait ${Math.round(waitMs)} ms > max ${this.#maxWaitMs} ms`,
       ...(status === undefined ? {} : { status }),

@@ -1,13 +1,13 @@
 /**
  * Error responses: read application/problem+json (title, detail, request_id)
- * and turn a status into an ApiError whose message a user can act on.
+ * into plain words for messages. What each status becomes is the failure
+ * policy (policy.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Problem } from '../schemas/resources.js';
 import { parseJson } from './body.js';
 import { headerValue } from './headers.js';
 import type { Clean } from './text.js';
-import { ApiError } from './types.js';
 
 /** What the service said about an error, cleaned; each part only when it was given. */
 export interface ProblemInfo {
@@ -72,59 +72,4 @@ export function statusCause(status: number, info: ProblemInfo): string {
   const id = info.requestId === undefined ? '' : `request_id ${info.requestId}`;
   const inner = [parts, id].filter((s) => s !== '').join('; ');
   return inner === '' ? `HTTP ${status}` : `HTTP ${status} (${inner})`;
-}
-
-/** The error for a status that is not retried (4xx other than 408/429, 3xx, 1xx). */
-export function statusError(status: number, method: string, path: string, info: ProblemInfo, internal: string): ApiError {
-  const said = serviceSaid(info);
-  const extra = { status, internal, ...(info.problem === undefined ? {} : { problem: info.problem }) };
-  const request = `${method} ${path}`;
-  switch (status) {
-    case 401:
-      return new ApiError(
-        'unauthorized',
-        'config_error',
-        'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
-          'Check api_key in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ' +
-          'if it was revoked, create a new key in the Data-Read account and put it in api_key.' +
-          said,
-        extra,
-      );
-    case 403:
-      return new ApiError(
-        'forbidden',
-        'config_error',
-        'The Data-Read API refused access with this key (HTTP 403): the data API is switched off for the account, ' +
-          "the account's plan does not include it, or the key lacks the data:read scope. " +
-          'Ask an account administrator to switch the data API on (or move to a plan that includes it), ' +
-          'or use a key that has the data:read scope.' +
-          said,
-        extra,
-      );
-    case 400:
-      return new ApiError(
-        'bad_request',
-        'system_error',
-        `The Data-Read API rejected ${request} as an invalid request (HTTP 400): a parameter was refused, ` +
-          'or the page cursor was altered or belongs to another account.' +
-          said,
-        extra,
-      );
-    case 404:
-      return new ApiError(
-        'not_found',
-        'config_error',
-        `The Data-Read API has no ${path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
-          'for example https://api.example.com.' +
-          said,
-        extra,
-      );
-    default: {
-      const redirect = status >= 300 && status < 400;
-      const what = redirect
-        ? 'a redirect, which the connector does not follow. Check base_url (use the final address, with https://).'
-        : 'a status the API does not document.';
-      return new ApiError('unexpected_status', 'system_error', `The Data-Read API answered ${request} with HTTP ${status}, ${what}${said}`, extra);
-    }
-  }
 }

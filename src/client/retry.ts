@@ -1,6 +1,7 @@
 /**
- * The retry policy: which faults are retried, how long to wait between
- * attempts (decorrelated jitter), and Retry-After.
+ * Retries: how long to wait between attempts (decorrelated jitter), reading
+ * Retry-After, and classifying network faults. Which faults are retried is
+ * the failure policy (policy.ts).
  */
 import type { Clean } from './text.js';
 import { duration } from './text.js';
@@ -42,22 +43,10 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   return Math.max(0, date - now);
 }
 
-/** Statuses retried: 408, 429 and every 5xx. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || (status >= 500 && status <= 599);
-}
-
-/** Statuses whose Retry-After is honoured (the API documents it on these two). */
-export function honoursRetryAfter(status: number): boolean {
-  return status === 429 || status === 503;
-}
-
 /**
- * A failure to get a response:
- * - timeout / network: retried;
- * - unreachable: retried (the service may come back), reported as unreachable when retries run out;
- * - tls: the certificate is not trusted; not retried;
- * - fatal: a bug or a closed client; not retried.
+ * A failure to get a response: timeout, network (reset, closed), unreachable
+ * (DNS, refused), tls (a certificate not trusted), fatal (a bug or a closed
+ * client). Whether each is retried is the failure policy (policy.ts).
  */
 export type NetKind = 'timeout' | 'network' | 'unreachable' | 'tls' | 'fatal';
 

@@ -92,8 +92,9 @@ export type ApiErrorCode =
   | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
   | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
   | 'unreachable' // DNS failure, connection refused, TLS failure, past retries
-  | 'bad_response' // 2xx whose body breaks the contract (not JSON after retries, envelope missing a field)
-  | 'unexpected_status'; // a status the API does not document and that is not retried (3xx, 405, 410, 422...)
+  | 'unexpected_status' // a status the API does not document and that is not retried (3xx, 405, 410, 422...)
+  | 'request_failed'; // the request could not be made at all (a bug, a closed client)
+// A 2xx whose body breaks the contract is a ContractError (errors.ts), not an ApiError.
 
 /** An error from the API or from reaching it. `message` is plain words for a user. */
 export class ApiError extends ConnectorError {

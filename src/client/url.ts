@@ -16,10 +16,10 @@ export function parseBase(baseUrl: string): Base {
   try {
     url = new URL(baseUrl.trim());
   } catch {
-    throw new ConfigError('base_url is not a valid address; give the address before /v1, e.g. https://api.example.com.');
+    throw new ConfigError('base_url is not a valid address; give the address before /v1, e.g. https://api.example.com.', { field: 'base_url' });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ConfigError(`base_url must start with https:// (got ${url.protocol}//).`);
+    throw new ConfigError(`base_url must start with https:// (got ${url.protocol}//).`, { field: 'base_url' });
   }
   return { origin: url.origin, host: url.host, prefix: url.pathname.replace(/\/+$/, '') };
 }

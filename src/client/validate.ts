@@ -4,8 +4,9 @@
  * stream reader checks each record's `id` as it passes them on).
  */
 import { Me, PageEnvelope } from '../schemas/resources.js';
+import { ContractError } from '../errors.js';
 import type { Clean } from './text.js';
-import { ApiError, type RawPage } from './types.js';
+import type { RawPage } from './types.js';
 
 const ENVELOPE_FIELDS = ['data', 'next_cursor', 'has_more', 'sync_watermark'] as const;
 /** The envelope without `data`: parsing it never touches the records. */
@@ -24,8 +25,8 @@ function kindOf(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `${typeof value}`;
 }
 
-function contractError(request: string, what: string, internal: string): ApiError {
-  return new ApiError('bad_response', 'system_error', `The Data-Read service broke its API contract: ${request} returned ${what}.`, { internal });
+function contractError(request: string, what: string, internal: string): ContractError {
+  return new ContractError(`${request} returned ${what}.`, { status: 200, internal });
 }
 
 /** A list page: all four envelope fields present with the documented types. */

@@ -37,6 +37,7 @@ export function parseStreamState(stream: string, input: unknown): StreamState {
     throw new ConfigError(
       `Invalid state for stream "${stream}": a stream's state must be an object such as {"sync_watermark": "2024-01-01T00:00:00.000Z"}, ` +
         `not ${Array.isArray(input) ? 'an array' : typeof input}. Pass the state the connector wrote, or no state to read from start_date.`,
+      { field: `state.${stream}` },
     );
   }
   const result = StreamStateSchema.safeParse(input);
@@ -47,6 +48,7 @@ export function parseStreamState(stream: string, input: unknown): StreamState {
     throw new ConfigError(
       `Invalid state for stream "${stream}": ${field ? `${field} ${what}` : what}. ` +
         'Pass the state the connector wrote, or no state to read from start_date.',
+      { field: field ? `state.${stream}.${field}` : `state.${stream}` },
     );
   }
   const state: StreamState = {};

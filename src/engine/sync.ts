@@ -80,7 +80,7 @@ function startDateToSend(request: SyncRequest): string | undefined {
     const using = request.streams
       .filter(({ stream, mode }) => stream.cursorField !== null && (mode === 'full_refresh' || request.states.get(stream.name)?.sync_watermark === undefined))
       .map(({ stream }) => stream.name);
-    if (using.length > 0) throw new ConfigError(`${future} (It would be used by: ${using.join(', ')}.)`);
+    if (using.length > 0) throw new ConfigError(`${future} (It would be used by: ${using.join(', ')}.)`, { field: 'start_date' });
   }
   return new Date(parseInstant(startDate)).toISOString();
 }

@@ -71,6 +71,6 @@ export function expectCatalogKind(input: unknown, needed: 'airbyte-configured' |
   const kind = catalogKind(input);
   if (kind === 'unknown' || kind === needed) return;
   const given = `The --${file.flag} file "${file.path}" is ${GIVEN[kind]}`;
-  if (needed === 'singer') throw new ConfigError(`${given}, but ${singerNeeds()}`);
-  if (kind !== 'airbyte-configured') throw new ConfigError(`${given}, but ${airbyteNeeds(kind)}`);
+  if (needed === 'singer') throw new ConfigError(`${given}, but ${singerNeeds()}`, { field: file.flag });
+  if (kind !== 'airbyte-configured') throw new ConfigError(`${given}, but ${airbyteNeeds(kind)}`, { field: file.flag });
 }

@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/types.js';
+import { ContractError } from '../../src/errors.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
@@ -105,7 +106,7 @@ describe('error statuses (application/problem+json)', () => {
 describe('page envelope', () => {
   const full = page([{ id: 'a' }], true, 'cur-2');
   for (const field of ['data', 'next_cursor', 'has_more', 'sync_watermark']) {
-    it(`a page without "${field}" is bad_response naming it, not retried`, async () => {
+    it(`a page without "${field}" is a contract error naming it, not retried`, async () => {
       const body: Record<string, unknown> = { ...full };
       delete body[field];
       let requests = 0;
@@ -121,8 +122,8 @@ describe('page envelope', () => {
       const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
       await client.close();
       expect(requests).toBe(1);
-      expect(err).toBeInstanceOf(ApiError);
-      expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+      expect(err).toBeInstanceOf(ContractError);
+      expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
       expect(err.message).toContain(`"${field}"`);
       expect(err.message).toContain('GET /v1/contacts');
     });
@@ -135,22 +136,22 @@ describe('page envelope', () => {
     ['sync_watermark', 'yesterday', /"sync_watermark" is "yesterday"/],
   ];
   for (const [field, value, pattern] of wrong) {
-    it(`a page whose "${field}" has the wrong type is bad_response`, async () => {
+    it(`a page whose "${field}" has the wrong type is a contract error`, async () => {
       nock(BASE).get('/v1/contacts').query(true).reply(200, { ...full, [field]: value }, JSON_HEADERS);
       const { client } = harness();
       const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
       await client.close();
-      expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+      expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
       expect(err.message).toMatch(pattern);
     });
   }
 
-  it('a JSON array instead of the envelope is bad_response', async () => {
+  it('a JSON array instead of the envelope is a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).reply(200, '[{"id":"a"}]', JSON_HEADERS);
     const { client } = harness();
     const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
     await client.close();
-    expect(err).toMatchObject({ code: 'bad_response' });
+    expect(err).toMatchObject({ name: 'ContractError' });
     expect(err.message).toMatch(/an array instead of the page envelope/);
   });
 
@@ -194,7 +195,7 @@ describe('2xx bodies that are not JSON', () => {
     expect(h.client.stats.retries).toBe(1);
   });
 
-  it('HTML every time: bad_response (system_error) after the retries, naming what came back', async () => {
+  it('HTML every time: a contract error (system_error) after the retries, naming what came back', async () => {
     let requests = 0;
     const html = `<html><head><title>502 Bad Gateway</title></head>\n<body>\u0007upstream\tdown ${'x'.repeat(200)}</body></html>`;
     nock(BASE)
@@ -209,7 +210,7 @@ describe('2xx bodies that are not JSON', () => {
     const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     await h.client.close();
     expect(requests).toBe(4);
-    expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error', status: 200 });
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error', status: 200 });
     expect(err.message).toContain('content-type text/html; charset=utf-8');
     expect(err.message).toContain('beginning "<html><head><title>502 Bad Gateway</title></head> <body> upstream down');
     expect(err.message).not.toContain('\u0007');
@@ -217,12 +218,12 @@ describe('2xx bodies that are not JSON', () => {
     expect(h.logs.filter((l) => l.level === 'WARN')).toHaveLength(3);
   });
 
-  it('an empty 200 body is retried then bad_response', async () => {
+  it('an empty 200 body is retried then a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).times(4).reply(200, '', JSON_HEADERS);
     const h = harness();
     const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     await h.client.close();
-    expect(err).toMatchObject({ code: 'bad_response' });
+    expect(err).toMatchObject({ name: 'ContractError' });
     expect(err.message).toMatch(/empty/);
   });
 });

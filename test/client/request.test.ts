@@ -4,8 +4,8 @@ import nock from 'nock';
 import { MockAgent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
-import { ApiError, type ListQuery } from '../../src/client/types.js';
-import { ConfigError } from '../../src/errors.js';
+import { type ListQuery } from '../../src/client/types.js';
+import { ConfigError, ContractError } from '../../src/errors.js';
 import { BASE, CANARY, JSON_HEADERS, UA, WATERMARK, failure, harness, page, resetNock } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
@@ -101,12 +101,12 @@ describe('requests on the wire', () => {
     await client.close();
   });
 
-  it('GET /v1/me with a body of the wrong shape is a bad_response naming the field', async () => {
+  it('GET /v1/me with a body of the wrong shape is a contract error naming the field', async () => {
     nock(BASE).get('/v1/me').reply(200, { account_name: 'Acme', limits: { per_minute: 60, per_day: 1 } }, JSON_HEADERS);
     const { client } = harness();
     const err = await failure(() => client.me());
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ code: 'bad_response', failureType: 'system_error' });
+    expect(err).toBeInstanceOf(ContractError);
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
     expect(err.message).toContain('"scopes"');
     await client.close();
   });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { discoverCatalog, type CatalogEntry } from '../../src/faces/singer/catalog.js';
 import { planAll, planFromCatalog } from '../../src/faces/singer/selection.js';
+import { thrown } from '../helpers/thrown.js';
 
 type Catalog = { streams: CatalogEntry[] };
 
@@ -91,6 +92,8 @@ describe('stream selection', () => {
     const twice = select({ contacts: true });
     twice.streams.push(structuredClone(twice.streams[0] as CatalogEntry));
     expect(() => planFromCatalog(twice, false, noWarn)).toThrow(ConfigError);
+    expect(thrown(() => planFromCatalog(twice, false, noWarn))).toMatchObject({ fields: [`catalog.streams.${twice.streams.length - 1}`] });
+    expect(thrown(() => planFromCatalog({ stream: [] }, false, noWarn))).toMatchObject({ fields: ['catalog.streams'] });
     expect(() => planFromCatalog({ stream: [] }, false, noWarn)).toThrow(/Invalid catalog/);
   });
 
@@ -141,3 +144,4 @@ describe('field selection', () => {
     expect((plan?.schema.properties as Record<string, unknown>).pipeline_id).toEqual({ type: ['null', 'string'], maxLength: 64 });
   });
 });
+

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { parseSingerState } from '../../src/faces/singer/state-input.js';
+import { thrown } from '../helpers/thrown.js';
 
 const W = '2026-03-01T10:00:00.000Z';
 
@@ -30,8 +31,11 @@ describe('--state', () => {
 
   it('rejects a bad bookmark, naming the stream and the field', () => {
     expect(() => parseSingerState({ bookmarks: { contacts: { sync_watermark: 'yesterday' } } }, () => undefined)).toThrow(ConfigError);
+    expect(thrown(() => parseSingerState({ bookmarks: { contacts: { sync_watermark: 'yesterday' } } }, () => undefined))).toMatchObject({ fields: ['state.contacts.sync_watermark'] });
+    expect(thrown(() => parseSingerState({ bookmarks: [] }, () => undefined))).toMatchObject({ fields: ['state.bookmarks'] });
     expect(() => parseSingerState({ bookmarks: { contacts: { sync_watermark: 'yesterday' } } }, () => undefined)).toThrow(/"contacts": sync_watermark/);
     expect(() => parseSingerState([], () => undefined)).toThrow(/expected a JSON object/);
     expect(() => parseSingerState({ bookmarks: [] }, () => undefined)).toThrow(/"bookmarks" must be an object/);
   });
 });
+

@@ -102,30 +102,33 @@ export function parseConfiguredCatalog(input: unknown, warn: (message: string) =
     throw new ConfigError(
       `Invalid configured catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
         'Expected {"streams": [{"stream": {"name": ...}, "sync_mode": "incremental" | "full_refresh", ...}]}.',
+      { field: issue && issue.path.length > 0 ? `catalog.${issue.path.join('.')}` : 'catalog' },
     );
   }
   const seen = new Set<string>();
   const selected: SelectedStream[] = [];
-  for (const entry of parsed.data.streams) {
+  for (const [index, entry] of parsed.data.streams.entries()) {
     const name = entry.stream.name;
     const stream = findStream(name);
     if (!stream) {
       throw new ConfigError(
         `The configured catalog names stream "${name}", which this source does not have. Known streams: ${STREAMS.map((s) => s.name).join(', ')}.`,
+        { field: `catalog.streams.${index}.stream.name` },
       );
     }
-    if (seen.has(name)) throw new ConfigError(`The configured catalog lists stream "${name}" twice.`);
+    if (seen.has(name)) throw new ConfigError(`The configured catalog lists stream "${name}" twice.`, { field: `catalog.streams.${index}.stream.name` });
     seen.add(name);
     const mode = entry.sync_mode as SyncMode;
     if (!stream.syncModes.includes(mode)) {
       throw new ConfigError(
         `Stream "${name}" does not support sync_mode "${entry.sync_mode}"; supported: ${stream.syncModes.join(', ')}.`,
+        { field: `catalog.streams.${index}.sync_mode` },
       );
     }
     const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key);
     if (warning) warn(warning);
     selected.push({ stream, mode });
   }
-  if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.');
+  if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });
   return selected;
 }

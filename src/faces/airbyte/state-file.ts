@@ -18,7 +18,7 @@ export interface StateFile {
 export function readAirbyteStateFile(path: string): StateFile {
   const text = readTextFile(path, 'state');
   if (text.trim() === '') {
-    throw new ConfigError(`The state file "${path}" is empty (did the read it came from write no STATE line?). ${EXPECTED_STATE}`);
+    throw new ConfigError(`The state file "${path}" is empty (did the read it came from write no STATE line?). ${EXPECTED_STATE}`, { field: 'state' });
   }
   let documentError: Error;
   try {
@@ -28,7 +28,7 @@ export function readAirbyteStateFile(path: string): StateFile {
   }
   const lines = text.split('\n').map((l) => l.trim());
   if (lines.filter((l) => l !== '').length < 2) {
-    throw new ConfigError(`The state file "${path}" is not valid JSON: ${documentError.message}. ${EXPECTED_STATE}`);
+    throw new ConfigError(`The state file "${path}" is not valid JSON: ${documentError.message}. ${EXPECTED_STATE}`, { field: 'state' });
   }
   const values: unknown[] = [];
   for (const [index, line] of lines.entries()) {
@@ -38,7 +38,7 @@ export function readAirbyteStateFile(path: string): StateFile {
     } catch (err) {
       // A first line that is not JSON: a broken document (e.g. pretty-printed) rather than JSON lines.
       const reason = values.length === 0 ? documentError.message : `line ${index + 1} is not valid JSON (${(err as Error).message})`;
-      throw new ConfigError(`The state file "${path}" is neither one JSON document nor JSON lines: ${reason}. ${EXPECTED_STATE}`);
+      throw new ConfigError(`The state file "${path}" is neither one JSON document nor JSON lines: ${reason}. ${EXPECTED_STATE}`, { field: 'state' });
     }
   }
   return { value: values, lines: true };

@@ -45,17 +45,19 @@ function streamEntry(entry: unknown, where: string): [string, unknown] {
   if (isObject(entry) && typeof entry.type === 'string' && !['STATE', 'STREAM', 'GLOBAL', 'LEGACY'].includes(entry.type)) {
     throw new ConfigError(
       `Invalid state: ${where} is a ${entry.type} message, not a STATE. Keep only the STATE lines of a read's output: ${STATE_RECIPE}.`,
+      { field: 'state' },
     );
   }
   const message = isObject(entry) && entry.type === 'STATE' && isObject(entry.state) ? entry.state : entry;
   if (!isObject(message) || message.type !== 'STREAM' || !isObject(message.stream)) {
     throw new ConfigError(
       `Invalid state: ${where} is not a per-stream state ({"type": "STREAM", "stream": {"stream_descriptor": {"name": ...}, "stream_state": {...}}}). ${EXPECTED_STATE}`,
+      { field: 'state' },
     );
   }
   const descriptor = message.stream.stream_descriptor;
   if (!isObject(descriptor) || typeof descriptor.name !== 'string') {
-    throw new ConfigError(`Invalid state: ${where} has no stream_descriptor.name.`);
+    throw new ConfigError(`Invalid state: ${where} has no stream_descriptor.name.`, { field: 'state' });
   }
   return [descriptor.name, message.stream.stream_state];
 }
@@ -66,7 +68,7 @@ function itemsOf(input: unknown, lines: boolean): { items: unknown[]; where: (i:
   if (isObject(input) && (input.type === 'STATE' || input.type === 'STREAM' || input.type === 'GLOBAL' || input.type === 'LEGACY')) {
     return { items: [input], where: () => 'the STATE message', single: true };
   }
-  throw new ConfigError(`Invalid state: the file holds ${describe(input)}, not STATE messages. ${EXPECTED_STATE}`);
+  throw new ConfigError(`Invalid state: the file holds ${describe(input)}, not STATE messages. ${EXPECTED_STATE}`, { field: 'state' });
 }
 
 export function parseAirbyteState(input: unknown, warn: (message: string) => void, options: StateOptions = {}): Map<string, StreamState> {

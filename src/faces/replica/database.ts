@@ -30,7 +30,7 @@ export function openForWrite(path: string): DatabaseSync {
     db = new DatabaseSync(path, { timeout: 5000 });
   } catch (err) {
     removeSideFiles();
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`);
+    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
   }
   try {
     db.exec('PRAGMA journal_mode = WAL');
@@ -44,18 +44,18 @@ export function openForWrite(path: string): DatabaseSync {
   } catch (err) {
     db.close();
     removeSideFiles();
-    throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`);
+    throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
   }
   return db;
 }
 
 /** Open an existing replica database for reading only. */
 export function openForRead(path: string): DatabaseSync {
-  if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`);
+  if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`, { field: 'db' });
   try {
     return new DatabaseSync(path, { readOnly: true, timeout: 5000 });
   } catch (err) {
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`);
+    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
   }
 }
 
@@ -115,6 +115,7 @@ export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: Table
         throw new ConfigError(
           `The database already has a table "${layout.table}" that the replica did not create; ` +
             'pass --db a new file or one written by replicate.',
+          { field: 'db' },
         );
       }
       createTable(db, layout);

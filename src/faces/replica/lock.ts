@@ -34,6 +34,7 @@ export function acquireLock(db: DatabaseSync, path: string): void {
         throw new ConfigError(
           `Another replicate run is writing "${path}" (pid ${pid} on ${host}, started ${String(row.started_at)}). ` +
             `Wait for it to finish. If no such run exists, clear the lock: sqlite3 "${path}" "DELETE FROM ${LOCK_TABLE}".`,
+          { field: 'db' },
         );
       }
     }

@@ -10,7 +10,7 @@ import { rowToRecord } from './rows.js';
 /** The records of one stream, ordered by primary key, exactly as the service sent them. */
 export function readRecords(db: DatabaseSync, stream: string): Data[] {
   const layout = storedLayouts(db).get(stream);
-  if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`);
+  if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`, { field: 'db' });
   const select = db.prepare(`SELECT * FROM ${ident(layout.table)} ORDER BY ${ident(layout.primaryKey)}`);
   select.setReadBigInts(true); // integers beyond 2^53 come back exact
   return select.all().map((row) => rowToRecord(layout, row));

@@ -27,6 +27,7 @@ export function assertWritable(path: string): void {
       throw new ConfigError(
         `Cannot write the replica database "${path}": the file is read-only (${code(err)}). ` +
           `replicate writes into it: make it writable (chmod u+w "${path}") or give --db another file.`,
+        { field: 'db' },
       );
     }
   }
@@ -38,6 +39,7 @@ export function assertWritable(path: string): void {
     throw new ConfigError(
       `Cannot write the replica database "${path}": its directory "${dir}" is read-only (${code(err)}), and SQLite needs to create ` +
         `"${base}-wal" and "${base}-shm" beside the database. Give --db a file in a writable directory.`,
+      { field: 'db' },
     );
   }
 }

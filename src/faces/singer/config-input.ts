@@ -54,7 +54,7 @@ export function mergeConfigSources(sources: readonly string[], env: NodeJS.Proce
   const merged: Json = {};
   for (const source of sources) {
     const part = source === ENV_SOURCE ? configFromEnv(env) : readJsonFile(source, 'config');
-    if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`);
+    if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`, { field: 'config' });
     Object.assign(merged, part);
   }
   return merged;

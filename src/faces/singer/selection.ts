@@ -134,13 +134,14 @@ export function planFromCatalog(input: unknown, tombstones: boolean, warn: (mess
     throw new ConfigError(
       `Invalid catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
         'Expected a Singer catalog {"streams": [{"tap_stream_id": ..., "schema": {...}, "metadata": [...]}]}, as --discover writes it.',
+      { field: issue && issue.path.length > 0 ? `catalog.${issue.path.join('.')}` : 'catalog' },
     );
   }
   const plans: StreamPlan[] = [];
   const seen = new Set<string>();
   for (const [index, entry] of parsed.data.streams.entries()) {
     const name = entry.tap_stream_id ?? entry.stream;
-    if (name === undefined) throw new ConfigError(`Invalid catalog: streams.${index} has neither tap_stream_id nor stream.`);
+    if (name === undefined) throw new ConfigError(`Invalid catalog: streams.${index} has neither tap_stream_id nor stream.`, { field: `catalog.streams.${index}` });
     const md = metadataOf(entry);
     if (!isStreamSelected(entry, md)) continue;
     const stream = findStream(name);
@@ -148,9 +149,10 @@ export function planFromCatalog(input: unknown, tombstones: boolean, warn: (mess
       throw new ConfigError(
         `The catalog selects stream "${name}", which this tap does not have. Known streams: ${STREAMS.map((s) => s.name).join(', ')}. ` +
           'Run --discover again to refresh the catalog.',
+        { field: `catalog.streams.${index}` },
       );
     }
-    if (seen.has(name)) throw new ConfigError(`The catalog selects stream "${name}" twice.`);
+    if (seen.has(name)) throw new ConfigError(`The catalog selects stream "${name}" twice.`, { field: `catalog.streams.${index}` });
     seen.add(name);
     plans.push(planStream(stream, entry, md, tombstones, warn));
   }

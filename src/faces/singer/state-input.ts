@@ -16,10 +16,10 @@ export function parseSingerState(input: unknown, warn: (message: string) => void
   let value = input;
   if (isObject(value) && 'value' in value && !('bookmarks' in value)) value = value.value;
   if (!isObject(value)) {
-    throw new ConfigError('Invalid state: expected a JSON object {"bookmarks": {"<stream>": {"sync_watermark": ...}}}, as the tap writes it.');
+    throw new ConfigError('Invalid state: expected a JSON object {"bookmarks": {"<stream>": {"sync_watermark": ...}}}, as the tap writes it.', { field: 'state' });
   }
   const bookmarks = value.bookmarks ?? {};
-  if (!isObject(bookmarks)) throw new ConfigError('Invalid state: "bookmarks" must be an object keyed by stream name.');
+  if (!isObject(bookmarks)) throw new ConfigError('Invalid state: "bookmarks" must be an object keyed by stream name.', { field: 'state.bookmarks' });
   const states = new Map<string, StreamState>();
   for (const [name, raw] of Object.entries(bookmarks)) {
     if (!findStream(name)) {

@@ -1,0 +1,210 @@
+/**
+ * The failure policy, as one table: for every answer that is not a usable 2xx
+ * and every fault on the way, whether the client retries it, how long it waits
+ * first, and what it becomes when it is not retried or the retries run out
+ * (the error code, the Airbyte failure type, the message). Check it against
+ * the API description, section 7 "Errors" (400, 401, 403, 429, 500, 503 on
+ * the list operations; 429 and 503 carry Retry-After) and section 8 "Limits".
+ *
+ * Waits: `backoff` is the growing, jittered wait of retry.ts (at most
+ * max_retries retries); `retry_after` is the Retry-After the service sent
+ * (else its RateLimit-Reset, else a backoff), and every request of the client
+ * waits with it; a wait longer than max_wait_seconds stops the sync (WAIT_TOO_LONG).
+ */
+import type { FailureType } from '../errors.js';
+import type { NetKind } from './retry.js';
+import type { ApiErrorCode } from './types.js';
+
+export type Wait = 'none' | 'backoff' | 'retry_after';
+
+/** What a message may say about the failed request. */
+export interface FailureContext {
+  /** "GET /v1/contacts" (path without the query). */
+  readonly request: string;
+  readonly path: string;
+  /** The HTTP status, when there was an answer. */
+  readonly status: number | undefined;
+  /** The cause of the last fault, in plain words ("HTTP 500 (Internal error)", "connection reset ..."). */
+  readonly cause: string;
+  /** ' The service said: "..." (request_id ...).' or ''. */
+  readonly said: string;
+  /** "3 attempts". */
+  readonly tries: string;
+  readonly maxRetries: number;
+  /** ' The sync stops; the next sync resumes from the saved state.', or '' where no sync runs (check). */
+  readonly stopNote: string;
+}
+
+/** What a failure becomes. `code` 'contract' is a ContractError, every other code an ApiError. */
+export interface Outcome {
+  readonly code: ApiErrorCode | 'contract' | 'request_failed';
+  readonly failure: FailureType;
+  readonly message: (c: FailureContext) => string;
+}
+
+/** What went wrong: an HTTP status (or a class of them), a network fault, or a 2xx body that is not JSON. */
+export type Fault =
+  | { readonly status: number | '5xx' | 'any other' }
+  | { readonly network: NetKind }
+  | { readonly body: 'not JSON' };
+
+export interface FailureRule {
+  readonly fault: Fault;
+  readonly retried: boolean;
+  readonly wait: Wait;
+  /** The error when the fault is not retried, or when its retries run out. */
+  readonly outcome: Outcome;
+}
+
+const RETRIES_EXHAUSTED: Outcome = {
+  code: 'retries_exhausted',
+  failure: 'transient_error',
+  message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (max_retries ${c.maxRetries}); last cause: ${c.cause}.${c.stopNote}`,
+};
+
+export const FAILURE_POLICY: readonly FailureRule[] = [
+  {
+    fault: { status: 400 },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'bad_request',
+      failure: 'system_error',
+      message: (c) =>
+        `The Data-Read API rejected ${c.request} as an invalid request (HTTP 400): a parameter was refused, ` +
+        `or the page cursor was altered or belongs to another account.${c.said}`,
+    },
+  },
+  {
+    fault: { status: 401 },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'unauthorized',
+      failure: 'config_error',
+      message: (c) =>
+        'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
+        'Check api_key in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ' +
+        `if it was revoked, create a new key in the Data-Read account and put it in api_key.${c.said}`,
+    },
+  },
+  {
+    fault: { status: 403 },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'forbidden',
+      failure: 'config_error',
+      message: (c) =>
+        'The Data-Read API refused access with this key (HTTP 403): the data API is switched off for the account, ' +
+        "the account's plan does not include it, or the key lacks the data:read scope. " +
+        'Ask an account administrator to switch the data API on (or move to a plan that includes it), ' +
+        `or use a key that has the data:read scope.${c.said}`,
+    },
+  },
+  {
+    fault: { status: 404 },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'not_found',
+      failure: 'config_error',
+      message: (c) =>
+        `The Data-Read API has no ${c.path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
+        `for example https://api.example.com.${c.said}`,
+    },
+  },
+  { fault: { status: 408 }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
+  { fault: { status: 429 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
+  { fault: { status: 503 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
+  { fault: { status: '5xx' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
+  {
+    fault: { status: 'any other' },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'unexpected_status',
+      failure: 'system_error',
+      message: (c) => `The Data-Read API answered ${c.request} with HTTP ${c.status}, ${unexpectedWhat(c.status)}${c.said}`,
+    },
+  },
+  { fault: { network: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
+  { fault: { network: 'network' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
+  {
+    fault: { network: 'unreachable' },
+    retried: true,
+    wait: 'backoff',
+    outcome: {
+      code: 'unreachable',
+      failure: 'transient_error',
+      message: (c) => `Could not reach the Data-Read API: ${c.cause} (${c.tries}). Check base_url and the network.${c.stopNote}`,
+    },
+  },
+  {
+    fault: { network: 'tls' },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'unreachable',
+      failure: 'config_error',
+      message: (c) => `Could not connect securely to the Data-Read API: ${c.cause}. Check base_url (its host name) and the certificates this machine trusts.`,
+    },
+  },
+  {
+    fault: { network: 'fatal' },
+    retried: false,
+    wait: 'none',
+    outcome: { code: 'request_failed', failure: 'system_error', message: (c) => `The request to the Data-Read API could not be made: ${c.cause}.` },
+  },
+  {
+    fault: { body: 'not JSON' },
+    retried: true,
+    wait: 'backoff',
+    outcome: { code: 'contract', failure: 'system_error', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` },
+  },
+];
+
+/** A redirect is told apart from other undocumented statuses: the fix is in base_url. */
+function unexpectedWhat(status: number | undefined): string {
+  return status !== undefined && status >= 300 && status < 400
+    ? 'a redirect, which the connector does not follow. Check base_url (use the final address, with https://).'
+    : 'a status the API does not document.';
+}
+
+function find(match: (fault: Fault) => boolean): FailureRule {
+  const rule = FAILURE_POLICY.find((r) => match(r.fault));
+  if (rule === undefined) throw new Error('the failure policy has no rule for this fault');
+  return rule;
+}
+
+/** The rule for an HTTP status that is not 2xx. */
+export function statusRule(status: number): FailureRule {
+  const exact = FAILURE_POLICY.find((r) => 'status' in r.fault && r.fault.status === status);
+  if (exact) return exact;
+  return find((f) => 'status' in f && f.status === (status >= 500 && status <= 599 ? '5xx' : 'any other'));
+}
+
+/** The rule for a fault on the way (no complete response). */
+export function networkRule(kind: NetKind): FailureRule {
+  return find((f) => 'network' in f && f.network === kind);
+}
+
+/** The rule for a 2xx whose body is not the promised JSON. */
+export function bodyRule(): FailureRule {
+  return find((f) => 'body' in f);
+}
+
+/**
+ * A wait (Retry-After, RateLimit-Reset, or the minute's quota used up) longer
+ * than max_wait_seconds: a transient_error that says when to come back.
+ */
+export const WAIT_TOO_LONG = {
+  code: 'wait_too_long',
+  failure: 'transient_error',
+  /** @param end the stop note and what the service said */
+  message(status: number | undefined, waitMs: number, at: string, waitText: string, limit: string, end: string): string {
+    if (status === 503) return `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${waitText}), ${limit}.${end}`;
+    if (waitMs > 60_000) return `The Data-Read API's daily request quota is used up; it resets at ${at} (in ${waitText}, ${limit}).${end}`;
+    return `The Data-Read API's request limit is reached; it resets at ${at} (in ${waitText}, ${limit}).${end}`;
+  },
+} as const;

@@ -1,0 +1,47 @@
+/**
+ * The failure policy table read against the API description (section 7,
+ * "Errors"; section 8, "Limits"): what is retried, after which wait, and what
+ * the rest becomes. The client's behaviour for each row is tested in
+ * errors.test.ts and retry.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { FAILURE_POLICY, bodyRule, networkRule, statusRule } from '../../src/client/policy.js';
+
+const row = (status: number) => {
+  const { retried, wait, outcome } = statusRule(status);
+  return { retried, wait, code: outcome.code, failure: outcome.failure };
+};
+
+describe('the failure policy', () => {
+  it('follows the documented statuses', () => {
+    expect(row(400)).toEqual({ retried: false, wait: 'none', code: 'bad_request', failure: 'system_error' });
+    expect(row(401)).toEqual({ retried: false, wait: 'none', code: 'unauthorized', failure: 'config_error' });
+    expect(row(403)).toEqual({ retried: false, wait: 'none', code: 'forbidden', failure: 'config_error' });
+    expect(row(429)).toEqual({ retried: true, wait: 'retry_after', code: 'retries_exhausted', failure: 'transient_error' });
+    expect(row(500)).toEqual({ retried: true, wait: 'backoff', code: 'retries_exhausted', failure: 'transient_error' });
+    expect(row(503)).toEqual({ retried: true, wait: 'retry_after', code: 'retries_exhausted', failure: 'transient_error' });
+  });
+
+  it('retries every 5xx and 408, refuses what the API does not document', () => {
+    for (const status of [408, 502, 504, 599]) expect(row(status).retried, String(status)).toBe(true);
+    for (const status of [301, 302, 405, 410, 422]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'unexpected_status', failure: 'system_error' });
+    expect(row(404)).toEqual({ retried: false, wait: 'none', code: 'not_found', failure: 'config_error' });
+  });
+
+  it('retries network faults that may pass, not those that will not', () => {
+    expect(['timeout', 'network', 'unreachable'].map((k) => networkRule(k as 'timeout').retried)).toEqual([true, true, true]);
+    expect(networkRule('unreachable').outcome).toMatchObject({ code: 'unreachable', failure: 'transient_error' });
+    expect(networkRule('tls')).toMatchObject({ retried: false, outcome: { code: 'unreachable', failure: 'config_error' } });
+    expect(networkRule('fatal')).toMatchObject({ retried: false, outcome: { failure: 'system_error' } });
+  });
+
+  it('retries a 2xx body that is not JSON, then calls it a broken contract', () => {
+    expect(bodyRule()).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'contract', failure: 'system_error' } });
+  });
+
+  it('has one row per fault, and a wait only where it retries', () => {
+    const faults = FAILURE_POLICY.map((r) => JSON.stringify(r.fault));
+    expect(new Set(faults).size).toBe(faults.length);
+    for (const r of FAILURE_POLICY) expect(r.wait === 'none', JSON.stringify(r.fault)).toBe(!r.retried);
+  });
+});
