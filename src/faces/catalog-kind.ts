@@ -49,7 +49,7 @@ function airbyteNeeds(kind: Exclude<CatalogKind, 'unknown' | 'airbyte-configured
       : 'Wrap each discovered stream that way (choosing its sync_mode), or';
   return (
     'read needs an Airbyte configured catalog, which wraps each discovered stream with its sync mode: ' +
-    '{"streams": [{"stream": {"name": "contacts", "json_schema": {...}, ...}, "sync_mode": "incremental", "destination_sync_mode": "append_dedup"}, ...]}. ' +
+    '{"streams": [{"stream": {"name": "<stream>", "json_schema": {...}, ...}, "sync_mode": "incremental", "destination_sync_mode": "append_dedup"}, ...]}. ' +
     `${how} use the ready one that selects every stream (incremental where supported): ${CONFIGURED_CATALOG}.`
   );
 }

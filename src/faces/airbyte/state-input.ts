@@ -19,7 +19,7 @@ export const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
 
 export const EXPECTED_STATE =
   'Expected the state Airbyte passes, a JSON array of per-stream states ' +
-  '[{"type": "STREAM", "stream": {"stream_descriptor": {"name": "contacts"}, "stream_state": {"sync_watermark": "..."}}}, ...]; ' +
+  '[{"type": "STREAM", "stream": {"stream_descriptor": {"name": "<stream>"}, "stream_state": {"sync_watermark": "..."}}}, ...]; ' +
   'a single STATE message {"type": "STATE", "state": {"type": "STREAM", ...}}; ' +
   `or the STATE lines of a read's output, one a line (${STATE_RECIPE}; the last of each stream wins).`;
 
