@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ROOT } from '../scripts/root.js';
-import { startEmulator, type Emulator } from '../src/emulator/index.js';
+import { dayOfActivity, startEmulator, type Emulator } from '../src/emulator/index.js';
 import { replicaRecords } from '../src/faces/replica/records.js';
 import { replicaSummary } from './dashboard.js';
 
@@ -117,13 +117,7 @@ async function main(): Promise<void> {
 
     // A day of activity: edits, stage moves, outcomes, new contacts, deletions.
     emu.control.advanceClock(3_600_000);
-    const c = emu.control;
-    c.mutate(account.id, { op: 'update_contacts', count: 60 });
-    c.mutate(account.id, { op: 'move_contacts', count: 40 });
-    c.mutate(account.id, { op: 'update_conversations', count: 50, close: true, outcome: true });
-    c.mutate(account.id, { op: 'create_contacts', count: 25, withConversation: true });
-    c.mutate(account.id, { op: 'delete_contacts', count: 12 });
-    c.mutate(account.id, { op: 'delete_conversations', count: 6 });
+    for (const m of dayOfActivity()) emu.control.mutate(account.id, m);
     emu.control.advanceClock(60_000);
 
     mark = emu.control.stats().total;

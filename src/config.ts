@@ -162,6 +162,9 @@ const startDate = z
     order: 2,
   });
 
+/** Airbyte's UI annotations of a setting: its title, its description and its place in the form. */
+const ui = (title: string, description: string, order: number) => ({ title, description, order });
+
 const boundedInt = (name: string, min: number, max: number, fallback: number) =>
   z
     .number({ error: `${name} must be an integer from ${min} to ${max}` })
@@ -174,39 +177,15 @@ export const ConfigSchema = z.object({
   api_key: apiKey,
   base_url: baseUrl,
   start_date: startDate.optional(),
-  page_size: boundedInt('page_size', 1, 200, 200).meta({
-    title: 'Page size',
-    description: 'Records per request (1 to 200). 200 makes the fewest requests.',
-    order: 3,
-  }),
-  max_concurrent_requests: boundedInt('max_concurrent_requests', 1, 16, 2).meta({
-    title: 'Maximum concurrent requests',
-    description: 'Requests in flight at once, across all streams (1 to 16). Stay under the key\'s simultaneous-request limit.',
-    order: 4,
-  }),
-  request_timeout_seconds: boundedInt('request_timeout_seconds', 1, 600, 60).meta({
-    title: 'Request timeout (seconds)',
-    description: 'A request that takes longer is retried.',
-    order: 5,
-  }),
-  max_retries: boundedInt('max_retries', 0, 50, 8).meta({
-    title: 'Maximum retries',
-    description: 'Retries of one request on rate limits, server errors and network faults before the sync stops with a resumable state.',
-    order: 6,
-  }),
-  max_wait_seconds: boundedInt('max_wait_seconds', 1, 86_400, 900).meta({
-    title: 'Maximum wait (seconds)',
-    description: 'Longest single wait accepted for a rate limit. A longer one (the daily quota) stops the sync with a resumable state.',
-    order: 7,
-  }),
+  page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),
+  max_concurrent_requests: boundedInt('max_concurrent_requests', 1, 16, 2).meta(ui('Maximum concurrent requests', 'Requests in flight at once, across all streams (1 to 16). Stay under the key\'s simultaneous-request limit.', 4)),
+  request_timeout_seconds: boundedInt('request_timeout_seconds', 1, 600, 60).meta(ui('Request timeout (seconds)', 'A request that takes longer is retried.', 5)),
+  max_retries: boundedInt('max_retries', 0, 50, 8).meta(ui('Maximum retries', 'Retries of one request on rate limits, server errors and network faults before the sync stops with a resumable state.', 6)),
+  max_wait_seconds: boundedInt('max_wait_seconds', 1, 86_400, 900).meta(ui('Maximum wait (seconds)', 'Longest single wait accepted for a rate limit. A longer one (the daily quota) stops the sync with a resumable state.', 7)),
   deletions_as_tombstones: z
     .boolean({ error: 'deletions_as_tombstones must be true or false' })
     .default(false)
-    .meta({
-      title: 'Deletions as tombstones',
-      description: 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.',
-      order: 8,
-    }),
+    .meta(ui('Deletions as tombstones', 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.', 8)),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -32,7 +32,7 @@ export interface Origin {
   readonly kind: OriginKind;
   readonly adId: string | null;
   readonly clid: string | null;
-  readonly headline: string;
+  readonly headline: string | null;
   readonly campaignId: string | null;
 }
 
@@ -227,12 +227,8 @@ export class Generator {
   /** A contact without a first origin takes the origin of this conversation, if it has one. */
   static adoptFirstOrigin(c: ContactRecord, conv: ConversationRecord, at: number): void {
     if (c.first_origin_kind !== null || conv.origin_kind === null) return;
-    c.first_origin_kind = conv.origin_kind;
-    c.first_origin_ad_id = conv.origin_ad_id;
-    c.first_origin_ctwa_clid = conv.origin_ctwa_clid;
-    c.first_origin_headline = conv.origin_headline;
-    c.first_origin_at = iso(at);
-    c.first_campaign_id = conv.campaign_id;
+    const origin: Origin = { kind: conv.origin_kind, adId: conv.origin_ad_id, clid: conv.origin_ctwa_clid, headline: conv.origin_headline, campaignId: conv.campaign_id };
+    Generator.applyFirstOrigin(c, origin, at);
   }
 
   private pickPipeline(p: Prng): Pipeline {

@@ -4,7 +4,7 @@ export {
   EmulatorControl, DATA_SCOPE,
   type AccountInput, type AccountInfo, type KeyInput, type KeyPatch, type KeyInfo, type Dump, type FaultsInfo, type EmulatorStats,
 } from './control.js';
-export type { Mutation, MutationResult, OutcomeCategory } from './mutations.js';
+export { dayOfActivity, type Mutation, type MutationResult, type OutcomeCategory } from './mutations.js';
 export type { SeedOptions, SeedResult } from './seed.js';
 export { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 export { DEFAULT_LIMITS, type Limits, type LimitOverrides } from './limits.js';

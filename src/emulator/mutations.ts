@@ -50,6 +50,23 @@ export type Mutation =
 
 export type MutationOp = Mutation['op'];
 
+/**
+ * A day in an account's life, for the demo and the tests: edits, stage moves,
+ * closed conversations with outcomes, new contacts, deletions. Counts are
+ * those of the demo times `scale`, at least 1 each.
+ */
+export function dayOfActivity(scale = 1): Mutation[] {
+  const n = (k: number): number => Math.max(1, Math.round(k * scale));
+  return [
+    { op: 'update_contacts', count: n(60) },
+    { op: 'move_contacts', count: n(40) },
+    { op: 'update_conversations', count: n(50), close: true, outcome: true },
+    { op: 'create_contacts', count: n(25), withConversation: true },
+    { op: 'delete_contacts', count: n(12) },
+    { op: 'delete_conversations', count: n(6) },
+  ];
+}
+
 export interface MutationResult {
   readonly op: MutationOp;
   /** Ids of the records changed, created or deleted (contacts or conversations, per op). */

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator, type FaultRule } from '../../src/emulator/index.js';
+import { dayOfActivity, startEmulator, type Emulator, type FaultRule } from '../../src/emulator/index.js';
 import { ROOT, SOURCE_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type StreamStates } from '../helpers/destination.js';
 
@@ -53,14 +53,8 @@ function expectValid(result: CliResult, key: string): void {
 }
 
 function changeSomething(acc: Account): void {
-  const c = emu.control;
   emu.control.advanceClock(60_000);
-  c.mutate(acc.id, { op: 'update_contacts', count: 15 });
-  c.mutate(acc.id, { op: 'move_contacts', count: 10 });
-  c.mutate(acc.id, { op: 'update_conversations', count: 12, close: true, outcome: true });
-  c.mutate(acc.id, { op: 'create_contacts', count: 8, withConversation: true });
-  c.mutate(acc.id, { op: 'delete_contacts', count: 4 });
-  c.mutate(acc.id, { op: 'delete_conversations', count: 3 });
+  for (const m of dayOfActivity(0.25)) emu.control.mutate(acc.id, m);
   emu.control.advanceClock(60_000);
 }
 
