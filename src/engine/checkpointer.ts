@@ -1,0 +1,67 @@
+/**
+ * What state a read may write, and when (connector contract, "State"; the
+ * README's "State and incremental sync"):
+ * - a read starts from the saved resume cursor, else from the last complete
+ *   watermark (`updated_since`), else from start_date; a stream without a
+ *   cursor takes no time filter (the service refuses one);
+ * - inside a read, each checkpoint is `resume: {cursor, sync_watermark}` and
+ *   keeps the last complete watermark as it was;
+ * - only a read that reached `has_more: false` moves the watermark: to the
+ *   watermark that read reported, even an earlier one (the service's clock
+ *   went back: keeping the later one would skip for good what the service
+ *   stamps in between), with a WARN naming both instants;
+ * - a resume cursor the service rejects restarts the read from the last
+ *   complete watermark: records may repeat, none are lost.
+ */
+import type { StreamDefinition } from '../streams.js';
+import type { PageStart } from './paginator.js';
+import { watermarkWentBack, type StreamState } from './state.js';
+
+export class Checkpointer {
+  readonly #stream: Pick<StreamDefinition, 'name' | 'cursorField'>;
+  /** The watermark of the last complete read, as saved. */
+  readonly #complete: string | undefined;
+  readonly #resume: StreamState['resume'];
+  readonly #startDate: string | undefined;
+
+  /** @param startDate where a stream without a saved watermark starts (start_date); undefined: the full history */
+  constructor(stream: Pick<StreamDefinition, 'name' | 'cursorField'>, saved: StreamState, startDate: string | undefined) {
+    this.#stream = stream;
+    this.#complete = saved.sync_watermark;
+    this.#resume = saved.resume;
+    this.#startDate = startDate;
+  }
+
+  /** Where the read starts. */
+  start(): PageStart {
+    return this.#resume ? { cursor: this.#resume.cursor, watermark: this.#resume.sync_watermark } : this.#fromWatermark();
+  }
+
+  /** The service rejected the resume cursor (`reason`): where the read starts again, and the warning that says so. */
+  restart(reason: string): { start: PageStart; warning: string } {
+    return {
+      start: this.#fromWatermark(),
+      warning:
+        `${this.#stream.name}: the service rejected the saved resume cursor (${reason}); ` +
+        `restarting the read from ${this.#complete ? `the last complete watermark ${this.#complete}` : 'the start'}. ` +
+        'Records may repeat; none are lost.',
+    };
+  }
+
+  /** The checkpoint after a page with more to come: resume at `cursor` of the read whose watermark is `watermark`. */
+  midRead(cursor: string, watermark: string): StreamState {
+    const checkpoint: StreamState = { resume: { cursor, sync_watermark: watermark } };
+    if (this.#complete !== undefined) checkpoint.sync_watermark = this.#complete;
+    return checkpoint;
+  }
+
+  /** The state after the last page of a read whose watermark is `watermark`, and the WARN when it is earlier than the saved one. */
+  complete(watermark: string): { state: StreamState; warning?: string } {
+    const warning = watermarkWentBack(this.#stream.name, this.#complete, watermark);
+    return { state: { sync_watermark: watermark }, ...(warning === undefined ? {} : { warning }) };
+  }
+
+  #fromWatermark(): PageStart {
+    return { updatedSince: this.#stream.cursorField === null ? undefined : (this.#complete ?? this.#startDate) };
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Following one list operation's cursors, page by page, and holding each page
+ * to the API's contract before anything of it is passed on: records are
+ * objects with their primary key; `has_more: true` comes with a cursor never
+ * seen before in this read (no loop); one read has one `sync_watermark`. The
+ * next page is requested while the caller writes the current one out.
+ */
+import type { DataReadApi, ListQuery, RawPage } from '../client/types.js';
+import { ContractError } from '../errors.js';
+import type { StreamDefinition } from '../streams.js';
+import type { Data } from './events.js';
+
+/** Where a read starts: a resume cursor (with the watermark of the read it belongs to), or a time filter. */
+export type PageStart =
+  | { readonly cursor: string; readonly watermark: string }
+  | { readonly cursor?: undefined; readonly updatedSince: string | undefined };
+
+export interface Page {
+  readonly records: readonly Data[];
+  /** The cursor of the next page; null on the last page (`has_more: false`). */
+  readonly next: string | null;
+  /** The read's sync_watermark (the same on every page). */
+  readonly watermark: string;
+}
+
+function checkRecords(stream: StreamDefinition, data: readonly unknown[]): Data[] {
+  for (let i = 0; i < data.length; i++) {
+    const rec = data[i];
+    if (typeof rec !== 'object' || rec === null || Array.isArray(rec)) {
+      throw new ContractError(`${stream.path} returned an item that is not an object at data[${i}].`);
+    }
+    const id = (rec as Data)[stream.primaryKey];
+    if (typeof id !== 'string' || id.length === 0) {
+      throw new ContractError(`${stream.path} returned a record without "${stream.primaryKey}" at data[${i}].`);
+    }
+  }
+  return data as Data[];
+}
+
+/** Start a request now and keep its failure until someone awaits it (no unhandled rejection). */
+function prefetch(client: DataReadApi, path: string, query: ListQuery): Promise<RawPage> {
+  const pending = client.list(path, query);
+  pending.catch(() => undefined);
+  return pending;
+}
+
+export class Paginator {
+  readonly #client: DataReadApi;
+  readonly #stream: StreamDefinition;
+  readonly #pageSize: number;
+  readonly #seenCursors = new Set<string>();
+  #watermark: string | undefined;
+  #pending: Promise<RawPage> | undefined;
+
+  /** Sends the first request at once. */
+  constructor(client: DataReadApi, stream: StreamDefinition, start: PageStart, pageSize: number) {
+    this.#client = client;
+    this.#stream = stream;
+    this.#pageSize = pageSize;
+    if (start.cursor !== undefined) {
+      this.#seenCursors.add(start.cursor);
+      this.#watermark = start.watermark;
+    }
+    const query: ListQuery = start.cursor !== undefined ? { cursor: start.cursor, limit: pageSize } : { updated_since: start.updatedSince, limit: pageSize };
+    this.#pending = prefetch(client, stream.path, query);
+  }
+
+  /** The next page, checked; throws the client's error or a ContractError. Not to be called after the last page. */
+  async next(): Promise<Page> {
+    const pending = this.#pending;
+    if (pending === undefined) throw new Error(`${this.#stream.name}: read past the last page`);
+    this.#pending = undefined;
+    const page = await pending;
+    const watermark = this.#sameWatermark(page.sync_watermark);
+    const next = this.#nextCursor(page);
+    const records = checkRecords(this.#stream, page.data);
+    // Ask for the next page while this one is written out.
+    if (next !== null) this.#pending = prefetch(this.#client, this.#stream.path, { cursor: next, limit: this.#pageSize });
+    return { records, next, watermark };
+  }
+
+  #sameWatermark(watermark: string): string {
+    if (this.#watermark === undefined) this.#watermark = watermark;
+    else if (watermark !== this.#watermark) {
+      throw new ContractError(
+        `${this.#stream.path} changed sync_watermark within one read (${this.#watermark} then ${watermark}); the state was not moved.`,
+      );
+    }
+    return watermark;
+  }
+
+  #nextCursor(page: RawPage): string | null {
+    if (!page.has_more) return null;
+    const next = page.next_cursor;
+    if (typeof next !== 'string' || next.length === 0) {
+      throw new ContractError(`${this.#stream.path} answered has_more: true without a next_cursor; the state was not moved.`);
+    }
+    if (this.#seenCursors.has(next)) {
+      throw new ContractError(`${this.#stream.path} returned a next_cursor it had already returned in this read (a loop); the state was not moved.`);
+    }
+    this.#seenCursors.add(next);
+    return next;
+  }
+}
