@@ -148,7 +148,7 @@ export class MemoryDestination {
   /** Delete the rows the deletion log names (its row in the streams table says which fields name them). */
   applyDeletionLog(): void {
     const log = findDeletionLog();
-    if (log === undefined) return;
+    if (log === undefined) throw new Error('the streams table has no deletion log');
     const { objectTypeField, objectIdField } = log.deletionLog;
     for (const deletion of this.table(log.name).values()) {
       const target = findDeletionTarget(deletion[objectTypeField]);
