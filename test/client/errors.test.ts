@@ -2,6 +2,7 @@
 import { gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { statusRule } from '../../src/client/policy.js';
 import { ApiError } from '../../src/client/types.js';
 import { ContractError } from '../../src/errors.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock } from './helpers.js';
@@ -28,11 +29,18 @@ async function errorFor(status: number, body: unknown, headers: Record<string, s
   return { err: err as ApiError, requests };
 }
 
+describe('the client follows the failure policy table', () => {
+  it.each([400, 401, 403, 404, 408, 410, 422, 429, 500, 502, 503, 504])('HTTP %i: retried or not, and the error, as the table says', async (status) => {
+    const rule = statusRule(status);
+    const { err, requests } = await errorFor(status, problem(status, 'Title', 'Detail.', `rq-${status}`));
+    expect(requests).toBe(rule.retried ? 4 : 1); // maxRetries 3 => 4 attempts
+    expect(err).toMatchObject({ code: rule.outcome.code, failureType: rule.outcome.failure, status });
+  });
+});
+
 describe('error statuses (application/problem+json)', () => {
   it('401: config_error in plain words with title, detail and request_id; not retried', async () => {
-    const { err, requests } = await errorFor(401, problem(401, 'Unauthorized', 'The API key was revoked.', 'rq-401-abc'));
-    expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'unauthorized', failureType: 'config_error', status: 401 });
+    const { err } = await errorFor(401, problem(401, 'Unauthorized', 'The API key was revoked.', 'rq-401-abc'));
     expect(err.message).toContain('missing, invalid or revoked');
     expect(err.message).toContain('api_key');
     expect(err.message).toContain('Unauthorized: The API key was revoked.');
@@ -41,9 +49,7 @@ describe('error statuses (application/problem+json)', () => {
   });
 
   it('403: config_error naming the data API switch, the plan and the data:read scope', async () => {
-    const { err, requests } = await errorFor(403, problem(403, 'Forbidden', 'Data API disabled for this account.', 'rq-403'));
-    expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'forbidden', failureType: 'config_error', status: 403 });
+    const { err } = await errorFor(403, problem(403, 'Forbidden', 'Data API disabled for this account.', 'rq-403'));
     expect(err.message).toMatch(/switched off/);
     expect(err.message).toMatch(/plan/);
     expect(err.message).toContain('data:read');
@@ -52,25 +58,20 @@ describe('error statuses (application/problem+json)', () => {
   });
 
   it('400: bad_request system_error (the reader catches it for resume cursors)', async () => {
-    const { err, requests } = await errorFor(400, problem(400, 'Invalid request', 'The cursor is not valid.', 'rq-400'));
-    expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'bad_request', failureType: 'system_error', status: 400 });
+    const { err } = await errorFor(400, problem(400, 'Invalid request', 'The cursor is not valid.', 'rq-400'));
     expect(err.message).toContain('GET /v1/contacts');
     expect(err.message).toContain('Invalid request: The cursor is not valid.');
     expect(err.problem?.detail).toBe('The cursor is not valid.');
   });
 
-  it('404: not_found', async () => {
-    const { err, requests } = await errorFor(404, problem(404, 'Not Found', 'No such route.', 'rq-404'));
-    expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'not_found', status: 404 });
+  it('404: not_found, pointing at base_url', async () => {
+    const { err } = await errorFor(404, problem(404, 'Not Found', 'No such route.', 'rq-404'));
     expect(err.message).toContain('base_url');
   });
 
-  it('an undocumented status is unexpected_status, not retried', async () => {
-    const { err, requests } = await errorFor(410, 'gone', { 'content-type': 'text/plain' });
-    expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status: 410 });
+  it('an undocumented status without a problem body: unexpected_status naming the status', async () => {
+    const { err } = await errorFor(410, 'gone', { 'content-type': 'text/plain' });
+    expect(err.message).toContain('HTTP 410, a status the API does not document');
   });
 
   it('a 401 without a problem body still gets the plain-word message', async () => {
@@ -87,20 +88,13 @@ describe('error statuses (application/problem+json)', () => {
   });
 
   it('500: retried with backoff, then retries_exhausted naming the last cause', async () => {
-    const { err, requests } = await errorFor(500, problem(500, 'Internal Server Error', 'Unexpected error.', 'rq-500'));
-    expect(requests).toBe(4); // maxRetries 3 => 4 attempts
-    expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error', status: 500 });
+    const { err } = await errorFor(500, problem(500, 'Internal Server Error', 'Unexpected error.', 'rq-500'));
     expect(err.message).toContain('HTTP 500');
     expect(err.message).toContain('Unexpected error.');
     expect(err.message).toContain('rq-500');
     expect(err.message).toContain('4 attempts');
   });
 
-  it('503 without Retry-After: backoff, then retries_exhausted', async () => {
-    const { err, requests } = await errorFor(503, problem(503, 'Service Unavailable', 'Maintenance.', 'rq-503'));
-    expect(requests).toBe(4);
-    expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error', status: 503 });
-  });
 });
 
 describe('page envelope', () => {
