@@ -5,28 +5,20 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
 import { ApiError } from '../../src/client/types.js';
 import { ContractError } from '../../src/errors.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
 afterAll(() => nock.enableNetConnect());
 
 async function errorFor(status: number, body: unknown, headers: Record<string, string> = PROBLEM_HEADERS): Promise<{ err: ApiError; requests: number }> {
-  let requests = 0;
-  nock(BASE)
-    .get('/v1/contacts')
-    .query(true)
-    .times(10)
-    .reply(() => {
-      requests += 1;
-      return [status, body as string, headers];
-    });
+  const requests = countRequests('/v1/contacts', 10, () => [status, body as string, headers]);
   const { client } = harness();
   const err = await failure(() => client.list('/v1/contacts', { limit: 10 }));
   await client.close();
   expect(err).toBeInstanceOf(ApiError);
   expectNoKey(err);
-  return { err: err as ApiError, requests };
+  return { err: err as ApiError, requests: requests.count };
 }
 
 describe('the client follows the failure policy table', () => {
@@ -103,19 +95,11 @@ describe('page envelope', () => {
     it(`a page without "${field}" is a contract error naming it, not retried`, async () => {
       const body: Record<string, unknown> = { ...full };
       delete body[field];
-      let requests = 0;
-      nock(BASE)
-        .get('/v1/contacts')
-        .query(true)
-        .times(5)
-        .reply(() => {
-          requests += 1;
-          return [200, body, JSON_HEADERS];
-        });
+      const requests = countRequests('/v1/contacts', 5, () => [200, body, JSON_HEADERS]);
       const { client } = harness();
       const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
       await client.close();
-      expect(requests).toBe(1);
+      expect(requests.count).toBe(1);
       expect(err).toBeInstanceOf(ContractError);
       expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
       expect(err.message).toContain(`"${field}"`);

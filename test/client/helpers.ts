@@ -101,3 +101,21 @@ export function resetNock(): void {
   nock.cleanAll();
   nock.abortPendingRequests();
 }
+
+/**
+ * Answer GET `path` (any query) up to `times` times with `answer(n)`, n the
+ * number of the request from 1; `count` says how many requests came.
+ */
+export function countRequests(path: string, times: number, answer: (n: number) => [number, unknown, Record<string, string>?]): { readonly count: number } {
+  const counter = { count: 0 };
+  nock(BASE)
+    .get(path)
+    .query(true)
+    .times(times)
+    .reply(() => {
+      counter.count += 1;
+      const [status, body, headers] = answer(counter.count);
+      return [status, body as string, headers ?? {}];
+    });
+  return counter;
+}

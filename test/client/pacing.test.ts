@@ -3,7 +3,7 @@ import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Pacer } from '../../src/client/pacer.js';
 import { ApiError } from '../../src/client/types.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -215,19 +215,11 @@ describe('429 and 503', () => {
 
   it('after a too-long Retry-After, other callers stop at once without sending', async () => {
     const h = harness();
-    let sent = 0;
-    nock(BASE)
-      .get('/v1/contacts')
-      .query(true)
-      .times(5)
-      .reply(() => {
-        sent += 1;
-        return [503, problem(503, 'Service Unavailable', 'Long maintenance.'), { ...PROBLEM_HEADERS, 'retry-after': '7200' }];
-      });
+    const sent = countRequests('/v1/contacts', 5, () => [503, problem(503, 'Service Unavailable', 'Long maintenance.'), { ...PROBLEM_HEADERS, 'retry-after': '7200' }]);
     const first = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     const second = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     await h.client.close();
-    expect(sent).toBe(1);
+    expect(sent.count).toBe(1);
     expect(first).toMatchObject({ code: 'wait_too_long', status: 503, resetAt: T0 + 7_200_000 });
     expect(first.message).toContain('unavailable (HTTP 503)');
     expect(second).toMatchObject({ code: 'wait_too_long', status: 503, resetAt: T0 + 7_200_000 });

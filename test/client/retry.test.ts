@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Backoff, classifyNetError, parseRetryAfter } from '../../src/client/retry.js';
 import { cleaner } from '../../src/client/text.js';
 import { ApiError } from '../../src/client/types.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failure, harness, page, problem, resetNock } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -58,19 +58,11 @@ describe('parseRetryAfter', () => {
 
 describe('retry limit', () => {
   it('makes exactly maxRetries + 1 attempts, with growing jittered waits, then retries_exhausted', async () => {
-    let requests = 0;
-    nock(BASE)
-      .get('/v1/conversations')
-      .query(true)
-      .times(20)
-      .reply(() => {
-        requests += 1;
-        return [500, problem(500, 'Internal Server Error', 'boom', `rq-${requests}`), PROBLEM_HEADERS];
-      });
+    const requests = countRequests('/v1/conversations', 20, (requests) => [500, problem(500, 'Internal Server Error', 'boom', `rq-${requests}`), PROBLEM_HEADERS]);
     const h = harness({ maxRetries: 5, retryBaseMs: 5, retryMaxMs: 1000 });
     const err = await failure(() => h.client.list('/v1/conversations', { limit: 1 }));
     await h.client.close();
-    expect(requests).toBe(6);
+    expect(requests.count).toBe(6);
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error' });
     expect(err.message).toContain('rq-6'); // the last cause
@@ -86,19 +78,11 @@ describe('retry limit', () => {
   });
 
   it('maxRetries 0: one attempt only', async () => {
-    let requests = 0;
-    nock(BASE)
-      .get('/v1/contacts')
-      .query(true)
-      .times(3)
-      .reply(() => {
-        requests += 1;
-        return [502, 'bad gateway'];
-      });
+    const requests = countRequests('/v1/contacts', 3, () => [502, 'bad gateway']);
     const h = harness({ maxRetries: 0 });
     const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     await h.client.close();
-    expect(requests).toBe(1);
+    expect(requests.count).toBe(1);
     expect(err).toMatchObject({ code: 'retries_exhausted' });
     expect(h.clock.sleeps).toEqual([]);
   });
