@@ -8,7 +8,7 @@ import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from '../interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
-import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';
+import { UsageError, failureExit, versionLine } from './usage.js';
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
 
@@ -92,18 +92,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(argv, out, logger, interrupt);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    const closed = outputClosed(err);
-    if (err instanceof UsageError) {
-      // Usage mistakes (no or an unknown command or option, missing file flag): say so on stderr.
-      logger.log('ERROR', usageMessage(message, HELP));
-      code = USAGE_EXIT;
-    } else if (closed !== undefined) {
+    const closed = err instanceof UsageError ? undefined : outputClosed(err);
+    if (closed !== undefined) {
       logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
       code = 1;
     } else {
-      logger.log('ERROR', message);
-      code = 1;
+      // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
+      code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
     }
   }
   await out.flush();

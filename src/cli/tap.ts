@@ -6,7 +6,7 @@ import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from '../interrupt.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
-import { USAGE_EXIT, UsageError, usageMessage, versionLine } from './usage.js';
+import { USAGE_EXIT, UsageError, failureExit, usageMessage, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
@@ -92,15 +92,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(args, out, logger, interrupt);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof UsageError) {
-      // Usage mistakes found after parsing (no --config, a bad --format): the usage text on stderr.
-      logger.log('CRITICAL', usageMessage(message, TAP_HELP));
-      code = USAGE_EXIT;
-    } else {
-      logger.log('CRITICAL', message);
-      code = 1;
-    }
+    // Usage mistakes found after parsing (no --config, a bad --format) come with the usage text.
+    code = failureExit(err, (message) => logger.log('CRITICAL', message), TAP_HELP);
   }
   await out.flush();
   interrupt.uninstall();

@@ -21,3 +21,17 @@ export function versionLine(executable: string): string {
 export function usageMessage(message: string, help: string): string {
   return `${message}\n\n${help.trimEnd()}`;
 }
+
+/**
+ * What ended a command, told on stderr through `log`, and the exit status:
+ * a usage mistake with the usage text (exit 2), anything else as it is (exit 1).
+ */
+export function failureExit(err: unknown, log: (message: string) => void, help: string): number {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof UsageError) {
+    log(usageMessage(message, help));
+    return USAGE_EXIT;
+  }
+  log(message);
+  return 1;
+}
