@@ -8,14 +8,11 @@ import { replicaRecords, replicaStates } from '../../src/faces/replica/records.j
 import { layoutFor } from '../../src/faces/replica/layout.js';
 import { ensureTable, insertSql, openForWrite } from '../../src/faces/replica/database.js';
 import { recordToRow } from '../../src/faces/replica/rows.js';
-import { replicaSummary } from '../../demo/dashboard.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { tempDir } from '../helpers/cli.js';
-import { contact, conversation, iso } from '../helpers/fake-api.js';
+import { contact, iso } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
-const conversations = findStream('conversations') as StreamDefinition;
-const stages = findStream('pipeline_stages') as StreamDefinition;
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -96,38 +93,5 @@ describe('ReplicaStore', () => {
     rmSync(path, { force: true });
     writeFileSync(path, 'this is not sqlite, just text that is long enough to be read as a header................');
     expect(() => new ReplicaStore(path)).toThrow(/cannot be used as a replica database|Cannot open the replica database/);
-  });
-});
-
-describe('replicaSummary', () => {
-  it('counts contacts by temperature and stage, conversations won/lost, and the median first-response time', () => {
-    const path = newDb();
-    const store = new ReplicaStore(path);
-    const t = (m: number) => iso(m);
-    store.commit(stages, [{ id: 's1', name: 'New' }, { id: 's2', name: 'Won' }], {}, true);
-    store.commit(contacts, [
-      contact('c1', 1, { temperature: 'hot', current_stage_id: 's1' }),
-      contact('c2', 1, { temperature: 'hot', current_stage_id: 's2' }),
-      contact('c3', 1, { temperature: 'cold', current_stage_id: 's1' }),
-      contact('c4', 1, { temperature: null, current_stage_id: 's1' }),
-    ], { sync_watermark: t(30) });
-    store.commit(conversations, [
-      conversation('v1', 1, { created_at: t(0), first_response_at: t(1), outcome_category: 'converted' }), // 60 s
-      conversation('v2', 1, { created_at: t(0), first_response_at: t(3), outcome_category: 'not_interested' }), // 180 s
-      conversation('v3', 1, { created_at: t(0), first_response_at: t(10), outcome_category: 'won' }), // 600 s
-      conversation('v4', 1, { created_at: t(0), first_response_at: t(20), outcome_category: null }), // 1200 s
-      conversation('v5', 1, { created_at: t(0), first_response_at: null }),
-    ], { sync_watermark: t(31) });
-    store.close();
-    const summary = replicaSummary(path);
-    expect(summary.contacts.total).toBe(4);
-    expect(summary.contacts.byTemperature).toEqual([{ value: 'hot', count: 2 }, { value: null, count: 1 }, { value: 'cold', count: 1 }]);
-    expect(summary.contacts.byStage).toEqual([{ value: 's1', count: 3, name: 'New' }, { value: 's2', count: 1, name: 'Won' }]);
-    expect(summary.conversations).toMatchObject({ total: 5, won: 2, lost: 1, medianFirstResponseSeconds: 390, respondedCount: 4 });
-    expect(summary.watermarks).toEqual({ contacts: t(30), conversations: t(31), pipeline_stages: null });
-  });
-
-  it('names a missing database', () => {
-    expect(() => replicaSummary('/nonexistent/replica.db')).toThrow(/No replica database at "\/nonexistent\/replica.db"/);
   });
 });

@@ -1,0 +1,56 @@
+/** The demo's dashboard (demo/dashboard.ts): plain SQL over a replica that the replica store wrote. */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { replicaSummary } from '../../demo/dashboard.js';
+import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { tempDir } from '../helpers/cli.js';
+import { contact, conversation, iso } from '../helpers/fake-api.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const conversations = findStream('conversations') as StreamDefinition;
+const stages = findStream('pipeline_stages') as StreamDefinition;
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function newDb(): string {
+  const dir = tempDir('demo-dashboard-');
+  dirs.push(dir);
+  return join(dir, 'r.db');
+}
+
+describe('replicaSummary', () => {
+  it('counts contacts by temperature and stage, conversations won/lost, and the median first-response time', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    const t = (m: number) => iso(m);
+    store.commit(stages, [{ id: 's1', name: 'New' }, { id: 's2', name: 'Won' }], {}, true);
+    store.commit(contacts, [
+      contact('c1', 1, { temperature: 'hot', current_stage_id: 's1' }),
+      contact('c2', 1, { temperature: 'hot', current_stage_id: 's2' }),
+      contact('c3', 1, { temperature: 'cold', current_stage_id: 's1' }),
+      contact('c4', 1, { temperature: null, current_stage_id: 's1' }),
+    ], { sync_watermark: t(30) });
+    store.commit(conversations, [
+      conversation('v1', 1, { created_at: t(0), first_response_at: t(1), outcome_category: 'converted' }), // 60 s
+      conversation('v2', 1, { created_at: t(0), first_response_at: t(3), outcome_category: 'not_interested' }), // 180 s
+      conversation('v3', 1, { created_at: t(0), first_response_at: t(10), outcome_category: 'won' }), // 600 s
+      conversation('v4', 1, { created_at: t(0), first_response_at: t(20), outcome_category: null }), // 1200 s
+      conversation('v5', 1, { created_at: t(0), first_response_at: null }),
+    ], { sync_watermark: t(31) });
+    store.close();
+    const summary = replicaSummary(path);
+    expect(summary.contacts.total).toBe(4);
+    expect(summary.contacts.byTemperature).toEqual([{ value: 'hot', count: 2 }, { value: null, count: 1 }, { value: 'cold', count: 1 }]);
+    expect(summary.contacts.byStage).toEqual([{ value: 's1', count: 3, name: 'New' }, { value: 's2', count: 1, name: 'Won' }]);
+    expect(summary.conversations).toMatchObject({ total: 5, won: 2, lost: 1, medianFirstResponseSeconds: 390, respondedCount: 4 });
+    expect(summary.watermarks).toEqual({ contacts: t(30), conversations: t(31), pipeline_stages: null });
+  });
+
+  it('names a missing database', () => {
+    expect(() => replicaSummary('/nonexistent/replica.db')).toThrow(/No replica database at "\/nonexistent\/replica.db"/);
+  });
+});
