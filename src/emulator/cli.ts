@@ -3,6 +3,7 @@
  * JSON line {url, control_url, control_token, api_key, account_id} on stdout
  * (and into --ready-file, once it serves), and serve until SIGINT/SIGTERM.
  */
+import { readFileSync } from 'node:fs';
 import { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
 import { removeReadyFile, writeReadyFile } from './ready-file.js';
@@ -24,6 +25,9 @@ renamed), and the file is removed when it stops:
 Options:
   --port N              port to listen on (default 0: a free port)
   --host H              address to bind (default 127.0.0.1)
+  --tls-cert FILE       serve HTTPS with this certificate (PEM; the chain after
+                          the leaf); needs --tls-key
+  --tls-key FILE        the private key of --tls-cert (PEM)
   --seed S              seed of the data, keys and fault schedule (default 1)
   --contacts N          contacts to seed into the default account (default 0)
   --test-fraction F     share of seeded test-environment contacts (default 0.03)
@@ -69,6 +73,8 @@ interface Parsed {
   frozenClock: boolean;
   faults: FaultRule[];
   readyFile: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
   help: boolean;
 }
 
@@ -107,7 +113,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
   const out: Parsed = {
     port: 0, host: '127.0.0.1', seed: 1, contacts: 0, testFraction: undefined, accountName: 'Default account',
     apiKey: undefined, controlToken: undefined, limits: {}, latencyMs: 0, clockStart: undefined, frozenClock: false,
-    faults: [], readyFile: undefined, help: false,
+    faults: [], readyFile: undefined, tlsCert: undefined, tlsKey: undefined, help: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -159,9 +165,12 @@ export function parseArgs(argv: readonly string[]): Parsed {
         if (value === '') throw new UsageError('--ready-file needs a file path');
         out.readyFile = value;
         break;
+      case '--tls-cert': out.tlsCert = value; break;
+      case '--tls-key': out.tlsKey = value; break;
       default: throw new UsageError(`unknown option ${name} (see --help)`);
     }
   }
+  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
   return out;
 }
 
@@ -183,7 +192,9 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
   }
   let emu;
   try {
+    const tls = args.tlsCert === undefined || args.tlsKey === undefined ? undefined : { cert: readFileSync(args.tlsCert), key: readFileSync(args.tlsKey) };
     emu = await startEmulator({
+      ...(tls === undefined ? {} : { tls }),
       port: args.port, host: args.host, seed: args.seed, limits: args.limits, faults: args.faults, latencyMs: args.latencyMs,
       frozenClock: args.frozenClock,
       ...(args.controlToken === undefined ? {} : { controlToken: args.controlToken }),

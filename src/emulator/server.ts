@@ -5,6 +5,7 @@
  * parameters (400), handler. Every response carries RateLimit-* and X-Request-Id.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { EmulatorControl } from './control.js';
 import { checkControlToken, handleControl } from './control-routes.js';
@@ -18,7 +19,7 @@ import { EmulatorState, type EmulatorOptions } from './state.js';
 export type { EmulatorOptions } from './state.js';
 
 export interface Emulator {
-  /** Base URL of the API (before /v1), e.g. http://127.0.0.1:43123. */
+  /** Base URL of the API (before /v1), e.g. http://127.0.0.1:43123 (https:// with the tls option). */
   readonly url: string;
   /** Base URL of the control interface: url + /_control. */
   readonly controlUrl: string;
@@ -224,7 +225,9 @@ export function createEmulator(options: EmulatorOptions = {}): { state: Emulator
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const { state, control } = createEmulator(options);
   const { listener, cancelTimers } = createRequestListener(state, control);
-  const server = createServer({ keepAlive: true }, listener);
+  const server: Server = options.tls === undefined
+    ? createServer({ keepAlive: true }, listener)
+    : createHttpsServer({ keepAlive: true, cert: options.tls.cert, key: options.tls.key }, listener);
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -234,7 +237,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `${options.tls === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   state.url = url;
   let closing: Promise<void> | null = null;
   return {

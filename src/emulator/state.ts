@@ -14,6 +14,8 @@ export interface EmulatorOptions {
   readonly port?: number;
   /** Address to bind; default 127.0.0.1. */
   readonly host?: string;
+  /** Serve HTTPS with this certificate (PEM, the chain after the leaf) and key instead of plain HTTP. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   /** Seed of all data, keys and fault schedules; default 1. */
   readonly seed?: number | string;
   /** Bearer token of /_control; default: random. */
