@@ -3,6 +3,9 @@
  * the Airbyte SPEC's connectionSpecification and the Singer --about settings.
  */
 import { z } from 'zod';
+import { proxySecrets } from './client/proxy-env.js';
+import { parseProxyUrl } from './client/proxy-url.js';
+import { parseCaCertificates } from './client/tls.js';
 import { ConfigError, redact } from './errors.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -173,6 +176,41 @@ const boundedInt = (name: string, min: number, max: number, fallback: number) =>
     .max(max, { error: `${name} must be an integer from ${min} to ${max}` })
     .default(fallback);
 
+/** A check that throws an Error whose message says what is wrong, as a zod refinement. */
+const checkedBy = (check: (value: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
+  if (value.trim() === '') return;
+  try {
+    check(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+  }
+};
+
+const proxyUrl = z
+  .string({ error: 'proxy_url must be a string: http://[user:password@]host:port' })
+  .trim()
+  .superRefine(checkedBy((value) => parseProxyUrl(value, 'proxy_url')))
+  .meta({
+    title: 'Proxy URL',
+    description:
+      'HTTP proxy for every request, http://[user:password@]host:port (https:// for a proxy spoken to over TLS). ' +
+      'When set it wins over HTTPS_PROXY, HTTP_PROXY and NO_PROXY, which are honoured otherwise. Kept secret: its credentials are never printed.',
+    airbyte_secret: true,
+    order: 9,
+  });
+
+const caCertificate = z
+  .string({ error: 'ca_certificate must be a string: PEM text' })
+  .superRefine(checkedBy(parseCaCertificates))
+  .meta({
+    title: 'CA certificate',
+    description:
+      'PEM certificate(s) of a private certificate authority that signed the certificate of the API or of an https:// proxy ' +
+      '(-----BEGIN CERTIFICATE----- ...), trusted in addition to the default ones.',
+    multiline: true,
+    order: 10,
+  });
+
 export const ConfigSchema = z.object({
   api_key: apiKey,
   base_url: baseUrl,
@@ -186,6 +224,8 @@ export const ConfigSchema = z.object({
     .boolean({ error: 'deletions_as_tombstones must be true or false' })
     .default(false)
     .meta(ui('Deletions as tombstones', 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.', 8)),
+  proxy_url: proxyUrl.optional(),
+  ca_certificate: caCertificate.optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -225,13 +265,20 @@ export function parseConfig(input: unknown): ParsedConfig {
 
 /**
  * Validate a config a user gave, after handing its api_key (if it has one, even an invalid
- * config) to `secrets`, so that no later message can print it.
+ * config) and the credentials of its proxy_url and of the proxy variables of `env` to
+ * `secrets`, so that no later message can print them.
  */
-export function parseUserConfig(input: unknown, secrets: { addSecret(secret: string): void }): ParsedConfig {
-  if (typeof input === 'object' && input !== null && 'api_key' in input && typeof input.api_key === 'string') {
-    secrets.addSecret(input.api_key);
-    secrets.addSecret(input.api_key.trim());
+export function parseUserConfig(
+  input: unknown,
+  secrets: { addSecret(secret: string): void },
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ParsedConfig {
+  const given = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
+  if (typeof given.api_key === 'string') {
+    secrets.addSecret(given.api_key);
+    secrets.addSecret(given.api_key.trim());
   }
+  for (const secret of proxySecrets(given.proxy_url, env)) secrets.addSecret(secret);
   return parseConfig(input);
 }
 

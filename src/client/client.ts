@@ -10,19 +10,21 @@ import { ConfigError, ConnectorError, ContractError } from '../errors.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
-import { Pool } from './pool.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { WAIT_TOO_LONG, bodyRule, networkRule, statusRule, type FailureRule } from './policy.js';
+import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
+import { proxySecrets } from './proxy-env.js';
+import { ProxyError } from './proxy-url.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
 import { cleaner, duration, isoTime, type Clean } from './text.js';
+import { chooseRoute, openDispatcher, reachHint, trustHint, type RequestDispatcher, type Route } from './route.js';
 import { ApiError, type ClientOptions, type ClientStats, type DataReadApi, type ListQuery, type RawPage, type WaitNotice } from './types.js';
 import { parseBase, requestTarget, type Base } from './url.js';
 import { checkEnvelope, checkMe } from './validate.js';
 
 export type CreateClientOptions = ClientOptions & {
-  /** Use this dispatcher instead of the client's own Pool (tests, proxies). The client does not close it. */
+  /** Use this dispatcher instead of the client's own (tests); proxy_url, ca_certificate and the environment then do not apply. The client does not close it. */
   readonly dispatcher?: Dispatcher;
 };
 
@@ -60,7 +62,12 @@ class DataReadClient implements DataReadApi {
 
   readonly #base: Base;
   readonly #headers: Record<string, string>;
-  readonly #dispatcher: Dispatcher;
+  #dispatcher: RequestDispatcher | undefined;
+  /** The dispatcher while the proxy machinery loads. */
+  #opening: Promise<RequestDispatcher> | undefined;
+  /** A proxy or ca_certificate setting that cannot be used: the first request throws it. */
+  #routeError: unknown;
+  #route: Route | undefined;
   readonly #ownsDispatcher: boolean;
   readonly #gate: Gate;
   readonly #pacer: Pacer;
@@ -83,7 +90,9 @@ class DataReadClient implements DataReadApi {
   #closed: Promise<void> | undefined;
 
   constructor(o: CreateClientOptions) {
-    this.#clean = cleaner([o.apiKey]);
+    const env = o.env ?? process.env;
+    // Proxy credentials (proxy_url, HTTPS_PROXY, ...) are hidden like the key, in every message.
+    this.#clean = cleaner([o.apiKey, ...proxySecrets(o.proxyUrl, env)]);
     if (typeof o.apiKey !== 'string' || o.apiKey.trim() === '') throw new ConfigError('api_key is empty; give the Data-Read API key.', { field: 'api_key' });
     if (!/^[\x21-\x7e]+$/.test(o.apiKey)) {
       throw new ConfigError('api_key contains spaces, line breaks or other characters that cannot be sent in an HTTP header; copy the key again.', { field: 'api_key' });
@@ -121,16 +130,20 @@ class DataReadClient implements DataReadApi {
       this.#dispatcher = o.dispatcher;
       this.#ownsDispatcher = false;
     } else {
-      this.#dispatcher = new Pool(this.#base.origin, {
-        connections: maxConcurrent,
-        pipelining: 1,
-        allowH2: false,
-        keepAliveTimeout: 10_000,
-        connectTimeout: this.#timeoutMs,
-        headersTimeout: this.#timeoutMs,
-        bodyTimeout: this.#timeoutMs,
-      });
       this.#ownsDispatcher = true;
+      try {
+        this.#route = chooseRoute(this.#base.origin, { proxyUrl: o.proxyUrl, caCertificate: o.caCertificate, env });
+        for (const note of this.#route.notes) this.#log(note.level, note.message);
+        const opened = openDispatcher(this.#route, this.#base.origin, { connections: maxConcurrent, keepAliveTimeout: 10_000, timeoutMs: this.#timeoutMs });
+        if (opened instanceof Promise) {
+          this.#opening = opened;
+          opened.catch(() => undefined); // awaited by the first request
+        } else {
+          this.#dispatcher = opened;
+        }
+      } catch (err) {
+        this.#routeError = err;
+      }
     }
   }
 
@@ -150,9 +163,18 @@ class DataReadClient implements DataReadApi {
   close(): Promise<void> {
     if (this.#closed === undefined) {
       this.#closing.abort();
-      this.#closed = this.#ownsDispatcher ? this.#dispatcher.close() : Promise.resolve();
+      const own = this.#dispatcher ?? this.#opening;
+      this.#closed = this.#ownsDispatcher && own !== undefined ? Promise.resolve(own).then((d) => d.close(), () => undefined) : Promise.resolve();
     }
     return this.#closed;
+  }
+
+  /** The dispatcher, once the proxy machinery (if any) is loaded; a setting that cannot be used throws here. */
+  async #openDispatcher(): Promise<RequestDispatcher> {
+    if (this.#routeError !== undefined) throw this.#routeError;
+    this.#dispatcher ??= await this.#opening;
+    if (this.#dispatcher === undefined) throw this.#closedError();
+    return this.#dispatcher;
   }
 
   // --- one request, with its retries ---------------------------------------
@@ -191,6 +213,7 @@ class DataReadClient implements DataReadApi {
     const release = await this.#gate.acquire();
     try {
       this.#assertOpen();
+      const dispatcher = this.#dispatcher ?? (await this.#openDispatcher());
       await this.#pacer.ready(label);
       this.#assertOpen();
       this.stats.requests += 1;
@@ -206,7 +229,7 @@ class DataReadClient implements DataReadApi {
       let headers: IncomingHttpHeaders;
       let raw: Buffer | string;
       try {
-        const res = await this.#dispatcher.request({
+        const res = await dispatcher.request({
           origin: this.#base.origin,
           path: target,
           method: 'GET',
@@ -283,9 +306,18 @@ class DataReadClient implements DataReadApi {
   }
 
   #netFault(err: unknown, timedOut: boolean): Fault {
+    if (err instanceof ProxyError && !timedOut) return this.#proxyFault(err);
     const net = classifyNetError(err, { timedOut, timeoutMs: this.#timeoutMs, host: this.#base.host, clean: this.#clean });
     const rule = networkRule(net.kind);
     return { rule, retryable: rule.retried, kind: 'net', net, cause: net.text, internal: net.text, causeError: safeCause(err, this.#clean) };
+  }
+
+  /** A failure at the proxy: retried when the proxy may come back (down, or cannot reach the API yet), else a config_error. */
+  #proxyFault(err: ProxyError): Fault {
+    const text = this.#clean(err.message, 400);
+    const rule = proxyRule(err.failure);
+    const net: NetFault = { kind: err.failure === 'timeout' ? 'timeout' : err.retryable ? 'unreachable' : 'fatal', code: err.code, text };
+    return { rule, retryable: rule.retried, kind: 'net', net, cause: text, internal: text, causeError: safeCause(err, this.#clean) };
   }
 
   // --- errors ----------------------------------------------------------------
@@ -303,6 +335,8 @@ class DataReadClient implements DataReadApi {
       tries,
       maxRetries: this.#maxRetries,
       stopNote: this.#stopNote,
+      reach: reachHint(this.#route),
+      trust: trustHint(this.#route),
     });
     const internal = `GET ${label}: ${fault.internal}; ${tries}`;
     if (outcome.code === 'contract') return new ContractError(message, { internal, ...(fault.status === undefined ? {} : { status: fault.status }) });

@@ -12,6 +12,7 @@
  * waits with it; a wait longer than max_wait_seconds stops the sync (WAIT_TOO_LONG).
  */
 import type { FailureType } from '../errors.js';
+import type { ProxyFailure } from './proxy-url.js';
 import type { NetKind } from './retry.js';
 import type { ApiErrorCode } from './types.js';
 
@@ -33,6 +34,10 @@ export interface FailureContext {
   readonly maxRetries: number;
   /** ' The sync stops; the next sync resumes from the saved state.', or '' where no sync runs (check). */
   readonly stopNote: string;
+  /** Where to look when the API cannot be reached: base_url and the network, or the proxy in use. */
+  readonly reach: string;
+  /** What to do when the API's certificate is not trusted (ca_certificate). */
+  readonly trust: string;
 }
 
 /** What a failure becomes. `code` 'contract' is a ContractError, every other code an ApiError. */
@@ -42,11 +47,16 @@ export interface Outcome {
   readonly message: (c: FailureContext) => string;
 }
 
-/** What went wrong: an HTTP status (or a class of them), a network fault, or a 2xx body that is not JSON. */
+/**
+ * What went wrong: an HTTP status (or a class of them), a network fault, a
+ * 2xx body that is not JSON, or a failure at the proxy (down or unable to
+ * reach the API; no tunnel in time; a refusal: 407, 403, its certificate).
+ */
 export type Fault =
   | { readonly status: number | '5xx' | 'any other' }
   | { readonly network: NetKind }
-  | { readonly body: 'not JSON' };
+  | { readonly body: 'not JSON' }
+  | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
 
 export interface FailureRule {
   readonly fault: Fault;
@@ -60,6 +70,12 @@ const RETRIES_EXHAUSTED: Outcome = {
   code: 'retries_exhausted',
   failure: 'transient_error',
   message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (max_retries ${c.maxRetries}); last cause: ${c.cause}.${c.stopNote}`,
+};
+
+const UNREACHABLE: Outcome = {
+  code: 'unreachable',
+  failure: 'transient_error',
+  message: (c) => `Could not reach the Data-Read API: ${c.cause} (${c.tries}). ${c.reach}${c.stopNote}`,
 };
 
 export const FAILURE_POLICY: readonly FailureRule[] = [
@@ -130,16 +146,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
   },
   { fault: { network: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { network: 'network' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
-  {
-    fault: { network: 'unreachable' },
-    retried: true,
-    wait: 'backoff',
-    outcome: {
-      code: 'unreachable',
-      failure: 'transient_error',
-      message: (c) => `Could not reach the Data-Read API: ${c.cause} (${c.tries}). Check base_url and the network.${c.stopNote}`,
-    },
-  },
+  { fault: { network: 'unreachable' }, retried: true, wait: 'backoff', outcome: UNREACHABLE },
   {
     fault: { network: 'tls' },
     retried: false,
@@ -147,7 +154,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     outcome: {
       code: 'unreachable',
       failure: 'config_error',
-      message: (c) => `Could not connect securely to the Data-Read API: ${c.cause}. Check base_url (its host name) and the certificates this machine trusts.`,
+      message: (c) => `Could not connect securely to the Data-Read API: ${c.cause}. ${c.trust}`,
     },
   },
   {
@@ -155,6 +162,14 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     retried: false,
     wait: 'none',
     outcome: { code: 'request_failed', failure: 'system_error', message: (c) => `The request to the Data-Read API could not be made: ${c.cause}.` },
+  },
+  { fault: { proxy: 'unreachable' }, retried: true, wait: 'backoff', outcome: UNREACHABLE },
+  { fault: { proxy: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
+  {
+    fault: { proxy: 'refused' },
+    retried: false,
+    wait: 'none',
+    outcome: { code: 'proxy', failure: 'config_error', message: (c) => `Could not reach the Data-Read API: ${c.cause}.` },
   },
   {
     fault: { body: 'not JSON' },
@@ -187,6 +202,12 @@ export function statusRule(status: number): FailureRule {
 /** The rule for a fault on the way (no complete response). */
 export function networkRule(kind: NetKind): FailureRule {
   return find((f) => 'network' in f && f.network === kind);
+}
+
+/** The rule for a failure at the proxy (a ProxyError): 407, 403, its certificate or its protocol are refusals. */
+export function proxyRule(failure: ProxyFailure): FailureRule {
+  const kind = failure === 'unreachable' || failure === 'timeout' ? failure : 'refused';
+  return find((f) => 'proxy' in f && f.proxy === kind);
 }
 
 /** The rule for a 2xx whose body is not the promised JSON. */

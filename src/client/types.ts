@@ -34,6 +34,12 @@ export interface ClientOptions {
   readonly stopNote?: string;
   /** Told what a user should see (a retry and why); never includes the key. */
   readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
+  /** An HTTP(S) proxy, `http://[user:password@]host:port`; wins over the environment. */
+  readonly proxyUrl?: string | undefined;
+  /** PEM certificates trusted besides the default certificate authorities, for the API and an https:// proxy. */
+  readonly caCertificate?: string | undefined;
+  /** Where HTTPS_PROXY, NO_PROXY, ... are read (default: process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /** Injection points for tests. */
   readonly random?: () => number;
   readonly now?: () => number;
@@ -91,7 +97,8 @@ export type ApiErrorCode =
   | 'not_found' // 404
   | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
   | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
-  | 'unreachable' // DNS failure, connection refused, TLS failure, past retries
+  | 'unreachable' // DNS failure, connection refused, TLS failure, past retries (the API's or the proxy's)
+  | 'proxy' // the proxy refused: credentials (407), its rules (403), not an HTTP proxy, its certificate
   | 'unexpected_status' // a status the API does not document and that is not retried (3xx, 405, 410, 422...)
   | 'request_failed'; // the request could not be made at all (a bug, a closed client)
 // A 2xx whose body breaks the contract is a ContractError (errors.ts), not an ApiError.

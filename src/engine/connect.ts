@@ -16,6 +16,8 @@ export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overri
     maxRetries: config.max_retries,
     maxWaitSeconds: config.max_wait_seconds,
     maxConcurrent: config.max_concurrent_requests,
+    proxyUrl: config.proxy_url,
+    caCertificate: config.ca_certificate,
     ...hooks,
     ...overrides,
   });

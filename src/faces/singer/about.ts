@@ -20,14 +20,14 @@ const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Also emit each deleted contact or conversation into its own stream with _sdc_deleted_at set (and other fields null), so targets that honour _sdc_deleted_at delete the row.',
 };
 
-/** The config's JSON Schema without Airbyte's UI keywords; the key is marked secret the way Meltano reads it. */
+/** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url) are marked the way Meltano reads them. */
 export function settingsSchema(): Json {
   const source = configJsonSchema();
   const properties: Json = {};
   if (isObject(source.properties)) {
     for (const [key, prop] of Object.entries(source.properties)) {
       if (!isObject(prop)) continue;
-      const { airbyte_secret: secret, order: _order, ...rest } = prop;
+      const { airbyte_secret: secret, order: _order, multiline: _multiline, ...rest } = prop;
       const description = SINGER_DESCRIPTIONS[key];
       properties[key] = { ...rest, ...(description ? { description } : {}), ...(secret === true ? { secret: true, writeOnly: true } : {}) };
     }

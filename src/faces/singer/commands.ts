@@ -35,7 +35,7 @@ export interface SyncInputs {
 
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
 export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
-  return parseUserConfig(mergeConfigSources(sources, ctx.env), ctx.logger);
+  return parseUserConfig(mergeConfigSources(sources, ctx.env), ctx.logger, ctx.env);
 }
 
 function critical(ctx: TapContext, err: unknown): number {
