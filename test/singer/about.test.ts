@@ -16,7 +16,7 @@ describe('--about', () => {
     const props = about().settings.properties as Record<string, Record<string, unknown>>;
     expect(Object.keys(props)).toEqual([
       'api_key', 'base_url', 'start_date', 'page_size', 'max_concurrent_requests',
-      'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones',
+      'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones', 'proxy_url', 'ca_certificate',
     ]);
     expect(props.api_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
     expect(props.page_size).toMatchObject({ type: 'integer', default: 200, minimum: 1, maximum: 200 });
