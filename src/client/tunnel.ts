@@ -58,7 +58,7 @@ function isCertificateCode(code: string): boolean {
 /** A failure while reaching the proxy itself, in plain words. */
 function reachError(proxy: ProxyEndpoint, err: unknown): ProxyError {
   const code = codeOf(err);
-  if (code === 'ECONNREFUSED') return new ProxyError('unreachable', proxy, `${named(proxy)} refused the connection (ECONNREFUSED): is it running?`, { code, cause: err });
+  if (code === 'ECONNREFUSED') return new ProxyError('unreachable', proxy, `${named(proxy)} refused the connection (ECONNREFUSED)`, { code, cause: err });
   if (/^(ENOTFOUND|EAI_)/.test(code)) return new ProxyError('unreachable', proxy, `the host name of ${named(proxy)} could not be resolved (DNS ${code})`, { code, cause: err });
   if (isCertificateCode(code)) {
     return new ProxyError('tls', proxy, `the TLS certificate of ${named(proxy)} is not trusted (${code}); if a private certificate authority signed it, give that CA's certificate in ca_certificate`, { code, cause: err });
