@@ -6,6 +6,7 @@
  *   npm run bench               full run (100k and 1M records; about 4-5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
  *   npm run bench -- --only throughput,memory,slow,requests,pacing,parallel,startup,seed
+ *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
  * What is measured (the connector is always the real executable,
  * bin/source-data-read, in its own process; servers run in other processes):
@@ -19,10 +20,17 @@
  *  6. start-up: spec and check against `node -e 0`;
  *  7. the emulator: seeding 100k contacts with their past (wall and CPU time;
  *     a figure for context, formerly a wall-clock bound in a unit test).
+ *
+ * With --proxy, a forward proxy (test/helpers/forward-proxy.ts, in this
+ * process) carries every request of the connector as absolute-form requests
+ * (http_proxy; the servers are http:// on loopback): the request counts,
+ * pacing and requests in flight must not change. Throughput then includes
+ * the proxy's relaying and is not comparable; the baseline does not use it.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEmulator, startEmulator } from '../src/emulator/index.js';
+import { startForwardProxy, type ForwardProxy } from '../test/helpers/forward-proxy.js';
 import {
   API_KEY, BENCH_DIST, HAS_TIME, NODE, PageServer, ROOT, SOURCE_BIN, catalogFor, machine, measure, median, removeDir, tempDir,
   writeJson, type Measured,
@@ -37,6 +45,7 @@ const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
 const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,parallel,startup,seed').split(','));
 const want = (name: string): boolean => ONLY.has(name);
+const PROXY = argv.includes('--proxy');
 
 const PAGE = 200;
 const CONTACTS = '/v1/contacts';
@@ -358,7 +367,7 @@ function seeding(): void {
 function markdown(m: ReturnType<typeof machine>, elapsedS: number): string {
   const lines = [
     `Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpu}, ${m.memTotal} RAM, Node.js ${m.node}, ${m.os}. ` +
-      `Run: \`npm run bench${QUICK ? ' -- --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${elapsedS.toFixed(0)} s.`,
+      `Run: \`npm run bench${QUICK || PROXY ? ` --${QUICK ? ' --quick' : ''}${PROXY ? ' --proxy' : ''}` : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${elapsedS.toFixed(0)} s.`,
     '',
     '| | figure | value | target | |',
     '|---|---|---|---|---|',
@@ -379,6 +388,13 @@ async function main(): Promise<void> {
   log(`source-data-read benchmark (${QUICK ? 'quick' : 'full'}): ${m.nproc} CPUs, ${m.cpu}, Node ${m.node}${HAS_TIME ? '' : ' (no /usr/bin/time: RSS from /proc VmHWM polling)'}`);
   const server = await PageServer.start();
   const f = files(server.url);
+  let proxy: ForwardProxy | undefined;
+  if (PROXY) {
+    proxy = await startForwardProxy();
+    // Inherited by every measured process (the connector honours it; the raw baseline and the bench's own fetches do not).
+    process.env.http_proxy = proxy.url;
+    log(`Every connector run goes through the forward proxy ${proxy.url} (http_proxy, absolute-form requests).`);
+  }
   try {
     await outputCheck(server, f);
     if (want('throughput') || want('memory') || want('requests')) {
@@ -390,7 +406,14 @@ async function main(): Promise<void> {
     if (want('parallel')) await parallel(server, f);
     if (want('startup')) await startup(server, f);
     if (want('seed')) seeding();
+    if (proxy !== undefined) {
+      const carried = proxy.log.length;
+      const answered = proxy.log.filter((e) => e.status === 200).length;
+      raw.proxy = { carried, answered, byStatus: proxy.log.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.status]: (acc[e.status] ?? 0) + 1 }), {}) };
+      row('proxy', 'requests the connector sent through the forward proxy (absolute-form), answered 200', `${fmtInt(carried)}, ${fmtInt(answered)}`, '> 0', carried > 0);
+    }
   } finally {
+    await proxy?.close();
     server.stop();
     removeDir(f.dir);
   }
