@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ROOT } from '../scripts/root.js';
+import { PROXY_VARIABLES } from '../src/client/proxy-env.js';
 import { dayOfActivity, startEmulator, type Emulator } from '../src/emulator/index.js';
 import { replicaRecords } from '../src/faces/replica/records.js';
 import { replicaSummary } from './dashboard.js';
@@ -16,6 +17,8 @@ import { replicaSummary } from './dashboard.js';
 const OUT = join(ROOT, 'demo-output');
 const SOURCE = join(ROOT, 'bin', 'source-data-read');
 const CONTACTS = Number(process.env.DEMO_CONTACTS ?? 2000);
+/** The emulator is on this machine's loopback: a proxy of the environment (http_proxy, ...) could not reach it. */
+const ENV = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(PROXY_VARIABLES as readonly string[]).includes(name)));
 
 type Message = Record<string, unknown> & { type: string };
 
@@ -29,7 +32,7 @@ interface Run {
 function run(args: readonly string[]): Promise<Run> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SOURCE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SOURCE, ...args], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
