@@ -6,6 +6,7 @@
  * the proxy by host:port and never its credentials. Pacing and the
  * concurrency gate are checked with the emulator's own counters.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type CreateClientOptions } from '../../src/client/client.js';
 import { ApiError, type DataReadApi } from '../../src/client/types.js';
@@ -181,6 +182,22 @@ describe('through a CONNECT tunnel', () => {
     await client.close();
     expect(err).toMatchObject({ code: 'unreachable', failureType: 'transient_error' });
     expect(err.message).toContain(`could not reach 127.0.0.1:${gone} (HTTP 502 Bad Gateway)`);
+  });
+
+  it('a proxy that accepts the connection but never answers CONNECT: a timeout, retried, then a transient error', async () => {
+    const silent = createServer((socket) => socket.on('error', () => undefined));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const { client, logs } = make({ env: { HTTPS_PROXY: `http://127.0.0.1:${port}` }, timeoutMs: 300, maxRetries: 1 });
+      const err = await failure(() => client.me());
+      await client.close();
+      expect(err).toMatchObject({ failureType: 'transient_error' });
+      expect(err.message).toMatch(/within 300 ms|took longer than 300 ms/);
+      expect(logs.filter((l) => l.includes('retry 1 of 1')).length).toBe(1);
+    } finally {
+      silent.close();
+    }
   });
 
   it('an unusable proxy setting is a config_error at the first request, naming the variable', async () => {
