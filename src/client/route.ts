@@ -8,14 +8,39 @@
  * read only when ca_certificate is given, so a plain `check` starts as fast.
  */
 import type { SecureContext } from 'node:tls';
+import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { ConfigError } from '../errors.js';
 import { Pool } from './pool.js';
 import { proxyFromEnv, type Env } from './proxy-env.js';
 import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from './proxy-url.js';
 import { CaCertificateError, parseCaCertificates, trustingContext } from './tls.js';
-import type { PoolSettings, RequestDispatcher } from './tunnel.js';
 
-export type { PoolSettings, RequestDispatcher } from './tunnel.js';
+/** What the client needs of a dispatcher. */
+export interface RequestDispatcher {
+  request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>;
+  close(): Promise<void>;
+}
+
+export interface PoolSettings {
+  /** max_concurrent_requests: one connection per request in flight. */
+  readonly connections: number;
+  readonly keepAliveTimeout: number;
+  /** request_timeout_seconds, in ms: connecting, headers, body. */
+  readonly timeoutMs: number;
+}
+
+/** The options of every pool the client uses: HTTP/1.1, no pipelining, one connection per request in flight. */
+export function poolOptions(settings: PoolSettings): UndiciPool.Options {
+  return {
+    connections: settings.connections,
+    pipelining: 1,
+    allowH2: false,
+    keepAliveTimeout: settings.keepAliveTimeout,
+    connectTimeout: settings.timeoutMs,
+    headersTimeout: settings.timeoutMs,
+    bodyTimeout: settings.timeoutMs,
+  };
+}
 
 export interface RouteOptions {
   /** The config's proxy_url: wins over the environment (NO_PROXY included). */
@@ -80,16 +105,7 @@ export function chooseRoute(origin: string, options: RouteOptions): Route {
 
 /** undici's Pool to the API, directly (the usual case), with an optional TLS context for ca_certificate. */
 function directPool(origin: string, settings: PoolSettings, secureContext: SecureContext | undefined): RequestDispatcher {
-  return new Pool(origin, {
-    connections: settings.connections,
-    pipelining: 1,
-    allowH2: false,
-    keepAliveTimeout: settings.keepAliveTimeout,
-    connectTimeout: settings.timeoutMs,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-    ...(secureContext === undefined ? {} : { connect: { secureContext } }),
-  });
+  return new Pool(origin, { ...poolOptions(settings), ...(secureContext === undefined ? {} : { connect: { secureContext } }) });
 }
 
 /**

@@ -19,6 +19,7 @@ import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:
 import type { buildConnector, Dispatcher } from 'undici';
 import { Pool } from './pool.js';
 import { ProxyError, type ProxyEndpoint } from './proxy-url.js';
+import { poolOptions, type PoolSettings, type RequestDispatcher } from './route.js';
 
 export interface ProxyRoute {
   readonly proxy: ProxyEndpoint;
@@ -26,18 +27,6 @@ export interface ProxyRoute {
   readonly secureContext: SecureContext | undefined;
   /** Deadline of one connection: reaching the proxy, its answer to CONNECT and the TLS handshake with the API. */
   readonly timeoutMs: number;
-}
-
-export interface PoolSettings {
-  readonly connections: number;
-  readonly keepAliveTimeout: number;
-  readonly timeoutMs: number;
-}
-
-/** What the client needs of a dispatcher. */
-export interface RequestDispatcher {
-  request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>;
-  close(): Promise<void>;
 }
 
 const MAX_HEAD = 16 * 1024;
@@ -266,15 +255,7 @@ function proxyConnector(route: ProxyRoute): buildConnector.connector {
 
 /** A pool to the API whose connections are tunnels through the proxy. */
 export function tunnelPool(origin: string, route: ProxyRoute, settings: PoolSettings): RequestDispatcher {
-  return new Pool(origin, {
-    connections: settings.connections,
-    pipelining: 1,
-    allowH2: false,
-    keepAliveTimeout: settings.keepAliveTimeout,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-    connect: tunnelConnector(route),
-  });
+  return new Pool(origin, { ...poolOptions(settings), connect: tunnelConnector(route) });
 }
 
 /** Requests to an http:// API in absolute form, on a pool of connections to the proxy. */
@@ -286,15 +267,7 @@ export class ForwardProxy implements RequestDispatcher {
   constructor(origin: string, route: ProxyRoute, settings: PoolSettings) {
     this.#target = new URL(origin);
     this.#route = route;
-    this.#pool = new Pool(route.proxy.origin, {
-      connections: settings.connections,
-      pipelining: 1,
-      allowH2: false,
-      keepAliveTimeout: settings.keepAliveTimeout,
-      headersTimeout: settings.timeoutMs,
-      bodyTimeout: settings.timeoutMs,
-      connect: proxyConnector(route),
-    });
+    this.#pool = new Pool(route.proxy.origin, { ...poolOptions(settings), connect: proxyConnector(route) });
   }
 
   async request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
