@@ -1,8 +1,10 @@
 /** The emulator CLI: help, options, the start line (and --ready-file), serving until stopped. */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HELP, main, parseArgs, parseFault } from '../../src/emulator/cli.js';
+import { makeTestCa } from '../helpers/certificates.js';
 import { tempDir } from '../helpers/cli.js';
 import { get } from './helpers.js';
 
@@ -41,7 +43,7 @@ describe('emulator CLI', () => {
   });
 
   it('refuses bad options with exit code 2', async () => {
-    for (const argv of [['--bogus', '1'], ['--port'], ['--per-minute', 'lots'], ['--fault', 'meteor:0.1'], ['--fault', '500:2'], ['stray']]) {
+    for (const argv of [['--bogus', '1'], ['--port'], ['--per-minute', 'lots'], ['--fault', 'meteor:0.1'], ['--fault', '500:2'], ['stray'], ['--tls-cert', 'api.crt']]) {
       const err = sink();
       expect(await main(argv, { stderr: err, stdout: sink() }), argv.join(' ')).toBe(2);
       expect(err.text()).toMatch(/^emulator: /);
@@ -106,5 +108,29 @@ describe('emulator CLI', () => {
     const file = join(tempDir('sdr-ready-'), 'no', 'such', 'emulator.json');
     expect(await main(['--port', '0', '--ready-file', file], { stdout: sink(), stderr: err })).toBe(1);
     expect(err.text()).toMatch(new RegExp(`^emulator: cannot write --ready-file "${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}": ENOENT`));
+  });
+
+  it('--tls-cert and --tls-key: serves HTTPS with that certificate; an unreadable file cannot start it', async () => {
+    const ca = makeTestCa();
+    const out = sink();
+    const stop = new AbortController();
+    const running = main(['--tls-cert', join(ca.dir, 'server.crt'), '--tls-key', join(ca.dir, 'server.key')], { stdout: out, signal: stop.signal });
+    const info = JSON.parse(await out.firstLine()) as { url: string; api_key: string };
+    expect(info.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request(`${info.url}/v1/me`, { ca: ca.caCert, headers: { authorization: `Bearer ${info.api_key}` } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(JSON.parse(body)).toMatchObject({ account_name: 'Default account' });
+    stop.abort();
+    expect(await running).toBe(0);
+    const err = sink();
+    expect(await main(['--tls-cert', join(ca.dir, 'missing.crt'), '--tls-key', join(ca.dir, 'server.key')], { stdout: sink(), stderr: err })).toBe(1);
+    expect(err.text()).toMatch(/^emulator: cannot start: .*missing\.crt/);
   });
 });
