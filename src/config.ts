@@ -3,10 +3,10 @@
  * the Airbyte SPEC's connectionSpecification and the Singer --about settings.
  */
 import { z } from 'zod';
-import { proxySecrets } from './client/proxy-env.js';
-import { parseProxyUrl } from './client/proxy-url.js';
-import { parseCaCertificates } from './client/tls.js';
+import { parseCaCertificates } from './ca-certificates.js';
 import { ConfigError, redact } from './errors.js';
+import { proxySecrets } from './proxy-env.js';
+import { parseProxyUrl } from './proxy-url.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;

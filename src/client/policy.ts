@@ -12,7 +12,7 @@
  * waits with it; a wait longer than max_wait_seconds stops the sync (WAIT_TOO_LONG).
  */
 import type { FailureType } from '../errors.js';
-import type { ProxyFailure } from './proxy-url.js';
+import type { ProxyFailure } from './proxy-error.js';
 import type { NetKind } from './retry.js';
 import type { ApiErrorCode } from './types.js';
 

@@ -1,7 +1,7 @@
 /**
  * How the client reaches the API, chosen once per client: directly or
  * through an HTTP(S) proxy (`proxy_url`, else the environment as curl reads
- * it, see proxy-env.ts), trusting Node's default certificate authorities
+ * it, see src/proxy-env.ts), trusting Node's default certificate authorities
  * plus those of `ca_certificate`. Without a proxy and a ca_certificate the
  * dispatcher is undici's Pool exactly as before; the proxy machinery
  * (tunnel.ts) is imported only when a proxy applies, and the CA store is
@@ -9,11 +9,12 @@
  */
 import type { SecureContext } from 'node:tls';
 import type { Dispatcher, Pool as UndiciPool } from 'undici';
+import { CaCertificateError, parseCaCertificates } from '../ca-certificates.js';
 import { ConfigError } from '../errors.js';
+import { proxyFromEnv, type Env } from '../proxy-env.js';
+import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from '../proxy-url.js';
 import { Pool } from './pool.js';
-import { proxyFromEnv, type Env } from './proxy-env.js';
-import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from './proxy-url.js';
-import { CaCertificateError, parseCaCertificates, trustingContext } from './tls.js';
+import { trustingContext } from './tls.js';
 
 /** What the client needs of a dispatcher. */
 export interface RequestDispatcher {

@@ -18,7 +18,8 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:tls';
 import type { buildConnector, Dispatcher } from 'undici';
 import { Pool } from './pool.js';
-import { ProxyError, type ProxyEndpoint } from './proxy-url.js';
+import type { ProxyEndpoint } from '../proxy-url.js';
+import { ProxyError } from './proxy-error.js';
 import { poolOptions, type PoolSettings, type RequestDispatcher } from './route.js';
 
 export interface ProxyRoute {
