@@ -9,14 +9,14 @@
  * a 407, a proxy that is down and unusable settings are told in plain words;
  * no credential appears in any output. Needs `npm run build`.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync, symlinkSync } from 'node:fs';
+import { symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { makeTestCa, type TestCa } from '../helpers/certificates.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
+import { readmeRecipe, runShell } from '../helpers/readme.js';
 import { MemoryReplica, normalizeDump, airbyteStateFile } from '../helpers/replica.js';
 import { dumpLists, replicaAsDump, replicate } from '../replica/helpers.js';
 import { SingerReplica } from '../singer/replica.js';
@@ -327,38 +327,14 @@ describe('when the proxy says no, or is not there', () => {
 });
 
 describe('the README recipe', () => {
-  /** The sh block of the recipe in the README's proxy section. */
-  function recipe(): string {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Proxies and private certificate authorities'));
-    const block = /Recipe:[\s\S]*?```sh\n([\s\S]*?)```/.exec(section)?.[1];
-    if (block === undefined) throw new Error('no recipe block in the README proxy section');
-    return block;
-  }
-
   it('runs as written (its proxy address replaced by this test\'s proxy): FAILED without the CA, SUCCEEDED with it and through the proxy', async () => {
     const recipeProxy = await startForwardProxy({ auth: { user: 'etl', password: 's3cret' } });
-    const work = tempDir('sdr-recipe-');
-    symlinkSync(join(ROOT, 'bin'), join(work, 'bin'));
-    const script = recipe().replace('proxy.example.com:3128', `127.0.0.1:${recipeProxy.port}`);
+    const checkout = tempDir('sdr-recipe-');
+    symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'));
+    symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
+    const script = readmeRecipe('private-ca-proxy').replace('proxy.example.com:3128', `127.0.0.1:${recipeProxy.port}`);
     try {
-      const result = await new Promise<CliResult>((resolve, reject) => {
-        const child = spawn('bash', ['-e', '-c', script], {
-          cwd: work,
-          env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        const out: Buffer[] = [];
-        const err: Buffer[] = [];
-        child.stdout.on('data', (b: Buffer) => out.push(b));
-        child.stderr.on('data', (b: Buffer) => err.push(b));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-        child.on('error', reject);
-        child.on('close', (code, signal) => {
-          clearTimeout(timer);
-          resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
-        });
-      });
+      const result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });
       outputs.push(result.stdout, result.stderr);
       expect(result.code, result.stderr).toBe(0);
       const statuses = parseLines(result.stdout).map((m) => (m as { connectionStatus: { status: string; message: string } }).connectionStatus);
