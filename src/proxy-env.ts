@@ -20,8 +20,15 @@
  *   entry; Python requests and Go do as here), and entries may be separated by
  *   blanks as well as commas.
  */
-import { isIP } from 'node:net';
+import { createRequire } from 'node:module';
 import { proxyUrlSecrets } from './proxy-url.js';
+
+/** node:net's isIP, loaded on first use: only a run with a proxy variable and NO_PROXY compares addresses. */
+let netIsIp: ((input: string) => number) | undefined;
+function isIP(input: string): number {
+  netIsIp ??= (createRequire(import.meta.url)('node:net') as typeof import('node:net')).isIP;
+  return netIsIp(input);
+}
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
