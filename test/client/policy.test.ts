@@ -5,7 +5,7 @@
  * errors.test.ts and retry.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { FAILURE_POLICY, bodyRule, networkRule, statusRule } from '../../src/client/policy.js';
+import { FAILURE_POLICY, bodyRule, networkRule, proxyRule, statusRule } from '../../src/client/policy.js';
 
 const row = (status: number) => {
   const { retried, wait, outcome } = statusRule(status);
@@ -33,6 +33,14 @@ describe('the failure policy', () => {
     expect(networkRule('unreachable').outcome).toMatchObject({ code: 'unreachable', failure: 'transient_error' });
     expect(networkRule('tls')).toMatchObject({ retried: false, outcome: { code: 'unreachable', failure: 'config_error' } });
     expect(networkRule('fatal')).toMatchObject({ retried: false, outcome: { failure: 'system_error' } });
+  });
+
+  it('retries a proxy that is down, cannot reach the API or opens no tunnel in time; a proxy that refuses is a config_error', () => {
+    expect(proxyRule('unreachable')).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'unreachable', failure: 'transient_error' } });
+    expect(proxyRule('timeout')).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'retries_exhausted', failure: 'transient_error' } });
+    for (const failure of ['auth', 'refused', 'tls', 'protocol'] as const) {
+      expect(proxyRule(failure), failure).toMatchObject({ retried: false, wait: 'none', outcome: { code: 'proxy', failure: 'config_error' } });
+    }
   });
 
   it('retries a 2xx body that is not JSON, then calls it a broken contract', () => {

@@ -17,9 +17,8 @@ import { makeTestCa, type TestCa } from '../helpers/certificates.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
 import { readmeRecipe, runShell } from '../helpers/readme.js';
-import { MemoryReplica, normalizeDump, airbyteStateFile } from '../helpers/replica.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump } from '../helpers/destination.js';
 import { dumpLists, replicaAsDump, replicate } from '../replica/helpers.js';
-import { SingerReplica } from '../singer/replica.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 const STREAMS = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const;
@@ -125,19 +124,19 @@ describe('Airbyte through a CONNECT tunnel (HTTPS_PROXY), the API behind a priva
     const check = await airbyte(['check', '--config', config], env);
     expect(connectionStatus(check)).toEqual({ status: 'SUCCEEDED', message: expect.stringContaining(`"${'Behind a proxy'}`) });
 
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     const full = await airbyte(['read', '--config', config, '--catalog', CATALOG], env);
     expect(full.code, full.stderr).toBe(0);
     expect(protocolCheck('airbyte-check.py', full.stdout).errors).toEqual([]);
     expect(logs(full)).toContain(`go through the proxy 127.0.0.1:${proxy.port} (HTTPS_PROXY) through a CONNECT tunnel`);
-    let states = replica.applyAirbyte(full.stdout);
+    const states = replica.applyAirbyte(full.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
 
     change(acc);
     const state = writeJson(dir, `state-${acc.id}.json`, airbyteStateFile(states));
     const incremental = await airbyte(['read', '--config', config, '--catalog', CATALOG, '--state', state], env);
     expect(incremental.code, incremental.stderr).toBe(0);
-    states = replica.applyAirbyte(incremental.stdout, states);
+    replica.applyAirbyte(incremental.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
 
     const entries = seen(proxy, start);
@@ -158,20 +157,18 @@ describe('the Singer tap through a proxy that wants Basic credentials (proxy_url
       TAP_DATA_READ_CA_CERTIFICATE: ca.caCert,
     };
     const start = authProxy.log.length;
-    const replica = new SingerReplica();
+    const replica = new MemoryDestination();
     const full = await tap(['--config', config, '--config', 'ENV'], env);
     expect(full.code, full.stderr).toBe(0);
     expect(protocolCheck('singer-check.py', full.stdout).errors).toEqual([]);
-    const state1 = replica.apply(full.stdout);
-    replica.applyDeletions();
+    const state1 = replica.applySinger(full.stdout);
     const dump1 = acc.emu.control.dump(acc.id);
     for (const stream of STREAMS) expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump1[stream] });
 
     change(acc);
     const incremental = await tap(['--config', config, '--config', 'ENV', '--state', writeJson(dir, 'singer-state.json', state1)], env);
     expect(incremental.code, incremental.stderr).toBe(0);
-    replica.apply(incremental.stdout);
-    replica.applyDeletions();
+    replica.applySinger(incremental.stdout);
     const dump2 = acc.emu.control.dump(acc.id);
     for (const stream of STREAMS) expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump2[stream] });
 
@@ -216,7 +213,7 @@ describe('replicate and Airbyte read as absolute-form requests (http_proxy, an h
     const start = proxy.log.length;
     const result = await airbyte(['read', '--config', acc.config(), '--catalog', CATALOG], { http_proxy: proxy.url });
     expect(result.code, result.stderr).toBe(0);
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     replica.applyAirbyte(result.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
     expect(seen(proxy, start).every((e) => e.startsWith(`GET ${plainEmu.url}/v1/`))).toBe(true);
@@ -245,7 +242,7 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     expect(ok.status).toBe('SUCCEEDED');
     const good = await airbyte(['read', '--config', acc.config({ ca_certificate: ca.caCert }), '--catalog', CATALOG]);
     expect(good.code, good.stderr).toBe(0);
-    const replica = new MemoryReplica();
+    const replica = new MemoryDestination();
     replica.applyAirbyte(good.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
   });
@@ -258,9 +255,8 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     const result = await tap(['--config', acc.config({ ca_certificate: ca.caCert })]);
     expect(result.code, result.stderr).toBe(0);
     expect(protocolCheck('singer-check.py', result.stdout).errors).toEqual([]);
-    const replica = new SingerReplica();
-    replica.apply(result.stdout);
-    replica.applyDeletions();
+    const replica = new MemoryDestination();
+    replica.applySinger(result.stdout);
     const dump = acc.emu.control.dump(acc.id);
     for (const stream of STREAMS) expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
   });
