@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError } from '../errors.js';
+import { proxySecrets } from '../proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
@@ -14,7 +15,6 @@ import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
-import { proxySecrets } from '../proxy-env.js';
 import { ProxyError } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
 import { cleaner, duration, isoTime, type Clean } from './text.js';
