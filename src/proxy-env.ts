@@ -3,8 +3,10 @@
  * CURLOPT_NOPROXY(3)):
  *
  * - an https:// address uses `https_proxy`, else `HTTPS_PROXY`; an http://
- *   address uses `http_proxy` only (upper-case `HTTP_PROXY` is ignored, as by
- *   curl: in CGI programs it can be set by a request header, "httpoxy");
+ *   address uses `http_proxy`, else `HTTP_PROXY` (curl reads only the
+ *   lower-case one, because in CGI programs the upper-case one can be set by a
+ *   request header, "httpoxy"; a connector is no CGI program, and runners such
+ *   as Airbyte pass the upper-case names, which Python's requests honours);
  *   either falls back to `all_proxy`, else `ALL_PROXY`. A lower-case variable
  *   that is set, even empty, hides its upper-case twin; an empty value means
  *   no proxy.
@@ -43,8 +45,6 @@ export interface EnvChoice {
   readonly proxy: EnvProxy | undefined;
   /** Set when a proxy variable applies but NO_PROXY exempts the host: the variable and the entry that matched. */
   readonly bypass: { readonly variable: string; readonly entry: string } | undefined;
-  /** Variables that are set but ignored, with why (for a warning). */
-  readonly ignored: readonly string[];
 }
 
 /** The lower-case variable if it is set (even empty), else the upper-case one. */
@@ -58,20 +58,16 @@ function lookup(env: Env, lower: string, upper: string | undefined): EnvProxy | 
 
 /** Which proxy variable applies to a target address, honouring NO_PROXY. */
 export function proxyFromEnv(target: URL, env: Env): EnvChoice {
-  const ignored: string[] = [];
   const https = target.protocol === 'https:';
-  let proxy = https ? lookup(env, 'https_proxy', 'HTTPS_PROXY') : lookup(env, 'http_proxy', undefined);
-  if (!https && proxy === undefined && env.HTTP_PROXY !== undefined && env.HTTP_PROXY !== '') {
-    ignored.push('HTTP_PROXY is ignored, as curl ignores it (only the lower-case http_proxy applies to http:// addresses)');
-  }
+  let proxy = https ? lookup(env, 'https_proxy', 'HTTPS_PROXY') : lookup(env, 'http_proxy', 'HTTP_PROXY');
   proxy ??= lookup(env, 'all_proxy', 'ALL_PROXY');
-  if (proxy === undefined || proxy.value.trim() === '') return { proxy: undefined, bypass: undefined, ignored };
+  if (proxy === undefined || proxy.value.trim() === '') return { proxy: undefined, bypass: undefined };
   const noProxy = lookup(env, 'no_proxy', 'NO_PROXY');
   if (noProxy !== undefined) {
     const entry = noProxyMatch(target.hostname, portOf(target), noProxy.value);
-    if (entry !== undefined) return { proxy: undefined, bypass: { variable: noProxy.variable, entry }, ignored };
+    if (entry !== undefined) return { proxy: undefined, bypass: { variable: noProxy.variable, entry } };
   }
-  return { proxy, bypass: undefined, ignored };
+  return { proxy, bypass: undefined };
 }
 
 function portOf(url: URL): number {

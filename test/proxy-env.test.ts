@@ -27,12 +27,11 @@ describe('which variable applies (curl: libcurl-env)', () => {
     expect(chosen(HTTPS, { HTTPS_PROXY: '   ' })).toBeUndefined();
   });
 
-  it('an http:// API: http_proxy only; upper-case HTTP_PROXY is ignored (as curl does), with a note', () => {
+  it('an http:// API: http_proxy, else HTTP_PROXY (honoured, unlike curl), else all_proxy, else ALL_PROXY', () => {
     expect(chosen(HTTP, { http_proxy: 'a:1', HTTP_PROXY: 'b:1' })).toBe('http_proxy');
-    const choice = proxyFromEnv(HTTP, { HTTP_PROXY: 'b:1' });
-    expect(choice.proxy).toBeUndefined();
-    expect(choice.ignored.join()).toMatch(/HTTP_PROXY is ignored/);
-    expect(chosen(HTTP, { HTTP_PROXY: 'b:1', ALL_PROXY: 'd:1' })).toBe('ALL_PROXY');
+    expect(chosen(HTTP, { HTTP_PROXY: 'b:1', ALL_PROXY: 'd:1' })).toBe('HTTP_PROXY');
+    expect(chosen(HTTP, { http_proxy: '', HTTP_PROXY: 'b:1' })).toBeUndefined();
+    expect(chosen(HTTP, { ALL_PROXY: 'd:1' })).toBe('ALL_PROXY');
     expect(chosen(HTTP, { HTTPS_PROXY: 'b:1' })).toBeUndefined();
   });
 

@@ -60,7 +60,7 @@ export interface Route {
   readonly proxy: ProxyEndpoint | undefined;
   /** Certificates of ca_certificate (PEM blocks), when given. */
   readonly caCertificates: readonly string[] | undefined;
-  /** What the log should say about the route (which proxy and why, variables ignored). */
+  /** What the log should say about the route (which proxy and why). */
   readonly notes: readonly RouteNote[];
 }
 
@@ -83,7 +83,6 @@ export function chooseRoute(origin: string, options: RouteOptions): Route {
       proxy = parseProxyUrl(options.proxyUrl, 'proxy_url');
     } else {
       const choice = proxyFromEnv(target, options.env);
-      for (const message of choice.ignored) notes.push({ level: 'WARN', message: `${message}.` });
       if (choice.proxy !== undefined) proxy = parseProxyUrl(choice.proxy.value, choice.proxy.variable);
       if (choice.bypass !== undefined) {
         notes.push({ level: 'INFO', message: `Not using a proxy for ${target.host}: ${choice.bypass.variable} lists "${choice.bypass.entry}".` });

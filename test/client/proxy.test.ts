@@ -268,13 +268,13 @@ describe('absolute-form requests (an http:// API)', () => {
     expect(logs.join('\n')).toContain('as absolute-form requests');
   });
 
-  it('upper-case HTTP_PROXY is ignored for an http:// API, as curl ignores it, with a warning', async () => {
+  it('upper-case HTTP_PROXY is honoured for an http:// API (runners pass the upper-case names)', async () => {
     const before = since(proxy);
     const { client, logs } = make({ env: { HTTP_PROXY: proxy.url } }, false);
     await client.me();
     await client.close();
-    expect(proxy.log.length).toBe(before);
-    expect(logs.join('\n')).toContain('WARN HTTP_PROXY is ignored');
+    expect(proxy.log.slice(before).map((e) => [e.method, e.target, e.status])).toEqual([['GET', `${plainEmu.url}/v1/me`, 200]]);
+    expect(logs.join('\n')).toContain('(HTTP_PROXY) as absolute-form requests');
   });
 
   it('407 to an absolute-form request is the proxy\'s: a config_error naming it', async () => {
