@@ -82,36 +82,45 @@ function put(target: Data, field: string, value: unknown): void {
   Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
 }
 
+/** Declared field names of each layout (built once: recordToRow runs for every record of a sync). */
+const declaredFields = new WeakMap<TableLayout, ReadonlySet<string>>();
+
+function declaredOf(layout: TableLayout): ReadonlySet<string> {
+  let set = declaredFields.get(layout);
+  if (!set) declaredFields.set(layout, (set = new Set(layout.columns.map((c) => c.field))));
+  return set;
+}
+
 export function recordToRow(layout: TableLayout, record: Data): RowValues {
-  const values: RowValues = [];
-  const extra: Data = {};
-  const absent: string[] = [];
-  let hasExtra = false;
-  const declared = new Set<string>();
-  for (const { field, kind } of layout.columns) {
-    declared.add(field);
+  const columns = layout.columns;
+  const values: RowValues = new Array<SQLInputValue>(columns.length + 2);
+  let extra: Data | undefined;
+  let absent: string[] | undefined;
+  let carried = 0;
+  for (let i = 0; i < columns.length; i++) {
+    const { field, kind } = columns[i] as (typeof columns)[number];
     if (!Object.hasOwn(record, field)) {
-      absent.push(field);
-      values.push(null);
+      (absent ??= []).push(field);
+      values[i] = null;
       continue;
     }
+    carried++;
     const value = record[field];
-    if (value === null) values.push(null);
-    else if (fits(kind, value)) values.push(toSql(kind, value));
+    if (value === null) values[i] = null;
+    else if (fits(kind, value)) values[i] = toSql(kind, value);
     else {
-      values.push(null);
-      put(extra, field, value);
-      hasExtra = true;
+      values[i] = null;
+      put((extra ??= {}), field, value);
     }
   }
-  for (const field of Object.keys(record)) {
-    if (!declared.has(field)) {
-      put(extra, field, record[field]);
-      hasExtra = true;
-    }
+  const keys = Object.keys(record);
+  if (keys.length > carried) {
+    // Fields the layout does not declare (in the record's order, after the declared ones that did not fit).
+    const declared = declaredOf(layout);
+    for (const field of keys) if (!declared.has(field)) put((extra ??= {}), field, record[field]);
   }
-  values.push(hasExtra ? JSON.stringify(extra) : null);
-  values.push(absent.length > 0 ? JSON.stringify(absent) : null);
+  values[columns.length] = extra === undefined ? null : JSON.stringify(extra);
+  values[columns.length + 1] = absent === undefined ? null : JSON.stringify(absent);
   return values;
 }
 
