@@ -6,7 +6,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { layoutFor } from '../../src/faces/replica/layout.js';
-import { ensureTable, insertSql, openForWrite } from '../../src/faces/replica/database.js';
+import { insertSql, openForWrite } from '../../src/faces/replica/database.js';
+import { ensureTable } from '../../src/faces/replica/migrate.js';
 import { recordToRow } from '../../src/faces/replica/rows.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { tempDir } from '../helpers/cli.js';
@@ -57,6 +58,57 @@ describe('ReplicaStore', () => {
     const again = new ReplicaStore(path);
     expect(again.migrated).toEqual([]);
     again.close();
+  });
+
+  it('moves a WITHOUT ROWID table (0.1.0) to a rowid table and adds the columns it lacked, in one migration', () => {
+    const path = newDb();
+    const records = [
+      contact('c1', 1, { email: 'a@b.c', temperature: 'hot', custom: [1, { x: null }] }),
+      contact('c2', 2, { email: null, temperature: 7 }), // a temperature of another type than declared stays in _extra
+      contact('c3', 3),
+    ];
+    delete records[2]?.temperature;
+    const current = layoutFor(contacts);
+    const older = { ...current, storage: 'without_rowid' as const, columns: current.columns.filter((c) => c.field !== 'email' && c.field !== 'temperature') };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    db.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+
+    const store = new ReplicaStore(path);
+    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'moved to a rowid table, faster to write; new columns email, temperature' }]);
+    expect(store.db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'contacts'").get()?.sql).not.toMatch(/WITHOUT ROWID/);
+    const rows = store.db.prepare('SELECT id, email, temperature, _extra, _absent, _synced_at FROM contacts ORDER BY id').all();
+    expect(rows.map((r) => [r.id, r.email, r.temperature, r._extra === null ? null : JSON.parse(String(r._extra)), r._synced_at])).toEqual([
+      ['c1', 'a@b.c', 'hot', { custom: [1, { x: null }] }, iso(0)],
+      ['c2', null, null, { temperature: 7 }, iso(0)],
+      ['c3', null, null, null, iso(0)],
+    ]);
+    expect(JSON.parse(String(rows[2]?._absent))).toContain('temperature');
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+  });
+
+  it('rewrites a table record by record when a column changes type, without changing any record', () => {
+    const path = newDb();
+    const records = [contact('c1', 1, { qualification_score: 42 }), contact('c2', 2, { qualification_score: 'n/a' })];
+    const current = layoutFor(contacts);
+    const older = { ...current, columns: current.columns.map((c) => (c.field === 'qualification_score' ? { ...c, kind: 'json' as const } : c)) };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    db.close();
+
+    const store = new ReplicaStore(path);
+    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'rewritten record by record to the current column layout' }]);
+    expect(store.db.prepare('SELECT id, qualification_score AS q, typeof(qualification_score) AS t FROM contacts ORDER BY id').all()).toEqual([
+      { id: 'c1', q: 42, t: 'integer' },
+      { id: 'c2', q: null, t: 'null' },
+    ]);
+    expect(store.db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name LIKE '_replica_migrating_%'").get()?.n).toBe(0);
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
   });
 
   it('lets one replicate run write a file at a time, and takes over the lock of a killed one', () => {

@@ -1,6 +1,6 @@
 /**
  * The replica database file: opening it (WAL), its bookkeeping tables, and
- * one table per stream created from (or migrated to) the stream's layout.
+ * the SQL of a stream's table (its creation and its upsert).
  *
  * Bookkeeping tables:
  *   _replica_tables (stream, layout)   the layout each stream table was written with
@@ -10,12 +10,29 @@
 import { existsSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, parseLayout, type TableLayout } from './layout.js';
-import { recordToRow, rowToRecord } from './rows.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 
 export const TABLES_TABLE = '_replica_tables';
 export const STATE_TABLE = '_replica_state';
+
+/**
+ * The writing connection's page cache (SQLite's default is 2 MB): the upper
+ * levels of the primary-key indexes and the pages a group of checkpoints
+ * touches. It is what the writer adds to the process's memory, whatever the
+ * table's size (a larger cache saved little time in the bench).
+ */
+const WRITER_CACHE_KIB = 8 * 1024;
+/**
+ * WAL frames (4 KiB pages) after which a commit copies the WAL into the
+ * database file (SQLite's default is 1000), when no checkpointer thread does
+ * it (writer.ts). Each checkpoint costs two fsyncs whatever its size, and an
+ * incremental sync dirties a page per changed row: fewer, larger ones. The
+ * last one is made when the run closes the file.
+ */
+export const WRITER_AUTOCHECKPOINT_PAGES = 16_000;
+/** After a checkpoint, a WAL file larger than this is truncated back to it. */
+const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -37,6 +54,7 @@ export function openForWrite(path: string): DatabaseSync {
     // WAL + NORMAL: a commit survives a killed process; after a power cut the
     // database is still consistent, at worst a few checkpoints back.
     db.exec('PRAGMA synchronous = NORMAL');
+    db.exec(`PRAGMA journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
     db.exec(`CREATE TABLE IF NOT EXISTS ${TABLES_TABLE} (stream TEXT PRIMARY KEY, layout TEXT NOT NULL)`);
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${STATE_TABLE} (stream TEXT PRIMARY KEY, state TEXT NOT NULL, committed_at TEXT NOT NULL)`,
@@ -49,6 +67,12 @@ export function openForWrite(path: string): DatabaseSync {
   return db;
 }
 
+/** Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB, WRITER_AUTOCHECKPOINT_PAGES). */
+export function tuneForWriting(db: DatabaseSync): void {
+  db.exec(`PRAGMA cache_size = -${WRITER_CACHE_KIB}`);
+  db.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+}
+
 /** Open an existing replica database for reading only. */
 export function openForRead(path: string): DatabaseSync {
   if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`, { field: 'db' });
@@ -59,12 +83,13 @@ export function openForRead(path: string): DatabaseSync {
   }
 }
 
-function createTable(db: DatabaseSync, layout: TableLayout): void {
+/** CREATE TABLE for `layout`, under the name `name` (the layout's table by default). */
+export function createTableSql(layout: TableLayout, name = layout.table): string {
   const columns = layout.columns.map(
     (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY NOT NULL' : ''}`,
   );
   columns.push(`${ident(EXTRA_COLUMN)} TEXT`, `${ident(ABSENT_COLUMN)} TEXT`, `${ident(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
-  db.exec(`CREATE TABLE ${ident(layout.table)} (\n  ${columns.join(',\n  ')}\n) WITHOUT ROWID`);
+  return `CREATE TABLE ${ident(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
 }
 
 /** The layouts stored in the database, by stream name. */
@@ -77,54 +102,17 @@ export function storedLayouts(db: DatabaseSync): Map<string, TableLayout> {
   return out;
 }
 
+/** Record `layout` as the one its table is written with. */
+export function saveLayout(db: DatabaseSync, layout: TableLayout): void {
+  db.prepare(`INSERT OR REPLACE INTO ${TABLES_TABLE} (stream, layout) VALUES (?, ?)`).run(layout.stream, JSON.stringify(layout));
+}
+
+/** The upsert of one row: values in `columnNames(layout)` order. */
 export function insertSql(layout: TableLayout): string {
-  const names = [...layout.columns.map((c) => c.field), EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN];
+  const names = columnNames(layout);
   const updates = names.filter((n) => n !== layout.primaryKey).map((n) => `${ident(n)} = excluded.${ident(n)}`);
   return (
     `INSERT INTO ${ident(layout.table)} (${names.map(ident).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
     `ON CONFLICT (${ident(layout.primaryKey)}) DO UPDATE SET ${updates.join(', ')}`
   );
-}
-
-/**
- * Make sure the stream's table exists with `layout`. A table written with
- * another layout (an older connector version) is rewritten record by record
- * in one transaction, so nothing is lost or changed.
- * Returns true when a table was migrated.
- */
-export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: TableLayout | undefined): boolean {
-  const text = JSON.stringify(layout);
-  if (stored && JSON.stringify(stored) === text) return false;
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    let migrated = false;
-    if (stored) {
-      const select = db.prepare(`SELECT * FROM ${ident(stored.table)}`);
-      select.setReadBigInts(true); // integers beyond 2^53 move exact
-      const rows = select.all();
-      db.exec(`DROP TABLE ${ident(stored.table)}`);
-      createTable(db, layout);
-      const insert = db.prepare(insertSql(layout));
-      for (const row of rows) {
-        insert.run(...recordToRow(layout, rowToRecord(stored, row)), String(row[SYNCED_AT_COLUMN] ?? new Date().toISOString()));
-      }
-      migrated = true;
-    } else {
-      const existing = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')").get(layout.table);
-      if (existing) {
-        throw new ConfigError(
-          `The database already has a table "${layout.table}" that the replica did not create; ` +
-            'pass --db a new file or one written by replicate.',
-          { field: 'db' },
-        );
-      }
-      createTable(db, layout);
-    }
-    db.prepare(`INSERT OR REPLACE INTO ${TABLES_TABLE} (stream, layout) VALUES (?, ?)`).run(layout.stream, text);
-    db.exec('COMMIT');
-    return migrated;
-  } catch (err) {
-    db.exec('ROLLBACK');
-    throw err;
-  }
 }

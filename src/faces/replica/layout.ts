@@ -1,9 +1,9 @@
 /**
  * How a stream's records are laid out in a SQLite table: one typed column per
- * field of the stream's JSON schema, plus three bookkeeping columns. The
- * layout is stored in the database beside the tables, so rows convert back to
- * records with the layout they were written with, whatever the code's
- * version.
+ * field of the stream's JSON schema, plus three bookkeeping columns, in a
+ * table stored in one of two ways. The layout is stored in the database
+ * beside the tables, so rows convert back to records with the layout they
+ * were written with, whatever the code's version.
  */
 import { recordJsonSchema } from '../../schemas/json-schema.js';
 import type { StreamDefinition } from '../../streams.js';
@@ -17,6 +17,17 @@ export interface ColumnSpec {
   readonly kind: ColumnKind;
 }
 
+/**
+ * How SQLite stores a table's rows.
+ * - `rowid`: rows in insertion order (an ordinary table), the primary key a
+ *   unique index beside it. New rows are appended, so a sync writes pages
+ *   of rows one after the other, and the index entries are small.
+ * - `without_rowid`: rows kept in primary-key order (`WITHOUT ROWID`), what
+ *   the replica wrote up to version 0.1.0. With random UUID keys every insert
+ *   lands in a random leaf holding whole ~1 KB rows: several times slower.
+ */
+export type TableStorage = 'rowid' | 'without_rowid';
+
 export interface TableLayout {
   readonly stream: string;
   /** Table name (the stream name). */
@@ -25,6 +36,7 @@ export interface TableLayout {
   /** Cursor field (updated_at, created_at, deleted_at), null for full-refresh streams. */
   readonly cursorField: string | null;
   readonly columns: readonly ColumnSpec[];
+  readonly storage: TableStorage;
 }
 
 /**
@@ -76,7 +88,7 @@ export function layoutFor(stream: StreamDefinition): TableLayout {
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
   }
   if (!columns.some((c) => c.field === stream.primaryKey)) columns.unshift({ field: stream.primaryKey, kind: 'text' });
-  return { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns };
+  return { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
 }
 
 const KINDS: readonly ColumnKind[] = ['text', 'integer', 'real', 'boolean', 'json'];
@@ -100,7 +112,28 @@ export function parseLayout(text: string): TableLayout | undefined {
     if (typeof field !== 'string' || !KINDS.includes(kind as ColumnKind)) return undefined;
     columns.push({ field, kind: kind as ColumnKind });
   }
-  return { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns };
+  // A layout stored before `storage` existed describes a WITHOUT ROWID table.
+  const storage = v.storage === undefined ? 'without_rowid' : v.storage;
+  if (storage !== 'rowid' && storage !== 'without_rowid') return undefined;
+  return { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns, storage };
+}
+
+/** Whether two layouts describe the same table (same storage, same columns in the same order). */
+export function sameLayout(a: TableLayout, b: TableLayout): boolean {
+  return (
+    a.stream === b.stream &&
+    a.table === b.table &&
+    a.primaryKey === b.primaryKey &&
+    a.cursorField === b.cursorField &&
+    a.storage === b.storage &&
+    a.columns.length === b.columns.length &&
+    a.columns.every((c, i) => c.field === b.columns[i]?.field && c.kind === b.columns[i]?.kind)
+  );
+}
+
+/** Every column of the table, in the order rows are written: the layout's, then the bookkeeping columns. */
+export function columnNames(layout: TableLayout): string[] {
+  return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
 }
 
 /** A SQL identifier, quoted. */
