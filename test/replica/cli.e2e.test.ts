@@ -1,11 +1,58 @@
 /** `replicate` failures: exit 1 with a message naming the cause, nothing on stdout, never a stack trace. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { SOURCE_BIN, runCli, tempDir, writeJson } from '../helpers/cli.js';
 import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
+
+/** The pid of the run holding the writer lock of `db`. */
+async function lockHolder(db: string): Promise<number> {
+  const check = new DatabaseSync(db, { readOnly: true });
+  try {
+    return Number(check.prepare('SELECT pid FROM _replica_lock').get()?.pid);
+  } finally {
+    check.close();
+  }
+}
+
+/** Resolve once `db` has at least `n` contacts committed. */
+async function waitForRows(db: string, n: number): Promise<void> {
+  for (let i = 0; i < 3000; i++) {
+    const check = new DatabaseSync(db, { readOnly: true });
+    try {
+      if (Number(check.prepare('SELECT count(*) AS n FROM contacts').get()?.n) >= n) return;
+    } catch {
+      // the table is not created yet
+    } finally {
+      check.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`${db} never had ${n} contacts`);
+}
+
+/** Resolve once a replicate run holds the writer lock of `db`. */
+async function waitForLock(db: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (existsSync(db)) {
+      try {
+        const check = new DatabaseSync(db, { readOnly: true });
+        try {
+          if (check.prepare('SELECT pid FROM _replica_lock').get()) return;
+        } finally {
+          check.close();
+        }
+      } catch {
+        // not created yet
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no replicate run took the lock of ${db}`);
+}
 
 describe('replicate: errors', () => {
   let account: Account;
@@ -83,6 +130,35 @@ describe('replicate: errors', () => {
     } finally {
       control.clearFaults();
     }
+  });
+
+  it('a stop signal mid-run: the checkpoints the writer holds are committed, exit 143, and the next run completes the replica', async () => {
+    const db = join(dir, 'stopped.db');
+    const config = account.config(dir, { page_size: 5, max_concurrent_requests: 1 });
+    account.emulator.control.setLatency(60);
+    let stopped: Awaited<ReturnType<typeof replicate>>;
+    try {
+      const run = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
+      await waitForLock(db);
+      // Once a few pages have been read, stop it the way a service manager does.
+      await waitForRows(db, 10);
+      const pid = await lockHolder(db);
+      process.kill(pid, 'SIGTERM');
+      stopped = await run;
+    } finally {
+      account.emulator.control.setLatency(0);
+    }
+    expect(stopped.code).toBe(143);
+    expect(stopped.stderr).toMatch(/WARN source-data-read: Interrupted \(SIGTERM\)\. The replica keeps everything committed so far; run replicate again to continue\./);
+    noStack(stopped.stderr);
+    const check = new DatabaseSync(db, { readOnly: true });
+    expect(check.prepare('PRAGMA integrity_check').get()?.integrity_check).toBe('ok');
+    expect(check.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n).toBe(0);
+    check.close();
+    const again = await replicate(account.config(dir), db);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain('continuing from its saved state');
+    expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
   });
 
   it('a service error on one stream: exit 1 naming the stream and the cause; the next run completes the replica', async () => {

@@ -9,6 +9,7 @@ import { REPLICA_STREAMS } from '../../src/faces/replica/command.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaSink } from '../../src/faces/replica/sink.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { tempDir } from '../helpers/cli.js';
 import { FakeApi, contact, conversation, deletion, iso, type Rec } from '../helpers/fake-api.js';
 
@@ -146,5 +147,30 @@ describe('ReplicaSink + runSync', () => {
     const { result, logs } = await sync(db, service({ contacts: [contact('c1', 1)] }));
     expect(result.failures).toEqual([]);
     expect(logs.some((l) => l.level === 'WARN' && l.message.includes('pipeline_stages'))).toBe(true);
+  });
+});
+
+describe('ReplicaSink + ReplicaWriter (checkpoints in groups)', () => {
+  it('a checkpoint that cannot be written fails its stream there, its state before the lost rows; the other streams complete', async () => {
+    const db = newDb();
+    const store = new ReplicaStore(db);
+    store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'c3' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
+    const writer = new ReplicaWriter(store, { checkpointer: null });
+    const logs: string[] = [];
+    const sink = new ReplicaSink(writer, { log: (_level, message) => logs.push(message), changed: () => undefined });
+    const contacts = [contact('c1', 1), contact('c2', 2), contact('c3', 3), contact('c4', 4), contact('c5', 5), contact('c6', 6)];
+    const s = service({ contacts, conversations: [conversation('v1', 1), conversation('v2', 2), conversation('v3', 3)] });
+    const result = await runSync({ config, client: s, sink, streams: REPLICA_STREAMS, states: store.loadStates() });
+    await writer.close();
+    store.close();
+    expect(result.failures.map((f) => [f.stream.name, f.error.message])).toEqual([['contacts', expect.stringMatching(/^Cannot write the replica database ".*replica\.db": disk on fire\.$/)]]);
+    expect(logs.some((m) => /^contacts: Cannot write the replica database/.test(m))).toBe(true);
+    expect(replicaRecords(db).get('contacts')?.map((r) => r.id)).toEqual(['c1', 'c2']);
+    // The state of the last page written whole (c1, c2): its cursor reads on after those two.
+    expect(replicaStates(db).get('contacts')).toEqual({ resume: { cursor: 'c2', sync_watermark: s.watermark } });
+    expect(byId(replicaRecords(db).get('conversations'))).toStrictEqual([conversation('v1', 1), conversation('v2', 2), conversation('v3', 3)]);
+    expect(replicaStates(db).get('conversations')).toEqual({ sync_watermark: s.watermark });
+    expect(sink.tallies.get('contacts')?.status).toBe('failed');
+    expect(sink.tallies.get('conversations')).toMatchObject({ status: 'complete', upserted: 3 });
   });
 });

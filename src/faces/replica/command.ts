@@ -3,8 +3,10 @@
  * straight into a local SQLite database. Every stream is replicated
  * (incremental where the stream allows it), its state kept in the database
  * itself, so a run continues where the last one stopped, even a killed one.
- * stdout stays empty; progress, warnings and the final summary go to stderr.
- * Exit 0 when every stream completed, 1 otherwise (the cause is named).
+ * Checkpoints are committed in groups (writer.ts), the WAL copied into the
+ * file by a checkpointer thread. stdout stays empty; progress, warnings and
+ * the final summary go to stderr. Exit 0 when every stream completed, 1
+ * otherwise (the cause is named).
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
@@ -14,10 +16,10 @@ import { toConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../files.js';
 import type { StderrLogger } from '../../output.js';
 import { STREAMS } from '../../streams.js';
-import { ident } from './layout.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
+import { ReplicaWriter } from './writer.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
@@ -69,11 +71,14 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   }
 
   let session: SyncSession | undefined;
-  const sink = new ReplicaSink(store, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  const progress = new Progress(logger, { tallies: sink.tallies, stats: () => session?.stats });
-  // Ctrl-C or a stop request: every commit is synchronous, so the handler runs between two of them.
+  const writer = new ReplicaWriter(store);
+  const sink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
+  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session?.stats });
+  // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
+  // the group held is committed (whole checkpoints), then the run stops.
   const onSignal = (signal: NodeJS.Signals): void => {
     progress.stop();
+    writer.stopNow();
     store.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
     process.exit(signal === 'SIGINT' ? 130 : 143);
@@ -81,7 +86,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    for (const name of store.migrated) progress.log('INFO', `${name}: table rewritten to the current column layout (no record changed).`);
+    for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     const states = store.loadStates();
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
@@ -101,17 +106,16 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
     if (result.failures.length === 0 && resumed.length > 0) {
       progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+      writer.flush();
       result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() });
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);
     progress.stop();
 
-    const rows = new Map<string, number>();
-    for (const { stream } of REPLICA_STREAMS) {
-      const row = store.db.prepare(`SELECT count(*) AS n FROM ${ident(stream.name)}`).get();
-      rows.set(stream.name, Number(row?.n ?? 0));
-    }
+    store.unlock();
+    await writer.close();
+    const rows = store.rowCounts();
     store.close();
     const stats = session.stats;
     const totals =
@@ -141,6 +145,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     progress.stop();
+    await writer.close().catch(() => undefined);
     store.close();
     await session?.close();
   }

@@ -1,15 +1,26 @@
 /**
- * The replica face of a sync: engine events become SQLite transactions. A
- * stream's records are held until the engine's next checkpoint for that
- * stream (one page), then written with the checkpoint's state in one
- * transaction. node:sqlite is synchronous, so transactions of streams read
- * side by side never interleave.
+ * The replica face of a sync: engine events become checkpoints of the
+ * replica. A stream's records are turned into rows as they come and held
+ * until the engine's next checkpoint for that stream (one page), then handed
+ * with the checkpoint's state to the writer, which writes them in one piece
+ * (node:sqlite is synchronous: checkpoints of streams read side by side never
+ * interleave). A checkpoint that cannot be written fails its stream there.
  */
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
 import { findDeletionLog, type StreamDefinition } from '../../streams.js';
-import type { ReplicaStore } from './store.js';
+import type { Checkpoint, CommitResult } from './checkpoint-writer.js';
+import type { TableLayout } from './layout.js';
+import type { RowValues } from './rows.js';
+import { toRows } from './store.js';
+
+/** Where checkpoints go: the store itself (one transaction each) or a ReplicaWriter (in groups). */
+export interface CheckpointTarget {
+  layoutOf(stream: string): TableLayout;
+  /** Write one checkpoint whole, or throw and write nothing of it. */
+  write(checkpoint: Checkpoint): CommitResult;
+}
 
 export interface StreamTally {
   /** Records received from the service. */
@@ -32,17 +43,17 @@ export interface ReplicaEvents {
 }
 
 export class ReplicaSink implements SyncSink {
-  private readonly store: ReplicaStore;
+  private readonly target: CheckpointTarget;
   private readonly events: ReplicaEvents;
-  private readonly pending = new Map<string, Data[]>();
+  private readonly pending = new Map<string, RowValues[]>();
   /** Full-refresh streams whose table is emptied by their first commit of this run. */
   private readonly replaceOnCommit = new Set<string>();
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
 
-  constructor(store: ReplicaStore, events: ReplicaEvents) {
-    this.store = store;
+  constructor(target: CheckpointTarget, events: ReplicaEvents) {
+    this.target = target;
     this.events = events;
   }
 
@@ -70,7 +81,7 @@ export class ReplicaSink implements SyncSink {
   records(stream: StreamDefinition, records: readonly Data[]): void {
     let buffer = this.pending.get(stream.name);
     if (!buffer) this.pending.set(stream.name, (buffer = []));
-    for (const record of records) buffer.push(record);
+    for (const row of toRows(this.target.layoutOf(stream.name), records)) buffer.push(row);
     const t = this.tally(stream);
     t.received += records.length;
     if (t.status === 'rate_limited' || t.status === 'waiting') t.status = 'running';
@@ -78,9 +89,10 @@ export class ReplicaSink implements SyncSink {
   }
 
   state(stream: StreamDefinition, state: StreamState): void {
-    const buffer = this.pending.get(stream.name) ?? [];
-    const result = this.store.commit(stream, buffer, state, this.replaceOnCommit.delete(stream.name));
+    const rows = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
+    const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name) };
+    const result = this.target.write(checkpoint);
     const t = this.tally(stream);
     t.upserted += result.upserted;
     t.skippedDeleted += result.skippedDeleted;

@@ -1,44 +1,43 @@
 /**
- * The replica's writes. Every engine checkpoint becomes one transaction: the
- * rows of the page(s) it covers, the deletions they carry, and the stream's
- * state row, committed together. A process killed at any point leaves the
- * database at a checkpoint, and the next run continues from exactly there.
+ * The replica database as a run opens it: the writer lock, a table per stream
+ * (created, or migrated in place to this version's layout), the index the
+ * deletions need, the states saved by earlier runs, and row counts at the end.
  *
- * Deletions: a record of the deletion log (the stream the streams table marks
- * so) deletes the row of the object it names, unless that row changed after
- * the deletion. Streams
- * are read concurrently, so an upsert can arrive after the deletion of its
- * object: an upsert whose cursor is not later than a known deletion of the
- * same object is skipped (a deleted row is never resurrected).
+ * The rows of a sync are written on this connection by a CheckpointWriter:
+ * in groups of checkpoints by a ReplicaWriter during `replicate` (writer.ts),
+ * or one checkpoint per transaction through `write` and `commit` (tests and
+ * small scripts).
  */
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { parseInstant } from '../../config.js';
+import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../../engine/events.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
-import { STREAMS, findDeletionLog, type DeletionLogStream, type StreamDefinition } from '../../streams.js';
-import { STATE_TABLE, ensureTable, insertSql, openForWrite, storedLayouts } from './database.js';
+import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
+import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } from './checkpoint-writer.js';
+import { STATE_TABLE, openForWrite, storedLayouts } from './database.js';
 import { ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
-import { recordToRow } from './rows.js';
+import { ensureTable, type Migration } from './migrate.js';
+import { recordToRow, type RowValues } from './rows.js';
 
-interface TableHandle {
-  readonly layout: TableLayout;
-  readonly upsert: StatementSync;
-  /** For streams that deletions apply to: the row's cursor, and its delete. */
-  readonly cursorOf?: StatementSync;
-  readonly remove?: StatementSync;
+export type { CommitResult } from './checkpoint-writer.js';
+
+/** The tables of `streams` (and of the deletion log, always kept), as the writer needs them. */
+export function tableSpecs(streams: readonly StreamDefinition[]): TableSpec[] {
+  const log = findDeletionLog();
+  if (!log) throw new Error('the streams table has no deletion log');
+  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
+  return all.map((stream) => ({
+    layout: layoutFor(stream),
+    deletedAs: stream.tombstoneObjectType,
+    deletionLog:
+      stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
+  }));
 }
 
-export interface CommitResult {
-  /** Rows written. */
-  readonly upserted: number;
-  /** Upserts skipped because the object was deleted at or after the record's cursor. */
-  readonly skippedDeleted: number;
-  /** Rows deleted by deletion records. */
-  readonly deletedRows: number;
-  /** Deletion records whose object_type names no replicated stream: [object_type as JSON text, deletion id]. */
-  readonly unknownTypes: readonly (readonly [string, string])[];
+/** Records of one page to rows of `layout`. */
+export function toRows(layout: TableLayout, records: readonly Data[]): RowValues[] {
+  return records.map((record) => recordToRow(layout, record));
 }
 
 function dbError(path: string, err: unknown): ConnectorError {
@@ -49,14 +48,10 @@ function dbError(path: string, err: unknown): ConnectorError {
 export class ReplicaStore {
   readonly path: string;
   readonly db: DatabaseSync;
-  /** Streams whose tables were rewritten to a new layout when opening. */
-  readonly migrated: readonly string[];
-  private readonly tables = new Map<string, TableHandle>();
-  private readonly deletionTargets = new Map<string, string>();
-  /** The deletion log: its table is kept (and indexed by object) whatever streams are replicated. */
-  private readonly log: DeletionLogStream;
-  private readonly writeState: StatementSync;
-  private readonly deletionsOf: StatementSync;
+  readonly tables: readonly TableSpec[];
+  /** What opening changed in tables written by an older version. */
+  readonly migrations: readonly Migration[];
+  private writer: CheckpointWriter | undefined;
   private locked = false;
 
   /**
@@ -65,50 +60,41 @@ export class ReplicaStore {
    */
   constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } = {}) {
     this.path = path;
-    const log = findDeletionLog();
-    if (!log) throw new Error('the streams table has no deletion log');
-    this.log = log;
     this.db = openForWrite(path);
     try {
       if (options.lock) {
         acquireLock(this.db, path);
         this.locked = true;
       }
+      this.tables = tableSpecs(streams);
       const stored = storedLayouts(this.db);
-      const migrated: string[] = [];
-      for (const stream of streams) {
-        const layout = layoutFor(stream);
-        if (ensureTable(this.db, layout, stored.get(stream.name))) migrated.push(stream.name);
-        const handle: TableHandle =
-          stream.tombstoneObjectType && layout.cursorField
-            ? {
-                layout,
-                upsert: this.db.prepare(insertSql(layout)),
-                cursorOf: this.db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
-                remove: this.db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
-              }
-            : { layout, upsert: this.db.prepare(insertSql(layout)) };
-        this.tables.set(stream.name, handle);
-        if (stream.tombstoneObjectType) this.deletionTargets.set(stream.tombstoneObjectType, stream.name);
+      const migrations: Migration[] = [];
+      for (const { layout } of this.tables) {
+        const migration = ensureTable(this.db, layout, stored.get(layout.stream));
+        if (migration) migrations.push(migration);
       }
-      this.migrated = migrated;
-      if (!this.tables.has(log.name)) this.tables.set(log.name, this.openDeletionLog());
-      const { objectIdField, objectTypeField } = log.deletionLog;
-      this.db.exec(`CREATE INDEX IF NOT EXISTS ${ident(`_replica_${log.name}_object`)} ON ${ident(log.name)} (${ident(objectIdField)})`);
-      this.deletionsOf = this.db.prepare(
-        `SELECT ${ident(log.cursorField)} AS d FROM ${ident(log.name)} WHERE ${ident(objectIdField)} = ? AND ${ident(objectTypeField)} = ?`,
-      );
-      this.writeState = this.db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
+      this.migrations = migrations;
+      for (const { layout, deletionLog } of this.tables) {
+        if (deletionLog) {
+          const index = ident(`_replica_${layout.table}_object`);
+          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${ident(layout.table)} (${ident(deletionLog.objectIdField)})`);
+        }
+      }
     } catch (err) {
       this.close();
       throw err instanceof ConnectorError ? err : dbError(path, err);
     }
   }
 
-  private openDeletionLog(): TableHandle {
-    const layout = layoutFor(this.log);
-    ensureTable(this.db, layout, storedLayouts(this.db).get(this.log.name));
-    return { layout, upsert: this.db.prepare(insertSql(layout)) };
+  /** Streams whose tables were migrated when opening. */
+  get migrated(): string[] {
+    return this.migrations.map((m) => m.stream);
+  }
+
+  layoutOf(stream: string): TableLayout {
+    const spec = this.tables.find((t) => t.layout.stream === stream);
+    if (!spec) throw new Error(`the replica has no table for stream "${stream}"`);
+    return spec.layout;
   }
 
   /** The state saved by the last committed checkpoint of each stream. */
@@ -127,85 +113,52 @@ export class ReplicaStore {
     return states;
   }
 
+  /** Rows in each stream's table. */
+  rowCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { layout } of this.tables) {
+      const row = this.db.prepare(`SELECT count(*) AS n FROM ${ident(layout.table)}`).get();
+      counts.set(layout.stream, Number(row?.n ?? 0));
+    }
+    return counts;
+  }
+
+  /** Write one checkpoint on this connection, in its own transaction. */
+  write(checkpoint: Checkpoint): CommitResult {
+    this.writer ??= new CheckpointWriter(this.db, this.tables);
+    try {
+      const result = this.writer.write(checkpoint);
+      this.writer.commit();
+      return result;
+    } catch (err) {
+      this.writer.rollback();
+      throw dbError(this.path, err);
+    }
+  }
+
   /**
    * One checkpoint, in one transaction: upsert `records` into the stream's
    * table (after emptying it when `replaceAll`), apply deletion records, and
    * save `state`.
    */
   commit(stream: StreamDefinition, records: readonly Data[], state: StreamState, replaceAll = false): CommitResult {
-    const handle = this.tables.get(stream.name);
-    if (!handle) throw new Error(`the replica has no table for stream "${stream.name}"`);
-    const syncedAt = new Date().toISOString();
-    let upserted = 0;
-    let skippedDeleted = 0;
-    let deletedRows = 0;
-    const unknownTypes: [string, string][] = [];
-    try {
-      this.db.exec('BEGIN IMMEDIATE');
-      if (replaceAll) this.db.exec(`DELETE FROM ${ident(handle.layout.table)}`);
-      const guard = stream.tombstoneObjectType;
-      for (const record of records) {
-        if (guard && handle.layout.cursorField && this.deletedSince(guard, record[handle.layout.primaryKey], record[handle.layout.cursorField])) {
-          skippedDeleted++;
-          continue;
-        }
-        handle.upsert.run(...recordToRow(handle.layout, record), syncedAt);
-        upserted++;
-      }
-      if (stream.name === this.log.name) {
-        const typeField = this.log.deletionLog.objectTypeField;
-        for (const deletion of records) {
-          const outcome = this.applyDeletion(deletion);
-          if (outcome === 'deleted') deletedRows++;
-          else if (outcome === 'unknown_type') {
-            const type = deletion[typeField] === undefined ? '(missing)' : JSON.stringify(deletion[typeField]);
-            unknownTypes.push([type, String(deletion[this.log.primaryKey])]);
-          }
-        }
-      }
-      this.writeState.run(stream.name, JSON.stringify(state), syncedAt);
-      this.db.exec('COMMIT');
-    } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
-      throw dbError(this.path, err);
-    }
-    return { upserted, skippedDeleted, deletedRows, unknownTypes };
+    const rows = toRows(this.layoutOf(stream.name), records);
+    return this.write({ stream: stream.name, rows, state: JSON.stringify(state), replaceAll });
   }
 
-  /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
-  private deletedSince(objectType: string, id: unknown, cursor: unknown): boolean {
-    if (typeof id !== 'string') return false;
-    const at = typeof cursor === 'string' ? parseInstant(cursor) : Number.NaN;
-    for (const row of this.deletionsOf.all(id, objectType)) {
-      const deletedAt = typeof row.d === 'string' ? parseInstant(row.d) : Number.NaN;
-      // A record whose cursor cannot be read is not later than the deletion.
-      if (!(at > deletedAt)) return true;
-    }
-    return false;
-  }
-
-  private applyDeletion(deletion: Data): 'deleted' | 'kept' | 'unknown_type' {
-    const { objectTypeField, objectIdField } = this.log.deletionLog;
-    const type = deletion[objectTypeField];
-    const targetName = typeof type === 'string' ? this.deletionTargets.get(type) : undefined;
-    if (targetName === undefined) return 'unknown_type';
-    const target = this.tables.get(targetName);
-    const id = deletion[objectIdField];
-    if (!target?.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
-    const row = target.cursorOf.get(id);
-    if (!row) return 'kept';
-    const at = deletion[this.log.cursorField];
-    const deletedAt = typeof at === 'string' ? parseInstant(at) : Number.NaN;
-    const cursor = typeof row.c === 'string' ? parseInstant(row.c) : Number.NaN;
-    // Keep only a row known to have changed after the deletion (the object came back).
-    if (cursor > deletedAt) return 'kept';
-    target.remove.run(id);
-    return 'deleted';
+  /**
+   * Give the writer lock back now. Called while the last group of checkpoints
+   * is open, the release is committed with it (no write of its own, which
+   * would also truncate the WAL the checkpointer just emptied).
+   */
+  unlock(): void {
+    if (this.locked && this.db.isOpen) releaseLock(this.db);
+    this.locked = false;
   }
 
   close(): void {
     if (!this.db.isOpen) return;
-    if (this.locked) releaseLock(this.db);
+    this.unlock();
     this.db.close();
   }
 }

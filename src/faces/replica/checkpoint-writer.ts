@@ -1,0 +1,264 @@
+/**
+ * Writing checkpoints into the replica: each engine checkpoint (the rows of
+ * the page(s) it covers, the deletions they carry, and the stream's state
+ * row) is written whole or not at all, inside a SAVEPOINT of the current
+ * transaction. A transaction may hold several checkpoints (ReplicaWriter
+ * commits a group of them at a time); whatever is committed is always whole
+ * checkpoints, so a process killed at any point leaves the database at a
+ * checkpoint of every stream, and the next run continues from exactly there.
+ *
+ * Deletions: a record of the deletion log deletes the row it names, unless
+ * that row changed after the deletion. Streams are read concurrently, so an
+ * upsert can arrive after the deletion of its object: an upsert whose cursor
+ * is not later than a known deletion of the same object is skipped (a deleted
+ * row is never resurrected).
+ */
+import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
+import { parseInstant } from '../../config.js';
+import { STATE_TABLE, insertSql } from './database.js';
+import { columnNames, ident, type TableLayout } from './layout.js';
+import { rowToRecord, type RowValues } from './rows.js';
+
+/** A stream's table, as the writer needs to know it. */
+export interface TableSpec {
+  readonly layout: TableLayout;
+  /** The object type of deletion records that delete rows of this table ('contact'); null when none do. */
+  readonly deletedAs: string | null;
+  /** When this table is the deletion log (its records delete rows of the other tables): the fields its records name them by. */
+  readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
+}
+
+/** One engine checkpoint of one stream. */
+export interface Checkpoint {
+  readonly stream: string;
+  /** Rows in `columnNames(layout)` order, without the `_synced_at` value (the writer adds it). */
+  readonly rows: readonly RowValues[];
+  /** The stream's state, as JSON text. */
+  readonly state: string;
+  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
+  readonly replaceAll: boolean;
+}
+
+export interface CommitResult {
+  /** Rows written. */
+  readonly upserted: number;
+  /** Upserts skipped because the object was deleted at or after the record's cursor. */
+  readonly skippedDeleted: number;
+  /** Rows deleted by deletion records. */
+  readonly deletedRows: number;
+  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
+  readonly unknownTypes: readonly (readonly [string, string])[];
+}
+
+interface Table {
+  readonly spec: TableSpec;
+  readonly names: readonly string[];
+  readonly upsert: StatementSync;
+  /** Position of the primary key and of the cursor in a row (-1: no cursor). */
+  readonly keyAt: number;
+  readonly cursorAt: number;
+  /** For tables that deletions apply to: the row's cursor, and its delete. */
+  readonly cursorOf?: StatementSync;
+  readonly remove?: StatementSync;
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const instantOf = (value: unknown): number => (typeof value === 'string' ? parseInstant(value) : Number.NaN);
+
+export class CheckpointWriter {
+  private readonly db: DatabaseSync;
+  private readonly tables = new Map<string, Table>();
+  /** The tables the deletion log's records delete from, by object type. */
+  private readonly targets = new Map<string, Table>();
+  private readonly deletionsOf: StatementSync | undefined;
+  /** Whether the deletion log may hold a record (false: no upsert can be a deleted object's, the guard is skipped). */
+  private deletionsKnown: boolean;
+  private readonly writeState: StatementSync;
+  private openedAt: number | undefined;
+  /** Streams a checkpoint of which could not be written: their later checkpoints are refused (a state never moves past lost rows). */
+  private readonly failedStreams = new Map<string, string>();
+  /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
+  private broken: Error | undefined;
+
+  constructor(db: DatabaseSync, specs: readonly TableSpec[]) {
+    this.db = db;
+    let log: Table | undefined;
+    for (const spec of specs) {
+      const { layout } = spec;
+      const names = columnNames(layout);
+      const table: Table = {
+        spec,
+        names,
+        upsert: db.prepare(insertSql(layout)),
+        keyAt: names.indexOf(layout.primaryKey),
+        cursorAt: layout.cursorField === null ? -1 : names.indexOf(layout.cursorField),
+        ...(spec.deletedAs !== null && layout.cursorField !== null
+          ? {
+              cursorOf: db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
+              remove: db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
+            }
+          : {}),
+      };
+      this.tables.set(layout.stream, table);
+      if (spec.deletedAs !== null) this.targets.set(spec.deletedAs, table);
+      if (spec.deletionLog) log = table;
+    }
+    const fields = log?.spec.deletionLog;
+    this.deletionsOf =
+      log && fields
+        ? db.prepare(
+            `SELECT ${ident(fields.deletedAtField)} AS d FROM ${ident(log.spec.layout.table)} ` +
+              `WHERE ${ident(fields.objectIdField)} = ? AND ${ident(fields.objectTypeField)} = ?`,
+          )
+        : undefined;
+    this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
+    this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
+  }
+
+  layoutOf(stream: string): TableLayout | undefined {
+    return this.tables.get(stream)?.spec.layout;
+  }
+
+  /** When the open transaction began (epoch ms); undefined when none is open. */
+  get transactionStartedAt(): number | undefined {
+    return this.openedAt;
+  }
+
+  /**
+   * Write one checkpoint into the open transaction (beginning one if needed).
+   * On an error nothing of this checkpoint stays; earlier ones of the transaction do.
+   */
+  write(checkpoint: Checkpoint): CommitResult {
+    if (this.broken) throw this.broken;
+    const earlier = this.failedStreams.get(checkpoint.stream);
+    if (earlier !== undefined) {
+      throw new Error(`an earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either`);
+    }
+    const table = this.tables.get(checkpoint.stream);
+    if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
+    if (this.openedAt === undefined) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        throw err;
+      }
+      this.openedAt = Date.now();
+    }
+    const syncedAt = new Date().toISOString();
+    let upserted = 0;
+    let skippedDeleted = 0;
+    let deletedRows = 0;
+    const unknownTypes: [string, string][] = [];
+    try {
+      this.db.exec('SAVEPOINT checkpoint');
+      if (checkpoint.replaceAll) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
+      const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
+      for (const row of checkpoint.rows) {
+        if (guard !== undefined && this.deletedSince(guard, row[table.keyAt], row[table.cursorAt])) {
+          skippedDeleted++;
+          continue;
+        }
+        table.upsert.run(...row, syncedAt);
+        upserted++;
+      }
+      const fields = table.spec.deletionLog;
+      if (fields) {
+        if (checkpoint.rows.length > 0) this.deletionsKnown = true;
+        for (const row of checkpoint.rows) {
+          const deletion = this.asRecord(table, row);
+          const outcome = this.applyDeletion(deletion, fields);
+          if (outcome === 'deleted') deletedRows++;
+          else if (outcome === 'unknown_type') {
+            const type = deletion[fields.objectTypeField];
+            unknownTypes.push([type === undefined ? '(missing)' : JSON.stringify(type), String(deletion[table.spec.layout.primaryKey])]);
+          }
+        }
+      }
+      this.writeState.run(checkpoint.stream, checkpoint.state, syncedAt);
+      this.db.exec('RELEASE checkpoint');
+    } catch (err) {
+      this.failedStreams.set(checkpoint.stream, messageOf(err));
+      this.undoCheckpoint(err);
+      throw err;
+    }
+    return { upserted, skippedDeleted, deletedRows, unknownTypes };
+  }
+
+  /**
+   * Undo the failed checkpoint only. Some errors (a full disk, an I/O error)
+   * make SQLite roll back the whole transaction: then earlier checkpoints of
+   * it are lost too, and the writer stops.
+   */
+  private undoCheckpoint(cause: unknown): void {
+    try {
+      if (!this.db.isTransaction) throw cause;
+      this.db.exec('ROLLBACK TO checkpoint');
+      this.db.exec('RELEASE checkpoint');
+    } catch (err) {
+      this.stop(err);
+    }
+  }
+
+  private stop(err: unknown): void {
+    this.broken = new Error(`the transaction holding the last checkpoints was lost: ${messageOf(err)}`);
+    this.rollback();
+  }
+
+  /** Commit the open transaction, if any. On an error it is rolled back, the writer stops, and the error is thrown. */
+  commit(): void {
+    if (this.openedAt === undefined) return;
+    this.openedAt = undefined;
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.stop(err);
+      throw err;
+    }
+  }
+
+  /** Drop the open transaction, if any. */
+  rollback(): void {
+    this.openedAt = undefined;
+    try {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+    } catch {
+      // nothing left to undo
+    }
+  }
+
+  /** A row of `table` back as the record it was made from. */
+  private asRecord(table: Table, row: RowValues): Record<string, unknown> {
+    const byName: Record<string, SQLOutputValue> = {};
+    table.names.forEach((name, i) => {
+      byName[name] = (row[i] ?? null) as SQLOutputValue;
+    });
+    return rowToRecord(table.spec.layout, byName);
+  }
+
+  /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
+  private deletedSince(objectType: string, id: unknown, cursor: unknown): boolean {
+    if (typeof id !== 'string' || !this.deletionsOf) return false;
+    let at: number | undefined;
+    for (const row of this.deletionsOf.all(id, objectType)) {
+      at ??= instantOf(cursor);
+      // A record whose cursor cannot be read is not later than the deletion.
+      if (!(at > instantOf(row.d))) return true;
+    }
+    return false;
+  }
+
+  private applyDeletion(deletion: Record<string, unknown>, fields: NonNullable<TableSpec['deletionLog']>): 'deleted' | 'kept' | 'unknown_type' {
+    const type = deletion[fields.objectTypeField];
+    const target = typeof type === 'string' ? this.targets.get(type) : undefined;
+    if (target === undefined) return 'unknown_type';
+    const id = deletion[fields.objectIdField];
+    if (!target.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
+    const row = target.cursorOf.get(id);
+    if (!row) return 'kept';
+    // Keep only a row known to have changed after the deletion (the object came back).
+    if (instantOf(row.c) > instantOf(deletion[fields.deletedAtField])) return 'kept';
+    target.remove.run(id);
+    return 'deleted';
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * The replica's writers: CheckpointWriter (checkpoints grouped into
+ * transactions, each whole or not at all) and ReplicaWriter (the groups, the
+ * checkpointer thread: run from the build, dist/faces/replica/checkpointer-thread.js).
+ */
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { existsSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { CheckpointWriter, type Checkpoint } from '../../src/faces/replica/checkpoint-writer.js';
+import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
+import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../src/faces/replica/writer.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
+import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+import { requireBuild } from './helpers.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function newDb(): string {
+  const dir = tempDir('replica-writer-');
+  dirs.push(dir);
+  return join(dir, 'r.db');
+}
+
+/** A replica with its tables, and checkpoints for it. */
+function replica(path: string) {
+  const store = new ReplicaStore(path);
+  const checkpoint = (stream: string, records: Rec[], minute: number): Checkpoint => ({
+    stream,
+    rows: toRows(store.layoutOf(stream), records),
+    state: JSON.stringify({ resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } }),
+    replaceAll: false,
+  });
+  return { store, checkpoint };
+}
+
+describe('CheckpointWriter', () => {
+  it('holds several checkpoints in one transaction; a failing one is undone alone, and later ones of its stream are refused', () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
+    const writer = new CheckpointWriter(store.db, store.tables);
+    expect(writer.write(checkpoint('contacts', [contact('c1', 1)], 1)).upserted).toBe(1);
+    expect(writer.transactionStartedAt).toBeTypeOf('number');
+    expect(() => writer.write(checkpoint('contacts', [contact('c2', 2), contact('bad', 2)], 2))).toThrow(/disk on fire/);
+    // A later checkpoint of that stream would move its state past the rows just lost: refused.
+    expect(() => writer.write(checkpoint('contacts', [contact('c3', 3)], 3))).toThrow(/an earlier checkpoint of contacts could not be written \(disk on fire\)/);
+    // Other streams go on, in the same transaction.
+    expect(writer.write(checkpoint('conversations', [conversation('v1', 4)], 4)).upserted).toBe(1);
+    writer.commit();
+    expect(writer.transactionStartedAt).toBeUndefined();
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+    expect(replicaRecords(path).get('conversations')?.map((r) => r.id)).toEqual(['v1']);
+  });
+
+  it('stops writing once a commit fails: what that transaction held is gone, so nothing later may be committed', () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    // A deferred constraint is checked at COMMIT: that commit fails.
+    store.db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
+    store.db.exec('CREATE TABLE guard (id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)');
+    store.db.exec('PRAGMA foreign_keys = ON');
+    store.db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
+    const writer = new CheckpointWriter(store.db, store.tables);
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    writer.commit();
+    writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+    writer.write(checkpoint('conversations', [conversation('v1', 2)], 2));
+    expect(() => writer.commit()).toThrow(/FOREIGN KEY/);
+    expect(() => writer.write(checkpoint('conversations', [conversation('v2', 3)], 3))).toThrow(/transaction holding the last checkpoints was lost/);
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaRecords(path).get('conversations')).toEqual([]);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+  });
+});
+
+describe('ReplicaWriter', () => {
+  const checkpointer = new URL(`file://${join(ROOT, 'dist', 'faces', 'replica', 'checkpointer-thread.js')}`);
+  beforeAll(() => requireBuild());
+
+  function visible(path: string): number {
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      return Number(db.prepare('SELECT count(*) AS n FROM contacts').get()?.n);
+    } finally {
+      db.close();
+    }
+  }
+
+  it('holds checkpoints in one transaction until the group is due or flushed; other connections see whole groups', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000 });
+    expect(writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1)).upserted).toBe(2);
+    expect(writer.write(checkpoint('conversations', [conversation('v1', 1)], 1)).upserted).toBe(1);
+    expect(visible(path)).toBe(0);
+    writer.flush();
+    expect(visible(path)).toBe(2);
+    await writer.close();
+    store.close();
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+
+    // A group that is due is committed by the write that finds it so, or by the timer when no write comes.
+    const path2 = newDb();
+    const second = replica(path2);
+    const eager = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 0 });
+    eager.write(second.checkpoint('contacts', [contact('c1', 1)], 1));
+    expect(visible(path2)).toBe(1);
+    const timed = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 20 });
+    timed.write(second.checkpoint('contacts', [contact('c2', 2)], 2));
+    await vi.waitFor(() => expect(visible(path2)).toBe(2));
+    await timed.close();
+    await eager.close();
+    second.store.close();
+  });
+
+  it('hands the checkpoints to the checkpointer thread, and leaves no WAL behind once the run closes the file', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0 });
+    // The thread starts with the first commit (a run that stops before writing starts none).
+    expect(writer.checkpointing).toBe(false);
+    writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
+    await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
+    expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(0);
+    for (let page = 0; page < 20; page++) {
+      writer.write(checkpoint('contacts', Array.from({ length: 100 }, (_, i) => contact(`c${page}-${i}`, page)), page));
+    }
+    await writer.close();
+    expect(writer.checkpointing).toBe(false);
+    expect(store.rowCounts().get('contacts')).toBe(2001);
+    store.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    expect(replicaRecords(path).get('contacts')).toHaveLength(2001);
+  });
+
+  it('keeps the WAL bounded: past a size, it waits for the checkpointer and the next group starts the WAL over', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, walRestartBytes: 1 << 20 });
+    writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
+    await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
+    let largest = 0;
+    for (let page = 0; page < 60; page++) {
+      writer.write(checkpoint('contacts', Array.from({ length: 100 }, (_, i) => contact(`c${page}-${i}`, page, { note: 'x'.repeat(400) })), page));
+      largest = Math.max(largest, statSync(`${path}-wal`).size);
+    }
+    await writer.close();
+    // About 4 MB were written; the WAL never held much more than the restart size and one group.
+    expect(store.rowCounts().get('contacts')).toBe(6001);
+    expect(largest).toBeLessThan(3 << 20);
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toHaveLength(6001);
+  });
+
+  it('a checkpointer thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0 });
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    await vi.waitFor(() => expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(16_000));
+    expect(writer.checkpointing).toBe(false);
+    writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+    await writer.close();
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1', 'c2']);
+  });
+
+  it('a checkpoint it cannot write is an error naming the database; later ones of that stream are refused, the others go on', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
+    const writer = new ReplicaWriter(store, { checkpointer: null });
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    expect(() => writer.write(checkpoint('contacts', [contact('bad', 2)], 2))).toThrow(new RegExp(`Cannot write the replica database ".*r\\.db": disk on fire`));
+    expect(() => writer.write(checkpoint('contacts', [contact('c3', 3)], 3))).toThrow(/an earlier checkpoint of contacts could not be written/);
+    writer.write(checkpoint('conversations', [conversation('v1', 3)], 3));
+    await writer.close();
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaRecords(path).get('conversations')?.map((r) => r.id)).toEqual(['v1']);
+  });
+
+  it('a commit that fails loses its group: flush, every later write and close say so', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    store.db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
+    store.db.exec('CREATE TABLE guard (id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)');
+    store.db.exec('PRAGMA foreign_keys = ON');
+    store.db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
+    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000 });
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    writer.flush();
+    writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+    expect(() => writer.flush()).toThrow(/Cannot write the replica database ".*": a commit failed, so the checkpoints since the last commit are not saved \(FOREIGN KEY/);
+    expect(() => writer.write(checkpoint('conversations', [conversation('v1', 3)], 3))).toThrow(/a commit failed/);
+    await expect(writer.close()).rejects.toThrow(/a commit failed/);
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+  });
+});
