@@ -1,20 +1,27 @@
 /**
- * Progress of a replicate run on stderr. On a terminal: one status line,
- * redrawn in place. Otherwise (a pipe, a log file): a plain line every
- * SOURCE_DATA_READ_PROGRESS_MS milliseconds (default 10000; 0 = at every
- * change). Log lines and the final summary are printed in both cases.
+ * Progress of a replicate run on stderr, drawn by the face-neutral display
+ * (src/progress): on a terminal one status line in place (rows and rows/s per
+ * stream, the rate-limit wait and its end, requests); otherwise a plain line
+ * every SOURCE_DATA_READ_PROGRESS_MS milliseconds (default 10000; 0 = at
+ * every change). Log lines and the final summary are printed in both cases.
  */
 import type { LogLevel } from '../../engine/events.js';
-import type { RequestCounts } from '../../engine/session.js';
 import type { StderrLogger } from '../../output.js';
+import { ProgressDisplay, type ProgressOutput } from '../../progress/display.js';
+import type { ProgressSnapshot } from '../../progress/line.js';
 import type { StreamTally } from './sink.js';
 
-const TTY_REDRAW_MS = 200;
 const DEFAULT_PLAIN_MS = 10_000;
+
+/** Requests made so far (the client's counters, as plain numbers). */
+export interface RequestCounts {
+  readonly requests: number;
+  readonly rateLimitWaits: number;
+}
 
 export interface ProgressSource {
   readonly tallies: ReadonlyMap<string, StreamTally>;
-  readonly stats: () => RequestCounts | undefined;
+  readonly requests: () => RequestCounts | undefined;
 }
 
 function plainInterval(): number {
@@ -24,81 +31,45 @@ function plainInterval(): number {
   return Number.isFinite(n) && n >= 0 ? n : DEFAULT_PLAIN_MS;
 }
 
-export function progressLine(source: ProgressSource, now = Date.now()): string {
-  const streams: string[] = [];
-  const waits: string[] = [];
-  for (const [name, t] of source.tallies) {
-    const mark = t.status === 'complete' ? ' done' : t.status === 'failed' ? ' FAILED' : '';
-    streams.push(`${name} ${t.received}${mark}`);
-    if (t.status === 'rate_limited' && t.quotaReset !== undefined && t.quotaReset > now) {
-      waits.push(`${name} ${Math.ceil((t.quotaReset - now) / 1000)}s`);
-    }
-  }
-  const stats = source.stats();
-  const requests = stats ? ` | ${stats.requests} requests, ${stats.rateLimitWaits} rate-limit waits` : '';
-  const waiting = waits.length > 0 ? ` | waiting for the rate limit: ${waits.join(', ')}` : '';
-  return `${streams.join(', ')}${requests}${waiting}`;
+export function progressSnapshot(source: ProgressSource): ProgressSnapshot {
+  const counts = source.requests();
+  return {
+    streams: [...source.tallies].map(([name, t]) => ({
+      name,
+      count: t.received,
+      phase: t.status,
+      ...(t.quotaReset === undefined ? {} : { waitUntil: t.quotaReset }),
+    })),
+    ...(counts ? { requests: counts.requests, rateLimitWaits: counts.rateLimitWaits } : {}),
+  };
 }
 
 export class Progress {
-  private readonly logger: StderrLogger;
-  private readonly source: ProgressSource;
-  private readonly tty: boolean;
-  private readonly interval: number;
-  private lastDraw = 0;
-  private drawn = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly display: ProgressDisplay;
 
-  constructor(logger: StderrLogger, source: ProgressSource, tty = process.stderr.isTTY === true) {
-    this.logger = logger;
-    this.source = source;
-    this.tty = tty;
-    this.interval = tty ? TTY_REDRAW_MS : plainInterval();
+  constructor(logger: StderrLogger, source: ProgressSource, out: ProgressOutput = process.stderr) {
+    this.display = new ProgressDisplay({
+      snapshot: () => progressSnapshot(source),
+      log: (level, message) => logger.log(level, message),
+      redact: (text) => logger.redact(text),
+      out,
+      plainEveryMs: plainInterval(),
+    });
   }
 
   start(): void {
-    this.lastDraw = Date.now(); // the first plain line comes after one interval, not at once
-    // On a terminal, keep a rate-limit countdown moving even when nothing else happens.
-    if (this.tty) {
-      this.timer = setInterval(() => this.draw(), 1000);
-      this.timer.unref();
-    }
+    this.display.start();
   }
 
   changed(): void {
-    const now = Date.now();
-    if (now - this.lastDraw < this.interval) return;
-    this.lastDraw = now;
-    this.draw();
-  }
-
-  private draw(): void {
-    const line = this.logger.redact(progressLine(this.source));
-    if (this.tty) {
-      const width = process.stderr.columns ?? 120;
-      process.stderr.write(`\r\x1b[K${line.length > width - 1 ? `${line.slice(0, width - 2)}…` : line}`);
-      this.drawn = true;
-    } else {
-      this.logger.log('INFO', line);
-    }
-  }
-
-  private clear(): void {
-    if (this.tty && this.drawn) {
-      process.stderr.write('\r\x1b[K');
-      this.drawn = false;
-    }
+    this.display.changed();
   }
 
   log(level: LogLevel, message: string): void {
-    this.clear();
-    this.logger.log(level, message);
-    if (this.tty) this.draw();
+    this.display.log(level, message);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    this.clear();
+    this.display.stop();
   }
 }
