@@ -163,8 +163,9 @@ export class PageServer {
     });
   }
 
-  async setup(records: Record<string, number>, delayMs = 0): Promise<void> {
-    const res = await fetch(`${this.url}/__setup`, { method: 'POST', body: JSON.stringify({ records, delayMs }) });
+  /** Serve `records` per path; `changedOf`: serve changed versions of records of a larger run (see server.ts). */
+  async setup(records: Record<string, number>, delayMs = 0, changedOf?: Record<string, number>): Promise<void> {
+    const res = await fetch(`${this.url}/__setup`, { method: 'POST', body: JSON.stringify({ records, delayMs, changedOf }) });
     if (!res.ok) throw new Error(`setup failed: ${res.status} ${await res.text()}`);
   }
 

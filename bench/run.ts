@@ -5,7 +5,7 @@
  *
  *   npm run bench               full run (100k and 1M records; about 4-5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
- *   npm run bench -- --only throughput,memory,slow,requests,pacing,parallel,startup,seed
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,parallel,startup,seed,replica
  *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
  * What is measured (the connector is always the real executable,
@@ -20,6 +20,8 @@
  *  6. start-up: spec and check against `node -e 0`;
  *  7. the emulator: seeding 100k contacts with their past (wall and CPU time;
  *     a figure for context, formerly a wall-clock bound in a unit test).
+ *  8. replica: `replicate` into a new file and incrementally, and its memory,
+ *     each against `read` of the same records (bench/replica.ts).
  *
  * With --proxy, a forward proxy (test/helpers/forward-proxy.ts, in this
  * process) carries every request of the connector as absolute-form requests
@@ -36,6 +38,7 @@ import {
   writeJson, type Measured,
 } from './lib.js';
 import { findStreamByPath } from '../src/streams.js';
+import { REPLICA_TARGETS, replicaBench } from './replica.js';
 
 // ---------------------------------------------------------------- options
 
@@ -43,7 +46,7 @@ const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
-const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,parallel,startup,seed').split(','));
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,parallel,startup,seed,replica').split(','));
 const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
@@ -52,8 +55,10 @@ const CONTACTS = '/v1/contacts';
 const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'];
 
 const PLAN = QUICK
-  ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, parallelPages: 10, parallelRepeats: 1, startupRuns: 7 }
-  : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, parallelPages: 20, parallelRepeats: 2, startupRuns: 11 };
+  ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, parallelPages: 10, parallelRepeats: 1, startupRuns: 7,
+      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 } }
+  : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, parallelPages: 20, parallelRepeats: 2, startupRuns: 11,
+      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 } };
 
 const TARGETS = {
   throughputRatio: 0.85,
@@ -406,6 +411,7 @@ async function main(): Promise<void> {
     if (want('parallel')) await parallel(server, f);
     if (want('startup')) await startup(server, f);
     if (want('seed')) seeding();
+    if (want('replica')) raw.replica = await replicaBench(server, f.dir, PLAN.replica, { row, log });
     if (proxy !== undefined) {
       const carried = proxy.log.length;
       const answered = proxy.log.filter((e) => e.status === 200).length;
@@ -420,7 +426,7 @@ async function main(): Promise<void> {
   const elapsedS = (Date.now() - started) / 1000;
   const out = table();
   process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
-  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: TARGETS, rows, raw };
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, replica: REPLICA_TARGETS }, rows, raw };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
   log('wrote bench/results.json and bench/results.md');

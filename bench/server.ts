@@ -13,6 +13,10 @@
  *
  * Control (JSON):
  *   POST /__setup {"records": {"/v1/contacts": 100000, ...}, "delayMs": 0} resets counters
+ *        optional "changedOf": {"/v1/contacts": 200000}: the N records served are then
+ *        new versions (later updated_at, another temperature) of N records spread
+ *        evenly over a run of 200000 (every 10th for N = 20000): an incremental sync
+ *        whose changes are scattered over the whole replica, as a real account's are
  *   GET  /__stats  request counts per path, out-of-contract requests, peak in-flight
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -50,6 +54,51 @@ interface StreamPages {
   readonly pages: number;
   readonly full: readonly Template[];
   readonly last: Template | undefined;
+  /** Pages rendered whole (changed records): served as they are, no id slots. */
+  readonly fixed?: readonly Template[];
+}
+
+/** When the changed versions were made (after every generated updated_at). */
+const CHANGED_AT = '2025-06-01T11:00:00.000Z';
+const templateSeed = (path: string, t: number): number => 1000 + t * 7919 + path.length;
+
+/** Record `index` of page `page` of a run, as the full pages serve it (id slot stamped). */
+function originalRecord(path: string, page: number, index: number, parsed: Map<number, Record<string, unknown>[]>): Record<string, unknown> {
+  const t = page % TEMPLATES;
+  let records = parsed.get(t);
+  if (records === undefined) {
+    const generate = GENERATORS[path];
+    if (generate === undefined) throw new Error(`no generator for ${path}`);
+    const r = prng(templateSeed(path, t));
+    records = [];
+    for (let i = 0; i < PAGE; i++) records.push(generate(r, i));
+    parsed.set(t, records);
+  }
+  const record = { ...records[index] };
+  record.id = String(record.id).replace('P'.repeat(PAGE_SLOT), (page & 0xffffffff).toString(16).padStart(PAGE_SLOT, '0'));
+  return record;
+}
+
+/** `count` changed versions of records spread evenly over a run of `of` records, in pages. */
+function changedPages(path: string, count: number, of: number): Template[] {
+  if (!(count > 0 && of >= count)) throw new Error(`changedOf: ${count} changed records of ${of}`);
+  const stride = Math.floor(of / count);
+  const parsed = new Map<number, Record<string, unknown>[]>();
+  const pages: Template[] = [];
+  for (let start = 0; start < count; start += PAGE) {
+    const parts: string[] = [];
+    for (let k = start; k < Math.min(count, start + PAGE); k++) {
+      const at = k * stride;
+      const record = originalRecord(path, Math.floor(at / PAGE), at % PAGE, parsed);
+      if ('updated_at' in record) record.updated_at = CHANGED_AT;
+      if ('temperature' in record) record.temperature = record.temperature === 'hot' ? 'cold' : 'hot';
+      parts.push(JSON.stringify(record));
+    }
+    const bytes = Buffer.from(`{"data":[${parts.join(',')}],`, 'utf8');
+    if (bytes.length + 200 > BUFFER_BYTES) throw new Error(`a changed ${path} page of ${bytes.length} bytes does not fit the response buffers`);
+    pages.push({ bytes, slots: [], count: parts.length });
+  }
+  return pages;
 }
 
 const templateCache = new Map<string, Template[]>();
@@ -61,7 +110,7 @@ function pagesFor(path: string, total: number): StreamPages {
   let full = templateCache.get(path);
   if (full === undefined) {
     full = [];
-    for (let t = 0; t < TEMPLATES; t++) full.push(render(path, 1000 + t * 7919 + path.length, PAGE));
+    for (let t = 0; t < TEMPLATES; t++) full.push(render(path, templateSeed(path, t), PAGE));
     templateCache.set(path, full);
   }
   const pages = Math.max(1, Math.ceil(total / PAGE));
@@ -100,7 +149,7 @@ function problem(res: ServerResponse, status: number, title: string, detail: str
 
 function servePage(res: ServerResponse, path: string, stream: StreamPages, index: number): void {
   const isLast = index === stream.pages - 1;
-  const template = isLast && stream.last !== undefined ? stream.last : stream.full[index % TEMPLATES];
+  const template = stream.fixed ? stream.fixed[index] : isLast && stream.last !== undefined ? stream.last : stream.full[index % TEMPLATES];
   if (template === undefined) throw new Error('no template');
   const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(BUFFER_BYTES);
   const size = template.bytes.copy(buffer);
@@ -160,6 +209,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 interface Setup {
   readonly records?: Record<string, number>;
+  readonly changedOf?: Record<string, number>;
   readonly delayMs?: number;
 }
 
@@ -167,7 +217,11 @@ async function handleControl(req: IncomingMessage, res: ServerResponse, url: URL
   if (url.pathname === '/__setup' && req.method === 'POST') {
     const setup = JSON.parse(await readBody(req)) as Setup;
     const next = new Map<string, StreamPages>();
-    for (const [path, total] of Object.entries(setup.records ?? {})) next.set(path, pagesFor(path, total));
+    for (const [path, total] of Object.entries(setup.records ?? {})) {
+      const of = setup.changedOf?.[path];
+      const pages = pagesFor(path, total);
+      next.set(path, of === undefined || total === 0 ? pages : { ...pages, fixed: changedPages(path, total, of) });
+    }
     streams = next;
     delayMs = setup.delayMs ?? 0;
     run += 1;
