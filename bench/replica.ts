@@ -11,6 +11,7 @@
  *    and of `read` at the large N;
  *  - the file's size, and a check that every row (and every change) is there.
  */
+import { spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -79,6 +80,15 @@ function copyDb(from: string, to: string): void {
   }
 }
 
+/**
+ * Before each measured run: write back what earlier runs left in the page
+ * cache (a replicate writes a few hundred MB), so that no run pays for the
+ * previous one's writeback in its own fsyncs.
+ */
+function settleDisk(): void {
+  spawnSync('sync', { stdio: 'ignore' });
+}
+
 function removeDb(path: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
 }
@@ -111,12 +121,14 @@ export async function replicaBench(server: PageServer, dir: string, plan: Replic
 
   const read = async (n: number, changedOf?: number): Promise<Run> => {
     await server.setup({ [CONTACTS]: n }, 0, changedOf === undefined ? undefined : { [CONTACTS]: changedOf });
+    settleDisk();
     const m = await measure(readArgs, 'null', { timeoutMs: 900_000 });
     assertOk(`read (${n} records)`, m);
     return { wallMs: m.wallMs, rssKb: m.maxRssKb };
   };
   const replicate = async (db: string, n: number, changedOf?: number): Promise<Run> => {
     await server.setup({ [CONTACTS]: n, ...EMPTY_LISTS }, 0, changedOf === undefined ? undefined : { [CONTACTS]: changedOf });
+    settleDisk();
     const m = await measure(replicateArgs(db), 'null', { timeoutMs: 1_800_000 });
     assertOk(`replicate (${n} records)`, m);
     return { wallMs: m.wallMs, rssKb: m.maxRssKb };
