@@ -16,6 +16,7 @@ function serve(): void {
   const port = parentPort;
   if (!port) throw new Error('checkpointer-thread.js runs as a worker thread');
   const { path } = workerData as { path: string };
+  // database.ts's BUSY_TIMEOUT_MS; not imported, as database.ts would load zod (through layout.ts) into this thread.
   const db = new DatabaseSync(path, { timeout: 5000 });
   db.exec('PRAGMA synchronous = NORMAL');
   port.postMessage('ready');

@@ -14,6 +14,8 @@ import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, 
 import { assertWritable, sideFilesGuard } from './writable.js';
 
 export const TABLES_TABLE = '_replica_tables';
+/** How long a replica connection waits for another one's lock before it gives up. */
+export const BUSY_TIMEOUT_MS = 5000;
 export const STATE_TABLE = '_replica_state';
 
 /**
@@ -44,7 +46,7 @@ export function openForWrite(path: string): DatabaseSync {
   const removeSideFiles = sideFilesGuard(path);
   let db: DatabaseSync;
   try {
-    db = new DatabaseSync(path, { timeout: 5000 });
+    db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
     removeSideFiles();
     throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
@@ -77,7 +79,7 @@ export function tuneForWriting(db: DatabaseSync): void {
 export function openForRead(path: string): DatabaseSync {
   if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`, { field: 'db' });
   try {
-    return new DatabaseSync(path, { readOnly: true, timeout: 5000 });
+    return new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
     throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
   }

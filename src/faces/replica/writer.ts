@@ -17,7 +17,7 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../errors.js';
 import { CheckpointWriter, type Checkpoint, type CommitResult } from './checkpoint-writer.js';
-import { WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
+import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import type { TableLayout } from './layout.js';
 import type { CheckpointTarget } from './sink.js';
 import type { ReplicaStore } from './store.js';
@@ -28,8 +28,6 @@ export const COMMIT_EVERY_MS = 250;
 const WAL_RESTART_BYTES = 128 * 1024 * 1024;
 /** How long that waits for a reader of the WAL (someone's query) before trying again at a later commit. */
 const RESTART_WAIT_MS = 500;
-/** The busy timeout of replica connections (database.ts). */
-const BUSY_TIMEOUT_MS = 5000;
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
