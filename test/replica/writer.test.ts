@@ -147,16 +147,20 @@ describe('ReplicaWriter', () => {
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
     await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
     let largest = 0;
-    for (let page = 0; page < 60; page++) {
+    const pages = 180;
+    for (let page = 0; page < pages; page++) {
       writer.write(checkpoint('contacts', Array.from({ length: 100 }, (_, i) => contact(`c${page}-${i}`, page, { note: 'x'.repeat(400) })), page));
       largest = Math.max(largest, statSync(`${path}-wal`).size);
     }
     await writer.close();
-    // About 4 MB were written; the WAL never held much more than the restart size and one group.
-    expect(store.rowCounts().get('contacts')).toBe(6001);
-    expect(largest).toBeLessThan(3 << 20);
+    const written = statSync(path).size;
+    expect(store.rowCounts().get('contacts')).toBe(pages * 100 + 1);
     store.close();
-    expect(replicaRecords(path).get('contacts')).toHaveLength(6001);
+    // Left to grow, the WAL holds every page written (and more: index pages again at each commit).
+    // Started over past 1 MB, it stays a small part of that, even when a restart has to wait for a later commit.
+    expect(written).toBeGreaterThan(8 << 20);
+    expect(largest).toBeLessThan(written / 2);
+    expect(replicaRecords(path).get('contacts')).toHaveLength(pages * 100 + 1);
   });
 
   it('a checkpointer thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {
