@@ -9,11 +9,18 @@ export class ConnectorError extends Error {
   readonly failureType: FailureType;
   /** Detail for logs and TRACE internal_message; never shown as the main message. */
   readonly internal: string | undefined;
-  constructor(failureType: FailureType, message: string, options: { internal?: string; cause?: unknown } = {}) {
+  /**
+   * The failure is the whole run's, not one stream's (the key was refused,
+   * the service cannot be reached, its quota is used up): every stream meets
+   * it, so it stops them all and is said once, not once per stream.
+   */
+  readonly runWide: boolean;
+  constructor(failureType: FailureType, message: string, options: { internal?: string; cause?: unknown; runWide?: boolean } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ConnectorError';
     this.failureType = failureType;
     this.internal = options.internal;
+    this.runWide = options.runWide === true;
   }
 }
 

@@ -1,8 +1,10 @@
 /**
  * The Data-Read API client: one undici Pool per client, a FIFO gate that keeps
  * requests in flight under maxConcurrent (retries included), shared pacing on
- * RateLimit-* and Retry-After, jittered backoff on faults, and errors in plain
- * words that never contain the API key.
+ * RateLimit-* and Retry-After, jittered backoff on faults, one shared back-off
+ * while the service cannot be reached, a refused key or an unreachable
+ * service remembered (every later request fails at once with the same
+ * error), and errors in plain words that never contain the API key.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -11,6 +13,7 @@ import { proxySecrets } from '../proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
+import { Outage, type Prober } from './outage.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
@@ -52,6 +55,18 @@ interface Fault {
 
 type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly fault: Fault };
 
+/**
+ * What #get does after one step: done (the value), retry the fault (after its
+ * wait), again (at once: another request was probing an outage), held (not
+ * sent: while it queued for a permit, the key or the service turned out to
+ * fail; #mayTry says how).
+ */
+type Step =
+  | { readonly next: 'done'; readonly value: unknown }
+  | { readonly next: 'retry'; readonly fault: Fault; readonly outage: boolean }
+  | { readonly next: 'again' }
+  | { readonly next: 'held' };
+
 function positiveInt(name: string, value: number, min: number): number {
   if (!Number.isFinite(value) || value < min) throw new ConfigError(`${name} must be a number of at least ${min} (got ${String(value)}).`, { field: name });
   return Math.floor(value);
@@ -85,6 +100,10 @@ class DataReadClient implements DataReadApi {
   /** ' ' + the stop note, or '' (appended to the errors that stop the caller). */
   readonly #stopNote: string;
   readonly #closing = new AbortController();
+  /** A failure of the key or of the service (policy scope 'client'): every later request fails with it at once. */
+  #down: ConnectorError | undefined;
+  /** The service cannot be reached: one request retries, the others wait for its outcome. */
+  #outage: Outage | undefined;
   /** path -> the end of the last rate-limit wait it was told about. */
   readonly #told = new Map<string, number>();
   #closed: Promise<void> | undefined;
@@ -180,80 +199,161 @@ class DataReadClient implements DataReadApi {
   // --- one request, with its retries ---------------------------------------
 
   async #get(target: string, label: string): Promise<unknown> {
+    const me: Prober = {};
+    const started = this.#now();
     const backoff = new Backoff(this.#retryBaseMs, this.#retryMaxMs, this.#random);
-    for (let attempt = 1; ; attempt += 1) {
-      if (attempt > 1) this.stats.retries += 1;
-      const result = await this.#attempt(target, label);
-      if (result.ok) return result.value;
-      const fault = result.fault;
-      if (!fault.retryable || attempt > this.#maxRetries) throw this.#policyError(fault, attempt, label);
-      const retry = `retry ${attempt} of ${this.#maxRetries}`;
-      if (fault.retryAfterMs !== undefined) {
-        // A 429/503: every caller waits (the quota belongs to the key); the wait itself is announced by the pacer.
-        const until = this.#now() + fault.retryAfterMs;
-        // Blocked either way: when the wait is too long, the other callers stop too instead of spending requests.
-        this.#pacer.block(until, fault.status);
-        if (fault.retryAfterMs > this.#maxWaitMs) {
-          throw this.#waitTooLong({ until, cause: 'retry_after', ...(fault.status === undefined ? {} : { status: fault.status }) }, fault.retryAfterMs, label, fault);
+    try {
+      for (let attempt = 1; ; attempt += 1) {
+        await this.#mayTry(me);
+        const step = await this.#step(target, label, me, attempt, started);
+        if (step.next === 'done') return step.value;
+        if (step.next === 'held') attempt -= 1; // not sent: #mayTry says what became of the service
+        if (step.next !== 'retry') continue;
+        const { fault } = step;
+        const retry = `retry ${attempt} of ${this.#maxRetries}`;
+        if (fault.retryAfterMs !== undefined) {
+          // A 429/503: every caller waits (the quota belongs to the key); the wait itself is announced by the pacer.
+          const until = this.#now() + fault.retryAfterMs;
+          // Blocked either way: when the wait is too long, the other callers stop too instead of spending requests.
+          this.#pacer.block(until, fault.status);
+          if (fault.retryAfterMs > this.#maxWaitMs) {
+            throw this.#waitTooLong({ until, cause: 'retry_after', ...(fault.status === undefined ? {} : { status: fault.status }) }, fault.retryAfterMs, label, fault);
+          }
+          this.#log('WARN', `GET ${label}: ${fault.cause}; waiting ${duration(fault.retryAfterMs)} as the service asks, then ${retry}.`);
+        } else {
+          const waitMs = backoff.next();
+          this.#log(
+            'WARN',
+            step.outage
+              ? `Cannot reach the Data-Read API at ${this.#baseText()}: ${fault.cause}; ${retry} in ${duration(waitMs)} (every request waits for it).`
+              : `GET ${label}: ${fault.cause}; ${retry} in ${duration(waitMs)}.`,
+          );
+          const now = this.#now();
+          this.#notify({ reason: 'backoff', waitMs, until: now + waitMs, path: label });
+          this.stats.waitedMs += waitMs;
+          await this.#sleep(waitMs);
         }
-        this.#log('WARN', `GET ${label}: ${fault.cause}; waiting ${duration(fault.retryAfterMs)} as the service asks, then ${retry}.`);
-      } else {
-        const waitMs = backoff.next();
-        this.#log('WARN', `GET ${label}: ${fault.cause}; ${retry} in ${duration(waitMs)}.`);
-        const now = this.#now();
-        this.#notify({ reason: 'backoff', waitMs, until: now + waitMs, path: label });
-        this.stats.waitedMs += waitMs;
-        await this.#sleep(waitMs);
       }
+    } finally {
+      // A prober that stops for any other reason (the client closed, a wait too long) lets the others try for themselves.
+      if (this.#outage?.prober === me) this.#reached();
     }
   }
 
-  /** One HTTP attempt under a permit of the gate, after the pacer allows it. */
-  async #attempt(target: string, label: string): Promise<Attempt> {
+  /**
+   * One attempt and what it teaches, under a permit of the gate: a request
+   * queued for the permit meanwhile sees a refused key or an outage as soon
+   * as it gets the permit, and is not sent.
+   */
+  async #step(target: string, label: string, me: Prober, attempt: number, started: number): Promise<Step> {
     const release = await this.#gate.acquire();
     try {
-      this.#assertOpen();
-      const dispatcher = this.#dispatcher ?? (await this.#openDispatcher());
-      await this.#pacer.ready(label);
-      this.#assertOpen();
-      this.stats.requests += 1;
-      this.#pacer.sent();
-      const sentAt = this.#now();
-      let timedOut = false;
-      const controller = new AbortController();
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.#timeoutMs);
-      let status: number;
-      let headers: IncomingHttpHeaders;
-      let raw: Buffer | string;
-      try {
-        const res = await dispatcher.request({
-          origin: this.#base.origin,
-          path: target,
-          method: 'GET',
-          headers: this.#headers,
-          signal: controller.signal,
-          headersTimeout: this.#timeoutMs,
-          bodyTimeout: this.#timeoutMs,
-        });
-        this.#pacer.observe(res.headers, this.#now(), sentAt);
-        status = res.statusCode;
-        headers = res.headers;
-        // A success as sent is decoded straight to text; anything else is kept as bytes.
-        raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
-      } catch (err) {
-        if (this.#closing.signal.aborted) throw this.#closedError();
-        return { ok: false, fault: this.#netFault(err, timedOut) };
-      } finally {
-        clearTimeout(timer);
-        this.#pacer.done();
+      if (this.#down !== undefined || (this.#outage !== undefined && this.#outage.prober !== me)) return { next: 'held' };
+      const result = await this.#attempt(target, label);
+      if (attempt > 1) this.stats.retries += 1;
+      if (result.ok) {
+        this.#reached();
+        return { next: 'done', value: result.value };
       }
-      return await this.#judge(status, headers, raw);
+      const fault = result.fault;
+      let outage: Outage | undefined;
+      if (fault.kind === 'net' && fault.net?.kind === 'unreachable') {
+        outage = this.#joinOutage(me);
+        // Another request is retrying for everyone: wait for its outcome (in #mayTry), then try again.
+        if (outage.prober !== me && attempt <= this.#maxRetries) return { next: 'again' };
+      } else {
+        this.#reached();
+      }
+      if (!fault.retryable || attempt > this.#maxRetries) {
+        const tries = outage === undefined ? triesText(attempt, this.#now() - started) : triesText(outage.attempts, this.#now() - outage.since);
+        throw this.#fail(fault, tries, label);
+      }
+      return { next: 'retry', fault, outage: outage !== undefined };
     } finally {
       release();
     }
+  }
+
+  /** Before an attempt: fail at once when the key or the service is known to fail; wait while another request probes an outage. */
+  async #mayTry(me: Prober): Promise<void> {
+    for (;;) {
+      if (this.#down !== undefined) throw this.#down;
+      const outage = this.#outage;
+      if (outage === undefined || outage.prober === me) return;
+      const error = await outage.outcome();
+      if (error !== undefined) throw error;
+    }
+  }
+
+  /** An attempt that met an unreachable service: the outage it starts (this request probes) or joins. */
+  #joinOutage(me: Prober): Outage {
+    this.#outage ??= new Outage(me, this.#now());
+    this.#outage.attempts += 1;
+    return this.#outage;
+  }
+
+  /** The service answered (whatever it said): an outage is over, the waiting requests go on. */
+  #reached(): void {
+    this.#outage?.over();
+    this.#outage = undefined;
+  }
+
+  /** The error a fault ends in; a failure of the key or of the service is remembered, and ends an outage in failure. */
+  #fail(fault: Fault, tries: string, label: string): ConnectorError {
+    const error = this.#policyError(fault, tries, label);
+    if (error.runWide) {
+      this.#down = error;
+      this.#outage?.failed(error);
+      this.#outage = undefined;
+    }
+    return error;
+  }
+
+  #baseText(): string {
+    return `${this.#base.origin}${this.#base.prefix}`;
+  }
+
+  /** One HTTP attempt (the caller holds a permit of the gate), after the pacer allows it. */
+  async #attempt(target: string, label: string): Promise<Attempt> {
+    this.#assertOpen();
+    const dispatcher = this.#dispatcher ?? (await this.#openDispatcher());
+    await this.#pacer.ready(label);
+    this.#assertOpen();
+    this.stats.requests += 1;
+    this.#pacer.sent();
+    const sentAt = this.#now();
+    let timedOut = false;
+    const controller = new AbortController();
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.#timeoutMs);
+    let status: number;
+    let headers: IncomingHttpHeaders;
+    let raw: Buffer | string;
+    try {
+      const res = await dispatcher.request({
+        origin: this.#base.origin,
+        path: target,
+        method: 'GET',
+        headers: this.#headers,
+        signal: controller.signal,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      });
+      this.#pacer.observe(res.headers, this.#now(), sentAt);
+      status = res.statusCode;
+      headers = res.headers;
+      // A success as sent is decoded straight to text; anything else is kept as bytes.
+      raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
+    } catch (err) {
+      if (this.#closing.signal.aborted) throw this.#closedError();
+      return { ok: false, fault: this.#netFault(err, timedOut) };
+    } finally {
+      clearTimeout(timer);
+      this.#pacer.done();
+    }
+    return await this.#judge(status, headers, raw);
   }
 
   /** From a complete response to a value or a fault. */
@@ -323,9 +423,9 @@ class DataReadClient implements DataReadApi {
   // --- errors ----------------------------------------------------------------
 
   /** The error a fault becomes (not retried, or its retries ran out), as the failure policy says. */
-  #policyError(fault: Fault, attempts: number, label: string): ConnectorError {
-    const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+  #policyError(fault: Fault, tries: string, label: string): ConnectorError {
     const { outcome } = fault.rule;
+    const runWide = outcome.scope === 'client';
     const message = outcome.message({
       request: `GET ${label}`,
       path: label,
@@ -333,6 +433,7 @@ class DataReadClient implements DataReadApi {
       cause: fault.cause,
       said: fault.info === undefined ? '' : serviceSaid(fault.info),
       tries,
+      base: this.#baseText(),
       maxRetries: this.#maxRetries,
       stopNote: this.#stopNote,
       reach: reachHint(this.#route),
@@ -342,6 +443,7 @@ class DataReadClient implements DataReadApi {
     if (outcome.code === 'contract') return new ContractError(message, { internal, ...(fault.status === undefined ? {} : { status: fault.status }) });
     return new ApiError(outcome.code, outcome.failure, message, {
       internal,
+      runWide,
       ...(fault.status === undefined ? {} : { status: fault.status }),
       ...(fault.info?.problem === undefined ? {} : { problem: fault.info.problem }),
       ...(fault.causeError === undefined ? {} : { cause: fault.causeError }),
@@ -357,6 +459,7 @@ class DataReadClient implements DataReadApi {
     const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : `HTTP ${status ?? 429} Retry-After`;
     return new ApiError(WAIT_TOO_LONG.code, WAIT_TOO_LONG.failure, message, {
       resetAt: wait.until,
+      runWide: WAIT_TOO_LONG.scope === 'client',
       internal: `GET ${label}: ${cause}, wait ${Math.round(waitMs)} ms > max ${this.#maxWaitMs} ms`,
       ...(status === undefined ? {} : { status }),
       ...(fault?.info?.problem === undefined ? {} : { problem: fault.info.problem }),
@@ -411,6 +514,11 @@ class DataReadClient implements DataReadApi {
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
+}
+
+/** "1 attempt", "9 attempts over 1 min 37 s". */
+function triesText(attempts: number, ms: number): string {
+  return attempts === 1 ? '1 attempt' : `${attempts} attempts over ${duration(ms)}`;
 }
 
 /** A client for the Data-Read API. Close it when done. */

@@ -10,6 +10,14 @@
  * max_retries retries); `retry_after` is the Retry-After the service sent
  * (else its RateLimit-Reset, else a backoff), and every request of the client
  * waits with it; a wait longer than max_wait_seconds stops the sync (WAIT_TOO_LONG).
+ *
+ * Scope: a fault of the request ('request': this path, this cursor, this
+ * answer) fails that request only. A fault of the key or of the service as a
+ * whole ('client': the key refused, the service unreachable, its certificate
+ * not trusted) would fail every request alike: the client remembers the
+ * error and fails every later request with it at once, and the error is
+ * marked run-wide (one report for the sync, not one per stream). While the
+ * service cannot be reached, every request shares one back-off (outage.ts).
  */
 import type { FailureType } from '../errors.js';
 import type { ProxyFailure } from './proxy-error.js';
@@ -29,8 +37,10 @@ export interface FailureContext {
   readonly cause: string;
   /** ' The service said: "..." (request_id ...).' or ''. */
   readonly said: string;
-  /** "3 attempts". */
+  /** "3 attempts", "9 attempts over 1 min 37 s" (every attempt that met the fault, and how long they took). */
   readonly tries: string;
+  /** The service's address as configured ("https://api.example.com"). */
+  readonly base: string;
   readonly maxRetries: number;
   /** ' The sync stops; the next sync resumes from the saved state.', or '' where no sync runs (check). */
   readonly stopNote: string;
@@ -40,10 +50,14 @@ export interface FailureContext {
   readonly trust: string;
 }
 
+/** 'request': this request fails; 'client': every request would, so every later one fails with the same error (run-wide). */
+export type Scope = 'request' | 'client';
+
 /** What a failure becomes. `code` 'contract' is a ContractError, every other code an ApiError. */
 export interface Outcome {
   readonly code: ApiErrorCode | 'contract' | 'request_failed';
   readonly failure: FailureType;
+  readonly scope: Scope;
   readonly message: (c: FailureContext) => string;
 }
 
@@ -69,13 +83,15 @@ export interface FailureRule {
 const RETRIES_EXHAUSTED: Outcome = {
   code: 'retries_exhausted',
   failure: 'transient_error',
+  scope: 'request',
   message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (max_retries ${c.maxRetries}); last cause: ${c.cause}.${c.stopNote}`,
 };
 
 const UNREACHABLE: Outcome = {
   code: 'unreachable',
   failure: 'transient_error',
-  message: (c) => `Could not reach the Data-Read API: ${c.cause} (${c.tries}). ${c.reach}${c.stopNote}`,
+  scope: 'client',
+  message: (c) => `Cannot reach the Data-Read API at ${c.base}: ${c.cause}; ${c.tries} (max_retries ${c.maxRetries}). ${c.reach}${c.stopNote}`,
 };
 
 export const FAILURE_POLICY: readonly FailureRule[] = [
@@ -85,6 +101,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: {
       code: 'bad_request',
+      scope: 'request',
       failure: 'system_error',
       message: (c) =>
         `The Data-Read API rejected ${c.request} as an invalid request (HTTP 400): a parameter was refused, ` +
@@ -97,6 +114,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: {
       code: 'unauthorized',
+      scope: 'client',
       failure: 'config_error',
       message: (c) =>
         'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
@@ -110,6 +128,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: {
       code: 'forbidden',
+      scope: 'client',
       failure: 'config_error',
       message: (c) =>
         'The Data-Read API refused access with this key (HTTP 403): the data API is switched off for the account, ' +
@@ -124,6 +143,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: {
       code: 'not_found',
+      scope: 'request',
       failure: 'config_error',
       message: (c) =>
         `The Data-Read API has no ${c.path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
@@ -140,6 +160,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: {
       code: 'unexpected_status',
+      scope: 'request',
       failure: 'system_error',
       message: (c) => `The Data-Read API answered ${c.request} with HTTP ${c.status}, ${unexpectedWhat(c.status)}${c.said}`,
     },
@@ -154,6 +175,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     outcome: {
       code: 'unreachable',
       failure: 'config_error',
+      scope: 'client',
       message: (c) => `Could not connect securely to the Data-Read API: ${c.cause}. ${c.trust}`,
     },
   },
@@ -161,7 +183,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     fault: { network: 'fatal' },
     retried: false,
     wait: 'none',
-    outcome: { code: 'request_failed', failure: 'system_error', message: (c) => `The request to the Data-Read API could not be made: ${c.cause}.` },
+    outcome: { code: 'request_failed', failure: 'system_error', scope: 'request', message: (c) => `The request to the Data-Read API could not be made: ${c.cause}.` },
   },
   { fault: { proxy: 'unreachable' }, retried: true, wait: 'backoff', outcome: UNREACHABLE },
   { fault: { proxy: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
@@ -169,13 +191,13 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     fault: { proxy: 'refused' },
     retried: false,
     wait: 'none',
-    outcome: { code: 'proxy', failure: 'config_error', message: (c) => `Could not reach the Data-Read API: ${c.cause}.` },
+    outcome: { code: 'proxy', failure: 'config_error', scope: 'client', message: (c) => `Could not reach the Data-Read API: ${c.cause}.` },
   },
   {
     fault: { body: 'not JSON' },
     retried: true,
     wait: 'backoff',
-    outcome: { code: 'contract', failure: 'system_error', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` },
+    outcome: { code: 'contract', failure: 'system_error', scope: 'request', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` },
   },
 ];
 
@@ -222,6 +244,8 @@ export function bodyRule(): FailureRule {
 export const WAIT_TOO_LONG = {
   code: 'wait_too_long',
   failure: 'transient_error',
+  /** The key's quota: every caller waits for the same instant, so every caller would stop. */
+  scope: 'client',
   /** @param end the stop note and what the service said */
   message(status: number | undefined, waitMs: number, at: string, waitText: string, limit: string, end: string): string {
     if (status === 503) return `The Data-Read API is unavailable (HTTP 503) and asks to wait until ${at} (${waitText}), ${limit}.${end}`;

@@ -130,14 +130,15 @@ export function classifyNetError(err: unknown, ctx: NetContext): NetFault {
     const what = code === 'UND_ERR_CONNECT_TIMEOUT' ? `could not connect to ${ctx.host}` : 'no complete answer';
     return { kind: 'timeout', code: code ?? 'TIMEOUT', text: `${what} within ${duration(ctx.timeoutMs)} (request_timeout_seconds)` };
   }
+  // Unreachable: the message around it names the service's address (policy.ts), so these do not repeat the host.
   if (code !== undefined && DNS_CODES.has(code)) {
-    return { kind: 'unreachable', code, text: `the host name of ${ctx.host} could not be resolved (DNS ${code})` };
+    return { kind: 'unreachable', code, text: `its host name could not be resolved (DNS ${code})` };
   }
   if (code === 'ECONNREFUSED') {
-    return { kind: 'unreachable', code, text: `${ctx.host} refused the connection (ECONNREFUSED)` };
+    return { kind: 'unreachable', code, text: 'the connection was refused (ECONNREFUSED)' };
   }
   if (code !== undefined && UNREACHABLE_CODES.has(code)) {
-    return { kind: 'unreachable', code, text: `${ctx.host} cannot be reached (${tag})` };
+    return { kind: 'unreachable', code, text: `the host cannot be reached (${tag})` };
   }
   if (code !== undefined && isTlsCode(code)) {
     return { kind: 'tls', code, text: `the TLS certificate of ${ctx.host} is not trusted (${tag})` };

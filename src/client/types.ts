@@ -114,9 +114,9 @@ export class ApiError extends ConnectorError {
     code: ApiErrorCode,
     failureType: FailureType,
     message: string,
-    extra: { status?: number; problem?: Problem; resetAt?: number; internal?: string; cause?: unknown } = {},
+    extra: { status?: number; problem?: Problem; resetAt?: number; internal?: string; cause?: unknown; runWide?: boolean } = {},
   ) {
-    super(failureType, message, { internal: extra.internal, cause: extra.cause });
+    super(failureType, message, { internal: extra.internal, cause: extra.cause, runWide: extra.runWide === true });
     this.name = 'ApiError';
     this.code = code;
     this.status = extra.status;

@@ -49,9 +49,7 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
     };
   } catch (err) {
     const error = toConnectorError(err);
-    if (error instanceof ApiError && error.code === 'unreachable') {
-      return { ok: false, message: `Cannot reach the Data-Read API at ${config.base_url}: ${error.message}` };
-    }
+    // An unreachable service: the client's message names the address already ("Cannot reach the Data-Read API at ...").
     if (error instanceof ApiError && error.code === 'retries_exhausted') {
       return { ok: false, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
     }
