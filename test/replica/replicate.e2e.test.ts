@@ -12,6 +12,20 @@ import { replicaSummary } from '../../demo/dashboard.js';
 import { tempDir } from '../helpers/cli.js';
 import { changeRound, dumpLists, emulatorAccount, prng, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
 
+/** -wal, -shm or -journal files beside the database. */
+function sideFiles(db: string): string[] {
+  return ['-wal', '-shm', '-journal'].map((suffix) => `${db}${suffix}`).filter((file) => existsSync(file));
+}
+
+function journalMode(db: string): string {
+  const handle = new DatabaseSync(db, { readOnly: true });
+  try {
+    return String(handle.prepare('PRAGMA journal_mode').get()?.journal_mode);
+  } finally {
+    handle.close();
+  }
+}
+
 describe('replicate: the replica equals the service', () => {
   let account: Account;
   let dir: string;
@@ -33,6 +47,10 @@ describe('replicate: the replica equals the service', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('');
     expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
+    // Checkpointed and closed cleanly: the replica at rest is one file, and a read-only reader
+    // (replicaAsDump, the demo's dashboard), which cannot remove -wal/-shm, does not create them.
+    expect(sideFiles(db)).toEqual([]);
+    expect(journalMode(db)).toBe('delete');
 
     for (let round = 0; round < 3; round++) {
       changeRound(account);
@@ -57,6 +75,7 @@ describe('replicate: the replica equals the service', () => {
     expect(summary.contacts.byStage.reduce((n, c) => n + c.count, 0)).toBe(dump.contacts.length);
     expect(summary.contacts.byStage.some((s) => s.name !== null)).toBe(true);
     expect(summary.conversations.total).toBe(dump.conversations.length);
+    expect(sideFiles(db)).toEqual([]);
     expect(summary.conversations.won).toBe(dump.conversations.filter((c) => c.outcome_category === 'converted').length);
     expect(summary.conversations.lost).toBe(dump.conversations.filter((c) => c.outcome_category === 'not_interested').length);
     expect(summary.conversations.medianFirstResponseSeconds).toBeGreaterThan(0);

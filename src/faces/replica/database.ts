@@ -75,6 +75,21 @@ export function tuneForWriting(db: DatabaseSync): void {
   db.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
 }
 
+/**
+ * At the end of a write: copy the WAL into the database file and leave WAL
+ * mode, which removes `-wal` and `-shm` now and keeps readers from creating
+ * them later. Best effort: while another connection has the file open, SQLite
+ * refuses the change (SQLITE_BUSY) and the file simply stays in WAL mode.
+ */
+export function settleIntoOneFile(db: DatabaseSync): void {
+  try {
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA journal_mode = DELETE');
+  } catch {
+    // another connection is reading: its close (or the next replicate) takes care of the WAL
+  }
+}
+
 /** Open an existing replica database for reading only. */
 export function openForRead(path: string): DatabaseSync {
   if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`, { field: 'db' });

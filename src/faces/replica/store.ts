@@ -14,7 +14,7 @@ import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
 import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } from './checkpoint-writer.js';
-import { STATE_TABLE, openForWrite, storedLayouts } from './database.js';
+import { STATE_TABLE, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import { ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
@@ -156,9 +156,16 @@ export class ReplicaStore {
     this.locked = false;
   }
 
+  /**
+   * Close cleanly: the writer lock given back, the WAL copied into the file and
+   * the file left in rollback-journal mode, so that the replica at rest is one
+   * file: a reader, even a read-only one (which cannot remove them), leaves no
+   * `-wal` or `-shm` beside it. The next replicate turns WAL on again.
+   */
   close(): void {
     if (!this.db.isOpen) return;
     this.unlock();
+    settleIntoOneFile(this.db);
     this.db.close();
   }
 }
