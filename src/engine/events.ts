@@ -21,6 +21,15 @@ export interface SyncSink {
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
   streamComplete(stream: StreamDefinition): void | Promise<void>;
+  /** The stream ends unfinished because of its own failure (a path, a cursor, an answer): say it with the stream. */
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void>;
+  /** The stream ends unfinished because the whole run failed: `runFailed` says why, once. Its last checkpoint stands. */
+  streamStopped(stream: StreamDefinition): void | Promise<void>;
+  /**
+   * A failure of the whole run (the key refused, the service unreachable, its
+   * quota used up), once, after every stream it stopped (`stopped`, in the
+   * order they ended) was told with streamStopped.
+   */
+  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void>;
   log(level: LogLevel, message: string): void | Promise<void>;
 }

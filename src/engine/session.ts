@@ -1,10 +1,12 @@
 /**
- * One sync run, the same for every face: tune the heap for a long read, build
- * the client from the config, turn its wait notices into the sink's stream
- * events (a wait on a path is that stream's rate limit), run the engine,
- * count the records that went through, close. A face parses its own inputs
- * (config file, catalog, state), implements the SyncSink and says the
- * summary in its own words; it never sees the HTTP client.
+ * One sync session, the same for every face: tune the heap for a long read,
+ * build the client from the config, check the account if the face wants to
+ * before it prepares anything, run the engine (once or more) reporting to the
+ * face's sink, turn the client's wait notices into that sink's stream events
+ * (a wait on a path is that stream's rate limit), count the records that went
+ * through, close. A face parses its own inputs (config file, catalog, state),
+ * implements the SyncSink and says the summary in its own words; it never
+ * sees the HTTP client.
  */
 import type { Config } from '../config.js';
 import { tuneHeapForStreaming } from '../heap.js';
@@ -39,13 +41,14 @@ function fireAndForget(call: () => void | Promise<void>): void {
   }
 }
 
-/** Every event passes to the face's sink; the records of each stream are counted on the way. */
+/** Every event passes to the face's sink; the records of each stream are counted on the way (into the session's counts). */
 class CountingSink implements SyncSink {
-  readonly counts = new Map<string, number>();
-  private readonly sink: SyncSink;
+  readonly counts: Map<string, number>;
+  readonly sink: SyncSink;
 
-  constructor(sink: SyncSink) {
+  constructor(sink: SyncSink, counts: Map<string, number>) {
     this.sink = sink;
+    this.counts = counts;
   }
 
   streamStarted(stream: StreamDefinition): void | Promise<void> {
@@ -74,40 +77,53 @@ class CountingSink implements SyncSink {
     return this.sink.streamIncomplete(stream, error);
   }
 
+  streamStopped(stream: StreamDefinition): void | Promise<void> {
+    return this.sink.streamStopped(stream);
+  }
+
+  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
+    return this.sink.runFailed(error, stopped);
+  }
+
   log(level: LogLevel, message: string): void | Promise<void> {
     return this.sink.log(level, message);
   }
 }
 
+/** Where the client's notes (a retry and why) go while no sync runs (the account check). */
+export type SessionLog = (level: LogLevel, message: string) => void | Promise<void>;
+
 export class SyncSession {
   private readonly config: Config;
   private readonly engine: Engine;
   private readonly client: DataReadApi;
-  private readonly sink: CountingSink;
+  private readonly counts = new Map<string, number>();
+  /** The sink of the sync that runs now. */
+  private running: CountingSink | undefined;
 
-  private constructor(config: Config, sink: SyncSink, engine: Engine) {
+  private constructor(config: Config, log: SessionLog, engine: Engine) {
     this.config = config;
     this.engine = engine;
-    this.sink = new CountingSink(sink);
     this.client = engine.connect.clientFromConfig(config, {
       onWait: (notice) => {
         const stream = findStreamByPath(notice.path);
-        if (stream && notice.reason === 'rate_limited') fireAndForget(() => sink.streamRunning(stream, notice.until));
+        const sink = this.running;
+        if (sink && stream && notice.reason === 'rate_limited') fireAndForget(() => sink.streamRunning(stream, notice.until));
       },
-      onLog: (level, message) => fireAndForget(() => sink.log(level, message)),
+      onLog: (level, message) => fireAndForget(() => (this.running ? this.running.log(level, message) : log(level, message))),
     });
   }
 
-  /** A session for a validated config, reporting to `sink`. Close it when done. */
-  static async open(config: Config, sink: SyncSink): Promise<SyncSession> {
+  /** A session for a validated config; the client's notes outside a sync go to `log`. Close it when done. */
+  static async open(config: Config, log: SessionLog): Promise<SyncSession> {
     tuneHeapForStreaming();
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
-    return new SyncSession(config, sink, { connect, sync });
+    return new SyncSession(config, log, { connect, sync });
   }
 
-  /** Records per stream so far (streams started, in order). */
+  /** Records per stream so far, over every sync of the session (streams started, in order). */
   get records(): ReadonlyMap<string, number> {
-    return this.sink.counts;
+    return this.counts;
   }
 
   get stats(): RequestCounts {
@@ -115,14 +131,20 @@ export class SyncSession {
     return { requests, retries, rateLimitWaits };
   }
 
-  /** GET /v1/me with this session's client (its full retry and rate-limit patience). */
+  /** GET /v1/me with this session's client (its full retry and rate-limit patience), before a face prepares its output. */
   verifyAccount(): Promise<CheckResult> {
     return this.engine.connect.verifyAccount(this.client, this.config);
   }
 
-  /** One sync of the given streams from the given states. */
-  run(request: SessionRequest): Promise<SyncResult> {
-    return this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: this.sink });
+  /** One sync of the given streams from the given states, reporting to `sink`. */
+  async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
+    const counting = new CountingSink(sink, this.counts);
+    this.running = counting;
+    try {
+      return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: counting });
+    } finally {
+      this.running = undefined;
+    }
   }
 
   /** "records: contacts 10, deletions 2; requests: 3, retries: 0, rate-limit waits: 0" */

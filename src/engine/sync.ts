@@ -2,7 +2,10 @@
  * One sync: the selected streams read side by side (the client keeps the whole
  * run under max_concurrent_requests), each from its own state, reporting to a
  * protocol face through the SyncSink. A stream that fails ends INCOMPLETE with
- * its last checkpoint intact; the others go on.
+ * its last checkpoint intact; the others go on. A failure of the whole run
+ * (a run-wide error: the key refused, the service unreachable) stops every
+ * stream instead (the client fails their requests at once, streams not begun
+ * are not read) and is reported once, not once per stream.
  */
 import type { Config } from '../config.js';
 import type { DataReadApi } from '../client/types.js';
@@ -37,7 +40,10 @@ export interface StreamFailure {
 }
 
 export interface SyncResult {
+  /** Every stream that did not complete (those stopped by a run-wide failure carry that error). */
   readonly failures: readonly StreamFailure[];
+  /** The run-wide failure that stopped the run, if one did. */
+  readonly runFailure?: ConnectorError;
   /** Final state of each stream that completed. */
   readonly states: ReadonlyMap<string, StreamState>;
 }
@@ -111,7 +117,17 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   // streams while the deletion log is read.
   for (const { stream } of request.streams) await sink.streamStarted(stream);
 
+  let runFailure: ConnectorError | undefined;
+  const stopped: StreamDefinition[] = [];
+  const stop = async (stream: StreamDefinition, error: ConnectorError): Promise<void> => {
+    runFailure ??= error;
+    failures.push({ stream, error: runFailure });
+    stopped.push(stream);
+    await sink.streamStopped(stream);
+  };
+
   const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
+    if (runFailure) return stop(stream, runFailure);
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
     const audit = new TypeAudit(stream);
     try {
@@ -138,6 +154,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     } catch (err) {
       const error = toConnectorError(err);
       await reportMisfits(sink, audit).catch(() => undefined);
+      if (error.runWide) return stop(stream, error);
       failures.push({ stream, error });
       await sink.streamIncomplete(stream, error);
     }
@@ -151,5 +168,9 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
 
   const warning = tombstones?.unknownTypesWarning();
   if (warning) await sink.log('WARN', warning);
+  if (runFailure) {
+    await sink.runFailed(runFailure, stopped);
+    return { failures, states: finalStates, runFailure };
+  }
   return { failures, states: finalStates };
 }

@@ -125,17 +125,25 @@ describe('read with bad input exits 1 with one config_error trace', () => {
     expectCleanError(await runCli(SOURCE_BIN, ['read', '--config', join(dir, 'nope.json'), '--catalog', catalog]), 'config_error', /Cannot read the config file .*: no such file/);
   });
 
-  it('an unreachable service: transient_error per stream, INCOMPLETE statuses, no key anywhere', async () => {
+  it('an unreachable service: every stream INCOMPLETE, one transient_error for the run (not one per stream), no key anywhere', async () => {
     const result = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', catalog]);
     expect(result.code).toBe(1);
     const summary = protocolCheck('airbyte-check.py', result.stdout);
     expect(summary.errors).toEqual([]);
     expect(Object.values(summary.final_status ?? {})).toEqual(['INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE']);
-    const failures = parseLines(result.stdout)
+    const lines = parseLines(result.stdout);
+    const errors = lines
       .filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR')
-      .map((m) => (m.trace as { error: { failure_type: string } }).error.failure_type);
-    expect(failures).toHaveLength(5);
-    expect(new Set(failures)).toEqual(new Set(['transient_error']));
+      .map((m) => (m.trace as { error: { failure_type: string; message: string; stream_descriptor?: unknown } }).error);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ failure_type: 'transient_error' });
+    // The run's failure names no stream, says the address once and the total.
+    expect(errors[0]?.stream_descriptor).toBeUndefined();
+    expect(errors[0]?.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); \d+ attempts? .*\(max_retries 0\)\. Check base_url and the network\. The sync stops; the next sync resumes from the saved state\.$/);
+    // The ERROR trace comes after every INCOMPLETE.
+    const last = lines.findLastIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'STREAM_STATUS');
+    const trace = lines.findIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR');
+    expect(trace).toBeGreaterThan(last);
     expect(result.stdout + result.stderr).not.toContain(CANARY);
   });
 });

@@ -11,6 +11,8 @@ export type SinkEvent =
   | { kind: 'state'; stream: string; state: StreamState }
   | { kind: 'complete'; stream: string }
   | { kind: 'incomplete'; stream: string; error: ConnectorError }
+  | { kind: 'stopped'; stream: string }
+  | { kind: 'run-failed'; error: ConnectorError; stopped: string[] }
   | { kind: 'log'; level: LogLevel; message: string };
 
 export class RecordingSink implements SyncSink {
@@ -32,6 +34,12 @@ export class RecordingSink implements SyncSink {
   }
   streamIncomplete(s: StreamDefinition, error: ConnectorError): void {
     this.events.push({ kind: 'incomplete', stream: s.name, error });
+  }
+  streamStopped(s: StreamDefinition): void {
+    this.events.push({ kind: 'stopped', stream: s.name });
+  }
+  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void {
+    this.events.push({ kind: 'run-failed', error, stopped: stopped.map((s) => s.name) });
   }
   log(level: LogLevel, message: string): void {
     this.events.push({ kind: 'log', level, message });

@@ -105,9 +105,9 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return { stdout: words.lines, message: words.message };
   });
   const { SyncSession } = await import('../../engine/session.js');
-  const session = await SyncSession.open(config, sink);
+  const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   try {
-    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } });
+    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, sink);
     const failed = result.failures.length;
     await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
     return failed === 0 ? 0 : 1;

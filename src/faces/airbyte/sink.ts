@@ -67,6 +67,16 @@ export class AirbyteSink implements SyncSink {
     await this.error(error, stream.name);
   }
 
+  streamStopped(stream: StreamDefinition): Promise<void> {
+    this.open.delete(stream.name);
+    return this.out.write(msg.streamStatus(stream.name, 'INCOMPLETE'));
+  }
+
+  /** One ERROR trace for the whole run, without a stream: every stream it stopped is INCOMPLETE above it. */
+  runFailed(error: ConnectorError): Promise<void> {
+    return this.error(error);
+  }
+
   log(level: LogLevel, message: string): Promise<void> {
     return this.out.write(msg.log(level, this.redact(message)));
   }

@@ -19,6 +19,7 @@ import { STREAMS } from '../../streams.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
+import { assertWritable } from './writable.js';
 import { ReplicaWriter } from './writer.js';
 
 export interface ReplicateContext {
@@ -55,25 +56,54 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, rows: ReadonlyMap<st
   return `${parts.join(', ')}${deletions}`;
 }
 
+/** Parse the config and refuse a --db that cannot be written, before any request and without creating anything. */
+function prepare(logger: StderrLogger, configPath: string, dbPath: string): Config {
+  const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
+  for (const w of loaded.warnings) logger.log('WARN', w);
+  assertWritable(dbPath);
+  return loaded.config;
+}
+
+/**
+ * The account is checked (the run's own client: its full retry and rate-limit
+ * patience, as a cron job that meets a busy quota needs) before the database
+ * is created or opened: a refused key or a service that cannot be reached
+ * leaves no file behind. Then the store, with its writer lock.
+ */
+async function openRun(logger: StderrLogger, config: Config, dbPath: string): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | undefined> {
+  const session = await SyncSession.open(config, (level, message) => logger.log(level, message));
+  try {
+    const account = await session.verifyAccount();
+    if (!account.ok) {
+      logger.log('ERROR', `Cannot replicate: ${account.message}`);
+      await session.close();
+      return undefined;
+    }
+    return { session, store: new ReplicaStore(dbPath, STREAMS, { lock: true }), account: account.message };
+  } catch (err) {
+    logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
+    await session.close();
+    return undefined;
+  }
+}
+
 export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
   const { logger } = ctx;
   const started = Date.now();
   let config: Config;
-  let store: ReplicaStore;
   try {
-    const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
-    config = loaded.config;
-    for (const w of loaded.warnings) logger.log('WARN', w);
-    store = new ReplicaStore(dbPath, STREAMS, { lock: true });
+    config = prepare(logger, configPath, dbPath);
   } catch (err) {
     logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
     return 1;
   }
+  const opened = await openRun(logger, config, dbPath);
+  if (opened === undefined) return 1;
+  const { session, store } = opened;
 
-  let session: SyncSession | undefined;
   const writer = new ReplicaWriter(store);
   const sink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session?.stats });
+  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session.stats });
   // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
   // the group held is committed (whole checkpoints), then the run stops.
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -91,23 +121,16 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
-    session = await SyncSession.open(config, sink);
-    // The run's own client: its full retry and rate-limit patience (a replicate run may be a cron job that meets a busy quota).
-    const account = await session.verifyAccount();
-    if (!account.ok) {
-      progress.log('ERROR', `Cannot replicate: ${account.message}`);
-      return 1;
-    }
-    progress.log('INFO', `${account.message} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    progress.log('INFO', `${opened.account} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
-    let result = await session.run({ streams: REPLICA_STREAMS, states });
+    let result = await session.run({ streams: REPLICA_STREAMS, states }, sink);
     // A read interrupted last time was finished up to the watermark it started with; one more
     // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
     const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
     if (result.failures.length === 0 && resumed.length > 0) {
       progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
       writer.flush();
-      result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() });
+      result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() }, sink);
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);
@@ -125,12 +148,20 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       logger.log('INFO', `Replica up to date: ${totals}`);
       return 0;
     }
+    const keep = `Everything committed so far is kept; run replicate again to continue. ${totals}`;
+    if (result.runFailure) {
+      // One cause for every stream it stopped: said once.
+      const names = result.failures.filter((f) => f.error === result.runFailure).map((f) => f.stream.name);
+      const others = result.failures.filter((f) => f.error !== result.runFailure).map((f) => `${f.stream.name} (${f.error.message})`);
+      logger.log(
+        'ERROR',
+        `Replication stopped: ${result.runFailure.message} Streams not finished: ${names.join(', ')}.` +
+          `${others.length > 0 ? ` Failed before that: ${others.join('; ')}.` : ''} ${keep}`,
+      );
+      return 1;
+    }
     const failed = result.failures.map((f) => `${f.stream.name} (${f.error.message})`).join('; ');
-    logger.log(
-      'ERROR',
-      `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ` +
-        `Everything committed so far is kept; run replicate again to continue. ${totals}`,
-    );
+    logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
     return 1;
   } catch (err) {
     const error = toConnectorError(err);
@@ -147,6 +178,6 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     progress.stop();
     await writer.close().catch(() => undefined);
     store.close();
-    await session?.close();
+    await session.close();
   }
 }

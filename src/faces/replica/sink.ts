@@ -111,10 +111,19 @@ export class ReplicaSink implements SyncSink {
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void {
+    this.streamStopped(stream);
+    this.events.log('ERROR', `${stream.name}: ${error.message}`);
+  }
+
+  streamStopped(stream: StreamDefinition): void {
     // Records after the last checkpoint are dropped: the state did not move, the next run reads them again.
     this.pending.set(stream.name, []);
     this.tally(stream).status = 'failed';
-    this.events.log('ERROR', `${stream.name}: ${error.message}`);
+    this.events.changed();
+  }
+
+  /** The run's failure is said once, by the replicate command's final line. */
+  runFailed(): void {
     this.events.changed();
   }
 

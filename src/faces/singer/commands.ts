@@ -108,13 +108,16 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   // A tombstone declares every property the target was told about (all null), then the deleted-at column.
   const tombstoneProperties = (stream: StreamDefinition): string[] =>
     Object.keys(propertiesOf(planned.get(stream.name)?.schema ?? {})).filter((p) => p !== SINGER_DELETED_AT);
-  const session = await SyncSession.open(config, sink);
+  const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   try {
-    const result = await session.run({
-      streams: plans,
-      states,
-      ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
-    });
+    const result = await session.run(
+      {
+        streams: plans,
+        states,
+        ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
+      },
+      sink,
+    );
     await sink.finish();
     const failed = result.failures.length;
     ctx.logger.log(

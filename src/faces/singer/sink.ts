@@ -133,10 +133,19 @@ export class SingerSink implements SyncSink {
   }
 
   async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {
+    this.critical(error, stream.name);
+    await this.streamStopped(stream);
+  }
+
+  async streamStopped(stream: StreamDefinition): Promise<void> {
     this.inProgress.delete(stream.name);
     this.failed.push(stream.name);
-    this.critical(error, stream.name);
     await this.writeState(this.currentlySyncing(), true);
+  }
+
+  /** One CRITICAL line for the whole run (the streams it stopped keep their last bookmarks). */
+  runFailed(error: ConnectorError): void {
+    this.critical(error);
   }
 
   log(level: LogLevel, message: string): void {
