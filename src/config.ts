@@ -7,6 +7,7 @@ import { parseCaCertificates } from './ca-certificates.js';
 import { ConfigError, redact } from './errors.js';
 import { proxySecrets } from './proxy-env.js';
 import { parseProxyUrl } from './proxy-url.js';
+import { closestName } from './suggest.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
@@ -240,6 +241,17 @@ export interface ParsedConfig {
   readonly warnings: readonly string[];
 }
 
+/** `text` (naming the unknown `key`), with the key likely meant where there is one. */
+function withMeant(text: string, key: string): string {
+  const meant = closestName(key, KNOWN_KEYS);
+  return meant === undefined ? text : `${text} (did you mean ${meant}?)`;
+}
+
+/** The one warning every command gives for keys it does not know. */
+function unknownKeysWarning(keys: readonly string[]): string {
+  return `Unknown config keys ignored: ${keys.map((key) => withMeant(key, key)).join(', ')}.`;
+}
+
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -254,12 +266,12 @@ export function parseConfig(input: unknown): ParsedConfig {
       return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
     });
     // A required key reported missing next to a key the connector does not know is most often a misspelling.
-    if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => JSON.stringify(k)).join(', ')}`);
+    if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);
     // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
     const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
     throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])), { field: fields });
   }
-  const warnings = unknownKeys.length > 0 ? [`Unknown config keys ignored: ${unknownKeys.join(', ')}.`] : [];
+  const warnings = unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : [];
   return { config: result.data, unknownKeys, warnings };
 }
 

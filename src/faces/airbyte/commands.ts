@@ -45,10 +45,17 @@ export async function spec(ctx: CommandContext): Promise<number> {
   return 0;
 }
 
+/** The config's warnings (unknown keys), as LOG WARN lines before the command's answer: every command says them. */
+async function warnAbout(ctx: CommandContext, parsed: ParsedConfig): Promise<void> {
+  for (const w of parsed.warnings) await ctx.out.write(ctx.logger.redact(msg.log('WARN', w)));
+}
+
 export async function check(ctx: CommandContext, configPath: string): Promise<number> {
   let config: Config;
   try {
-    config = (await loadConfig(configPath, ctx)).config;
+    const parsed = await loadConfig(configPath, ctx);
+    await warnAbout(ctx, parsed);
+    config = parsed.config;
   } catch (err) {
     await ctx.out.write(ctx.logger.redact(msg.connectionStatus('FAILED', toConnectorError(err).message)));
     return 0;
@@ -63,7 +70,9 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
 export async function discover(ctx: CommandContext, configPath: string): Promise<number> {
   const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
   try {
-    const { config } = await loadConfig(configPath, ctx);
+    const parsed = await loadConfig(configPath, ctx);
+    await warnAbout(ctx, parsed);
+    const { config } = parsed;
     const { discoverCatalog } = await import('./catalog.js');
     await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones)));
     return 0;
