@@ -1,5 +1,8 @@
-// What both executables run: first the Node.js version check (22 or newer;
-// on an older Node one line on stderr saying so and how to get a newer one,
+// What both executables run: first the Node.js version check (22.19 or newer:
+// the oldest Node undici 8 supports, its declared engines; node:sqlite as the
+// replica uses it, unflagged with its busy timeout and transaction state,
+// needs 22.16; on an older Node one line on stderr saying so and how to get
+// a newer one,
 // exit 1, before any of the connector's code is loaded), then the compiled
 // entry point (ESM, in dist/: cli/source.js, cli/tap.js or, for the
 // emulator command, emulator/cli.js), whose main() gives the exit status. A
@@ -8,6 +11,8 @@
 'use strict';
 
 var MIN_MAJOR = 22;
+var MIN_MINOR = 19;
+var MIN = MIN_MAJOR + '.' + MIN_MINOR;
 
 /** A path as the user can type it from the current directory. */
 function shown(file) {
@@ -29,7 +34,7 @@ function howToGetIt() {
   var fs = require('fs');
   var path = require('path');
   var withNode = path.join(__dirname, '..', 'scripts', 'with-node');
-  var install = 'install Node.js ' + MIN_MAJOR + ' or newer from https://nodejs.org/ (or: nvm install ' + MIN_MAJOR + ').';
+  var install = 'install Node.js ' + MIN + ' or newer from https://nodejs.org/ (or: nvm install ' + MIN_MAJOR + ').';
   if (!fs.existsSync(withNode)) return 'Please ' + install;
   return 'Run it through scripts/with-node, which fetches Node 24 once into .cache/: ' + shown(withNode) + ' ' + sameCommand() + '. Or ' + install;
 }
@@ -37,9 +42,11 @@ function howToGetIt() {
 /** Exit 1 with one line on stderr unless this Node is new enough. */
 function requireNode(executable) {
   var version = process.versions.node;
-  if (Number(version.split('.')[0]) >= MIN_MAJOR) return;
+  var parts = version.split('.');
+  var major = Number(parts[0]);
+  if (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR)) return;
   process.stderr.write(
-    executable + ': Node.js ' + MIN_MAJOR + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt() + '\n'
+    executable + ': Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt() + '\n'
   );
   process.exit(1);
 }

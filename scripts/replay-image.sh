@@ -18,7 +18,7 @@
 #    from node_modules/.bin (no `prepare`, no typescript at run time).
 #
 # Progress goes to stderr; the last stdout line is a JSON summary. Exit 0 when
-# every step passed. A temporary WORK_DIR is removed unless KEEP=1. Needs node >= 22, npm, python3.
+# every step passed. A temporary WORK_DIR is removed unless KEEP=1. Needs node >= 22.19, npm, python3.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,8 +40,9 @@ say() { printf 'replay-image: %s\n' "$*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 
 node_bin="$(command -v node)" || fail "node is not on PATH"
-major="$("$node_bin" -p 'process.versions.node.split(".")[0]')"
-[ "$major" -ge 22 ] || fail "node $major is older than 22 (try scripts/with-node scripts/replay-image.sh)"
+version="$("$node_bin" -p 'process.versions.node')"
+"$node_bin" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)' \
+  || fail "node $version is older than 22.19 (try scripts/with-node scripts/replay-image.sh)"
 [ -f "$shared/tools/airbyte-check.py" ] || fail "no $shared/tools/airbyte-check.py (set SHARED_DIR)"
 export npm_config_prefer_offline=true npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
