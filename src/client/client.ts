@@ -221,7 +221,7 @@ class DataReadClient implements DataReadApi {
           }
           this.#log('WARN', `GET ${label}: ${fault.cause}; waiting ${duration(fault.retryAfterMs)} as the service asks, then ${retry}.`);
         } else {
-          const waitMs = backoff.next();
+          const waitMs = Math.min(backoff.next(), fault.rule.capMs ?? Number.POSITIVE_INFINITY);
           this.#log(
             'WARN',
             step.outage

@@ -76,6 +76,8 @@ export interface FailureRule {
   readonly fault: Fault;
   readonly retried: boolean;
   readonly wait: Wait;
+  /** The longest single back-off wait for this fault, where it is shorter than the client's (60 s). */
+  readonly capMs?: number;
   /** The error when the fault is not retried, or when its retries run out. */
   readonly outcome: Outcome;
 }
@@ -86,6 +88,9 @@ const RETRIES_EXHAUSTED: Outcome = {
   scope: 'request',
   message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (max_retries ${c.maxRetries}); last cause: ${c.cause}.${c.stopNote}`,
 };
+
+/** The longest wait between two attempts while the service (or the proxy) cannot be reached. */
+export const UNREACHABLE_CAP_MS = 10_000;
 
 const UNREACHABLE: Outcome = {
   code: 'unreachable',
@@ -167,7 +172,9 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
   },
   { fault: { network: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { network: 'network' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
-  { fault: { network: 'unreachable' }, retried: true, wait: 'backoff', outcome: UNREACHABLE },
+  // A service that cannot be reached at all is retried by one request for every caller (outage.ts), with
+  // waits of at most 10 s: max_retries 8 costs at most 80 s of waiting, not the minutes a 5xx storm may deserve.
+  { fault: { network: 'unreachable' }, retried: true, wait: 'backoff', capMs: UNREACHABLE_CAP_MS, outcome: UNREACHABLE },
   {
     fault: { network: 'tls' },
     retried: false,
@@ -185,7 +192,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: { code: 'request_failed', failure: 'system_error', scope: 'request', message: (c) => `The request to the Data-Read API could not be made: ${c.cause}.` },
   },
-  { fault: { proxy: 'unreachable' }, retried: true, wait: 'backoff', outcome: UNREACHABLE },
+  { fault: { proxy: 'unreachable' }, retried: true, wait: 'backoff', capMs: UNREACHABLE_CAP_MS, outcome: UNREACHABLE },
   { fault: { proxy: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   {
     fault: { proxy: 'refused' },

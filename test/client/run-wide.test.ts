@@ -62,6 +62,15 @@ describe('a service that cannot be reached: one back-off for every caller', () =
     expectNoKey(first, h.told());
   });
 
+  it('its waits are capped at 10 s: max_retries 8 waits 80 s at most, where a 5xx may wait up to a minute each time', async () => {
+    nock(BASE).persist().get(/^\/v1\/.*/).replyWithError(refused());
+    // The client's own back-off (1 s growing to 60 s), drawn at its longest.
+    const h = harness({ maxRetries: 8, retryBaseMs: 1000, retryMaxMs: 60_000, random: () => 1 });
+    await h.client.list('/v1/contacts', { limit: 10 }).catch(() => undefined);
+    await h.client.close();
+    expect(h.clock.sleeps).toEqual([3000, 9000, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000]);
+  });
+
   it('a later request fails at once with the same error, without being sent', async () => {
     const counter = failing(refused, 1000);
     const h = harness({ maxRetries: 1 });
