@@ -71,6 +71,8 @@ export class LineWriter {
 export class StderrLogger {
   private readonly secrets: string[] = [];
   private readonly prefix: string;
+  /** While a status line is drawn on the terminal: the display, which clears it, prints the line and draws it again. */
+  private through: ((level: string, message: string) => void) | undefined;
 
   constructor(prefix: string) {
     this.prefix = prefix;
@@ -85,6 +87,17 @@ export class StderrLogger {
   }
 
   log(level: string, message: string): void {
+    if (this.through) this.through(level, message);
+    else this.print(level, message);
+  }
+
+  /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
+  print(level: string, message: string): void {
     process.stderr.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
+  }
+
+  /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */
+  routeThrough(through: ((level: string, message: string) => void) | undefined): void {
+    this.through = through;
   }
 }

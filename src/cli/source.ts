@@ -21,7 +21,9 @@ Usage:
   source-data-read emulator [options]        (a local Data-Read API; emulator --help)
   source-data-read --version | --help
 
-stdout carries Airbyte protocol messages only, one JSON object a line; logs go to stderr.
+stdout carries Airbyte protocol messages only, one JSON object a line, logs as LOG messages.
+When stderr is a terminal and stdout is not, the logs are also told there, and read shows
+its progress (records per stream, rate-limit waits and when they end, requests).
 Exit status: 0 on success, 1 after an ERROR trace (the state written so far is safe to resume from).
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
 every STATE written before it is safe to resume from.

@@ -23,7 +23,8 @@ Usage:
               Without a catalog every stream is synced, incrementally where it can be.
 --state       resume from the bookmarks of a previous run (the value of its last STATE).
 
-stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr.
+stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr,
+with a status line under them when stderr is a terminal and stdout is not (records per stream, waits, requests).
 Exit status: 0 on success, 1 after a CRITICAL error (the last STATE written is safe to resume from), 2 on a usage mistake.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
 `;

@@ -7,46 +7,12 @@
  * terminal reports a width of 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type Emulator } from '../../src/emulator/server.js';
-import { ROOT, SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
+import { SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
+import { onTerminal, parseScreen } from '../helpers/terminal.js';
 import { requireBuild } from './helpers.js';
-
-const PTY_RUN = join(ROOT, 'test', 'helpers', 'pty-run.py');
-
-function onTerminal(columns: number, args: readonly string[]): Promise<{ code: number | null; screen: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('python3', [PTY_RUN, String(columns), process.execPath, SOURCE_BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(guard);
-      resolve({ code, screen: Buffer.concat(out).toString('utf8') });
-    });
-  });
-}
-
-/**
- * The status lines drawn in place and the log lines. Every drawing starts
- * with \r and erase-line and ends without a newline; a log line is printed
- * after the same \r and erase-line (the status line cleared) and ends in one.
- */
-function parse(screen: string): { status: string[]; lines: string[] } {
-  const status: string[] = [];
-  const lines: string[] = [];
-  const [head = '', ...segments] = screen.split('\r\x1b[K');
-  for (const text of [head, ...segments].map((s, i) => (i === 0 ? `${s}\n` : s))) {
-    const parts = text.split(/\r?\n/);
-    if (parts.length === 1) {
-      if (text !== '') status.push(text);
-    } else lines.push(...parts.filter((l) => l !== ''));
-  }
-  return { status, lines };
-}
 
 describe('replicate on a terminal', () => {
   let emulator: Emulator;
@@ -69,8 +35,8 @@ describe('replicate on a terminal', () => {
 
   for (const columns of [60, 0]) {
     it(`a terminal ${columns === 0 ? 'that reports width 0' : `${columns} columns wide`}: one status line in place, fitted, the wait shown; log lines whole`, { timeout: 120_000 }, async () => {
-      const { code, screen } = await onTerminal(columns, ['replicate', '--config', config, '--db', join(dir, `replica-${columns}.db`)]);
-      const { status, lines } = parse(screen);
+      const { code, screen } = await onTerminal(columns, [process.execPath, SOURCE_BIN, 'replicate', '--config', config, '--db', join(dir, `replica-${columns}.db`)]);
+      const { status, lines } = parseScreen(screen);
       expect(code, screen).toBe(0);
       const width = (columns === 0 ? 80 : columns) - 1;
       expect(status.length, screen).toBeGreaterThan(0);

@@ -7,6 +7,7 @@ import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
+import { terminalProgress, watchedOnTerminal } from '../progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
 
@@ -45,16 +46,26 @@ export async function spec(ctx: CommandContext): Promise<number> {
   return 0;
 }
 
+/**
+ * The face's sink for a command: protocol lines on stdout; when a person
+ * watches stderr on a terminal (stdout going elsewhere), what the LOG messages
+ * and ERROR traces say is told there too.
+ */
+function airbyteSink(ctx: CommandContext): AirbyteSink {
+  const echo = watchedOnTerminal() ? (level: string, message: string): void => ctx.logger.log(level, message) : undefined;
+  return new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t), echo);
+}
+
 /** The config's warnings (unknown keys), as LOG WARN lines before the command's answer: every command says them. */
-async function warnAbout(ctx: CommandContext, parsed: ParsedConfig): Promise<void> {
-  for (const w of parsed.warnings) await ctx.out.write(ctx.logger.redact(msg.log('WARN', w)));
+async function warnAbout(sink: AirbyteSink, parsed: ParsedConfig): Promise<void> {
+  for (const w of parsed.warnings) await sink.log('WARN', w);
 }
 
 export async function check(ctx: CommandContext, configPath: string): Promise<number> {
   let config: Config;
   try {
     const parsed = await loadConfig(configPath, ctx);
-    await warnAbout(ctx, parsed);
+    await warnAbout(airbyteSink(ctx), parsed);
     config = parsed.config;
   } catch (err) {
     await ctx.out.write(ctx.logger.redact(msg.connectionStatus('FAILED', toConnectorError(err).message)));
@@ -68,10 +79,10 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
 }
 
 export async function discover(ctx: CommandContext, configPath: string): Promise<number> {
-  const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
+  const sink = airbyteSink(ctx);
   try {
     const parsed = await loadConfig(configPath, ctx);
-    await warnAbout(ctx, parsed);
+    await warnAbout(sink, parsed);
     const { config } = parsed;
     const { discoverCatalog } = await import('./catalog.js');
     await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones)));
@@ -83,7 +94,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 }
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
-  const sink = new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t));
+  const sink = airbyteSink(ctx);
   const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }] = await Promise.all([
     import('./catalog.js'),
     import('./state-input.js'),
@@ -115,15 +126,21 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   });
   const { SyncSession } = await import('../../engine/session.js');
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
+  // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
+  const progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress.start();
   try {
-    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, sink);
+    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, progress.sink);
+    progress.stop();
     const failed = result.failures.length;
     await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
     return failed === 0 ? 0 : 1;
   } catch (err) {
+    progress.stop();
     await sink.error(toConnectorError(err));
     return 1;
   } finally {
+    progress.stop();
     await session.close();
   }
 }

@@ -1,4 +1,8 @@
-/** The Airbyte face of a sync: engine events become Airbyte messages on stdout. */
+/**
+ * The Airbyte face of a sync: engine events become Airbyte messages on stdout.
+ * With `echo` (stderr is a terminal), what the LOG messages and ERROR traces
+ * say is also told to the person watching, on stderr.
+ */
 import { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
@@ -12,15 +16,17 @@ const WRITE_CHUNK = 64 * 1024;
 export class AirbyteSink implements SyncSink {
   private readonly out: LineWriter;
   private readonly redact: (text: string) => string;
+  private readonly echo: ((level: LogLevel, message: string) => void) | undefined;
   private readonly serializers = new Map<string, (data: unknown, emittedAt: number) => string>();
   /** Records per stream since that stream's previous STATE (sourceStats.recordCount). */
   private readonly sinceState = new Map<string, number>();
   /** Streams STARTED and not yet COMPLETE or INCOMPLETE, in start order. */
   private readonly open = new Set<string>();
 
-  constructor(out: LineWriter, redact: (text: string) => string) {
+  constructor(out: LineWriter, redact: (text: string) => string, echo?: (level: LogLevel, message: string) => void) {
     this.out = out;
     this.redact = redact;
+    this.echo = echo;
   }
 
   streamStarted(stream: StreamDefinition): Promise<void> {
@@ -78,11 +84,13 @@ export class AirbyteSink implements SyncSink {
   }
 
   log(level: LogLevel, message: string): Promise<void> {
+    this.echo?.(level, message);
     return this.out.write(msg.log(level, this.redact(message)));
   }
 
   /** An ERROR trace, redacted of secrets. */
   error(error: ConnectorError, stream?: string): Promise<void> {
+    this.echo?.('ERROR', `${stream ? `${stream}: ` : ''}${error.message}`);
     return this.out.write(this.redact(msg.errorTrace(error, stream)));
   }
 

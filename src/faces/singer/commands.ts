@@ -8,6 +8,7 @@ import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
+import { terminalProgress } from '../progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
@@ -109,6 +110,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   const tombstoneProperties = (stream: StreamDefinition): string[] =>
     Object.keys(propertiesOf(planned.get(stream.name)?.schema ?? {})).filter((p) => p !== SINGER_DELETED_AT);
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
+  // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
+  const progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress.start();
   try {
     const result = await session.run(
       {
@@ -116,8 +120,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
         states,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      sink,
+      progress.sink,
     );
+    progress.stop();
     await sink.finish();
     const failed = result.failures.length;
     ctx.logger.log(
@@ -127,10 +132,12 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     );
     return failed === 0 ? 0 : 1;
   } catch (err) {
+    progress.stop();
     const code = critical(ctx, err);
     await sink.finish().catch(() => undefined);
     return code;
   } finally {
+    progress.stop();
     await session.close();
   }
 }
