@@ -7,7 +7,7 @@ import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { terminalProgress, watchedOnTerminal } from '../progress.js';
+import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
 
@@ -120,14 +120,16 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return 1;
   }
   const { config, streams, states } = prepared;
+  let progress: TerminalProgress | undefined;
   ctx.interrupt?.setLastWords((signal) => {
+    progress?.stop(); // the last words are printed under a cleared status line
     const words = sink.interrupted(signal);
     return { stdout: words.lines, message: words.message };
   });
   const { SyncSession } = await import('../../engine/session.js');
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
-  const progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
     const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, progress.sink);

@@ -8,7 +8,7 @@ import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { terminalProgress } from '../progress.js';
+import { terminalProgress, type TerminalProgress } from '../progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
@@ -101,17 +101,21 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return 0;
   }
 
-  ctx.interrupt?.setLastWords((signal) => ({
-    stdout: sink.interruptedState(),
-    message: `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`,
-  }));
+  let progress: TerminalProgress | undefined;
+  ctx.interrupt?.setLastWords((signal) => {
+    progress?.stop(); // the last words are printed under a cleared status line
+    return {
+      stdout: sink.interruptedState(),
+      message: `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`,
+    };
+  });
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   // A tombstone declares every property the target was told about (all null), then the deleted-at column.
   const tombstoneProperties = (stream: StreamDefinition): string[] =>
     Object.keys(propertiesOf(planned.get(stream.name)?.schema ?? {})).filter((p) => p !== SINGER_DELETED_AT);
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  const progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
     const result = await session.run(
