@@ -13,7 +13,7 @@ import { proxySecrets } from '../proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
-import { Outage, type Prober } from './outage.js';
+import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
@@ -59,7 +59,7 @@ type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: f
  * What #get does after one step: done (the value), retry the fault (after its
  * wait), again (at once: another request was probing an outage), held (not
  * sent: while it queued for a permit, the key or the service turned out to
- * fail; #mayTry says how).
+ * fail; SharedReach.mayTry says how).
  */
 type Step =
   | { readonly next: 'done'; readonly value: unknown }
@@ -100,10 +100,8 @@ class DataReadClient implements DataReadApi {
   /** ' ' + the stop note, or '' (appended to the errors that stop the caller). */
   readonly #stopNote: string;
   readonly #closing = new AbortController();
-  /** A failure of the key or of the service (policy scope 'client'): every later request fails with it at once. */
-  #down: ConnectorError | undefined;
-  /** The service cannot be reached: one request retries, the others wait for its outcome. */
-  #outage: Outage | undefined;
+  /** A failure of the key or of the service remembered, an outage in progress: shared by every request. */
+  readonly #reach: SharedReach;
   /** path -> the end of the last rate-limit wait it was told about. */
   readonly #told = new Map<string, number>();
   #closed: Promise<void> | undefined;
@@ -126,6 +124,7 @@ class DataReadClient implements DataReadApi {
     this.#now = o.now ?? Date.now;
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
+    this.#reach = new SharedReach(this.#now);
     this.#onWait = o.onWait;
     this.#onLog = o.onLog;
     const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;
@@ -204,10 +203,10 @@ class DataReadClient implements DataReadApi {
     const backoff = new Backoff(this.#retryBaseMs, this.#retryMaxMs, this.#random);
     try {
       for (let attempt = 1; ; attempt += 1) {
-        await this.#mayTry(me);
+        await this.#reach.mayTry(me);
         const step = await this.#step(target, label, me, attempt, started);
         if (step.next === 'done') return step.value;
-        if (step.next === 'held') attempt -= 1; // not sent: #mayTry says what became of the service
+        if (step.next === 'held') attempt -= 1; // not sent: mayTry says what became of the service
         if (step.next !== 'retry') continue;
         const { fault } = step;
         const retry = `retry ${attempt} of ${this.#maxRetries}`;
@@ -236,7 +235,7 @@ class DataReadClient implements DataReadApi {
       }
     } finally {
       // A prober that stops for any other reason (the client closed, a wait too long) lets the others try for themselves.
-      if (this.#outage?.prober === me) this.#reached();
+      this.#reach.reached(me);
     }
   }
 
@@ -248,21 +247,21 @@ class DataReadClient implements DataReadApi {
   async #step(target: string, label: string, me: Prober, attempt: number, started: number): Promise<Step> {
     const release = await this.#gate.acquire();
     try {
-      if (this.#down !== undefined || (this.#outage !== undefined && this.#outage.prober !== me)) return { next: 'held' };
+      if (this.#reach.held(me)) return { next: 'held' };
       const result = await this.#attempt(target, label);
       if (attempt > 1) this.stats.retries += 1;
       if (result.ok) {
-        this.#reached();
+        this.#reach.reached();
         return { next: 'done', value: result.value };
       }
       const fault = result.fault;
       let outage: Outage | undefined;
       if (fault.kind === 'net' && fault.net?.kind === 'unreachable') {
-        outage = this.#joinOutage(me);
-        // Another request is retrying for everyone: wait for its outcome (in #mayTry), then try again.
+        outage = this.#reach.unreachable(me);
+        // Another request is retrying for everyone: wait for its outcome (SharedReach.mayTry), then try again.
         if (outage.prober !== me && attempt <= this.#maxRetries) return { next: 'again' };
       } else {
-        this.#reached();
+        this.#reach.reached();
       }
       if (!fault.retryable || attempt > this.#maxRetries) {
         const tries = outage === undefined ? triesText(attempt, this.#now() - started) : triesText(outage.attempts, this.#now() - outage.since);
@@ -274,38 +273,10 @@ class DataReadClient implements DataReadApi {
     }
   }
 
-  /** Before an attempt: fail at once when the key or the service is known to fail; wait while another request probes an outage. */
-  async #mayTry(me: Prober): Promise<void> {
-    for (;;) {
-      if (this.#down !== undefined) throw this.#down;
-      const outage = this.#outage;
-      if (outage === undefined || outage.prober === me) return;
-      const error = await outage.outcome();
-      if (error !== undefined) throw error;
-    }
-  }
-
-  /** An attempt that met an unreachable service: the outage it starts (this request probes) or joins. */
-  #joinOutage(me: Prober): Outage {
-    this.#outage ??= new Outage(me, this.#now());
-    this.#outage.attempts += 1;
-    return this.#outage;
-  }
-
-  /** The service answered (whatever it said): an outage is over, the waiting requests go on. */
-  #reached(): void {
-    this.#outage?.over();
-    this.#outage = undefined;
-  }
-
   /** The error a fault ends in; a failure of the key or of the service is remembered, and ends an outage in failure. */
   #fail(fault: Fault, tries: string, label: string): ConnectorError {
     const error = this.#policyError(fault, tries, label);
-    if (error.runWide) {
-      this.#down = error;
-      this.#outage?.failed(error);
-      this.#outage = undefined;
-    }
+    if (error.runWide) this.#reach.remember(error);
     return error;
   }
 

@@ -6,6 +6,8 @@
  * retrying on its own: when the service answers again they go on, when the
  * retries run out they all fail with that one error. So a sync of five
  * streams against a closed port makes one series of retries, not five.
+ * SharedReach holds this for a client, with the failure of the key or of the
+ * service it remembered (every later request fails with it at once).
  */
 import type { ConnectorError } from '../errors.js';
 
@@ -54,5 +56,57 @@ export class Outage {
     if (this.#settled) return;
     this.#settled = true;
     this.#settle(error);
+  }
+}
+
+/**
+ * What every request of one client knows about reaching the service: a
+ * failure of the key or of the service that was remembered (every later
+ * request fails with it at once), and the outage in progress, if any.
+ */
+export class SharedReach {
+  #down: ConnectorError | undefined;
+  #outage: Outage | undefined;
+  readonly #now: () => number;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  /** Before an attempt: throws the remembered failure; waits while another request probes an outage (and throws its failure). */
+  async mayTry(me: Prober): Promise<void> {
+    for (;;) {
+      if (this.#down !== undefined) throw this.#down;
+      const outage = this.#outage;
+      if (outage === undefined || outage.prober === me) return;
+      const error = await outage.outcome();
+      if (error !== undefined) throw error;
+    }
+  }
+
+  /** Whether `me`, given a permit after queueing for it, should not send: meanwhile a failure was remembered, or another request probes. */
+  held(me: Prober): boolean {
+    return this.#down !== undefined || (this.#outage !== undefined && this.#outage.prober !== me);
+  }
+
+  /** An attempt of `me` met an unreachable service: the outage it starts (then `me` probes) or joins, its attempts counted. */
+  unreachable(me: Prober): Outage {
+    this.#outage ??= new Outage(me, this.#now());
+    this.#outage.attempts += 1;
+    return this.#outage;
+  }
+
+  /** The service answered (whatever it said), or the prober `me` stopped for another reason: the waiting requests go on. */
+  reached(me?: Prober): void {
+    if (me !== undefined && this.#outage?.prober !== me) return;
+    this.#outage?.over();
+    this.#outage = undefined;
+  }
+
+  /** A failure every request would meet: remembered, and the outage (if any) ends with it. */
+  remember(error: ConnectorError): void {
+    this.#down = error;
+    this.#outage?.failed(error);
+    this.#outage = undefined;
   }
 }
