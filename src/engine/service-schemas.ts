@@ -58,21 +58,30 @@ function fetchFailure(err: unknown): string {
   return error.message;
 }
 
-function fallback(streams: readonly StreamDefinition[], reason: string): LoadedSchemas {
+/** The built-in schemas, made when first asked for (check only needs the reason). */
+function builtIn(streams: readonly StreamDefinition[], source: 'pinned' | 'fallback', notes: readonly SchemaNote[], reason?: string): LoadedSchemas {
+  let schemas: StreamSchemas | undefined;
   return {
-    schemas: builtInSchemas(streams),
-    source: 'fallback',
-    reason,
+    get schemas(): StreamSchemas {
+      schemas ??= builtInSchemas(streams);
+      return schemas;
+    },
+    source,
+    notes,
     merges: new Map(),
     undescribed: new Map(),
-    notes: [{
-      level: 'WARN',
-      message:
-        `Using the built-in stream schemas: the service's description cannot be used. ${reason} ` +
-        'Fields the service added since this release are not declared (records still carry them, as received). ' +
-        'Set use_service_schema to false to skip this request.',
-    }],
+    ...(reason === undefined ? {} : { reason }),
   };
+}
+
+function fallback(streams: readonly StreamDefinition[], reason: string): LoadedSchemas {
+  return builtIn(streams, 'fallback', [{
+    level: 'WARN',
+    message:
+      `Using the built-in stream schemas: the service's description cannot be used. ${reason} ` +
+      'Fields the service added since this release are not declared (records still carry them, as received). ' +
+      'Set use_service_schema to false to skip this request.',
+  }], reason);
 }
 
 /** The notes of a successful merge: what was added (INFO), and one WARN per stream about fields gone or typed differently. */
@@ -148,9 +157,7 @@ export async function describeStreams(client: DataReadApi, streams: readonly Str
  * service (one request, on a client of its own with interactive patience).
  */
 export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
-  if (!config.use_service_schema) {
-    return { schemas: builtInSchemas(streams), source: 'pinned', notes: [], merges: new Map(), undescribed: new Map() };
-  }
+  if (!config.use_service_schema) return builtIn(streams, 'pinned', []);
   const { clientFromConfig, interactivePatience } = await import('./connect.js');
   const client = clientFromConfig(config, hooks, interactivePatience(config));
   try {
