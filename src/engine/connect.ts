@@ -35,11 +35,12 @@ export interface ConnectionCheck extends CheckResult {
 
 /**
  * The client options of short, interactive requests (check, discover): few
- * retries and short waits, so a command answers in seconds, and no word of a
- * sync's saved state in its errors (there is none).
+ * retries and short waits, so a command answers in seconds, no word of a
+ * sync's saved state in its errors (there is none), and one connection.
  */
 export function interactivePatience(config: Config): Partial<ClientOptions> {
-  return { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '' };
+  // One connection: their requests go one after the other, and the second reuses the first's connection (one TLS handshake, one proxy tunnel).
+  return { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '', maxConcurrent: 1 };
 }
 
 /**
@@ -75,10 +76,10 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
 
 /**
  * The `check` command: a check must answer fast, so it retries little and
- * waits at most 30 s for a rate limit (interactivePatience). Beside GET
- * /v1/me it reads the service's description, at the same time, for the drift
- * line: which fields the service describes that the built-in schemas lack,
- * and the other way round.
+ * waits at most 30 s for a rate limit (interactivePatience). Once /v1/me
+ * says the key works, it reads the service's description on the same
+ * connection for the drift line: which fields the service describes that the
+ * built-in schemas lack, and the other way round.
  */
 export async function checkConnection(config: Config): Promise<ConnectionCheck> {
   // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
@@ -86,16 +87,15 @@ export async function checkConnection(config: Config): Promise<ConnectionCheck> 
   if (future) return { ok: false, message: future };
   const client = clientFromConfig(config, {}, interactivePatience(config));
   try {
+    const result = await verifyAccount(client, config);
+    if (!result.ok) return result;
     const { describeStreams, driftNote } = await import('./service-schemas.js');
-    const [result, drift] = await Promise.all([
-      verifyAccount(client, config),
-      describeStreams(client).then(
-        (loaded) => driftNote(loaded, !config.use_service_schema),
-        // A key refused for the description alone: the drift is what cannot be told.
-        (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
-      ),
-    ]);
-    return result.ok ? { ...result, drift } : result;
+    const drift = await describeStreams(client).then(
+      (loaded) => driftNote(loaded, !config.use_service_schema),
+      // A key refused for the description alone: the drift is what cannot be told.
+      (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
+    );
+    return { ...result, drift };
   } finally {
     await client.close();
   }

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { makeTestCa, type TestCa } from '../helpers/certificates.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
 import { readmeRecipe, runShell } from '../helpers/readme.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../helpers/destination.js';
@@ -92,8 +92,7 @@ const tap = (args: string[], env?: Record<string, string>): Promise<CliResult> =
 
 function connectionStatus(result: CliResult): { status: string; message: string } {
   expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
-  const [m] = parseLines(result.stdout) as [{ connectionStatus: { status: string; message: string } }];
-  return m.connectionStatus;
+  return connectionStatusOf(result.stdout);
 }
 
 function errorTraces(result: CliResult): { failure_type: string; message: string }[] {
@@ -334,7 +333,7 @@ describe('the README recipe', () => {
       const result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });
       outputs.push(result.stdout, result.stderr);
       expect(result.code, result.stderr).toBe(0);
-      const statuses = parseLines(result.stdout).map((m) => (m as { connectionStatus: { status: string; message: string } }).connectionStatus);
+      const statuses = parseLines(result.stdout).filter((m) => m.type === 'CONNECTION_STATUS').map((m) => (m as { connectionStatus: { status: string; message: string } }).connectionStatus);
       expect(statuses.map((s) => s.status)).toEqual(['FAILED', 'SUCCEEDED', 'SUCCEEDED']);
       expect(statuses[0]?.message).toContain('ca_certificate');
       expect(recipeProxy.log.map((e) => [e.method, e.status, e.authorization])).toEqual([['CONNECT', 200, `Basic ${Buffer.from('etl:s3cret').toString('base64')}`]]);
