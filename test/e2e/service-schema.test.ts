@@ -16,6 +16,7 @@ import type { ExtraField } from '../../src/emulator/extra-fields.js';
 import { parseExactJson } from '../../src/exact-json.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, tempDir, writeJson } from '../helpers/cli.js';
 import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
+import { EMULATOR_STAGE_PROPERTIES } from '../helpers/stage-fields.js';
 
 type Json = Record<string, unknown>;
 type Catalog = { streams: { name: string; json_schema: { properties: Record<string, Json> } }[] };
@@ -75,14 +76,7 @@ describe('against the emulator', () => {
       "Stream schemas: the built-in ones merged with the service's description (OpenAPI 3.1.0, GET /v1/openapi.json): fields added: pipeline_stages + key, name, pipeline_id, position, outcome.",
     ]);
     const catalog = catalogOf(run.stdout);
-    expect(propsOf(catalog, 'pipeline_stages')).toEqual({
-      id: { type: 'string', description: 'Identifier of the funnel stage' },
-      key: { type: 'string', description: 'Key of the stage, unique within its funnel' },
-      name: { type: 'string', description: 'Display name of the stage' },
-      pipeline_id: { type: 'string', description: 'Funnel of the stage' },
-      position: { type: 'integer', description: 'Position of the stage in its funnel, from 0' },
-      outcome: { type: ['null', 'string'], description: 'won or lost for a closing stage; null for an open stage', enum: ['won', 'lost', null] },
-    });
+    expect(propsOf(catalog, 'pipeline_stages')).toEqual(EMULATOR_STAGE_PROPERTIES);
     // Every other stream as built in: the emulator describes what the connector knows.
     const checkedIn = JSON.parse(readFileSync(join(ROOT, 'catalog', 'discovered_catalog.json'), 'utf8')) as Catalog;
     expect(catalog.streams.filter((s) => s.name !== 'pipeline_stages')).toEqual(checkedIn.streams.filter((s) => s.name !== 'pipeline_stages'));

@@ -8,6 +8,7 @@ import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { readServiceDescription, type Description } from '../../src/schemas/service-description.js';
 import { STREAMS, findStream } from '../../src/streams.js';
+import { EMULATOR_STAGE_PROPERTIES } from '../helpers/stage-fields.js';
 
 type Json = Record<string, unknown>;
 const contacts = findStream('contacts');
@@ -47,14 +48,7 @@ describe('readServiceDescription: the emulator\'s own document', () => {
   });
 
   it('gives pipeline_stages the fields the emulator serves, typed (only id is built in)', () => {
-    expect(fields(description, 'pipeline_stages')).toEqual({
-      id: { type: 'string', description: 'Identifier of the funnel stage' },
-      key: { type: 'string', description: 'Key of the stage, unique within its funnel' },
-      name: { type: 'string', description: 'Display name of the stage' },
-      pipeline_id: { type: 'string', description: 'Funnel of the stage' },
-      position: { type: 'integer', description: 'Position of the stage in its funnel, from 0' },
-      outcome: { type: ['null', 'string'], description: 'won or lost for a closing stage; null for an open stage', enum: ['won', 'lost', null] },
-    });
+    expect(fields(description, 'pipeline_stages')).toEqual(EMULATOR_STAGE_PROPERTIES);
   });
 });
 
