@@ -203,7 +203,8 @@ describe('replicate and Airbyte read as absolute-form requests (http_proxy, an h
     expect(entries.every((e) => e.method === 'GET' && e.target.startsWith(`${plainEmu.url}/v1/`) && e.status === 200 && e.host === `127.0.0.1:${plainEmu.port}`)).toBe(true);
     expect(entries.every((e) => e.authorization === `Basic ${SECRETS[2]}`)).toBe(true);
     const paths = [...new Set(entries.map((e) => new URL(e.target).pathname))].sort();
-    expect(paths).toEqual(['/v1/contacts', '/v1/conversations', '/v1/deletions', '/v1/me', '/v1/pipeline_stages', '/v1/stage_events']);
+    // The service's description too (the replica's columns): through the same proxy.
+    expect(paths).toEqual(['/v1/contacts', '/v1/conversations', '/v1/deletions', '/v1/me', '/v1/openapi.json', '/v1/pipeline_stages', '/v1/stage_events']);
     const shown = entries.slice(0, 2).map((e) => ({ ...e, authorization: e.authorization === undefined ? undefined : 'Basic (the test credentials)' }));
     process.stderr.write(`proxy (absolute-form) saw ${entries.length} requests for two replicate runs, e.g. ${JSON.stringify(shown)}\n`);
   });
