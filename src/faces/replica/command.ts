@@ -13,6 +13,7 @@
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
 import { loadStreamSchemas } from '../../engine/service-schemas.js';
+import { tuneHeapForStreaming } from '../../heap.js';
 import { SyncSession } from '../../engine/session.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
@@ -68,6 +69,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     config = loaded.config;
     for (const w of loaded.warnings) logger.log('WARN', w);
     // The tables' columns: the built-in schemas merged with the service's description (one request), unless pinned.
+    // The heap is tuned for the long read first: the HTTP client must not be loaded before (see heap.ts, session.ts).
+    tuneHeapForStreaming();
     const schemas = await loadStreamSchemas(config, { onLog: (level, message) => logger.log(level, message) });
     for (const note of schemas.notes) logger.log(note.level, note.message);
     store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });

@@ -2,6 +2,7 @@
 import { readJsonFile } from '../../files.js';
 import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
 import { loadStreamSchemas } from '../../engine/service-schemas.js';
+import { tuneHeapForStreaming } from '../../heap.js';
 import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
@@ -104,6 +105,7 @@ async function prepare(ctx: TapContext, inputs: SyncInputs): Promise<Prepared> {
   const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : undefined;
   const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
   for (const w of parsed.warnings) warn(w);
+  if (fromCatalog === undefined) tuneHeapForStreaming(); // before the HTTP client loads, as the sync runner does (heap.ts)
   const plans = fromCatalog ?? planAll(tombstones, await streamSchemas(ctx, parsed.config));
   return { parsed, plans, states };
 }
