@@ -67,8 +67,11 @@ const TARGETS = {
   pacingMax429: 1,
   parallelRatio: 0.35,
   // Start-up budgets (the issue sets none): spec prints a checked-in snapshot; check
-  // needs zod (config validation, ~45 ms to load), the HTTP client (~35 ms) and one
-  // GET /v1/me (~15 ms, the HTTP parser's WebAssembly compiled on first use).
+  // needs zod (config validation, ~45 ms to load), the HTTP client (~35 ms), GET /v1/me
+  // (~15 ms, the HTTP parser's WebAssembly compiled on first use) and, for its schema
+  // drift line, GET /v1/openapi.json (the page server answers 404). After a second
+  // request V8 compiles the parser's WebAssembly again with its optimizing tier in the
+  // background, and the process waits for it at exit: ~35 ms measured (issue 16).
   specRatio: 2,
   checkRatio: 5,
 };
@@ -341,7 +344,7 @@ async function startup(server: PageServer, f: Files): Promise<void> {
   raw.startup = runs;
   row('startup', '`node -e 0`', `${node.toFixed(0)} ms`, '—', null);
   row('startup', '`spec`: time, ratio to node -e 0', `${spec.toFixed(0)} ms, ×${(spec / node).toFixed(2)}`, `≤ ×${TARGETS.specRatio}`, spec / node <= TARGETS.specRatio);
-  row('startup', '`check` (GET /v1/me on loopback): time, ratio', `${check.toFixed(0)} ms, ×${(check / node).toFixed(2)}`, `≤ ×${TARGETS.checkRatio}`, check / node <= TARGETS.checkRatio);
+  row('startup', '`check` (GET /v1/me and /v1/openapi.json on loopback): time, ratio', `${check.toFixed(0)} ms, ×${(check / node).toFixed(2)}`, `≤ ×${TARGETS.checkRatio}`, check / node <= TARGETS.checkRatio);
 }
 
 // ---------------------------------------------------------------- 7. emulator seeding

@@ -71,7 +71,16 @@ function hasTable(db: DatabaseSync, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
 }
 
-const STAGE_NAME = `coalesce(json_extract(s."_extra", '$.name'), json_extract(s."_extra", '$.label'), json_extract(s."_extra", '$.key'))`;
+/**
+ * A stage's name: its `name` (else `label`, else `key`), from the typed column
+ * when the replica has one (the service's description declared it), else
+ * from `_extra` (a replica written with the built-in schemas only).
+ */
+function stageName(db: DatabaseSync): string {
+  const typed = new Set(db.prepare("SELECT name FROM pragma_table_info('pipeline_stages')").all().map((r) => String(r.name)));
+  const parts = ['name', 'label', 'key'].map((field) => (typed.has(field) ? `s."${field}"` : `json_extract(s."_extra", '$.${field}')`));
+  return `coalesce(${parts.join(', ')})`;
+}
 
 export function summarize(db: DatabaseSync, options: SummaryOptions = {}): ReplicaSummary {
   const wonSet = new Set(options.wonCategories ?? DEFAULT_WON_CATEGORIES);
@@ -81,7 +90,7 @@ export function summarize(db: DatabaseSync, options: SummaryOptions = {}): Repli
   const byStage = db
     .prepare(
       stages
-        ? `SELECT c.current_stage_id AS value, count(*) AS count, ${STAGE_NAME} AS name
+        ? `SELECT c.current_stage_id AS value, count(*) AS count, ${stageName(db)} AS name
            FROM contacts c LEFT JOIN pipeline_stages s ON s.id = c.current_stage_id
            GROUP BY c.current_stage_id ORDER BY count DESC, value`
         : `SELECT current_stage_id AS value, count(*) AS count, NULL AS name FROM contacts GROUP BY current_stage_id ORDER BY count DESC, value`,

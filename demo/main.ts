@@ -96,15 +96,18 @@ async function main(): Promise<void> {
 
     const check = await run(['check', '--config', join(ROOT, config)]);
     save('check.jsonl', check.stdout);
-    const status = (lines(check.stdout)[0]?.connectionStatus ?? {}) as { status?: string; message?: string };
+    // check says one line on schema drift before its CONNECTION_STATUS; discover one on the schemas before its CATALOG.
+    const status = (lines(check.stdout).find((m) => m.type === 'CONNECTION_STATUS')?.connectionStatus ?? {}) as { status?: string; message?: string };
     if (status.status !== 'SUCCEEDED') fail('check', check);
     say(`check     ${status.status}: ${status.message}`);
 
     const discover = await run(['discover', '--config', join(ROOT, config)]);
     save('discover.jsonl', discover.stdout);
-    const streams = ((lines(discover.stdout)[0]?.catalog ?? { streams: [] }) as { streams: { name: string }[] }).streams;
+    const discovered = lines(discover.stdout);
+    const streams = ((discovered.find((m) => m.type === 'CATALOG')?.catalog ?? { streams: [] }) as { streams: { name: string }[] }).streams;
     if (discover.code !== 0) fail('discover', discover);
-    say(`discover  ${streams.length} streams: ${streams.map((s) => s.name).join(', ')}`);
+    const added = /fields added: (.*)\.$/.exec(String((discovered.find((m) => m.type === 'LOG')?.log as { message?: string } | undefined)?.message ?? ''))?.[1];
+    say(`discover  ${streams.length} streams: ${streams.map((s) => s.name).join(', ')}${added === undefined ? '' : ` (from the service's description: ${added})`}`);
 
     let mark = emu.control.stats().total;
     const full = await run(['read', '--config', join(ROOT, config), '--catalog', join(ROOT, catalog)]);

@@ -250,7 +250,7 @@ say "check: SUCCEEDED"
 
 image discover --config "$work/config.json" >"$work/discover.out" 2>"$work/discover.err" || { cat "$work/discover.err" >&2; fail "discover exited non-zero"; }
 check_airbyte discover "$work/discover.out"
-say "discover: $(python3 -c 'import json,sys; print(", ".join(s["name"] for s in json.loads(open(sys.argv[1]).readline())["catalog"]["streams"]))' "$work/discover.out")"
+say "discover: $(python3 -c 'import json,sys; print(", ".join(s["name"] for s in next(json.loads(l) for l in open(sys.argv[1]) if "\"type\":\"CATALOG\"" in l)["catalog"]["streams"]))' "$work/discover.out")"
 
 image read --config "$work/config.json" --catalog "$code_dir/catalog/configured_catalog.json" >"$work/read.out" 2>"$work/read.err" \
   || { tail -n 20 "$work/read.err" >&2; fail "read exited non-zero"; }

@@ -227,6 +227,15 @@ export const ConfigSchema = z.object({
     .meta(ui('Deletions as tombstones', 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.', 8)),
   proxy_url: proxyUrl.optional(),
   ca_certificate: caCertificate.optional(),
+  use_service_schema: z
+    .boolean({ error: 'use_service_schema must be true or false' })
+    .default(true)
+    .meta(ui(
+      'Use the service\'s schema',
+      'Merge the stream schemas with the service\'s own description (/v1/openapi.json) at discovery, so fields the service adds are declared and typed without a connector release. ' +
+        'False pins the schemas built into this release (for example while a destination migration is pending).',
+      11,
+    )),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -17,7 +17,7 @@ function errorOf(input: unknown): ConfigError {
 describe('parseConfig', () => {
   it('applies the documented defaults', () => {
     const { config, unknownKeys } = parseConfig({ ...good, extra: 1 });
-    expect(config).toMatchObject({ page_size: 200, max_concurrent_requests: 2, request_timeout_seconds: 60, max_retries: 8, max_wait_seconds: 900, deletions_as_tombstones: false });
+    expect(config).toMatchObject({ page_size: 200, max_concurrent_requests: 2, request_timeout_seconds: 60, max_retries: 8, max_wait_seconds: 900, deletions_as_tombstones: false, use_service_schema: true });
     expect(unknownKeys).toEqual(['extra']);
   });
 

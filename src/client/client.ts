@@ -34,6 +34,8 @@ export type CreateClientOptions = ClientOptions & {
 export const DEFAULT_RETRY_BASE_MS = 1000;
 export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 export const DEFAULT_RETRY_MAX_MS = 60_000;
+/** Where the service serves its machine-readable description (API description, section 4.2). */
+export const DESCRIPTION_PATH = '/v1/openapi.json';
 
 /** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
@@ -169,6 +171,11 @@ class DataReadClient implements DataReadApi {
     const target = requestTarget(this.#base, '/v1/me');
     const value = await this.#get(target, '/v1/me');
     return checkMe(value, 'GET /v1/me', this.#clean);
+  }
+
+  async description(): Promise<unknown> {
+    const target = requestTarget(this.#base, DESCRIPTION_PATH);
+    return this.#get(target, DESCRIPTION_PATH);
   }
 
   async list(path: string, query: ListQuery): Promise<RawPage> {

@@ -84,6 +84,12 @@ export interface ClientStats {
 export interface DataReadApi {
   /** GET /v1/me. */
   me(): Promise<Me>;
+  /**
+   * GET /v1/openapi.json: the service's own description of its interface, as
+   * parsed JSON (numbers kept exact), not checked: reading it is the caller's
+   * business (src/schemas/service-description.ts).
+   */
+  description(): Promise<unknown>;
   /** GET a list page; envelope validated (all four fields, right types). */
   list(path: string, query: ListQuery): Promise<RawPage>;
   readonly stats: ClientStats;

@@ -4,6 +4,7 @@
  * (and into --ready-file, once it serves), and serve until SIGINT/SIGTERM.
  */
 import { readFileSync } from 'node:fs';
+import { EXTRA_FIELD_TYPES, parseExtraField, type ExtraField } from './extra-fields.js';
 import { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
 import { removeReadyFile, writeReadyFile } from './ready-file.js';
@@ -43,6 +44,11 @@ Options:
   --clock-start ISO     virtual time at start (default: now)
   --frozen-clock        virtual time moves only when advanced
   --ready-file FILE     also write the JSON line to FILE once serving (see above)
+  --extra-field SPEC    serve a field beyond the API description's on every record
+                        of a list, and describe it in /v1/openapi.json; repeatable.
+                        SPEC is LIST.NAME:TYPE, TYPE one of ${EXTRA_FIELD_TYPES.join(', ')};
+                        add :undescribed to serve it without describing it
+                        e.g. contacts.lifetime_value:integer
   --fault SPEC          inject faults; repeatable. SPEC is
                           kind:PROBABILITY or kind:every=N, then optional
                           :times=N  :slow_ms=N  :retry_after=N  :/path,/path
@@ -72,6 +78,7 @@ interface Parsed {
   clockStart: string | undefined;
   frozenClock: boolean;
   faults: FaultRule[];
+  extraFields: ExtraField[];
   readyFile: string | undefined;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
@@ -113,7 +120,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
   const out: Parsed = {
     port: 0, host: '127.0.0.1', seed: 1, contacts: 0, testFraction: undefined, accountName: 'Default account',
     apiKey: undefined, controlToken: undefined, limits: {}, latencyMs: 0, clockStart: undefined, frozenClock: false,
-    faults: [], readyFile: undefined, tlsCert: undefined, tlsKey: undefined, help: false,
+    faults: [], extraFields: [], readyFile: undefined, tlsCert: undefined, tlsKey: undefined, help: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -161,6 +168,13 @@ export function parseArgs(argv: readonly string[]): Parsed {
         out.clockStart = value;
         break;
       case '--fault': out.faults.push(parseFault(value)); break;
+      case '--extra-field':
+        try {
+          out.extraFields.push(parseExtraField(value));
+        } catch (err) {
+          throw new UsageError(err instanceof Error ? err.message : String(err));
+        }
+        break;
       case '--ready-file':
         if (value === '') throw new UsageError('--ready-file needs a file path');
         out.readyFile = value;
@@ -196,7 +210,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
     emu = await startEmulator({
       ...(tls === undefined ? {} : { tls }),
       port: args.port, host: args.host, seed: args.seed, limits: args.limits, faults: args.faults, latencyMs: args.latencyMs,
-      frozenClock: args.frozenClock,
+      frozenClock: args.frozenClock, extraFields: args.extraFields,
       ...(args.controlToken === undefined ? {} : { controlToken: args.controlToken }),
       ...(args.clockStart === undefined ? {} : { clockStart: args.clockStart }),
     });

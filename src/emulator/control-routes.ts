@@ -17,6 +17,7 @@
  *   POST   /_control/clock/advance                 {ms} -> {now}
  *   POST   /_control/clock/rewind                  {ms} -> {now} (the service's clock goes back)
  *   GET|PUT|POST|DELETE /_control/faults           read | replace {faults:[...]} | add one rule | clear
+ *   GET|POST /_control/extra-fields                read | add {list, name, type, described?, description?} (extra-fields.ts)
  *   GET|PUT /_control/limits                       emulator defaults
  *   PUT    /_control/latency                       {ms}
  *   GET    /_control/stats                         counters; POST /_control/stats/reset zeroes them
@@ -24,6 +25,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { EmulatorControl } from './control.js';
+import type { ExtraField } from './extra-fields.js';
 import type { FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
 import type { Mutation } from './mutations.js';
@@ -154,6 +156,11 @@ export async function handleControl(control: EmulatorControl, method: string, pa
     }
     if (method === 'POST') return ok(control.addFault(obj(body) as unknown as FaultRule));
     return methodNotAllowed('GET, PUT, POST, DELETE');
+  }
+  if (a === 'extra-fields' && b === undefined) {
+    if (method === 'GET') return ok(control.extraFields());
+    if (method === 'POST') return ok(control.addExtraField(obj(body) as unknown as ExtraField));
+    return methodNotAllowed('GET, POST');
   }
   if (a === 'limits' && b === undefined) {
     if (method === 'GET') return ok(control.defaultLimits());

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { iso } from './clock.js';
+import { EXTRA_FIELD_TYPES, type ExtraField } from './extra-fields.js';
 import { FAULT_KINDS, type FaultCounts, type FaultRule } from './faults.js';
 import type { Indexable } from './keyset.js';
 import { resolveLimits, type LimitOverrides, type Limits } from './limits.js';
@@ -12,8 +13,8 @@ import { applyMutation, type Mutation, type MutationResult } from './mutations.j
 import { OUTCOME_CATEGORIES } from './generator.js';
 import { ApiError } from './problem.js';
 import { parseKeepingNumbers } from './raw-json.js';
-import type {
-  ContactRecord, ConversationRecord, DeletionRecord, ListName, PipelineStageRecord, StageEventRecord,
+import {
+  LIST_NAMES, type ContactRecord, type ConversationRecord, type DeletionRecord, type ListName, type PipelineStageRecord, type StageEventRecord,
 } from './records.js';
 import { seedAccount, type SeedOptions, type SeedResult } from './seed.js';
 import type { EmulatorState } from './state.js';
@@ -141,6 +142,13 @@ const MutationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('delete_contacts'), ...target }),
   z.strictObject({ op: z.literal('delete_conversations'), ...target }),
 ]);
+const ExtraFieldSchema = z.strictObject({
+  list: z.enum(LIST_NAMES),
+  name: z.string(),
+  type: z.enum(EXTRA_FIELD_TYPES),
+  described: z.boolean().optional(),
+  description: z.string().optional(),
+});
 const FaultRuleSchema = z.strictObject({
   kind: z.enum(FAULT_KINDS),
   probability: z.number().min(0).max(1).optional(),
@@ -220,7 +228,7 @@ export class EmulatorControl {
       dataApi: v.dataApi ?? true,
       planAccess: v.planAccess ?? true,
       limits: { ...(v.limits ?? {}) },
-    }, this.state.seed, this.state.getPools());
+    }, this.state.seed, this.state.getPools(), this.state.extraFields);
     registry.accounts.set(id, data);
     return this.accountInfo(data);
   }
@@ -309,6 +317,27 @@ export class EmulatorControl {
     const now = this.state.clock.rewind(ms);
     this.state.limiter.resetWindows();
     return iso(now);
+  }
+
+  /**
+   * Serve a field beyond the API description's on every record of a list,
+   * as a service adds one between connector releases: existing records get it
+   * without a change of their cursor (an incremental read sees it on records
+   * that change from now on), new ones as they are made, and /v1/openapi.json
+   * describes it unless `described` is false.
+   */
+  addExtraField(field: ExtraField): ExtraField[] {
+    const v = parse(ExtraFieldSchema, field, 'extra field');
+    const added: ExtraField = { list: v.list, name: v.name, type: v.type, ...(v.described === undefined ? {} : { described: v.described }), ...(v.description === undefined ? {} : { description: v.description }) };
+    this.state.extraFields.add(added);
+    const now = this.state.clock.now();
+    for (const account of this.state.registry.accounts.values()) account.addExtraField(added, now);
+    return this.extraFields();
+  }
+
+  /** The extra fields served now. */
+  extraFields(): ExtraField[] {
+    return LIST_NAMES.flatMap((list) => this.state.extraFields.forList(list).map((f) => ({ ...f })));
   }
 
   setFaults(rules: readonly FaultRule[]): FaultsInfo {

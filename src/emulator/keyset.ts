@@ -13,6 +13,8 @@
  * read; stale slots are dropped when they pile up.
  */
 
+import { parseKeepingNumbers } from './raw-json.js';
+
 const CHUNK_BYTES = 4 << 20;
 /** Position = chunk * SPAN + offset. */
 const SPAN = 2 ** 32;
@@ -97,7 +99,8 @@ export class Row<R extends { readonly id: string }> implements Indexable {
 
   /** The record, as an object to read or change in place (call changed() after a change). */
   get rec(): R {
-    if (this.obj === null) this.obj = JSON.parse(this.json()) as R;
+    // Numbers kept as written (setJson, extra fields) survive a change of a compacted record.
+    if (this.obj === null) this.obj = parseKeepingNumbers(this.json()) as R;
     return this.obj;
   }
 
@@ -118,7 +121,7 @@ export class Row<R extends { readonly id: string }> implements Indexable {
 
   /** The record changed in place: its JSON is written again when next needed. */
   changed(): void {
-    if (this.obj === null) this.obj = JSON.parse(this.json()) as R;
+    if (this.obj === null) this.obj = parseKeepingNumbers(this.json()) as R;
     this.at = -1;
   }
 

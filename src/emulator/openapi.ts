@@ -1,33 +1,46 @@
 /**
  * The OpenAPI 3.1 description of the Data-Read API, with the record schemas
- * generated from the zod schemas of src/schemas/resources.ts (z.toJSONSchema,
- * draft 2020-12, the dialect of OpenAPI 3.1).
+ * generated from the zod schemas the emulator serves (served-schemas.ts:
+ * src/schemas/resources.ts and the pipeline stages' fields), plus the extra
+ * fields it was told to describe (extra-fields.ts), by z.toJSONSchema, draft
+ * 2020-12, the dialect of OpenAPI 3.1.
  */
 import { z } from 'zod';
-import { Contact, Conversation, Deletion, Me, PipelineStage, Problem, StageEvent } from '../schemas/resources.js';
+import { Me, Problem } from '../schemas/resources.js';
+import { extraFieldSchema, type ExtraField } from './extra-fields.js';
 import { PROBLEM_TITLES } from './problem.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './query.js';
+import type { ListName } from './records.js';
+import { SERVED_SCHEMAS } from './served-schemas.js';
 
 export interface OpenApiOptions {
   /** Base URL (before /v1) for `servers`; omitted when not given. */
   readonly serverUrl?: string;
+  /** Extra fields to describe, per list (those served with `described: false` are left out by the caller). */
+  readonly extraFields?: (list: ListName) => readonly ExtraField[];
 }
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };
 
-/** Pipeline stages as the emulator serves them (resources.ts documents only id). */
-const PipelineStageServed = PipelineStage.extend({
-  key: z.string().meta({ description: 'Key of the stage, unique within its funnel' }),
-  name: z.string().meta({ description: 'Display name of the stage' }),
-  pipeline_id: z.string().meta({ description: 'Funnel of the stage' }),
-  position: z.number().int().meta({ description: 'Position of the stage in its funnel, from 0' }),
-  outcome: z.enum(['won', 'lost']).nullable().meta({ description: 'won or lost for a closing stage; null for an open stage' }),
-});
-
-/** z.toJSONSchema, minus $schema, with non-standard keywords renamed to x-... extensions. */
+/**
+ * z.toJSONSchema, minus $schema, with non-standard keywords renamed to x-...
+ * extensions. An integer marked `format: int64` is a 64-bit integer: zod's
+ * bounds of JavaScript's safe integers (±2^53) do not apply to it.
+ */
 function schemaOf(schema: z.ZodType): JsonObject {
-  const raw = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as JsonObject;
+  const raw = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'output',
+    unrepresentable: 'any',
+    override: (ctx) => {
+      const json = ctx.jsonSchema as Record<string, unknown>;
+      if (json.type === 'integer' && json.format === 'int64') {
+        delete json.minimum;
+        delete json.maximum;
+      }
+    },
+  }) as JsonObject;
   delete raw.$schema;
   const rename = (node: Json): Json => {
     if (Array.isArray(node)) return node.map(rename);
@@ -65,6 +78,7 @@ function errors(statuses: readonly number[]): JsonObject {
 }
 
 interface ListDoc {
+  readonly list: ListName;
   readonly path: string;
   readonly schema: string;
   readonly summary: string;
@@ -73,11 +87,11 @@ interface ListDoc {
 }
 
 const LIST_DOCS: readonly ListDoc[] = [
-  { path: '/v1/contacts', schema: 'Contact', summary: 'Page of contacts, with current stage and first origin', filter: 'updated_at', createdSince: false },
-  { path: '/v1/conversations', schema: 'Conversation', summary: 'Page of conversations', filter: 'updated_at', createdSince: false },
-  { path: '/v1/stage_events', schema: 'StageEvent', summary: 'Page of stage changes (immutable)', filter: 'created_at', createdSince: true },
-  { path: '/v1/deletions', schema: 'Deletion', summary: 'Page of deletion records of the last 90 days', filter: 'deleted_at', createdSince: true },
-  { path: '/v1/pipeline_stages', schema: 'PipelineStage', summary: 'Funnel stages', filter: null, createdSince: false },
+  { list: 'contacts', path: '/v1/contacts', schema: 'Contact', summary: 'Page of contacts, with current stage and first origin', filter: 'updated_at', createdSince: false },
+  { list: 'conversations', path: '/v1/conversations', schema: 'Conversation', summary: 'Page of conversations', filter: 'updated_at', createdSince: false },
+  { list: 'stage_events', path: '/v1/stage_events', schema: 'StageEvent', summary: 'Page of stage changes (immutable)', filter: 'created_at', createdSince: true },
+  { list: 'deletions', path: '/v1/deletions', schema: 'Deletion', summary: 'Page of deletion records of the last 90 days', filter: 'deleted_at', createdSince: true },
+  { list: 'pipeline_stages', path: '/v1/pipeline_stages', schema: 'PipelineStage', summary: 'Funnel stages', filter: null, createdSince: false },
 ];
 
 const LIST_ERRORS = [400, 401, 403, 429, 500, 503];
@@ -113,6 +127,13 @@ function listOperation(doc: ListDoc): JsonObject {
       },
     },
   };
+}
+
+/** A list's record schema as served, with the extra fields to describe. */
+function recordSchema(list: ListName, options: OpenApiOptions): z.ZodType {
+  const extra = options.extraFields?.(list) ?? [];
+  const base = SERVED_SCHEMAS[list];
+  return extra.length === 0 ? base : base.extend(Object.fromEntries(extra.map((f) => [f.name, extraFieldSchema(f)])));
 }
 
 export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
@@ -192,11 +213,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): JsonObject {
       },
       responses,
       schemas: {
-        Contact: schemaOf(Contact),
-        Conversation: schemaOf(Conversation),
-        StageEvent: schemaOf(StageEvent),
-        Deletion: schemaOf(Deletion),
-        PipelineStage: schemaOf(PipelineStageServed),
+        ...Object.fromEntries(LIST_DOCS.map((d) => [d.schema, schemaOf(recordSchema(d.list, options))])),
         Me: schemaOf(Me),
         Problem: schemaOf(Problem),
         PageEnvelope: {

@@ -64,7 +64,7 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
   listener: (req: IncomingMessage, res: ServerResponse) => void;
   cancelTimers: () => void;
 } {
-  let openapi: string | null = null;
+  let openapi: { readonly version: number; readonly body: string } | null = null;
   const timers = new Set<NodeJS.Timeout>();
   const sleep = (ms: number): Promise<void> => new Promise((resolve) => {
     const t = setTimeout(() => {
@@ -121,8 +121,11 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
       if (req.method !== 'GET') throw new ApiError(405, `only GET is supported (got ${req.method ?? '?'})`, { Allow: 'GET' });
       if (route.kind === 'openapi') {
         if (search !== '') throw new ApiError(400, 'this operation takes no query parameters');
-        openapi ??= JSON.stringify(buildOpenApiDocument({ serverUrl: state.url }));
-        reply = { status: 200, contentType: JSON_TYPE, body: openapi };
+        const fields = state.extraFields;
+        if (openapi?.version !== fields.version) {
+          openapi = { version: fields.version, body: JSON.stringify(buildOpenApiDocument({ serverUrl: state.url, extraFields: (list) => fields.describedFor(list) })) };
+        }
+        reply = { status: 200, contentType: JSON_TYPE, body: openapi.body };
       } else {
         const key = authenticate(state, req.headers.authorization);
         const account = state.registry.accounts.get(key.accountId);

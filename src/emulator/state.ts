@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { VirtualClock } from './clock.js';
 import { CursorCodec } from './cursor.js';
+import { ExtraFields, type ExtraField } from './extra-fields.js';
 import { FaultInjector, type FaultRule } from './faults.js';
 import { RateLimiter, resolveLimits, type LimitOverrides, type Limits } from './limits.js';
 import { getPools, type Pools } from './pools.js';
@@ -34,6 +35,8 @@ export interface EmulatorOptions {
   readonly latencyMs?: number;
   /** Prefix of generated API keys (<prefix>_live_<secret>); default "drk". */
   readonly keyPrefix?: string;
+  /** Fields served (and described in /v1/openapi.json) beyond the API description's, as a service adds them. */
+  readonly extraFields?: readonly ExtraField[];
 }
 
 export function seedNumber(seed: number | string | undefined): number {
@@ -55,6 +58,7 @@ export class EmulatorState {
   readonly limiter = new RateLimiter();
   readonly faults: FaultInjector;
   readonly stats = new RequestStats();
+  readonly extraFields: ExtraFields;
   readonly codec: CursorCodec;
   readonly controlToken: string;
   readonly keyPrefix: string;
@@ -74,6 +78,7 @@ export class EmulatorState {
     this.clock = new VirtualClock({ ...(start === undefined ? {} : { start }), frozen: options.frozenClock ?? false });
     this.faults = new FaultInjector(this.seed);
     this.faults.set(options.faults ?? []);
+    this.extraFields = new ExtraFields(options.extraFields ?? []);
     this.codec = new CursorCodec(options.cursorSecret ?? randomBytes(32));
     this.controlToken = options.controlToken ?? randomBytes(24).toString('base64url');
     this.keyPrefix = options.keyPrefix ?? 'drk';

@@ -7,6 +7,7 @@ import { iso } from './clock.js';
 import { buildAccountContext, type AccountContext } from './context.js';
 import { Generator, type Generated, type GeneratedContact } from './generator.js';
 import { JsonArena, KeysetIndex, Row, type ScanResult } from './keyset.js';
+import { extraValue, type ExtraField, type ExtraFields } from './extra-fields.js';
 import type { LimitOverrides } from './limits.js';
 import type { Pools } from './pools.js';
 import type { Prng } from './prng.js';
@@ -62,10 +63,14 @@ export class AccountData {
   /** Some record holds a number kept as written (setJson): dumps then parse keeping them. */
   hasRawNumbers = false;
 
-  constructor(id: string, ordinal: number, settings: AccountSettings, seed: number, pools: Pools) {
+  /** Fields served beyond the API description's (every record of their list carries them). */
+  readonly extraFields: ExtraFields;
+
+  constructor(id: string, ordinal: number, settings: AccountSettings, seed: number, pools: Pools, extraFields: ExtraFields) {
     this.id = id;
     this.ordinal = ordinal;
     this.settings = settings;
+    this.extraFields = extraFields;
     this.ctx = buildAccountContext(seed, ordinal, pools);
     this.gen = new Generator(pools, this.ctx);
     this.index = {
@@ -75,7 +80,7 @@ export class AccountData {
       deletions: new KeysetIndex(),
       pipeline_stages: new KeysetIndex(),
     };
-    this.stages = this.ctx.stages.map((s) => new Row(this.arena, s, false));
+    this.stages = this.ctx.stages.map((s) => new Row(this.arena, this.withExtra('pipeline_stages', { ...s }), false));
     this.ctx.pipelines.forEach((pipeline, pi) => {
       for (const row of this.stages) {
         if (row.rec.pipeline_id === pipeline.id) this.index.pipeline_stages.put(row, pi * 1000 + row.rec.position);
@@ -88,7 +93,7 @@ export class AccountData {
    * compact: keep only the JSON of the records (seeding: memory and GC stay small).
    */
   addContact(g: GeneratedContact, hidden: boolean, compact = false): ContactRow {
-    const row = new Row(this.arena, g.contact.rec, hidden);
+    const row = new Row(this.arena, this.withExtra('contacts', g.contact.rec), hidden);
     if (compact) row.compact();
     this.contacts.set(row.id, row);
     if (!hidden) this.index.contacts.put(row, g.contact.t);
@@ -98,7 +103,7 @@ export class AccountData {
   }
 
   addConversation(contact: ContactRow, c: Generated<ConversationRecord>, compact = false): ConversationRow {
-    const conv = new ConversationRow(this.arena, c.rec, contact.hidden);
+    const conv = new ConversationRow(this.arena, this.withExtra('conversations', c.rec), contact.hidden);
     if (compact) conv.compact();
     this.conversations.set(conv.id, conv);
     if (!conv.hidden) this.index.conversations.put(conv, c.t);
@@ -106,18 +111,47 @@ export class AccountData {
   }
 
   addStageEvent(e: Generated<StageEventRecord>, hidden: boolean, compact = false): void {
-    const row = new Row(this.arena, e.rec, hidden);
+    const row = new Row(this.arena, this.withExtra('stage_events', e.rec), hidden);
     if (compact) row.compact();
     if (hidden) this.hiddenEvents.push(row);
     else this.index.stage_events.put(row, e.t);
   }
 
   addDeletion(p: Prng, objectType: DeletionObjectType, objectId: string, t: number, hidden: boolean, compact = false): Row<DeletionRecord> {
-    const row = new Row<DeletionRecord>(this.arena, { id: p.uuid(), object_type: objectType, object_id: objectId, deleted_at: iso(t) }, hidden);
+    const rec: DeletionRecord = { id: p.uuid(), object_type: objectType, object_id: objectId, deleted_at: iso(t) };
+    const row = new Row<DeletionRecord>(this.arena, this.withExtra('deletions', rec), hidden);
     if (compact) row.compact();
     if (hidden) this.hiddenDeletions.push(row);
     else this.index.deletions.put(row, t);
     return row;
+  }
+
+  /** A record made now, with the list's extra fields set. */
+  private withExtra<R extends { readonly id: string }>(list: ListName, rec: R): R {
+    if (this.extraFields.apply(list, rec)) this.hasRawNumbers = true;
+    return rec;
+  }
+
+  /**
+   * A field added at run time: set on every record of the list (served ones
+   * and those of the test environment), their cursors unchanged.
+   */
+  addExtraField(field: ExtraField, now: number): void {
+    const rows: Row<{ readonly id: string }>[] = [];
+    if (field.list === 'contacts') rows.push(...this.contacts.values());
+    else if (field.list === 'conversations') rows.push(...this.conversations.values());
+    else if (field.list === 'pipeline_stages') rows.push(...this.stages);
+    else {
+      const served = this.read(field.list, { watermark: now, since: null, after: null, limit: Number.MAX_SAFE_INTEGER }).rows;
+      rows.push(...(served as Row<{ readonly id: string }>[]), ...(field.list === 'stage_events' ? this.hiddenEvents : this.hiddenDeletions));
+    }
+    for (const row of rows) {
+      const rec = row.rec as Record<string, unknown>;
+      const value = extraValue(field, row.id);
+      rec[field.name] = value;
+      if (typeof value === 'object' && value !== null) this.hasRawNumbers = true;
+      row.changed();
+    }
   }
 
   /** Live (indexed) records of a list, whatever their time. */

@@ -12,7 +12,7 @@
  * that says why.
  */
 import { isRawNumber, type RawNumber } from '../exact-json.js';
-import { recordJsonSchema } from '../schemas/json-schema.js';
+import { builtInSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data } from './events.js';
 
@@ -53,11 +53,14 @@ function fitsTypes(types: readonly JsonType[], value: unknown): boolean {
   return types.includes(actual) || (actual === 'integer' && types.includes('number'));
 }
 
-function declaredFields(stream: StreamDefinition): DeclaredField[] {
-  const properties = (recordJsonSchema(stream).properties ?? {}) as Record<string, { type?: unknown }>;
+function declaredFields(schema: JsonSchema): DeclaredField[] {
+  const properties = schema.properties;
+  if (typeof properties !== 'object' || properties === null) return [];
   const out: DeclaredField[] = [];
-  for (const [name, property] of Object.entries(properties)) {
-    const raw = Array.isArray(property.type) ? property.type : [property.type];
+  for (const [name, property] of Object.entries(properties as Record<string, unknown>)) {
+    if (typeof property !== 'object' || property === null) continue;
+    const declared = (property as { type?: unknown }).type;
+    const raw = Array.isArray(declared) ? declared : [declared];
     const types = raw.filter((t): t is JsonType => JSON_TYPES.includes(t as JsonType));
     if (types.length > 0 && types.length === raw.length) out.push({ name, types });
   }
@@ -142,9 +145,10 @@ export class TypeAudit {
   private readonly firstMisfit: Checker;
   private readonly misfits = new Map<string, Misfit>();
 
-  constructor(stream: StreamDefinition) {
+  /** @param schema the record schema the destination was told (default: the stream's built-in schema) */
+  constructor(stream: StreamDefinition, schema: JsonSchema = builtInSchema(stream)) {
     this.stream = stream;
-    this.fields = declaredFields(stream);
+    this.fields = declaredFields(schema);
     this.firstMisfit = compile(this.fields);
   }
 

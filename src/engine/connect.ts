@@ -1,4 +1,4 @@
-/** From a validated config to a client, and the connection check both faces run. */
+/** From a validated config to a client, and the connection check (`check`, with its schema drift line). */
 import { createClient } from '../client/client.js';
 import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config.js';
@@ -26,6 +26,21 @@ export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overri
 export interface CheckResult {
   readonly ok: boolean;
   readonly message: string;
+}
+
+/** A check's answer, and its one line on schema drift (when the key works). */
+export interface ConnectionCheck extends CheckResult {
+  readonly drift?: { readonly level: 'INFO' | 'WARN'; readonly message: string };
+}
+
+/**
+ * The client options of short, interactive requests (check, discover): few
+ * retries and short waits, so a command answers in seconds, no word of a
+ * sync's saved state in its errors (there is none), and one connection.
+ */
+export function interactivePatience(config: Config): Partial<ClientOptions> {
+  // One connection: their requests go one after the other, and the second reuses the first's connection (one TLS handshake, one proxy tunnel).
+  return { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '', maxConcurrent: 1 };
 }
 
 /**
@@ -59,16 +74,26 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
 
 /**
  * The `check` command: a check must answer fast, so it retries little and
- * waits at most 30 s for a rate limit. Its errors do not speak of a sync or a
- * saved state (there is none in a check).
+ * waits at most 30 s for a rate limit (interactivePatience). Once /v1/me
+ * says the key works, it reads the service's description on the same
+ * connection for the drift line: which fields the service describes that the
+ * built-in schemas lack, and the other way round.
  */
-export async function checkConnection(config: Config): Promise<CheckResult> {
+export async function checkConnection(config: Config): Promise<ConnectionCheck> {
   // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
   const future = futureStartDate(config.start_date);
   if (future) return { ok: false, message: future };
-  const client = clientFromConfig(config, {}, { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '' });
+  const client = clientFromConfig(config, {}, interactivePatience(config));
   try {
-    return await verifyAccount(client, config);
+    const result = await verifyAccount(client, config);
+    if (!result.ok) return result;
+    const { describeStreams, driftNote } = await import('./service-schemas.js');
+    const drift = await describeStreams(client).then(
+      (loaded) => driftNote(loaded, !config.use_service_schema),
+      // A key refused for the description alone: the drift is what cannot be told.
+      (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
+    );
+    return { ...result, drift };
   } finally {
     await client.close();
   }

@@ -17,10 +17,17 @@ import type { StreamState } from './state.js';
 import { futureStartDate, parseInstant } from '../config.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { TypeAudit } from './conformance.js';
+import type { JsonSchema } from '../schemas/json-schema.js';
 
 export interface SelectedStream {
   readonly stream: StreamDefinition;
   readonly mode: SyncMode;
+  /**
+   * The record schema the destination was told (the configured catalog's, the
+   * SCHEMA sent): values that do not fit its types are reported. Default: the
+   * stream's built-in schema.
+   */
+  readonly schema?: JsonSchema | undefined;
 }
 
 export interface SyncRequest {
@@ -126,10 +133,10 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     await sink.streamStopped(stream);
   };
 
-  const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
+  const runOne = async ({ stream, mode, schema }: SelectedStream): Promise<void> => {
     if (runFailure) return stop(stream, runFailure);
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
-    const audit = new TypeAudit(stream);
+    const audit = new TypeAudit(stream, schema);
     try {
       if (isDeletionLog(stream) && mode === 'incremental') {
         const warning = deletionGapWarning(stream, state);

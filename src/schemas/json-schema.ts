@@ -39,16 +39,49 @@ function normalizeProperty(input: JsonSchema): JsonSchema {
 export interface RecordSchemaOptions {
   /** Declare this deleted-at column, a nullable date-time (tombstones are on for the stream). */
   readonly deletedAtColumn?: string | undefined;
+  /**
+   * The stream's record schema to start from (the built-in one merged with the
+   * service's description, see schema-merge.ts); default: the built-in schema.
+   */
+  readonly base?: JsonSchema | undefined;
 }
 
-/** The JSON Schema of one stream's records. */
-export function recordJsonSchema(stream: StreamDefinition, options: RecordSchemaOptions = {}): JsonSchema {
+/** Each stream's record schema in the neutral form (no deleted-at column), by stream name. */
+export type StreamSchemas = ReadonlyMap<string, JsonSchema>;
+
+const builtIns = new Map<string, JsonSchema>();
+
+/** The schema built into this release, from the stream's zod schema (the same object on every call: do not change it). */
+export function builtInSchema(stream: StreamDefinition): JsonSchema {
+  const known = builtIns.get(stream.name);
+  if (known !== undefined) return known;
   const generated = z.toJSONSchema(stream.schema, { target: 'draft-07', io: 'output' }) as JsonSchema;
   const props = isObject(generated.properties) ? generated.properties : {};
   const properties: JsonSchema = {};
   for (const [name, prop] of Object.entries(props)) {
     if (isObject(prop)) properties[name] = normalizeProperty(prop);
   }
+  const required = [stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : [])];
+  const schema: JsonSchema = {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    type: 'object',
+    additionalProperties: true,
+    required,
+    properties,
+  };
+  builtIns.set(stream.name, schema);
+  return schema;
+}
+
+/** The built-in schemas of these streams. */
+export function builtInSchemas(streams: readonly StreamDefinition[]): StreamSchemas {
+  return new Map(streams.map((s) => [s.name, builtInSchema(s)]));
+}
+
+/** The JSON Schema of one stream's records: the base schema (built-in by default), with the deleted-at column when asked. */
+export function recordJsonSchema(stream: StreamDefinition, options: RecordSchemaOptions = {}): JsonSchema {
+  const base = structuredClone(options.base ?? builtInSchema(stream));
+  const properties: JsonSchema = isObject(base.properties) ? base.properties : {};
   if (options.deletedAtColumn) {
     properties[options.deletedAtColumn] = {
       type: ['null', 'string'],
@@ -56,13 +89,14 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
       description: 'Set when the object was deleted in Data-Read (a tombstone); null otherwise',
     };
   }
-  const required = [stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : [])];
-  return {
-    $schema: 'http://json-schema.org/draft-07/schema#',
-    type: 'object',
-    additionalProperties: true,
-    required,
-    properties,
-  };
+  return { ...base, properties };
 }
 
+
+/** Whether a property schema lets a value be null (no type at all does). */
+export function admitsNull(property: unknown): boolean {
+  if (!isObject(property)) return true;
+  const type = property.type;
+  if (type === undefined) return true;
+  return type === 'null' || (Array.isArray(type) && type.includes('null'));
+}

@@ -43,18 +43,29 @@ describe('source-data-read spec / discover', () => {
     expect(message).toEqual({ type: 'SPEC', spec: snapshot });
   });
 
-  it('discover prints the checked-in catalog, without tombstone columns by default', async () => {
+  it('discover without the service: the checked-in catalog (the built-in schemas), one WARN saying why, no tombstone columns by default', async () => {
     const result = await runCli(SOURCE_BIN, ['discover', '--config', config]);
     expect(result.code).toBe(0);
     expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
-    const [message] = parseLines(result.stdout) as [{ catalog: { streams: { name: string; json_schema: { properties: object } }[] } }];
+    const [log, message, ...rest] = parseLines(result.stdout) as [{ log: { level: string; message: string } }, { catalog: { streams: { name: string; json_schema: { properties: object } }[] } }];
+    expect(rest).toEqual([]);
+    expect(log.log.level).toBe('WARN');
+    expect(log.log.message).toMatch(/^Using the built-in stream schemas: the service's description cannot be used\. Could not reach the Data-Read API/);
     const checkedIn = JSON.parse(readFileSync(join(ROOT, 'catalog', 'discovered_catalog.json'), 'utf8')) as unknown;
     expect(message.catalog).toEqual(checkedIn);
     for (const stream of message.catalog.streams) expect(stream.json_schema.properties).not.toHaveProperty('_ab_cdc_deleted_at');
   });
 
+  it('discover with use_service_schema false: the checked-in catalog alone, no request, nothing else said', async () => {
+    const pinned = writeJson(dir, 'pinned.json', { api_key: CANARY, base_url: 'http://127.0.0.1:9', use_service_schema: false });
+    const result = await runCli(SOURCE_BIN, ['discover', '--config', pinned]);
+    expect(result.code).toBe(0);
+    const checkedIn = JSON.parse(readFileSync(join(ROOT, 'catalog', 'discovered_catalog.json'), 'utf8')) as unknown;
+    expect(parseLines(result.stdout)).toEqual([{ type: 'CATALOG', catalog: checkedIn }]);
+  });
+
   it('discover declares _ab_cdc_deleted_at on contacts and conversations only when tombstones are on', async () => {
-    const withTombstones = writeJson(dir, 'tomb.json', { api_key: CANARY, base_url: 'http://127.0.0.1:9', deletions_as_tombstones: true });
+    const withTombstones = writeJson(dir, 'tomb.json', { api_key: CANARY, base_url: 'http://127.0.0.1:9', deletions_as_tombstones: true, use_service_schema: false });
     const result = await runCli(SOURCE_BIN, ['discover', '--config', withTombstones]);
     const [message] = parseLines(result.stdout) as [{ catalog: { streams: { name: string; json_schema: { properties: object } }[] } }];
     const declaring = message.catalog.streams.filter((s) => '_ab_cdc_deleted_at' in s.json_schema.properties).map((s) => s.name);

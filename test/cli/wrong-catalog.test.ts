@@ -16,8 +16,8 @@ const files: Record<string, string> = {};
 
 beforeAll(async () => {
   dir = tempDir('sdr-catalogs-');
-  // Nothing listens on port 9: the catalog must be refused before any request.
-  config = writeJson(dir, 'config.json', { api_key: KEY, base_url: 'http://127.0.0.1:9', max_retries: 0 });
+  // Nothing listens on port 9: the catalog must be refused before any request (and discover, pinned, makes none).
+  config = writeJson(dir, 'config.json', { api_key: KEY, base_url: 'http://127.0.0.1:9', max_retries: 0, use_service_schema: false });
   const singer = await runCli(TAP_BIN, ['--config', config, '--discover']);
   const discover = await runCli(SOURCE_BIN, ['discover', '--config', config]);
   expect(singer.code).toBe(0);

@@ -101,6 +101,28 @@ describe('requests on the wire', () => {
     await client.close();
   });
 
+  it('GET /v1/openapi.json: the same request (key, headers) and retries as every request; the document as parsed, unchecked', async () => {
+    let seen: Headers | undefined;
+    let calls = 0;
+    nock(BASE)
+      .get('/v1/openapi.json')
+      .times(2)
+      .reply((req: Request) => {
+        seen = req.headers;
+        calls += 1;
+        return calls === 1 ? [503, '', { 'retry-after': '0' }] : [200, '{"openapi": "3.1.0", "info": {"version": 9007199254740993}}', JSON_HEADERS];
+      });
+    const { client, logs } = harness();
+    const doc = (await client.description()) as { openapi: string; info: { version: unknown } };
+    expect(calls).toBe(2);
+    expect(logs.map((l) => l.message)).toEqual([expect.stringMatching(/^GET \/v1\/openapi\.json: HTTP 503/)]);
+    expect(seen?.get('authorization')).toBe(`Bearer ${CANARY}`);
+    expect(seen?.get('accept')).toBe('application/json');
+    expect(doc.openapi).toBe('3.1.0');
+    expect(JSON.stringify(doc.info.version)).toBe('9007199254740993');
+    await client.close();
+  });
+
   it('GET /v1/me with a body of the wrong shape is a contract error naming the field', async () => {
     nock(BASE).get('/v1/me').reply(200, { account_name: 'Acme', limits: { per_minute: 60, per_day: 1 } }, JSON_HEADERS);
     const { client } = harness();

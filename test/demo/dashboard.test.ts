@@ -50,6 +50,23 @@ describe('replicaSummary', () => {
     expect(summary.watermarks).toEqual({ contacts: t(30), conversations: t(31), pipeline_stages: null });
   });
 
+  it('names stages from the typed column the service\'s description gave them, or from _extra without it', () => {
+    const stageRecords = [{ id: 's1', key: 'new', name: 'New lead' }, { id: 's2', key: 'won' }];
+    for (const typed of [true, false]) {
+      const path = newDb();
+      const schemas = typed
+        ? new Map([[stages.name, { type: 'object', properties: { id: { type: 'string' }, key: { type: 'string' }, name: { type: ['null', 'string'] } } }]])
+        : undefined;
+      const store = new ReplicaStore(path, undefined, { schemas });
+      store.commit(stages, stageRecords, {}, true);
+      store.commit(contacts, [contact('c1', 1, { current_stage_id: 's1' }), contact('c2', 1, { current_stage_id: 's2' })], { sync_watermark: iso(3) });
+      const typedName = store.db.prepare("SELECT count(*) AS n FROM pragma_table_info('pipeline_stages') WHERE name = 'name'").get()?.n;
+      store.close();
+      expect(typedName, String(typed)).toBe(typed ? 1 : 0);
+      expect(replicaSummary(path).contacts.byStage).toEqual([{ value: 's1', count: 1, name: 'New lead' }, { value: 's2', count: 1, name: 'won' }]);
+    }
+  });
+
   it('names a missing database', () => {
     expect(() => replicaSummary('/nonexistent/replica.db')).toThrow(/No replica database at "\/nonexistent\/replica.db"/);
   });

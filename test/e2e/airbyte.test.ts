@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dayOfActivity, startEmulator, type Emulator, type FaultRule } from '../../src/emulator/index.js';
-import { ROOT, SOURCE_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
+import { ROOT, SOURCE_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type StreamStates } from '../helpers/destination.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
@@ -63,8 +63,7 @@ describe('check', () => {
     const acc = account(5);
     const result = await runCli(SOURCE_BIN, ['check', '--config', acc.config()]);
     expectValid(result, acc.key);
-    const [m] = parseLines(result.stdout) as [{ connectionStatus: { status: string; message: string } }];
-    expect(m.connectionStatus).toEqual({ status: 'SUCCEEDED', message: expect.stringContaining('"Acme 5"') });
+    expect(connectionStatusOf(result.stdout)).toEqual({ status: 'SUCCEEDED', message: expect.stringContaining('"Acme 5"') });
   });
 
   it('FAILED explains a revoked key (401), a switched-off data API (403) and a key without data:read', async () => {

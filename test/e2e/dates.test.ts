@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
 
 const HOUR = 3_600_000;
@@ -41,8 +41,7 @@ function withOffset(ms: number, offsetHours: number): string {
 async function check(startDate: string): Promise<{ status: string; message: string }> {
   const run = await runCli(SOURCE_BIN, ['check', '--config', config(startDate)]);
   expect(run.code).toBe(0);
-  const [m] = parseLines(run.stdout) as [{ connectionStatus: { status: string; message: string } }];
-  return m.connectionStatus;
+  return connectionStatusOf(run.stdout);
 }
 
 function errorsOf(run: CliResult): { failure_type: string; message: string }[] {

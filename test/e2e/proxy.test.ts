@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { makeTestCa, type TestCa } from '../helpers/certificates.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
 import { readmeRecipe, runShell } from '../helpers/readme.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../helpers/destination.js';
@@ -92,8 +92,7 @@ const tap = (args: string[], env?: Record<string, string>): Promise<CliResult> =
 
 function connectionStatus(result: CliResult): { status: string; message: string } {
   expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
-  const [m] = parseLines(result.stdout) as [{ connectionStatus: { status: string; message: string } }];
-  return m.connectionStatus;
+  return connectionStatusOf(result.stdout);
 }
 
 function errorTraces(result: CliResult): { failure_type: string; message: string }[] {
@@ -204,7 +203,8 @@ describe('replicate and Airbyte read as absolute-form requests (http_proxy, an h
     expect(entries.every((e) => e.method === 'GET' && e.target.startsWith(`${plainEmu.url}/v1/`) && e.status === 200 && e.host === `127.0.0.1:${plainEmu.port}`)).toBe(true);
     expect(entries.every((e) => e.authorization === `Basic ${SECRETS[2]}`)).toBe(true);
     const paths = [...new Set(entries.map((e) => new URL(e.target).pathname))].sort();
-    expect(paths).toEqual(['/v1/contacts', '/v1/conversations', '/v1/deletions', '/v1/me', '/v1/pipeline_stages', '/v1/stage_events']);
+    // The service's description too (the replica's columns): through the same proxy.
+    expect(paths).toEqual(['/v1/contacts', '/v1/conversations', '/v1/deletions', '/v1/me', '/v1/openapi.json', '/v1/pipeline_stages', '/v1/stage_events']);
     const shown = entries.slice(0, 2).map((e) => ({ ...e, authorization: e.authorization === undefined ? undefined : 'Basic (the test credentials)' }));
     process.stderr.write(`proxy (absolute-form) saw ${entries.length} requests for two replicate runs, e.g. ${JSON.stringify(shown)}\n`);
   });
@@ -334,7 +334,7 @@ describe('the README recipe', () => {
       const result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });
       outputs.push(result.stdout, result.stderr);
       expect(result.code, result.stderr).toBe(0);
-      const statuses = parseLines(result.stdout).map((m) => (m as { connectionStatus: { status: string; message: string } }).connectionStatus);
+      const statuses = parseLines(result.stdout).filter((m) => m.type === 'CONNECTION_STATUS').map((m) => (m as { connectionStatus: { status: string; message: string } }).connectionStatus);
       expect(statuses.map((s) => s.status)).toEqual(['FAILED', 'SUCCEEDED', 'SUCCEEDED']);
       expect(statuses[0]?.message).toContain('ca_certificate');
       expect(recipeProxy.log.map((e) => [e.method, e.status, e.authorization])).toEqual([['CONNECT', 200, `Basic ${Buffer.from('etl:s3cret').toString('base64')}`]]);

@@ -44,4 +44,28 @@ describe('type audit', () => {
     expect(warning).toContain('email is declared string or null but got an integer (42 in record c4)');
     expect(warning).toContain('updated_at is declared string but got null (null in record c5)');
   });
+
+  it('checks the schema the destination was told (a configured catalog, a SCHEMA sent), not the built-in one', () => {
+    // As a service's description would have it: qualification_score a number now, a new integer field.
+    const told = {
+      type: 'object',
+      properties: {
+        id: { type: 'string' },
+        updated_at: { type: 'string', format: 'date-time', airbyte_type: 'timestamp_with_timezone' },
+        qualification_score: { type: ['null', 'number'] },
+        lifetime_value: { type: ['null', 'integer'] },
+        notes: {},
+      },
+    };
+    const audit = new TypeAudit(contacts, told);
+    audit.check([{ ...good, qualification_score: 1.5, lifetime_value: 12 }, { ...good, id: 'c1', lifetime_value: 'a lot', notes: 3 }]);
+    expect(audit.warning()).toBe(
+      'contacts: a value does not fit the declared type; passed on as received (a strict destination may reject them): ' +
+        'lifetime_value is declared integer or null but got a string (a 5-character string in record c1).',
+    );
+    const builtIn = new TypeAudit(contacts);
+    builtIn.check([{ ...good, qualification_score: 1.5, lifetime_value: 'a lot' }]);
+    expect(builtIn.warning()).toMatch(/qualification_score is declared integer or null but got a number with a fraction/);
+    expect(builtIn.warning()).not.toMatch(/lifetime_value/);
+  });
 });

@@ -82,6 +82,13 @@ export function writeJson(dir: string, name: string, value: unknown): string {
   return path;
 }
 
+/** The CONNECTION_STATUS of a `check`'s output (a LOG line, the schema drift, may come before it). */
+export function connectionStatusOf(stdout: string): { status: string; message: string } {
+  const message = parseLines(stdout).find((m) => m.type === 'CONNECTION_STATUS') as { connectionStatus: { status: string; message: string } } | undefined;
+  if (message === undefined) throw new Error(`no CONNECTION_STATUS in: ${stdout.slice(0, 500)}`);
+  return message.connectionStatus;
+}
+
 export type Checker = 'airbyte-check.py' | 'singer-check.py';
 
 export interface CheckSummary {

@@ -19,6 +19,9 @@ export class FakeApi implements DataReadApi {
   readonly lists = new Map<string, Rec[]>();
   watermark: string;
   beforePage: BeforePage = () => undefined;
+  /** What GET /v1/openapi.json answers: a document, or an error to throw (default: a 404). */
+  openApi: unknown = new ApiError('not_found', 'config_error', 'The Data-Read API has no /v1/openapi.json (HTTP 404).', { status: 404 });
+  descriptionCalls = 0;
 
   /** @param lists records per path; a path without a list answers 404 */
   constructor(lists: Record<string, Rec[]> = {}, watermark = '2026-03-01T00:00:00.000Z') {
@@ -33,6 +36,13 @@ export class FakeApi implements DataReadApi {
 
   async me(): Promise<Me> {
     return { account_name: 'Fake', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100_000 } };
+  }
+
+  async description(): Promise<unknown> {
+    this.descriptionCalls++;
+    this.stats.requests++;
+    if (this.openApi instanceof Error) throw this.openApi;
+    return this.openApi;
   }
 
   async list(path: string, query: ListQuery): Promise<RawPage> {

@@ -6,13 +6,16 @@
  * count, a GROUP BY, a median); a lookup by key, a join and a correlated
  * subquery search an index; SQLite never has to build an automatic index.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
+import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
+import { describeStreams } from '../../src/engine/service-schemas.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { summarize } from '../../demo/dashboard.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
+import { FakeApi } from '../helpers/fake-api.js';
 
 const dir = tempDir('replica-plans-');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,8 +77,16 @@ function problems(sql: string, lines: readonly string[]): string[] {
 
 describe('the replica answers from indexes', () => {
   const path = join(dir, 'replica.db');
-  const store = new ReplicaStore(path);
-  const db = store.db;
+  let store: ReplicaStore;
+  let db: DatabaseSync;
+  beforeAll(async () => {
+    // A replica of the emulator: its tables as the service's description makes them (pipeline_stages with name, key, ...).
+    const api = new FakeApi();
+    api.openApi = buildOpenApiDocument();
+    const { schemas } = await describeStreams(api);
+    store = new ReplicaStore(path, undefined, { schemas });
+    db = store.db;
+  });
   afterAll(() => store.close());
 
   it('the README queries and the dashboard summary: no full scan where an index is natural', () => {

@@ -88,8 +88,11 @@ describe('replicate: the replica equals the service', () => {
       expect(types).toMatchObject({ id: 'TEXT', updated_at: 'TEXT', qualification_score: 'INTEGER', do_not_contact: 'INTEGER', _extra: 'TEXT' });
       const flags = db.prepare('SELECT DISTINCT do_not_contact AS v FROM contacts ORDER BY v').all().map((r) => r.v);
       expect(flags.every((v) => v === 0 || v === 1)).toBe(true);
-      const stages = db.prepare("SELECT json_extract(_extra, '$.name') AS name FROM pipeline_stages LIMIT 1").get();
+      // The stages' fields are typed columns: the emulator's description declares them.
+      const stages = db.prepare('SELECT name, position, _extra FROM pipeline_stages LIMIT 1').get();
       expect(typeof stages?.name).toBe('string');
+      expect(typeof stages?.position).toBe('number');
+      expect(stages?._extra).toBeNull();
     } finally {
       db.close();
     }

@@ -103,4 +103,21 @@ describe('numbers digit for digit', () => {
     expect(JSON.stringify(back, order)).toBe(JSON.stringify(record, order));
     expect(JSON.stringify(back.x_nested)).toBe('{"n":[1.0,18446744073709551617]}');
   });
+
+  it('an integer beyond 2^53 that JavaScript holds exactly (even, 9007199254740994): a plain number from the parse, still an exact INTEGER', () => {
+    const record = parseExactJson('{"id":"v2","updated_at":"2026-01-01T00:00:00.000Z","contact_message_count":9007199254740994,"agent_message_count":-9007199254809444}') as Record<string, unknown>;
+    expect(typeof record.contact_message_count).toBe('number');
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+    const select = db.prepare('SELECT contact_message_count AS c, agent_message_count AS a, _extra AS e FROM conversations');
+    select.setReadBigInts(true);
+    expect(select.get()).toEqual({ c: 9007199254740994n, a: -9007199254809444n, e: null });
+    const all = db.prepare('SELECT * FROM conversations');
+    all.setReadBigInts(true);
+    const back = rowToRecord(layout, all.get() as Record<string, never>);
+    db.close();
+    expect(back.contact_message_count).toBe(9007199254740994);
+    expect(back.agent_message_count).toBe(-9007199254809444);
+  });
 });

@@ -16,8 +16,9 @@ describe('--about', () => {
     const props = about().settings.properties as Record<string, Record<string, unknown>>;
     expect(Object.keys(props)).toEqual([
       'api_key', 'base_url', 'start_date', 'page_size', 'max_concurrent_requests',
-      'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones', 'proxy_url', 'ca_certificate',
+      'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones', 'proxy_url', 'ca_certificate', 'use_service_schema',
     ]);
+    expect(props.use_service_schema).toMatchObject({ type: 'boolean', default: true });
     expect(props.api_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
     expect(props.page_size).toMatchObject({ type: 'integer', default: 200, minimum: 1, maximum: 200 });
     expect(props.deletions_as_tombstones?.description).toContain('_sdc_deleted_at');

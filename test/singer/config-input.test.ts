@@ -10,6 +10,7 @@ describe('config sources', () => {
       TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
       TAP_DATA_READ_PAGE_SIZE: '50',
       TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true',
+      TAP_DATA_READ_USE_SERVICE_SCHEMA: 'false',
       TAP_DATA_READ_START_DATE: '2024-01-01',
       TAP_DATA_READ_MAX_RETRIES: '',
       TAP_DATA_READ__SELECT: '["contacts.*"]',
@@ -20,9 +21,11 @@ describe('config sources', () => {
       base_url: 'http://127.0.0.1:8080',
       page_size: 50,
       deletions_as_tombstones: true,
+      use_service_schema: false,
       start_date: '2024-01-01',
     });
     expect(parseConfig(configFromEnv(env)).config.page_size).toBe(50);
+    expect(parseConfig(configFromEnv(env)).config.use_service_schema).toBe(false);
   });
 
   it('leaves a value that is not of the declared type to validation, which names the key', () => {

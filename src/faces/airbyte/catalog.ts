@@ -1,10 +1,11 @@
 /**
- * The Airbyte catalog: discovered from the streams table, and the configured
- * catalog a user passes to `read`, validated against it.
+ * The Airbyte catalog: discovered from the streams table and the stream
+ * schemas (built in, or merged with the service's description), and the
+ * configured catalog a user passes to `read`, validated against it.
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
-import { recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
+import { recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
@@ -28,13 +29,16 @@ function withAirbyteTypes(schema: JsonSchema): JsonSchema {
   return out;
 }
 
-/** A stream's record schema as Airbyte reads it: the shared schema, annotated, with the tombstone column when on. */
-export function airbyteJsonSchema(stream: StreamDefinition, tombstones: boolean): JsonSchema {
-  return withAirbyteTypes(recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined }));
+/**
+ * A stream's record schema as Airbyte reads it: the shared schema (`base`, the
+ * built-in one by default), annotated, with the tombstone column when on.
+ */
+export function airbyteJsonSchema(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): JsonSchema {
+  return withAirbyteTypes(recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined, base }));
 }
 
-export function airbyteStream(stream: StreamDefinition, tombstones: boolean): AirbyteStream {
-  const json_schema = airbyteJsonSchema(stream, tombstones);
+export function airbyteStream(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): AirbyteStream {
+  const json_schema = airbyteJsonSchema(stream, tombstones, base);
   const out: AirbyteStream = {
     name: stream.name,
     json_schema,
@@ -50,14 +54,15 @@ export function airbyteStream(stream: StreamDefinition, tombstones: boolean): Ai
   return out;
 }
 
-export function discoverCatalog(tombstones: boolean): AirbyteStream[] {
-  return STREAMS.map((s) => airbyteStream(s, tombstones));
+/** Every stream, with its schema from `schemas` (built in where it has none). */
+export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): AirbyteStream[] {
+  return STREAMS.map((s) => airbyteStream(s, tombstones, schemas?.get(s.name)));
 }
 
 const ConfiguredCatalog = z.object({
   streams: z.array(
     z.looseObject({
-      stream: z.looseObject({ name: z.string(), namespace: z.string().nullish() }),
+      stream: z.looseObject({ name: z.string(), namespace: z.string().nullish(), json_schema: z.unknown().optional() }),
       sync_mode: z.string(),
       destination_sync_mode: z.string().optional(),
       cursor_field: z.array(z.string()).optional(),
@@ -127,7 +132,10 @@ export function parseConfiguredCatalog(input: unknown, warn: (message: string) =
     }
     const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key);
     if (warning) warn(warning);
-    selected.push({ stream, mode });
+    // The schema the destination was told: records are checked against its types (built in when it declares no properties).
+    const told = entry.stream.json_schema;
+    const schema = isObject(told) && isObject(told.properties) && Object.keys(told.properties).length > 0 ? told : undefined;
+    selected.push({ stream, mode, schema });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });
   return selected;

@@ -62,30 +62,41 @@ async function warnAbout(sink: AirbyteSink, parsed: ParsedConfig): Promise<void>
 }
 
 export async function check(ctx: CommandContext, configPath: string): Promise<number> {
+  const sink = airbyteSink(ctx);
   let config: Config;
   try {
     const parsed = await loadConfig(configPath, ctx);
-    await warnAbout(airbyteSink(ctx), parsed);
+    await warnAbout(sink, parsed);
     config = parsed.config;
   } catch (err) {
     await ctx.out.write(ctx.logger.redact(msg.connectionStatus('FAILED', toConnectorError(err).message)));
     return 0;
   }
-  // The HTTP client (undici) is loaded only by the commands that talk to the API: spec and discover start faster.
+  // The HTTP client (undici) is loaded only by the commands that talk to the API: spec starts faster.
   const { checkConnection } = await import('../../engine/connect.js');
   const result = await checkConnection(config);
+  if (result.drift) await sink.log(result.drift.level, result.drift.message);
   await ctx.out.write(ctx.logger.redact(msg.connectionStatus(result.ok ? 'SUCCEEDED' : 'FAILED', result.message)));
   return 0;
 }
 
+/**
+ * The catalog: the built-in schemas merged with the service's description
+ * (one request; the built-in ones with a WARN when it cannot be used, and
+ * without any request when use_service_schema is false). Only a rejected key
+ * fails it.
+ */
 export async function discover(ctx: CommandContext, configPath: string): Promise<number> {
   const sink = airbyteSink(ctx);
   try {
     const parsed = await loadConfig(configPath, ctx);
     await warnAbout(sink, parsed);
     const { config } = parsed;
-    const { discoverCatalog } = await import('./catalog.js');
-    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones)));
+    const [{ discoverCatalog }, { loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/service-schemas.js')]);
+    // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
+    const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined) });
+    for (const note of loaded.notes) await sink.log(note.level, note.message);
+    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, loaded.schemas)));
     return 0;
   } catch (err) {
     await sink.error(toConnectorError(err));

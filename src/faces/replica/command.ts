@@ -1,6 +1,8 @@
 /**
  * `source-data-read replicate --config F --db FILE`: the engine writing
- * straight into a local SQLite database. Every stream is replicated
+ * straight into a local SQLite database, one typed column per field of the
+ * stream schemas (merged with the service's description unless
+ * use_service_schema is false; columns are added, never dropped). Every stream is replicated
  * (incremental where the stream allows it), its state kept in the database
  * itself, so a run continues where the last one stopped, even a killed one.
  * Checkpoints are committed in groups (writer.ts), the WAL copied into the
@@ -10,6 +12,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
+import { loadStreamSchemas } from '../../engine/service-schemas.js';
 import { SyncSession } from '../../engine/session.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
@@ -79,7 +82,11 @@ async function openRun(logger: StderrLogger, config: Config, dbPath: string): Pr
       await session.close();
       return undefined;
     }
-    return { session, store: new ReplicaStore(dbPath, STREAMS, { lock: true }), account: account.message };
+    // The tables' columns: the built-in schemas merged with the service's description (one request), unless pinned.
+    const schemas = await loadStreamSchemas(config, { onLog: (level, message) => logger.log(level, message) });
+    for (const note of schemas.notes) logger.log(note.level, note.message);
+    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
+    return { session, store, account: account.message };
   } catch (err) {
     logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
     await session.close();

@@ -5,7 +5,7 @@
  * beside the tables, so rows convert back to records with the layout they
  * were written with, whatever the code's version.
  */
-import { recordJsonSchema } from '../../schemas/json-schema.js';
+import { recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
 import type { StreamDefinition } from '../../streams.js';
 
 /** How one field is stored. */
@@ -78,17 +78,42 @@ function kindOf(property: unknown): ColumnKind {
   }
 }
 
-/** The layout of a stream's table, from its discovered JSON schema. */
-export function layoutFor(stream: StreamDefinition): TableLayout {
-  const schema = recordJsonSchema(stream);
+/**
+ * The layout of a stream's table, from its record schema: the built-in one,
+ * or the one merged with the service's description (`schema`).
+ */
+export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJsonSchema(stream)): TableLayout {
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
   const columns: ColumnSpec[] = [];
+  // SQLite column names ignore case: a second field that differs only in case keeps its values in _extra.
+  const taken = new Set(BOOKKEEPING_COLUMNS.map((c) => c.toLowerCase()));
   for (const [field, property] of Object.entries(properties)) {
-    if (BOOKKEEPING_COLUMNS.includes(field)) continue; // never shadow a bookkeeping column; the value goes to _extra
+    if (taken.has(field.toLowerCase())) continue; // never shadow a bookkeeping column; the value goes to _extra
+    taken.add(field.toLowerCase());
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
   }
   if (!columns.some((c) => c.field === stream.primaryKey)) columns.unshift({ field: stream.primaryKey, kind: 'text' });
   return { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
+}
+
+/**
+ * The layout to write a table with, given the one it was written with:
+ * merge, never lose. Every stored column stays, in its place, also when the
+ * schema no longer declares its field (a description that lost a field, a
+ * run pinned to the built-in schemas, or one whose description could not be
+ * read); the schema's new fields are appended as new columns. A stored
+ * column takes the kind the schema gives its field when `retype` (the schema
+ * is the one to follow: the service's, or the built-in one of this version),
+ * else it keeps its own (no table rewritten back and forth between runs with
+ * and without the description).
+ */
+export function evolveLayout(wanted: TableLayout, stored: TableLayout | undefined, retype: boolean): TableLayout {
+  if (stored === undefined || stored.primaryKey !== wanted.primaryKey) return wanted;
+  const kinds = new Map(wanted.columns.map((c) => [c.field, c.kind]));
+  const kept = stored.columns.map((c) => ({ field: c.field, kind: retype ? (kinds.get(c.field) ?? c.kind) : c.kind }));
+  const names = new Set(kept.map((c) => c.field.toLowerCase()));
+  const added = wanted.columns.filter((c) => !names.has(c.field.toLowerCase()));
+  return { ...wanted, columns: [...kept, ...added] };
 }
 
 const KINDS: readonly ColumnKind[] = ['text', 'integer', 'real', 'boolean', 'json'];

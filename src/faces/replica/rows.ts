@@ -24,8 +24,18 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 
-/** A raw JSON number that is an integer SQLite stores exactly (written as BigInt would write it), else undefined. */
+/**
+ * An integer SQLite stores exactly, else undefined: a raw JSON number written
+ * as BigInt would write it, or a JavaScript number beyond 2^53 that the parse
+ * kept (its text is the number's own, e.g. 9007199254740994: exact-json.ts
+ * makes a raw number only of those it would change).
+ */
 function int64Of(value: unknown): bigint | undefined {
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value) || Number.isSafeInteger(value)) return undefined;
+    const n = BigInt(value);
+    return n >= INT64_MIN && n <= INT64_MAX && String(n) === String(value) ? n : undefined;
+  }
   if (!isRawNumber(value)) return undefined;
   const text = value.rawJSON;
   if (!INTEGER_TEXT.test(text) || text === '-0') return undefined;
@@ -51,14 +61,19 @@ function fits(kind: ColumnKind, value: unknown): boolean {
 function toSql(kind: ColumnKind, value: unknown): SQLInputValue {
   if (kind === 'boolean') return value ? 1 : 0;
   if (kind === 'json') return JSON.stringify(value);
-  if (kind === 'integer' && typeof value !== 'number') return int64Of(value) ?? null;
+  if (kind === 'integer' && !Number.isSafeInteger(value)) return int64Of(value) ?? null;
   return value as string | number;
 }
 
-/** An INTEGER read back (a BigInt when read with setReadBigInts): a number when safe, else the exact raw number. */
+/**
+ * An INTEGER read back (a BigInt when read with setReadBigInts): a number when
+ * JavaScript writes it back with the same digits (as the parse of the record
+ * gave it), else the exact raw number.
+ */
 function integerOf(value: number | bigint): unknown {
   if (typeof value === 'number') return value;
-  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : rawNumber(value.toString());
+  const n = Number(value);
+  return String(n) === value.toString() ? n : rawNumber(value.toString());
 }
 
 function fromSql(kind: ColumnKind, value: SQLOutputValue): unknown {

@@ -15,20 +15,42 @@ import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
 import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } from './checkpoint-writer.js';
 import { STATE_TABLE, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
-import { ident, layoutFor, type TableLayout } from './layout.js';
+import type { StreamSchemas } from '../../schemas/json-schema.js';
+import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 
 export type { CommitResult } from './checkpoint-writer.js';
 
-/** The tables of `streams` (and of the deletion log, always kept), as the writer needs them. */
-export function tableSpecs(streams: readonly StreamDefinition[]): TableSpec[] {
+/** How the tables' columns are chosen when a store opens. */
+export interface ColumnOptions {
+  /** Each stream's record schema (merged with the service's description); default: the built-in schemas. */
+  readonly schemas?: StreamSchemas | undefined;
+  /**
+   * Stored columns take the kinds these schemas give their fields (default):
+   * they are the ones to follow. False (the schemas are the built-in ones
+   * because of a pin or a description that could not be read): stored
+   * columns keep their kinds. Columns are never dropped either way.
+   */
+  readonly retype?: boolean | undefined;
+}
+
+/**
+ * The tables of `streams` (and of the deletion log, always kept), as the
+ * writer needs them: each stream's columns from its schema, evolved from the
+ * layout its table was stored with (`stored`).
+ */
+export function tableSpecs(
+  streams: readonly StreamDefinition[],
+  options: ColumnOptions = {},
+  stored: ReadonlyMap<string, TableLayout> = new Map(),
+): TableSpec[] {
   const log = findDeletionLog();
   if (!log) throw new Error('the streams table has no deletion log');
   const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
   return all.map((stream) => ({
-    layout: layoutFor(stream),
+    layout: evolveLayout(layoutFor(stream, options.schemas?.get(stream.name)), stored.get(stream.name), options.retype ?? true),
     deletedAs: stream.tombstoneObjectType,
     deletionLog:
       stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
@@ -55,10 +77,12 @@ export class ReplicaStore {
   private locked = false;
 
   /**
-   * Open or create the database at `path` with a table per stream.
-   * `lock`: take the writer lock (one replicate run per file at a time).
+   * Open or create the database at `path` with a table per stream, its
+   * columns from `schemas` (ColumnOptions), a table written with fewer
+   * columns migrated in place. `lock`: take the writer lock (one replicate
+   * run per file at a time).
    */
-  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } = {}) {
+  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } & ColumnOptions = {}) {
     this.path = path;
     this.db = openForWrite(path);
     try {
@@ -66,8 +90,8 @@ export class ReplicaStore {
         acquireLock(this.db, path);
         this.locked = true;
       }
-      this.tables = tableSpecs(streams);
       const stored = storedLayouts(this.db);
+      this.tables = tableSpecs(streams, options, stored);
       const migrations: Migration[] = [];
       for (const { layout } of this.tables) {
         const migration = ensureTable(this.db, layout, stored.get(layout.stream));

@@ -1,7 +1,9 @@
 /**
  * Singer discovery: one catalog entry per stream of the streams table, with
- * the standard metadata (breadcrumbs) that Meltano's select rules edit.
+ * its schema (built in, or merged with the service's description) and the
+ * standard metadata (breadcrumbs) that Meltano's select rules edit.
  */
+import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import type { JsonSchema } from './protocol.js';
 import { alwaysKept, propertiesOf, singerSchema } from './schema.js';
@@ -40,8 +42,8 @@ export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tom
   return [{ breadcrumb: [], metadata: top }, ...fields];
 }
 
-export function catalogEntry(stream: StreamDefinition, tombstones: boolean): CatalogEntry {
-  const schema = singerSchema(stream, tombstones);
+export function catalogEntry(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): CatalogEntry {
+  const schema = singerSchema(stream, tombstones, base);
   const entry: CatalogEntry = {
     tap_stream_id: stream.name,
     stream: stream.name,
@@ -53,6 +55,7 @@ export function catalogEntry(stream: StreamDefinition, tombstones: boolean): Cat
   return entry;
 }
 
-export function discoverCatalog(tombstones: boolean): SingerCatalog {
-  return { streams: STREAMS.map((s) => catalogEntry(s, tombstones)) };
+/** Every stream, with its schema from `schemas` (built in where it has none). */
+export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): SingerCatalog {
+  return { streams: STREAMS.map((s) => catalogEntry(s, tombstones, schemas?.get(s.name))) };
 }

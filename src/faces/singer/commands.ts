@@ -1,6 +1,9 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
 import { readJsonFile } from '../../files.js';
-import { parseUserConfig, type ParsedConfig } from '../../config.js';
+import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
+import { loadStreamSchemas } from '../../engine/service-schemas.js';
+import { tuneHeapForStreaming } from '../../heap.js';
+import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
@@ -51,11 +54,27 @@ export async function about(ctx: TapContext, format: 'json' | 'markdown'): Promi
   return 0;
 }
 
+/** Singer's name of a log level. */
+const singerLevel = (level: string): string => (level === 'WARN' ? 'WARNING' : level);
+
+/**
+ * The stream schemas to declare: merged with the service's description (one
+ * request), or built in (use_service_schema false, or the description cannot
+ * be used: a WARNING says why). Notes go to stderr.
+ */
+async function streamSchemas(ctx: TapContext, config: Config): Promise<StreamSchemas> {
+  const log = (level: string, message: string): void => ctx.logger.log(singerLevel(level), message);
+  const loaded = await loadStreamSchemas(config, { onLog: log });
+  for (const note of loaded.notes) log(note.level, note.message);
+  return loaded.schemas;
+}
+
 export async function discover(ctx: TapContext, sources: readonly string[]): Promise<number> {
   try {
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
-    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones))}\n`);
+    const schemas = await streamSchemas(ctx, config);
+    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
     return 0;
   } catch (err) {
     return critical(ctx, err);
@@ -75,20 +94,27 @@ function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstone
   return planFromCatalog(input, tombstones, warn);
 }
 
-function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
+/**
+ * Config, plans and state. With a catalog, its schemas are the ones sent (as
+ * discovered); without one, every stream with the schemas discover would
+ * declare (one request for the service's description unless pinned).
+ */
+async function prepare(ctx: TapContext, inputs: SyncInputs): Promise<Prepared> {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
   const tombstones = parsed.config.deletions_as_tombstones;
-  const plans = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : planAll(tombstones);
+  const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : undefined;
   const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
   for (const w of parsed.warnings) warn(w);
+  if (fromCatalog === undefined) tuneHeapForStreaming(); // before the HTTP client loads, as the sync runner does (heap.ts)
+  const plans = fromCatalog ?? planAll(tombstones, await streamSchemas(ctx, parsed.config));
   return { parsed, plans, states };
 }
 
 export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number> {
   let prepared: Prepared;
   try {
-    prepared = prepare(ctx, inputs);
+    prepared = await prepare(ctx, inputs);
   } catch (err) {
     return critical(ctx, err);
   }
@@ -110,9 +136,11 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     };
   });
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
-  // A tombstone declares every property the target was told about (all null), then the deleted-at column.
+  // A tombstone declares every property the target was told about that may be null (all null), then the deleted-at column.
   const tombstoneProperties = (stream: StreamDefinition): string[] =>
-    Object.keys(propertiesOf(planned.get(stream.name)?.schema ?? {})).filter((p) => p !== SINGER_DELETED_AT);
+    Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
+      .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
+      .map(([name]) => name);
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });

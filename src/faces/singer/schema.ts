@@ -1,6 +1,7 @@
 /**
- * Stream schemas as Singer targets read them: the shared record schema, with
- * `_sdc_deleted_at` declared only when the stream receives tombstones.
+ * Stream schemas as Singer targets read them: the shared record schema (built
+ * in, or merged with the service's description), with `_sdc_deleted_at`
+ * declared only when the stream receives tombstones.
  */
 import { recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
 import type { StreamDefinition } from '../../streams.js';
@@ -15,8 +16,8 @@ function isObject(value: unknown): value is JsonSchema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function singerSchema(stream: StreamDefinition, tombstones: boolean): JsonSchema {
-  return recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? SINGER_DELETED_AT : undefined });
+export function singerSchema(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): JsonSchema {
+  return recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? SINGER_DELETED_AT : undefined, base });
 }
 
 /** The declared properties of a schema, in order. */

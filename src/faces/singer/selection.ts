@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
+import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
 import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
@@ -99,8 +100,8 @@ function cleanProperty(property: unknown): unknown {
   return rest;
 }
 
-function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Metadata, tombstones: boolean, warn: (m: string) => void): StreamPlan {
-  const generated = singerSchema(stream, tombstones);
+function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Metadata, tombstones: boolean, warn: (m: string) => void, known?: JsonSchema): StreamPlan {
+  const generated = singerSchema(stream, tombstones, known);
   const base = entry?.schema && isObject(entry.schema.properties) ? entry.schema : generated;
   const kept = alwaysKept(stream, tombstones);
   const generatedProps = propertiesOf(generated);
@@ -121,9 +122,9 @@ function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Meta
   return { stream, mode, schema, excluded, bookmarkProperties };
 }
 
-/** No catalog: every stream, in its default mode, every field (the Singer convention). */
-export function planAll(tombstones: boolean): StreamPlan[] {
-  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined));
+/** No catalog: every stream, in its default mode, every field (the Singer convention), with its schema from `schemas` (built in where none). */
+export function planAll(tombstones: boolean, schemas?: StreamSchemas): StreamPlan[] {
+  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined, schemas?.get(s.name)));
 }
 
 /** The streams a catalog selects, in catalog order. */

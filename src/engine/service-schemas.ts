@@ -1,0 +1,193 @@
+/**
+ * The stream schemas a command declares: the built-in ones merged with the
+ * service's own description (`GET /v1/openapi.json`, one request with the
+ * client's auth, pacing and retries), or the built-in ones alone when
+ * `use_service_schema` is false (no request at all) or the description cannot
+ * be used (one WARN saying why). The description is never a reason to fail:
+ * only a rejected key (401, 403) is an error. Also the drift line of `check`.
+ */
+import { ApiError, type DataReadApi } from '../client/types.js';
+import type { Config } from '../config.js';
+import { toConnectorError } from '../errors.js';
+import { builtInSchema, builtInSchemas, type StreamSchemas } from '../schemas/json-schema.js';
+import { mergeStreamSchema, type StreamMerge } from '../schemas/schema-merge.js';
+import { readServiceDescription } from '../schemas/service-description.js';
+import { STREAMS, findStream, type StreamDefinition } from '../streams.js';
+import type { ClientHooks } from './connect.js';
+
+export interface SchemaNote {
+  readonly level: 'INFO' | 'WARN';
+  readonly message: string;
+}
+
+export type SchemaSource =
+  /** The built-in schemas merged with the service's description. */
+  | 'service'
+  /** use_service_schema is false: the built-in schemas, nothing asked. */
+  | 'pinned'
+  /** The description could not be used: the built-in schemas. */
+  | 'fallback';
+
+export interface LoadedSchemas {
+  readonly schemas: StreamSchemas;
+  readonly source: SchemaSource;
+  /** What to tell the user (log lines, in order). */
+  readonly notes: readonly SchemaNote[];
+  /** Per stream the description describes: what the merge did. */
+  readonly merges: ReadonlyMap<string, StreamMerge>;
+  /** Streams the description does not describe, each with the reason (built-in schema used). */
+  readonly undescribed: ReadonlyMap<string, string>;
+  /** Why the description could not be used (source 'fallback'). */
+  readonly reason?: string;
+}
+
+const WHERE = 'GET /v1/openapi.json';
+
+/** "a, b and c" */
+function list(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */
+function fetchFailure(err: unknown): string {
+  const error = toConnectorError(err);
+  if (error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden')) throw error;
+  if (error instanceof ApiError && error.code === 'not_found') return `${WHERE} answered HTTP 404 (the service does not serve its description there).`;
+  return error.message;
+}
+
+/** The built-in schemas, made when first asked for (check only needs the reason). */
+function builtIn(streams: readonly StreamDefinition[], source: 'pinned' | 'fallback', notes: readonly SchemaNote[], reason?: string): LoadedSchemas {
+  let schemas: StreamSchemas | undefined;
+  return {
+    get schemas(): StreamSchemas {
+      schemas ??= builtInSchemas(streams);
+      return schemas;
+    },
+    source,
+    notes,
+    merges: new Map(),
+    undescribed: new Map(),
+    ...(reason === undefined ? {} : { reason }),
+  };
+}
+
+function fallback(streams: readonly StreamDefinition[], reason: string): LoadedSchemas {
+  return builtIn(streams, 'fallback', [{
+    level: 'WARN',
+    message:
+      `Using the built-in stream schemas: the service's description cannot be used. ${reason} ` +
+      'Fields the service added since this release are not declared (records still carry them, as received). ' +
+      'Set use_service_schema to false to skip this request.',
+  }], reason);
+}
+
+/** The notes of a successful merge: what was added (INFO), and one WARN per stream about fields gone or typed differently. */
+function mergeNotes(version: string, merges: ReadonlyMap<string, StreamMerge>, undescribed: ReadonlyMap<string, string>): SchemaNote[] {
+  const notes: SchemaNote[] = [];
+  const added = [...merges.values()].filter((m) => m.added.length > 0).map((m) => `${m.stream} + ${m.added.join(', ')}`);
+  const untyped = [...merges.values()].flatMap((m) => m.untyped.map((f) => `${m.stream}.${f}`));
+  notes.push({
+    level: 'INFO',
+    message:
+      `Stream schemas: the built-in ones merged with the service's description (OpenAPI ${version}, ${WHERE}): ` +
+      `${added.length > 0 ? `fields added: ${added.join('; ')}` : 'no field added'}.` +
+      (untyped.length > 0 ? ` Listed without a type that can be read, left undeclared: ${list(untyped)}.` : ''),
+  });
+  for (const m of merges.values()) {
+    if (m.missing.length > 0) {
+      notes.push({
+        level: 'WARN',
+        message:
+          `${m.stream}: the service's description no longer lists ${list(m.missing)}; ` +
+          `${m.missing.length === 1 ? 'it stays' : 'they stay'} declared (nullable), so no destination column is lost.`,
+      });
+    }
+    if (m.conflicts.length > 0) {
+      const parts = m.conflicts.map((c) =>
+        c.kept === 'built-in'
+          ? `${c.field} is ${c.service} in the description, ${c.builtIn} built in: kept as built in (the stream's ${c.role ?? 'key'})`
+          : `${c.field} is ${c.service} in the description, ${c.builtIn} built in: declared as the service describes it`,
+      );
+      notes.push({ level: 'WARN', message: `${m.stream}: types differ: ${parts.join('; ')}.` });
+    }
+  }
+  const required = [...undescribed].filter(([name]) => findStream(name)?.optional !== true);
+  if (required.length > 0) {
+    notes.push({
+      level: 'WARN',
+      message: `The service's description does not describe ${list(required.map(([name, why]) => `${name} (${why})`))}: built-in schema used.`,
+    });
+  }
+  return notes;
+}
+
+/** Read the service's description with `client` and merge it into the built-in schemas. Throws only for a rejected key. */
+export async function describeStreams(client: DataReadApi, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  let doc: unknown;
+  try {
+    doc = await client.description();
+  } catch (err) {
+    return fallback(streams, fetchFailure(err));
+  }
+  const description = readServiceDescription(doc, streams);
+  if (!description.ok) return fallback(streams, `${WHERE} answered, but ${description.reason}.`);
+  const schemas = new Map(builtInSchemas(streams));
+  const merges = new Map<string, StreamMerge>();
+  for (const stream of streams) {
+    const described = description.streams.get(stream.name);
+    if (described === undefined) continue;
+    const merge = mergeStreamSchema(stream, builtInSchema(stream), described);
+    merges.set(stream.name, merge);
+    schemas.set(stream.name, merge.schema);
+  }
+  return {
+    schemas,
+    source: 'service',
+    merges,
+    undescribed: description.undescribed,
+    notes: mergeNotes(description.version, merges, description.undescribed),
+  };
+}
+
+/**
+ * The schemas to declare with this config: pinned (no request) or from the
+ * service (one request, on a client of its own with interactive patience).
+ */
+export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  if (!config.use_service_schema) return builtIn(streams, 'pinned', []);
+  const { clientFromConfig, interactivePatience } = await import('./connect.js');
+  const client = clientFromConfig(config, hooks, interactivePatience(config));
+  try {
+    return await describeStreams(client, streams);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * `check`'s one line on drift between the built-in schemas and the service's
+ * description: fields the service describes that the built-in schemas lack
+ * (INFO: discover declares them), and the other way round or typed
+ * differently (WARN), or why the description cannot be used (WARN).
+ */
+export function driftNote(loaded: LoadedSchemas, pinned: boolean): SchemaNote {
+  const pin = pinned ? ' use_service_schema is false: discover declares the built-in schemas only.' : '';
+  if (loaded.source !== 'service') {
+    return { level: 'WARN', message: `Schema drift unknown: the service's description cannot be used. ${loaded.reason ?? ''}${pin}`.replace(/ +$/, '') };
+  }
+  const merges = [...loaded.merges.values()];
+  const added = merges.flatMap((m) => m.added.map((f) => `${m.stream}.${f}`));
+  const missing = merges.flatMap((m) => m.missing.map((f) => `${m.stream}.${f}`));
+  const conflicts = merges.flatMap((m) => m.conflicts.map((c) => `${m.stream}.${c.field} (built in ${c.builtIn}, described ${c.service})`));
+  if (added.length + missing.length + conflicts.length === 0) {
+    return { level: 'INFO', message: `Schema drift: none; the service's description declares the fields of the built-in schemas.${pin}` };
+  }
+  const parts: string[] = [];
+  if (added.length > 0) parts.push(`the service describes ${plural(added.length, 'field')} the built-in schemas lack: ${list(added)}${pinned ? '' : ' (discover declares them)'}`);
+  if (missing.length > 0) parts.push(`the built-in schemas declare ${plural(missing.length, 'field')} the service no longer describes: ${list(missing)}`);
+  if (conflicts.length > 0) parts.push(`${plural(conflicts.length, 'field')} typed differently: ${list(conflicts)}`);
+  return { level: missing.length + conflicts.length > 0 ? 'WARN' : 'INFO', message: `Schema drift: ${parts.join('; ')}.${pin}` };
+}
