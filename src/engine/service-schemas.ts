@@ -152,6 +152,12 @@ export async function describeStreams(client: DataReadApi, streams: readonly Str
   };
 }
 
+/** The schemas to declare with this config, read with `client`: pinned (no request) or from the service (one request). */
+export async function schemasWith(client: DataReadApi, config: Config, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  if (!config.use_service_schema) return builtIn(streams, 'pinned', []);
+  return describeStreams(client, streams);
+}
+
 /**
  * The schemas to declare with this config: pinned (no request) or from the
  * service (one request, on a client of its own with interactive patience).
@@ -161,7 +167,7 @@ export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {},
   const { clientFromConfig, interactivePatience } = await import('./connect.js');
   const client = clientFromConfig(config, hooks, interactivePatience(config));
   try {
-    return await describeStreams(client, streams);
+    return await schemasWith(client, config, streams);
   } finally {
     await client.close();
   }

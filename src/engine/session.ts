@@ -14,13 +14,18 @@ import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import type { ConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
+import type { LoadedSchemas } from './service-schemas.js';
 import type { Data, LogLevel, SyncSink } from './events.js';
 import type { StreamState } from './state.js';
 import type { SyncRequest, SyncResult } from './sync.js';
 
 // The client and the engine are loaded by `open`, after the heap is tuned: the
 // young generation must not grow on what loading them allocates (see heap.ts).
-type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
+type Engine = {
+  readonly connect: typeof import('./connect.js');
+  readonly sync: typeof import('./sync.js');
+  readonly schemas: typeof import('./service-schemas.js');
+};
 
 /** What the run cost in requests, for progress lines and summaries. */
 export interface RequestCounts {
@@ -117,8 +122,8 @@ export class SyncSession {
   /** A session for a validated config; the client's notes outside a sync go to `log`. Close it when done. */
   static async open(config: Config, log: SessionLog): Promise<SyncSession> {
     tuneHeapForStreaming();
-    const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
-    return new SyncSession(config, log, { connect, sync });
+    const [connect, sync, schemas] = await Promise.all([import('./connect.js'), import('./sync.js'), import('./service-schemas.js')]);
+    return new SyncSession(config, log, { connect, sync, schemas });
   }
 
   /** Records per stream so far, over every sync of the session (streams started, in order). */
@@ -134,6 +139,15 @@ export class SyncSession {
   /** GET /v1/me with this session's client (its full retry and rate-limit patience), before a face prepares its output. */
   verifyAccount(): Promise<CheckResult> {
     return this.engine.connect.verifyAccount(this.client, this.config);
+  }
+
+  /**
+   * The stream schemas to declare, with this session's client: pinned (no
+   * request) or merged with the service's description. A service that cannot
+   * be reached is then known to the sync that follows (one series of retries).
+   */
+  streamSchemas(streams?: readonly StreamDefinition[]): Promise<LoadedSchemas> {
+    return this.engine.schemas.schemasWith(this.client, this.config, streams);
   }
 
   /** One sync of the given streams from the given states, reporting to `sink`. */

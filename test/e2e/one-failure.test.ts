@@ -57,7 +57,12 @@ describe('a service that cannot be reached (a closed port)', () => {
   it('the tap: one WARNING per retry of the one series, one CRITICAL naming the cause, a final STATE', async () => {
     const run = await runCli(TAP_BIN, ['--config', closed()]);
     expect(run.code).toBe(1);
-    expect(tapLines(run.stderr, 'WARNING')).toHaveLength(1);
+    // Without a catalog the tap first asks for the service's description, with the sync's own client: one series of
+    // retries for both, then the WARNING that the built-in schemas are declared.
+    const warnings = tapLines(run.stderr, 'WARNING');
+    expect(warnings.filter((l) => l.includes('; retry '))).toHaveLength(1);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatch(/WARNING tap-data-read: Using the built-in stream schemas: .*Cannot reach the Data-Read API/);
     const critical = tapLines(run.stderr, 'CRITICAL');
     // The cause once (no stream named: it is the run's), then the summary naming the streams not finished.
     expect(critical).toHaveLength(2);
@@ -76,7 +81,8 @@ describe('a service that cannot be reached (a closed port)', () => {
 });
 
 describe('a refused key stops every stream at the first refusal', () => {
-  const refusedKey = (name: string): string => writeJson(dir, name, { api_key: 'drk_live_notAKeyOfThisService0123', base_url: account.emulator.url, max_concurrent_requests: 2 });
+  const refusedKey = (name: string, extra: Record<string, unknown> = {}): string =>
+    writeJson(dir, name, { api_key: 'drk_live_notAKeyOfThisService0123', base_url: account.emulator.url, max_concurrent_requests: 2, ...extra });
 
   it('read, HTTP 401: one config_error, every stream INCOMPLETE, no request after the first refusals', async () => {
     account.emulator.control.resetStats();
@@ -107,12 +113,23 @@ describe('a refused key stops every stream at the first refusal', () => {
   });
 
   it('the tap: one CRITICAL with the cause (before: one per stream, 11 lines)', async () => {
-    const run = await runCli(TAP_BIN, ['--config', refusedKey('k401-tap.json')]);
+    // Schemas pinned: no description is asked for, the streams' own requests meet the refusal.
+    const run = await runCli(TAP_BIN, ['--config', refusedKey('k401-tap.json', { use_service_schema: false })]);
     expect(run.code).toBe(1);
     const critical = tapLines(run.stderr, 'CRITICAL');
     expect(critical.filter((l) => l.includes('HTTP 401'))).toHaveLength(1);
     expect(critical).toHaveLength(2); // the cause, then the summary
     expect(run.stderr.trim().split('\n').length).toBeLessThanOrEqual(3); // plus one DEBUG line with the request id
+  });
+
+  it('the tap without a catalog: the same, after the one line on the schemas it read from the description', async () => {
+    const run = await runCli(TAP_BIN, ['--config', refusedKey('k401-tap-all.json')]);
+    expect(run.code).toBe(1);
+    const critical = tapLines(run.stderr, 'CRITICAL');
+    expect(critical.filter((l) => l.includes('HTTP 401'))).toHaveLength(1);
+    expect(critical).toHaveLength(2);
+    expect(tapLines(run.stderr, 'INFO')).toEqual([expect.stringMatching(/Stream schemas: the built-in ones merged with the service's description/)]);
+    expect(run.stderr.trim().split('\n').length).toBeLessThanOrEqual(4);
   });
 
   it('replicate: no database file is created until the key has been accepted', async () => {

@@ -82,7 +82,11 @@ describe('on a terminal, with stdout to a file', () => {
       const out = join(dir, `${command}.jsonl`);
       const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, SOURCE_BIN, [command, '--config', typo]));
       expect(code, screen).toBe(0);
-      expect(parseScreen(screen).lines).toEqual([expect.stringMatching(/ WARN source-data-read: Unknown config keys ignored: page_sise \(did you mean page_size\?\)\.$/)]);
+      // Then one INFO on the service's description: check's schema drift, discover's merge.
+      expect(parseScreen(screen).lines).toEqual([
+        expect.stringMatching(/ WARN source-data-read: Unknown config keys ignored: page_sise \(did you mean page_size\?\)\.$/),
+        expect.stringMatching(command === 'check' ? / INFO source-data-read: Schema drift: / : / INFO source-data-read: Stream schemas: /),
+      ]);
       expect(protocolCheck('airbyte-check.py', readFileSync(out, 'utf8')).errors).toEqual([]);
     }
   });

@@ -34,14 +34,16 @@ describe('a misspelled key: every command warns the same way', () => {
     ['check', 'CONNECTION_STATUS'],
     ['discover', 'CATALOG'],
   ] as const) {
-    it(`${command}: one LOG WARN before the ${answer}, and the output stays valid Airbyte protocol`, async () => {
+    it(`${command}: one LOG WARN first, the ${answer} last, and the output stays valid Airbyte protocol`, async () => {
       const run = await runCli(SOURCE_BIN, [command, '--config', config]);
       expect(run.code).toBe(0);
       expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
       const lines = parseLines(run.stdout);
-      expect(lines.map((m) => m.type)).toEqual(['LOG', answer]);
+      // Between them, one INFO on the service's description (check: the schema drift; discover: the merge).
+      expect(lines.map((m) => m.type)).toEqual(['LOG', 'LOG', answer]);
+      expect(lines[1]).toMatchObject({ log: { level: 'INFO' } });
       expect(warnings(run.stdout)).toEqual([WARNING]);
-      if (command === 'check') expect(lines[1]).toMatchObject({ connectionStatus: { status: 'SUCCEEDED' } });
+      if (command === 'check') expect(lines[2]).toMatchObject({ connectionStatus: { status: 'SUCCEEDED' } });
     });
   }
 

@@ -113,7 +113,7 @@ describe('loadStreamSchemas', () => {
     const config = ConfigSchema.parse({ api_key: 'drk_live_test', base_url: 'http://127.0.0.1:9', max_retries: 0 });
     const loaded = await loadStreamSchemas(config);
     expect(loaded.source).toBe('fallback');
-    expect(loaded.notes[0]?.message).toMatch(/Could not reach the Data-Read API/);
+    expect(loaded.notes[0]?.message).toMatch(/Cannot reach the Data-Read API at /);
   });
 });
 

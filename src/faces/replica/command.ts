@@ -12,7 +12,6 @@
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
-import { loadStreamSchemas } from '../../engine/service-schemas.js';
 import { SyncSession } from '../../engine/session.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
@@ -83,7 +82,7 @@ async function openRun(logger: StderrLogger, config: Config, dbPath: string): Pr
       return undefined;
     }
     // The tables' columns: the built-in schemas merged with the service's description (one request), unless pinned.
-    const schemas = await loadStreamSchemas(config, { onLog: (level, message) => logger.log(level, message) });
+    const schemas = await session.streamSchemas();
     for (const note of schemas.notes) logger.log(note.level, note.message);
     const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
     return { session, store, account: account.message };

@@ -1,8 +1,7 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
 import { readJsonFile } from '../../files.js';
-import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
-import { loadStreamSchemas } from '../../engine/service-schemas.js';
-import { tuneHeapForStreaming } from '../../heap.js';
+import { parseUserConfig, type ParsedConfig } from '../../config.js';
+import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
@@ -57,15 +56,14 @@ export async function about(ctx: TapContext, format: 'json' | 'markdown'): Promi
 /** Singer's name of a log level. */
 const singerLevel = (level: string): string => (level === 'WARN' ? 'WARNING' : level);
 
-/**
- * The stream schemas to declare: merged with the service's description (one
- * request), or built in (use_service_schema false, or the description cannot
- * be used: a WARNING says why). Notes go to stderr.
- */
-async function streamSchemas(ctx: TapContext, config: Config): Promise<StreamSchemas> {
-  const log = (level: string, message: string): void => ctx.logger.log(singerLevel(level), message);
-  const loaded = await loadStreamSchemas(config, { onLog: log });
-  for (const note of loaded.notes) log(note.level, note.message);
+const logTo =
+  (ctx: TapContext) =>
+  (level: string, message: string): void =>
+    ctx.logger.log(singerLevel(level), message);
+
+/** Notes on the stream schemas (merged with the service's description, or why built in) go to stderr. */
+function tellSchemaNotes(ctx: TapContext, loaded: LoadedSchemas): StreamSchemas {
+  for (const note of loaded.notes) logTo(ctx)(note.level, note.message);
   return loaded.schemas;
 }
 
@@ -73,7 +71,7 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
   try {
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
-    const schemas = await streamSchemas(ctx, config);
+    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx) }));
     await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
     return 0;
   } catch (err) {
@@ -83,7 +81,8 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
 
 interface Prepared {
   readonly parsed: ParsedConfig;
-  readonly plans: StreamPlan[];
+  /** The plans of the --catalog file; undefined without one (every stream). */
+  readonly fromCatalog: StreamPlan[] | undefined;
   readonly states: Map<string, StreamState>;
 }
 
@@ -94,38 +93,41 @@ function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstone
   return planFromCatalog(input, tombstones, warn);
 }
 
-/**
- * Config, plans and state. With a catalog, its schemas are the ones sent (as
- * discovered); without one, every stream with the schemas discover would
- * declare (one request for the service's description unless pinned).
- */
-async function prepare(ctx: TapContext, inputs: SyncInputs): Promise<Prepared> {
+/** Config, the catalog's plans and state, read from their files. */
+function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
-  const tombstones = parsed.config.deletions_as_tombstones;
-  const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, tombstones, warn) : undefined;
+  const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn) : undefined;
   const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
   for (const w of parsed.warnings) warn(w);
-  if (fromCatalog === undefined) tuneHeapForStreaming(); // before the HTTP client loads, as the sync runner does (heap.ts)
-  const plans = fromCatalog ?? planAll(tombstones, await streamSchemas(ctx, parsed.config));
-  return { parsed, plans, states };
+  return { parsed, fromCatalog, states };
 }
 
 export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number> {
   let prepared: Prepared;
   try {
-    prepared = await prepare(ctx, inputs);
+    prepared = prepare(ctx, inputs);
   } catch (err) {
     return critical(ctx, err);
   }
   const { config } = prepared.parsed;
-  const { plans, states } = prepared;
-  const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
-  if (plans.length === 0) {
+  const { fromCatalog, states } = prepared;
+  if (fromCatalog?.length === 0) {
     ctx.logger.log('WARNING', 'The catalog selects no stream: nothing to sync. Select streams (Meltano: `select` rules) and run again.');
-    await sink.finish();
+    await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
+  const session = await SyncSession.open(config, logTo(ctx));
+  let plans: StreamPlan[];
+  try {
+    // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
+    // would declare, read with the sync's own client (a service that cannot be reached is one series of retries, not two).
+    plans = fromCatalog ?? planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas()));
+  } catch (err) {
+    await session.close();
+    return critical(ctx, err);
+  }
+  const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
 
   let progress: TerminalProgress | undefined;
   ctx.interrupt?.setLastWords((signal) => {
@@ -141,7 +143,6 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
       .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
       .map(([name]) => name);
-  const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
