@@ -5,7 +5,9 @@
  * the page number written into each record's id slot, and a small tail with
  * the envelope fields. It implements what the connector relies on: bearer
  * auth, limit=200, opaque cursors, next_cursor/has_more, one sync_watermark
- * per read, RateLimit-* headers (with huge limits) and /v1/me. An optional
+ * per read, RateLimit-* headers (with huge limits), /v1/me and /v1/openapi.json
+ * (the emulator's description, schemas/openapi.json, as check reads it for its
+ * schema drift line). An optional
  * fixed delay per request makes it a slow server.
  *
  * Run it in its own process: `node .build/bench/bench/server.js` prints
@@ -19,7 +21,10 @@
  *        whose changes are scattered over the whole replica, as a real account's are
  *   GET  /__stats  request counts per path, out-of-contract requests, peak in-flight
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { ROOT } from './lib.js';
 import { GENERATORS, PAGE_SLOT, prng } from './records.js';
 
 export const PAGE = 200;
@@ -131,6 +136,9 @@ interface Counters {
 
 const fresh = (): Counters => ({ list: {}, other: {}, badRequests: 0, inFlight: 0, maxInFlight: 0, firstAt: 0, lastAt: 0 });
 
+/** The service's description, as the emulator serves it (checked in, generated from the zod schemas). */
+const DESCRIPTION = readFileSync(join(ROOT, 'schemas', 'openapi.json'));
+
 let streams = new Map<string, StreamPages>();
 let delayMs = 0;
 let run = 0;
@@ -171,6 +179,12 @@ function handleApi(req: IncomingMessage, res: ServerResponse, url: URL): void {
   if (path === '/v1/me') {
     counters.other[path] = (counters.other[path] ?? 0) + 1;
     json(res, 200, { account_name: 'Bench account', scopes: ['data:read'], limits: { per_minute: 1_000_000, per_day: 100_000_000 } }, RATE_HEADERS);
+    return;
+  }
+  if (path === '/v1/openapi.json') {
+    counters.other[path] = (counters.other[path] ?? 0) + 1;
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': DESCRIPTION.length, ...RATE_HEADERS });
+    res.end(DESCRIPTION);
     return;
   }
   const stream = streams.get(path);
