@@ -37,6 +37,14 @@ function replica(path: string) {
   return { store, checkpoint };
 }
 
+/** The commit of a transaction that inserted contact c2 fails: a deferred constraint is checked at COMMIT. */
+function failCommitOfC2(db: DatabaseSync): void {
+  db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
+  db.exec('CREATE TABLE guard (id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
+}
+
 describe('CheckpointWriter', () => {
   it('holds several checkpoints in one transaction; a failing one is undone alone, and later ones of its stream are refused', () => {
     const path = newDb();
@@ -61,11 +69,7 @@ describe('CheckpointWriter', () => {
   it('stops writing once a commit fails: what that transaction held is gone, so nothing later may be committed', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    // A deferred constraint is checked at COMMIT: that commit fails.
-    store.db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
-    store.db.exec('CREATE TABLE guard (id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)');
-    store.db.exec('PRAGMA foreign_keys = ON');
-    store.db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
+    failCommitOfC2(store.db);
     const writer = new CheckpointWriter(store.db, store.tables);
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.commit();
@@ -194,10 +198,7 @@ describe('ReplicaWriter', () => {
   it('a commit that fails loses its group: flush, every later write and close say so', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    store.db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
-    store.db.exec('CREATE TABLE guard (id TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)');
-    store.db.exec('PRAGMA foreign_keys = ON');
-    store.db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
+    failCommitOfC2(store.db);
     const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.flush();
