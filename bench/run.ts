@@ -71,8 +71,9 @@ const TARGETS = {
   // (~15 ms, the HTTP parser's WebAssembly compiled on first use) and, for its schema
   // drift line, GET /v1/openapi.json (the page server serves the emulator's, 53 KB).
   // After that response V8 would recompile the parser's WebAssembly with its optimizing
-  // tier in the background and wait for it at exit (~35 ms): src/client/pool.ts turns
-  // that tier-up off. bin/launch.cjs keeps V8's compiled code on disk between runs.
+  // tier in the background and wait for it at exit (~35 ms): check's client turns that
+  // tier-up off (shortLived, src/client/pool.ts). bin/launch.cjs keeps V8's compiled
+  // code on disk between runs.
   // ×5 was the budget of one request; the second one (a 53 KB answer to parse and
   // compare) gets one more ×1: 116-123 ms (×5.3-5.4) measured, 175 ms before both fixes.
   specRatio: 2,

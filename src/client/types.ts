@@ -32,6 +32,11 @@ export interface ClientOptions {
    * state. A connection check, which has no state, passes ''.
    */
   readonly stopNote?: string;
+  /**
+   * A client of a command that makes a few requests and exits (check,
+   * discover): the HTTP parser stays on V8's baseline tier (see pool.ts).
+   */
+  readonly shortLived?: boolean;
   /** Told what a user should see (a retry and why); never includes the key. */
   readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
   /** An HTTP(S) proxy, `http://[user:password@]host:port`; wins over the environment. */

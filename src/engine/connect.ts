@@ -36,11 +36,19 @@ export interface ConnectionCheck extends CheckResult {
 /**
  * The client options of short, interactive requests (check, discover): few
  * retries and short waits, so a command answers in seconds, no word of a
- * sync's saved state in its errors (there is none), and one connection.
+ * sync's saved state in its errors (there is none), one connection, and
+ * no optimizing compile of the HTTP parser to wait for at exit.
  */
 export function interactivePatience(config: Config): Partial<ClientOptions> {
   // One connection: their requests go one after the other, and the second reuses the first's connection (one TLS handshake, one proxy tunnel).
-  return { maxRetries: Math.min(config.max_retries, 2), maxWaitSeconds: Math.min(config.max_wait_seconds, 30), retryMaxMs: 5000, stopNote: '', maxConcurrent: 1 };
+  return {
+    maxRetries: Math.min(config.max_retries, 2),
+    maxWaitSeconds: Math.min(config.max_wait_seconds, 30),
+    retryMaxMs: 5000,
+    stopNote: '',
+    maxConcurrent: 1,
+    shortLived: true,
+  };
 }
 
 /**
