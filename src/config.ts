@@ -8,23 +8,11 @@ import { ConfigError, redact } from './errors.js';
 import { proxySecrets } from './proxy-env.js';
 import { parseProxyUrl } from './proxy-url.js';
 import { closestName } from './suggest.js';
+import { daysInMonth, utcMs } from './schemas/calendar.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-/** Epoch ms of a UTC calendar time (years below 100 included, which Date.UTC would shift to 19xx). */
-function utc(year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, ms);
-  return date.getTime();
-}
 
 type Reading = { readonly ms: number } | { readonly problem: string | undefined };
 
@@ -43,7 +31,7 @@ function readInstant(value: string): Reading {
   if (year < 1) return { problem: 'year 0000 does not exist for the service (years run from 0001 to 9999)' };
   if (month < 1 || month > 12) return { problem: `there is no month ${d[2]}` };
   if (day < 1 || day > daysInMonth(year, month)) return { problem: `${MONTHS[month - 1]} ${d[1]} has no day ${d[3]}` };
-  if (dt === null) return { ms: utc(year, month, day, 0, 0, 0, 0) };
+  if (dt === null) return { ms: utcMs(year, month, day, 0, 0, 0, 0) };
   const [hour, minute, second] = [Number(dt[4]), Number(dt[5]), Number(dt[6] ?? '0')];
   if (hour > 23 || minute > 59 || second > 59) return { problem: `${dt[4]}:${dt[5]}${dt[6] === undefined ? '' : `:${dt[6]}`} is not a time of day` };
   const zone = (dt[8] ?? 'Z').toUpperCase();
@@ -54,7 +42,7 @@ function readInstant(value: string): Reading {
     offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
   }
   const ms = Number(`${dt[7] ?? ''}000`.slice(0, 3));
-  return { ms: utc(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000 };
+  return { ms: utcMs(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000 };
 }
 
 /** Parse `YYYY-MM-DD` (midnight UTC) or an ISO date-time with zone (`Z`, `±HH:MM`, `±HHMM`); NaN when neither, or out of range. */

@@ -3,6 +3,7 @@
  * so a client bug such as sending created_since to /v1/contacts shows up.
  */
 import { ApiError } from './problem.js';
+import { daysInMonth, utcMs } from '../schemas/calendar.js';
 
 export const LOOK_BACK_MS = 5 * 60_000;
 export const DEFAULT_PAGE_LIMIT = 100;
@@ -27,18 +28,6 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+)
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const SPACE_FOR_PLUS = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)? \d{2}:?\d{2}$/;
 
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-function utc(y: number, mo: number, d: number, h: number, mi: number, s: number, ms: number): number {
-  const date = new Date(0);
-  date.setUTCFullYear(y, mo - 1, d);
-  date.setUTCHours(h, mi, s, ms);
-  return date.getTime();
-}
-
 /**
  * An ISO 8601 date-time with zone (seconds required, fraction optional and cut
  * to milliseconds; zone Z, ±hh:mm or ±hhmm) or a date YYYY-MM-DD (midnight
@@ -60,13 +49,13 @@ export function parseInstant(value: string): number | null {
       offsetMin = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
     }
     const ms = Number((frac + '000').slice(0, 3));
-    return utc(y, mo, d, h, mi, s, ms) - offsetMin * 60_000;
+    return utcMs(y, mo, d, h, mi, s, ms) - offsetMin * 60_000;
   }
   const date = DATE_ONLY.exec(value);
   if (date !== null) {
     const [y, mo, d] = date.slice(1, 4).map(Number) as [number, number, number];
     if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return null;
-    return utc(y, mo, d, 0, 0, 0, 0);
+    return utcMs(y, mo, d, 0, 0, 0, 0);
   }
   return null;
 }
