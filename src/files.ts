@@ -13,6 +13,17 @@ export function readTextFile(path: string, what: string): string {
   }
 }
 
+/**
+ * Why JSON.parse refused a user's file, without the excerpt of the text that
+ * Node quotes for an unexpected token (`..."api_key": drk_live_S"...`): a
+ * config file's text holds the API key, and a key not yet parsed cannot be
+ * redacted. The position, where Node gives one, stays.
+ */
+export function jsonSyntaxError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
+}
+
 /** `what` names the file for the user, e.g. "config" or "state". */
 export function readJsonFile(path: string, what: string): unknown {
   const text = readTextFile(path, what);
@@ -20,6 +31,6 @@ export function readJsonFile(path: string, what: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${(err as Error).message}.`, { field: what });
+    throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${jsonSyntaxError(err)}.`, { field: what });
   }
 }

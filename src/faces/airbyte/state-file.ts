@@ -4,7 +4,7 @@
  * earlier read's output, one message a line). Which messages it may hold is
  * state-input.ts's business; this module only tells the two forms apart.
  */
-import { readTextFile } from '../../files.js';
+import { jsonSyntaxError, readTextFile } from '../../files.js';
 import { ConfigError } from '../../errors.js';
 import { EXPECTED_STATE } from './state-input.js';
 
@@ -20,15 +20,15 @@ export function readAirbyteStateFile(path: string): StateFile {
   if (text.trim() === '') {
     throw new ConfigError(`The state file "${path}" is empty (did the read it came from write no STATE line?). ${EXPECTED_STATE}`, { field: 'state' });
   }
-  let documentError: Error;
+  let documentError: string;
   try {
     return { value: JSON.parse(text) as unknown, lines: false };
   } catch (err) {
-    documentError = err as Error;
+    documentError = jsonSyntaxError(err);
   }
   const lines = text.split('\n').map((l) => l.trim());
   if (lines.filter((l) => l !== '').length < 2) {
-    throw new ConfigError(`The state file "${path}" is not valid JSON: ${documentError.message}. ${EXPECTED_STATE}`, { field: 'state' });
+    throw new ConfigError(`The state file "${path}" is not valid JSON: ${documentError}. ${EXPECTED_STATE}`, { field: 'state' });
   }
   const values: unknown[] = [];
   for (const [index, line] of lines.entries()) {
@@ -37,7 +37,7 @@ export function readAirbyteStateFile(path: string): StateFile {
       values.push(JSON.parse(line) as unknown);
     } catch (err) {
       // A first line that is not JSON: a broken document (e.g. pretty-printed) rather than JSON lines.
-      const reason = values.length === 0 ? documentError.message : `line ${index + 1} is not valid JSON (${(err as Error).message})`;
+      const reason = values.length === 0 ? documentError : `line ${index + 1} is not valid JSON (${jsonSyntaxError(err)})`;
       throw new ConfigError(`The state file "${path}" is neither one JSON document nor JSON lines: ${reason}. ${EXPECTED_STATE}`, { field: 'state' });
     }
   }
