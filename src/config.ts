@@ -52,7 +52,7 @@ export function parseInstant(value: string): number {
 }
 
 /** How far ahead of now a start_date may be: a user ahead of UTC types today's date, up to a day ahead of UTC. */
-export const START_DATE_LEEWAY_MS = 24 * 3600 * 1000;
+const START_DATE_LEEWAY_MS = 24 * 3600 * 1000;
 
 /**
  * Why start_date cannot be used now (more than a day ahead: nothing would be

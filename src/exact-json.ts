@@ -98,8 +98,3 @@ export function isRawNumber(value: unknown): value is RawNumber {
 export function rawNumber(text: string): RawNumber {
   return JSON_SOURCE.rawJSON(text);
 }
-
-/** The JSON text of a number, raw or not. */
-export function numberText(value: number | RawNumber): string {
-  return typeof value === 'number' ? JSON.stringify(value) : value.rawJSON;
-}

@@ -115,6 +115,10 @@ export function findDeletionTarget(objectType: unknown): StreamDefinition | unde
 
 /** "a, b and c": stream names for a message. */
 export function streamList(streams: readonly StreamDefinition[]): string {
-  const names = streams.map((s) => s.name);
-  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+  return andList(streams.map((s) => s.name));
+}
+
+/** "a", "a and b", "a, b and c". */
+export function andList(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }

@@ -117,7 +117,7 @@ describe('the import graph of src/', () => {
   it('the sync runner loads the client only after tuning the heap (a static import would load undici first: +10 MB peak RSS in the bench)', () => {
     const session = readFileSync(join(SRC, 'engine', 'session.ts'), 'utf8');
     expect(session.match(/^import (?!type )[^;]*from '\.\/(connect|sync|service-schemas)\.js'/gm) ?? []).toEqual([]);
-    expect(session).toMatch(/tuneHeapForStreaming\(\);\n\s*const \[connect, sync, schemas\] = await Promise\.all\(\[import\('\.\/connect\.js'\), import\('\.\/sync\.js'\), import\('\.\/service-schemas\.js'\)\]\);/);
+    expect(session).toMatch(/tuneHeapForStreaming\(\);\n\s*const \[connect, sync\] = await Promise\.all\(\[import\('\.\/connect\.js'\), import\('\.\/sync\.js'\)\]\);/);
   });
 
   it('only bin/ starts the emulator: bin/source-data-read hands dist/emulator/cli.js its command, everything else goes to dist/cli/', () => {

@@ -12,7 +12,7 @@ import { toConnectorError } from '../errors.js';
 import { builtInSchema, builtInSchemas, type StreamSchemas } from '../schemas/json-schema.js';
 import { mergeStreamSchema, type StreamMerge } from '../schemas/schema-merge.js';
 import { readServiceDescription } from '../schemas/service-description.js';
-import { STREAMS, findStream, type StreamDefinition } from '../streams.js';
+import { STREAMS, andList as list, findStream, type StreamDefinition } from '../streams.js';
 import type { ClientHooks } from './connect.js';
 
 export interface SchemaNote {
@@ -44,10 +44,6 @@ export interface LoadedSchemas {
 const WHERE = 'GET /v1/openapi.json';
 
 /** "a, b and c" */
-function list(items: readonly string[]): string {
-  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
-}
-
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */

@@ -21,11 +21,7 @@ import type { SyncRequest, SyncResult } from './sync.js';
 
 // The client and the engine are loaded by `open`, after the heap is tuned: the
 // young generation must not grow on what loading them allocates (see heap.ts).
-type Engine = {
-  readonly connect: typeof import('./connect.js');
-  readonly sync: typeof import('./sync.js');
-  readonly schemas: typeof import('./service-schemas.js');
-};
+type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
 
 /** What the run cost in requests, for progress lines and summaries. */
 export interface RequestCounts {
@@ -122,8 +118,8 @@ export class SyncSession {
   /** A session for a validated config; the client's notes outside a sync go to `log`. Close it when done. */
   static async open(config: Config, log: SessionLog): Promise<SyncSession> {
     tuneHeapForStreaming();
-    const [connect, sync, schemas] = await Promise.all([import('./connect.js'), import('./sync.js'), import('./service-schemas.js')]);
-    return new SyncSession(config, log, { connect, sync, schemas });
+    const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
+    return new SyncSession(config, log, { connect, sync });
   }
 
   /** Records per stream so far, over every sync of the session (streams started, in order). */
@@ -146,8 +142,10 @@ export class SyncSession {
    * request) or merged with the service's description. A service that cannot
    * be reached is then known to the sync that follows (one series of retries).
    */
-  streamSchemas(streams?: readonly StreamDefinition[]): Promise<LoadedSchemas> {
-    return this.engine.schemas.schemasWith(this.client, this.config, streams);
+  async streamSchemas(streams?: readonly StreamDefinition[]): Promise<LoadedSchemas> {
+    // Loaded here: Airbyte's read never asks (its catalog carries the schemas).
+    const { schemasWith } = await import('./service-schemas.js');
+    return schemasWith(this.client, this.config, streams);
   }
 
   /** One sync of the given streams from the given states, reporting to `sink`. */
