@@ -33,10 +33,6 @@ export class Outage {
     });
   }
 
-  get settled(): boolean {
-    return this.#settled;
-  }
-
   /** Resolves when the outage ends: with the error every waiting request fails with, or undefined when the service answered. */
   outcome(): Promise<ConnectorError | undefined> {
     return this.#done;

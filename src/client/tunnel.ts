@@ -20,6 +20,7 @@ import type { buildConnector, Dispatcher } from 'undici';
 import { Pool } from './pool.js';
 import type { ProxyEndpoint } from '../proxy-url.js';
 import { ProxyError } from './proxy-error.js';
+import { errorCode } from './retry.js';
 import { poolOptions, type PoolSettings, type RequestDispatcher } from './route.js';
 
 export interface ProxyRoute {
@@ -36,18 +37,13 @@ const serverName = (host: string): string | undefined => (isIP(host) === 0 ? hos
 const hostPort = (host: string, port: number): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 const named = (p: ProxyEndpoint): string => `the proxy ${p.display} (${p.source})`;
 
-function codeOf(err: unknown): string {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && code !== '' ? code : 'ERROR';
-}
-
 function isCertificateCode(code: string): boolean {
   return /^(CERT_|ERR_TLS_CERT|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT)/.test(code);
 }
 
 /** A failure while reaching the proxy itself, in plain words. */
 function reachError(proxy: ProxyEndpoint, err: unknown): ProxyError {
-  const code = codeOf(err);
+  const code = errorCode(err) ?? 'ERROR';
   if (code === 'ECONNREFUSED') return new ProxyError('unreachable', proxy, `${named(proxy)} refused the connection (ECONNREFUSED)`, { code, cause: err });
   if (/^(ENOTFOUND|EAI_)/.test(code)) return new ProxyError('unreachable', proxy, `the host name of ${named(proxy)} could not be resolved (DNS ${code})`, { code, cause: err });
   if (isCertificateCode(code)) {

@@ -69,11 +69,6 @@ export class ProgressDisplay {
     this.now = options.now ?? Date.now;
   }
 
-  /** Whether the line is drawn in place (the output is a terminal). */
-  get inPlace(): boolean {
-    return this.tty;
-  }
-
   start(): void {
     this.running = true;
     this.lastDraw = this.now(); // the first plain line comes after one interval, not at once

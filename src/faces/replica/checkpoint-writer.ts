@@ -115,10 +115,6 @@ export class CheckpointWriter {
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
   }
 
-  layoutOf(stream: string): TableLayout | undefined {
-    return this.tables.get(stream)?.spec.layout;
-  }
-
   /** When the open transaction began (epoch ms); undefined when none is open. */
   get transactionStartedAt(): number | undefined {
     return this.openedAt;

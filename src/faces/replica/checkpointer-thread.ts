@@ -15,9 +15,9 @@ import { parentPort, workerData } from 'node:worker_threads';
 function serve(): void {
   const port = parentPort;
   if (!port) throw new Error('checkpointer-thread.js runs as a worker thread');
-  const { path } = workerData as { path: string };
-  // database.ts's BUSY_TIMEOUT_MS; not imported, as database.ts would load zod (through layout.ts) into this thread.
-  const db = new DatabaseSync(path, { timeout: 5000 });
+  // The busy timeout comes from writer.ts (database.ts's), which this thread does not import: it would load zod.
+  const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+  const db = new DatabaseSync(path, { timeout: busyTimeoutMs });
   db.exec('PRAGMA synchronous = NORMAL');
   port.postMessage('ready');
   port.on('message', (message: unknown) => {

@@ -67,7 +67,7 @@ export class ReplicaWriter implements CheckpointTarget {
   }
 
   private startCheckpointer(url: URL): void {
-    const thread = new Worker(url, { workerData: { path: this.store.path } });
+    const thread = new Worker(url, { workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
     thread.unref();
     this.checkpointer = thread;
     thread.on('message', (message: unknown) => {
