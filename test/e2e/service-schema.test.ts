@@ -145,7 +145,9 @@ describe('against the emulator', () => {
       expect(schemas.find((s) => s.stream === 'contacts')?.schema.properties.lifetime_value).toEqual({ type: ['null', 'integer'], description: 'Lifetime value, in cents' });
       expect(schemas.find((s) => s.stream === 'pipeline_stages')?.schema.properties.position).toEqual({ type: 'integer', description: 'Position of the stage in its funnel, from 0' });
       const served = servedValues('contacts', 'lifetime_value');
-      for (const r of exactRecords(sync.stdout, 'contacts', true)) expect(JSON.stringify(r.lifetime_value)).toBe(served.get(String(r.id)));
+      const synced = exactRecords(sync.stdout, 'contacts', true);
+      expect(synced.length).toBe(served.size);
+      for (const r of synced) expect(JSON.stringify(r.lifetime_value)).toBe(served.get(String(r.id)));
 
       // Without a catalog, the tap declares what discover would.
       const all = await runCli(TAP_BIN, ['--config', config]);

@@ -18,40 +18,48 @@ async function lockHolder(db: string): Promise<number> {
   }
 }
 
-/** Resolve once `db` has at least `n` contacts committed. */
-async function waitForRows(db: string, n: number): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
+/**
+ * Poll until `ready()` holds, for as long as `run` (the replicate run it waits
+ * on) goes on: no count or clock bounds the wait (vitest's test timeout does);
+ * a run that ends first fails the test with `what`.
+ */
+async function whileRunning(run: Promise<unknown>, what: string, ready: () => boolean): Promise<void> {
+  let ended = false;
+  void run.finally(() => {
+    ended = true;
+  });
+  while (!ready()) {
+    if (ended) throw new Error(`the replicate run ended before ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Whether `db` has at least `n` contacts committed. */
+function hasRows(db: string, n: number): boolean {
+  if (!existsSync(db)) return false;
+  const check = new DatabaseSync(db, { readOnly: true });
+  try {
+    return Number(check.prepare('SELECT count(*) AS n FROM contacts').get()?.n) >= n;
+  } catch {
+    return false; // the table is not created yet
+  } finally {
+    check.close();
+  }
+}
+
+/** Whether a replicate run holds the writer lock of `db`. */
+function isLocked(db: string): boolean {
+  if (!existsSync(db)) return false;
+  try {
     const check = new DatabaseSync(db, { readOnly: true });
     try {
-      if (Number(check.prepare('SELECT count(*) AS n FROM contacts').get()?.n) >= n) return;
-    } catch {
-      // the table is not created yet
+      return check.prepare('SELECT pid FROM _replica_lock').get() !== undefined;
     } finally {
       check.close();
     }
-    await new Promise((resolve) => setTimeout(resolve, 10));
+  } catch {
+    return false; // not created yet
   }
-  throw new Error(`${db} never had ${n} contacts`);
-}
-
-/** Resolve once a replicate run holds the writer lock of `db`. */
-async function waitForLock(db: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (existsSync(db)) {
-      try {
-        const check = new DatabaseSync(db, { readOnly: true });
-        try {
-          if (check.prepare('SELECT pid FROM _replica_lock').get()) return;
-        } finally {
-          check.close();
-        }
-      } catch {
-        // not created yet
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`no replicate run took the lock of ${db}`);
 }
 
 describe('replicate: errors', () => {
@@ -139,9 +147,9 @@ describe('replicate: errors', () => {
     let stopped: Awaited<ReturnType<typeof replicate>>;
     try {
       const run = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
-      await waitForLock(db);
+      await whileRunning(run, 'it took the lock', () => isLocked(db));
       // Once a few pages have been read, stop it the way a service manager does.
-      await waitForRows(db, 10);
+      await whileRunning(run, 'it committed 10 contacts', () => hasRows(db, 10));
       const pid = await lockHolder(db);
       process.kill(pid, 'SIGTERM');
       stopped = await run;
