@@ -229,16 +229,17 @@ say "spec: SPEC, equal to the packed catalog/spec.json"
 
 # The emulator, from the project's own bin (one JSON line with url and api_key),
 # seeded with enough contacts for a read of more than one page.
-"$node_bin" "$root/bin/source-data-read" emulator --port 0 --contacts 300 --seed 7 >"$work/emulator.out" 2>"$work/emulator.err" &
+# --ready-file: the line is written there whole once the emulator serves.
+"$node_bin" "$root/bin/source-data-read" emulator --port 0 --contacts 300 --seed 7 --ready-file "$work/emulator.json" >/dev/null 2>"$work/emulator.err" &
 emulator_pid=$!
-for _ in $(seq 1 150); do
-  [ -s "$work/emulator.out" ] && break
+for _ in $(seq 1 300); do
+  [ -s "$work/emulator.json" ] && break
   kill -0 "$emulator_pid" 2>/dev/null || { cat "$work/emulator.err" >&2; fail "the emulator exited"; }
   sleep 0.1
 done
-python3 - "$work/emulator.out" "$work/config.json" <<'PY' || { cat "$work/emulator.err" >&2; fail "the emulator printed no url/api_key line"; }
+python3 - "$work/emulator.json" "$work/config.json" <<'PY' || { cat "$work/emulator.err" >&2; fail "the emulator wrote no ready file with url and api_key in 30 s"; }
 import json, sys
-first = json.loads(open(sys.argv[1]).read().splitlines()[0])
+first = json.load(open(sys.argv[1]))
 json.dump({"api_key": first["api_key"], "base_url": first["url"]}, open(sys.argv[2], "w"))
 PY
 say "emulator: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base_url"])' "$work/config.json")"

@@ -13,20 +13,21 @@
 #   airbyte_checker NAME / singer_checker NAME   the shared checkers on $OUT/NAME.out
 
 emulator_start() { # LOG_DIR
-  local logs="$1" i
+  local logs="$1" i ready="$1/emulator.json"
+  # --ready-file: the emulator writes its line there whole (under a temporary name, then renamed), readable by its owner only.
   "$ROOT/scripts/with-node" node "$ROOT/bin/source-data-read" emulator --port 0 --contacts 400 --seed 11 \
-    --account-name "Image check" >"$logs/emulator.out" 2>"$logs/emulator.err" &
+    --account-name "Image check" --ready-file "$ready" >/dev/null 2>"$logs/emulator.err" &
   EMU_PID=$!
-  for i in $(seq 1 150); do
-    [ -s "$logs/emulator.out" ] && break
+  for i in $(seq 1 300); do
+    [ -s "$ready" ] && break
     kill -0 "$EMU_PID" 2>/dev/null || { cat "$logs/emulator.err" >&2; fail "the emulator exited"; }
     sleep 0.1
   done
   read -r EMU_URL EMU_KEY EMU_CONTROL EMU_TOKEN EMU_ACCOUNT < <(python3 -c '
 import json, sys
-e = json.loads(open(sys.argv[1]).readline())
-print(e["url"], e["api_key"], e["control_url"], e["control_token"], e["account_id"])' "$logs/emulator.out") \
-    || fail "the emulator printed no url/api_key line"
+e = json.load(open(sys.argv[1]))
+print(e["url"], e["api_key"], e["control_url"], e["control_token"], e["account_id"])' "$ready") \
+    || fail "the emulator wrote no ready file with url and api_key in 30 s"
   say "emulator: $EMU_URL (on this machine's loopback; the containers share its network)"
 }
 
