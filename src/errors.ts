@@ -33,7 +33,7 @@ export class ConnectorError extends Error {
  */
 export class ConfigError extends ConnectorError {
   readonly fields: readonly string[];
-  constructor(message: string, options: { field?: string | readonly string[]; internal?: string; cause?: unknown } = {}) {
+  constructor(message: string, options: { field?: string | readonly string[]; internal?: string; cause?: unknown; runWide?: boolean } = {}) {
     super('config_error', message, options);
     this.name = 'ConfigError';
     const field = options.field;

@@ -73,7 +73,7 @@ export function chooseRoute(origin: string, options: RouteOptions): Route {
     try {
       caCertificates = parseCaCertificates(options.caCertificate);
     } catch (err) {
-      if (err instanceof CaCertificateError) throw new ConfigError(`${err.message}.`);
+      if (err instanceof CaCertificateError) throw new ConfigError(`${err.message}.`, { field: 'ca_certificate', runWide: true });
       throw err;
     }
   }
@@ -89,7 +89,7 @@ export function chooseRoute(origin: string, options: RouteOptions): Route {
       }
     }
   } catch (err) {
-    if (err instanceof ProxySettingError) throw new ConfigError(`${err.message}.`);
+    if (err instanceof ProxySettingError) throw new ConfigError(`${err.message}.`, { runWide: true });
     throw err;
   }
   if (proxy !== undefined) {

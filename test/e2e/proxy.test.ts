@@ -320,6 +320,12 @@ describe('when the proxy says no, or is not there', () => {
     expect(fromEnv).toMatchObject({ status: 'FAILED', message: expect.stringContaining('HTTPS_PROXY names a SOCKS proxy (socks5://), which this connector does not support') });
     const fromConfig = connectionStatus(await airbyte(['check', '--config', acc.config({ proxy_url: `socks5://etl:${ENCODED}@127.0.0.1:1080` })]));
     expect(fromConfig).toMatchObject({ status: 'FAILED', message: expect.stringContaining('proxy_url names a SOCKS proxy') });
+    // A read: the setting is the whole run's, so one config_error, not one per stream.
+    const read = await airbyte(['read', '--config', acc.config({ ca_certificate: ca.caCert }), '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')], {
+      HTTPS_PROXY: `socks5://etl:${ENCODED}@127.0.0.1:1080`,
+    });
+    expect(read.code).toBe(1);
+    expect(errorTraces(read)).toEqual([expect.objectContaining({ failure_type: 'config_error', message: expect.stringContaining('HTTPS_PROXY names a SOCKS proxy') })]);
   });
 });
 
