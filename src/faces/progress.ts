@@ -12,16 +12,14 @@
 import type { ConnectorError } from '../errors.js';
 import type { Data, LogLevel, SyncSink } from '../engine/events.js';
 import type { StreamState } from '../engine/state.js';
+import type { RequestCounts } from '../engine/session.js';
 import type { StderrLogger } from '../output.js';
 import { ProgressDisplay, type ProgressOutput } from '../progress/display.js';
 import type { ProgressSnapshot, StreamPhase } from '../progress/line.js';
 import type { StreamDefinition } from '../streams.js';
 
-/** The client's counts, as plain numbers. */
-export interface RequestFigures {
-  readonly requests: number;
-  readonly rateLimitWaits: number;
-}
+/** The session's counts the line shows. */
+type RequestFigures = Pick<RequestCounts, 'requests' | 'rateLimitWaits'>;
 
 export interface TerminalProgressOptions {
   readonly logger: StderrLogger;

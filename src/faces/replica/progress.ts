@@ -9,15 +9,13 @@ import type { LogLevel } from '../../engine/events.js';
 import type { StderrLogger } from '../../output.js';
 import { ProgressDisplay, type ProgressOutput } from '../../progress/display.js';
 import type { ProgressSnapshot } from '../../progress/line.js';
+import type { RequestCounts as SessionCounts } from '../../engine/session.js';
 import type { StreamTally } from './sink.js';
 
 const DEFAULT_PLAIN_MS = 10_000;
 
-/** Requests made so far (the client's counters, as plain numbers). */
-export interface RequestCounts {
-  readonly requests: number;
-  readonly rateLimitWaits: number;
-}
+/** Requests made so far (the session's counts; retries are not shown). */
+type RequestCounts = Pick<SessionCounts, 'requests' | 'rateLimitWaits'>;
 
 export interface ProgressSource {
   readonly tallies: ReadonlyMap<string, StreamTally>;
