@@ -48,7 +48,7 @@ export class ReplicaWriter implements CheckpointTarget {
   private lost: ConnectorError | undefined;
   private checkpointer: Worker | undefined;
   private checkpointerReady = false;
-  /** The checkpointer thread's module, until it is started (at the first commit: runs that stop earlier start none). */
+  /** The checkpointer thread's module, until it is started (at the first commit before the last: runs whose writes all fit one group start none). */
   private checkpointerUrl: URL | null;
   private readonly commitEveryMs: number;
   private readonly walRestartBytes: number;
@@ -117,7 +117,8 @@ export class ReplicaWriter implements CheckpointTarget {
     if (this.lost) throw this.lost;
   }
 
-  private commit(): void {
+  /** `last`: the run's final commit (close, a stop signal), after which no thread is worth starting. */
+  private commit(last = false): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.writer.transactionStartedAt === undefined) return;
@@ -127,7 +128,7 @@ export class ReplicaWriter implements CheckpointTarget {
       this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
-    if (this.checkpointerUrl) {
+    if (this.checkpointerUrl && !last) {
       this.startCheckpointer(this.checkpointerUrl);
       this.checkpointerUrl = null;
     }
@@ -164,9 +165,9 @@ export class ReplicaWriter implements CheckpointTarget {
   }
 
   /** The timer's commit: a failure is kept, and the next write or close reports it. */
-  private commitQuietly(): void {
+  private commitQuietly(last = false): void {
     try {
-      this.commit();
+      this.commit(last);
     } catch {
       // kept in this.lost
     }
@@ -180,7 +181,7 @@ export class ReplicaWriter implements CheckpointTarget {
   /** Commit, and stop the checkpointer thread (the store's last close copies what it left). Throws when a commit failed. */
   async close(): Promise<void> {
     try {
-      this.commit();
+      this.commit(true);
     } finally {
       const thread = this.checkpointer;
       this.checkpointer = undefined;
@@ -197,7 +198,7 @@ export class ReplicaWriter implements CheckpointTarget {
 
   /** For a stop signal: commit what is held (whole checkpoints), end the thread at once. */
   stopNow(): void {
-    this.commitQuietly();
+    this.commitQuietly(true);
     const thread = this.checkpointer;
     this.checkpointer = undefined;
     void thread?.terminate();
