@@ -100,7 +100,7 @@ describe('ReplicaWriter', () => {
   it('holds checkpoints in one transaction until the group is due or flushed; other connections see whole groups', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     expect(writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1)).upserted).toBe(2);
     expect(writer.write(checkpoint('conversations', [conversation('v1', 1)], 1)).upserted).toBe(1);
     expect(visible(path)).toBe(0);
@@ -113,10 +113,10 @@ describe('ReplicaWriter', () => {
     // A group that is due is committed by the write that finds it so, or by the timer when no write comes.
     const path2 = newDb();
     const second = replica(path2);
-    const eager = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 0 });
+    const eager = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 0, shortGroupMs: 0 });
     eager.write(second.checkpoint('contacts', [contact('c1', 1)], 1));
     expect(visible(path2)).toBe(1);
-    const timed = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 20 });
+    const timed = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 20, shortGroupMs: 20 });
     timed.write(second.checkpoint('contacts', [contact('c2', 2)], 2));
     await vi.waitFor(() => expect(visible(path2)).toBe(2));
     await timed.close();
@@ -124,10 +124,51 @@ describe('ReplicaWriter', () => {
     second.store.close();
   });
 
+  it('keeps a group open for commitEveryMs when its rows share pages, for shortGroupMs when each row changed a page of its own', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 2_000_000, shortGroupMs: 1_000_000 });
+    // The savepoint journal of each checkpoint is kept in memory, not in a temporary file.
+    expect(store.db.prepare('PRAGMA temp_store').get()?.temp_store).toBe(2);
+    const row = (i: number, minute: number) => contact(`c${String(i).padStart(5, '0')}`, minute, { note: 'x'.repeat(400) });
+    const pages = (ids: number[], minute: number) => {
+      for (let at = 0; at < ids.length; at += 200) writer.write(checkpoint('contacts', ids.slice(at, at + 200).map((i) => row(i, minute)), minute));
+      writer.flush();
+    };
+    const range = (from: number, to: number, step = 1) => Array.from({ length: Math.ceil((to - from) / step) }, (_, k) => from + k * step);
+    // The first group is a short one.
+    expect(writer.groupTimeMs).toBe(1_000_000);
+    // New rows, about six to a page, appended: they share pages, so groups are long.
+    pages(range(0, 3000), 1);
+    expect(writer.groupTimeMs).toBe(2_000_000);
+    // Every tenth row changed: each one rewrites a page of its own, so groups are short.
+    pages(range(0, 3000, 10), 2);
+    expect(writer.groupTimeMs).toBe(1_000_000);
+    pages(range(3000, 4000), 3);
+    expect(writer.groupTimeMs).toBe(2_000_000);
+    await writer.close();
+    store.close();
+    const rows = replicaRecords(path).get('contacts') ?? [];
+    expect(rows).toHaveLength(4000);
+    expect(rows.filter((r) => r.updated_at === iso(2)).map((r) => r.id)).toEqual(range(0, 3000, 10).map((i) => `c${String(i).padStart(5, '0')}`));
+  });
+
+  it('starts no checkpointer thread for a run whose WAL stays small: closing the file copies it', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0 });
+    for (let page = 0; page < 5; page++) writer.write(checkpoint('contacts', [contact(`c${page}`, page)], page));
+    expect(writer.checkpointerStarted).toBe(false);
+    await writer.close();
+    store.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    expect(replicaRecords(path).get('contacts')).toHaveLength(5);
+  });
+
   it('hands the checkpoints to the checkpointer thread, and leaves no WAL behind once the run closes the file', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0 });
+    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0 });
     // The thread starts with the first commit (a run that stops before writing starts none).
     expect(writer.checkpointing).toBe(false);
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
@@ -147,7 +188,7 @@ describe('ReplicaWriter', () => {
   it('keeps the WAL bounded: past a size, it waits for the checkpointer and the next group starts the WAL over', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, walRestartBytes: 1 << 20 });
+    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0, walRestartBytes: 1 << 20 });
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
     await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
     let largest = 0;
@@ -170,7 +211,7 @@ describe('ReplicaWriter', () => {
   it('a checkpointer thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0 });
+    const writer = new ReplicaWriter(store, { checkpointer: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     await vi.waitFor(() => expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(16_000));
     expect(writer.checkpointing).toBe(false);
@@ -199,7 +240,7 @@ describe('ReplicaWriter', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
     failCommitOfC2(store.db);
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.flush();
     writer.write(checkpoint('contacts', [contact('c2', 2)], 2));

@@ -69,10 +69,21 @@ export function openForWrite(path: string): DatabaseSync {
   return db;
 }
 
-/** Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB, WRITER_AUTOCHECKPOINT_PAGES). */
+/**
+ * Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB,
+ * WRITER_AUTOCHECKPOINT_PAGES), and where its temporary files go: memory.
+ * Each checkpoint is written inside a SAVEPOINT (checkpoint-writer.ts), so
+ * SQLite copies every page the checkpoint changes that was already in the
+ * file (a changed row's page; the primary-key index pages new rows land in)
+ * to the savepoint's journal before changing it. That journal is a temporary
+ * file by default: a write syscall per page, as many as the WAL gets. In
+ * memory it is a copy, and it is emptied at the savepoint's release (at most
+ * the pages of one checkpoint: one page of records).
+ */
 export function tuneForWriting(db: DatabaseSync): void {
   db.exec(`PRAGMA cache_size = -${WRITER_CACHE_KIB}`);
   db.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+  db.exec('PRAGMA temp_store = MEMORY');
 }
 
 /**

@@ -1,12 +1,20 @@
 /**
  * How a replicate run writes its checkpoints: into the store's connection, a
  * group of them per transaction. A transaction is committed once it has been
- * open COMMIT_EVERY_MS (from a timer when no more checkpoints come), on
+ * open for the group's time (from a timer when no more checkpoints come), on
  * flush() and on close(); each checkpoint in it is whole (CheckpointWriter),
- * so a killed run loses at most the last COMMIT_EVERY_MS of reading, which
- * the next run reads again from the state committed. One commit per group
- * instead of one per page: the pages of the primary-key indexes a group
- * touches are written once, not once per page of records.
+ * so a killed run loses at most the last group of reading, which the next
+ * run reads again from the state committed.
+ *
+ * How long a group stays open depends on what its rows did to the file:
+ * - rows that share pages (new rows appended, their primary-key index pages)
+ *   are grouped for COMMIT_EVERY_MS: one commit per group instead of one per
+ *   page of records writes those shared pages once, not once per page;
+ * - rows that each changed a page of their own (changed rows spread over a
+ *   large table) gain nothing from a long group: it is committed after
+ *   SHORT_GROUP_MS, so that the checkpointer copies the run's pages while it
+ *   reads instead of after it. The first group is a short one; each commit
+ *   decides the next from the WAL pages its group wrote per row.
  *
  * Copying the WAL into the database file (a checkpoint, with its two fsyncs)
  * is the checkpointer thread's work (checkpointer-thread.ts): the sync goes on
@@ -22,8 +30,16 @@ import type { TableLayout } from './layout.js';
 import type { CheckpointTarget } from './sink.js';
 import type { ReplicaStore } from './store.js';
 
-/** How long a transaction stays open to take more checkpoints. */
+/** How long a transaction stays open to take more checkpoints, when its rows share pages. */
 export const COMMIT_EVERY_MS = 250;
+/** How long it stays open when they do not (the first group too). */
+export const SHORT_GROUP_MS = 10;
+/** WAL pages written per row at or above which a group's rows are taken not to share pages. */
+const OWN_PAGE_PER_ROW = 0.5;
+/** WAL size from which a checkpointer thread is worth starting (smaller runs leave the copy to the file's close). */
+const CHECKPOINTER_AFTER_BYTES = 4 * 1024 * 1024;
+/** Bytes of a WAL frame besides the page it holds. */
+const WAL_FRAME_HEADER_BYTES = 24;
 /** WAL size past which the writer finishes the checkpointer's copy itself, so that the WAL starts over. */
 const WAL_RESTART_BYTES = 128 * 1024 * 1024;
 /** How long that waits for a reader of the WAL (someone's query) before trying again at a later commit. */
@@ -34,8 +50,12 @@ const messageOf = (err: unknown): string => (err instanceof Error ? err.message 
 export interface WriterOptions {
   /** The checkpointer thread's module; null: none (the connection checkpoints by itself). */
   readonly checkpointer?: URL | null;
-  /** How long a group stays open (COMMIT_EVERY_MS). */
+  /** How long a group whose rows share pages stays open (COMMIT_EVERY_MS). */
   readonly commitEveryMs?: number;
+  /** How long the first group, and one whose rows each wrote a page of their own, stays open (SHORT_GROUP_MS). */
+  readonly shortGroupMs?: number;
+  /** WAL size from which the checkpointer thread is started (CHECKPOINTER_AFTER_BYTES). */
+  readonly checkpointerAfterBytes?: number;
   /** WAL size past which the writer makes the WAL start over (WAL_RESTART_BYTES). */
   readonly walRestartBytes?: number;
 }
@@ -48,15 +68,32 @@ export class ReplicaWriter implements CheckpointTarget {
   private lost: ConnectorError | undefined;
   private checkpointer: Worker | undefined;
   private checkpointerReady = false;
-  /** The checkpointer thread's module, until it is started (at the first commit before the last: runs whose writes all fit one group start none). */
+  /**
+   * The checkpointer thread's module, until it is started: at a commit before
+   * the last once the WAL holds checkpointerAfterBytes (a small run leaves
+   * the copy to the file's close).
+   */
   private checkpointerUrl: URL | null;
+  private readonly checkpointerAfterBytes: number;
   private readonly commitEveryMs: number;
+  private readonly shortGroupMs: number;
   private readonly walRestartBytes: number;
+  private readonly walFrameBytes: number;
+  /** How long the open group stays open. */
+  private groupMs: number;
+  /** Rows written in the open group, and the WAL's size when it began. */
+  private groupRows = 0;
+  private walAtGroupStart = 0;
+  private startedThread = false;
 
   constructor(store: ReplicaStore, options: WriterOptions = {}) {
     this.store = store;
     this.commitEveryMs = options.commitEveryMs ?? COMMIT_EVERY_MS;
+    this.shortGroupMs = options.shortGroupMs ?? SHORT_GROUP_MS;
+    this.groupMs = this.shortGroupMs;
+    this.checkpointerAfterBytes = options.checkpointerAfterBytes ?? CHECKPOINTER_AFTER_BYTES;
     this.walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
+    this.walFrameBytes = Number(store.db.prepare('PRAGMA page_size').get()?.page_size) + WAL_FRAME_HEADER_BYTES;
     tuneForWriting(store.db);
     this.writer = new CheckpointWriter(store.db, store.tables);
     this.checkpointerUrl = options.checkpointer === undefined ? new URL('./checkpointer-thread.js', import.meta.url) : options.checkpointer;
@@ -67,6 +104,7 @@ export class ReplicaWriter implements CheckpointTarget {
   }
 
   private startCheckpointer(url: URL): void {
+    this.startedThread = true;
     const thread = new Worker(url, { workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
     thread.unref();
     this.checkpointer = thread;
@@ -93,6 +131,10 @@ export class ReplicaWriter implements CheckpointTarget {
   /** Write one checkpoint into the open group; it is committed within commitEveryMs. */
   write(checkpoint: Checkpoint): CommitResult {
     if (this.lost) throw this.lost;
+    if (this.writer.transactionStartedAt === undefined) {
+      this.groupRows = 0;
+      this.walAtGroupStart = this.walBytes();
+    }
     let result: CommitResult;
     try {
       result = this.writer.write(checkpoint);
@@ -101,10 +143,11 @@ export class ReplicaWriter implements CheckpointTarget {
     }
     const openedAt = this.writer.transactionStartedAt;
     if (openedAt !== undefined) {
+      this.groupRows += checkpoint.rows.length;
       const age = Date.now() - openedAt;
-      if (age >= this.commitEveryMs) this.commit();
+      if (age >= this.groupMs) this.commit();
       else if (!this.timer) {
-        this.timer = setTimeout(() => this.commitQuietly(), this.commitEveryMs - age);
+        this.timer = setTimeout(() => this.commitQuietly(), this.groupMs - age);
         this.timer.unref();
       }
     }
@@ -128,13 +171,26 @@ export class ReplicaWriter implements CheckpointTarget {
       this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
-    if (this.checkpointerUrl && !last) {
+    const walBytes = this.walBytes();
+    this.groupMs = this.nextGroupMs(walBytes);
+    if (this.checkpointerUrl && !last && walBytes >= this.checkpointerAfterBytes) {
       this.startCheckpointer(this.checkpointerUrl);
       this.checkpointerUrl = null;
     }
     if (!this.checkpointerReady) return;
-    if (this.walBytes() > this.walRestartBytes) this.restartWal();
+    if (walBytes > this.walRestartBytes) this.restartWal();
     else this.checkpointer?.postMessage('checkpoint');
+  }
+
+  /**
+   * The next group's time, from the WAL pages the one just committed wrote per
+   * row. A WAL that started over (or a checkpoint of the connection's own)
+   * during the group says nothing: the time stays.
+   */
+  private nextGroupMs(walBytes: number): number {
+    const pages = (walBytes - this.walAtGroupStart) / this.walFrameBytes;
+    if (!(pages > 0 && this.groupRows > 0)) return this.groupMs;
+    return pages / this.groupRows >= OWN_PAGE_PER_ROW ? this.shortGroupMs : this.commitEveryMs;
   }
 
   private walBytes(): number {
@@ -176,6 +232,16 @@ export class ReplicaWriter implements CheckpointTarget {
   /** Whether the checkpointer thread has taken the checkpoints over. */
   get checkpointing(): boolean {
     return this.checkpointerReady;
+  }
+
+  /** Whether a checkpointer thread was started (it may not be ready yet). */
+  get checkpointerStarted(): boolean {
+    return this.startedThread;
+  }
+
+  /** How long the next group stays open (SHORT_GROUP_MS or COMMIT_EVERY_MS, as the last commit decided). */
+  get groupTimeMs(): number {
+    return this.groupMs;
   }
 
   /** Commit, and stop the checkpointer thread (the store's last close copies what it left). Throws when a commit failed. */
