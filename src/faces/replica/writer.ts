@@ -128,7 +128,7 @@ export class ReplicaWriter implements CheckpointTarget {
     return this.store.layoutOf(stream);
   }
 
-  /** Write one checkpoint into the open group; it is committed within commitEveryMs. */
+  /** Write one checkpoint into the open group; it is committed within the group's time (groupTimeMs). */
   write(checkpoint: Checkpoint): CommitResult {
     if (this.lost) throw this.lost;
     if (this.writer.transactionStartedAt === undefined) {
