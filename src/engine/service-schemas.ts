@@ -43,7 +43,7 @@ export interface LoadedSchemas {
 
 const WHERE = 'GET /v1/openapi.json';
 
-/** "a, b and c" */
+/** "1 field", "2 fields". */
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */

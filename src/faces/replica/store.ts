@@ -21,7 +21,6 @@ import { acquireLock, releaseLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 
-
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
   /** Each stream's record schema (merged with the service's description); default: the built-in schemas. */
