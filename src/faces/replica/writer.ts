@@ -81,9 +81,9 @@ export class ReplicaWriter implements CheckpointTarget {
   private readonly walFrameBytes: number;
   /** How long the open group stays open. */
   private groupMs: number;
-  /** Rows written in the open group, and the WAL's size when it began. */
+  /** Rows written in the open group, and the WAL's size when it began (at the last commit, or when the writer was made). */
   private groupRows = 0;
-  private walAtGroupStart = 0;
+  private walAtGroupStart: number;
   private startedThread = false;
 
   constructor(store: ReplicaStore, options: WriterOptions = {}) {
@@ -94,6 +94,7 @@ export class ReplicaWriter implements CheckpointTarget {
     this.checkpointerAfterBytes = options.checkpointerAfterBytes ?? CHECKPOINTER_AFTER_BYTES;
     this.walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
     this.walFrameBytes = Number(store.db.prepare('PRAGMA page_size').get()?.page_size) + WAL_FRAME_HEADER_BYTES;
+    this.walAtGroupStart = this.walBytes();
     tuneForWriting(store.db);
     this.writer = new CheckpointWriter(store.db, store.tables);
     this.checkpointerUrl = options.checkpointer === undefined ? new URL('./checkpointer-thread.js', import.meta.url) : options.checkpointer;
@@ -131,10 +132,6 @@ export class ReplicaWriter implements CheckpointTarget {
   /** Write one checkpoint into the open group; it is committed within the group's time (groupTimeMs). */
   write(checkpoint: Checkpoint): CommitResult {
     if (this.lost) throw this.lost;
-    if (this.writer.transactionStartedAt === undefined) {
-      this.groupRows = 0;
-      this.walAtGroupStart = this.walBytes();
-    }
     let result: CommitResult;
     try {
       result = this.writer.write(checkpoint);
@@ -173,6 +170,9 @@ export class ReplicaWriter implements CheckpointTarget {
     }
     const walBytes = this.walBytes();
     this.groupMs = this.nextGroupMs(walBytes);
+    // The next group starts from here: nothing else writes on this connection between two groups.
+    this.walAtGroupStart = walBytes;
+    this.groupRows = 0;
     if (this.checkpointerUrl && !last && walBytes >= this.checkpointerAfterBytes) {
       this.startCheckpointer(this.checkpointerUrl);
       this.checkpointerUrl = null;
