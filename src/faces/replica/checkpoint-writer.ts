@@ -1,11 +1,23 @@
 /**
  * Writing checkpoints into the replica: each engine checkpoint (the rows of
  * the page(s) it covers, the deletions they carry, and the stream's state
- * row) is written whole or not at all, inside a SAVEPOINT of the current
- * transaction. A transaction may hold several checkpoints (ReplicaWriter
- * commits a group of them at a time); whatever is committed is always whole
- * checkpoints, so a process killed at any point leaves the database at a
- * checkpoint of every stream, and the next run continues from exactly there.
+ * row) is written whole or not at all. A transaction may hold several
+ * checkpoints (ReplicaWriter commits a group of them at a time); whatever is
+ * committed is always whole checkpoints, so a process killed at any point
+ * leaves the database at a checkpoint of every stream, and the next run
+ * continues from exactly there.
+ *
+ * A checkpoint that fails halfway:
+ * - when the file holds something that can refuse a row (refusers.ts: a
+ *   trigger, a CHECK constraint... someone added), each checkpoint is written
+ *   inside a SAVEPOINT, and a failing one is undone alone: its stream fails,
+ *   the others go on in the same transaction;
+ * - otherwise no row can be refused once its primary key is known not NULL,
+ *   which is checked before anything of the checkpoint is written; what can
+ *   still fail (a full disk, an I/O error) takes the transaction with it:
+ *   it is rolled back, and the writer stops. No savepoint then: SQLite would
+ *   copy every page a checkpoint changes that was already in the file (a
+ *   primary-key index page for each new row) to the savepoint's journal.
  *
  * Deletions: a record of the deletion log deletes the row it names, unless
  * that row changed after the deletion. Streams are read concurrently, so an
@@ -15,8 +27,9 @@
  */
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
 import { parseInstant } from '../../config.js';
-import { STATE_TABLE, insertSql } from './database.js';
+import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
 import { columnNames, ident, type TableLayout } from './layout.js';
+import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import { rowToRecord, type RowValues } from './rows.js';
 
 /** A stream's table, as the writer needs to know it. */
@@ -79,6 +92,8 @@ export class CheckpointWriter {
   private readonly failedStreams = new Map<string, string>();
   /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
   private broken: Error | undefined;
+  /** What in the file could refuse a row (refusers.ts); when anything, each checkpoint is written in a savepoint. */
+  readonly refusers: readonly string[];
 
   constructor(db: DatabaseSync, specs: readonly TableSpec[]) {
     this.db = db;
@@ -113,6 +128,20 @@ export class CheckpointWriter {
         : undefined;
     this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
+    const written = specs.map(({ layout, deletionLog }) =>
+      streamTable(layout.table, layout.primaryKey, deletionLog ? [deletionIndexName(layout.table)] : []),
+    );
+    this.refusers = rowRefusers(db, [...written, STATE_WRITTEN]);
+  }
+
+  /** Whether each checkpoint is written in its own savepoint (something in the file can refuse a row). */
+  get isolatesCheckpoints(): boolean {
+    return this.refusers.length > 0;
+  }
+
+  /** Why nothing more is written: the transaction holding the last checkpoints was lost. */
+  get lostTransaction(): Error | undefined {
+    return this.broken;
   }
 
   /** When the open transaction began (epoch ms); undefined when none is open. */
@@ -122,7 +151,10 @@ export class CheckpointWriter {
 
   /**
    * Write one checkpoint into the open transaction (beginning one if needed).
-   * On an error nothing of this checkpoint stays; earlier ones of the transaction do.
+   * On an error nothing of this checkpoint stays. Earlier ones of the
+   * transaction do when checkpoints are isolated (or the checkpoint was
+   * refused before anything was written); otherwise the transaction is
+   * rolled back and nothing more is written (lostTransaction).
    */
   write(checkpoint: Checkpoint): CommitResult {
     if (this.broken) throw this.broken;
@@ -132,6 +164,12 @@ export class CheckpointWriter {
     }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
+    const keyless = checkpoint.rows.findIndex((row) => row[table.keyAt] === null || row[table.keyAt] === undefined);
+    if (keyless >= 0) {
+      const cause = `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`;
+      this.failedStreams.set(checkpoint.stream, cause);
+      throw new Error(`${cause}, so nothing of that checkpoint is written`);
+    }
     if (this.openedAt === undefined) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
@@ -147,7 +185,8 @@ export class CheckpointWriter {
     let deletedRows = 0;
     const unknownTypes: [string, string][] = [];
     try {
-      this.db.exec('SAVEPOINT checkpoint');
+      const isolated = this.isolatesCheckpoints;
+      if (isolated) this.db.exec('SAVEPOINT checkpoint');
       if (checkpoint.replaceAll) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
       for (const row of checkpoint.rows) {
@@ -172,10 +211,11 @@ export class CheckpointWriter {
         }
       }
       this.writeState.run(checkpoint.stream, checkpoint.state, syncedAt);
-      this.db.exec('RELEASE checkpoint');
+      if (isolated) this.db.exec('RELEASE checkpoint');
     } catch (err) {
       this.failedStreams.set(checkpoint.stream, messageOf(err));
-      this.undoCheckpoint(err);
+      if (this.isolatesCheckpoints) this.undoCheckpoint(err);
+      else this.stop(err);
       throw err;
     }
     return { upserted, skippedDeleted, deletedRows, unknownTypes };

@@ -72,13 +72,14 @@ export function openForWrite(path: string): DatabaseSync {
 /**
  * Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB,
  * WRITER_AUTOCHECKPOINT_PAGES), and where its temporary files go: memory.
- * Each checkpoint is written inside a SAVEPOINT (checkpoint-writer.ts), so
- * SQLite copies every page the checkpoint changes that was already in the
- * file (a changed row's page; the primary-key index pages new rows land in)
- * to the savepoint's journal before changing it. That journal is a temporary
- * file by default: a write syscall per page, as many as the WAL gets. In
- * memory it is a copy, and it is emptied at the savepoint's release (at most
- * the pages of one checkpoint: one page of records).
+ * When each checkpoint is written inside a SAVEPOINT (checkpoint-writer.ts:
+ * a file someone added triggers or constraints to), SQLite copies every page
+ * the checkpoint changes that was already in the file (a changed row's page;
+ * the primary-key index pages new rows land in) to the savepoint's journal
+ * before changing it. That journal is a temporary file by default: a write
+ * syscall per page, as many as the WAL gets. In memory it is a copy, and it
+ * is emptied at the savepoint's release (at most the pages of one
+ * checkpoint: one page of records).
  */
 export function tuneForWriting(db: DatabaseSync): void {
   db.exec(`PRAGMA cache_size = -${WRITER_CACHE_KIB}`);
@@ -133,6 +134,11 @@ export function storedLayouts(db: DatabaseSync): Map<string, TableLayout> {
 /** Record `layout` as the one its table is written with. */
 export function saveLayout(db: DatabaseSync, layout: TableLayout): void {
   db.prepare(`INSERT OR REPLACE INTO ${TABLES_TABLE} (stream, layout) VALUES (?, ?)`).run(layout.stream, JSON.stringify(layout));
+}
+
+/** The index on the deletion log's object id that applying deletions needs (store.ts creates it). */
+export function deletionIndexName(table: string): string {
+  return `_replica_${table}_object`;
 }
 
 /** The upsert of one row: values in `columnNames(layout)` order. */

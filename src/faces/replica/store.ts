@@ -14,7 +14,7 @@ import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
 import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } from './checkpoint-writer.js';
-import { STATE_TABLE, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
+import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
@@ -98,7 +98,7 @@ export class ReplicaStore {
       this.migrations = migrations;
       for (const { layout, deletionLog } of this.tables) {
         if (deletionLog) {
-          const index = ident(`_replica_${layout.table}_object`);
+          const index = ident(deletionIndexName(layout.table));
           this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${ident(layout.table)} (${ident(deletionLog.objectIdField)})`);
         }
       }

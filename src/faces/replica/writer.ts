@@ -136,6 +136,9 @@ export class ReplicaWriter implements CheckpointTarget {
     try {
       result = this.writer.write(checkpoint);
     } catch (err) {
+      // The transaction went with it: the group's other checkpoints, of any stream, are not saved either.
+      const gone = this.writer.lostTransaction;
+      if (gone) this.lost ??= this.error(gone.message);
       throw this.error(messageOf(err));
     }
     const openedAt = this.writer.transactionStartedAt;
