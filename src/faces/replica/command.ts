@@ -74,6 +74,10 @@ function prepare(logger: StderrLogger, configPath: string, dbPath: string): Conf
  */
 async function openRun(logger: StderrLogger, config: Config, dbPath: string): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | undefined> {
   const session = await SyncSession.open(config, (level, message) => logger.log(level, message));
+  // The tables' columns: the built-in schemas merged with the service's description (one request), unless
+  // pinned. Asked for while the account is checked; used only once the account is known to be good.
+  const describing = session.streamSchemas();
+  describing.catch(() => undefined); // awaited below, or dropped with the session
   try {
     const account = await session.verifyAccount();
     if (!account.ok) {
@@ -81,8 +85,7 @@ async function openRun(logger: StderrLogger, config: Config, dbPath: string): Pr
       await session.close();
       return undefined;
     }
-    // The tables' columns: the built-in schemas merged with the service's description (one request), unless pinned.
-    const schemas = await session.streamSchemas();
+    const schemas = await describing;
     for (const note of schemas.notes) logger.log(note.level, note.message);
     const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
     return { session, store, account: account.message };
