@@ -8,12 +8,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CheckpointWriter, type Checkpoint } from '../../src/faces/replica/checkpoint-writer.js';
+import { CheckpointWriter } from '../../src/faces/replica/checkpoint-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
+import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { tempDir } from '../helpers/cli.js';
-import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+import { contact, conversation, iso } from '../helpers/fake-api.js';
+import { checkpointsOf } from './checkpoints.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -25,13 +26,7 @@ function replica() {
   dirs.push(dir);
   const path = join(dir, 'r.db');
   const store = new ReplicaStore(path);
-  const checkpoint = (stream: string, records: Rec[], minute: number): Checkpoint => ({
-    stream,
-    rows: toRows(store.layoutOf(stream), records),
-    state: JSON.stringify({ resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } }),
-    replaceAll: false,
-  });
-  return { path, store, checkpoint };
+  return { path, store, checkpoint: checkpointsOf(store) };
 }
 
 describe('what can refuse a row', () => {

@@ -7,12 +7,13 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { CheckpointWriter, type Checkpoint } from '../../src/faces/replica/checkpoint-writer.js';
+import { CheckpointWriter } from '../../src/faces/replica/checkpoint-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
+import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
-import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+import { contact, conversation, iso } from '../helpers/fake-api.js';
+import { checkpointsOf } from './checkpoints.js';
 import { requireBuild } from './helpers.js';
 
 const dirs: string[] = [];
@@ -28,13 +29,7 @@ function newDb(): string {
 /** A replica with its tables, and checkpoints for it. */
 function replica(path: string) {
   const store = new ReplicaStore(path);
-  const checkpoint = (stream: string, records: Rec[], minute: number): Checkpoint => ({
-    stream,
-    rows: toRows(store.layoutOf(stream), records),
-    state: JSON.stringify({ resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } }),
-    replaceAll: false,
-  });
-  return { store, checkpoint };
+  return { store, checkpoint: checkpointsOf(store) };
 }
 
 /** The commit of a transaction that inserted contact c2 fails: a deferred constraint is checked at COMMIT. */
