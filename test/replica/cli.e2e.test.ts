@@ -93,6 +93,9 @@ describe('replicate: errors', () => {
     expect(run.stderr).toMatch(/Cannot replicate: .*401/);
     expect(run.stderr).not.toContain(key);
     noStack(run.stderr);
+    // The description, asked for alongside the account, says nothing of its own, and no file is made.
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(existsSync(join(dir, 'b.db'))).toBe(false);
   });
 
   it('a service that cannot be reached', async () => {
