@@ -49,6 +49,7 @@ describe('what can refuse a row', () => {
     expect(new CheckpointWriter(store.db, store.tables).refusers).toEqual([]);
     const cases: [string, RegExp][] = [
       ["CREATE TRIGGER no_x BEFORE INSERT ON contacts WHEN NEW.name = 'x' BEGIN SELECT RAISE(ABORT, 'no'); END", /^trigger "no_x" on "contacts"$/],
+      ["CREATE TRIGGER no_y BEFORE UPDATE ON CONTACTS BEGIN SELECT RAISE(ABORT, 'no'); END", /^trigger "no_y" on "contacts"$/],
       ['ALTER TABLE contacts ADD COLUMN score2 INTEGER CHECK (score2 > 0)', /^a CHECK constraint of "contacts"$/],
       ['ALTER TABLE contacts ADD COLUMN owner TEXT REFERENCES contacts (id)', /^a foreign key of "contacts"$/],
       ['CREATE UNIQUE INDEX one_email ON contacts (email)', /^index "one_email" on "contacts"$/],

@@ -38,7 +38,8 @@ function keywordsOf(sql: string): string {
 /** Each thing in the file that could refuse a row written to `tables`, said in a few words; empty when none. */
 export function rowRefusers(db: DatabaseSync, tables: readonly WrittenTable[]): string[] {
   const found: string[] = [];
-  const triggers = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?");
+  // A trigger keeps its table's name as its CREATE TRIGGER spelled it (ON CONTACTS); SQLite's names ignore case.
+  const triggers = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE");
   const tableSql = db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?");
   for (const { table, filledNotNull, ownIndexes } of tables) {
     const name = ident(table);
