@@ -184,8 +184,8 @@ export class CheckpointWriter {
     let skippedDeleted = 0;
     let deletedRows = 0;
     const unknownTypes: [string, string][] = [];
+    const isolated = this.isolatesCheckpoints;
     try {
-      const isolated = this.isolatesCheckpoints;
       if (isolated) this.db.exec('SAVEPOINT checkpoint');
       if (checkpoint.replaceAll) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
@@ -214,7 +214,7 @@ export class CheckpointWriter {
       if (isolated) this.db.exec('RELEASE checkpoint');
     } catch (err) {
       this.failedStreams.set(checkpoint.stream, messageOf(err));
-      if (this.isolatesCheckpoints) this.undoCheckpoint(err);
+      if (isolated) this.undoCheckpoint(err);
       else this.stop(err);
       throw err;
     }
