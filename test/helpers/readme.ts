@@ -11,12 +11,17 @@ import { ROOT, type CliResult } from './cli.js';
 
 /** The text of the ```sh block after `<!-- recipe: name -->` in README.md. */
 export function readmeRecipe(name: string): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  return docRecipe('README.md', name);
+}
+
+/** The text of the ```sh block after `<!-- recipe: name -->` in a page of the repository (a path from its root). */
+export function docRecipe(file: string, name: string): string {
+  const page = readFileSync(join(ROOT, file), 'utf8');
   const marker = `<!-- recipe: ${name} -->`;
-  const at = readme.indexOf(marker);
-  if (at === -1) throw new Error(`README.md has no ${marker}`);
-  const block = /^```sh\n([\s\S]*?)^```$/m.exec(readme.slice(at + marker.length));
-  if (block === null || block.index > 2) throw new Error(`README.md: no \`\`\`sh block right after ${marker}`);
+  const at = page.indexOf(marker);
+  if (at === -1) throw new Error(`${file} has no ${marker}`);
+  const block = /^```sh\n([\s\S]*?)^```$/m.exec(page.slice(at + marker.length));
+  if (block === null || block.index > 2) throw new Error(`${file}: no \`\`\`sh block right after ${marker}`);
   return block[1] as string;
 }
 
