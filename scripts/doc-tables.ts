@@ -49,7 +49,7 @@ export function configTable(): string {
   const properties = isObject(schema.properties) ? schema.properties : {};
   const rows = Object.entries(properties).map(([key, value]) => {
     const prop = isObject(value) ? value : {};
-    const fallback = prop.default === undefined ? '' : `\`${JSON.stringify(prop.default)}\``;
+    const fallback = prop.default === undefined ? '–' : `\`${JSON.stringify(prop.default)}\``;
     return `| \`${key}\` | ${cell(kindOf(prop, required.has(key)))} | ${fallback} | ${cell(typeof prop.description === 'string' ? prop.description : '')} |`;
   });
   return ['| key | type | default | description |', '|---|---|---|---|', ...rows].join('\n');
