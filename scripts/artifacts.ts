@@ -1,7 +1,9 @@
 /**
  * Every checked-in file generated from the zod schemas and the streams table:
  * stream JSON Schemas, the discovered and configured catalogs, the SPEC
- * snapshot and the emulator's OpenAPI document. `npm run generate` writes them; a test fails when a copy drifts.
+ * snapshot and the emulator's OpenAPI document; and the pages whose tables are
+ * generated (doc-tables.ts: the config and stream tables, meltano.yml's settings).
+ * `npm run generate` writes them; a test fails when a copy drifts.
  */
 import { configJsonSchema } from '../src/config.js';
 import { buildOpenApiDocument } from '../src/emulator/openapi.js';
@@ -9,6 +11,8 @@ import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog
 import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
 import { specPayload } from '../src/faces/airbyte/protocol.js';
 import { STREAMS } from '../src/streams.js';
+import { generatedPages } from './doc-tables.js';
+import { ROOT } from './root.js';
 
 const pretty = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
@@ -37,5 +41,6 @@ export function generatedArtifacts(): Map<string, string> {
     pretty(specPayload(configJsonSchema(), DOCUMENTATION_URL)),
   );
   files.set('schemas/openapi.json', pretty(buildOpenApiDocument()));
+  for (const [page, text] of generatedPages(ROOT)) files.set(page, text);
   return files;
 }

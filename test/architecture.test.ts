@@ -1,8 +1,8 @@
 /**
  * The layout keeps the architecture: a test over the import graph of src/
  * (static imports, re-exports and lazy `import()`), the rule that only the
- * streams table names a stream, and the README's Layout section naming every
- * folder. The rules are those of the README's Layout table.
+ * streams table names a stream, and the Layout section of CONTRIBUTING.md naming every
+ * folder. The rules are those of its Layout table.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -92,7 +92,7 @@ describe('the import graph of src/', () => {
     expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts')).toBe(true); // a lazy import()
   });
 
-  it('imports only across allowed boundaries (README, Layout)', () => {
+  it('imports only across allowed boundaries (CONTRIBUTING.md, Layout)', () => {
     const broken = all
       .filter((e) => e.toArea !== undefined && e.toArea !== e.fromArea && !ALLOWED[e.fromArea].includes(e.toArea))
       .map((e) => `${e.from} (${e.fromArea}) imports ${e.to} (${e.toArea})`);
@@ -147,8 +147,8 @@ describe('the streams table is the whole truth about streams', () => {
   });
 });
 
-describe("the README's Layout section", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+describe("CONTRIBUTING.md's Layout section", () => {
+  const readme = readFileSync(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
   const start = readme.indexOf('\n## Layout\n');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
 

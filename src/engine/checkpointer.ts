@@ -1,6 +1,6 @@
 /**
  * What state a read may write, and when (connector contract, "State"; the
- * README's "State and incremental sync"):
+ * state page, docs/state.md):
  * - a read starts from the saved resume cursor, else from the last complete
  *   watermark (`updated_since`), else from start_date; a stream without a
  *   cursor takes no time filter (the service refuses one);

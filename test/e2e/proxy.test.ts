@@ -16,7 +16,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { makeTestCa, type TestCa } from '../helpers/certificates.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
-import { readmeRecipe, runShell } from '../helpers/readme.js';
+import { docRecipe, runShell } from '../helpers/readme.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../helpers/destination.js';
 import { dumpLists, replicaAsDump, replicate } from '../replica/helpers.js';
 
@@ -329,13 +329,13 @@ describe('when the proxy says no, or is not there', () => {
   });
 });
 
-describe('the README recipe', () => {
+describe('the recipe of docs/networking.md', () => {
   it('runs as written (its proxy address replaced by this test\'s proxy): FAILED without the CA, SUCCEEDED with it and through the proxy', async () => {
     const recipeProxy = await startForwardProxy({ auth: { user: 'etl', password: 's3cret' } });
     const checkout = tempDir('sdr-recipe-');
     symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'));
     symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
-    const script = readmeRecipe('private-ca-proxy').replace('proxy.example.com:3128', `127.0.0.1:${recipeProxy.port}`);
+    const script = docRecipe('docs/networking.md', 'private-ca-proxy').replace('proxy.example.com:3128', `127.0.0.1:${recipeProxy.port}`);
     try {
       const result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });
       outputs.push(result.stdout, result.stderr);

@@ -132,8 +132,8 @@ describe('Dockerfile', () => {
     const data = metadataData();
     const tag = `${String(data.dockerRepository)}:${String(data.dockerImageTag)}`;
     expect(read('Dockerfile')).toContain(`docker build -t ${tag} .`);
-    expect(read('README.md')).toContain(`docker build -t ${tag} .`);
-    expect(read('README.md')).toContain('--entrypoint tap-data-read');
+    expect(read('docs/docker.md')).toContain(`docker build -t ${tag} .`);
+    expect(read('docs/docker.md')).toContain('--entrypoint tap-data-read');
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * The image check (scripts/image-check.sh) is wired as the README says: the
+ * The image check (scripts/image-check.sh) is wired as docs/docker.md says: the
  * npm script, the command .ci/run runs, shell syntax, and every check it
  * lists defined. The check itself needs root and a Docker engine of its own:
  * .ci/run runs it after the tests.
@@ -14,10 +14,10 @@ const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const scripts = ['scripts/image-check.sh', ...readdirSync(join(ROOT, 'scripts', 'image-check')).map((f) => `scripts/image-check/${f}`)];
 
 describe('scripts/image-check.sh', () => {
-  it('is `npm run image-check`, the command the README gives and .ci/run runs after the tests', () => {
+  it('is `npm run image-check`, the command docs/docker.md gives and .ci/run runs after the tests', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(pkg.scripts['image-check']).toBe('bash scripts/image-check.sh');
-    expect(read('README.md')).toContain('scripts/with-node npm run image-check');
+    expect(read('docs/docker.md')).toContain('scripts/with-node npm run image-check');
     const ci = read('.ci/run');
     expect(ci).toMatch(/scripts\/with-node npm run --silent image-check/);
     expect(ci.indexOf('part "tests" scripts/with-node npm test')).toBeGreaterThan(0);

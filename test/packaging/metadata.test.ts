@@ -100,14 +100,14 @@ describe('metadata.yaml', () => {
   });
 });
 
-describe('docs/data-read.md (the documentationUrl page)', () => {
-  const page = read('docs/data-read.md');
+describe('docs/airbyte.md (the documentationUrl page)', () => {
+  const page = read('docs/airbyte.md');
 
   it('is the file the documentation URL names', () => {
-    expect(DOCUMENTATION_URL.endsWith('/blob/main/docs/data-read.md')).toBe(true);
+    expect(DOCUMENTATION_URL.endsWith('/blob/main/docs/airbyte.md')).toBe(true);
   });
 
-  it.each(['## Prerequisites', '## Setup guide', '## Supported sync modes', '## Configuration', '## Rate limiting', '## Deletions', '## Changelog'])(
+  it.each(['## Prerequisites', '## Setup guide', '## Supported sync modes', '## Streams', '## Data types', '## Configuration', '## Rate limiting', '## Deletions', '## Errors', '## Limitations', '## Supported versions', '## Troubleshooting', '## Changelog'])(
     'has the section %s',
     (heading) => {
       expect(page).toMatch(new RegExp(`^${heading.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'));

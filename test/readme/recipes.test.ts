@@ -1,19 +1,21 @@
 /**
- * The README's recipes, run as written:
+ * Recipes of the docs, run as written:
  * - the Singer worked example (setup, file runs, target, stop) from a folder
  *   laid out like a checkout, with the machine's old Node first on PATH when
  *   it has one (scripts/with-node then finds Node 24 "already fetched": the
  *   Node running these tests); `target-jsonl` is a stand-in that does what
  *   target-jsonl does (PyPI is out of reach here);
  * - the Airbyte recipe that turns one read's output into the next read's
- *   state, against the emulator: the second read is incremental.
+ *   state, against the emulator: the second read is incremental;
+ * - every recipe of the README and of docs/ is run by some test.
+ * The other recipes of docs/ and the README run in test/docs/recipes.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, parseLines, protocolCheck, runCli, SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
-import { readmeRecipe, runShell } from '../helpers/readme.js';
+import { docRecipe, runShell } from '../helpers/readme.js';
 import { setup, type Setup } from '../emulator/helpers.js';
 
 const OLD_NODE = '/usr/bin/node';
@@ -51,7 +53,7 @@ function records(file: string, stream: string): number {
   return parseLines(readFileSync(file, 'utf8')).filter((m) => m.type === 'RECORD' && streamOf(m) === stream).length;
 }
 
-describe('README: the Singer worked example, pasted', () => {
+describe('docs/singer.md: the Singer worked example, pasted', () => {
   let checkout: string;
   let result: Awaited<ReturnType<typeof runShell>>;
 
@@ -71,9 +73,9 @@ describe('README: the Singer worked example, pasted', () => {
       symlinkSync(dirname(process.execPath), join(fetched, 'bin'));
       path = `${tools}:${dirname(OLD_NODE)}:${process.env.PATH ?? ''}`;
     } else {
-      console.warn('README recipe test: no Node older than 22 at /usr/bin/node; the recipe runs with the current PATH only.');
+      console.warn('Recipe test: no Node older than 22 at /usr/bin/node; the recipe runs with the current PATH only.');
     }
-    const script = ['singer-setup', 'singer-files', 'singer-target', 'singer-stop'].map(readmeRecipe).join('\n');
+    const script = ['singer-setup', 'singer-files', 'singer-target', 'singer-stop'].map((name) => docRecipe('docs/singer.md', name)).join('\n');
     result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: path } });
   }, 120_000);
 
@@ -111,13 +113,13 @@ describe('README: the Singer worked example, pasted', () => {
     expect(Object.keys(state.bookmarks).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
   });
 
-  it('.gitignore covers every file a README recipe writes that holds a key', () => {
+  it('.gitignore covers every file a recipe writes that holds a key', () => {
     const ignored = spawnSync('git', ['check-ignore', '--no-index', 'example/config.json', 'example/emulator.json', 'config.json', 'emulator.json', 'secrets/config.json', 'sub/config.json'], { cwd: ROOT, encoding: 'utf8' });
     expect(ignored.stdout.trim().split('\n')).toEqual(['example/config.json', 'example/emulator.json', 'config.json', 'emulator.json', 'secrets/config.json', 'sub/config.json']);
   });
 });
 
-describe('README: one read\'s output as the next read\'s state (Airbyte)', () => {
+describe('docs/state.md: one read\'s output as the next read\'s state (Airbyte)', () => {
   let s: Setup;
   let dir: string;
 
@@ -134,7 +136,7 @@ describe('README: one read\'s output as the next read\'s state (Airbyte)', () =>
   });
 
   it('the recipe as written: the second read resumes from the first read\'s STATE lines', async () => {
-    const run = await runShell(readmeRecipe('airbyte-state'), { cwd: dir });
+    const run = await runShell(docRecipe('docs/state.md', 'airbyte-state'), { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
     const out = readFileSync(join(dir, 'out.jsonl'), 'utf8');
     const next = readFileSync(join(dir, 'next.jsonl'), 'utf8');
@@ -166,15 +168,28 @@ describe('README: one read\'s output as the next read\'s state (Airbyte)', () =>
   });
 });
 
-describe('every README recipe is run by a test', () => {
-  it('each `<!-- recipe: NAME -->` marker is named, next to readmeRecipe, in a test file', () => {
-    const names = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/<!-- recipe: ([\w-]+) -->/g)].map((m) => m[1] as string);
-    expect(names.length).toBeGreaterThan(4);
-    const testFiles = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? testFiles(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : []));
-    const runners = testFiles(join(ROOT, 'test'))
-      .map((f) => readFileSync(f, 'utf8'))
-      .filter((text) => text.includes('readmeRecipe'));
-    for (const name of names) expect(runners.some((text) => text.includes(`'${name}'`)), name).toBe(true);
+/** The pages that may hold recipes: the README and every page of docs/. */
+function pages(): string[] {
+  return ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+}
+
+describe('every recipe of the README and docs/ is run by a test', () => {
+  const testFiles = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? testFiles(join(dir, e.name)) : e.name.endsWith('.test.ts') ? [join(dir, e.name)] : []));
+  const tests = testFiles(join(ROOT, 'test')).map((f) => readFileSync(f, 'utf8'));
+
+  it.each(pages())('%s: each `<!-- recipe: NAME -->` marker is named, next to docRecipe of its page, in a test file', (page) => {
+    const names = [...readFileSync(join(ROOT, page), 'utf8').matchAll(/<!-- recipe: ([\w-]+) -->/g)].map((m) => m[1] as string);
+    const callers = page === 'README.md' ? ["docRecipe('README.md'", 'readmeRecipe('] : [`docRecipe('${page}'`];
+    const runners = tests.filter((text) => callers.some((c) => text.includes(c)));
+    for (const name of names) expect(runners.some((text) => text.includes(`'${name}'`)), `${page}: ${name}`).toBe(true);
+  });
+
+  it('the recipes are where the tests look for them (at least one per page that has any)', () => {
+    const all = pages().flatMap((page) => [...readFileSync(join(ROOT, page), 'utf8').matchAll(/<!-- recipe: ([\w-]+) -->/g)].map((m) => `${page}: ${m[1] as string}`));
+    expect(all).toEqual(expect.arrayContaining([
+      'README.md: quick-start', 'docs/state.md: airbyte-state', 'docs/state.md: emulator-changes', 'docs/airbyte.md: airbyte-configured-catalog',
+      'docs/networking.md: private-ca-proxy', 'docs/singer.md: singer-setup', 'docs/singer.md: singer-stop',
+    ]));
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The replica answers from indexes (EXPLAIN QUERY PLAN): every SQL block of
- * the README, every query of the demo's dashboard (demo/dashboard.ts), and the lookups the
+ * the README and the docs/ pages, every query of the demo's dashboard (demo/dashboard.ts), and the lookups the
  * replica makes while it writes (the deleted-row guard, deletions applied).
  * A table is read whole only by a query that aggregates the whole table (a
  * count, a GROUP BY, a median); a lookup by key, a join and a correlated
  * subquery search an index; SQLite never has to build an automatic index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
@@ -24,9 +24,10 @@ function plan(db: DatabaseSync, sql: string): string[] {
   return db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail));
 }
 
-/** The SQL statements of the README's ```sql blocks. */
+/** The SQL statements of the ```sql blocks of the README and the docs/ pages. */
 function readmeStatements(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const readme = pages.map((page) => readFileSync(join(ROOT, page), 'utf8')).join('\n');
   const out: string[] = [];
   for (const block of readme.matchAll(/```sql\n([\s\S]*?)```/g)) {
     for (const statement of (block[1] ?? '').replace(/--.*$/gm, '').split(';')) if (statement.trim() !== '') out.push(statement.trim());
@@ -89,7 +90,7 @@ describe('the replica answers from indexes', () => {
   });
   afterAll(() => store.close());
 
-  it('the README queries and the dashboard summary: no full scan where an index is natural', () => {
+  it('the queries of the docs and the dashboard summary: no full scan where an index is natural', () => {
     const statements = [...readmeStatements(), ...summaryStatements(db)];
     expect(readmeStatements().length).toBeGreaterThan(0);
     expect(statements.length).toBeGreaterThan(6);
@@ -97,7 +98,7 @@ describe('the replica answers from indexes', () => {
     expect(report.filter((r) => r.problems.length > 0)).toEqual([]);
 
     const byText = (needle: string) => report.find((r) => r.sql.includes(needle))?.plan ?? [];
-    // The README's deletion model: one row of contacts at a time, the deletions found by object_id.
+    // The deletion model of docs/deletions.md: one row of contacts at a time, the deletions found by object_id.
     expect(byText('DELETE FROM contacts')).toContain('SEARCH d USING INDEX _replica_deletions_object (object_id=?)');
     // The dashboard's stage names: a lookup of each stage by its key.
     expect(byText('LEFT JOIN pipeline_stages').some((l) => /^SEARCH s USING (INDEX sqlite_autoindex_pipeline_stages_1|PRIMARY KEY) \(id=\?\)/.test(l))).toBe(true);

@@ -15,7 +15,7 @@ import { AirbyteSink } from './sink.js';
 // the commands that need them: `spec` starts without zod, `spec` and
 // `discover` without the HTTP client.
 
-export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-data-read/blob/main/docs/data-read.md';
+export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-data-read/blob/main/docs/airbyte.md';
 
 export interface CommandContext {
   readonly out: LineWriter;

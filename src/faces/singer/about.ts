@@ -3,8 +3,10 @@
  * (name, description, version, capabilities, settings as JSON Schema), as
  * JSON or as Markdown for a README.
  */
-import { configJsonSchema } from '../../config.js';
 import { VERSION } from '../../version.js';
+import { settingsSchema } from './settings.js';
+
+export { settingsSchema };
 
 export const TAP_NAME = 'tap-data-read';
 export const DESCRIPTION =
@@ -14,26 +16,6 @@ export const CAPABILITIES = ['catalog', 'discover', 'state', 'about'] as const;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
-  deletions_as_tombstones:
-    'Also emit each deleted contact or conversation into its own stream with _sdc_deleted_at set (and other fields null), so targets that honour _sdc_deleted_at delete the row.',
-};
-
-/** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url) are marked the way Meltano reads them. */
-export function settingsSchema(): Json {
-  const source = configJsonSchema();
-  const properties: Json = {};
-  if (isObject(source.properties)) {
-    for (const [key, prop] of Object.entries(source.properties)) {
-      if (!isObject(prop)) continue;
-      const { airbyte_secret: secret, order: _order, multiline: _multiline, ...rest } = prop;
-      const description = SINGER_DESCRIPTIONS[key];
-      properties[key] = { ...rest, ...(description ? { description } : {}), ...(secret === true ? { secret: true, writeOnly: true } : {}) };
-    }
-  }
-  return { type: 'object', properties, required: source.required ?? [], additionalProperties: true };
-}
 
 export interface About {
   name: string;

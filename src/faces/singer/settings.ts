@@ -1,0 +1,31 @@
+/**
+ * The tap's settings as JSON Schema, in the shape Meltano reads: the config's
+ * schema (src/config.ts) without Airbyte's UI keywords, secrets marked.
+ * `--about` shows it, and `npm run generate` writes meltano.yml's settings
+ * from it (this module reads no file, so the generator can load it).
+ */
+import { configJsonSchema } from '../../config.js';
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  deletions_as_tombstones:
+    'Also emit each deleted contact or conversation into its own stream with _sdc_deleted_at set (and other fields null), so targets that honour _sdc_deleted_at delete the row.',
+};
+
+/** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url) are marked the way Meltano reads them. */
+export function settingsSchema(): Json {
+  const source = configJsonSchema();
+  const properties: Json = {};
+  if (isObject(source.properties)) {
+    for (const [key, prop] of Object.entries(source.properties)) {
+      if (!isObject(prop)) continue;
+      const { airbyte_secret: secret, order: _order, multiline: _multiline, ...rest } = prop;
+      const description = SINGER_DESCRIPTIONS[key];
+      properties[key] = { ...rest, ...(description ? { description } : {}), ...(secret === true ? { secret: true, writeOnly: true } : {}) };
+    }
+  }
+  return { type: 'object', properties, required: source.required ?? [], additionalProperties: true };
+}
+
