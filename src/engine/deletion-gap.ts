@@ -26,11 +26,12 @@ export interface DeletionGap {
 }
 
 /**
- * The gap when the deletion log has no saved watermark while a stream it
- * deletes from (`withState`: those that have state) does; undefined otherwise.
+ * The gap when the deletion log has no state at all (neither a watermark nor
+ * a read under way) while a stream it deletes from (`withState`: those that
+ * have state) does; undefined otherwise.
  */
 export function gapWithoutLogState(log: DeletionLogStream, logState: StreamState, withState: readonly string[]): DeletionGap | undefined {
-  if (logState.sync_watermark !== undefined || withState.length === 0) return undefined;
+  if (logState.sync_watermark !== undefined || logState.resume !== undefined || withState.length === 0) return undefined;
   return { since: undefined, serviceNow: undefined, streamsWithState: withState, retentionDays: log.deletionLog.retentionDays };
 }
 

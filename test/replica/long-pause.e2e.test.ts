@@ -102,7 +102,7 @@ describe('replicate after a pause longer than the deletion retention', () => {
     const deletionsBefore = savedState(db, 'deletions');
 
     // Killed once the heal has committed a checkpoint of contacts (a full read under way: a resume cursor, no watermark).
-    control.setLatency(20);
+    control.setLatency(50);
     const killed = await replicateKilledWhen(config, db, () => {
       const state = savedState(db, 'contacts');
       return state !== undefined && state.sync_watermark === undefined && state.resume !== undefined;

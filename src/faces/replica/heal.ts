@@ -38,7 +38,8 @@ export async function findHeal(states: ReadonlyMap<string, StreamState>, service
   const withState = streams.filter((s) => hasState(states.get(s.name))).map((s) => s.name);
   if (withState.length === 0) return undefined;
   const logState = states.get(log.name) ?? {};
-  const since = logState.sync_watermark;
+  // A first read of the log under way (a first run stopped) covers what its own watermark retains.
+  const since = logState.sync_watermark ?? logState.resume?.sync_watermark;
   const gap = gapWithoutLogState(log, logState, withState) ?? gapOnServiceClock(log, since, await serviceNow(log, since));
   return gap ? { log, gap, streams } : undefined;
 }
