@@ -147,6 +147,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     const audit = new TypeAudit(stream, schema);
     try {
       const log = isDeletionLog(stream) && mode === 'incremental' ? stream : undefined;
+      let gapChecked = false;
       if (log) {
         const warning = gapWarning(request, log, gapWithoutLogState(log, state, targetsWithState(request)));
         if (warning) await sink.log('WARN', warning);
@@ -166,7 +167,9 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         ...(log
           ? {
               onWatermark: async (watermark: string) => {
-                const warning = gapWarning(request, log, gapOnServiceClock(log, state.sync_watermark, watermark));
+                // Once per stream, even when a rejected resume cursor restarts the read.
+                const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, state.sync_watermark, watermark));
+                gapChecked = true;
                 if (warning) await sink.log('WARN', warning);
               },
             }
