@@ -11,6 +11,8 @@
  *   POST   /_control/accounts/{id}/seed            {contacts, testFraction?, deletedFraction?, historyDays?}
  *   POST   /_control/accounts/{id}/mutations       {op, ...} (see mutations.ts)
  *   GET    /_control/accounts/{id}/dump            {contacts, conversations, stage_events, deletions, pipeline_stages}
+ *   GET|POST /_control/accounts/{id}/pipeline-stages   the stages served | add {key, name, pipeline_id?, position?, outcome?}
+ *   DELETE /_control/accounts/{id}/pipeline-stages/{stageId}   remove a stage -> the stages served
  *   PATCH  /_control/keys/{keyId}                  {scopes?, limits?, revoked?}
  *   POST   /_control/keys/{keyId}/revoke
  *   GET    /_control/clock                         {now}
@@ -25,6 +27,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { EmulatorControl } from './control.js';
+
+type StageInput = Parameters<EmulatorControl['addPipelineStage']>[1];
 import type { ExtraField } from './extra-fields.js';
 import type { FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
@@ -116,6 +120,15 @@ export async function handleControl(control: EmulatorControl, method: string, pa
         if (method !== 'GET') return methodNotAllowed('GET');
         return { status: 200, contentType: JSON_TYPE, body: control.dumpJson(b) };
       }
+      if (c === 'pipeline-stages') {
+        if (method === 'GET') return ok(control.pipelineStages(b));
+        if (method === 'POST') return ok(control.addPipelineStage(b, obj(body) as unknown as StageInput), 201);
+        return methodNotAllowed('GET, POST');
+      }
+    }
+    if (c === 'pipeline-stages' && d !== undefined && parts.length === 4) {
+      if (method !== 'DELETE') return methodNotAllowed('DELETE');
+      return ok(control.removePipelineStage(b, d));
     }
   }
   if (a === 'keys' && b !== undefined && d === undefined) {

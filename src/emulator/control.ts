@@ -142,6 +142,13 @@ const MutationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('delete_contacts'), ...target }),
   z.strictObject({ op: z.literal('delete_conversations'), ...target }),
 ]);
+const StageSchema = z.strictObject({
+  key: z.string().min(1),
+  name: z.string().min(1),
+  pipeline_id: z.string().optional(),
+  position: z.int().min(0).optional(),
+  outcome: z.enum(['won', 'lost']).nullable().optional(),
+});
 const ExtraFieldSchema = z.strictObject({
   list: z.enum(LIST_NAMES),
   name: z.string(),
@@ -293,6 +300,37 @@ export class EmulatorControl {
   mutate(accountId: string, mutation: Mutation): MutationResult {
     const a = this.account(accountId);
     return applyMutation(a, this.state.clock, this.state.seed, parse(MutationSchema, mutation, 'mutation'));
+  }
+
+  /** The pipeline stages served now, in list order (by funnel, then position). */
+  pipelineStages(accountId: string): PipelineStageRecord[] {
+    const rows = this.account(accountId).read('pipeline_stages', { watermark: this.state.clock.now(), since: null, after: null, limit: Number.MAX_SAFE_INTEGER }).rows;
+    return rows.map((row) => JSON.parse(row.json()) as PipelineStageRecord);
+  }
+
+  /**
+   * Remove a pipeline stage, as someone does in the service's settings: it is
+   * no longer served (contacts in it keep its id, its stage events stay).
+   * 404 when the account serves no stage with that id.
+   */
+  removePipelineStage(accountId: string, stageId: string): PipelineStageRecord[] {
+    if (!this.account(accountId).removeStage(stageId)) throw new ApiError(404, `no pipeline stage with id ${stageId}`);
+    return this.pipelineStages(accountId);
+  }
+
+  /**
+   * Add a pipeline stage: `pipeline_id` (default: the first funnel), `key`,
+   * `name`, `position` (default: after the funnel's last stage), `outcome`
+   * (default null). Returns the stage as served.
+   */
+  addPipelineStage(accountId: string, input: { key: string; name: string; pipeline_id?: string; position?: number; outcome?: 'won' | 'lost' | null }): PipelineStageRecord {
+    const a = this.account(accountId);
+    const v = parse(StageSchema, input, 'pipeline stage');
+    const pipeline = v.pipeline_id === undefined ? a.ctx.pipelines[0] : a.ctx.pipelineById.get(v.pipeline_id);
+    if (pipeline === undefined) throw new ApiError(400, `no pipeline with id ${v.pipeline_id ?? '(none)'}`);
+    const positions = a.stages.filter((row) => row.rec.pipeline_id === pipeline.id).map((row) => row.rec.position);
+    const position = v.position ?? (positions.length === 0 ? 0 : Math.max(...positions) + 1);
+    return a.addStage({ id: this.state.idPrng.uuid(), key: v.key, name: v.name, pipeline_id: pipeline.id, position, outcome: v.outcome ?? null });
   }
 
   /** Virtual now, ISO. */

@@ -55,7 +55,8 @@ export class AccountData {
   /** Stage events and deletions of test-environment contacts (kept, never served). */
   readonly hiddenEvents: Row<StageEventRecord>[] = [];
   readonly hiddenDeletions: Row<DeletionRecord>[] = [];
-  readonly stages: readonly Row<PipelineStageRecord>[];
+  /** The pipeline stages served (removeStage / addStage change them; the account context keeps the original funnels). */
+  private readonly stageRows: Row<PipelineStageRecord>[];
   private readonly index: Readonly<Record<ListName, KeysetIndex>>;
   /** Calls so far, for the PRNG streams of seeding and mutations. */
   seedCalls = 0;
@@ -80,12 +81,40 @@ export class AccountData {
       deletions: new KeysetIndex(),
       pipeline_stages: new KeysetIndex(),
     };
-    this.stages = this.ctx.stages.map((s) => new Row(this.arena, this.withExtra('pipeline_stages', { ...s }), false));
-    this.ctx.pipelines.forEach((pipeline, pi) => {
-      for (const row of this.stages) {
-        if (row.rec.pipeline_id === pipeline.id) this.index.pipeline_stages.put(row, pi * 1000 + row.rec.position);
-      }
-    });
+    this.stageRows = this.ctx.stages.map((s) => new Row(this.arena, this.withExtra('pipeline_stages', { ...s }), false));
+    for (const row of this.stageRows) this.index.pipeline_stages.put(row, this.stageOrder(row.rec));
+  }
+
+  /** The pipeline stages served now. */
+  get stages(): readonly Row<PipelineStageRecord>[] {
+    return this.stageRows;
+  }
+
+  /** Where a stage sorts in its list: by funnel, then position. */
+  private stageOrder(stage: PipelineStageRecord): number {
+    const funnel = this.ctx.pipelines.findIndex((p) => p.id === stage.pipeline_id);
+    return (funnel < 0 ? this.ctx.pipelines.length : funnel) * 1000 + stage.position;
+  }
+
+  /**
+   * Stop serving a pipeline stage (someone removed it from a funnel). Contacts
+   * in it keep its id as their current stage, and its stage events stay, as
+   * the service keeps history. Returns whether a stage with that id was served.
+   */
+  removeStage(id: string): boolean {
+    const at = this.stageRows.findIndex((row) => row.id === id);
+    if (at < 0) return false;
+    const [row] = this.stageRows.splice(at, 1);
+    if (row) this.index.pipeline_stages.remove(row);
+    return true;
+  }
+
+  /** Serve a new pipeline stage (someone added one to a funnel). */
+  addStage(stage: PipelineStageRecord): PipelineStageRecord {
+    const row = new Row(this.arena, this.withExtra('pipeline_stages', { ...stage }), false);
+    this.stageRows.push(row);
+    this.index.pipeline_stages.put(row, this.stageOrder(stage));
+    return row.rec;
   }
 
   /**
@@ -140,7 +169,7 @@ export class AccountData {
     const rows: Row<{ readonly id: string }>[] = [];
     if (field.list === 'contacts') rows.push(...this.contacts.values());
     else if (field.list === 'conversations') rows.push(...this.conversations.values());
-    else if (field.list === 'pipeline_stages') rows.push(...this.stages);
+    else if (field.list === 'pipeline_stages') rows.push(...this.stageRows);
     else {
       const served = this.read(field.list, { watermark: now, since: null, after: null, limit: Number.MAX_SAFE_INTEGER }).rows;
       rows.push(...(served as Row<{ readonly id: string }>[]), ...(field.list === 'stage_events' ? this.hiddenEvents : this.hiddenDeletions));

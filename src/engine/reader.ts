@@ -23,6 +23,8 @@ export interface ReadOptions {
   readonly state: StreamState;
   /** Called with each page's records after the sink took them (tombstones, counters). */
   readonly onPage?: (records: readonly Data[]) => void | Promise<void>;
+  /** Called once with the read's sync_watermark (the service's clock), before its first records reach the sink. */
+  readonly onWatermark?: (watermark: string) => void | Promise<void>;
 }
 
 export type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | { readonly kind: 'skipped' };
@@ -53,6 +55,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     }
 
     await sink.streamRunning(stream);
+    if (options.onWatermark) await options.onWatermark(page.watermark);
     for (;;) {
       if (page.records.length > 0) {
         await sink.records(stream, page.records, Date.now());

@@ -148,6 +148,15 @@ export class SyncSession {
     return schemasWith(this.client, this.config, streams);
   }
 
+  /**
+   * The service's now, on its own clock: the sync_watermark of one small page
+   * of `stream` read from `since` (one request, with the client's retries).
+   */
+  async serviceNow(stream: StreamDefinition, since: string | undefined): Promise<string> {
+    const page = await this.client.list(stream.path, since === undefined ? { limit: 1 } : { updated_since: since, limit: 1 });
+    return page.sync_watermark;
+  }
+
   /** One sync of the given streams from the given states, reporting to `sink`. */
   async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
     const counting = new CountingSink(sink, this.counts);

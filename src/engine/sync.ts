@@ -10,7 +10,8 @@
 import type { Config } from '../config.js';
 import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
-import { deletionTargets, findDeletionLog, isDeletionLog, streamList, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
+import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
+import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, type DeletionGap } from './deletion-gap.js';
 import type { SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
@@ -37,6 +38,12 @@ export interface SyncRequest {
   readonly streams: readonly SelectedStream[];
   /** Saved state per stream name (ignored for full_refresh streams). */
   readonly states: ReadonlyMap<string, StreamState>;
+  /**
+   * The last sentence of the WARN about a gap in the deletion log (what to do,
+   * in the face's words); default: a full refresh of the streams it deletes
+   * from. null: the face heals gaps itself and says so; the engine says nothing.
+   */
+  readonly deletionGapAdvice?: string | null;
   /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
   readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
 }
@@ -55,21 +62,22 @@ export interface SyncResult {
   readonly states: ReadonlyMap<string, StreamState>;
 }
 
-const DAY_MS = 24 * 3600 * 1000;
+/**
+ * The deletion log's WARN about a gap (deletion-gap.ts), with the face's
+ * advice; nothing when the face heals gaps itself (deletionGapAdvice null).
+ */
+function gapWarning(request: SyncRequest, log: DeletionLogStream, gap: DeletionGap | undefined): string | undefined {
+  const advice = request.deletionGapAdvice === undefined ? defaultGapAdvice() : request.deletionGapAdvice;
+  if (gap === undefined || advice === null) return undefined;
+  return `${describeGap(log, gap)} ${advice}`;
+}
 
-/** A warning when the log's saved watermark is older than the service keeps deletions: some are gone. */
-function deletionGapWarning(log: DeletionLogStream, state: StreamState): string | undefined {
-  const wm = state.sync_watermark;
-  if (wm === undefined) return undefined;
-  const retentionMs = log.deletionLog.retentionDays * DAY_MS;
-  const age = Date.now() - parseInstant(wm);
-  if (!(age > retentionMs)) return undefined;
-  const days = Math.floor(age / DAY_MS);
-  return (
-    `${log.name}: the saved watermark ${wm} is ${days} days old, but the service keeps deletions for ${log.deletionLog.retentionDays} days only. ` +
-    `Deletions between ${wm} and ${new Date(Date.now() - retentionMs).toISOString()} are gone; ` +
-    `run a full refresh of ${streamList(deletionTargets())} to drop rows deleted meanwhile.`
-  );
+/** Streams the log deletes from that are read incrementally from a saved state. */
+function targetsWithState(request: SyncRequest): string[] {
+  const targets = new Set(deletionTargets().map((s) => s.name));
+  return request.streams
+    .filter(({ stream, mode }) => mode === 'incremental' && targets.has(stream.name) && Object.keys(request.states.get(stream.name) ?? {}).length > 0)
+    .map(({ stream }) => stream.name);
 }
 
 /** The stream's one WARN about values that do not fit their declared type, if any. */
@@ -138,8 +146,10 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
     const audit = new TypeAudit(stream, schema);
     try {
-      if (isDeletionLog(stream) && mode === 'incremental') {
-        const warning = deletionGapWarning(stream, state);
+      const log = isDeletionLog(stream) && mode === 'incremental' ? stream : undefined;
+      let gapChecked = false;
+      if (log) {
+        const warning = gapWarning(request, log, gapWithoutLogState(log, state, targetsWithState(request)));
         if (warning) await sink.log('WARN', warning);
       }
       const emitter = isDeletionLog(stream) ? tombstones : undefined;
@@ -153,6 +163,17 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
           audit.check(records);
           return emitter?.emit(sink, records, Date.now());
         },
+        // The gap is measured on the service's clock: the read's watermark against the saved one.
+        ...(log
+          ? {
+              onWatermark: async (watermark: string) => {
+                // Once per stream, even when a rejected resume cursor restarts the read.
+                const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, state.sync_watermark, watermark));
+                gapChecked = true;
+                if (warning) await sink.log('WARN', warning);
+              },
+            }
+          : {}),
       });
       await reportMisfits(sink, audit);
       if (outcome.kind === 'complete') finalStates.set(stream.name, outcome.state);

@@ -7,7 +7,7 @@ describe('--about', () => {
     const info = about();
     expect(info.name).toBe('tap-data-read');
     expect(info.version).toBe(VERSION);
-    expect(info.capabilities).toEqual(['catalog', 'discover', 'state', 'about']);
+    expect(info.capabilities).toEqual(['catalog', 'discover', 'state', 'about', 'activate-version']);
     expect(info.settings.type).toBe('object');
     expect(info.settings.required).toEqual(['api_key', 'base_url']);
   });

@@ -12,7 +12,7 @@ describe('tap-data-read (no service)', () => {
     expect(r.code).toBe(0);
     const [info, ...rest] = parseLines(r.stdout);
     expect(rest).toEqual([]);
-    expect(info).toMatchObject({ name: 'tap-data-read', capabilities: ['catalog', 'discover', 'state', 'about'] });
+    expect(info).toMatchObject({ name: 'tap-data-read', capabilities: ['catalog', 'discover', 'state', 'about', 'activate-version'] });
     expect(Object.keys((info?.settings as { properties: object }).properties)).toContain('api_key');
   });
 

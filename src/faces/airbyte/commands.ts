@@ -11,6 +11,11 @@ import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../p
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
 
+/** What an Airbyte user does about a gap in the deletion log (the WARN's last sentence). */
+const AIRBYTE_GAP_ADVICE =
+  'In Airbyte, refresh the contacts and conversations streams, removing their records (a refresh that clears them in the destination), ' +
+  'so that the rows deleted meanwhile are dropped; the other streams keep their state.';
+
 // The modules built on zod (config, streams, catalog, state) are imported by
 // the commands that need them: `spec` starts without zod, `spec` and
 // `discover` without the HTTP client.
@@ -143,7 +148,10 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
-    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, progress.sink);
+    const result = await session.run(
+      { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE },
+      progress.sink,
+    );
     progress.stop();
     const failed = result.failures.length;
     await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);

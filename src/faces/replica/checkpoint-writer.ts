@@ -24,6 +24,14 @@
  * upsert can arrive after the deletion of its object: an upsert whose cursor
  * is not later than a known deletion of the same object is skipped (a deleted
  * row is never resurrected).
+ *
+ * A full read that heals a gap in the deletion log (heal.ts): each of its
+ * checkpoints marks the ids it wrote in FULL_READ_TABLE, in the same file and
+ * transaction as the rows (ids only, never another value); its last
+ * checkpoint removes the table's rows that were not marked, in the
+ * transaction that saves the state of the completed read, and clears the
+ * marks. A run killed before that leaves the old rows and the old state, and
+ * marks that the next full read starts by clearing.
  */
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
 import { parseInstant } from '../../config.js';
@@ -50,7 +58,12 @@ export interface Checkpoint {
   readonly state: string;
   /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
   readonly replaceAll: boolean;
+  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
+  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
 }
+
+/** The ids a full read returned so far, per stream (only while one is under way). */
+export const FULL_READ_TABLE = '_replica_full_read';
 
 export interface CommitResult {
   /** Rows written. */
@@ -61,6 +74,8 @@ export interface CommitResult {
   readonly deletedRows: number;
   /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
   readonly unknownTypes: readonly (readonly [string, string])[];
+  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
+  readonly sweptRows: number;
 }
 
 interface Table {
@@ -183,11 +198,14 @@ export class CheckpointWriter {
     let upserted = 0;
     let skippedDeleted = 0;
     let deletedRows = 0;
+    let sweptRows = 0;
     const unknownTypes: [string, string][] = [];
     const isolated = this.isolatesCheckpoints;
+    const fullRead = checkpoint.fullRead;
     try {
       if (isolated) this.db.exec('SAVEPOINT checkpoint');
       if (checkpoint.replaceAll) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
+      const mark = fullRead ? this.marker(checkpoint.stream, fullRead.first) : undefined;
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
       for (const row of checkpoint.rows) {
         if (guard !== undefined && this.deletedSince(guard, row[table.keyAt], row[table.cursorAt])) {
@@ -195,8 +213,10 @@ export class CheckpointWriter {
           continue;
         }
         table.upsert.run(...row, syncedAt);
+        mark?.run(checkpoint.stream, row[table.keyAt] as string);
         upserted++;
       }
+      if (fullRead?.last) sweptRows = this.sweep(table, checkpoint.stream);
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
@@ -218,7 +238,26 @@ export class CheckpointWriter {
       else this.stop(err);
       throw err;
     }
-    return { upserted, skippedDeleted, deletedRows, unknownTypes };
+    return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows };
+  }
+
+  /** The statement that marks an id as returned by the stream's full read; `first`: the read begins, earlier marks go. */
+  private marker(stream: string, first: boolean): StatementSync {
+    // Created by every checkpoint: another stream's read, ending, drops it when it holds no mark.
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${FULL_READ_TABLE} (stream TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (stream, id)) WITHOUT ROWID`);
+    if (first) this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
+    return this.db.prepare(`INSERT OR IGNORE INTO ${FULL_READ_TABLE} (stream, id) VALUES (?, ?)`);
+  }
+
+  /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
+  private sweep(table: Table, stream: string): number {
+    const { table: name, primaryKey } = table.spec.layout;
+    const removed = this.db
+      .prepare(`DELETE FROM ${ident(name)} WHERE NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${ident(name)}.${ident(primaryKey)})`)
+      .run(stream);
+    this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
+    if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
+    return Number(removed.changes);
   }
 
   /**

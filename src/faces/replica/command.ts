@@ -8,16 +8,19 @@
  * Checkpoints are committed in groups (writer.ts), the WAL copied into the
  * file by a checkpointer thread. stdout stays empty; progress, warnings and
  * the final summary go to stderr. Exit 0 when every stream completed, 1
- * otherwise (the cause is named).
+ * otherwise (the cause is named). After a pause longer than the service keeps
+ * deletions, contacts and conversations are first read in full and the rows
+ * the service no longer has removed (heal.ts), with one WARN.
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
 import { SyncSession } from '../../engine/session.js';
-import type { SelectedStream } from '../../engine/sync.js';
+import type { SelectedStream, SyncResult } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../files.js';
 import type { StderrLogger } from '../../output.js';
 import { STREAMS } from '../../streams.js';
+import { findHeal, healDone, healStarting } from './heal.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
@@ -126,20 +129,38 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   process.once('SIGTERM', onSignal);
   try {
     for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
-    const states = store.loadStates();
+    let states = store.loadStates();
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
     progress.log('INFO', `${opened.account} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
-    let result = await session.run({ streams: REPLICA_STREAMS, states }, sink);
-    // A read interrupted last time was finished up to the watermark it started with; one more
-    // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
-    const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
-    if (result.failures.length === 0 && resumed.length > 0) {
-      progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-      writer.flush();
-      result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() }, sink);
+    // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
+    // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
+    const heal = await findHeal(states, (stream, since) => session.serviceNow(stream, since));
+    let result: SyncResult | undefined;
+    if (heal) {
+      progress.log('INFO', healStarting(heal));
+      sink.fullRead(heal.streams);
+      const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
+      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink);
+      if (result.failures.length === 0) {
+        writer.flush();
+        progress.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+        states = store.loadStates();
+      }
+    }
+    if (result === undefined || result.failures.length === 0) {
+      // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, sink);
+      // A read interrupted last time was finished up to the watermark it started with; one more
+      // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
+      const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+      if (result.failures.length === 0 && resumed.length > 0) {
+        progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+        writer.flush();
+        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, sink);
+      }
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);

@@ -6,6 +6,8 @@
  *   _replica_tables (stream, layout)   the layout each stream table was written with
  *   _replica_state  (stream, state, committed_at)  the engine's state, committed
  *                   in the same transaction as the rows it covers
+ *   _replica_full_read (stream, id)  only while a full read that removes the rows
+ *                   it does not return is under way: the ids it returned (checkpoint-writer.ts)
  */
 import { existsSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';

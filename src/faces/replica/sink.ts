@@ -31,6 +31,8 @@ export interface StreamTally {
   skippedDeleted: number;
   /** Rows deleted by this stream's deletion records. */
   deletedRows: number;
+  /** Rows removed because a full read that heals a gap in the deletion log did not return them. */
+  sweptRows: number;
   status: 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
   /** When a rate-limit wait ends (epoch ms). */
   quotaReset?: number;
@@ -48,6 +50,8 @@ export class ReplicaSink implements SyncSink {
   private readonly pending = new Map<string, RowValues[]>();
   /** Full-refresh streams whose table is emptied by their first commit of this run. */
   private readonly replaceOnCommit = new Set<string>();
+  /** Streams read in full to remove the rows the read does not return (fullRead), and whether their first checkpoint was written. */
+  private readonly fullReads = new Map<string, { started: boolean }>();
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
@@ -59,7 +63,7 @@ export class ReplicaSink implements SyncSink {
 
   private tally(stream: StreamDefinition): StreamTally {
     let t = this.tallies.get(stream.name);
-    if (!t) this.tallies.set(stream.name, (t = { received: 0, upserted: 0, skippedDeleted: 0, deletedRows: 0, status: 'waiting' }));
+    if (!t) this.tallies.set(stream.name, (t = { received: 0, upserted: 0, skippedDeleted: 0, deletedRows: 0, sweptRows: 0, status: 'waiting' }));
     return t;
   }
 
@@ -88,15 +92,29 @@ export class ReplicaSink implements SyncSink {
     this.events.changed();
   }
 
+  /**
+   * The next read of each of `streams` is a full one whose completion removes
+   * the rows it did not return (a gap in the deletion log: heal.ts); its
+   * checkpoints mark the ids they write, its last one removes the others.
+   */
+  fullRead(streams: readonly StreamDefinition[]): void {
+    for (const stream of streams) this.fullReads.set(stream.name, { started: false });
+  }
+
   state(stream: StreamDefinition, state: StreamState): void {
     const rows = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
-    const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name) };
+    const full = this.fullReads.get(stream.name);
+    const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
+    const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
     const result = this.target.write(checkpoint);
+    if (full) full.started = true;
+    if (fullRead?.last) this.fullReads.delete(stream.name);
     const t = this.tally(stream);
     t.upserted += result.upserted;
     t.skippedDeleted += result.skippedDeleted;
     t.deletedRows += result.deletedRows;
+    t.sweptRows += result.sweptRows;
     for (const [type, id] of result.unknownTypes) {
       let ids = this.unknownTypes.get(type);
       if (!ids) this.unknownTypes.set(type, (ids = new Set()));

@@ -12,7 +12,7 @@ export const TAP_NAME = 'tap-data-read';
 export const DESCRIPTION =
   'Singer tap for the Data-Read API: contacts, conversations, stage changes and deletions, replicated incrementally.';
 /** What the tap really implements; nothing more is claimed. */
-export const CAPABILITIES = ['catalog', 'discover', 'state', 'about'] as const;
+export const CAPABILITIES = ['catalog', 'discover', 'state', 'about', 'activate-version'] as const;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -20,6 +20,12 @@ import { SINGER_DELETED_AT } from './protocol.js';
 import { SingerSink } from './sink.js';
 import { parseSingerState } from './state-input.js';
 
+/** What a Singer user does about a gap in the deletion log (the WARN's last sentence). */
+const SINGER_GAP_ADVICE =
+  'Run one sync with replication-method FULL_TABLE for contacts and conversations (catalog metadata; Meltano: ' +
+  '`metadata: {contacts: {replication-method: FULL_TABLE}, conversations: {replication-method: FULL_TABLE}}`): ' +
+  'the tap then sends ACTIVATE_VERSION and a target that honours it drops the rows deleted meanwhile. Then set them back to INCREMENTAL.';
+
 export interface TapContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
@@ -151,6 +157,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       {
         streams: plans,
         states,
+        deletionGapAdvice: SINGER_GAP_ADVICE,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
       progress.sink,

@@ -24,10 +24,19 @@ export const schema = (stream: string, jsonSchema: JsonSchema, keyProperties: re
 export const state = (value: SingerState): string => line({ type: 'STATE', value });
 
 /**
+ * ACTIVATE_VERSION: the target makes `version` of the stream's table the
+ * current one and drops the rows of older versions (rows the source no
+ * longer has, in a full-table sync).
+ */
+export const activateVersion = (stream: string, version: number): string => line({ type: 'ACTIVATE_VERSION', stream, version });
+
+/**
  * The fixed parts of a stream's RECORD lines, built once: a record costs one
  * JSON.stringify of its data. `timeExtracted` is an ISO string shared by a page.
+ * `version`: the table version each RECORD carries (a full-table sync with ACTIVATE_VERSION).
  */
-export function recordSerializer(stream: string): (record: unknown, timeExtracted: string) => string {
+export function recordSerializer(stream: string, version?: number): (record: unknown, timeExtracted: string) => string {
   const head = `{"type":"RECORD","stream":${JSON.stringify(stream)},"record":`;
-  return (record, timeExtracted) => `${head}${JSON.stringify(record)},"time_extracted":"${timeExtracted}"}\n`;
+  const tail = version === undefined ? ',"time_extracted":"' : `,"version":${version},"time_extracted":"`;
+  return (record, timeExtracted) => `${head}${JSON.stringify(record)}${tail}${timeExtracted}"}\n`;
 }

@@ -10,7 +10,10 @@
  *   `selected: false` on the property) or `inclusion: unsupported`; the key,
  *   the replication key and the tombstone column are always kept;
  * - `replication-method` FULL_TABLE or INCREMENTAL (default: INCREMENTAL where
- *   the stream supports it); the replication key is the stream's own cursor.
+ *   the stream supports it); the replication key is the stream's own cursor;
+ * - a FULL_TABLE stream is synced with ACTIVATE_VERSION (its target drops the
+ *   rows the source no longer has) unless its `[]` metadata sets
+ *   `activate-version: false`, for a target that does not understand it.
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
@@ -27,7 +30,12 @@ export interface StreamPlan extends SelectedStream {
   readonly excluded: ReadonlySet<string>;
   /** `bookmark_properties` of SCHEMA: the cursor in incremental mode. */
   readonly bookmarkProperties: readonly string[];
+  /** A FULL_TABLE stream synced with table versions and ACTIVATE_VERSION (catalog metadata `activate-version`, default true). */
+  readonly activateVersion: boolean;
 }
+
+/** The `[]` metadata that switches ACTIVATE_VERSION off for a FULL_TABLE stream (`false`). */
+export const ACTIVATE_VERSION_METADATA = 'activate-version';
 
 const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -119,7 +127,12 @@ function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Meta
   const schema: JsonSchema = { ...rest, type: 'object', properties, ...(required ? { required } : {}) };
   const mode = entry ? chooseMode(stream, entry, md, warn) : stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh';
   const bookmarkProperties = mode === 'incremental' && stream.cursorField ? [stream.cursorField] : [];
-  return { stream, mode, schema, excluded, bookmarkProperties };
+  const activate = md.get(crumb([]))?.[ACTIVATE_VERSION_METADATA];
+  if (activate !== undefined && typeof activate !== 'boolean') {
+    warn(`Stream "${stream.name}": metadata ${ACTIVATE_VERSION_METADATA} must be true or false, not ${JSON.stringify(activate)}; using true.`);
+  }
+  const activateVersion = mode === 'full_refresh' && activate !== false;
+  return { stream, mode, schema, excluded, bookmarkProperties, activateVersion };
 }
 
 /** No catalog: every stream, in its default mode, every field (the Singer convention), with its schema from `schemas` (built in where none). */

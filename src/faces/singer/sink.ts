@@ -8,6 +8,14 @@
  * of the completed stream); a stream that ends without a new checkpoint adds
  * one only if the bookmarks moved; `finish` writes the last line, a STATE.
  * An identical STATE right after another is not repeated.
+ *
+ * A FULL_TABLE stream with ACTIVATE_VERSION (StreamPlan.activateVersion)
+ * carries the sync's table version (its start, epoch ms) on every RECORD; an
+ * ACTIVATE_VERSION follows its complete read (after the last RECORD, before
+ * its STATE), so the target drops the rows of older versions: rows the source
+ * no longer has. On the stream's first sync (no bookmark in --state) one is
+ * sent before the first RECORD as well, so the table exists from the start.
+ * A read that does not complete activates nothing.
  */
 import type { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
@@ -27,6 +35,8 @@ type Serialize = (record: unknown, timeExtracted: string) => string;
 
 interface StreamOutput {
   readonly plan: StreamPlan;
+  /** The table version of the stream's RECORDs; undefined: no ACTIVATE_VERSION. */
+  readonly version: number | undefined;
   readonly serialize: Serialize;
   readonly excluded: readonly string[];
 }
@@ -49,12 +59,18 @@ export class SingerSink implements SyncSink {
   /** The bookmarks of the last STATE written. */
   private lastBookmarks: string | undefined;
 
-  constructor(out: LineWriter, logger: StderrLogger, plans: readonly StreamPlan[], bookmarks: ReadonlyMap<string, StreamState>) {
+  /** Streams synced for the first time (no bookmark in --state). */
+  private readonly firstSync = new Set<string>();
+
+  /** @param version the table version of FULL_TABLE streams with ACTIVATE_VERSION: grows from sync to sync (default: now, epoch ms) */
+  constructor(out: LineWriter, logger: StderrLogger, plans: readonly StreamPlan[], bookmarks: ReadonlyMap<string, StreamState>, version: number = Date.now()) {
     this.out = out;
     this.logger = logger;
     this.bookmarks = new Map(bookmarks);
     for (const plan of plans) {
-      this.streams.set(plan.stream.name, { plan, serialize: msg.recordSerializer(plan.stream.name), excluded: [...plan.excluded] });
+      const v = plan.activateVersion ? version : undefined;
+      this.streams.set(plan.stream.name, { plan, version: v, serialize: msg.recordSerializer(plan.stream.name, v), excluded: [...plan.excluded] });
+      if (!bookmarks.has(plan.stream.name)) this.firstSync.add(plan.stream.name);
     }
   }
 
@@ -94,8 +110,10 @@ export class SingerSink implements SyncSink {
     const output = this.streams.get(stream.name);
     if (!output) throw new Error(`stream ${stream.name} was not planned`);
     this.inProgress.add(stream.name);
-    const { plan } = output;
-    return this.writeLine(msg.schema(stream.name, plan.schema, [stream.primaryKey], plan.bookmarkProperties));
+    const { plan, version } = output;
+    const schema = msg.schema(stream.name, plan.schema, [stream.primaryKey], plan.bookmarkProperties);
+    const first = version !== undefined && this.firstSync.has(stream.name) ? msg.activateVersion(stream.name, version) : '';
+    return this.writeLine(schema + first);
   }
 
   /** Singer has no stream status: a rate-limit wait of 10 s or more is logged instead. */
@@ -120,10 +138,15 @@ export class SingerSink implements SyncSink {
     return this.writeLine(text);
   }
 
-  state(stream: StreamDefinition, state: StreamState): Promise<void> {
+  async state(stream: StreamDefinition, state: StreamState): Promise<void> {
     this.bookmarks.set(stream.name, state);
     // A checkpoint without a resume cursor ends the read: the stream is no longer being synced.
-    if (state.resume === undefined) this.inProgress.delete(stream.name);
+    if (state.resume === undefined) {
+      this.inProgress.delete(stream.name);
+      // The read is complete: its version becomes the table (before the STATE that says the read is done).
+      const version = this.streams.get(stream.name)?.version;
+      if (version !== undefined) await this.writeLine(msg.activateVersion(stream.name, version));
+    }
     return this.writeState(this.currentlySyncing());
   }
 

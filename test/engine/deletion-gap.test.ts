@@ -1,0 +1,66 @@
+/**
+ * The WARN about a gap in the deletion log is measured on the service's clock
+ * (the deletion read's sync_watermark against the saved one), never the
+ * machine's; a log without state while contacts or conversations have state
+ * is a gap too; a face gives its own advice or heals the gap itself (null).
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import type { StreamState } from '../../src/engine/state.js';
+import { runSync, type SelectedStream } from '../../src/engine/sync.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { FakeApi } from '../helpers/fake-api.js';
+import { RecordingSink } from '../helpers/recording-sink.js';
+
+const stream = (name: string): StreamDefinition => {
+  const s = findStream(name);
+  if (!s) throw new Error(name);
+  return s;
+};
+const incremental = (name: string): SelectedStream => ({ stream: stream(name), mode: 'incremental' });
+const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1' });
+
+async function warnings(serviceNow: string, states: Record<string, StreamState>, options: { advice?: string | null; streams?: string[] } = {}): Promise<string[]> {
+  const api = new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/deletions': [] }, serviceNow);
+  const sink = new RecordingSink();
+  await runSync({
+    config,
+    client: api,
+    sink,
+    streams: (options.streams ?? ['contacts', 'conversations', 'deletions']).map(incremental),
+    states: new Map(Object.entries(states)),
+    ...(options.advice === undefined ? {} : { deletionGapAdvice: options.advice }),
+  });
+  return sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
+}
+
+describe('the deletion gap', () => {
+  it('warns when the saved watermark is 100 days older than the service says now, whatever the machine clock says', async () => {
+    // The service's clock runs ahead of the machine's: measured on the machine's, the gap would be negative.
+    const serviceNow = new Date(Date.now() + 400 * 86_400_000).toISOString();
+    const saved = new Date(Date.parse(serviceNow) - 100 * 86_400_000).toISOString();
+    const found = await warnings(serviceNow, { deletions: { sync_watermark: saved }, contacts: { sync_watermark: saved } });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toContain(`the saved watermark ${saved} is 100 days old on the service's clock (its now: ${serviceNow})`);
+    expect(found[0]).toContain('keeps deletions for 90 days only');
+    expect(found[0]).toContain('Run a full refresh of contacts and conversations');
+  });
+
+  it('says nothing for a 10-day pause even when the machine clock is years ahead of the service', async () => {
+    const serviceNow = '2021-03-01T00:00:00.000Z';
+    expect(await warnings(serviceNow, { deletions: { sync_watermark: '2021-02-19T00:00:00.000Z' }, contacts: { sync_watermark: '2021-02-19T00:00:00.000Z' } })).toEqual([]);
+  });
+
+  it('a deletion log without state while contacts has state is a gap; without any state it is not', async () => {
+    const found = await warnings('2026-03-01T00:00:00.000Z', { contacts: { sync_watermark: '2026-02-01T00:00:00.000Z' } });
+    expect(found).toEqual([expect.stringContaining('deletions has no saved state while contacts has')]);
+    expect(await warnings('2026-03-01T00:00:00.000Z', {})).toEqual([]);
+  });
+
+  it("uses the face's advice, and says nothing when the face heals gaps itself", async () => {
+    const states = { deletions: { sync_watermark: '2025-01-01T00:00:00.000Z' } };
+    const advised = await warnings('2026-03-01T00:00:00.000Z', states, { advice: 'Refresh the two streams.' });
+    expect(advised).toEqual([expect.stringMatching(/are gone\. Refresh the two streams\.$/)]);
+    expect(await warnings('2026-03-01T00:00:00.000Z', states, { advice: null })).toEqual([]);
+  });
+});
