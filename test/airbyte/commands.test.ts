@@ -1,7 +1,7 @@
 /**
  * The Airbyte executable without a service: spec, discover, and every way a
  * user's config, catalog or state can be wrong. Output is checked with the
- * shared airbyte-check.py.
+ * Airbyte protocol checker.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
