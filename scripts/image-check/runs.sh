@@ -278,6 +278,6 @@ image_check_stop() {
 import json, sys
 e = json.loads(sys.stdin.read())["trace"]["error"]
 assert e["failure_type"] == "transient_error" and "SIGTERM" in e["message"], e' || fail "stop: the last line is not the transient ERROR trace"
-  say "stop: docker stop of a running read (uid $uid, after $states STATEs) ended it in $ms ms, exit $code; its output passes airbyte-check and ends with a transient ERROR trace"
+  say "stop: docker stop of a running read (uid $uid, after $states STATEs) ended it in $ms ms, exit $code; its output passes the Airbyte protocol check and ends with a transient ERROR trace"
   STOP_MS="$ms"
 }
