@@ -61,7 +61,7 @@ describe('check', () => {
     const control = account.emulator.control;
     const config = account.config(dir, { max_retries: 1 });
     const cases = [
-      { faults: [{ kind: '500' as const, every: 1, paths: ['/v1/me'] }], message: /did not answer \/v1\/me successfully: .*did not succeed in 2 attempts over [\d.]+ m?s \(max_retries 1\); last cause: HTTP 500/ },
+      { faults: [{ kind: '500' as const, every: 1, paths: ['/v1/me'] }], message: /did not answer \/v1\/me successfully: .*did not succeed in 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\); last cause: HTTP 500/ },
       { faults: [{ kind: '503' as const, every: 1, paths: ['/v1/me'], retryAfterSeconds: 3600 }], message: /unavailable \(HTTP 503\) and asks to wait until .*longer than max_wait_seconds \(30 s\) allows\./ },
     ];
     for (const { faults, message } of cases) {
@@ -81,7 +81,7 @@ describe('check', () => {
     const [down] = parseLines(unreachable.stdout) as [{ connectionStatus: { status: string; message: string } }];
     expect(down.connectionStatus).toEqual({
       status: 'FAILED',
-      message: expect.stringMatching(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 1 attempt \(max_retries 0\)\. Check base_url and the network\.$/),
+      message: expect.stringMatching(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 1 attempt \(1 \+ max_retries 0\)\. Check base_url and the network\.$/),
     });
     // Said once: no "Cannot reach ...: Could not reach ..." doubling.
     expect(down.connectionStatus.message.match(/Data-Read API/g)).toHaveLength(1);
