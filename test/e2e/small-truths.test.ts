@@ -92,6 +92,8 @@ describe('replicate on a read-only database', () => {
   // Root writes through file permissions: as root, the runs go as nobody (uid 65534), for whom the files are read-only.
   const asRoot = process.getuid?.() === 0;
   const NOBODY = 65534;
+  /** The uid the runs go as, which the messages name. */
+  const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
 
   function replicateAs(config: string, db: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
@@ -125,7 +127,12 @@ describe('replicate on a read-only database', () => {
     const run = await replicateAs(config, db);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(new RegExp(`ERROR source-data-read: Cannot replicate: Cannot write the replica database "${db}": the file is read-only \\(EACCES\\)\\. replicate writes into it: make it writable`));
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `ERROR source-data-read: Cannot replicate: Cannot write the replica database "${db}": the file \\(owned by uid \\d+, mode 444\\) ` +
+          `is not writable by the user the connector runs as, uid ${runner} \\(EACCES\\)\\. replicate writes into it: make it writable for uid ${runner} `,
+      ),
+    );
     expect(run.stderr).not.toMatch(/\n\s+at /);
     expect(sideFiles(db)).toEqual([]);
   });
@@ -142,7 +149,12 @@ describe('replicate on a read-only database', () => {
     for (const path of [db, join(roDir, 'new.db')]) {
       const run = await replicateAs(config, path);
       expect(run.code, path).toBe(1);
-      expect(run.stderr).toMatch(/Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" is read-only \(EACCES\), and SQLite needs to create ".*-wal" and ".*-shm"/);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" \\(owned by uid \\d+, mode [57]55\\) is not writable by the user ` +
+            `the connector runs as, uid ${runner} \\(EACCES\\), and SQLite needs to create ".*-wal" and ".*-shm" beside the database\\. Make it writable for uid ${runner} `,
+        ),
+      );
       expect(sideFiles(path)).toEqual([]);
     }
     expect(existsSync(join(roDir, 'new.db'))).toBe(false);
