@@ -15,9 +15,10 @@
 #    this machine's loopback (scripts/image-check/runs.sh): the user (uid 1000);
 #    spec, check, discover, read, an incremental read from its state (files
 #    mounted read-only, --network host); the Singer face (--entrypoint
-#    tap-data-read); `docker stop` of a long read. Every output passes
-#    ../shared/tools/airbyte-check.py or singer-check.py, and the replica of
-#    full + incremental syncs equals the emulator's dump.
+#    tap-data-read); `docker stop` of a long read. Every output passes the
+#    project's protocol checker (scripts/protocol-check.ts, compiled by
+#    `npm run build:dev`), and the replica of full + incremental syncs equals
+#    the emulator's dump.
 # On exit (also on failure or Ctrl-C) it removes its containers, stops its
 # dockerd, unmounts what is mounted under its folders and removes them.
 #
@@ -25,12 +26,12 @@
 # (not root, no docker.io package, dockerd does not start), said in one line.
 # Environment: IMAGE_CHECK_CACHE (downloads reused between runs; default
 # .cache/image-check), IMAGE_CHECK_MIRROR (Debian mirror; default apt's),
-# SHARED_DIR (default ../shared), KEEP=1 keeps the outputs folder.
+# KEEP=1 keeps the outputs folder.
 # The last stdout line is a JSON summary (timings, image size).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SHARED="${SHARED_DIR:-$ROOT/../shared}"
+PROTOCOL_CHECK="$ROOT/.build/dev/scripts/protocol-check.js"
 CACHE_DIR="${IMAGE_CHECK_CACHE:-$ROOT/.cache/image-check}"
 SKIP_STATUS=3
 
@@ -68,10 +69,11 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ------------------------------------------------------------------ prerequisites
-[ -f "$SHARED/tools/airbyte-check.py" ] && [ -f "$SHARED/tools/singer-check.py" ] \
-  || fail "no checkers in $SHARED/tools (set SHARED_DIR)"
 [ -f "$ROOT/dist/cli/source.js" ] || fail "no dist/: run scripts/with-node npm run build first (npm ci builds nothing; the emulator runs from the checkout)"
 command -v python3 >/dev/null || fail "python3 is needed"
+[ -d "$ROOT/node_modules/ajv" ] || fail "no node_modules/: run scripts/with-node npm ci first (the protocol checker needs the devDependencies)"
+(cd "$ROOT" && npm run --silent build:dev) >&2 \
+  || fail "npm run build:dev failed: the protocol checker (scripts/protocol-check.ts) did not compile"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/image-check.XXXXXX")"
 OUT="$WORK/out"

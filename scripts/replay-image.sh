@@ -10,9 +10,10 @@
 # 2. runtime stage: COPY --from=build into WORK_DIR/root/airbyte, the final
 #    stage's ENV, then the exact ENTRYPOINT (node and /airbyte mapped) from a
 #    working directory like the platform's /source: spec, check, discover and
-#    a read against the emulator, each checked with ../shared/tools/airbyte-check.py;
+#    a read against the emulator, each checked with the project's protocol
+#    checker (scripts/protocol-check.ts, compiled by `npm run build:dev`);
 #    the Singer face (`--entrypoint tap-data-read`): --about, and a sync
-#    checked with singer-check.py;
+#    checked the same way;
 # 3. npm consumer: `npm install --omit=dev ./source-data-read-X.Y.Z.tgz` in an
 #    empty folder, then `source-data-read spec` and `tap-data-read --about`
 #    from node_modules/.bin (no `prepare`, no typescript at run time).
@@ -22,7 +23,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-shared="${SHARED_DIR:-$root/../shared}"
+protocol_check="$root/.build/dev/scripts/protocol-check.js"
 dockerfile="$root/Dockerfile"
 owned=0
 if [ -n "${1:-}" ]; then work="$1"; else work="$(mktemp -d "${TMPDIR:-/tmp}/replay-image.XXXXXX")"; owned=1; fi
@@ -43,7 +44,8 @@ node_bin="$(command -v node)" || fail "node is not on PATH"
 version="$("$node_bin" -p 'process.versions.node')"
 "$node_bin" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)' \
   || fail "node $version is older than 22.19 (try scripts/with-node scripts/replay-image.sh)"
-[ -f "$shared/tools/airbyte-check.py" ] || fail "no $shared/tools/airbyte-check.py (set SHARED_DIR)"
+[ -d "$root/node_modules/ajv" ] || fail "no node_modules/ in $root: run npm ci first (the protocol checker needs the devDependencies)"
+(cd "$root" && npm run --silent build:dev) >&2 || fail "npm run build:dev failed: the protocol checker (scripts/protocol-check.ts) did not compile"
 export npm_config_prefer_offline=true npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 # ---------------------------------------------------------------- the Dockerfile as a plan
@@ -214,9 +216,10 @@ mkdir -p "$run_dir"
 image() { (cd "$run_dir" && env HOME="$work/root/airbyte" "${envs[@]}" "${entry[@]}" "$@"); }
 tap_image() { (cd "$run_dir" && env HOME="$work/root/airbyte" "${envs[@]}" "$code_dir/bin/tap-data-read" "$@"); }
 
-check_airbyte() { # NAME FILE: validate with airbyte-check.py, keep the summary
-  python3 "$shared/tools/airbyte-check.py" <"$2" >"$work/$1.check.json" || { cat "$work/$1.check.json" >&2; fail "$1: airbyte-check.py found errors"; }
+protocol_checker() { # airbyte|singer NAME FILE: validate, keep the summary in $work/NAME.check.json
+  "$node_bin" "$protocol_check" "$1" <"$3" >"$work/$2.check.json" || { cat "$work/$2.check.json" >&2; fail "$2: the $1 protocol check found errors"; }
 }
+check_airbyte() { protocol_checker airbyte "$@"; } # NAME FILE
 
 image spec >"$work/spec.out" 2>"$work/spec.err" || { cat "$work/spec.err" >&2; fail "spec exited non-zero"; }
 check_airbyte spec "$work/spec.out"
@@ -262,9 +265,7 @@ tap_image --about --format json >"$work/about.out" 2>"$work/about.err" || { cat 
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/about.out" || fail "tap-data-read --about --format json is not JSON"
 tap_image --config "$work/config.json" --discover >"$work/tap-catalog.json" 2>"$work/tap-discover.err" || { cat "$work/tap-discover.err" >&2; fail "tap-data-read --discover exited non-zero"; }
 tap_image --config "$work/config.json" --catalog "$work/tap-catalog.json" >"$work/tap.out" 2>"$work/tap.err" || { tail -n 20 "$work/tap.err" >&2; fail "tap-data-read sync exited non-zero"; }
-if [ -f "$shared/tools/singer-check.py" ]; then
-  python3 "$shared/tools/singer-check.py" <"$work/tap.out" >"$work/tap.check.json" || { cat "$work/tap.check.json" >&2; fail "singer-check.py found errors"; }
-fi
+protocol_checker singer tap "$work/tap.out"
 say "singer face: --about, --discover and a sync passed"
 
 kill "$emulator_pid" 2>/dev/null || true

@@ -10,7 +10,8 @@
 #   emu_control METHOD PATH [JSON]   its control interface
 #   run_image NAME [docker run options --] ARGS...   one container: stdout to $OUT/NAME.out,
 #                     stderr to $OUT/NAME.err; fails on a non-zero exit
-#   airbyte_checker NAME / singer_checker NAME   the shared checkers on $OUT/NAME.out
+#   airbyte_checker NAME / singer_checker NAME   the protocol checker on $OUT/NAME.out
+#                     (its JSON summary in $OUT/NAME.check.json; fails on any error)
 
 emulator_start() { # LOG_DIR
   local logs="$1" i ready="$1/emulator.json"
@@ -64,15 +65,13 @@ run_image() { # NAME [OPTIONS... --] ARGS...
     || { tail -n 20 "$OUT/$name.err" >&2; fail "$name: the container exited non-zero"; }
 }
 
-airbyte_checker() { # NAME
-  python3 "$SHARED/tools/airbyte-check.py" <"$OUT/$1.out" >"$OUT/$1.check.json" \
-    || { head -c 3000 "$OUT/$1.check.json" >&2; fail "$1: airbyte-check.py found errors"; }
+protocol_checker() { # airbyte|singer NAME
+  "$ROOT/scripts/with-node" node "$PROTOCOL_CHECK" "$1" <"$OUT/$2.out" >"$OUT/$2.check.json" \
+    || { head -c 3000 "$OUT/$2.check.json" >&2; fail "$2: the $1 protocol check found errors"; }
 }
 
-singer_checker() { # NAME
-  python3 "$SHARED/tools/singer-check.py" <"$OUT/$1.out" >"$OUT/$1.check.json" \
-    || { head -c 3000 "$OUT/$1.check.json" >&2; fail "$1: singer-check.py found errors"; }
-}
+airbyte_checker() { protocol_checker airbyte "$1"; } # NAME
+singer_checker() { protocol_checker singer "$1"; }   # NAME
 
 # Airbyte state for --state: the last STATE of each stream of these outputs, as a JSON array.
 airbyte_state_of() { # FILES...
@@ -279,6 +278,6 @@ image_check_stop() {
 import json, sys
 e = json.loads(sys.stdin.read())["trace"]["error"]
 assert e["failure_type"] == "transient_error" and "SIGTERM" in e["message"], e' || fail "stop: the last line is not the transient ERROR trace"
-  say "stop: docker stop of a running read (uid $uid, after $states STATEs) ended it in $ms ms, exit $code; its output passes airbyte-check and ends with a transient ERROR trace"
+  say "stop: docker stop of a running read (uid $uid, after $states STATEs) ended it in $ms ms, exit $code; its output passes the Airbyte protocol check and ends with a transient ERROR trace"
   STOP_MS="$ms"
 }

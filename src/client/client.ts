@@ -102,6 +102,8 @@ class DataReadClient implements DataReadApi {
   readonly #onLog: ((level: 'INFO' | 'WARN', message: string) => void) | undefined;
   /** ' ' + the stop note, or '' (appended to the errors that stop the caller). */
   readonly #stopNote: string;
+  /** "max_retries 8", or the words of a command with its own limit (ClientOptions.retryLimit). */
+  readonly #retryLimit: string;
   readonly #closing = new AbortController();
   /** A failure of the key or of the service remembered, an outage in progress: shared by every request. */
   readonly #reach: SharedReach;
@@ -133,6 +135,7 @@ class DataReadClient implements DataReadApi {
     this.#onLog = o.onLog;
     const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;
     this.#stopNote = stopNote === '' ? '' : ` ${stopNote}`;
+    this.#retryLimit = o.retryLimit ?? `max_retries ${this.#maxRetries}`;
     this.#headers = {
       authorization: `Bearer ${o.apiKey}`,
       'user-agent': o.userAgent,
@@ -273,7 +276,9 @@ class DataReadClient implements DataReadApi {
         this.#reach.reached();
       }
       if (!fault.retryable || attempt > this.#maxRetries) {
-        const tries = outage === undefined ? triesText(attempt, this.#now() - started) : triesText(outage.attempts, this.#now() - outage.since);
+        // This request's own attempts: 1 + max_retries when they ran out (the first attempts of the requests that then
+        // waited for this one's outcome are not retries, and are not counted).
+        const tries = triesText(attempt, this.#now() - started);
         throw this.#fail(fault, tries, label);
       }
       return { next: 'retry', fault, outage: outage !== undefined };
@@ -415,6 +420,7 @@ class DataReadClient implements DataReadApi {
       tries,
       base: this.#baseText(),
       maxRetries: this.#maxRetries,
+      retryLimit: this.#retryLimit,
       stopNote: this.#stopNote,
       reach: reachHint(this.#route),
       trust: trustHint(this.#route),
@@ -496,7 +502,7 @@ class DataReadClient implements DataReadApi {
   }
 }
 
-/** "1 attempt", "9 attempts over 1 min 37 s". */
+/** "1 attempt", "9 attempts over 1 min 37 s": the attempts of one request, its first and its retries. */
 function triesText(attempts: number, ms: number): string {
   return attempts === 1 ? '1 attempt' : `${attempts} attempts over ${duration(ms)}`;
 }

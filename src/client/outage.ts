@@ -19,8 +19,6 @@ export class Outage {
   readonly prober: Prober;
   /** When the first attempt that met the fault was sent (epoch ms). */
   readonly since: number;
-  /** Attempts that met the fault, by any request. */
-  attempts = 0;
   readonly #done: Promise<ConnectorError | undefined>;
   #settle!: (error: ConnectorError | undefined) => void;
   #settled = false;
@@ -85,10 +83,9 @@ export class SharedReach {
     return this.#down !== undefined || (this.#outage !== undefined && this.#outage.prober !== me);
   }
 
-  /** An attempt of `me` met an unreachable service: the outage it starts (then `me` probes) or joins, its attempts counted. */
+  /** An attempt of `me` met an unreachable service: the outage it starts (then `me` probes) or joins. */
   unreachable(me: Prober): Outage {
     this.#outage ??= new Outage(me, this.#now());
-    this.#outage.attempts += 1;
     return this.#outage;
   }
 

@@ -37,11 +37,13 @@ export interface FailureContext {
   readonly cause: string;
   /** ' The service said: "..." (request_id ...).' or ''. */
   readonly said: string;
-  /** "3 attempts", "9 attempts over 1 min 37 s" (every attempt that met the fault, and how long they took). */
+  /** "3 attempts", "9 attempts over 1 min 37 s" (the failing request's attempts, its first and its retries, and how long they took). */
   readonly tries: string;
   /** The service's address as configured ("https://api.example.com"). */
   readonly base: string;
   readonly maxRetries: number;
+  /** What limited the retries, after "1 + ": "max_retries 8", or a command's own limit (ClientOptions.retryLimit). */
+  readonly retryLimit: string;
   /** ' The sync stops; the next sync resumes from the saved state.', or '' where no sync runs (check). */
   readonly stopNote: string;
   /** Where to look when the API cannot be reached: base_url and the network, or the proxy in use. */
@@ -86,7 +88,7 @@ const RETRIES_EXHAUSTED: Outcome = {
   code: 'retries_exhausted',
   failure: 'transient_error',
   scope: 'request',
-  message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (max_retries ${c.maxRetries}); last cause: ${c.cause}.${c.stopNote}`,
+  message: (c) => `The Data-Read API request ${c.request} did not succeed in ${c.tries} (1 + ${c.retryLimit}); last cause: ${c.cause}.${c.stopNote}`,
 };
 
 /** The longest wait between two attempts while the service (or the proxy) cannot be reached. */
@@ -96,7 +98,7 @@ const UNREACHABLE: Outcome = {
   code: 'unreachable',
   failure: 'transient_error',
   scope: 'client',
-  message: (c) => `Cannot reach the Data-Read API at ${c.base}: ${c.cause}; ${c.tries} (max_retries ${c.maxRetries}). ${c.reach}${c.stopNote}`,
+  message: (c) => `Cannot reach the Data-Read API at ${c.base}: ${c.cause}; ${c.tries} (1 + ${c.retryLimit}). ${c.reach}${c.stopNote}`,
 };
 
 export const FAILURE_POLICY: readonly FailureRule[] = [

@@ -33,6 +33,13 @@ export interface ClientOptions {
    */
   readonly stopNote?: string;
   /**
+   * How the errors name the retry limit after their count of attempts: "9
+   * attempts over 44 s (1 + max_retries 8)". Default `max_retries N`; a
+   * command that retries fewer times than the config says (check, discover)
+   * names its own limit and the config's.
+   */
+  readonly retryLimit?: string;
+  /**
    * A client of a command that makes a few requests and exits (check,
    * discover): the HTTP parser stays on V8's baseline tier (see pool.ts).
    */

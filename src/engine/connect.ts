@@ -33,6 +33,9 @@ export interface ConnectionCheck extends CheckResult {
   readonly drift?: { readonly level: 'INFO' | 'WARN'; readonly message: string };
 }
 
+/** Retries of one request of check and discover at most, whatever max_retries says (it is for syncs). */
+export const INTERACTIVE_MAX_RETRIES = 2;
+
 /**
  * The client options of short, interactive requests (check, discover): few
  * retries and short waits, so a command answers in seconds, no word of a
@@ -40,9 +43,14 @@ export interface ConnectionCheck extends CheckResult {
  * no optimizing compile of the HTTP parser to wait for at exit.
  */
 export function interactivePatience(config: Config): Partial<ClientOptions> {
+  const maxRetries = Math.min(config.max_retries, INTERACTIVE_MAX_RETRIES);
   // One connection: their requests go one after the other, and the second reuses the first's connection (one TLS handshake, one proxy tunnel).
   return {
-    maxRetries: Math.min(config.max_retries, 2),
+    maxRetries,
+    // Their errors say which limit counted: "3 attempts (1 + 2 retries, the most check and discover make; max_retries 8 applies to syncs)".
+    ...(maxRetries < config.max_retries
+      ? { retryLimit: `${maxRetries} retries, the most check and discover make; max_retries ${config.max_retries} applies to syncs` }
+      : {}),
     maxWaitSeconds: Math.min(config.max_wait_seconds, 30),
     retryMaxMs: 5000,
     stopNote: '',

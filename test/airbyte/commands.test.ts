@@ -1,7 +1,7 @@
 /**
  * The Airbyte executable without a service: spec, discover, and every way a
  * user's config, catalog or state can be wrong. Output is checked with the
- * shared airbyte-check.py.
+ * Airbyte protocol checker.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -150,7 +150,7 @@ describe('read with bad input exits 1 with one config_error trace', () => {
     expect(errors[0]).toMatchObject({ failure_type: 'transient_error' });
     // The run's failure names no stream, says the address once and the total.
     expect(errors[0]?.stream_descriptor).toBeUndefined();
-    expect(errors[0]?.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); \d+ attempts? .*\(max_retries 0\)\. Check base_url and the network\. The sync stops; the next sync resumes from the saved state\.$/);
+    expect(errors[0]?.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 1 attempt \(1 \+ max_retries 0\)\. Check base_url and the network\. The sync stops; the next sync resumes from the saved state\.$/);
     // The ERROR trace comes after every INCOMPLETE.
     const last = lines.findLastIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'STREAM_STATUS');
     const trace = lines.findIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR');

@@ -140,7 +140,7 @@ describe('network faults', () => {
     nock.disableNetConnect();
     expect(err).toMatchObject({ code: 'unreachable', failureType: 'transient_error' });
     // The address once, the cause, and the total: how many attempts over how long.
-    expect(err.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:1: the connection was refused \(ECONNREFUSED\); 2 attempts over [\d.]+ m?s \(max_retries 1\)\. Check base_url and the network\./);
+    expect(err.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:1: the connection was refused \(ECONNREFUSED\); 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\)\. Check base_url and the network\./);
     expect(h.client.stats.requests).toBe(2);
     expectNoKey(err);
   });

@@ -50,9 +50,10 @@ describe('a service that cannot be reached: one back-off for every caller', () =
     for (const e of errors) expect(e).toBe(first);
     expect(first).toMatchObject({ code: 'unreachable', failureType: 'transient_error', runWide: true });
     expect(first?.message).toMatch(
-      /^Cannot reach the Data-Read API at http:\/\/api\.test: the connection was refused \(ECONNREFUSED\); 5 attempts over \d+ ms \(max_retries 3\)\. Check base_url and the network\. The sync stops; the next sync resumes from the saved state\.$/,
+      /^Cannot reach the Data-Read API at http:\/\/api\.test: the connection was refused \(ECONNREFUSED\); 4 attempts over \d+ ms \(1 \+ max_retries 3\)\. Check base_url and the network\. The sync stops; the next sync resumes from the saved state\.$/,
     );
-    // One caller retried (4 attempts), the other one in flight met the fault once and waited; the three queued sent nothing.
+    // One caller retried (4 attempts: the count the error gives, 1 + max_retries), the other one in flight met the
+    // fault once and waited; the three queued sent nothing.
     expect(h.client.stats.requests).toBe(5);
     expect(h.client.stats.retries).toBe(3);
     expect(h.clock.sleeps).toHaveLength(3);
@@ -140,7 +141,7 @@ describe('a failure of one request stays its own', () => {
     const errors = await outcomes(PATHS.map((p) => h.client.list(p, { limit: 10 })));
     await h.client.close();
     expect(errors[0]).toMatchObject({ code: 'retries_exhausted', runWide: false });
-    expect(errors[0]?.message).toMatch(/did not succeed in 3 attempts over \d+ ms \(max_retries 2\)/);
+    expect(errors[0]?.message).toMatch(/did not succeed in 3 attempts over \d+ ms \(1 \+ max_retries 2\)/);
     expect(errors[3]).toMatchObject({ code: 'bad_request', runWide: false });
     expect([errors[1], errors[2], errors[4]]).toEqual([undefined, undefined, undefined]);
   });

@@ -108,7 +108,7 @@ describe('values exactly as received', () => {
     // The checker validates records against their schema, as a strict target would: it rejects exactly the two misfits warned about.
     expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([
       expect.stringMatching(/contacts: 1\.5 is not of type 'null', 'integer' at qualification_score$/),
-      expect.stringMatching(/contacts: '12' is not of type 'null', 'integer' at qualification_score$/),
+      expect.stringMatching(/contacts: "12" is not of type 'null', 'integer' at qualification_score$/),
     ]);
     const got = new Map<string, string>();
     for (const m of exactLines(run.stdout)) if (m.type === 'RECORD') got.set(`${String(m.stream)}/${String((m.record as Row).id)}`, JSON.stringify(m.record));

@@ -3,7 +3,7 @@
  * `docker stop`, an Airbyte cancel or Ctrl-C sends), against the real
  * emulator with some latency so that the sync is still running: the process
  * ends by its own handler (exit 143 / 130, not killed by the signal), its
- * stdout is whole protocol lines that pass the shared checker, and a run
+ * stdout is whole protocol lines that pass the protocol checker, and a run
  * resumed from the last STATE it wrote completes the replica exactly. Needs
  * `npm run build`.
  */

@@ -49,7 +49,7 @@ describe('a service that cannot be reached (a closed port)', () => {
     expect(traces).toHaveLength(1);
     expect(traces[0]?.failure_type).toBe('transient_error');
     expect(traces[0]?.stream_descriptor).toBeUndefined();
-    expect(traces[0]?.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); \d+ attempts over [\d.]+ m?s \(max_retries 1\)\. /);
+    expect(traces[0]?.message).toMatch(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\)\. /);
     const incomplete = lines.filter((m) => m.type === 'TRACE' && (m.trace as { stream_status?: { status: string } }).stream_status?.status === 'INCOMPLETE');
     expect(incomplete).toHaveLength(STREAM_COUNT);
   });
@@ -66,7 +66,7 @@ describe('a service that cannot be reached (a closed port)', () => {
     const critical = tapLines(run.stderr, 'CRITICAL');
     // The cause once (no stream named: it is the run's), then the summary naming the streams not finished.
     expect(critical).toHaveLength(2);
-    expect(critical[0]).toMatch(/CRITICAL tap-data-read: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: .*\d+ attempts over /);
+    expect(critical[0]).toMatch(/CRITICAL tap-data-read: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\)\. /);
     expect(critical[1]).toMatch(/Sync failed for 5 stream\(s\)/);
     expect(parseLines(run.stdout).at(-1)).toMatchObject({ type: 'STATE' });
   });

@@ -303,7 +303,7 @@ describe('when the proxy says no, or is not there', () => {
     // The proxy is down for every stream alike: one series of retries, one transient_error for the run.
     const errors = errorTraces(read);
     expect(errors.map((e) => e.failure_type)).toEqual(['transient_error']);
-    expect(errors[0]?.message).toMatch(new RegExp(`the proxy 127\\.0\\.0\\.1:${port} \\(HTTPS_PROXY\\) refused the connection \\(ECONNREFUSED\\); \\d+ attempts over .* \\(max_retries 1\\)\\. Check that the proxy`));
+    expect(errors[0]?.message).toMatch(new RegExp(`the proxy 127\\.0\\.0\\.1:${port} \\(HTTPS_PROXY\\) refused the connection \\(ECONNREFUSED\\); 2 attempts over .* \\(1 \\+ max_retries 1\\)\\. Check that the proxy`));
     expect(logs(read).match(/retry 1 of 1/g)).toHaveLength(1);
   });
 

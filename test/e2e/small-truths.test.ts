@@ -61,7 +61,7 @@ describe('check', () => {
     const control = account.emulator.control;
     const config = account.config(dir, { max_retries: 1 });
     const cases = [
-      { faults: [{ kind: '500' as const, every: 1, paths: ['/v1/me'] }], message: /did not answer \/v1\/me successfully: .*did not succeed in 2 attempts over [\d.]+ m?s \(max_retries 1\); last cause: HTTP 500/ },
+      { faults: [{ kind: '500' as const, every: 1, paths: ['/v1/me'] }], message: /did not answer \/v1\/me successfully: .*did not succeed in 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\); last cause: HTTP 500/ },
       { faults: [{ kind: '503' as const, every: 1, paths: ['/v1/me'], retryAfterSeconds: 3600 }], message: /unavailable \(HTTP 503\) and asks to wait until .*longer than max_wait_seconds \(30 s\) allows\./ },
     ];
     for (const { faults, message } of cases) {
@@ -81,7 +81,7 @@ describe('check', () => {
     const [down] = parseLines(unreachable.stdout) as [{ connectionStatus: { status: string; message: string } }];
     expect(down.connectionStatus).toEqual({
       status: 'FAILED',
-      message: expect.stringMatching(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 1 attempt \(max_retries 0\)\. Check base_url and the network\.$/),
+      message: expect.stringMatching(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 1 attempt \(1 \+ max_retries 0\)\. Check base_url and the network\.$/),
     });
     // Said once: no "Cannot reach ...: Could not reach ..." doubling.
     expect(down.connectionStatus.message.match(/Data-Read API/g)).toHaveLength(1);
@@ -92,6 +92,8 @@ describe('replicate on a read-only database', () => {
   // Root writes through file permissions: as root, the runs go as nobody (uid 65534), for whom the files are read-only.
   const asRoot = process.getuid?.() === 0;
   const NOBODY = 65534;
+  /** The uid the runs go as, which the messages name. */
+  const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
 
   function replicateAs(config: string, db: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
@@ -125,7 +127,12 @@ describe('replicate on a read-only database', () => {
     const run = await replicateAs(config, db);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(new RegExp(`ERROR source-data-read: Cannot replicate: Cannot write the replica database "${db}": the file is read-only \\(EACCES\\)\\. replicate writes into it: make it writable`));
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `ERROR source-data-read: Cannot replicate: Cannot write the replica database "${db}": the file \\(owned by uid \\d+, mode 444\\) ` +
+          `is not writable by the user the connector runs as, uid ${runner} \\(EACCES\\)\\. replicate writes into it: make it writable for uid ${runner} `,
+      ),
+    );
     expect(run.stderr).not.toMatch(/\n\s+at /);
     expect(sideFiles(db)).toEqual([]);
   });
@@ -142,7 +149,12 @@ describe('replicate on a read-only database', () => {
     for (const path of [db, join(roDir, 'new.db')]) {
       const run = await replicateAs(config, path);
       expect(run.code, path).toBe(1);
-      expect(run.stderr).toMatch(/Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" is read-only \(EACCES\), and SQLite needs to create ".*-wal" and ".*-shm"/);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" \\(owned by uid \\d+, mode [57]55\\) is not writable by the user ` +
+            `the connector runs as, uid ${runner} \\(EACCES\\), and SQLite needs to create ".*-wal" and ".*-shm" beside the database\\. Make it writable for uid ${runner} `,
+        ),
+      );
       expect(sideFiles(path)).toEqual([]);
     }
     expect(existsSync(join(roDir, 'new.db'))).toBe(false);

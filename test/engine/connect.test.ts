@@ -2,9 +2,15 @@
  * The client options of short, interactive commands (check, discover) against
  * those of a sync: what each command's client is built with.
  */
-import { describe, expect, it } from 'vitest';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config.js';
 import { interactivePatience } from '../../src/engine/connect.js';
+import { BASE, PROBLEM_HEADERS, failure, harness, problem, resetNock } from '../client/helpers.js';
+
+beforeAll(() => nock.disableNetConnect());
+afterEach(() => resetNock());
+afterAll(() => nock.enableNetConnect());
 
 const config = ConfigSchema.parse({ api_key: 'drk_live_test', base_url: 'http://127.0.0.1:9', max_retries: 8, max_wait_seconds: 900 });
 
@@ -16,5 +22,32 @@ describe('interactivePatience (check, discover)', () => {
 
   it('a short-lived client: the HTTP parser is not recompiled by the optimizing tier, which the process would wait for at exit', () => {
     expect(interactivePatience(config).shortLived).toBe(true);
+  });
+});
+
+describe('the retry limit a check names', () => {
+  /** The error of GET /v1/me answering 500 every time, through a client with `config`'s interactive options. */
+  async function meFailure(maxRetries: number): Promise<Error> {
+    nock(BASE).persist().get('/v1/me').reply(500, problem(500, 'Internal Server Error', 'x'), PROBLEM_HEADERS);
+    const { retryBaseMs: _base, retryMaxMs: _max, ...patience } = interactivePatience({ ...config, max_retries: maxRetries });
+    const h = harness(patience);
+    try {
+      return await failure(() => h.client.me());
+    } finally {
+      await h.client.close();
+    }
+  }
+
+  it('max_retries 8: 3 attempts, the most check and discover make, and the 8 said to be for syncs', async () => {
+    const err = await meFailure(8);
+    expect(err.message).toMatch(
+      /did not succeed in 3 attempts over \d+ ms \(1 \+ 2 retries, the most check and discover make; max_retries 8 applies to syncs\); last cause: HTTP 500/,
+    );
+    expect(err.message).not.toContain('(max_retries 2)');
+  });
+
+  it('max_retries 1 (fewer than the cap): the config is the limit, and says so', async () => {
+    expect(interactivePatience({ ...config, max_retries: 1 }).retryLimit).toBeUndefined();
+    expect((await meFailure(1)).message).toMatch(/did not succeed in 2 attempts over \d+ ms \(1 \+ max_retries 1\); last cause/);
   });
 });

@@ -73,7 +73,7 @@ describe('describeStreams', () => {
   it.each([
     ['404', new ApiError('not_found', 'config_error', 'no such path', { status: 404 }), /GET \/v1\/openapi\.json answered HTTP 404/],
     ['not JSON', new ContractError('GET /v1/openapi.json answered HTTP 200 with a body that is not the JSON promised: the body is not valid JSON (3 attempts).', { status: 200 }), /body that is not the JSON promised/],
-    ['a timeout', new ApiError('retries_exhausted', 'transient_error', 'The Data-Read API request GET /v1/openapi.json did not succeed in 3 attempts (max_retries 2); last cause: no response within 1 s (timeout).'), /no response within 1 s \(timeout\)/],
+    ['a timeout', new ApiError('retries_exhausted', 'transient_error', 'The Data-Read API request GET /v1/openapi.json did not succeed in 3 attempts (1 + max_retries 2); last cause: no response within 1 s (timeout).'), /no response within 1 s \(timeout\)/],
     ['an unexpected status', new ApiError('unexpected_status', 'system_error', 'The Data-Read API answered GET /v1/openapi.json with HTTP 302, a redirect.', { status: 302 }), /HTTP 302/],
     ['Swagger 2.0', { swagger: '2.0', paths: {} }, /answered, but it is a Swagger 2\.0 document, not OpenAPI 3\.x/],
     ['OpenAPI 4', { openapi: '4.0.0', paths: {} }, /not 3\.x/],

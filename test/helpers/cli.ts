@@ -1,12 +1,14 @@
-/** Running the real executables and the shared protocol checkers. */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+/** Running the real executables, and the protocol checkers their output must pass. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ROOT } from '../../scripts/root.js';
+import { checkAirbyte } from './protocol/airbyte.js';
+import { checkSinger } from './protocol/singer.js';
+import type { CheckSummary } from './protocol/summary.js';
 
 export { ROOT };
-export const SHARED = resolve(ROOT, '..', 'shared');
 export const SOURCE_BIN = join(ROOT, 'bin', 'source-data-read');
 export const TAP_BIN = join(ROOT, 'bin', 'tap-data-read');
 
@@ -89,61 +91,36 @@ export function connectionStatusOf(stdout: string): { status: string; message: s
   return message.connectionStatus;
 }
 
+/**
+ * The protocol checkers, by the names tests call them (the names of the
+ * Python tools they replaced; the checks now run in this process, from
+ * test/helpers/protocol/).
+ */
 export type Checker = 'airbyte-check.py' | 'singer-check.py';
 
-export interface CheckSummary {
-  n_errors: number;
-  errors: string[];
-  messages?: Record<string, number>;
-  records?: Record<string, number>;
-  counts?: Record<string, number>;
-  final_status?: Record<string, string>;
-  last_state?: Record<string, unknown>;
-  warnings?: string[];
-}
+export type { CheckSummary };
 
-/** The path of a shared checker; a missing one fails the test that needs it (never a silent pass). */
-export function checkerPath(checker: Checker): string {
-  const path = join(SHARED, 'tools', checker);
-  if (!existsSync(path)) throw new Error(`The shared protocol checker ${path} is missing: a checkout of shared/ belongs beside this repository.`);
-  return path;
-}
+const CHECKERS: Record<Checker, (stdout: string) => CheckSummary> = {
+  'airbyte-check.py': checkAirbyte,
+  'singer-check.py': checkSinger,
+};
 
-/** Pipe protocol output through ../shared/tools/<checker>.py and return its JSON summary. */
+/** Check protocol output (Airbyte or Singer) and return its summary; `n_errors` 0 when it passes. */
 export function protocolCheck(checker: Checker, stdout: string): CheckSummary {
-  const run = spawnSync('python3', [checkerPath(checker)], { input: stdout, encoding: 'utf8', maxBuffer: 1 << 30 });
-  if (run.error) throw run.error;
-  return parseSummary(checker, run.stdout, run.stderr);
+  return CHECKERS[checker](stdout);
 }
 
-/** The same, without blocking the event loop (for tests whose emulator lives in this process). */
+/** The same, after the event loop has had a turn (tests whose emulator lives in this process call this one). */
 export function protocolCheckAsync(checker: Checker, stdout: string): Promise<CheckSummary> {
-  const path = checkerPath(checker);
   return new Promise((resolvePromise, reject) => {
-    const child = spawn('python3', [path], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
-    child.on('close', () => {
+    setImmediate(() => {
       try {
-        resolvePromise(parseSummary(checker, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8')));
+        resolvePromise(protocolCheck(checker, stdout));
       } catch (e) {
         reject(e as Error);
       }
     });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(stdout);
   });
-}
-
-function parseSummary(checker: Checker, stdout: string, stderr: string): CheckSummary {
-  try {
-    return JSON.parse(stdout) as CheckSummary;
-  } catch {
-    throw new Error(`${checker} gave no summary: ${stderr.slice(0, 500)}`);
-  }
 }
 
 export function parseLines(stdout: string): Record<string, unknown>[] {

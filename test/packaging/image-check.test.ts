@@ -30,12 +30,15 @@ describe('scripts/image-check.sh', () => {
     expect(run.status).toBe(0);
   });
 
-  it('defines every check it runs, and finds the shared checkers as ../shared', () => {
+  it('defines every check it runs, and checks outputs with the project\'s own protocol checker', () => {
     const runs = read('scripts/image-check/runs.sh');
     const list = /^IMAGE_CHECKS=\(([^)]*)\)/m.exec(runs)?.[1]?.trim().split(/\s+/) ?? [];
     expect(list).toEqual(expect.arrayContaining(['user', 'airbyte', 'singer', 'stop']));
     for (const name of list) expect(runs).toMatch(new RegExp(`^image_check_${name}\\(\\) \\{`, 'm'));
-    expect(read('scripts/image-check.sh')).toContain('SHARED="${SHARED_DIR:-$ROOT/../shared}"');
+    const main = read('scripts/image-check.sh');
+    expect(main).toContain('PROTOCOL_CHECK="$ROOT/.build/dev/scripts/protocol-check.js"');
+    expect(main).toContain('(cd "$ROOT" && npm run --silent build:dev)');
+    expect(runs).toMatch(/^protocol_checker\(\) \{ # airbyte\|singer NAME\n {2}"\$ROOT\/scripts\/with-node" node "\$PROTOCOL_CHECK" "\$1"/m);
   });
 
   it('starts dockerd without touching the host network and stops it on exit', () => {

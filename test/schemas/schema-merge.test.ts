@@ -1,7 +1,7 @@
 /**
  * The merge rules, one by one: added, removed, conflicting types (the built-in
  * wins for the key and the cursor, the service for the rest), nullability,
- * formats and enums; and merged schemas that the shared checkers accept.
+ * formats and enums; and merged schemas that the protocol checkers accept.
  */
 import { describe, expect, it } from 'vitest';
 import { builtInSchema, type JsonSchema } from '../../src/schemas/json-schema.js';

@@ -1,6 +1,6 @@
 /**
  * The real executable against the emulator (in process, 127.0.0.1, port 0),
- * its output checked by ../shared/tools/singer-check.py and replayed into a
+ * its output checked by the Singer protocol checker and replayed into a
  * replica that must equal the emulator's dump. Needs `npm run build`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -6,7 +6,7 @@
  * directory must be writable, and if opening fails anyway, the side files
  * this attempt created are removed.
  */
-import { accessSync, constants, existsSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../../errors.js';
 
@@ -14,6 +14,39 @@ const SIDE_FILES = ['-wal', '-shm', '-journal'];
 
 function code(err: unknown): string {
   return (err as NodeJS.ErrnoException).code ?? 'EACCES';
+}
+
+/** "uid 1000": the user this process runs as (in a container, the image's USER or --user). */
+function runningUser(): string {
+  const uid = process.getuid?.();
+  return uid === undefined ? 'this process' : `uid ${uid}`;
+}
+
+/** "owned by uid 0, mode 755" of `path`, or '' when it cannot be seen. */
+function ownership(path: string): string {
+  try {
+    const st = statSync(path);
+    return `owned by uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}`;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Why `path` cannot be written, and what to do: a read-only file system
+ * (EROFS: a volume mounted read-only) is not the same as permissions that
+ * keep this process's user out (EACCES: in a container, a volume owned by
+ * another uid than the image's user).
+ */
+function notWritable(what: string, path: string, err: unknown): { reason: string; remedy: string } {
+  const errno = code(err);
+  if (errno === 'EROFS') return { reason: `${what} is on a read-only file system (EROFS)`, remedy: `mount it read-write` };
+  const owner = ownership(path);
+  const user = runningUser();
+  return {
+    reason: `${what}${owner === '' ? '' : ` (${owner})`} is not writable by the user the connector runs as, ${user} (${errno})`,
+    remedy: `make it writable for ${user} (for a Docker volume: chown the host folder to that uid, or run the container with --user set to its owner)`,
+  };
 }
 
 /** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica. */
@@ -24,11 +57,10 @@ export function assertWritable(path: string): void {
     try {
       accessSync(path, constants.W_OK);
     } catch (err) {
-      throw new ConfigError(
-        `Cannot write the replica database "${path}": the file is read-only (${code(err)}). ` +
-          `replicate writes into it: make it writable (chmod u+w "${path}") or give --db another file.`,
-        { field: 'db' },
-      );
+      const { reason, remedy } = notWritable('the file', path, err);
+      throw new ConfigError(`Cannot write the replica database "${path}": ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
+        field: 'db',
+      });
     }
   }
   if (!existsSync(dir)) return; // SQLite says "unable to open" for a missing directory
@@ -36,9 +68,10 @@ export function assertWritable(path: string): void {
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const base = basename(path);
+    const { reason, remedy } = notWritable(`its directory "${dir}"`, dir, err);
     throw new ConfigError(
-      `Cannot write the replica database "${path}": its directory "${dir}" is read-only (${code(err)}), and SQLite needs to create ` +
-        `"${base}-wal" and "${base}-shm" beside the database. Give --db a file in a writable directory.`,
+      `Cannot write the replica database "${path}": ${reason}, and SQLite needs to create ` +
+        `"${base}-wal" and "${base}-shm" beside the database. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
       { field: 'db' },
     );
   }

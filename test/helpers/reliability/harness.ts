@@ -396,10 +396,10 @@ export function protocolProblems(run: Pick<ConnectorRun, 'messages' | 'badLines'
 }
 
 /**
- * The shared protocol checker (../shared/tools/airbyte-check.py: strict
- * message schema, STREAM_STATUS order, STATE shape) over a complete run's
- * stdout, as problems. A missing checker is a problem, never a pass.
- * Asynchronous: the emulator lives in this process and must keep serving.
+ * The Airbyte protocol checker (test/helpers/protocol/airbyte.ts: the
+ * protocol schema, payloads, STREAM_STATUS order, STATE shape) over a
+ * complete run's stdout, as problems. A checker that throws is a problem,
+ * never a pass.
  */
 export async function airbyteCheck(stdout: string, label: string): Promise<string[]> {
   try {

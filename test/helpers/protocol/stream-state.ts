@@ -1,0 +1,35 @@
+/**
+ * The connector's per-stream state, as the contract defines it, checked the
+ * same way in Airbyte STATE messages and Singer bookmarks:
+ *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark } }
+ * Written apart from src/engine/state.ts on purpose: a check that reused the
+ * code under test would agree with it by construction.
+ */
+import { isObject } from './summary.js';
+
+/** RFC 3339 date-time (what Singer asks of time_extracted; what the service writes as a watermark). */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+export function isInstant(value: unknown): boolean {
+  return typeof value === 'string' && INSTANT.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+/** The problems of one stream's state (empty when it has the contract's shape); `where` prefixes each. */
+export function streamStateProblems(where: string, state: unknown): string[] {
+  if (!isObject(state)) return [`${where}: a stream's state must be an object, got ${JSON.stringify(state)}`];
+  const problems: string[] = [];
+  if ('sync_watermark' in state && !isInstant(state.sync_watermark)) {
+    problems.push(`${where}: sync_watermark ${JSON.stringify(state.sync_watermark)} is not an ISO 8601 instant with zone`);
+  }
+  if ('resume' in state) {
+    const resume = state.resume;
+    if (!isObject(resume)) problems.push(`${where}: resume must be an object {"cursor", "sync_watermark"}, got ${JSON.stringify(resume)}`);
+    else {
+      if (typeof resume.cursor !== 'string' || resume.cursor.length === 0) problems.push(`${where}: resume.cursor must be a non-empty string`);
+      if (!isInstant(resume.sync_watermark)) {
+        problems.push(`${where}: resume.sync_watermark ${JSON.stringify(resume.sync_watermark)} is not an ISO 8601 instant with zone`);
+      }
+    }
+  }
+  return problems;
+}
