@@ -12,7 +12,6 @@
  */
 import { z } from 'zod';
 import type { ConnectorError, FailureType } from '../errors.js';
-import { VERSION } from '../version.js';
 import type { StreamState } from './state.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
@@ -53,6 +52,15 @@ export const RunSummarySchema = z
   })
   .strict()
   .describe('The summary of one sync command (--summary FILE), written when the command ends, whatever the outcome.');
+
+/** The JSON Schema of a summary file (checked in as schemas/run-summary.json). */
+export function runSummaryJsonSchema(): Record<string, unknown> {
+  return {
+    $id: 'https://github.com/source-data-read/source-data-read/blob/main/schemas/run-summary.json',
+    title: 'source-data-read run summary',
+    ...(z.toJSONSchema(RunSummarySchema, { target: 'draft-07', io: 'output' }) as Record<string, unknown>),
+  };
+}
 
 export type StreamSummary = z.infer<typeof StreamSummarySchema>;
 export type RunSummary = z.infer<typeof RunSummarySchema>;
@@ -102,9 +110,12 @@ export class RunRecorder {
   private redactText: (text: string) => string = (text) => text;
   private readonly endListeners: ((stream: StreamSummary) => void)[] = [];
   private finished: RunSummary | undefined;
+  private readonly version: string;
 
-  constructor(command: RunCommand, options: { now?: () => number } = {}) {
+  /** @param options.version the connector's version (the command line gives it) */
+  constructor(command: RunCommand, options: { now?: () => number; version?: string } = {}) {
     this.command = command;
+    this.version = options.version ?? 'unknown';
     this.now = options.now ?? Date.now;
     this.startedAt = this.now();
   }
@@ -227,7 +238,7 @@ export class RunRecorder {
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       duration_seconds: Math.max(0, finishedAt - this.startedAt) / 1000,
-      connector_version: VERSION,
+      connector_version: this.version,
       streams: [...this.streams.values()].map((t) => this.streamSummary(t)),
       requests: counts?.requests ?? 0,
       retries: counts?.retries ?? 0,
