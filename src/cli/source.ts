@@ -6,6 +6,7 @@
  */
 import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from '../interrupt.js';
+import { ConnectorError } from '../errors.js';
 import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../exit-status.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
@@ -111,12 +112,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(argv, out, logger, interrupt, end);
   } catch (err) {
-    end.failed(err);
     const closed = err instanceof UsageError ? undefined : outputClosed(err);
     if (closed !== undefined) {
-      logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
+      const message = `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`;
+      end.failed(new ConnectorError('transient_error', message));
+      logger.log('ERROR', message);
       code = EXIT_TEMPFAIL;
     } else {
+      end.failed(err);
       // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
       code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
     }

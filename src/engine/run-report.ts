@@ -132,14 +132,21 @@ export class RunRecorder {
 
   /**
    * The streams the run means to sync, in order, with the state each starts
-   * from (full_refresh streams: none). A stream planned again (a second
-   * pass of replicate) keeps its first watermark-before.
+   * from (full_refresh streams: none). A stream planned again keeps its
+   * first watermark-before once anything happened to it (a second pass of
+   * replicate); before that, the later plan's state is the one it starts from
+   * (streams named before their states are read).
    */
   plan(streams: readonly { readonly name: string; readonly state?: StreamState | undefined }[]): void {
     for (const { name, state } of streams) {
-      if (this.streams.has(name)) continue;
       const before = state?.sync_watermark ?? null;
-      this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+      const known = this.streams.get(name);
+      if (known === undefined) {
+        this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+      } else if (known.ended === undefined && known.records === 0 && known.states === 0) {
+        known.before = before;
+        known.after = before;
+      }
     }
   }
 

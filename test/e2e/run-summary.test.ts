@@ -133,6 +133,7 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
     const s = summaryOf(summary);
     expect(s).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
     expect(s.message).toMatch(/HTTP 401/);
+    expect(s.streams.map((x) => x.name).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
     for (const x of s.streams) expect(x).toMatchObject({ status: 'skipped', records: 0 });
   });
 

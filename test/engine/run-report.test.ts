@@ -86,6 +86,13 @@ describe('RunRecorder', () => {
     expect(r.finish(0).streams[0]).toMatchObject({ records: 8, tombstones: 1, sync_watermark_before: '2026-01-01T00:00:00.000Z' });
   });
 
+  it('a stream named before its state is known takes the state of the plan that follows', () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts' }]);
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-01-01T00:00:00.000Z' } }]);
+    expect(r.finish(0).streams[0]).toMatchObject({ sync_watermark_before: '2026-01-01T00:00:00.000Z', sync_watermark_after: '2026-01-01T00:00:00.000Z', status: 'skipped' });
+  });
+
   it('tells listeners each stream as it ends', () => {
     const r = new RunRecorder('read');
     const seen: StreamSummary[] = [];
