@@ -4,7 +4,7 @@
  * start fast. `emulator` (the local Data-Read API) is started by
  * bin/source-data-read itself: the connector never loads the emulator.
  */
-import { LineWriter, StderrLogger } from '../output.js';
+import { LineWriter, StderrLogger, closedOutputCode } from '../output.js';
 import { Interrupt } from '../interrupt.js';
 import { ConnectorError } from '../errors.js';
 import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../exit-status.js';
@@ -36,10 +36,7 @@ every STATE written before it is safe to resume from. check exits 0 with CONNECT
 ${EXIT_STATUS_HELP}`;
 
 /** The reader of stdout went away (a closed pipe): no usage text, exit 75 (run again later). */
-function outputClosed(err: unknown): string | undefined {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
-}
+const outputClosed = closedOutputCode;
 
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
   const [command, ...rest] = argv;
