@@ -186,6 +186,11 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
     expect(s).toMatchObject({ status: 'interrupted', exit_code: 143, failure_type: null });
     expect(s.message).toContain('SIGTERM');
     expect(s.streams.some((x) => x.status === 'incomplete' || x.status === 'complete')).toBe(true);
+    if (face !== 'replicate') {
+      // Exactly what went out before the stop: a page the connector had not written when stopped is not counted.
+      const figures = outputFigures(face, run.stdout);
+      for (const x of s.streams) expect(x.records, x.name).toBe(figures.get(x.name)?.records ?? 0);
+    }
   });
 });
 
