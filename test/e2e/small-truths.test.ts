@@ -125,7 +125,7 @@ describe('replicate on a read-only database', () => {
     chmodSync(db, 0o444);
     account.mutate({ op: 'update_contacts', count: 2 });
     const run = await replicateAs(config, db);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(
       new RegExp(
@@ -148,7 +148,7 @@ describe('replicate on a read-only database', () => {
     chmodSync(roDir, asRoot ? 0o755 : 0o555); // root-owned 755: read-only for nobody
     for (const path of [db, join(roDir, 'new.db')]) {
       const run = await replicateAs(config, path);
-      expect(run.code, path).toBe(1);
+      expect(run.code, path).toBe(78);
       expect(run.stderr).toMatch(
         new RegExp(
           `Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" \\(owned by uid \\d+, mode [57]55\\) is not writable by the user ` +

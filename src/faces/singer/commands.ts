@@ -1,13 +1,15 @@
-/** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
+/** The tap's modes: --about, --discover and sync. Each returns the process exit code (exit-status.ts). */
 import { readJsonFile } from '../../files.js';
 import { parseUserConfig, type ParsedConfig } from '../../config.js';
 import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
-import { toConnectorError } from '../../errors.js';
+import { ConnectorError, toConnectorError } from '../../errors.js';
+import type { RunRecorder } from '../../engine/run-report.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
 import type { Interrupt } from '../../interrupt.js';
-import type { LineWriter, StderrLogger } from '../../output.js';
+import { closedOutputCode, type LineWriter, type StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, type TerminalProgress } from '../progress.js';
@@ -31,7 +33,9 @@ export interface TapContext {
   readonly logger: StderrLogger;
   readonly env: NodeJS.ProcessEnv;
   /** Stopping on SIGTERM/SIGINT; a sync says its last words (the final STATE) through it. */
-  readonly interrupt?: Interrupt;
+  readonly interrupt?: Interrupt | undefined;
+  /** A sync: the run's report, fed with what the sync did (for --summary). */
+  readonly report?: RunRecorder | undefined;
 }
 
 export interface SyncInputs {
@@ -48,10 +52,16 @@ export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedC
 }
 
 function critical(ctx: TapContext, err: unknown): number {
-  const error = toConnectorError(err);
+  // The reader of stdout (the target) went away: run again later, from the last STATE it committed.
+  const closed = closedOutputCode(err);
+  const error =
+    closed === undefined
+      ? toConnectorError(err)
+      : new ConnectorError('transient_error', `stdout was closed before the sync ended (${closed}: its reader went away); stopped. The last STATE it took is safe to resume from.`);
+  ctx.report?.fail(error);
   ctx.logger.log('CRITICAL', error.message);
   if (error.internal) ctx.logger.log('DEBUG', error.internal);
-  return 1;
+  return exitStatusFor(error.failureType);
 }
 
 export async function about(ctx: TapContext, format: 'json' | 'markdown'): Promise<number> {
@@ -118,12 +128,13 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   }
   const { config } = prepared.parsed;
   const { fromCatalog, states } = prepared;
+  ctx.report?.setRedact((text) => ctx.logger.redact(text));
   if (fromCatalog?.length === 0) {
     ctx.logger.log('WARNING', 'The catalog selects no stream: nothing to sync. Select streams (Meltano: `select` rules) and run again.');
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
-  const session = await SyncSession.open(config, logTo(ctx));
+  const session = await SyncSession.open(config, logTo(ctx), ctx.report);
   let plans: StreamPlan[];
   try {
     // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
@@ -170,7 +181,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
         `${session.summary()}.`,
     );
-    return failed === 0 ? 0 : 1;
+    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
     const code = critical(ctx, err);

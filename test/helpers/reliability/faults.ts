@@ -88,7 +88,7 @@ export async function runFaultScenario(s: FaultScenario): Promise<FaultResult> {
           continue;
         }
         const errors = errorTraces(run.messages);
-        if (run.code !== 1 || errors.length === 0) {
+        if (run.code !== 75 || errors.length === 0) {
           problems.push(`${where}: exit ${String(run.code)} with ${errors.length} error traces; stderr: ${run.stderr.slice(-300)}`);
         }
         for (const e of errors) {

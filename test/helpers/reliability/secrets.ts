@@ -111,7 +111,7 @@ export async function runSecrets(parallel: number): Promise<SecretsResult> {
         const meOk = name.includes('/v1/me');
         if (check.code === 0 && status !== undefined && (status.status === 'FAILED' || meOk) && (status.message ?? '') !== '') failedCleanly += 1;
         else problems.push(`secrets: ${name}: check: exit ${String(check.code)}, ${JSON.stringify(status)}`);
-        if (read.code === 1 && readError !== undefined && readError.message !== '') failedCleanly += 1;
+        if ([70, 75, 78].includes(read.code ?? 0) && readError !== undefined && readError.message !== '') failedCleanly += 1;
         else problems.push(`secrets: ${name}: read: exit ${String(read.code)}, no error trace`);
       } finally {
         await server.close();
