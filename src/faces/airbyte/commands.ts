@@ -1,7 +1,7 @@
 /** The Airbyte commands: spec, check, discover, read. Each returns the process exit code. */
 import { readFileSync } from 'node:fs';
 import type { Config, ParsedConfig } from '../../config.js';
-import { toConnectorError } from '../../errors.js';
+import { toConnectorError, type ConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../files.js';
 import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
@@ -10,6 +10,7 @@ import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
+import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 
 // The modules built on zod (config, streams, catalog, state) are imported by
 // the commands that need them: `spec` starts without zod, `spec` and
@@ -22,6 +23,8 @@ export interface CommandContext {
   readonly logger: StderrLogger;
   /** Stopping on SIGTERM/SIGINT; `read` says its last words through it. */
   readonly interrupt?: Interrupt;
+  /** Where DAGSTER_PIPES_* are read (`read` speaks Dagster Pipes when both are set); process.env by default. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
@@ -113,7 +116,11 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   ]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
+  // Dagster Pipes (when the orchestrator asks): opened first, so that a bad config or catalog is told to it as well.
+  let pipes: PipesSession | undefined;
+  const closePipes = (error: ConnectorError): void => pipes?.close(pipesFailure(error, (t) => ctx.logger.redact(t)));
   try {
+    pipes = pipesFromEnv(ctx.env ?? process.env, { stdoutFree: false });
     const { config, warnings: configWarnings } = await loadConfig(configPath, ctx);
     const catalogInput = readJsonFile(catalogPath, 'catalog');
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
@@ -128,6 +135,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   } catch (err) {
     const error = toConnectorError(err);
     await sink.error(error);
+    closePipes(error);
     return 1;
   }
   const { config, streams, states } = prepared;
@@ -143,14 +151,23 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
-    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, progress.sink);
+    const result = await session.run(
+      { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } },
+      pipes ? new PipesSink(progress.sink, pipes) : progress.sink,
+    );
     progress.stop();
     const failed = result.failures.length;
-    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
+    const summary = `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`;
+    await sink.log(failed === 0 ? 'INFO' : 'WARN', summary);
+    const failure = result.runFailure ?? result.failures[0]?.error;
+    if (failure === undefined) pipes?.close();
+    else pipes?.close({ name: failure.failureType, message: ctx.logger.redact(`${summary} ${failure.message}`) });
     return failed === 0 ? 0 : 1;
   } catch (err) {
     progress.stop();
-    await sink.error(toConnectorError(err));
+    const error = toConnectorError(err);
+    await sink.error(error);
+    closePipes(error);
     return 1;
   } finally {
     progress.stop();

@@ -22,10 +22,13 @@ import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { assertWritable } from './writable.js';
+import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 import { ReplicaWriter } from './writer.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
+  /** Where DAGSTER_PIPES_* are read (replicate speaks Dagster Pipes when both are set); process.env by default. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) => ({
@@ -100,19 +103,33 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   const { logger } = ctx;
   const started = Date.now();
   let config: Config;
+  // Dagster Pipes (when the orchestrator asks; stdout is free here): opened first, so that every failure is told to it.
+  let pipes: PipesSession | undefined;
+  const failWith = (message: string, name: string): number => {
+    logger.log('ERROR', message);
+    pipes?.close({ name, message: logger.redact(message) });
+    return 1;
+  };
   try {
+    pipes = pipesFromEnv(ctx.env ?? process.env, { stdoutFree: true });
     config = prepare(logger, configPath, dbPath);
   } catch (err) {
-    logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
-    return 1;
+    const error = toConnectorError(err);
+    return failWith(`Cannot replicate: ${error.message}`, error.failureType);
   }
   const opened = await openRun(logger, config, dbPath);
-  if (opened === undefined) return 1;
+  if (opened === undefined) {
+    pipes?.close({ name: 'system_error', message: 'Cannot replicate: the account check failed before the replica was opened; the log (stderr) says why.' });
+    return 1;
+  }
   const { session, store } = opened;
 
   const writer = new ReplicaWriter(store);
-  const sink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session.stats });
+  const faceSink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
+  // With Pipes, each completed stream is reported once, after the last pass (a resumed read makes two).
+  const pipesSink = pipes ? new PipesSink(faceSink, pipes, { deferred: true }) : undefined;
+  const sink = pipesSink ?? faceSink;
+  const progress = new Progress(logger, { tallies: faceSink.tallies, requests: () => session.stats });
   // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
   // the group held is committed (whole checkpoints), then the run stops.
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -141,7 +158,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       writer.flush();
       result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() }, sink);
     }
-    const unknown = sink.unknownTypesWarning();
+    const unknown = faceSink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);
     progress.stop();
 
@@ -149,12 +166,14 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     await writer.close();
     const rows = store.rowCounts();
     store.close();
+    pipesSink?.reportCompleted();
     const stats = session.stats;
     const totals =
-      `${summary(sink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `${summary(faceSink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
+      pipes?.close();
       return 0;
     }
     const keep = `Everything committed so far is kept; run replicate again to continue. ${totals}`;
@@ -162,24 +181,23 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       // One cause for every stream it stopped: said once.
       const names = result.failures.filter((f) => f.error === result.runFailure).map((f) => f.stream.name);
       const others = result.failures.filter((f) => f.error !== result.runFailure).map((f) => `${f.stream.name} (${f.error.message})`);
-      logger.log(
-        'ERROR',
+      return failWith(
         `Replication stopped: ${result.runFailure.message} Streams not finished: ${names.join(', ')}.` +
           `${others.length > 0 ? ` Failed before that: ${others.join('; ')}.` : ''} ${keep}`,
+        result.runFailure.failureType,
       );
-      return 1;
     }
     const failed = result.failures.map((f) => `${f.stream.name} (${f.error.message})`).join('; ');
-    logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
-    return 1;
+    return failWith(`Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`, result.failures[0]?.error.failureType ?? 'system_error');
   } catch (err) {
     const error = toConnectorError(err);
-    progress.log(
-      'ERROR',
+    const message =
       error.failureType === 'config_error'
         ? `Cannot replicate: ${error.message}`
-        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
-    );
+        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`;
+    progress.log('ERROR', message);
+    pipesSink?.reportCompleted();
+    pipes?.close(pipesFailure(error, (t) => logger.redact(t)));
     return 1;
   } finally {
     process.off('SIGINT', onSignal);

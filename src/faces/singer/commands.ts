@@ -17,6 +17,7 @@ import { mergeConfigSources } from './config-input.js';
 import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
 import { SINGER_DELETED_AT } from './protocol.js';
+import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 import { SingerSink } from './sink.js';
 import { parseSingerState } from './state-input.js';
 
@@ -103,18 +104,29 @@ function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   return { parsed, fromCatalog, states };
 }
 
+/** Log a failure as CRITICAL and close the Pipes session (if any) with it; exit 1. */
+function failed(ctx: TapContext, pipes: PipesSession | undefined, err: unknown): number {
+  const code = critical(ctx, err);
+  pipes?.close(pipesFailure(toConnectorError(err), (t) => ctx.logger.redact(t)));
+  return code;
+}
+
 export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number> {
   let prepared: Prepared;
+  // Dagster Pipes (when the orchestrator asks): opened first, so that a bad config is told to it as well.
+  let pipes: PipesSession | undefined;
   try {
+    pipes = pipesFromEnv(ctx.env, { stdoutFree: false });
     prepared = prepare(ctx, inputs);
   } catch (err) {
-    return critical(ctx, err);
+    return failed(ctx, pipes, err);
   }
   const { config } = prepared.parsed;
   const { fromCatalog, states } = prepared;
   if (fromCatalog?.length === 0) {
     ctx.logger.log('WARNING', 'The catalog selects no stream: nothing to sync. Select streams (Meltano: `select` rules) and run again.');
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
+    pipes?.close();
     return 0;
   }
   const session = await SyncSession.open(config, logTo(ctx));
@@ -125,7 +137,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     plans = fromCatalog ?? planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas()));
   } catch (err) {
     await session.close();
-    return critical(ctx, err);
+    return failed(ctx, pipes, err);
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
 
@@ -153,20 +165,22 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
         states,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      progress.sink,
+      pipes ? new PipesSink(progress.sink, pipes) : progress.sink,
     );
     progress.stop();
     await sink.finish();
-    const failed = result.failures.length;
-    ctx.logger.log(
-      failed === 0 ? 'INFO' : 'CRITICAL',
-      `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-        `${session.summary()}.`,
-    );
-    return failed === 0 ? 0 : 1;
+    const failures = result.failures.length;
+    const summary =
+      `Sync ${failures === 0 ? 'finished' : `failed for ${failures} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
+      `${session.summary()}.`;
+    ctx.logger.log(failures === 0 ? 'INFO' : 'CRITICAL', summary);
+    const failure = result.runFailure ?? result.failures[0]?.error;
+    if (failure === undefined) pipes?.close();
+    else pipes?.close({ name: failure.failureType, message: ctx.logger.redact(`${summary} ${failure.message}`) });
+    return failures === 0 ? 0 : 1;
   } catch (err) {
     progress.stop();
-    const code = critical(ctx, err);
+    const code = failed(ctx, pipes, err);
     await sink.finish().catch(() => undefined);
     return code;
   } finally {
