@@ -4,7 +4,7 @@
  * whose last part is the stream's name, else to the stream's own name.
  */
 
-/** The parts of an escaped asset key ("raw/contacts" -> ["raw", "contacts"]; "a\/b" -> ["a/b"]). */
+/** The parts of an escaped asset key ("raw/orders" -> ["raw", "orders"]; "a\/b" -> ["a/b"]). */
 export function assetKeyParts(key: string): string[] {
   const parts: string[] = [];
   let part = '';
