@@ -1,9 +1,11 @@
 /**
  * Every checked-in file generated from the zod schemas and the streams table:
  * stream JSON Schemas, the discovered and configured catalogs, the SPEC
- * snapshot and the emulator's OpenAPI document. `npm run generate` writes them; a test fails when a copy drifts.
+ * snapshot, the emulator's OpenAPI document and the JSON Schema of the run
+ * summary (--summary). `npm run generate` writes them; a test fails when a copy drifts.
  */
 import { configJsonSchema } from '../src/config.js';
+import { runSummaryJsonSchema } from '../src/engine/run-report.js';
 import { buildOpenApiDocument } from '../src/emulator/openapi.js';
 import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
@@ -37,5 +39,6 @@ export function generatedArtifacts(): Map<string, string> {
     pretty(specPayload(configJsonSchema(), DOCUMENTATION_URL)),
   );
   files.set('schemas/openapi.json', pretty(buildOpenApiDocument()));
+  files.set('schemas/run-summary.json', pretty(runSummaryJsonSchema()));
   return files;
 }

@@ -42,6 +42,8 @@ export interface InterruptOptions {
   readonly signals?: SignalSource;
   readonly stderr?: Writable;
   readonly exit?: (code: number) => void;
+  /** Told first, when the first signal arrives (the run's report records it). */
+  readonly onSignal?: (signal: StopSignal) => void;
 }
 
 /** The exit status of a process ended by `signal` the way shells report it. */
@@ -94,6 +96,11 @@ export class Interrupt {
       return;
     }
     this.stopping = true;
+    try {
+      this.options.onSignal?.(signal);
+    } catch {
+      // the same: stopping must not depend on it
+    }
     let words: LastWords = {};
     try {
       words = this.lastWords?.(signal) ?? {};

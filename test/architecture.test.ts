@@ -21,14 +21,14 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
   engine: ['client', 'core', 'schemas'],
   /** The status line for people: plain data in, nothing imported. */
   progress: [],
-  /** Dagster Pipes: the engine's events (types) in, messages out; never the client. */
+  /** Dagster Pipes: the run's report (engine types) in, messages out; never the client. */
   pipes: ['engine', 'core'],
   /** src/faces/*.ts: what the faces share (telling catalogs apart, a sync's progress at a terminal). */
   faces: ['engine', 'progress', 'core', 'schemas'],
-  'faces/airbyte': ['faces', 'engine', 'progress', 'pipes', 'core', 'schemas'],
-  'faces/singer': ['faces', 'engine', 'progress', 'pipes', 'core', 'schemas'],
-  'faces/replica': ['faces', 'engine', 'progress', 'pipes', 'core', 'schemas'],
-  cli: ['faces', 'faces/airbyte', 'faces/singer', 'faces/replica', 'engine', 'core', 'schemas'],
+  'faces/airbyte': ['faces', 'engine', 'progress', 'core', 'schemas'],
+  'faces/singer': ['faces', 'engine', 'progress', 'core', 'schemas'],
+  'faces/replica': ['faces', 'engine', 'progress', 'core', 'schemas'],
+  cli: ['faces', 'faces/airbyte', 'faces/singer', 'faces/replica', 'engine', 'pipes', 'core', 'schemas'],
   emulator: ['schemas'],
 };
 

@@ -6,8 +6,10 @@
  */
 import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from '../interrupt.js';
+import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../exit-status.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
+import { RunEnd } from './run-end.js';
 import { UsageError, failureExit, versionLine } from './usage.js';
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
@@ -16,26 +18,29 @@ Usage:
   source-data-read spec
   source-data-read check    --config CONFIG.json
   source-data-read discover --config CONFIG.json
-  source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json]
-  source-data-read replicate --config CONFIG.json --db REPLICA.db   (a local SQLite replica; state kept in it)
+  source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json] [--summary FILE]
+  source-data-read replicate --config CONFIG.json --db REPLICA.db [--summary FILE]
+                            (a local SQLite replica; state kept in it; one writer at a time)
   source-data-read emulator [options]        (a local Data-Read API; emulator --help)
   source-data-read --version | --help
 
 stdout carries Airbyte protocol messages only, one JSON object a line, logs as LOG messages.
 When stderr is a terminal and stdout is not, the logs are also told there, and read shows
 its progress (records per stream, rate-limit waits and when they end, requests).
-Exit status: 0 on success, 1 after an ERROR trace (the state written so far is safe to resume from).
+--summary FILE   (read, replicate) write one JSON object saying what the run did when it ends,
+                 whatever the outcome: status, exit code, per stream records and watermarks,
+                 requests (docs/orchestrators.md). /dev/termination-log works on Kubernetes.
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
-every STATE written before it is safe to resume from.
-`;
+every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
+${EXIT_STATUS_HELP}`;
 
-/** The reader of stdout went away (a closed pipe): no usage text, exit 1. */
+/** The reader of stdout went away (a closed pipe): no usage text, exit 75 (run again later). */
 function outputClosed(err: unknown): string | undefined {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
 }
 
-async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
+async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError('No command given.');
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -48,7 +53,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
   }
   let args: ReturnType<typeof parseArgs>;
   try {
-    args = parseArgs(rest, ['config', 'catalog', 'state', 'db'], ['help']);
+    args = parseArgs(rest, ['config', 'catalog', 'state', 'db', 'summary'], ['help']);
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
@@ -56,6 +61,9 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     process.stdout.write(HELP);
     return 0;
   }
+  // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
+  const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
+  if (report === undefined && args.values.has('summary')) throw new UsageError(`--summary is an option of read and replicate, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
     if (value === undefined) throw new UsageError(`${command} needs --${flag} FILE`);
@@ -66,12 +74,12 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
       throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
     const replica = await import('../faces/replica/command.js');
-    return replica.replicate({ logger }, need('config'), need('db'));
+    return replica.replicate({ logger, report, onSignal: (signal) => end.interrupted(signal), beforeExit: (code) => end.finish(code) }, need('config'), need('db'));
   }
   // The Airbyte commands stop on SIGTERM/SIGINT (the emulator and replicate handle their own).
   interrupt.install();
   const airbyte = await import('../faces/airbyte/commands.js');
-  const ctx = { out, logger, interrupt };
+  const ctx = { out, logger, interrupt, report };
   switch (command) {
     case 'spec':
       return airbyte.spec(ctx);
@@ -89,15 +97,25 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
 export async function main(argv: readonly string[]): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('source-data-read');
-  const interrupt = new Interrupt({ out, log: (message) => logger.log('ERROR', message) });
+  const end = new RunEnd((message) => logger.log('ERROR', message));
+  const interrupt = new Interrupt({
+    out,
+    log: (message) => logger.log('ERROR', message),
+    onSignal: (signal) => end.interrupted(signal),
+    exit: (code) => {
+      end.finish(code);
+      process.exit(code);
+    },
+  });
   let code: number;
   try {
-    code = await run(argv, out, logger, interrupt);
+    code = await run(argv, out, logger, interrupt, end);
   } catch (err) {
+    end.failed(err);
     const closed = err instanceof UsageError ? undefined : outputClosed(err);
     if (closed !== undefined) {
       logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
-      code = 1;
+      code = EXIT_TEMPFAIL;
     } else {
       // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
       code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
@@ -105,5 +123,6 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   await out.flush();
   interrupt.uninstall();
+  end.finish(code);
   return code;
 }

@@ -4,15 +4,17 @@
  */
 import { LineWriter, StderrLogger } from '../output.js';
 import { Interrupt } from '../interrupt.js';
+import { EXIT_STATUS_HELP } from '../exit-status.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
+import { RunEnd } from './run-end.js';
 import { USAGE_EXIT, UsageError, failureExit, usageMessage, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
 Usage:
   tap-data-read --config CONFIG.json [--config MORE.json | --config ENV] --discover
-  tap-data-read --config CONFIG.json [--catalog CATALOG.json | --properties PROPERTIES.json] [--state STATE.json]
+  tap-data-read --config CONFIG.json [--catalog CATALOG.json | --properties PROPERTIES.json] [--state STATE.json] [--summary FILE]
   tap-data-read --about [--format json|markdown]
   tap-data-read --version | --help
 
@@ -22,14 +24,16 @@ Usage:
 --catalog     sync the streams and fields the catalog selects (--properties: legacy name).
               Without a catalog every stream is synced, incrementally where it can be.
 --state       resume from the bookmarks of a previous run (the value of its last STATE).
+--summary     (sync) write one JSON object saying what the run did when it ends, whatever the outcome:
+              status, exit code, per stream records and bookmarks, requests (docs/orchestrators.md).
 
 stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr,
 with a status line under them when stderr is a terminal and stdout is not (records per stream, waits, requests).
-Exit status: 0 on success, 1 after a CRITICAL error (the last STATE written is safe to resume from), 2 on a usage mistake.
+After a CRITICAL error the last STATE written is safe to resume from.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
-`;
+${EXIT_STATUS_HELP}`;
 
-const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format'];
+const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format', 'summary'];
 const SWITCHES = ['discover', 'about', 'version', 'help'];
 
 function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
@@ -50,7 +54,7 @@ function parseArgsOrUsage(argv: readonly string[]): ParsedArgs {
   return args;
 }
 
-async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt): Promise<number> {
+async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
   if (args.switches.has('help')) {
     process.stdout.write(TAP_HELP);
     return 0;
@@ -59,8 +63,12 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, inte
     process.stdout.write(versionLine('tap-data-read'));
     return 0;
   }
+  const isSync = !args.switches.has('about') && !args.switches.has('discover');
+  // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
+  const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
+  if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
   const singer = await import('../faces/singer/commands.js');
-  const ctx = { out, logger, env: process.env, interrupt };
+  const ctx = { out, logger, env: process.env, interrupt, report };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];
   if (configs.length === 0) throw new UsageError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables).');
@@ -88,15 +96,26 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
     return USAGE_EXIT;
   }
-  const interrupt = new Interrupt({ out, log: (message) => logger.log('CRITICAL', message) }).install();
+  const end = new RunEnd((message) => logger.log('CRITICAL', message));
+  const interrupt = new Interrupt({
+    out,
+    log: (message) => logger.log('CRITICAL', message),
+    onSignal: (signal) => end.interrupted(signal),
+    exit: (code) => {
+      end.finish(code);
+      process.exit(code);
+    },
+  }).install();
   let code: number;
   try {
-    code = await run(args, out, logger, interrupt);
+    code = await run(args, out, logger, interrupt, end);
   } catch (err) {
+    end.failed(err);
     // Usage mistakes found after parsing (no --config, a bad --format) come with the usage text.
     code = failureExit(err, (message) => logger.log('CRITICAL', message), TAP_HELP);
   }
   await out.flush();
   interrupt.uninstall();
+  end.finish(code);
   return code;
 }

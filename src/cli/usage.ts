@@ -3,14 +3,17 @@
  * option, a missing file flag): both executables tell them on stderr, with
  * the usage text, and exit 2. The usage text goes to stdout only when asked
  * for (`--help`), and the version line is the same for both executables.
+ * Any other failure exits with the status of its failure type (exit-status.ts).
  */
+import { toConnectorError } from '../errors.js';
+import { EXIT_USAGE, exitStatusFor } from '../exit-status.js';
 import { VERSION } from '../version.js';
 
 /** A mistake in the command line: told on stderr with the usage text, exit 2. */
 export class UsageError extends Error {}
 
 /** Exit status of a usage mistake. */
-export const USAGE_EXIT = 2;
+export const USAGE_EXIT = EXIT_USAGE;
 
 /** The line `--version` prints: `<executable> <version>`. */
 export function versionLine(executable: string): string {
@@ -24,7 +27,8 @@ export function usageMessage(message: string, help: string): string {
 
 /**
  * What ended a command, told on stderr through `log`, and the exit status:
- * a usage mistake with the usage text (exit 2), anything else as it is (exit 1).
+ * a usage mistake with the usage text (exit 2), anything else as it is, with
+ * the exit status of its failure type (78 config_error, 75 transient_error, 70 system_error).
  */
 export function failureExit(err: unknown, log: (message: string) => void, help: string): number {
   const message = err instanceof Error ? err.message : String(err);
@@ -33,5 +37,5 @@ export function failureExit(err: unknown, log: (message: string) => void, help: 
     return USAGE_EXIT;
   }
   log(message);
-  return 1;
+  return exitStatusFor(toConnectorError(err).failureType);
 }

@@ -76,7 +76,7 @@ function positiveInt(name: string, value: number, min: number): number {
 }
 
 class DataReadClient implements DataReadApi {
-  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0 };
+  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0, rateLimitWaitedMs: 0 };
 
   readonly #base: Base;
   readonly #headers: Record<string, string>;
@@ -460,6 +460,7 @@ class DataReadClient implements DataReadApi {
   #announceRateWait(wait: PaceWait, waitMs: number): void {
     this.stats.rateLimitWaits += 1;
     this.stats.waitedMs += waitMs;
+    this.stats.rateLimitWaitedMs += waitMs;
     const why = wait.cause === 'quota' ? 'the request quota of this minute is used up (RateLimit-Remaining 0)' : 'the service asked to wait (Retry-After)';
     this.#log('INFO', `Pausing requests for ${duration(waitMs)}, until ${isoTime(wait.until)}: ${why}.`);
   }

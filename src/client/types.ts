@@ -84,6 +84,8 @@ export interface ClientStats {
   /** Responses with status 429. */
   throttled: number;
   waitedMs: number;
+  /** Of waitedMs, the rate-limit waits (RateLimit-* pacing, Retry-After). */
+  rateLimitWaitedMs: number;
 }
 
 export interface DataReadApi {

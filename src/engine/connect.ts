@@ -2,7 +2,7 @@
 import { createClient } from '../client/client.js';
 import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config.js';
-import { toConnectorError } from '../errors.js';
+import { toConnectorError, type FailureType } from '../errors.js';
 import { USER_AGENT } from '../version.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;
@@ -26,6 +26,8 @@ export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overri
 export interface CheckResult {
   readonly ok: boolean;
   readonly message: string;
+  /** Why it failed, as a failure type (the exit status of a sync that stops on it). */
+  readonly failureType?: FailureType;
 }
 
 /** A check's answer, and its one line on schema drift (when the key works). */
@@ -61,6 +63,7 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
     if (!me.scopes.includes('data:read')) {
       return {
         ok: false,
+        failureType: 'config_error',
         message:
           `The API key of account "${me.account_name}" lacks the data:read scope (it has: ${me.scopes.join(', ') || 'none'}). ` +
           'Create a key with data:read in Data-Read and update api_key.',
@@ -74,9 +77,9 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
     const error = toConnectorError(err);
     // An unreachable service: the client's message names the address already ("Cannot reach the Data-Read API at ...").
     if (error instanceof ApiError && error.code === 'retries_exhausted') {
-      return { ok: false, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
+      return { ok: false, failureType: error.failureType, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
     }
-    return { ok: false, message: error.message };
+    return { ok: false, failureType: error.failureType, message: error.message };
   }
 }
 

@@ -4,20 +4,22 @@
  * before it prepares anything, run the engine (once or more) reporting to the
  * face's sink, turn the client's wait notices into that sink's stream events
  * (a wait on a path is that stream's rate limit), count the records that went
- * through, close. A face parses its own inputs (config file, catalog, state),
+ * through and feed the run's report (run-report.ts) with what each stream did,
+ * close. A face parses its own inputs (config file, catalog, state),
  * implements the SyncSink and says the summary in its own words; it never
  * sees the HTTP client.
  */
 import type { Config } from '../config.js';
 import { tuneHeapForStreaming } from '../heap.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
-import type { ConnectorError } from '../errors.js';
+import { toConnectorError, type ConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
 import type { LoadedSchemas } from './service-schemas.js';
 import type { Data, LogLevel, SyncSink } from './events.js';
 import type { StreamState } from './state.js';
 import type { SyncRequest, SyncResult } from './sync.js';
+import type { RunRecorder } from './run-report.js';
 
 // The client and the engine are loaded by `open`, after the heap is tuned: the
 // young generation must not grow on what loading them allocates (see heap.ts).
@@ -42,14 +44,22 @@ function fireAndForget(call: () => void | Promise<void>): void {
   }
 }
 
-/** Every event passes to the face's sink; the records of each stream are counted on the way (into the session's counts). */
+/**
+ * Every event passes to the face's sink; the records of each stream are
+ * counted on the way (into the session's counts), and the run's report told
+ * what each stream did (a tombstone is a record whose `tombstoneColumn` is set).
+ */
 class CountingSink implements SyncSink {
   readonly counts: Map<string, number>;
   readonly sink: SyncSink;
+  private readonly report: RunRecorder | undefined;
+  private readonly tombstoneColumn: string | undefined;
 
-  constructor(sink: SyncSink, counts: Map<string, number>) {
+  constructor(sink: SyncSink, counts: Map<string, number>, report?: RunRecorder, tombstoneColumn?: string) {
     this.sink = sink;
     this.counts = counts;
+    this.report = report;
+    this.tombstoneColumn = tombstoneColumn;
   }
 
   streamStarted(stream: StreamDefinition): void | Promise<void> {
@@ -63,26 +73,36 @@ class CountingSink implements SyncSink {
 
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     this.counts.set(stream.name, (this.counts.get(stream.name) ?? 0) + records.length);
+    if (this.report) {
+      const column = this.tombstoneColumn;
+      const tombstones = column === undefined ? 0 : records.reduce((n, r) => (r[column] !== undefined && r[column] !== null ? n + 1 : n), 0);
+      this.report.records(stream.name, records.length, tombstones);
+    }
     return this.sink.records(stream, records, extractedAt);
   }
 
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
+    this.report?.state(stream.name, state);
     return this.sink.state(stream, state);
   }
 
   streamComplete(stream: StreamDefinition): void | Promise<void> {
+    this.report?.streamEnded(stream.name, 'complete');
     return this.sink.streamComplete(stream);
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
+    this.report?.streamEnded(stream.name, 'incomplete', error);
     return this.sink.streamIncomplete(stream, error);
   }
 
   streamStopped(stream: StreamDefinition): void | Promise<void> {
+    this.report?.streamEnded(stream.name, 'stopped');
     return this.sink.streamStopped(stream);
   }
 
   runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
+    this.report?.fail(error);
     return this.sink.runFailed(error, stopped);
   }
 
@@ -99,12 +119,14 @@ export class SyncSession {
   private readonly engine: Engine;
   private readonly client: DataReadApi;
   private readonly counts = new Map<string, number>();
+  private readonly report: RunRecorder | undefined;
   /** The sink of the sync that runs now. */
   private running: CountingSink | undefined;
 
-  private constructor(config: Config, log: SessionLog, engine: Engine) {
+  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunRecorder | undefined) {
     this.config = config;
     this.engine = engine;
+    this.report = report;
     this.client = engine.connect.clientFromConfig(config, {
       onWait: (notice) => {
         const stream = findStreamByPath(notice.path);
@@ -113,13 +135,21 @@ export class SyncSession {
       },
       onLog: (level, message) => fireAndForget(() => (this.running ? this.running.log(level, message) : log(level, message))),
     });
+    report?.setRequestCounts(() => {
+      const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = this.client.stats;
+      return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
+    });
   }
 
-  /** A session for a validated config; the client's notes outside a sync go to `log`. Close it when done. */
-  static async open(config: Config, log: SessionLog): Promise<SyncSession> {
+  /**
+   * A session for a validated config; the client's notes outside a sync go to
+   * `log`. `report`: the command's run report, fed with every sync's streams,
+   * records, checkpoints, failures and request counts. Close it when done.
+   */
+  static async open(config: Config, log: SessionLog, report?: RunRecorder): Promise<SyncSession> {
     tuneHeapForStreaming();
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
-    return new SyncSession(config, log, { connect, sync });
+    return new SyncSession(config, log, { connect, sync }, report);
   }
 
   /** Records per stream so far, over every sync of the session (streams started, in order). */
@@ -150,10 +180,16 @@ export class SyncSession {
 
   /** One sync of the given streams from the given states, reporting to `sink`. */
   async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
-    const counting = new CountingSink(sink, this.counts);
+    const counting = new CountingSink(sink, this.counts, this.report, request.tombstones?.column);
+    this.report?.plan(
+      request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),
+    );
     this.running = counting;
     try {
       return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: counting });
+    } catch (err) {
+      this.report?.fail(toConnectorError(err));
+      throw err;
     } finally {
       this.running = undefined;
     }

@@ -1,13 +1,14 @@
 /**
  * Dagster Pipes for the sync commands (Airbyte `read`, the tap's sync,
- * `replicate`): the session the environment asks for, closed at exit if the
- * command could not close it itself, and the failure a `closed` carries.
+ * `replicate`): the session the environment asks for, fed by the run's
+ * report, closed at exit if the command could not close it itself.
  */
-import type { ConnectorError } from '../errors.js';
-import { PipesSession, type PipesFailure } from './session.js';
+import type { RunCommand, RunRecorder } from '../engine/run-report.js';
+import { PipesReport } from './report.js';
+import { PipesSession } from './session.js';
 
 export { PipesSession, type PipesFailure } from './session.js';
-export { PipesSink } from './sink.js';
+export { PipesReport } from './report.js';
 export { PipesSetupError } from './params.js';
 
 /**
@@ -22,7 +23,9 @@ export function pipesFromEnv(env: NodeJS.ProcessEnv, options: { stdoutFree: bool
   return session;
 }
 
-/** A connector error as the exception of `closed`. */
-export function pipesFailure(error: ConnectorError, redact: (text: string) => string): PipesFailure {
-  return { name: error.failureType, message: redact(error.message) };
+/** Pipes for a sync command whose report is `recorder`, when the environment asks for it (`opened` written); undefined otherwise. */
+export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand): PipesReport | undefined {
+  // replicate writes nothing on stdout; read and the tap's sync write their protocol there.
+  const session = pipesFromEnv(env, { stdoutFree: command === 'replicate' });
+  return session === undefined ? undefined : new PipesReport(session, recorder, command);
 }

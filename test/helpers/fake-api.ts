@@ -14,7 +14,7 @@ export type Rec = Record<string, unknown>;
 export type BeforePage = (path: string, query: ListQuery, call: number) => RawPage | undefined | void | Promise<RawPage | undefined | void>;
 
 export class FakeApi implements DataReadApi {
-  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0 };
+  readonly stats: ClientStats = { requests: 0, retries: 0, rateLimitWaits: 0, throttled: 0, waitedMs: 0, rateLimitWaitedMs: 0 };
   readonly calls: { path: string; query: ListQuery }[] = [];
   readonly lists = new Map<string, Rec[]>();
   watermark: string;

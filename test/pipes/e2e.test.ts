@@ -112,7 +112,7 @@ describe('Dagster Pipes', () => {
   it('a failed sync closes with the exception (the cause, no key), and materializes nothing', async () => {
     const config = writeJson(dir, 'refused.json', { api_key: 'drk_live_thisKeyIsNotKnownToTheService0', base_url: emu.url });
     const run = await runCli(TAP_BIN, ['--config', config], { env: pipesEnv(dir, null, { stdio: 'stderr' }) });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     const read = readPipes(run.stderr);
     expectClean(read);
     expect(read.materializations).toEqual([]);
@@ -125,7 +125,7 @@ describe('Dagster Pipes', () => {
   it('Pipes on stdout is refused where stdout carries the protocol: nothing on stdout, the cause named', async () => {
     const account = newAccount(5);
     const run = await runCli(TAP_BIN, ['--config', account.config], { env: pipesEnv(dir, null, { stdio: 'stdout' }) });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: DAGSTER_PIPES_MESSAGES asks for Pipes messages on stdout/);
   });

@@ -13,6 +13,9 @@ import { openChannel } from '../../src/pipes/channel.js';
 import { loadContext } from '../../src/pipes/context.js';
 import { decodeParam, encodeParam, PipesSetupError } from '../../src/pipes/params.js';
 import { PipesSession } from '../../src/pipes/session.js';
+import { PipesReport } from '../../src/pipes/report.js';
+import { RunRecorder } from '../../src/engine/run-report.js';
+import { ConnectorError } from '../../src/errors.js';
 import { tempDir } from '../helpers/cli.js';
 import { encodePipesParam, pipesEnv, readPipes } from '../helpers/pipes-reader.js';
 
@@ -151,5 +154,65 @@ describe('PipesSession', () => {
       expect(read.problems).toEqual([]);
       expect((read.closed?.params?.exception as { name: string }).name).toBe(name);
     }
+  });
+});
+
+describe('PipesReport (fed by the run report)', () => {
+  const session = (keys: readonly string[] | null) => {
+    const t = { stderr: collector(), stdout: collector(), stdoutFree: false };
+    const pipes = PipesSession.fromEnv(pipesEnv(dir, keys, { stdio: 'stderr' }), t);
+    if (pipes === undefined) throw new Error('no session');
+    return { pipes, text: () => t.stderr.text() };
+  };
+
+  it('read and the tap: a materialization as each stream completes (not for one that failed); closed at the end', () => {
+    const { pipes, text } = session(['raw/contacts']);
+    const recorder = new RunRecorder('read', { version: 'test' });
+    const report = new PipesReport(pipes, recorder, 'read');
+    recorder.plan([{ name: 'contacts' }, { name: 'deletions' }]);
+    recorder.records('contacts', 7);
+    recorder.state('contacts', { sync_watermark: '2024-05-01T00:00:00.000Z' });
+    recorder.streamEnded('contacts', 'complete');
+    expect(readPipes(text()).materializations.map((m) => m.assetKey)).toEqual(['raw/contacts']);
+    recorder.streamEnded('deletions', 'incomplete', new ConnectorError('transient_error', 'The service did not answer.'));
+    report.finish(recorder.finish(75));
+    const read = readPipes(text());
+    expect(read.problems).toEqual([]);
+    expect(read.materializations).toEqual([
+      { assetKey: 'raw/contacts', metadata: { records: { type: 'int', raw_value: 7 }, sync_watermark: { type: 'text', raw_value: '2024-05-01T00:00:00.000Z' } } },
+    ]);
+    expect(read.closed?.params?.exception).toMatchObject({ name: 'transient_error', message: 'The service did not answer. (exit status 75)' });
+  });
+
+  it('replicate: every completed stream once, from the final summary (a stream read twice is told once, as it ended)', () => {
+    const { pipes, text } = session(null);
+    const recorder = new RunRecorder('replicate', { version: 'test' });
+    const report = new PipesReport(pipes, recorder, 'replicate');
+    recorder.plan([{ name: 'contacts' }]);
+    recorder.state('contacts', { sync_watermark: '2024-05-01T00:00:00.000Z' });
+    recorder.streamEnded('contacts', 'complete');
+    recorder.state('contacts', { sync_watermark: '2024-05-02T00:00:00.000Z' });
+    recorder.streamEnded('contacts', 'complete');
+    recorder.written('contacts', 12);
+    expect(readPipes(text()).materializations).toEqual([]);
+    report.finish(recorder.finish(0));
+    const read = readPipes(text());
+    expect(read.problems).toEqual([]);
+    expect(read.materializations).toEqual([
+      { assetKey: 'contacts', metadata: { records: { type: 'int', raw_value: 12 }, sync_watermark: { type: 'text', raw_value: '2024-05-02T00:00:00.000Z' } } },
+    ]);
+    expect(read.closed?.params).toEqual({});
+  });
+
+  it('a run stopped by a signal closes with the exception saying so', () => {
+    const { pipes, text } = session(null);
+    const recorder = new RunRecorder('sync', { version: 'test' });
+    const report = new PipesReport(pipes, recorder, 'sync');
+    recorder.interrupted('SIGTERM');
+    report.finish(recorder.finish(143));
+    const read = readPipes(text());
+    expect(read.problems).toEqual([]);
+    expect(read.closed?.params?.exception).toMatchObject({ name: 'Interrupted' });
+    expect((read.closed?.params?.exception as { message: string }).message).toMatch(/SIGTERM.*\(exit status 143\)/);
   });
 });

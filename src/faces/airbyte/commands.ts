@@ -1,7 +1,13 @@
-/** The Airbyte commands: spec, check, discover, read. Each returns the process exit code. */
+/**
+ * The Airbyte commands: spec, check, discover, read. Each returns the process
+ * exit code (exit-status.ts: 78 config_error, 75 transient_error, 70
+ * system_error); check exits 0 with CONNECTION_STATUS FAILED, as Airbyte asks.
+ */
 import { readFileSync } from 'node:fs';
 import type { Config, ParsedConfig } from '../../config.js';
-import { toConnectorError, type ConnectorError } from '../../errors.js';
+import { toConnectorError } from '../../errors.js';
+import type { RunRecorder } from '../../engine/run-report.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
 import { readJsonFile } from '../../files.js';
 import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
@@ -10,7 +16,6 @@ import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
-import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 
 // The modules built on zod (config, streams, catalog, state) are imported by
 // the commands that need them: `spec` starts without zod, `spec` and
@@ -22,9 +27,9 @@ export interface CommandContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
   /** Stopping on SIGTERM/SIGINT; `read` says its last words through it. */
-  readonly interrupt?: Interrupt;
-  /** Where DAGSTER_PIPES_* are read (`read` speaks Dagster Pipes when both are set); process.env by default. */
-  readonly env?: NodeJS.ProcessEnv;
+  readonly interrupt?: Interrupt | undefined;
+  /** `read`: the run's report, fed with what the read did (for --summary). */
+  readonly report?: RunRecorder | undefined;
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
@@ -102,8 +107,9 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, loaded.schemas)));
     return 0;
   } catch (err) {
-    await sink.error(toConnectorError(err));
-    return 1;
+    const error = toConnectorError(err);
+    await sink.error(error);
+    return exitStatusFor(error.failureType);
   }
 }
 
@@ -116,11 +122,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   ]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
-  // Dagster Pipes (when the orchestrator asks): opened first, so that a bad config or catalog is told to it as well.
-  let pipes: PipesSession | undefined;
-  const closePipes = (error: ConnectorError): void => pipes?.close(pipesFailure(error, (t) => ctx.logger.redact(t)));
   try {
-    pipes = pipesFromEnv(ctx.env ?? process.env, { stdoutFree: false });
     const { config, warnings: configWarnings } = await loadConfig(configPath, ctx);
     const catalogInput = readJsonFile(catalogPath, 'catalog');
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
@@ -134,11 +136,13 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     prepared = { config, streams, states };
   } catch (err) {
     const error = toConnectorError(err);
+    ctx.report?.fail(error);
     await sink.error(error);
-    closePipes(error);
-    return 1;
+    return exitStatusFor(error.failureType);
   }
   const { config, streams, states } = prepared;
+  ctx.report?.setRedact((text) => ctx.logger.redact(text));
+  ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
   let progress: TerminalProgress | undefined;
   ctx.interrupt?.setLastWords((signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
@@ -146,29 +150,21 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return { stdout: words.lines, message: words.message };
   });
   const { SyncSession } = await import('../../engine/session.js');
-  const session = await SyncSession.open(config, (level, message) => sink.log(level, message));
+  const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report);
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
-    const result = await session.run(
-      { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } },
-      pipes ? new PipesSink(progress.sink, pipes) : progress.sink,
-    );
+    const result = await session.run({ streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf } }, progress.sink);
     progress.stop();
     const failed = result.failures.length;
-    const summary = `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`;
-    await sink.log(failed === 0 ? 'INFO' : 'WARN', summary);
-    const failure = result.runFailure ?? result.failures[0]?.error;
-    if (failure === undefined) pipes?.close();
-    else pipes?.close({ name: failure.failureType, message: ctx.logger.redact(`${summary} ${failure.message}`) });
-    return failed === 0 ? 0 : 1;
+    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
+    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
     const error = toConnectorError(err);
     await sink.error(error);
-    closePipes(error);
-    return 1;
+    return exitStatusFor(error.failureType);
   } finally {
     progress.stop();
     await session.close();

@@ -7,14 +7,18 @@
  * itself, so a run continues where the last one stopped, even a killed one.
  * Checkpoints are committed in groups (writer.ts), the WAL copied into the
  * file by a checkpointer thread. stdout stays empty; progress, warnings and
- * the final summary go to stderr. Exit 0 when every stream completed, 1
- * otherwise (the cause is named).
+ * the final summary go to stderr. Exit 0 when every stream completed, else
+ * the status of the failure (exit-status.ts: 78 config_error, 75
+ * transient_error or the file locked by a live run, 70 system_error), the
+ * cause named; 143/130 when stopped by SIGTERM/SIGINT.
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
 import { SyncSession } from '../../engine/session.js';
 import type { SelectedStream } from '../../engine/sync.js';
-import { toConnectorError } from '../../errors.js';
+import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
+import type { RunRecorder } from '../../engine/run-report.js';
+import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
 import { readJsonFile } from '../../files.js';
 import type { StderrLogger } from '../../output.js';
 import { STREAMS } from '../../streams.js';
@@ -22,13 +26,21 @@ import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { assertWritable } from './writable.js';
-import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 import { ReplicaWriter } from './writer.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
-  /** Where DAGSTER_PIPES_* are read (replicate speaks Dagster Pipes when both are set); process.env by default. */
-  readonly env?: NodeJS.ProcessEnv;
+  /** The run's report, fed with what the run wrote (for --summary). */
+  readonly report?: RunRecorder | undefined;
+  /** Told when a stop signal arrives, before anything else. */
+  readonly onSignal?: ((signal: 'SIGTERM' | 'SIGINT') => void) | undefined;
+  /** Called with the exit status right before the process exits on a signal (the summary is written there). */
+  readonly beforeExit?: ((code: number) => void) | undefined;
+}
+
+/** What ended a run before it began syncing, with its exit status. */
+interface Refusal {
+  readonly code: number;
 }
 
 export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) => ({
@@ -75,69 +87,106 @@ function prepare(logger: StderrLogger, configPath: string, dbPath: string): Conf
  * is created or opened: a refused key or a service that cannot be reached
  * leaves no file behind. Then the store, with its writer lock.
  */
-async function openRun(logger: StderrLogger, config: Config, dbPath: string): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | undefined> {
-  const session = await SyncSession.open(config, (level, message) => logger.log(level, message));
+async function openRun(
+  logger: StderrLogger,
+  config: Config,
+  dbPath: string,
+  report: RunRecorder | undefined,
+): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | Refusal> {
+  const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report);
+  const refuse = async (error: ConnectorError): Promise<Refusal> => {
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    await session.close();
+    return { code: exitStatusFor(error.failureType) };
+  };
   // The tables' columns: the built-in schemas merged with the service's description (one request), unless
   // pinned. Asked for while the account is checked; used only once the account is known to be good.
   const describing = session.streamSchemas();
   describing.catch(() => undefined); // awaited below, or dropped with the session
   try {
     const account = await session.verifyAccount();
-    if (!account.ok) {
-      logger.log('ERROR', `Cannot replicate: ${account.message}`);
-      await session.close();
-      return undefined;
-    }
+    if (!account.ok) return await refuse(new ConnectorError(account.failureType ?? 'system_error', account.message));
     const schemas = await describing;
     for (const note of schemas.notes) logger.log(note.level, note.message);
     const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
+    if (store.lockTakeover) logger.log('WARN', store.lockTakeover);
     return { session, store, account: account.message };
   } catch (err) {
-    logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);
-    await session.close();
-    return undefined;
+    return refuse(toConnectorError(err));
   }
 }
 
+/** What the run wrote, told to the report: rows written per stream; the deletion log's rows removed as its tombstones. */
+function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<string, StreamTally>): void {
+  if (!report) return;
+  for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows);
+}
+
+const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);
+
 export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
-  const { logger } = ctx;
+  const { logger, report } = ctx;
   const started = Date.now();
-  let config: Config;
-  // Dagster Pipes (when the orchestrator asks; stdout is free here): opened first, so that every failure is told to it.
-  let pipes: PipesSession | undefined;
-  const failWith = (message: string, name: string): number => {
-    logger.log('ERROR', message);
-    pipes?.close({ name, message: logger.redact(message) });
-    return 1;
+  // Stopped before the replica is opened (the account check): nothing written yet; the summary says so.
+  const stopEarly = (signal: NodeJS.Signals): void => {
+    ctx.onSignal?.(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
+    logger.log('WARN', `Interrupted (${signal}) before the replica was opened; nothing was written.`);
+    const code = signal === 'SIGINT' ? 130 : 143;
+    ctx.beforeExit?.(code);
+    process.exit(code);
   };
+  process.once('SIGINT', stopEarly);
+  process.once('SIGTERM', stopEarly);
+  let opened: Awaited<ReturnType<typeof openRun>>;
+  let config: Config;
   try {
-    pipes = pipesFromEnv(ctx.env ?? process.env, { stdoutFree: true });
-    config = prepare(logger, configPath, dbPath);
-  } catch (err) {
-    const error = toConnectorError(err);
-    return failWith(`Cannot replicate: ${error.message}`, error.failureType);
-  }
-  const opened = await openRun(logger, config, dbPath);
-  if (opened === undefined) {
-    pipes?.close({ name: 'system_error', message: 'Cannot replicate: the account check failed before the replica was opened; the log (stderr) says why.' });
-    return 1;
+    try {
+      config = prepare(logger, configPath, dbPath);
+    } catch (err) {
+      const error = toConnectorError(err);
+      report?.fail(error);
+      logger.log('ERROR', `Cannot replicate: ${error.message}`);
+      return exitStatusFor(error.failureType);
+    }
+    report?.setRedact((text) => logger.redact(text));
+    opened = await openRun(logger, config, dbPath, report);
+    if ('code' in opened) return opened.code;
+  } finally {
+    process.off('SIGINT', stopEarly);
+    process.off('SIGTERM', stopEarly);
   }
   const { session, store } = opened;
 
   const writer = new ReplicaWriter(store);
-  const faceSink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  // With Pipes, each completed stream is reported once, after the last pass (a resumed read makes two).
-  const pipesSink = pipes ? new PipesSink(faceSink, pipes, { deferred: true }) : undefined;
-  const sink = pipesSink ?? faceSink;
-  const progress = new Progress(logger, { tallies: faceSink.tallies, requests: () => session.stats });
+  const sink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
+  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session.stats });
   // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
   // the group held is committed (whole checkpoints), then the run stops.
   const onSignal = (signal: NodeJS.Signals): void => {
+    ctx.onSignal?.(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
     progress.stop();
     writer.stopNow();
+    reportWritten(report, sink.tallies);
     store.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
-    process.exit(signal === 'SIGINT' ? 130 : 143);
+    const code = signal === 'SIGINT' ? 130 : 143;
+    ctx.beforeExit?.(code);
+    process.exit(code);
+  };
+  // Another run took the lock over (this one was stalled past the staleness limit): stop writing at once.
+  store.onLockLost = () => {
+    progress.stop();
+    writer.stopNow();
+    reportWritten(report, sink.tallies);
+    report?.fail(new ConnectorError('transient_error', `Another replicate run took over the writer lock of "${dbPath}"`));
+    logger.log(
+      'ERROR',
+      `Another replicate run took over the writer lock of "${dbPath}" (this run was stalled longer than the lock stays fresh); stopped writing. ` +
+        'Everything committed so far is kept; that run continues from it.',
+    );
+    ctx.beforeExit?.(EXIT_TEMPFAIL);
+    process.exit(EXIT_TEMPFAIL);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -158,47 +207,50 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       writer.flush();
       result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates() }, sink);
     }
-    const unknown = faceSink.unknownTypesWarning();
+    const unknown = sink.unknownTypesWarning();
     if (unknown) progress.log('WARN', unknown);
     progress.stop();
 
     store.unlock();
     await writer.close();
+    reportWritten(report, sink.tallies);
     const rows = store.rowCounts();
     store.close();
-    pipesSink?.reportCompleted();
     const stats = session.stats;
     const totals =
-      `${summary(faceSink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `${summary(sink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
-      pipes?.close();
-      return 0;
+      return EXIT_OK;
     }
+    const code = exitStatusForAll(failureTypes(result.failures));
     const keep = `Everything committed so far is kept; run replicate again to continue. ${totals}`;
     if (result.runFailure) {
       // One cause for every stream it stopped: said once.
       const names = result.failures.filter((f) => f.error === result.runFailure).map((f) => f.stream.name);
       const others = result.failures.filter((f) => f.error !== result.runFailure).map((f) => `${f.stream.name} (${f.error.message})`);
-      return failWith(
+      logger.log(
+        'ERROR',
         `Replication stopped: ${result.runFailure.message} Streams not finished: ${names.join(', ')}.` +
           `${others.length > 0 ? ` Failed before that: ${others.join('; ')}.` : ''} ${keep}`,
-        result.runFailure.failureType,
       );
+      return code;
     }
     const failed = result.failures.map((f) => `${f.stream.name} (${f.error.message})`).join('; ');
-    return failWith(`Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`, result.failures[0]?.error.failureType ?? 'system_error');
+    logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
+    return code;
   } catch (err) {
     const error = toConnectorError(err);
-    const message =
+    report?.fail(error);
+    reportWritten(report, sink.tallies);
+    progress.log(
+      'ERROR',
       error.failureType === 'config_error'
         ? `Cannot replicate: ${error.message}`
-        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`;
-    progress.log('ERROR', message);
-    pipesSink?.reportCompleted();
-    pipes?.close(pipesFailure(error, (t) => logger.redact(t)));
-    return 1;
+        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+    );
+    return exitStatusFor(error.failureType);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -2,14 +2,64 @@
  * One writer per replica: two `replicate` runs on the same file (a cron job
  * that overlaps the previous one) would each commit what they read, and the
  * later commit of an older read could put back an older version of a row.
- * The lock is a row in the database naming the writing process; a row left by
- * a process that no longer runs (killed) is taken over.
+ * The lock is a row in the database naming the writing process (pid, host,
+ * start) and when it last renewed it: the holder renews it every RENEW_MS
+ * (at least every 15 s, rate-limit waits included: a timer, not the reads).
+ *
+ * A lock is taken over, with a warning naming its old holder and its age:
+ * at once when its holder ran on this host and no longer runs (killed); and
+ * whoever held it (this host or another: a Kubernetes pod killed on another
+ * node, another UTS host name) when it has not been renewed for STALE_MS.
+ * Otherwise (a live run on this host, or another host's run renewed within
+ * STALE_MS) the run is refused at once with a transient_error (exit 75: run
+ * again later) naming pid, host, start and last renewal. Ages are told by the
+ * clocks of the hosts that share the file: they must agree to within seconds.
+ *
+ * Tests shorten the intervals with SOURCE_DATA_READ_TEST_LOCK_RENEW_MS and
+ * SOURCE_DATA_READ_TEST_LOCK_STALE_MS (no test waits 60 s); the replica needs
+ * a local file system (SQLite's WAL does not work across hosts over NFS).
  */
-import { hostname } from 'node:os';
+import { hostname as osHostname } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
-import { ConfigError } from '../../errors.js';
+import { ConnectorError } from '../../errors.js';
 
 const LOCK_TABLE = '_replica_lock';
+
+/** How often the holder renews its lock. */
+export const RENEW_MS = 10_000;
+/** A lock not renewed for this long is stale, whoever holds it. */
+export const STALE_MS = 60_000;
+
+export interface LockTimings {
+  readonly renewMs: number;
+  readonly staleMs: number;
+}
+
+function positiveMs(value: string | undefined, fallback: number): number {
+  const n = value === undefined ? Number.NaN : Number(value);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/** The intervals in force: the defaults, unless a test shortened them through the environment. */
+export function lockTimings(env: NodeJS.ProcessEnv = process.env): LockTimings {
+  return {
+    renewMs: positiveMs(env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS, RENEW_MS),
+    staleMs: positiveMs(env.SOURCE_DATA_READ_TEST_LOCK_STALE_MS, STALE_MS),
+  };
+}
+
+/** The lock is held by a live run: run again later. */
+export class LockHeldError extends ConnectorError {
+  constructor(message: string) {
+    super('transient_error', message);
+    this.name = 'LockHeldError';
+  }
+}
+
+/** This host's name (a test may pose as another host with SOURCE_DATA_READ_TEST_HOSTNAME where it cannot `unshare --uts`). */
+function hostname(): string {
+  return process.env.SOURCE_DATA_READ_TEST_HOSTNAME || osHostname();
+}
 
 function alive(pid: number): boolean {
   try {
@@ -20,34 +70,77 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Take the replica's writer lock, or throw ConfigError naming the process that holds it. */
-export function acquireLock(db: DatabaseSync, path: string): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL)`);
+function seconds(ms: number): string {
+  return `${Math.max(0, Math.round(ms / 1000))} s`;
+}
+
+/** The lock table, with renewed_at (a file written by a version without it gains the column). */
+function ensureLockTable(db: DatabaseSync): void {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, renewed_at TEXT)`,
+  );
+  const columns = db.prepare(`PRAGMA table_info(${LOCK_TABLE})`).all().map((c) => String(c.name));
+  if (!columns.includes('renewed_at')) db.exec(`ALTER TABLE ${LOCK_TABLE} ADD COLUMN renewed_at TEXT`);
+}
+
+export interface AcquiredLock {
+  /** The warning to log when a stale or dead run's lock was taken over (names the old holder and its age). */
+  readonly takeover: string | undefined;
+}
+
+/**
+ * Take the replica's writer lock, or throw LockHeldError (transient_error)
+ * naming the run that holds it.
+ */
+export function acquireLock(db: DatabaseSync, path: string, timings: LockTimings = lockTimings(), now: number = Date.now()): AcquiredLock {
+  ensureLockTable(db);
   db.exec('BEGIN IMMEDIATE');
   try {
-    const row = db.prepare(`SELECT pid, host, started_at FROM ${LOCK_TABLE} WHERE id = 1`).get();
+    const row = db.prepare(`SELECT pid, host, started_at, renewed_at FROM ${LOCK_TABLE} WHERE id = 1`).get();
+    let takeover: string | undefined;
     if (row) {
       const pid = Number(row.pid);
       const host = String(row.host);
-      const held = host !== hostname() || (pid !== process.pid && alive(pid));
-      if (held) {
-        throw new ConfigError(
-          `Another replicate run is writing "${path}" (pid ${pid} on ${host}, started ${String(row.started_at)}). ` +
-            `Wait for it to finish. If no such run exists, clear the lock: sqlite3 "${path}" "DELETE FROM ${LOCK_TABLE}".`,
-          { field: 'db' },
-        );
+      const startedAt = String(row.started_at);
+      const renewedAt = row.renewed_at === null || row.renewed_at === undefined ? startedAt : String(row.renewed_at);
+      const age = now - Date.parse(renewedAt);
+      const holder = `pid ${pid} on ${host}, started ${startedAt}, last renewed ${renewedAt} (${seconds(age)} ago)`;
+      const here = host === hostname();
+      const mine = here && pid === process.pid;
+      if (!mine) {
+        if (here && !alive(pid)) {
+          takeover = `Took over the writer lock of "${path}" from a run that no longer runs (${holder}): it was killed or crashed; continuing from its last commit.`;
+        } else if (!(age < timings.staleMs)) {
+          takeover =
+            `Took over the writer lock of "${path}": not renewed for ${seconds(age)} (stale after ${seconds(timings.staleMs)}), ` +
+            `its holder (${holder}) was killed or cut off; continuing from its last commit.`;
+        } else {
+          throw new LockHeldError(
+            `Another replicate run is writing "${path}" (${holder}). Run again once it has finished (exit 75: a scheduler retries later); ` +
+              `a lock that its holder stops renewing is taken over ${seconds(timings.staleMs)} after its last renewal.`,
+          );
+        }
       }
     }
-    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at) VALUES (1, ?, ?, ?)`).run(
-      process.pid,
-      hostname(),
-      new Date().toISOString(),
-    );
+    const at = new Date(now).toISOString();
+    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)`).run(process.pid, hostname(), at, at);
     db.exec('COMMIT');
+    return { takeover };
   } catch (err) {
     if (db.isTransaction) db.exec('ROLLBACK');
     throw err;
   }
+}
+
+/**
+ * Renew the lock (this process's row). Within the writer's open group of
+ * checkpoints the renewal is committed with it (a group stays open for
+ * under a second); otherwise on its own. False when the row is no longer
+ * this process's: another run took the lock over.
+ */
+export function renewLock(db: DatabaseSync, now: number = Date.now()): boolean {
+  const result = db.prepare(`UPDATE ${LOCK_TABLE} SET renewed_at = ? WHERE id = 1 AND pid = ? AND host = ?`).run(new Date(now).toISOString(), process.pid, hostname());
+  return Number(result.changes) > 0;
 }
 
 /** Give the lock back (only if this process holds it). */

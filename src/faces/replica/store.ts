@@ -17,7 +17,7 @@ import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } 
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
-import { acquireLock, releaseLock } from './lock.js';
+import { acquireLock, lockTimings, releaseLock, renewLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 
@@ -73,6 +73,11 @@ export class ReplicaStore {
   readonly migrations: readonly Migration[];
   private writer: CheckpointWriter | undefined;
   private locked = false;
+  private renewal: NodeJS.Timeout | undefined;
+  /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
+  readonly lockTakeover: string | undefined;
+  /** Told once if another run takes the lock over while this one holds it (this process was stalled past the staleness limit). */
+  onLockLost: (() => void) | undefined;
 
   /**
    * Open or create the database at `path` with a table per stream, its
@@ -85,8 +90,15 @@ export class ReplicaStore {
     this.db = openForWrite(path);
     try {
       if (options.lock) {
-        acquireLock(this.db, path);
+        try {
+          this.lockTakeover = acquireLock(this.db, path).takeover;
+        } catch (err) {
+          // Another run writes the file: leave its journal mode and WAL alone.
+          this.db.close();
+          throw err;
+        }
         this.locked = true;
+        this.startRenewal();
       }
       const stored = storedLayouts(this.db);
       this.tables = tableSpecs(streams, options, stored);
@@ -174,8 +186,34 @@ export class ReplicaStore {
    * would also truncate the WAL the checkpointer just emptied).
    */
   unlock(): void {
+    this.stopRenewal();
     if (this.locked && this.db.isOpen) releaseLock(this.db);
     this.locked = false;
+  }
+
+  /** The holder renews its lock on a timer, so that long waits (rate limits) renew it too. */
+  private startRenewal(): void {
+    const { renewMs } = lockTimings();
+    this.renewal = setInterval(() => {
+      if (!this.locked || !this.db.isOpen) return;
+      let held: boolean;
+      try {
+        held = renewLock(this.db);
+      } catch {
+        return; // the file is busy this moment: the next tick renews it
+      }
+      if (!held) {
+        this.stopRenewal();
+        this.locked = false;
+        this.onLockLost?.();
+      }
+    }, renewMs);
+    this.renewal.unref();
+  }
+
+  private stopRenewal(): void {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = undefined;
   }
 
   /**

@@ -1,4 +1,4 @@
-/** The tap's modes: --about, --discover and sync. Each returns the process exit code. */
+/** The tap's modes: --about, --discover and sync. Each returns the process exit code (exit-status.ts). */
 import { readJsonFile } from '../../files.js';
 import { parseUserConfig, type ParsedConfig } from '../../config.js';
 import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-schemas.js';
@@ -6,6 +6,8 @@ import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
+import type { RunRecorder } from '../../engine/run-report.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
 import type { Interrupt } from '../../interrupt.js';
 import type { LineWriter, StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
@@ -17,7 +19,6 @@ import { mergeConfigSources } from './config-input.js';
 import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
 import { SINGER_DELETED_AT } from './protocol.js';
-import { PipesSink, pipesFailure, pipesFromEnv, type PipesSession } from '../../pipes/index.js';
 import { SingerSink } from './sink.js';
 import { parseSingerState } from './state-input.js';
 
@@ -26,7 +27,9 @@ export interface TapContext {
   readonly logger: StderrLogger;
   readonly env: NodeJS.ProcessEnv;
   /** Stopping on SIGTERM/SIGINT; a sync says its last words (the final STATE) through it. */
-  readonly interrupt?: Interrupt;
+  readonly interrupt?: Interrupt | undefined;
+  /** A sync: the run's report, fed with what the sync did (for --summary). */
+  readonly report?: RunRecorder | undefined;
 }
 
 export interface SyncInputs {
@@ -44,9 +47,10 @@ export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedC
 
 function critical(ctx: TapContext, err: unknown): number {
   const error = toConnectorError(err);
+  ctx.report?.fail(error);
   ctx.logger.log('CRITICAL', error.message);
   if (error.internal) ctx.logger.log('DEBUG', error.internal);
-  return 1;
+  return exitStatusFor(error.failureType);
 }
 
 export async function about(ctx: TapContext, format: 'json' | 'markdown'): Promise<number> {
@@ -104,32 +108,22 @@ function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   return { parsed, fromCatalog, states };
 }
 
-/** Log a failure as CRITICAL and close the Pipes session (if any) with it; exit 1. */
-function failed(ctx: TapContext, pipes: PipesSession | undefined, err: unknown): number {
-  const code = critical(ctx, err);
-  pipes?.close(pipesFailure(toConnectorError(err), (t) => ctx.logger.redact(t)));
-  return code;
-}
-
 export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number> {
   let prepared: Prepared;
-  // Dagster Pipes (when the orchestrator asks): opened first, so that a bad config is told to it as well.
-  let pipes: PipesSession | undefined;
   try {
-    pipes = pipesFromEnv(ctx.env, { stdoutFree: false });
     prepared = prepare(ctx, inputs);
   } catch (err) {
-    return failed(ctx, pipes, err);
+    return critical(ctx, err);
   }
   const { config } = prepared.parsed;
   const { fromCatalog, states } = prepared;
+  ctx.report?.setRedact((text) => ctx.logger.redact(text));
   if (fromCatalog?.length === 0) {
     ctx.logger.log('WARNING', 'The catalog selects no stream: nothing to sync. Select streams (Meltano: `select` rules) and run again.');
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
-    pipes?.close();
     return 0;
   }
-  const session = await SyncSession.open(config, logTo(ctx));
+  const session = await SyncSession.open(config, logTo(ctx), ctx.report);
   let plans: StreamPlan[];
   try {
     // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
@@ -137,7 +131,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     plans = fromCatalog ?? planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas()));
   } catch (err) {
     await session.close();
-    return failed(ctx, pipes, err);
+    return critical(ctx, err);
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
 
@@ -165,22 +159,20 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
         states,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      pipes ? new PipesSink(progress.sink, pipes) : progress.sink,
+      progress.sink,
     );
     progress.stop();
     await sink.finish();
-    const failures = result.failures.length;
-    const summary =
-      `Sync ${failures === 0 ? 'finished' : `failed for ${failures} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-      `${session.summary()}.`;
-    ctx.logger.log(failures === 0 ? 'INFO' : 'CRITICAL', summary);
-    const failure = result.runFailure ?? result.failures[0]?.error;
-    if (failure === undefined) pipes?.close();
-    else pipes?.close({ name: failure.failureType, message: ctx.logger.redact(`${summary} ${failure.message}`) });
-    return failures === 0 ? 0 : 1;
+    const failed = result.failures.length;
+    ctx.logger.log(
+      failed === 0 ? 'INFO' : 'CRITICAL',
+      `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
+        `${session.summary()}.`,
+    );
+    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
-    const code = failed(ctx, pipes, err);
+    const code = critical(ctx, err);
     await sink.finish().catch(() => undefined);
     return code;
   } finally {

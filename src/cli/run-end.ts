@@ -1,0 +1,76 @@
+/**
+ * The end of a sync command (Airbyte `read`, the tap's sync, `replicate`) as
+ * the command line sees it: the command's run report (engine/run-report.ts)
+ * is started once the command is known, fed by the face and its session,
+ * and finished with the exit status, however the command ends (returned,
+ * thrown, a usage mistake, a signal), then written to `--summary FILE`. A
+ * summary that cannot be written is said on stderr; it never changes the
+ * exit status. Launched by Dagster Pipes (DAGSTER_PIPES_CONTEXT and
+ * DAGSTER_PIPES_MESSAGES set), the report also feeds the Pipes session
+ * (src/pipes/): a materialization per completed stream, `closed` at the end.
+ */
+import { ConfigError, toConnectorError } from '../errors.js';
+import type { RunCommand, RunRecorder } from '../engine/run-report.js';
+import type { StopSignal } from '../interrupt.js';
+import type { PipesReport } from '../pipes/index.js';
+import { VERSION } from '../version.js';
+import { writeSummaryFile } from './summary-file.js';
+import { UsageError } from './usage.js';
+
+export class RunEnd {
+  private readonly log: (message: string) => void;
+  private recorder: RunRecorder | undefined;
+  private summaryText: ((code: number) => string) | undefined;
+  private path: string | undefined;
+  private written = false;
+  private pipes: PipesReport | undefined;
+
+  /** @param log says a summary that cannot be written (stderr, at the executable's error level) */
+  constructor(log: (message: string) => void) {
+    this.log = log;
+  }
+
+  /** The report of the sync command now starting; `summaryPath` is --summary's value, if given. */
+  async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
+    const { RunRecorder, summaryJson } = await import('../engine/run-report.js');
+    this.recorder = new RunRecorder(command, { version: VERSION });
+    this.path = summaryPath;
+    const recorder = this.recorder;
+    this.summaryText = (code) => summaryJson(recorder.finish(code));
+    // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
+    if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
+      const { pipesForRun } = await import('../pipes/index.js');
+      this.pipes = pipesForRun(process.env, recorder, command);
+    }
+    return recorder;
+  }
+
+  get report(): RunRecorder | undefined {
+    return this.recorder;
+  }
+
+  /** The command failed with what it threw (a usage mistake is told as one). */
+  failed(err: unknown): void {
+    this.recorder?.fail(err instanceof UsageError ? new ConfigError(err.message) : toConnectorError(err));
+  }
+
+  /** The command is stopping on a signal. */
+  interrupted(signal: StopSignal): void {
+    this.recorder?.interrupted(signal);
+  }
+
+  /** Finish the report with the exit status and write the summary file (once; synchronous, also on a signal's way out). */
+  finish(code: number): void {
+    if (this.written || this.recorder === undefined || this.summaryText === undefined) return;
+    this.written = true;
+    const text = this.summaryText(code);
+    this.pipes?.finish(this.recorder.finish(code));
+    if (this.path === undefined) return;
+    try {
+      writeSummaryFile(this.path, text);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      this.log(`Cannot write the run summary to "${this.path}": ${code ?? (err instanceof Error ? err.message : String(err))}. Pass a --summary path in a writable directory.`);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * `--summary FILE`: the run's summary (engine/run-report.ts) written when the
+ * command ends, whatever the outcome. Written atomically where the file
+ * system allows: a temporary file in the same directory, flushed, then
+ * renamed over FILE, so a reader sees the old summary or the new one, never
+ * half of one. Where it does not, the file is written in place with one
+ * write of the whole text (under 4 KiB): when FILE is not a regular file
+ * (a pipe, /dev/stdout), when it is a mount point of its own (Kubernetes
+ * bind-mounts /dev/termination-log: a rename onto it fails with EBUSY), or
+ * when the directory takes no temporary file (read-only, no permission).
+ * Synchronous, so that it also runs on the way out of a signal handler.
+ */
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+export type SummaryWriteMode = 'rename' | 'in-place';
+
+/** How FILE is written: renamed into place, or written in place (not a regular file, or a mount point of its own). */
+export function summaryWriteMode(path: string): SummaryWriteMode {
+  let target;
+  try {
+    target = statSync(path);
+  } catch {
+    return 'rename'; // not there yet: the rename creates it
+  }
+  if (!target.isFile()) return 'in-place';
+  try {
+    if (statSync(dirname(path)).dev !== target.dev) return 'in-place';
+  } catch {
+    return 'in-place';
+  }
+  return 'rename';
+}
+
+function writeWhole(fd: number, text: string): void {
+  const data = Buffer.from(text);
+  let at = 0;
+  while (at < data.length) at += writeSync(fd, data, at, data.length - at);
+}
+
+function writeInPlace(path: string, text: string): void {
+  const fd = openSync(path, 'w');
+  try {
+    writeWhole(fd, text);
+    try {
+      fsyncSync(fd);
+    } catch {
+      // a pipe or a device cannot be flushed to disk: written is enough
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Try the temporary file and the rename; false when this file system does not allow it (then nothing is left behind). */
+function writeByRename(path: string, text: string): boolean {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  let fd: number;
+  try {
+    fd = openSync(temp, 'wx', 0o644);
+  } catch {
+    return false; // the directory takes no new file (read-only, no permission)
+  }
+  try {
+    try {
+      writeWhole(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+    return true;
+  } catch (err) {
+    rmSync(temp, { force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EBUSY' || code === 'EXDEV' || code === 'EPERM' || code === 'EACCES') return false; // a mount point, another file system
+    throw err;
+  }
+}
+
+/**
+ * Write `text` (one JSON object, with a final newline added) to `path`.
+ * Throws only when the file cannot be written at all (its cause named).
+ */
+export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
+  const content = `${text}\n`;
+  if (summaryWriteMode(path) === 'rename' && writeByRename(path, content)) return 'rename';
+  writeInPlace(path, content);
+  return 'in-place';
+}

@@ -1,0 +1,266 @@
+/**
+ * The report of one sync command (Airbyte `read`, the tap's sync,
+ * `replicate`): what each stream did (status, records emitted or written,
+ * tombstones, the watermark before and after, of the last STATE), what the
+ * run cost in requests and rate-limit waits, and how it ended (status, exit
+ * status, failure type and message, start and end). The face starts a
+ * RunRecorder when the command starts, the session feeds it as events go
+ * through (records, checkpoints, stream ends, the run's failure), and the
+ * command line finishes it with the exit status. Every writer of a summary
+ * (`--summary FILE`, Dagster Pipes) reads the same RunSummary. No config value
+ * is ever copied in; the message is redacted of the secrets.
+ */
+import { z } from 'zod';
+import type { ConnectorError, FailureType } from '../errors.js';
+import type { StreamState } from './state.js';
+
+/** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
+export type RunCommand = 'read' | 'sync' | 'replicate';
+
+const FAILURE_TYPES = ['config_error', 'transient_error', 'system_error'] as const;
+const instant = z.iso.datetime({ offset: true });
+const count = z.number().int().nonnegative();
+
+export const StreamSummarySchema = z
+  .object({
+    name: z.string(),
+    status: z.enum(['complete', 'incomplete', 'skipped']).describe('complete: read to the end; incomplete: stopped with its last checkpoint kept; skipped: not read at all'),
+    records: count.describe('Records the command emitted (replicate: wrote) for the stream, tombstones included'),
+    tombstones: count.describe('Of those, tombstones (deletions_as_tombstones; replicate: rows removed by deletions)'),
+    sync_watermark_before: instant.nullable().describe('sync_watermark of the state the run started from'),
+    sync_watermark_after: instant.nullable().describe('sync_watermark of the last STATE (checkpoint) of the run'),
+  })
+  .strict();
+
+export const RunSummarySchema = z
+  .object({
+    summary_version: z.literal(1),
+    command: z.enum(['read', 'sync', 'replicate']),
+    status: z.enum(['succeeded', 'failed', 'interrupted']),
+    exit_code: z.number().int().min(0).max(255),
+    failure_type: z.enum(FAILURE_TYPES).nullable(),
+    message: z.string().nullable().describe('What ended the run, when it did not succeed'),
+    started_at: instant,
+    finished_at: instant,
+    duration_seconds: z.number().nonnegative(),
+    connector_version: z.string(),
+    streams: z.array(StreamSummarySchema),
+    requests: count,
+    retries: count,
+    rate_limit_waits: count,
+    rate_limit_wait_seconds: z.number().nonnegative(),
+  })
+  .strict()
+  .describe('The summary of one sync command (--summary FILE), written when the command ends, whatever the outcome.');
+
+/** The JSON Schema of a summary file (checked in as schemas/run-summary.json). */
+export function runSummaryJsonSchema(): Record<string, unknown> {
+  return {
+    $id: 'https://github.com/source-data-read/source-data-read/blob/main/schemas/run-summary.json',
+    title: 'source-data-read run summary',
+    ...(z.toJSONSchema(RunSummarySchema, { target: 'draft-07', io: 'output' }) as Record<string, unknown>),
+  };
+}
+
+export type StreamSummary = z.infer<typeof StreamSummarySchema>;
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+export type StreamStatus = StreamSummary['status'];
+export type RunStatus = RunSummary['status'];
+
+/** The request counts the client keeps, as the report reads them. */
+export interface RunRequestCounts {
+  readonly requests: number;
+  readonly retries: number;
+  readonly rateLimitWaits: number;
+  /** Total time of the rate-limit waits (RateLimit-* pacing, Retry-After), ms. */
+  readonly rateLimitWaitMs: number;
+}
+
+/** How a stream ended, as the engine tells it. */
+export type StreamEnd = 'complete' | 'incomplete' | 'stopped';
+
+interface StreamTrack {
+  readonly name: string;
+  ended: StreamEnd | undefined;
+  records: number;
+  tombstones: number;
+  /** Records the face wrote, when it says (replicate): replaces `records`. */
+  written: number | undefined;
+  states: number;
+  before: string | null;
+  after: string | null;
+}
+
+/** Kubernetes' termination message holds 4 KiB: the summary must fit it. */
+export const SUMMARY_MAX_BYTES = 4096;
+const MESSAGE_MAX_CHARS = 1500;
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+export class RunRecorder {
+  readonly command: RunCommand;
+  private readonly now: () => number;
+  private readonly startedAt: number;
+  private readonly streams = new Map<string, StreamTrack>();
+  private failure: ConnectorError | undefined;
+  private signal: string | undefined;
+  private counts: () => RunRequestCounts | undefined = () => undefined;
+  private redactText: (text: string) => string = (text) => text;
+  private readonly endListeners: ((stream: StreamSummary) => void)[] = [];
+  private finished: RunSummary | undefined;
+  private readonly version: string;
+
+  /** @param options.version the connector's version (the command line gives it) */
+  constructor(command: RunCommand, options: { now?: () => number; version?: string } = {}) {
+    this.command = command;
+    this.version = options.version ?? 'unknown';
+    this.now = options.now ?? Date.now;
+    this.startedAt = this.now();
+  }
+
+  /** Redact messages with this (the logger's, once the key is known). */
+  setRedact(redact: (text: string) => string): void {
+    this.redactText = redact;
+  }
+
+  /** Where the request counts are read from at the end (the session's client). */
+  setRequestCounts(counts: () => RunRequestCounts): void {
+    this.counts = counts;
+  }
+
+  /**
+   * The streams the run means to sync, in order, with the state each starts
+   * from (full_refresh streams: none). A stream planned again (a second
+   * pass of replicate) keeps its first watermark-before.
+   */
+  plan(streams: readonly { readonly name: string; readonly state?: StreamState | undefined }[]): void {
+    for (const { name, state } of streams) {
+      if (this.streams.has(name)) continue;
+      const before = state?.sync_watermark ?? null;
+      this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+    }
+  }
+
+  private track(name: string): StreamTrack {
+    let t = this.streams.get(name);
+    if (!t) {
+      t = { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before: null, after: null };
+      this.streams.set(name, t);
+    }
+    return t;
+  }
+
+  /** Records that went out for the stream; `tombstones` of them are tombstones. */
+  records(name: string, records: number, tombstones = 0): void {
+    const t = this.track(name);
+    t.records += records;
+    t.tombstones += tombstones;
+  }
+
+  /** What the face wrote for the stream in the end (replicate's rows), replacing the records counted on the way. */
+  written(name: string, records: number, tombstones?: number): void {
+    const t = this.track(name);
+    t.written = records;
+    if (tombstones !== undefined) t.tombstones = tombstones;
+  }
+
+  /** A checkpoint (STATE) of the stream: its watermark is the watermark after. */
+  state(name: string, state: StreamState): void {
+    const t = this.track(name);
+    t.states += 1;
+    t.after = state.sync_watermark ?? t.after;
+  }
+
+  /** The stream ended: read to the end, failed on its own, or stopped by the run's failure. */
+  streamEnded(name: string, end: StreamEnd, error?: ConnectorError): void {
+    const t = this.track(name);
+    // A stream read twice (replicate's second pass) ends as its last pass did.
+    t.ended = end;
+    if (error && end === 'incomplete') this.failure ??= error;
+    const summary = this.streamSummary(t);
+    for (const listener of this.endListeners) {
+      try {
+        listener(summary);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  /** Called with each stream's summary as the stream ends (Dagster Pipes' materializations). */
+  onStreamEnd(listener: (stream: StreamSummary) => void): void {
+    this.endListeners.push(listener);
+  }
+
+  /** The failure that ended the run (the first one told is kept: it is the cause). */
+  fail(error: ConnectorError): void {
+    this.failure ??= error;
+  }
+
+  /** The command was stopped by a signal. */
+  interrupted(signal: string): void {
+    this.signal ??= signal;
+  }
+
+  get failureType(): FailureType | undefined {
+    return this.failure?.failureType;
+  }
+
+  private streamSummary(t: StreamTrack): StreamSummary {
+    const records = t.written ?? t.records;
+    const status: StreamStatus =
+      t.ended === 'complete' ? 'complete' : t.ended === 'incomplete' || records > 0 || t.states > 0 ? 'incomplete' : 'skipped';
+    return { name: t.name, status, records, tombstones: t.tombstones, sync_watermark_before: t.before, sync_watermark_after: t.after };
+  }
+
+  /** The summary so far, as if the command ended now with `exitCode`. */
+  snapshot(exitCode: number): RunSummary {
+    const finishedAt = this.now();
+    const counts = this.counts();
+    const status: RunStatus = this.signal !== undefined ? 'interrupted' : exitCode === 0 ? 'succeeded' : 'failed';
+    const message =
+      this.signal !== undefined
+        ? `Interrupted by ${this.signal}; every checkpoint written before it is safe to resume from.`
+        : exitCode === 0
+          ? null
+          : this.failure
+            ? truncate(this.redactText(this.failure.message), MESSAGE_MAX_CHARS)
+            : null;
+    return {
+      summary_version: 1,
+      command: this.command,
+      status,
+      exit_code: exitCode,
+      failure_type: exitCode === 0 || this.signal !== undefined ? null : (this.failure?.failureType ?? null),
+      message,
+      started_at: new Date(this.startedAt).toISOString(),
+      finished_at: new Date(finishedAt).toISOString(),
+      duration_seconds: Math.max(0, finishedAt - this.startedAt) / 1000,
+      connector_version: this.version,
+      streams: [...this.streams.values()].map((t) => this.streamSummary(t)),
+      requests: counts?.requests ?? 0,
+      retries: counts?.retries ?? 0,
+      rate_limit_waits: counts?.rateLimitWaits ?? 0,
+      rate_limit_wait_seconds: Math.round(counts?.rateLimitWaitMs ?? 0) / 1000,
+    };
+  }
+
+  /** The final summary; the first call fixes it (a signal arriving later does not change it). */
+  finish(exitCode: number): RunSummary {
+    this.finished ??= this.snapshot(exitCode);
+    return this.finished;
+  }
+}
+
+/** The summary as one line of JSON, its message shortened if needed so that it fits SUMMARY_MAX_BYTES. */
+export function summaryJson(summary: RunSummary): string {
+  let text = JSON.stringify(summary);
+  let message = summary.message;
+  while (Buffer.byteLength(text) > SUMMARY_MAX_BYTES && message !== null && message.length > 40) {
+    message = truncate(message, Math.floor(message.length / 2));
+    text = JSON.stringify({ ...summary, message });
+  }
+  return text;
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, ConnectorError } from '../../src/errors.js';
+import { RunRecorder, RunSummarySchema, SUMMARY_MAX_BYTES, summaryJson, type StreamSummary } from '../../src/engine/run-report.js';
+
+function clock(start = Date.parse('2026-03-01T10:00:00.000Z')): { now: () => number; advance: (ms: number) => void } {
+  let t = start;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+describe('RunRecorder', () => {
+  it('reports each stream: status, records, tombstones, watermark before and after (of the last STATE), and the request counts', () => {
+    const c = clock();
+    const r = new RunRecorder('read', { now: c.now });
+    r.setRequestCounts(() => ({ requests: 7, retries: 2, rateLimitWaits: 1, rateLimitWaitMs: 1500 }));
+    r.plan([
+      { name: 'contacts', state: { sync_watermark: '2026-02-01T00:00:00.000Z' } },
+      { name: 'deletions', state: undefined },
+      { name: 'conversations', state: { sync_watermark: '2026-02-02T00:00:00.000Z' } },
+      { name: 'stage_events' },
+    ]);
+    r.records('contacts', 10, 2);
+    r.state('contacts', { sync_watermark: '2026-02-01T00:00:00.000Z', resume: { cursor: 'c1', sync_watermark: '2026-03-01T00:00:00.000Z' } });
+    r.records('contacts', 5);
+    r.state('contacts', { sync_watermark: '2026-03-01T00:00:00.000Z' });
+    r.streamEnded('contacts', 'complete');
+    r.records('deletions', 3);
+    r.state('deletions', { resume: { cursor: 'x', sync_watermark: '2026-03-01T00:00:00.000Z' } });
+    r.streamEnded('deletions', 'incomplete', new ConnectorError('transient_error', 'deletions: HTTP 503 after 5 retries'));
+    r.streamEnded('conversations', 'stopped');
+    c.advance(2500);
+    const s = r.finish(75);
+    expect(RunSummarySchema.parse(s)).toEqual(s);
+    expect(s).toMatchObject({
+      summary_version: 1,
+      command: 'read',
+      status: 'failed',
+      exit_code: 75,
+      failure_type: 'transient_error',
+      message: 'deletions: HTTP 503 after 5 retries',
+      started_at: '2026-03-01T10:00:00.000Z',
+      finished_at: '2026-03-01T10:00:02.500Z',
+      duration_seconds: 2.5,
+      requests: 7,
+      retries: 2,
+      rate_limit_waits: 1,
+      rate_limit_wait_seconds: 1.5,
+    });
+    expect(s.streams).toEqual([
+      { name: 'contacts', status: 'complete', records: 15, tombstones: 2, sync_watermark_before: '2026-02-01T00:00:00.000Z', sync_watermark_after: '2026-03-01T00:00:00.000Z' },
+      { name: 'deletions', status: 'incomplete', records: 3, tombstones: 0, sync_watermark_before: null, sync_watermark_after: null },
+      { name: 'conversations', status: 'skipped', records: 0, tombstones: 0, sync_watermark_before: '2026-02-02T00:00:00.000Z', sync_watermark_after: '2026-02-02T00:00:00.000Z' },
+      { name: 'stage_events', status: 'skipped', records: 0, tombstones: 0, sync_watermark_before: null, sync_watermark_after: null },
+    ]);
+  });
+
+  it('a failure before the first request: every planned stream skipped, the cause and its type, redacted', () => {
+    const r = new RunRecorder('sync');
+    r.setRedact((t) => t.split('sk_live_secret').join('***'));
+    r.plan([{ name: 'contacts' }]);
+    r.fail(new ConfigError('The key sk_live_secret was refused (HTTP 401).'));
+    const s = r.finish(78);
+    expect(s).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error', message: 'The key *** was refused (HTTP 401).' });
+    expect(s.streams[0]?.status).toBe('skipped');
+    expect(JSON.stringify(s)).not.toContain('sk_live_secret');
+  });
+
+  it('success has no failure type or message; an interruption says so; the first finish is final', () => {
+    const ok = new RunRecorder('replicate');
+    ok.plan([{ name: 'contacts' }]);
+    ok.streamEnded('contacts', 'complete');
+    expect(ok.finish(0)).toMatchObject({ status: 'succeeded', failure_type: null, message: null, streams: [{ status: 'complete' }] });
+    const stopped = new RunRecorder('read');
+    stopped.interrupted('SIGTERM');
+    const s = stopped.finish(143);
+    expect(s).toMatchObject({ status: 'interrupted', exit_code: 143, failure_type: null });
+    expect(s.message).toContain('SIGTERM');
+    expect(stopped.finish(0)).toBe(s);
+  });
+
+  it('replicate: the rows written replace the records counted on the way; a second pass keeps the first watermark before', () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-01-01T00:00:00.000Z' } }]);
+    r.records('contacts', 10);
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-02-01T00:00:00.000Z' } }]);
+    r.written('contacts', 8, 1);
+    expect(r.finish(0).streams[0]).toMatchObject({ records: 8, tombstones: 1, sync_watermark_before: '2026-01-01T00:00:00.000Z' });
+  });
+
+  it('tells listeners each stream as it ends', () => {
+    const r = new RunRecorder('read');
+    const seen: StreamSummary[] = [];
+    r.onStreamEnd((s) => seen.push(s));
+    r.plan([{ name: 'contacts' }]);
+    r.records('contacts', 2);
+    r.state('contacts', { sync_watermark: '2026-03-01T00:00:00.000Z' });
+    r.streamEnded('contacts', 'complete');
+    expect(seen).toEqual([{ name: 'contacts', status: 'complete', records: 2, tombstones: 0, sync_watermark_before: null, sync_watermark_after: '2026-03-01T00:00:00.000Z' }]);
+  });
+
+  it('summaryJson fits 4 KiB (Kubernetes termination message) even with a long message', () => {
+    const r = new RunRecorder('read');
+    r.plan(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events'].map((name) => ({ name, state: { sync_watermark: '2026-02-01T00:00:00.000Z' } })));
+    r.fail(new ConnectorError('system_error', 'x'.repeat(20_000)));
+    const text = summaryJson(r.finish(70));
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(SUMMARY_MAX_BYTES);
+    expect(RunSummarySchema.parse(JSON.parse(text))).toMatchObject({ exit_code: 70 });
+  });
+});
