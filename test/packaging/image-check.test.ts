@@ -33,7 +33,7 @@ describe('scripts/image-check.sh', () => {
   it('defines every check it runs, and finds the shared checkers as ../shared', () => {
     const runs = read('scripts/image-check/runs.sh');
     const list = /^IMAGE_CHECKS=\(([^)]*)\)/m.exec(runs)?.[1]?.trim().split(/\s+/) ?? [];
-    expect(list).toEqual(expect.arrayContaining(['user', 'airbyte', 'singer', 'stop']));
+    expect(list).toEqual(expect.arrayContaining(['user', 'airbyte', 'singer', 'restricted', 'stop']));
     for (const name of list) expect(runs).toMatch(new RegExp(`^image_check_${name}\\(\\) \\{`, 'm'));
     expect(read('scripts/image-check.sh')).toContain('SHARED="${SHARED_DIR:-$ROOT/../shared}"');
   });
