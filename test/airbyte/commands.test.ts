@@ -21,7 +21,7 @@ beforeAll(() => {
 });
 
 function expectCleanError(result: { code: number | null; stdout: string; stderr: string }, failureType: string, message: RegExp): void {
-  expect(result.code).toBe(1);
+  expect(result.code).toBe(78);
   const summary = protocolCheck('airbyte-check.py', result.stdout);
   expect(summary.errors).toEqual([]);
   const traces = parseLines(result.stdout).filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR');
@@ -106,7 +106,7 @@ describe('check with a bad config fails cleanly (exit 0, CONNECTION_STATUS FAILE
   });
 });
 
-describe('read with bad input exits 1 with one config_error trace', () => {
+describe('read with bad input exits 78 with one config_error trace', () => {
   it('an unknown stream in the catalog', async () => {
     const cat = writeJson(dir, 'cat.json', { streams: [{ stream: { name: '__AIRBYTE__stream_that_does_not_exist', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append' }] });
     expectCleanError(await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', cat]), 'config_error', /does not have/);
@@ -138,7 +138,7 @@ describe('read with bad input exits 1 with one config_error trace', () => {
 
   it('an unreachable service: every stream INCOMPLETE, one transient_error for the run (not one per stream), no key anywhere', async () => {
     const result = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', catalog]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(75);
     const summary = protocolCheck('airbyte-check.py', result.stdout);
     expect(summary.errors).toEqual([]);
     expect(Object.values(summary.final_status ?? {})).toEqual(['INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE']);

@@ -64,7 +64,7 @@ describe('the executables, given a config whose key is not quoted', () => {
       await replicate(config(), join(dir, 'r.db')),
     ];
     for (const run of runs) {
-      expect(run.code).toBe(1);
+      expect(run.code).toBe(78);
       expect(run.stdout + run.stderr).toMatch(/is not valid JSON: Unexpected token 'd'/);
       expect(run.stdout + run.stderr).not.toContain('CANARY');
     }

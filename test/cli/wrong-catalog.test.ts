@@ -45,7 +45,7 @@ describe('source-data-read read --catalog <not a configured catalog>', () => {
   ])('%s: one config_error naming the catalog given and the one needed', async (name, given, how) => {
     const path = files[name] as string;
     const run = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', path]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     const message = configError(run.stdout);
     expect(message).toContain(`The --catalog file "${path}"`);
     expect(message).toMatch(given);
@@ -63,10 +63,10 @@ describe('tap-data-read --catalog <an Airbyte catalog>', () => {
     ['discovered', 'catalog', /is an Airbyte discovered catalog/],
     ['discoverOutput', 'catalog', /is the output of source-data-read discover/],
     ['configured', 'properties', /is an Airbyte configured catalog/],
-  ])('%s (--%s): CRITICAL naming the catalog given and how to write a Singer one, exit 1', async (name, flag, given) => {
+  ])('%s (--%s): CRITICAL naming the catalog given and how to write a Singer one, exit 78', async (name, flag, given) => {
     const path = files[name] as string;
     const run = await runCli(TAP_BIN, ['--config', config, `--${flag}`, path]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     const lines = run.stderr.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(1);

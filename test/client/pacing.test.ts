@@ -42,7 +42,7 @@ describe('pacing on RateLimit-*', () => {
     await h.client.close();
     expect(times).toEqual([T0, T0 + 30_000]);
     expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 30_000, until: T0 + 30_000, path: '/v1/contacts' }]);
-    expect(h.client.stats).toMatchObject({ requests: 2, retries: 0, rateLimitWaits: 1, throttled: 0, waitedMs: 30_000 });
+    expect(h.client.stats).toMatchObject({ requests: 2, retries: 0, rateLimitWaits: 1, throttled: 0, waitedMs: 30_000, rateLimitWaitedMs: 30_000 });
   });
 
   it('counts its own sends down from Remaining and waits when the local view reaches 0', async () => {
@@ -72,7 +72,7 @@ describe('pacing on RateLimit-*', () => {
     await h.client.close();
     expect(times.slice(1).every((t) => t >= T0 + 20_000)).toBe(true);
     expect(h.waits).toHaveLength(1);
-    expect(h.client.stats).toMatchObject({ rateLimitWaits: 1, waitedMs: 20_000 });
+    expect(h.client.stats).toMatchObject({ rateLimitWaits: 1, waitedMs: 20_000, rateLimitWaitedMs: 20_000 });
   });
 
   it('a wait longer than maxWaitSeconds is not made: wait_too_long with resetAt, nothing sent', async () => {

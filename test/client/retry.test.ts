@@ -72,6 +72,7 @@ describe('retry limit', () => {
     expect(h.waits.map((w) => w.reason)).toEqual(['backoff', 'backoff', 'backoff', 'backoff', 'backoff']);
     expect(h.waits.map((w) => w.waitMs)).toEqual(h.clock.sleeps);
     expect(h.client.stats.waitedMs).toBe(10 + 18 + 29 + 46 + 71);
+    expect(h.client.stats.rateLimitWaitedMs).toBe(0); // back-off waits are not rate-limit waits
     const warns = h.logs.filter((l) => l.level === 'WARN');
     expect(warns).toHaveLength(5);
     expect(warns[0]?.message).toMatch(/GET \/v1\/conversations: HTTP 500 \(Internal Server Error: boom; request_id rq-1\); retry 1 of 5 in/);

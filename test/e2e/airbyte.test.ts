@@ -88,12 +88,12 @@ describe('check', () => {
     }
   });
 
-  it('read with a revoked key ends in config_error, exit 1', async () => {
+  it('read with a revoked key ends in config_error, exit 78', async () => {
     const acc = account(1);
     const k = emu.control.createKey(acc.id);
     emu.control.revokeKey(k.id);
     const result = await read(writeJson(dir, 'revoked.json', { api_key: k.key, base_url: emu.url }));
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(78);
     expectValid(result, k.key);
     const failures = parseLines(result.stdout).flatMap((m) => (m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR' ? [(m.trace as { error: { failure_type: string } }).error.failure_type] : []));
     expect(failures.length).toBeGreaterThan(0);

@@ -65,7 +65,7 @@ describe('start_date', () => {
   it('read: more than a day ahead is a config_error without state, and not used (nor refused) when every stream that would use it has state', async () => {
     const far = config(new Date(Date.now() + 3 * 24 * HOUR).toISOString().slice(0, 10));
     const refused = await read(far);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(78);
     expect(errorsOf(refused)).toEqual([{ failure_type: 'config_error', message: expect.stringMatching(/^start_date is in the future .*It would be used by: contacts, conversations, stage_events, deletions\.\)$/) }]);
     expect(parseLines(refused.stdout).some((m) => m.type === 'RECORD')).toBe(false);
 
@@ -106,7 +106,7 @@ describe('start_date', () => {
     expect(status.message).toMatch(cause);
     account.emulator.control.resetStats();
     const run = await read(config(startDate));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(errorsOf(run)).toEqual([{ failure_type: 'config_error', message: expect.stringMatching(cause) }]);
     expect(account.emulator.control.stats().total).toBe(0);
   });
@@ -115,10 +115,10 @@ describe('start_date', () => {
     const farDate = new Date(Date.now() + 3 * 24 * HOUR).toISOString().slice(0, 10);
     const far = config(farDate);
     const tap = await runCli(TAP_BIN, ['--config', far]);
-    expect(tap.code).toBe(1);
+    expect(tap.code).toBe(78);
     expect(tap.stderr).toMatch(/CRITICAL tap-data-read: start_date is in the future/);
     const zero = await runCli(TAP_BIN, ['--config', config('0000-01-01')]);
-    expect(zero.code).toBe(1);
+    expect(zero.code).toBe(78);
     expect(zero.stderr).toMatch(/CRITICAL tap-data-read: Invalid config: start_date must be YYYY-MM-DD .*year 0000 does not exist/);
     // With bookmarks for every incremental stream, the far date is not used.
     const full = await runCli(TAP_BIN, ['--config', config(withOffset(Date.now() - 400 * 24 * HOUR, 5))]);
@@ -129,7 +129,7 @@ describe('start_date', () => {
 
     const db = join(dir, 'dates.db');
     const refused = await replicate(far, db);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(78);
     expect(refused.stderr).toMatch(/ERROR source-data-read: Cannot replicate: start_date is in the future/);
     expect((await replicate(config('2020-01-01T00:00:00+0000'), db)).code).toBe(0);
     const continued = await replicate(far, db);

@@ -40,7 +40,7 @@ describe('a service that cannot be reached (a closed port)', () => {
 
   it('read: one series of retries, every stream INCOMPLETE, one transient_error with the total', async () => {
     const run = await runCli(SOURCE_BIN, ['read', '--config', closed(), '--catalog', CATALOG]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(75);
     expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
     const lines = parseLines(run.stdout);
     const retries = logs(lines, 'WARN').filter((w) => w.includes('retry'));
@@ -56,7 +56,7 @@ describe('a service that cannot be reached (a closed port)', () => {
 
   it('the tap: one WARNING per retry of the one series, one CRITICAL naming the cause, a final STATE', async () => {
     const run = await runCli(TAP_BIN, ['--config', closed()]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(75);
     // Without a catalog the tap first asks for the service's description, with the sync's own client: one series of
     // retries for both, then the WARNING that the built-in schemas are declared.
     const warnings = tapLines(run.stderr, 'WARNING');
@@ -74,7 +74,7 @@ describe('a service that cannot be reached (a closed port)', () => {
   it('replicate: refused before any file is created', async () => {
     const db = join(dir, 'closed.db');
     const run = await replicate(writeJson(dir, 'closed0.json', { api_key: account.key, base_url: 'http://127.0.0.1:9', max_retries: 0 }), db);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(75);
     expect(run.stderr).toMatch(/Cannot replicate: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused/);
     expect(readdirSync(dir).filter((f) => f.startsWith('closed.db'))).toEqual([]);
   });
@@ -87,7 +87,7 @@ describe('a refused key stops every stream at the first refusal', () => {
   it('read, HTTP 401: one config_error, every stream INCOMPLETE, no request after the first refusals', async () => {
     account.emulator.control.resetStats();
     const run = await runCli(SOURCE_BIN, ['read', '--config', refusedKey('k401.json'), '--catalog', CATALOG]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
     const lines = parseLines(run.stdout);
     const traces = errorTraces(lines);
@@ -103,7 +103,7 @@ describe('a refused key stops every stream at the first refusal', () => {
     control.updateAccount(account.accountId, { dataApi: false });
     try {
       const run = await runCli(SOURCE_BIN, ['read', '--config', account.config(dir, { max_concurrent_requests: 2 }), '--catalog', CATALOG]);
-      expect(run.code).toBe(1);
+      expect(run.code).toBe(78);
       const traces = errorTraces(parseLines(run.stdout));
       expect(traces).toHaveLength(1);
       expect(traces[0]).toMatchObject({ failure_type: 'config_error', message: expect.stringContaining('HTTP 403') });
@@ -115,7 +115,7 @@ describe('a refused key stops every stream at the first refusal', () => {
   it('the tap: one CRITICAL with the cause (before: one per stream, 11 lines)', async () => {
     // Schemas pinned: no description is asked for, the streams' own requests meet the refusal.
     const run = await runCli(TAP_BIN, ['--config', refusedKey('k401-tap.json', { use_service_schema: false })]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     const critical = tapLines(run.stderr, 'CRITICAL');
     expect(critical.filter((l) => l.includes('HTTP 401'))).toHaveLength(1);
     expect(critical).toHaveLength(2); // the cause, then the summary
@@ -124,7 +124,7 @@ describe('a refused key stops every stream at the first refusal', () => {
 
   it('the tap without a catalog: the same, after the one line on the schemas it read from the description', async () => {
     const run = await runCli(TAP_BIN, ['--config', refusedKey('k401-tap-all.json')]);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     const critical = tapLines(run.stderr, 'CRITICAL');
     expect(critical.filter((l) => l.includes('HTTP 401'))).toHaveLength(1);
     expect(critical).toHaveLength(2);
@@ -135,7 +135,7 @@ describe('a refused key stops every stream at the first refusal', () => {
   it('replicate: no database file is created until the key has been accepted', async () => {
     const db = join(dir, 'refused.db');
     const run = await replicate(refusedKey('k401-replica.json'), db);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stderr).toMatch(/Cannot replicate: The Data-Read API did not accept the API key \(HTTP 401\)/);
     expect(existsSync(db)).toBe(false);
     expect(readdirSync(dir).filter((f) => f.startsWith('refused.db'))).toEqual([]);

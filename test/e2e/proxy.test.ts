@@ -231,7 +231,7 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     expect(status.message).toMatch(/TLS certificate of 127\.0\.0\.1:\d+ is not trusted/);
     expect(status.message).toContain('ca_certificate');
     const read = await airbyte(['read', '--config', acc.config(), '--catalog', CATALOG]);
-    expect(read.code).toBe(1);
+    expect(read.code).toBe(78);
     const errors = errorTraces(read);
     expect(errors.length).toBeGreaterThan(0);
     expect(new Set(errors.map((e) => e.failure_type))).toEqual(new Set(['config_error']));
@@ -248,10 +248,10 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
   });
 
-  it('Singer: CRITICAL pointing to ca_certificate, exit 1; with it, the replica equals the dump', async () => {
+  it('Singer: CRITICAL pointing to ca_certificate, exit 78; with it, the replica equals the dump', async () => {
     const acc = account(tlsEmu, 60);
     const failed = await tap(['--config', acc.config()]);
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(78);
     expect(failed.stderr).toMatch(/CRITICAL .*TLS certificate of 127\.0\.0\.1:\d+ is not trusted.*ca_certificate/);
     const result = await tap(['--config', acc.config({ ca_certificate: ca.caCert })]);
     expect(result.code, result.stderr).toBe(0);
@@ -268,7 +268,7 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     const status = connectionStatus(await airbyte(['check', '--config', config]));
     expect(status).toMatchObject({ status: 'FAILED', message: expect.stringContaining('ca_certificate must hold one or more PEM certificates') });
     const result = await tap(['--config', config, '--discover']);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(78);
     expect(result.stderr).toContain('ca_certificate must hold one or more PEM certificates');
   });
 });
@@ -281,11 +281,11 @@ describe('when the proxy says no, or is not there', () => {
     expect(status.status).toBe('FAILED');
     expect(status.message).toContain(`the proxy 127.0.0.1:${authProxy.port} (proxy_url) did not accept the user name and password given in proxy_url (HTTP 407`);
     const read = await airbyte(['read', '--config', config, '--catalog', CATALOG]);
-    expect(read.code).toBe(1);
+    expect(read.code).toBe(78);
     expect(new Set(errorTraces(read).map((e) => e.failure_type))).toEqual(new Set(['config_error']));
     expect(errorTraces(read)[0]?.message).toContain('407');
     const singer = await tap(['--config', config]);
-    expect(singer.code).toBe(1);
+    expect(singer.code).toBe(78);
     expect(singer.stderr).toMatch(/CRITICAL .*the proxy 127\.0\.0\.1:\d+ \(proxy_url\) did not accept/);
     for (const r of [read, singer]) expect(r.stdout + r.stderr).not.toContain(`wrong-${ENCODED}`);
   });
@@ -299,7 +299,7 @@ describe('when the proxy says no, or is not there', () => {
     expect(status.status).toBe('FAILED');
     expect(status.message).toContain(`the proxy 127.0.0.1:${port} (HTTPS_PROXY) refused the connection (ECONNREFUSED)`);
     const read = await airbyte(['read', '--config', config, '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')], env);
-    expect(read.code).toBe(1);
+    expect(read.code).toBe(75);
     // The proxy is down for every stream alike: one series of retries, one transient_error for the run.
     const errors = errorTraces(read);
     expect(errors.map((e) => e.failure_type)).toEqual(['transient_error']);
@@ -324,7 +324,7 @@ describe('when the proxy says no, or is not there', () => {
     const read = await airbyte(['read', '--config', acc.config({ ca_certificate: ca.caCert }), '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')], {
       HTTPS_PROXY: `socks5://etl:${ENCODED}@127.0.0.1:1080`,
     });
-    expect(read.code).toBe(1);
+    expect(read.code).toBe(78);
     expect(errorTraces(read)).toEqual([expect.objectContaining({ failure_type: 'config_error', message: expect.stringContaining('HTTPS_PROXY names a SOCKS proxy') })]);
   });
 });

@@ -223,13 +223,13 @@ describe('a description that cannot be had: the built-in schemas, one WARN sayin
     try {
       const config = writeJson(dir, 'rejected.json', { api_key: 'drk_live_REJECTEDKEY', base_url: url });
       const airbyte = await runCli(SOURCE_BIN, ['discover', '--config', config]);
-      expect(airbyte.code).toBe(1);
+      expect(airbyte.code).toBe(78);
       expect((await protocolCheckAsync('airbyte-check.py', airbyte.stdout)).errors).toEqual([]);
       const trace = parseLines(airbyte.stdout).find((m) => m.type === 'TRACE') as { trace: { error: { failure_type: string; message: string } } };
       expect(trace.trace.error.failure_type).toBe('config_error');
       expect(trace.trace.error.message).toMatch(/did not accept the API key \(HTTP 401\)/);
       const singer = await runCli(TAP_BIN, ['--config', config, '--discover']);
-      expect(singer.code).toBe(1);
+      expect(singer.code).toBe(78);
       expect(singer.stdout).toBe('');
       expect(singer.stderr).toMatch(/CRITICAL tap-data-read: The Data-Read API did not accept the API key \(HTTP 401\)/);
       expect(airbyte.stdout + airbyte.stderr + singer.stderr).not.toContain('drk_live_REJECTEDKEY');

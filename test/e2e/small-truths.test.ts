@@ -123,7 +123,7 @@ describe('replicate on a read-only database', () => {
     chmodSync(db, 0o444);
     account.mutate({ op: 'update_contacts', count: 2 });
     const run = await replicateAs(config, db);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(new RegExp(`ERROR source-data-read: Cannot replicate: Cannot write the replica database "${db}": the file is read-only \\(EACCES\\)\\. replicate writes into it: make it writable`));
     expect(run.stderr).not.toMatch(/\n\s+at /);
@@ -141,7 +141,7 @@ describe('replicate on a read-only database', () => {
     chmodSync(roDir, asRoot ? 0o755 : 0o555); // root-owned 755: read-only for nobody
     for (const path of [db, join(roDir, 'new.db')]) {
       const run = await replicateAs(config, path);
-      expect(run.code, path).toBe(1);
+      expect(run.code, path).toBe(78);
       expect(run.stderr).toMatch(/Cannot replicate: Cannot write the replica database ".*": its directory ".*ro" is read-only \(EACCES\), and SQLite needs to create ".*-wal" and ".*-shm"/);
       expect(sideFiles(path)).toEqual([]);
     }

@@ -1,6 +1,6 @@
 /**
  * Bad input from the user: each case one clear message naming the field;
- * check FAILED (exit 0), read config_error (exit 1), no stack trace on stdout.
+ * check FAILED (exit 0), read config_error (exit 78), no stack trace on stdout.
  * Adds to the cases of test/airbyte/commands.test.ts.
  */
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-/** `replicate` failures: exit 1 with a message naming the cause, nothing on stdout, never a stack trace. */
+/** `replicate` failures: exit 78/75/70 (by failure type) with a message naming the cause, nothing on stdout, never a stack trace. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -78,7 +78,7 @@ describe('replicate: errors', () => {
   it('an invalid config', async () => {
     const config = writeJson(dir, 'bad.json', { api_key: 'nope', base_url: 'ftp://x' });
     const run = await replicate(config, join(dir, 'a.db'));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/ERROR source-data-read: Cannot replicate: Invalid config: api_key must look like <prefix>_live_<secret>/);
     noStack(run.stderr);
@@ -88,7 +88,7 @@ describe('replicate: errors', () => {
     const key = 'drk_live_notAKeyOfThisService123';
     const config = writeJson(dir, 'badkey.json', { api_key: key, base_url: account.emulator.url });
     const run = await replicate(config, join(dir, 'b.db'));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/Cannot replicate: .*401/);
     expect(run.stderr).not.toContain(key);
@@ -101,14 +101,14 @@ describe('replicate: errors', () => {
   it('a service that cannot be reached', async () => {
     const config = writeJson(dir, 'down.json', { api_key: account.key, base_url: 'http://127.0.0.1:9', max_retries: 0 });
     const run = await replicate(config, join(dir, 'c.db'));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(75);
     expect(run.stderr).toMatch(/Cannot replicate: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9/);
     noStack(run.stderr);
   });
 
   it('a database file that cannot be opened', async () => {
     const run = await replicate(account.config(dir), join(dir, 'no', 'such', 'dir', 'r.db'));
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     expect(run.stderr).toMatch(/Cannot replicate: Cannot open the replica database ".*r\.db"/);
     noStack(run.stderr);
   });
@@ -135,9 +135,14 @@ describe('replicate: errors', () => {
       while (listed() === 0) await new Promise((resolve) => setTimeout(resolve, 20)); // the first run is reading: its lock is held
       const second = await replicate(config, db);
       control.clearFaults();
-      expect(second.code).toBe(1);
-      expect(second.stderr).toMatch(/Cannot replicate: Another replicate run is writing ".*busy\.db" \(pid \d+ on .*\)/);
-      expect((await first).code).toBe(0);
+      const firstDone = await first;
+      // Refused at once with "run again later", naming the holder; the first run is unharmed and its replica exact.
+      expect(second.code).toBe(75);
+      expect(second.stderr).toMatch(
+        /Cannot replicate: Another replicate run is writing ".*busy\.db" \(pid \d+ on .+, started \d{4}-\d\d-\d\dT[\d:.]+Z, last renewed \d{4}-\d\d-\d\dT[\d:.]+Z \(\d+ s ago\)\)\. Run again once it has finished/,
+      );
+      expect(firstDone.code, firstDone.stderr).toBe(0);
+      expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
     } finally {
       control.clearFaults();
     }
@@ -172,13 +177,13 @@ describe('replicate: errors', () => {
     expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
   });
 
-  it('a service error on one stream: exit 1 naming the stream and the cause; the next run completes the replica', async () => {
+  it('a service error on one stream: exit 75 (transient) naming the stream and the cause; the next run completes the replica', async () => {
     const config = account.config(dir, { max_retries: 0, page_size: 10 });
     const db = join(dir, 'e.db');
     account.emulator.control.setFaults([{ kind: '500', every: 1, paths: ['/v1/conversations'], times: 1 }]);
     const failed = await replicate(config, db);
     account.emulator.control.clearFaults();
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(75);
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toMatch(/Replication incomplete: 1 stream\(s\) failed: conversations \(.*500/);
     noStack(failed.stderr);

@@ -116,10 +116,11 @@ describe('ReplicaStore', () => {
     const first = new ReplicaStore(path, undefined, { lock: true });
     first.close(); // released
     const held = new ReplicaStore(path);
-    held.db.prepare('INSERT INTO _replica_lock (id, pid, host, started_at) VALUES (1, ?, ?, ?)').run(process.ppid, hostname(), iso(0));
+    const now = new Date().toISOString();
+    held.db.prepare('INSERT INTO _replica_lock (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)').run(process.ppid, hostname(), now, now);
     held.close();
     expect(() => new ReplicaStore(path, undefined, { lock: true })).toThrow(
-      new RegExp(`Another replicate run is writing ".*r\\.db" \\(pid ${process.ppid} on .*\\). Wait for it to finish`),
+      new RegExp(`Another replicate run is writing ".*r\\.db" \\(pid ${process.ppid} on .*, started .*, last renewed .*\\)\\. Run again once it has finished`),
     );
     const dead = new ReplicaStore(path);
     dead.db.prepare('UPDATE _replica_lock SET pid = ?').run(2 ** 22 + 12345); // above any pid_max: no such process

@@ -41,21 +41,21 @@ describe('tap-data-read (no service)', () => {
     expect(env.stdout).toContain('_sdc_deleted_at');
   });
 
-  it('an invalid config is a CRITICAL log on stderr, exit 1, nothing on stdout, the key never shown', async () => {
+  it('an invalid config is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
     const bad = writeJson(dir, 'bad.json', { api_key: KEY, base_url: 'ftp://example.com', page_size: 500 });
     for (const args of [['--config', bad, '--discover'], ['--config', bad]]) {
       const r = await runCli(TAP_BIN, args);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(78);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(/CRITICAL .*base_url.*page_size/);
       expect(r.stderr).not.toContain(KEY);
     }
     const missing = await runCli(TAP_BIN, ['--config', config, '--catalog', `${dir}/none.json`]);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(78);
     expect(missing.stderr).toMatch(/CRITICAL .*Cannot read the catalog file/);
     const state = writeJson(dir, 'state.json', { bookmarks: { contacts: { sync_watermark: 'soon' } } });
     const badState = await runCli(TAP_BIN, ['--config', config, '--state', state]);
-    expect(badState.code).toBe(1);
+    expect(badState.code).toBe(78);
     expect(badState.stderr).toMatch(/CRITICAL .*Invalid state for stream "contacts"/);
   });
 
@@ -68,10 +68,10 @@ describe('tap-data-read (no service)', () => {
     }
   });
 
-  it('an unreachable service ends with CRITICAL, exit 1, and a final STATE on stdout', async () => {
+  it('an unreachable service ends with CRITICAL, exit 75, and a final STATE on stdout', async () => {
     const quick = writeJson(dir, 'quick.json', { api_key: KEY, base_url: 'http://127.0.0.1:9', max_retries: 0, request_timeout_seconds: 2 });
     const r = await runCli(TAP_BIN, ['--config', quick]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(75);
     const lines = parseLines(r.stdout);
     expect(lines.at(-1)).toMatchObject({ type: 'STATE', value: { bookmarks: {} } });
     expect(lines.filter((l) => l.type === 'RECORD')).toEqual([]);

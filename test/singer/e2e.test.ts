@@ -205,7 +205,7 @@ describe('tap-data-read against the emulator', () => {
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions']);
   });
 
-  it('a failure mid-read: CRITICAL, exit 1, the last STATE resumes and nothing is lost', async () => {
+  it('a failure mid-read: CRITICAL, exit 75 (transient), the last STATE resumes and nothing is lost', async () => {
     const account = newAccount(300, { max_retries: 0 });
     emu.control.setFaults([{ kind: '500', every: 3, times: 1, paths: ['/v1/contacts'] }]);
     let failed: CliResult;
@@ -214,7 +214,7 @@ describe('tap-data-read against the emulator', () => {
     } finally {
       emu.control.clearFaults();
     }
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(75);
     expect(failed.stderr).toMatch(/CRITICAL .*contacts/);
     check(failed.stdout);
     const replica = new MemoryDestination();
@@ -231,14 +231,14 @@ describe('tap-data-read against the emulator', () => {
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
   });
 
-  it('a revoked key: CRITICAL naming the cause, exit 1, the given bookmarks written back unchanged', async () => {
+  it('a revoked key: CRITICAL naming the cause, exit 78, the given bookmarks written back unchanged', async () => {
     const account = newAccount(10);
     const keyInfo = emu.control.lookupKey(account.key);
     if (!keyInfo) throw new Error('key not found');
     emu.control.revokeKey(keyInfo.id);
     const state = { bookmarks: { contacts: { sync_watermark: '2026-01-01T00:00:00.000Z' } }, currently_syncing: null };
     const r = await tap(['--config', account.config, '--state', writeJson(dir, 'revoked-state.json', state)]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(78);
     expect(r.stderr).toMatch(/CRITICAL .*(401|key)/i);
     expect(r.stderr).not.toContain(account.key);
     const last = parseLines(r.stdout).at(-1);

@@ -2,7 +2,7 @@
  * Bad input from the user: config, catalog and state files that are wrong in
  * every usual way. Each must give one clear message naming the field and what
  * is expected: `check` answers CONNECTION_STATUS FAILED (exit 0), `read` one
- * TRACE ERROR config_error (exit 1), and no stack trace reaches stdout.
+ * TRACE ERROR config_error (exit 78), and no stack trace reaches stdout.
  *
  * A state for a stream the catalog does not select is the one exception: the
  * connector's choice is a WARN log and the state is ignored (Airbyte passes
@@ -157,7 +157,7 @@ export async function runBadInput(cases: readonly BadInputCase[], parallel: numb
       } else {
         const e = errors[0];
         readMessage = e?.message ?? '';
-        if (read.code !== 1 || errors.length !== 1 || e === undefined) problems.push(`${label}: read: exit ${String(read.code)} with ${errors.length} error traces (one expected)`);
+        if (read.code !== 78 || errors.length !== 1 || e === undefined) problems.push(`${label}: read: exit ${String(read.code)} with ${errors.length} error traces (one expected)`);
         else {
           if (e.failureType !== 'config_error') problems.push(`${label}: read: ${e.failureType}, not config_error`);
           if (!c.message.test(e.message)) problems.push(`${label}: read says: ${e.message}`);

@@ -157,7 +157,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
     const config = results.filter((r) => r.kind === 'config').length;
     return {
       area: 'Bad input: config, catalog and state',
-      figures: `${results.length} cases (${config} config, ${results.filter((r) => r.kind === 'catalog').length} catalog, ${results.filter((r) => r.kind === 'state').length} state): one message naming the field; check FAILED, read config_error exit 1; no stack trace on stdout`,
+      figures: `${results.length} cases (${config} config, ${results.filter((r) => r.kind === 'catalog').length} catalog, ${results.filter((r) => r.kind === 'state').length} state): one message naming the field; check FAILED, read config_error exit 78; no stack trace on stdout`,
       lost: '–',
       ok: results.every((r) => r.problems.length === 0),
     };

@@ -1,0 +1,123 @@
+/** The replica's writer lock: refused while its holder lives and renews it, taken over when it is dead or stale, renewed by a timer. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
+import { openForWrite } from '../../src/faces/replica/database.js';
+import { LockHeldError, acquireLock, lockTimings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
+import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { tempDir } from '../helpers/cli.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function newDb(): { path: string; db: DatabaseSync } {
+  const dir = tempDir('lock-');
+  dirs.push(dir);
+  const path = join(dir, 'r.db');
+  return { path, db: openForWrite(path) };
+}
+
+const T0 = Date.parse('2026-03-01T10:00:00.000Z');
+const timings = { renewMs: 15_000, staleMs: 60_000 };
+/** A lock row as another run wrote it. */
+function holdAs(db: DatabaseSync, pid: number, host: string, renewedAt: number): void {
+  acquireLock(db, 'x', timings, renewedAt); // creates the table (and takes it as this process)
+  db.prepare('UPDATE _replica_lock SET pid = ?, host = ?, started_at = ?, renewed_at = ?').run(pid, host, new Date(renewedAt - 5000).toISOString(), new Date(renewedAt).toISOString());
+}
+const DEAD_PID = 2 ** 22 + 12345; // above any pid_max: no such process
+
+describe('replica writer lock', () => {
+  it('a live run on this host: refused at once with a transient_error (exit 75) naming pid, host, start and last renewal', () => {
+    const { path, db } = newDb();
+    holdAs(db, process.ppid, hostname(), T0);
+    let thrown: unknown;
+    try {
+      acquireLock(db, path, timings, T0 + 59_000);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(LockHeldError);
+    expect((thrown as LockHeldError).failureType).toBe('transient_error');
+    expect((thrown as Error).message).toBe(
+      `Another replicate run is writing "${path}" (pid ${process.ppid} on ${hostname()}, started 2026-03-01T09:59:55.000Z, last renewed 2026-03-01T10:00:00.000Z (59 s ago)). ` +
+        'Run again once it has finished (exit 75: a scheduler retries later); a lock that its holder stops renewing is taken over 60 s after its last renewal.',
+    );
+    db.close();
+  });
+
+  it('another host renewed within 60 s: refused; not renewed for 60 s: taken over with a WARN naming the old holder and its age', () => {
+    const { path, db } = newDb();
+    holdAs(db, 4242, 'pod-a-7f9c', T0);
+    expect(() => acquireLock(db, path, timings, T0 + 30_000)).toThrow(LockHeldError);
+    const taken = acquireLock(db, path, timings, T0 + 60_000);
+    expect(taken.takeover).toBe(
+      `Took over the writer lock of "${path}": not renewed for 60 s (stale after 60 s), its holder (pid 4242 on pod-a-7f9c, started 2026-03-01T09:59:55.000Z, ` +
+        'last renewed 2026-03-01T10:00:00.000Z (60 s ago)) was killed or cut off; continuing from its last commit.',
+    );
+    expect(db.prepare('SELECT pid, host FROM _replica_lock').get()).toEqual({ pid: process.pid, host: hostname() });
+    db.close();
+  });
+
+  it('a live run on this host that stopped renewing (frozen) is stale too', () => {
+    const { path, db } = newDb();
+    holdAs(db, process.ppid, hostname(), T0);
+    expect(acquireLock(db, path, timings, T0 + 61_000).takeover).toMatch(/not renewed for 61 s/);
+    db.close();
+  });
+
+  it("a dead run's lock on this host is taken over at once, whatever its age", () => {
+    const { path, db } = newDb();
+    holdAs(db, DEAD_PID, hostname(), T0);
+    expect(acquireLock(db, path, timings, T0 + 1000).takeover).toMatch(new RegExp(`from a run that no longer runs \\(pid ${DEAD_PID} on `));
+    db.close();
+  });
+
+  it('renewal moves renewed_at; it fails once another run took the lock; release leaves no row', () => {
+    const { path, db } = newDb();
+    acquireLock(db, path, timings, T0);
+    expect(renewLock(db, T0 + 15_000)).toBe(true);
+    expect(db.prepare('SELECT renewed_at FROM _replica_lock').get()?.renewed_at).toBe('2026-03-01T10:00:15.000Z');
+    db.prepare('UPDATE _replica_lock SET host = ?').run('another-host');
+    expect(renewLock(db, T0 + 30_000)).toBe(false);
+    db.prepare('UPDATE _replica_lock SET host = ?').run(hostname());
+    releaseLock(db);
+    expect(db.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n).toBe(0);
+    db.close();
+  });
+
+  it('a file locked by an older version (no renewed_at column) gains the column; its start counts as the last renewal', () => {
+    const { path, db } = newDb();
+    db.exec('CREATE TABLE _replica_lock (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL)');
+    db.prepare('INSERT INTO _replica_lock VALUES (1, ?, ?, ?)').run(4242, 'old-host', new Date(T0).toISOString());
+    expect(() => acquireLock(db, path, timings, T0 + 10_000)).toThrow(/last renewed 2026-03-01T10:00:00.000Z \(10 s ago\)/);
+    expect(acquireLock(db, path, timings, T0 + 60_000).takeover).toMatch(/not renewed for 60 s/);
+    db.close();
+  });
+
+  it('the store renews its lock on a timer (intervals shortened for tests through the environment)', async () => {
+    const { path, db } = newDb();
+    db.close();
+    process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS = '20';
+    try {
+      expect(lockTimings()).toEqual({ renewMs: 20, staleMs: 60_000 });
+      const store = new ReplicaStore(path, undefined, { lock: true });
+      const renewedAt = (): string => String(store.db.prepare('SELECT renewed_at FROM _replica_lock').get()?.renewed_at);
+      const first = renewedAt();
+      while (renewedAt() === first) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(Date.parse(renewedAt())).toBeGreaterThan(Date.parse(first));
+      // Another run takes the lock over: the store is told once and stops renewing.
+      let lost = 0;
+      store.onLockLost = () => lost++;
+      store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+      while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(lost).toBe(1);
+      store.close();
+    } finally {
+      delete process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS;
+    }
+  });
+});
