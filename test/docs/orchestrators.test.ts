@@ -190,7 +190,7 @@ describe('docs/orchestrators.md: Kubernetes CronJob', () => {
     expect(container.env).toContainEqual({ name: 'HOME', value: '/nonexistent' });
   });
 
-  it('fails the Job on 78 and 2, retries 75, ignores disruptions; restartPolicy Never, as podFailurePolicy needs', () => {
+  it('fails the Job on 78, 2 and 70, retries 75, ignores disruptions; restartPolicy Never, as podFailurePolicy needs', () => {
     const spec = o(o(o(job.spec).jobTemplate).spec);
     expect(o(pod).restartPolicy).toBe('Never');
     expect(spec.backoffLimit).toBeGreaterThan(0);
@@ -200,7 +200,7 @@ describe('docs/orchestrators.md: Kubernetes CronJob', () => {
         expect(o(r.onExitCodes)).toMatchObject({ containerName: container.name, operator: 'In' });
         return o(r.onExitCodes).values as unknown[];
       });
-    expect(onCodes('FailJob').sort()).toEqual([2, 78]);
+    expect(onCodes('FailJob').sort((a, b) => Number(a) - Number(b))).toEqual([2, 70, 78]);
     expect(onCodes('Count')).toEqual([75]);
     expect(rules.some((r) => r.action === 'Ignore' && JSON.stringify(r.onPodConditions).includes('DisruptionTarget'))).toBe(true);
   });

@@ -1,0 +1,33 @@
+/** The exit statuses (sysexits.h) by failure type, and where users read them: both --help texts and docs/orchestrators.md. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HELP } from '../../src/cli/source.js';
+import { TAP_HELP } from '../../src/cli/tap.js';
+import { EXIT_STATUS_HELP, exitStatusFor, exitStatusForAll } from '../../src/exit-status.js';
+import { ROOT } from '../helpers/cli.js';
+
+describe('exit statuses', () => {
+  it('one per failure type: 78 config_error, 75 transient_error, 70 system_error', () => {
+    expect(exitStatusFor('config_error')).toBe(78);
+    expect(exitStatusFor('transient_error')).toBe(75);
+    expect(exitStatusFor('system_error')).toBe(70);
+  });
+
+  it('streams failing differently: the most actionable wins (78, then 70, then 75); none failed: 0', () => {
+    expect(exitStatusForAll(['transient_error', 'config_error', 'system_error'])).toBe(78);
+    expect(exitStatusForAll(['transient_error', 'system_error'])).toBe(70);
+    expect(exitStatusForAll(['transient_error'])).toBe(75);
+    expect(exitStatusForAll([])).toBe(0);
+  });
+
+  it('both --help texts list them, and the docs page has the table', () => {
+    for (const help of [HELP, TAP_HELP]) {
+      expect(help).toContain(EXIT_STATUS_HELP);
+      expect(help).not.toMatch(/\b1 after/);
+    }
+    for (const code of ['0', '2', '78', '75', '70']) expect(EXIT_STATUS_HELP).toMatch(new RegExp(`^  ${code} `, 'm'));
+    const page = readFileSync(join(ROOT, 'docs', 'orchestrators.md'), 'utf8');
+    for (const code of ['0', '2', '78', '75', '70', '130 / 143']) expect(page).toContain(`| ${code} |`);
+  });
+});
