@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { parseLines, protocolCheckAsync, ROOT, runCli, SOURCE_BIN, TAP_BIN, tempDir, writeJson } from '../helpers/cli.js';
+import { parseLines, protocolCheckAsync, ROOT, runAndSignal, runCli, SOURCE_BIN, TAP_BIN, tempDir, writeJson } from '../helpers/cli.js';
 import { pipesEnv, readPipes, VERSION_FIELD, type PipesRead } from '../helpers/pipes-reader.js';
 
 let emu: Emulator;
@@ -128,6 +128,31 @@ describe('Dagster Pipes', () => {
     expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: DAGSTER_PIPES_MESSAGES asks for Pipes messages on stdout/);
+  });
+
+  it('a sync stopped by SIGTERM still closes, with the exception saying so', async () => {
+    const account = newAccount(300);
+    const config = writeJson(dir, 'slow.json', { ...JSON.parse(readFileSync(account.config, 'utf8')), page_size: 10, max_concurrent_requests: 1 });
+    const messages = join(dir, 'stopped-messages.jsonl');
+    const env = pipesEnv(dir, null, { path: messages });
+    // runAndSignal starts the executable with this process's environment.
+    Object.assign(process.env, env);
+    emu.control.setLatency(30);
+    let stopped;
+    try {
+      stopped = await runAndSignal(TAP_BIN, ['--config', config], { signal: 'SIGTERM', count: 3 });
+    } finally {
+      emu.control.setLatency(0);
+      delete process.env.DAGSTER_PIPES_CONTEXT;
+      delete process.env.DAGSTER_PIPES_MESSAGES;
+    }
+    expect(stopped.signalled).toBe(true);
+    expect(stopped.code).toBe(143);
+    const read = readPipes(readFileSync(messages, 'utf8'));
+    expectClean(read);
+    const exception = read.closed?.params?.exception as { name: string; message: string };
+    expect(exception.name).toBe('Interrupted');
+    expect(exception.message).toMatch(/SIGTERM.*\(exit status 143\)/);
   });
 
   it('without the two variables nothing changes: no Pipes line anywhere', async () => {
