@@ -3,10 +3,11 @@
 // replica uses it, unflagged with its busy timeout and transaction state,
 // needs 22.16; on an older Node one line on stderr saying so and how to get
 // a newer one,
-// exit 1, before any of the connector's code is loaded), then the compiled
+// exit 78 (EX_CONFIG: the machine must change, see src/exit-status.ts),
+// before any of the connector's code is loaded), then the compiled
 // entry point (ESM, in dist/: cli/source.js, cli/tap.js or, for the
 // emulator command, emulator/cli.js), whose main() gives the exit status. A
-// checkout that was never built gets one line saying how to build. Plain ES5
+// checkout that was never built gets one line saying how to build (78 too). Plain ES5
 // and CommonJS (bin/package.json) on purpose: every Node.js parses it.
 'use strict';
 
@@ -39,7 +40,7 @@ function howToGetIt() {
   return 'Run it through scripts/with-node, which fetches Node 24 once into .cache/: ' + shown(withNode) + ' ' + sameCommand() + '. Or ' + install;
 }
 
-/** Exit 1 with one line on stderr unless this Node is new enough. */
+/** Exit 78 (EX_CONFIG) with one line on stderr unless this Node is new enough. */
 function requireNode(executable) {
   var version = process.versions.node;
   var parts = version.split('.');
@@ -48,7 +49,7 @@ function requireNode(executable) {
   process.stderr.write(
     executable + ': Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt() + '\n'
   );
-  process.exit(1);
+  process.exit(78);
 }
 
 /** Import dist/<entry> and run its main() with the arguments. */
@@ -67,10 +68,11 @@ function start(executable, entry, args) {
         process.stderr.write(
           executable + ': the compiled code is missing (' + path.relative(process.cwd(), file) + '); build it first: `npm run build` in ' + path.join(__dirname, '..') + '.\n'
         );
+        process.exitCode = 78;
       } else {
         process.stderr.write(executable + ': cannot start: ' + (err && err.stack ? err.stack : String(err)) + '\n');
+        process.exitCode = 70;
       }
-      process.exitCode = 1;
     }
   );
 }

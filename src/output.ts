@@ -101,3 +101,9 @@ export class StderrLogger {
     this.through = through;
   }
 }
+
+/** The code of an error that says the reader of stdout went away (a closed pipe), else undefined. */
+export function closedOutputCode(err: unknown): string | undefined {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
+}

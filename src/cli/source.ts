@@ -4,8 +4,9 @@
  * start fast. `emulator` (the local Data-Read API) is started by
  * bin/source-data-read itself: the connector never loads the emulator.
  */
-import { LineWriter, StderrLogger } from '../output.js';
+import { LineWriter, StderrLogger, closedOutputCode } from '../output.js';
 import { Interrupt } from '../interrupt.js';
+import { ConnectorError } from '../errors.js';
 import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../exit-status.js';
 import { VERSION } from '../version.js';
 import { lastValue, parseArgs } from './args.js';
@@ -35,10 +36,7 @@ every STATE written before it is safe to resume from. check exits 0 with CONNECT
 ${EXIT_STATUS_HELP}`;
 
 /** The reader of stdout went away (a closed pipe): no usage text, exit 75 (run again later). */
-function outputClosed(err: unknown): string | undefined {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
-}
+const outputClosed = closedOutputCode;
 
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
   const [command, ...rest] = argv;
@@ -111,12 +109,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(argv, out, logger, interrupt, end);
   } catch (err) {
-    end.failed(err);
     const closed = err instanceof UsageError ? undefined : outputClosed(err);
     if (closed !== undefined) {
-      logger.log('ERROR', `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`);
+      const message = `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`;
+      end.failed(new ConnectorError('transient_error', message));
+      logger.log('ERROR', message);
       code = EXIT_TEMPFAIL;
     } else {
+      end.failed(err);
       // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
       code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
     }

@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import type { ConnectorError, FailureType } from '../errors.js';
+import { exitStatusFor } from '../exit-status.js';
 import type { StreamState } from './state.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
@@ -104,7 +105,8 @@ export class RunRecorder {
   private readonly now: () => number;
   private readonly startedAt: number;
   private readonly streams = new Map<string, StreamTrack>();
-  private failure: ConnectorError | undefined;
+  /** Every failure told, in order. */
+  private readonly failures: ConnectorError[] = [];
   private signal: string | undefined;
   private counts: () => RunRequestCounts | undefined = () => undefined;
   private redactText: (text: string) => string = (text) => text;
@@ -132,14 +134,21 @@ export class RunRecorder {
 
   /**
    * The streams the run means to sync, in order, with the state each starts
-   * from (full_refresh streams: none). A stream planned again (a second
-   * pass of replicate) keeps its first watermark-before.
+   * from (full_refresh streams: none). A stream planned again keeps its
+   * first watermark-before once anything happened to it (a second pass of
+   * replicate); before that, the later plan's state is the one it starts from
+   * (streams named before their states are read).
    */
   plan(streams: readonly { readonly name: string; readonly state?: StreamState | undefined }[]): void {
     for (const { name, state } of streams) {
-      if (this.streams.has(name)) continue;
       const before = state?.sync_watermark ?? null;
-      this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+      const known = this.streams.get(name);
+      if (known === undefined) {
+        this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+      } else if (known.ended === undefined && known.records === 0 && known.states === 0) {
+        known.before = before;
+        known.after = before;
+      }
     }
   }
 
@@ -178,7 +187,7 @@ export class RunRecorder {
     const t = this.track(name);
     // A stream read twice (replicate's second pass) ends as its last pass did.
     t.ended = end;
-    if (error && end === 'incomplete') this.failure ??= error;
+    if (error && end === 'incomplete') this.failures.push(error);
     const summary = this.streamSummary(t);
     for (const listener of this.endListeners) {
       try {
@@ -194,9 +203,9 @@ export class RunRecorder {
     this.endListeners.push(listener);
   }
 
-  /** The failure that ended the run (the first one told is kept: it is the cause). */
+  /** A failure of the run (the summary tells the first one whose type the exit status is, else the first). */
   fail(error: ConnectorError): void {
-    this.failure ??= error;
+    this.failures.push(error);
   }
 
   /** The command was stopped by a signal. */
@@ -205,7 +214,12 @@ export class RunRecorder {
   }
 
   get failureType(): FailureType | undefined {
-    return this.failure?.failureType;
+    return this.failures[0]?.failureType;
+  }
+
+  /** The failure that explains `exitCode`: the first of the type that exit status stands for, else the first. */
+  private causeOf(exitCode: number): ConnectorError | undefined {
+    return this.failures.find((f) => exitStatusFor(f.failureType) === exitCode) ?? this.failures[0];
   }
 
   private streamSummary(t: StreamTrack): StreamSummary {
@@ -219,21 +233,22 @@ export class RunRecorder {
   snapshot(exitCode: number): RunSummary {
     const finishedAt = this.now();
     const counts = this.counts();
+    const failure = this.causeOf(exitCode);
     const status: RunStatus = this.signal !== undefined ? 'interrupted' : exitCode === 0 ? 'succeeded' : 'failed';
     const message =
       this.signal !== undefined
         ? `Interrupted by ${this.signal}; every checkpoint written before it is safe to resume from.`
         : exitCode === 0
           ? null
-          : this.failure
-            ? truncate(this.redactText(this.failure.message), MESSAGE_MAX_CHARS)
+          : failure
+            ? truncate(this.redactText(failure.message), MESSAGE_MAX_CHARS)
             : null;
     return {
       summary_version: 1,
       command: this.command,
       status,
       exit_code: exitCode,
-      failure_type: exitCode === 0 || this.signal !== undefined ? null : (this.failure?.failureType ?? null),
+      failure_type: exitCode === 0 || this.signal !== undefined ? null : (failure?.failureType ?? null),
       message,
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),

@@ -44,6 +44,12 @@ function fireAndForget(call: () => void | Promise<void>): void {
   }
 }
 
+/** Run `then` once the face's write is done (at once when it was synchronous). */
+function afterWrite(written: void | Promise<void>, then: () => void): void | Promise<void> {
+  if (written instanceof Promise) return written.then(then);
+  then();
+}
+
 /**
  * Every event passes to the face's sink; the records of each stream are
  * counted on the way (into the session's counts), and the run's report told
@@ -73,17 +79,19 @@ class CountingSink implements SyncSink {
 
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     this.counts.set(stream.name, (this.counts.get(stream.name) ?? 0) + records.length);
-    if (this.report) {
-      const column = this.tombstoneColumn;
-      const tombstones = column === undefined ? 0 : records.reduce((n, r) => (r[column] !== undefined && r[column] !== null ? n + 1 : n), 0);
-      this.report.records(stream.name, records.length, tombstones);
-    }
-    return this.sink.records(stream, records, extractedAt);
+    const written = this.sink.records(stream, records, extractedAt);
+    const report = this.report;
+    if (!report) return written;
+    const column = this.tombstoneColumn;
+    const tombstones = column === undefined ? 0 : records.reduce((n, r) => (r[column] !== undefined && r[column] !== null ? n + 1 : n), 0);
+    // Reported once the face took them: a write dropped after a stop signal never counts.
+    return afterWrite(written, () => report.records(stream.name, records.length, tombstones));
   }
 
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    this.report?.state(stream.name, state);
-    return this.sink.state(stream, state);
+    const written = this.sink.state(stream, state);
+    const report = this.report;
+    return report ? afterWrite(written, () => report.state(stream.name, state)) : written;
   }
 
   async streamComplete(stream: StreamDefinition): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * On a Node.js older than 22.19 both executables say so in one line on stderr
- * (and how to get a newer one) and exit 1, before loading any of their code.
+ * (and how to get a newer one) and exit 78 (EX_CONFIG), before loading any of their code.
  * Runs with every old Node found on this machine (the system's /usr/bin/node
  * is Node 20 here; OLD_NODE=/path/to/node adds another); without one the
  * case is skipped, loudly.
@@ -63,7 +63,7 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     for (const [name, bin, args] of RUNS) {
       const run = spawnSync(node, [bin, ...args], { cwd: ROOT, encoding: 'utf8' });
       const what = `${name} ${args.join(' ')}`;
-      expect(run.status, what).toBe(1);
+      expect(run.status, what).toBe(78);
       expect(run.stdout, what).toBe('');
       const lines = run.stderr.split('\n').filter((l) => l !== '');
       expect(lines, what).toHaveLength(1);
@@ -79,7 +79,7 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     cpSync(join(ROOT, 'bin'), join(pkg, 'bin'), { recursive: true });
     for (const name of ['source-data-read', 'tap-data-read']) {
       const run = spawnSync(node, [join(pkg, 'bin', name), '--help'], { cwd: pkg, encoding: 'utf8' });
-      expect(run.status).toBe(1);
+      expect(run.status).toBe(78);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(new RegExp(`^${name}: Node\\.js 22\\.19 or newer is needed; .*Please install Node\\.js 22\\.19 or newer from https://nodejs\\.org/.*\\n$`));
     }

@@ -5,6 +5,7 @@
  * run's summary is valid against schemas/run-summary.json, fits 4 KiB,
  * carries no secret, and its records and watermarks are those of the output.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -133,6 +134,7 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
     const s = summaryOf(summary);
     expect(s).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
     expect(s.message).toMatch(/HTTP 401/);
+    expect(s.streams.map((x) => x.name).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
     for (const x of s.streams) expect(x).toMatchObject({ status: 'skipped', records: 0 });
   });
 
@@ -184,6 +186,11 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
     expect(s).toMatchObject({ status: 'interrupted', exit_code: 143, failure_type: null });
     expect(s.message).toContain('SIGTERM');
     expect(s.streams.some((x) => x.status === 'incomplete' || x.status === 'complete')).toBe(true);
+    if (face !== 'replicate') {
+      // Exactly what went out before the stop: a page the connector had not written when stopped is not counted.
+      const figures = outputFigures(face, run.stdout);
+      for (const x of s.streams) expect(x.records, x.name).toBe(figures.get(x.name)?.records ?? 0);
+    }
   });
 });
 
@@ -201,5 +208,20 @@ describe('--summary on other commands', () => {
     const run = await runCli(SOURCE_BIN, ['read', '--summary', summary, '--catalog', CATALOG]);
     expect(run.code).toBe(2);
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 2, message: 'read needs --config FILE', streams: [] });
+  });
+});
+
+describe('a reader of stdout that goes away', () => {
+  it('the tap: 75 (run again later) with one clear CRITICAL line, and a transient_error summary', async () => {
+    const summary = join(dir, 'tap-closed.json');
+    const child = spawn(process.execPath, [TAP_BIN, '--config', config('tap-closed', { page_size: 5 }), '--summary', summary], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const err: Buffer[] = [];
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdout.once('data', () => child.stdout.destroy()); // the target went away after its first bytes
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    const stderr = Buffer.concat(err).toString('utf8');
+    expect(code, stderr.slice(-800)).toBe(75);
+    expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the sync ended \(EPIPE: its reader went away\)/);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
   });
 });

@@ -86,6 +86,25 @@ describe('RunRecorder', () => {
     expect(r.finish(0).streams[0]).toMatchObject({ records: 8, tombstones: 1, sync_watermark_before: '2026-01-01T00:00:00.000Z' });
   });
 
+  it('a stream named before its state is known takes the state of the plan that follows', () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts' }]);
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-01-01T00:00:00.000Z' } }]);
+    expect(r.finish(0).streams[0]).toMatchObject({ sync_watermark_before: '2026-01-01T00:00:00.000Z', sync_watermark_after: '2026-01-01T00:00:00.000Z', status: 'skipped' });
+  });
+
+  it('the failure told is the one the exit status stands for (the first of its type), else the first', () => {
+    const r = new RunRecorder('sync');
+    r.plan([{ name: 'contacts' }, { name: 'conversations' }]);
+    r.streamEnded('contacts', 'incomplete', new ConnectorError('system_error', 'write EPIPE'));
+    r.fail(new ConnectorError('transient_error', 'stdout was closed'));
+    expect(r.finish(75)).toMatchObject({ failure_type: 'transient_error', message: 'stdout was closed' });
+    const other = new RunRecorder('read');
+    other.fail(new ConnectorError('system_error', 'first'));
+    other.fail(new ConnectorError('transient_error', 'second'));
+    expect(other.finish(1)).toMatchObject({ failure_type: 'system_error', message: 'first' });
+  });
+
   it('tells listeners each stream as it ends', () => {
     const r = new RunRecorder('read');
     const seen: StreamSummary[] = [];

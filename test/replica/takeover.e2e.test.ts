@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../src/engine/run-report.js';
-import { SOURCE_BIN, tempDir, type CliResult } from '../helpers/cli.js';
+import { startEmulator } from '../../src/emulator/server.js';
+import { SOURCE_BIN, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
 
 const OTHER_HOST = 'replica-pod-b';
@@ -108,5 +109,55 @@ describe('replicate: a killed run, the next one from another host', () => {
     const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
     expect(s).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
     expect(s.streams.map((x) => x.status)).toEqual(['complete', 'complete', 'complete', 'complete', 'complete']);
+  });
+});
+
+describe('replicate: the lock is renewed while the run waits on a rate limit', () => {
+  it('renewed_at moves on during the waits (renewal shortened for the test); the summary counts the waits', async () => {
+    // A quota of 3 requests a second: the run waits for the window several times.
+    const emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 9, limits: { perMinute: 3, windowMs: 1000 } });
+    const dir = tempDir('replica-renew-');
+    try {
+      const account = emulator.control.createAccount({ name: 'Renewal test' });
+      const key = emulator.control.createKey(account.id).key;
+      emulator.control.seed(account.id, { contacts: 20 });
+      const config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100, max_concurrent_requests: 1 });
+      const db = join(dir, 'renew.db');
+      const summary = join(dir, 'summary.json');
+      const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db, '--summary', summary], {
+        env: { ...process.env, SOURCE_DATA_READ_TEST_LOCK_RENEW_MS: '100' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      const err: Buffer[] = [];
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      let code: number | null | undefined;
+      const exited = new Promise<void>((resolve) => child.on('close', (c) => resolve(void (code = c))));
+      const renewals = new Set<string>();
+      while (code === undefined) {
+        try {
+          const check = new DatabaseSync(db, { readOnly: true });
+          try {
+            const row = check.prepare('SELECT renewed_at FROM _replica_lock').get();
+            if (row?.renewed_at) renewals.add(String(row.renewed_at));
+          } finally {
+            check.close();
+          }
+        } catch {
+          // not created yet, or busy this moment
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await exited;
+      const stderr = Buffer.concat(err).toString('utf8');
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/Pausing requests for/);
+      expect(renewals.size).toBeGreaterThanOrEqual(5);
+      const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
+      expect(s.rate_limit_waits).toBeGreaterThanOrEqual(1);
+      expect(s.rate_limit_wait_seconds).toBeGreaterThan(0);
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -128,6 +128,8 @@ const failureTypes = (failures: readonly { readonly error: { readonly failureTyp
 export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
   const { logger, report } = ctx;
   const started = Date.now();
+  // Every stream is replicated: a run refused before it reads its states still lists them (skipped).
+  report?.plan(REPLICA_STREAMS.map(({ stream }) => ({ name: stream.name })));
   // Stopped before the replica is opened (the account check): nothing written yet; the summary says so.
   const stopEarly = (signal: NodeJS.Signals): void => {
     ctx.onSignal?.(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');

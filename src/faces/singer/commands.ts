@@ -5,11 +5,11 @@ import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-sche
 import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
-import { toConnectorError } from '../../errors.js';
+import { ConnectorError, toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
 import type { Interrupt } from '../../interrupt.js';
-import type { LineWriter, StderrLogger } from '../../output.js';
+import { closedOutputCode, type LineWriter, type StderrLogger } from '../../output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, type TerminalProgress } from '../progress.js';
@@ -46,7 +46,12 @@ export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedC
 }
 
 function critical(ctx: TapContext, err: unknown): number {
-  const error = toConnectorError(err);
+  // The reader of stdout (the target) went away: run again later, from the last STATE it committed.
+  const closed = closedOutputCode(err);
+  const error =
+    closed === undefined
+      ? toConnectorError(err)
+      : new ConnectorError('transient_error', `stdout was closed before the sync ended (${closed}: its reader went away); stopped. The last STATE it took is safe to resume from.`);
   ctx.report?.fail(error);
   ctx.logger.log('CRITICAL', error.message);
   if (error.internal) ctx.logger.log('DEBUG', error.internal);
