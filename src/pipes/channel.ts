@@ -30,15 +30,34 @@ export interface ChannelTargets {
   readonly stdoutFree: boolean;
 }
 
+/**
+ * Appends to the file Dagster tails. The first message (`opened`) that cannot
+ * be written fails the command (PipesSetupError naming the file); a later one
+ * is said once on stderr, and the command goes on (the data is not at stake).
+ */
 class FileChannel implements MessageChannel {
   private readonly path: string;
+  private readonly stderr: LineTarget;
+  private written = false;
+  private broken = false;
 
-  constructor(path: string) {
+  constructor(path: string, stderr: LineTarget) {
     this.path = path;
+    this.stderr = stderr;
   }
 
   write(message: object): void {
-    appendFileSync(this.path, `${JSON.stringify(message)}\n`, 'utf8');
+    if (this.broken) return;
+    try {
+      appendFileSync(this.path, `${JSON.stringify(message)}\n`, 'utf8');
+      this.written = true;
+    } catch (err) {
+      const code = String((err as { code?: unknown }).code ?? (err instanceof Error ? err.message : err));
+      const what = `Cannot write the Dagster Pipes messages file ${this.path} named by ${MESSAGES_ENV} (${code})`;
+      if (!this.written) throw new PipesSetupError(`${what}: the orchestrator creates it before it starts the command; run the command from Dagster, or unset the DAGSTER_PIPES_* variables.`);
+      this.broken = true;
+      this.stderr.write(`${new Date().toISOString()} WARN dagster-pipes: ${what}; the messages after this one are lost.\n`);
+    }
   }
 
   close(): void {}
@@ -80,8 +99,7 @@ function streamTarget(key: string, value: unknown, targets: ChannelTargets): Lin
 export function openChannel(params: PipesParams, targets: ChannelTargets): MessageChannel {
   if ('path' in params) {
     if (typeof params.path !== 'string' || params.path === '') throw new PipesSetupError(`${MESSAGES_ENV} has a "path" that is not a file path: ${JSON.stringify(params.path)}.`);
-    const channel = new FileChannel(params.path);
-    return channel;
+    return new FileChannel(params.path, targets.stderr);
   }
   if ('stdio' in params) return new StreamChannel(streamTarget('stdio', params.stdio, targets), false);
   if ('buffered_stdio' in params) return new StreamChannel(streamTarget('buffered_stdio', params.buffered_stdio, targets), true);

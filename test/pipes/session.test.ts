@@ -4,7 +4,7 @@
  * carries a protocol), the messages as Dagster's reader takes them, asset keys.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +90,20 @@ describe('channels', () => {
     file.write({ y: 1 });
     file.write({ y: 2 });
     expect(readFileSync(path, 'utf8')).toBe('{"y":1}\n{"y":2}\n');
+  });
+
+  it('a messages file that cannot be written: refused at `opened`, said once on stderr later', () => {
+    const t = targets(false);
+    const missing = openChannel({ path: join(dir, 'no-such-folder', 'messages') }, t);
+    expect(() => missing.write({ a: 1 })).toThrow(/Cannot write the Dagster Pipes messages file .*no-such-folder.*ENOENT/);
+    const path = join(dir, 'becomes-a-folder');
+    const file = openChannel({ path }, t);
+    file.write({ a: 1 });
+    rmSync(path);
+    mkdirSync(path);
+    file.write({ a: 2 });
+    file.write({ a: 3 });
+    expect(t.stderr.text().match(/WARN dagster-pipes: Cannot write/g)).toHaveLength(1);
   });
 
   it('names the keys it got when none is a channel it writes', () => {
