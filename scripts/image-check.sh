@@ -15,8 +15,11 @@
 #    this machine's loopback (scripts/image-check/runs.sh): the user (uid 1000);
 #    spec, check, discover, read, an incremental read from its state (files
 #    mounted read-only, --network host); the Singer face (--entrypoint
-#    tap-data-read); `docker stop` of a long read. Every output passes the
-#    project's protocol checker (scripts/protocol-check.ts, compiled by
+#    tap-data-read); check, read and replicate as the Kubernetes CronJob of
+#    docs/orchestrators.md runs them (a restricted pod: uid 4242, group 0,
+#    --read-only, --tmpfs /tmp, HOME unwritable; the options read from its
+#    YAML by scripts/pod-options.ts); `docker stop` of a long read. Every output passes
+#    the project's protocol checker (scripts/protocol-check.ts, compiled by
 #    `npm run build:dev`), and the replica of full + incremental syncs equals
 #    the emulator's dump.
 # On exit (also on failure or Ctrl-C) it removes its containers, stops its

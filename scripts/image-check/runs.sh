@@ -12,6 +12,11 @@
 #                     stderr to $OUT/NAME.err; fails on a non-zero exit
 #   airbyte_checker NAME / singer_checker NAME   the protocol checker on $OUT/NAME.out
 #                     (its JSON summary in $OUT/NAME.check.json; fails on any error)
+#
+# `restricted` runs check, read and replicate as the Kubernetes CronJob of
+# docs/orchestrators.md runs the image (a restricted pod: uid 4242, group 0, a
+# read-only root file system, a tmpfs /tmp, HOME unwritable, no capabilities):
+# its docker options are read from that YAML by scripts/pod-options.ts.
 
 emulator_start() { # LOG_DIR
   local logs="$1" i ready="$1/emulator.json"
@@ -89,7 +94,7 @@ PY
 
 # --------------------------------------------------------------------- checks
 
-IMAGE_CHECKS=(user airbyte singer stop)
+IMAGE_CHECKS=(user airbyte singer restricted stop)
 
 image_check_user() {
   local uid user
@@ -243,6 +248,89 @@ image_check_singer() {
   [ "$inc" -gt 0 ] && [ "$inc" -lt "$full" ] || fail "tap: the incremental sync wrote $inc records after a full one of $full"
   tables="$(replica_equals_dump singer "$OUT/tap-sync.out" "$OUT/tap-sync-incremental.out")" || fail "singer: full + incremental sync"
   say "singer: --about; --config ENV --discover; sync $full records; incremental sync from its STATE $inc records; replica = emulator ($tables)"
+}
+
+# The ids of each table of a replica equal the emulator's dump.
+replica_db_equals_dump() { # DB
+  emu_control GET "/accounts/$EMU_ACCOUNT/dump" >"$OUT/dump.json"
+  python3 - "$OUT/dump.json" "$1" <<'PY'
+import json, sqlite3, sys
+dump = json.load(open(sys.argv[1]))
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[2], uri=True)
+bad = []
+for name, rows in dump.items():
+    got = sorted(r[0] for r in db.execute('SELECT id FROM "%s"' % name))
+    want = sorted(r["id"] for r in rows)
+    if got != want:
+        bad.append("%s: %d rows, the emulator has %d" % (name, len(got), len(want)))
+if bad:
+    sys.exit("the replica differs from the emulator's dump: " + "; ".join(bad))
+print(" ".join("%s %d" % (n, len(r)) for n, r in dump.items()))
+PY
+}
+
+image_check_restricted() {
+  # The recipe's Secret (config.json, catalog.json: root's, mode 0440, group 0 as fsGroup 0 makes it) and
+  # PersistentVolumeClaim (root's, group 0 may write), as host folders.
+  local secret="$WORK/pod-secret" claim="$WORK/pod-claim" log="$OUT/termination-log" lines=() opts=() args=() image="" seen=0 line
+  mkdir -p "$secret" "$claim"
+  python3 -c 'import json,sys; print(json.dumps({"api_key": sys.argv[1], "base_url": sys.argv[2]}))' "$EMU_KEY" "$EMU_URL" >"$secret/config.json"
+  cp "$ROOT/catalog/configured_catalog.json" "$secret/catalog.json"
+  chown -R 0:0 "$secret" "$claim"
+  chmod 0440 "$secret"/*.json
+  chmod 0750 "$secret"
+  chmod 0770 "$claim"
+  : >"$log"
+  chmod 0666 "$log"
+  mapfile -t lines < <("$ROOT/scripts/with-node" node "$ROOT/scripts/pod-options.ts" config="$secret" replica="$claim" --termination-log "$log" 2>"$OUT/pod-options.err" || true)
+  for line in "${lines[@]}"; do
+    if [ "$seen" = 0 ]; then
+      if [ "$line" = -- ]; then seen=1; else opts+=("$line"); fi
+    elif [ -z "$image" ]; then
+      image="$line"
+    else
+      args+=("$line")
+    fi
+  done
+  [ -n "$image" ] || { cat "$OUT/pod-options.err" >&2; fail "restricted: no docker options from the Kubernetes recipe of docs/orchestrators.md"; }
+  [ "$image" = "$IMAGE" ] || fail "restricted: the Kubernetes recipe runs $image, not the image built here ($IMAGE)"
+  printf '%s\n' "${opts[*]}" >"$OUT/restricted.options"
+  local o
+  for o in --read-only --tmpfs --cap-drop --user; do
+    printf ' %s ' "${opts[*]}" | grep -q -- " $o " || fail "restricted: the Kubernetes recipe gives no $o (options: ${opts[*]})"
+  done
+
+  # What the pod gets, whatever the image says: uid 4242 and group 0; only /tmp writable.
+  run_image restricted-id --network none "${opts[@]}" --entrypoint /bin/sh -- -c \
+    'id -u; id -g; touch /probe 2>/dev/null && echo root-writable; touch "$HOME/probe" 2>/dev/null && echo home-writable; touch /tmp/probe && echo tmp-writable'
+  [ "$(tr '\n' ' ' <"$OUT/restricted-id.out")" = "4242 0 tmp-writable " ] \
+    || fail "restricted: not uid 4242, group 0, a read-only root and HOME, a writable /tmp: $(tr '\n' ' ' <"$OUT/restricted-id.out")"
+
+  run_image restricted-check --network host "${opts[@]}" -- check --config /config/config.json
+  airbyte_checker restricted-check
+  grep -q '"status":"SUCCEEDED"' "$OUT/restricted-check.out" || { cat "$OUT/restricted-check.out" >&2; fail "restricted: check did not succeed"; }
+  run_image restricted-read --network host "${opts[@]}" -- read --config /config/config.json --catalog /config/catalog.json
+  airbyte_checker restricted-read
+
+  # The CronJob's own command as written: the replica on the claim, the run's summary as the termination message.
+  run_image restricted-replicate --network host "${opts[@]}" -- "${args[@]}"
+  [ ! -s "$OUT/restricted-replicate.out" ] || fail "restricted: replicate wrote on stdout"
+  [ "$(stat -c %u "$claim/replica.db")" = 4242 ] || fail "restricted: the replica is not uid 4242's file"
+  local tables
+  tables="$(replica_db_equals_dump "$claim/replica.db")" || fail "restricted: replicate"
+  python3 - "$log" <<'PY' || fail "restricted: the termination message is not the run's summary (succeeded, within 4 KiB)"
+import json, os, sys
+size = os.path.getsize(sys.argv[1])
+assert 0 < size <= 4096, size
+summary = json.load(open(sys.argv[1]))
+assert summary["status"] == "succeeded" and summary["exit_code"] == 0, summary
+assert summary["command"] == "replicate" and {s["status"] for s in summary["streams"]} == {"complete"}, summary
+PY
+  # The next scheduled run: incremental, from the state kept in the replica.
+  change_account
+  run_image restricted-replicate-again --network host "${opts[@]}" -- "${args[@]}"
+  tables="$(replica_db_equals_dump "$claim/replica.db")" || fail "restricted: the second replicate"
+  say "restricted: as the Kubernetes recipe's pod (${opts[*]}): check SUCCEEDED; read $(count_of restricted-read records) records; replicate twice into the claim (uid 4242's file), replica = emulator ($tables); the summary as termination message ($(stat -c %s "$log") bytes)"
 }
 
 image_check_stop() {

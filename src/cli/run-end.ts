@@ -5,11 +5,14 @@
  * and finished with the exit status, however the command ends (returned,
  * thrown, a usage mistake, a signal), then written to `--summary FILE`. A
  * summary that cannot be written is said on stderr; it never changes the
- * exit status.
+ * exit status. Launched by Dagster Pipes (DAGSTER_PIPES_CONTEXT and
+ * DAGSTER_PIPES_MESSAGES set), the report also feeds the Pipes session
+ * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import type { RunCommand, RunRecorder } from '../engine/run-report.js';
 import type { StopSignal } from '../interrupt.js';
+import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../version.js';
 import { writeSummaryFile } from './summary-file.js';
 import { UsageError } from './usage.js';
@@ -20,6 +23,7 @@ export class RunEnd {
   private summaryText: ((code: number) => string) | undefined;
   private path: string | undefined;
   private written = false;
+  private pipes: PipesReport | undefined;
 
   /** @param log says a summary that cannot be written (stderr, at the executable's error level) */
   constructor(log: (message: string) => void) {
@@ -33,6 +37,11 @@ export class RunEnd {
     this.path = summaryPath;
     const recorder = this.recorder;
     this.summaryText = (code) => summaryJson(recorder.finish(code));
+    // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
+    if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
+      const { pipesForRun } = await import('../pipes/index.js');
+      this.pipes = pipesForRun(process.env, recorder, command);
+    }
     return recorder;
   }
 
@@ -55,6 +64,7 @@ export class RunEnd {
     if (this.written || this.recorder === undefined || this.summaryText === undefined) return;
     this.written = true;
     const text = this.summaryText(code);
+    this.pipes?.finish(this.recorder.finish(code));
     if (this.path === undefined) return;
     try {
       writeSummaryFile(this.path, text);

@@ -94,9 +94,10 @@ class CountingSink implements SyncSink {
     return report ? afterWrite(written, () => report.state(stream.name, state)) : written;
   }
 
-  streamComplete(stream: StreamDefinition): void | Promise<void> {
+  async streamComplete(stream: StreamDefinition): Promise<void> {
+    // The face first (the tap's final STATE of the stream): a listener of the report (Dagster Pipes) hears of it after.
+    await this.sink.streamComplete(stream);
     this.report?.streamEnded(stream.name, 'complete');
-    return this.sink.streamComplete(stream);
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {

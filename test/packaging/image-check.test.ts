@@ -33,7 +33,7 @@ describe('scripts/image-check.sh', () => {
   it('defines every check it runs, and checks outputs with the project\'s own protocol checker', () => {
     const runs = read('scripts/image-check/runs.sh');
     const list = /^IMAGE_CHECKS=\(([^)]*)\)/m.exec(runs)?.[1]?.trim().split(/\s+/) ?? [];
-    expect(list).toEqual(expect.arrayContaining(['user', 'airbyte', 'singer', 'stop']));
+    expect(list).toEqual(expect.arrayContaining(['user', 'airbyte', 'singer', 'restricted', 'stop']));
     for (const name of list) expect(runs).toMatch(new RegExp(`^image_check_${name}\\(\\) \\{`, 'm'));
     const main = read('scripts/image-check.sh');
     expect(main).toContain('PROTOCOL_CHECK="$ROOT/.build/dev/scripts/protocol-check.js"');

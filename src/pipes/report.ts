@@ -1,0 +1,39 @@
+/**
+ * Dagster Pipes fed by the run's report (engine/run-report.ts): a stream that
+ * ends complete is reported as a materialization with its records and its
+ * sync_watermark after the run; when the command ends, `closed`, with the
+ * exception when the run did not succeed. `replicate` may read a stream twice
+ * in one run (finishing a read interrupted last time, then what changed
+ * since): its streams are reported from the final summary instead, once.
+ */
+import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../engine/run-report.js';
+import type { PipesSession } from './session.js';
+
+export class PipesReport {
+  private readonly pipes: PipesSession;
+  private readonly atEnd: boolean;
+
+  /** Listen to `recorder`'s streams as they end (for `command` replicate: at the end only). */
+  constructor(pipes: PipesSession, recorder: RunRecorder, command: RunCommand) {
+    this.pipes = pipes;
+    this.atEnd = command === 'replicate';
+    if (!this.atEnd) recorder.onStreamEnd((stream) => this.materialized(stream));
+  }
+
+  private materialized(stream: StreamSummary): void {
+    if (stream.status !== 'complete') return;
+    this.pipes.materialized({ stream: stream.name, records: stream.records, syncWatermark: stream.sync_watermark_after });
+  }
+
+  /** The command ended with this summary: the streams not told yet, then `closed`. */
+  finish(summary: RunSummary): void {
+    if (this.atEnd) for (const stream of summary.streams) this.materialized(stream);
+    if (summary.status === 'succeeded') {
+      this.pipes.close();
+      return;
+    }
+    const name = summary.status === 'interrupted' ? 'Interrupted' : (summary.failure_type ?? 'Error');
+    const message = summary.message ?? `The ${summary.command} ended with exit status ${summary.exit_code}; its log (stderr) says why.`;
+    this.pipes.close({ name, message: `${message} (exit status ${summary.exit_code})` });
+  }
+}
