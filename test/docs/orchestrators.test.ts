@@ -22,7 +22,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileS
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { cronJob, dockerRun, manifests, podSpec, recipeYaml } from '../../scripts/pod-options.js';
+import { RECIPE_NAME, cronJob, dockerRun, manifests, podSpec, recipeYaml } from '../../scripts/pod-options.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { parseLines, ROOT, runCli, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { pipesEnv, readPipes } from '../helpers/pipes-reader.js';
@@ -32,14 +32,9 @@ const PAGE = 'docs/orchestrators.md';
 const page = readFileSync(join(ROOT, PAGE), 'utf8');
 const NODE_DIR = dirname(process.execPath);
 
-/** The fenced block of `lang` right after `<!-- recipe: name -->`. */
+/** The fenced block of `lang` right after `<!-- recipe: name -->` on this page. */
 function block(name: string, lang: string): string {
-  const marker = `<!-- recipe: ${name} -->`;
-  const at = page.indexOf(marker);
-  if (at === -1) throw new Error(`${PAGE} has no ${marker}`);
-  const found = new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(page.slice(at + marker.length));
-  if (found === null || found.index > 2) throw new Error(`${PAGE}: no \`\`\`${lang} block right after ${marker}`);
-  return found[1] as string;
+  return docRecipe(PAGE, name, lang);
 }
 
 type Obj = Record<string, unknown>;
@@ -163,6 +158,11 @@ describe('docs/orchestrators.md: Kubernetes CronJob', () => {
   const container = o((pod.containers as unknown[])[0]);
   const volumes = new Map((pod.volumes as Obj[]).map((v) => [v.name as string, v]));
   const mounts = new Map((container.volumeMounts as Obj[]).map((m) => [m.name as string, m]));
+
+  it('is the block the image check reads (scripts/pod-options.ts)', () => {
+    expect(RECIPE_NAME).toBe('kubernetes-cronjob');
+    expect(recipeYaml(page)).toBe(block('kubernetes-cronjob', 'yaml'));
+  });
   const args = container.args as string[];
   const argOf = (flag: string): string => args[args.indexOf(flag) + 1] as string;
 

@@ -15,7 +15,6 @@ import { ROOT, parseLines, tempDir, writeJson } from '../helpers/cli.js';
 import { docRecipe, runShell } from '../helpers/readme.js';
 import { setup, type Setup } from '../emulator/helpers.js';
 
-const PAGE = 'docs/orchestrators.md';
 
 /** A stand-in for target-jsonl: records to <stream>.jsonl files, the STATE values it committed on stdout. */
 const TARGET_JSONL = `#!/usr/bin/env node
@@ -108,7 +107,7 @@ const CASES = [
 describe.each(CASES)('$recipe', ({ recipe, state, output }) => {
   it('keeps the state through a failed run (unreachable: 75, revoked key: 78); the next run resumes; one run at a time', async () => {
     const { dir, env } = workdir(recipe);
-    const script = docRecipe(PAGE, recipe);
+    const script = docRecipe('docs/orchestrators.md', recipe);
     const run = async (config: keyof typeof configs) => {
       writeJson(dir, 'config.json', configs[config]());
       return runShell(script, { cwd: dir, env });

@@ -14,14 +14,14 @@ export function readmeRecipe(name: string): string {
   return docRecipe('README.md', name);
 }
 
-/** The text of the ```sh block after `<!-- recipe: name -->` in a page of the repository (a path from its root). */
-export function docRecipe(file: string, name: string): string {
+/** The text of the fenced block of `lang` (```sh by default) after `<!-- recipe: name -->` in a page of the repository (a path from its root). */
+export function docRecipe(file: string, name: string, lang = 'sh'): string {
   const page = readFileSync(join(ROOT, file), 'utf8');
   const marker = `<!-- recipe: ${name} -->`;
   const at = page.indexOf(marker);
   if (at === -1) throw new Error(`${file} has no ${marker}`);
-  const block = /^```sh\n([\s\S]*?)^```$/m.exec(page.slice(at + marker.length));
-  if (block === null || block.index > 2) throw new Error(`${file}: no \`\`\`sh block right after ${marker}`);
+  const block = new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(page.slice(at + marker.length));
+  if (block === null || block.index > 2) throw new Error(`${file}: no \`\`\`${lang} block right after ${marker}`);
   return block[1] as string;
 }
 
