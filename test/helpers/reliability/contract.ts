@@ -70,7 +70,7 @@ export async function runContractCase(c: ContractCase, seed: number): Promise<Co
     let tampered: { id: string; objectId: string } | undefined;
     if (c.error !== undefined) {
       const e = errors[0];
-      if (run.code !== 1 || errors.length !== 1 || e === undefined) problems.push(`${label}: exit ${String(run.code)} with ${errors.length} error traces (one expected)`);
+      if (run.code !== 70 || errors.length !== 1 || e === undefined) problems.push(`${label}: exit ${String(run.code)} with ${errors.length} error traces (one expected)`);
       else {
         message = e.message;
         if (e.failureType !== 'system_error') problems.push(`${label}: ${e.failureType}, not system_error`);

@@ -110,7 +110,7 @@ export async function runPerDay(o: { variant: 'quota' | 'retry_after'; contacts:
     const replica = new MemoryDestination();
     replica.applyAirbyte(first.messages);
     const errors = errorTraces(first.messages);
-    if (first.code !== 1 || errors.length === 0) problems.push(`${label}: exit ${String(first.code)} with ${errors.length} error traces`);
+    if (first.code !== 75 || errors.length === 0) problems.push(`${label}: exit ${String(first.code)} with ${errors.length} error traces`);
     let message = '';
     for (const e of errors) {
       const m = RESETS_AT.exec(e.message);
