@@ -13,6 +13,7 @@
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
 import { SyncSession } from '../../engine/session.js';
+import { treatedSchemasFor, treatmentPlan, treatmentRecord } from '../../personal-data.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { toConnectorError } from '../../errors.js';
 import { readJsonFile } from '../../files.js';
@@ -87,7 +88,10 @@ async function openRun(logger: StderrLogger, config: Config, dbPath: string): Pr
     }
     const schemas = await describing;
     for (const note of schemas.notes) logger.log(note.level, note.message);
-    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
+    // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
+    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
+    const treatments = treatmentRecord(treatmentPlan(config), config.hash_key);
+    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: treated, retype: schemas.source === 'service', treatments });
     return { session, store, account: account.message };
   } catch (err) {
     logger.log('ERROR', `Cannot replicate: ${toConnectorError(err).message}`);

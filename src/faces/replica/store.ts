@@ -20,6 +20,7 @@ import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
+import { holdTreatments } from './treatments.js';
 
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
@@ -80,10 +81,12 @@ export class ReplicaStore {
    * columns migrated in place. `lock`: take the writer lock (one replicate
    * run per file at a time).
    */
-  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } & ColumnOptions = {}) {
+  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {}) {
     this.path = path;
     this.db = openForWrite(path);
     try {
+      // Before anything is written: a file built with other treatments is refused untouched.
+      if (options.treatments !== undefined) holdTreatments(this.db, path, options.treatments);
       if (options.lock) {
         acquireLock(this.db, path);
         this.locked = true;
