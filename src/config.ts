@@ -9,6 +9,9 @@ import { proxySecrets } from './proxy-env.js';
 import { parseProxyUrl } from './proxy-url.js';
 import { closestName } from './suggest.js';
 import { PERSONAL_DATA_CHOICES, TREATMENTS, treatmentProblems } from './personal-data.js';
+import { STREAMS } from './streams.js';
+
+const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
 import { daysInMonth, utcMs } from './schemas/calendar.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -212,7 +215,9 @@ const personalData = z
   ));
 
 const fieldTreatment = z.object({
-  stream: z.string({ error: 'stream must be a stream name' }).meta({ title: 'Stream', description: 'The stream of the field, e.g. contacts.', order: 0 }),
+  stream: z
+    .enum(STREAM_NAMES, { error: (issue) => `stream ${JSON.stringify(issue.input)} is not a stream of this source; streams: ${STREAM_NAMES.join(', ')}` })
+    .meta({ title: 'Stream', description: 'The stream of the field, e.g. contacts.', order: 0 }),
   field: z.string({ error: 'field must be a field name' }).meta({ title: 'Field', description: 'A top-level field of that stream, e.g. email.', order: 1 }),
   treatment: z
     .enum(TREATMENTS, { error: `treatment must be one of ${TREATMENTS.join(', ')}` })
