@@ -13,7 +13,8 @@
  * - `drop`: the field is removed.
  * null stays null. A stream without treatments costs nothing: no plan, no pass.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { HmacSha256 } from './hmac-sha256.js';
 import { ConfigError } from './errors.js';
 import { isRawNumber } from './exact-json.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from './streams.js';
@@ -66,9 +67,10 @@ export function normalize(value: string, kind: PersonalKind): string {
   }
 }
 
-/** Lower-case hex HMAC-SHA-256 of `message` under `key` (both as UTF-8). */
-export function hmacSha256Hex(key: string | Buffer, message: string | Buffer): string {
-  return createHmac('sha256', key).update(message).digest('hex');
+/** Lower-case hex HMAC-SHA-256 of `message` under `key` (strings as UTF-8). */
+export function hmacSha256Hex(key: string | Uint8Array, message: string | Uint8Array): string {
+  const mac = new HmacSha256(key);
+  return typeof message === 'string' ? mac.hex(message) : mac.hexOfBytes(message);
 }
 
 export function sha256Hex(message: string): string {
@@ -91,13 +93,37 @@ function asText(value: unknown): string {
   return JSON.stringify(value) ?? '';
 }
 
+/** Tokens of repeated text values (first and last names repeat a lot): at most this many kept, then forgotten. */
+const TEXT_CACHE_SIZE = 20_000;
+
+/** The `hash` treatment under one key: HMAC-SHA-256 of the normalized value; tokens of text values remembered. */
+class Hasher {
+  readonly #mac: HmacSha256;
+  readonly #text = new Map<string, string>();
+
+  constructor(key: string) {
+    this.#mac = new HmacSha256(key);
+  }
+
+  token(text: string, kind: PersonalKind): string {
+    if (kind !== 'text') return this.#mac.hex(normalize(text, kind));
+    let token = this.#text.get(text);
+    if (token === undefined) {
+      token = this.#mac.hex(normalize(text, kind));
+      if (this.#text.size >= TEXT_CACHE_SIZE) this.#text.clear();
+      this.#text.set(text, token);
+    }
+    return token;
+  }
+}
+
 /** One value treated (never called for drop). */
-function treatValue(value: unknown, field: TreatedField, key: string): unknown {
+function treatValue(value: unknown, field: TreatedField, hasher: Hasher): unknown {
   if (value === null || value === undefined) return value;
   const text = asText(value);
   switch (field.treatment) {
     case 'hash':
-      return hmacSha256Hex(key, normalize(text, field.kind));
+      return hasher.token(text, field.kind);
     case 'sha256':
       return sha256Hex(normalize(text, field.kind));
     case 'email_domain':
@@ -219,7 +245,7 @@ export function recordTreater(
 ): RecordTreater | undefined {
   const fields = treatments?.fields ?? [];
   if (fields.length === 0 && keepOnly === undefined) return undefined;
-  const key = hashKey ?? '';
+  const hasher = new Hasher(hashKey ?? '');
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
   const changed = fields.filter((f) => f.treatment !== 'drop');
   const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
@@ -229,7 +255,7 @@ export function recordTreater(
       for (let j = 0; j < changed.length; j++) {
         const f = changed[j] as TreatedField;
         const value = record[f.field];
-        if (value !== null && value !== undefined) record[f.field] = treatValue(value, f, key);
+        if (value !== null && value !== undefined) record[f.field] = treatValue(value, f, hasher);
       }
       for (let j = 0; j < dropped.length; j++) delete record[dropped[j] as string];
       if (kept !== undefined) for (const name of Object.keys(record)) if (!kept.has(name)) delete record[name];

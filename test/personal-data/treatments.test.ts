@@ -36,6 +36,12 @@ describe('HMAC-SHA-256 (RFC 4231 test vectors)', () => {
   it.each(cases)('test case %s', (_n, key, data, expected) => {
     expect(hmacSha256Hex(key, data)).toBe(expected);
   });
+  it("the in-JavaScript HMAC equals node:crypto's on messages of every block boundary, UTF-8 and long keys", () => {
+    const messages = ['', 'a', 'ana@x.com', 'José Conceição', '日本語の名前', 'x'.repeat(55), 'x'.repeat(56), 'x'.repeat(63), 'x'.repeat(64), 'x'.repeat(119), 'é'.repeat(200)];
+    for (const key of ['k', 'a-typical-key-0123456789', 'K'.repeat(64), 'L'.repeat(65), 'ключ'.repeat(40)]) {
+      for (const message of messages) expect(hmacSha256Hex(key, message)).toBe(createHmac('sha256', key).update(message).digest('hex'));
+    }
+  });
   it('test case 5 (truncated to 128 bits)', () => {
     expect(hmacSha256Hex(Buffer.alloc(20, 0x0c), Buffer.from('Test With Truncation')).slice(0, 32)).toBe('a3b6167473100ee06e0c796c2955552b');
   });
