@@ -16,7 +16,6 @@ const K = new Int32Array([
   0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ]);
 const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** SHA-256's compression of the 64-byte block at `block[offset]` into `state`; `w` is scratch. */
 function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32Array): void {
@@ -73,6 +72,7 @@ export class HmacSha256 {
   readonly #w = new Int32Array(64);
   #buf = new Uint8Array(256);
   readonly #block = new Uint8Array(64);
+  readonly #digest = Buffer.alloc(32);
   readonly #encoder = new TextEncoder();
 
   constructor(key: string | Uint8Array) {
@@ -151,12 +151,16 @@ export class HmacSha256 {
     }
     state.set(this.#outer);
     this.#finish(state, 32, 64);
-    let out = '';
+    // One flat string from native code (a string built of 32 pieces is a rope the GC then chases).
+    const digest = this.#digest;
     for (let i = 0; i < 8; i++) {
       const v = state[i] as number;
-      out += (HEX[v >>> 24] as string) + (HEX[(v >>> 16) & 0xff] as string) + (HEX[(v >>> 8) & 0xff] as string) + (HEX[v & 0xff] as string);
+      digest[i * 4] = v >>> 24;
+      digest[i * 4 + 1] = (v >>> 16) & 0xff;
+      digest[i * 4 + 2] = (v >>> 8) & 0xff;
+      digest[i * 4 + 3] = v & 0xff;
     }
-    return out;
+    return digest.toString('hex');
   }
 }
 
