@@ -20,7 +20,7 @@ import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
-import { holdTreatments } from './treatments.js';
+import { recordTreatments, refuseOtherTreatments } from './treatments.js';
 
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
@@ -83,10 +83,11 @@ export class ReplicaStore {
    */
   constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {}) {
     this.path = path;
+    // Before the file is opened for writing: one built with other treatments is refused untouched.
+    if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
     try {
-      // Before anything is written: a file built with other treatments is refused untouched.
-      if (options.treatments !== undefined) holdTreatments(this.db, path, options.treatments);
+      if (options.treatments !== undefined) recordTreatments(this.db, options.treatments);
       if (options.lock) {
         acquireLock(this.db, path);
         this.locked = true;

@@ -6,10 +6,11 @@
  * ones would otherwise sit beside new ones unnoticed (raw e-mails beside
  * tokens, or tokens of two keys that never join).
  */
-import type { DatabaseSync } from 'node:sqlite';
+import { existsSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
 import { treatmentDifferences } from '../../personal-data.js';
-import { TABLES_TABLE } from './database.js';
+import { BUSY_TIMEOUT_MS, TABLES_TABLE } from './database.js';
 
 export const TREATMENTS_TABLE = '_replica_personal_data';
 
@@ -31,23 +32,40 @@ function storedTreatments(db: DatabaseSync): Record<string, string> | undefined 
 }
 
 /**
- * Refuse a file built with other treatments (ConfigError naming the change,
- * nothing written); record them in a new file (or one written before they
- * were recorded, when they agree).
+ * Refuse a file built with other treatments: a ConfigError naming the change.
+ * The file is read on a read-only connection, before anything opens it for
+ * writing (which would already touch its header), so a refused file is left
+ * byte for byte as it was.
  */
-export function holdTreatments(db: DatabaseSync, path: string, treatments: Readonly<Record<string, string>>): void {
-  const stored = storedTreatments(db);
-  if (stored !== undefined) {
-    const differences = treatmentDifferences(stored, treatments);
-    if (differences.length > 0) {
-      throw new ConfigError(
-        `The replica "${path}" was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
-          'Its rows would mix values treated both ways. Nothing was changed in it. ' +
-          'Restore the treatments it was built with, or replicate into a new file (--db with another path, or delete this one to start over).',
-        { field: 'field_treatments' },
-      );
-    }
+export function refuseOtherTreatments(path: string, treatments: Readonly<Record<string, string>>): void {
+  if (!existsSync(path)) return;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  } catch {
+    return; // not a database it can read: opening it for writing says why
   }
+  let stored: Record<string, string> | undefined;
+  try {
+    stored = storedTreatments(db);
+  } catch {
+    stored = undefined; // the same
+  } finally {
+    db.close();
+  }
+  if (stored === undefined) return;
+  const differences = treatmentDifferences(stored, treatments);
+  if (differences.length === 0) return;
+  throw new ConfigError(
+    `The replica "${path}" was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
+      'Its rows would mix values treated both ways. Nothing was changed in it. ' +
+      'Restore the treatments it was built with, or replicate into a new file (--db with another path, or delete this one to start over).',
+    { field: 'field_treatments' },
+  );
+}
+
+/** Record the treatments a file is written with (after refuseOtherTreatments let them through). */
+export function recordTreatments(db: DatabaseSync, treatments: Readonly<Record<string, string>>): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ${TREATMENTS_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), treatments TEXT NOT NULL)`);
   db.prepare(`INSERT OR REPLACE INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?)`).run(JSON.stringify(treatments));
 }
