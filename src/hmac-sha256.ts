@@ -17,7 +17,12 @@ const K = new Int32Array([
 ]);
 const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 
-/** SHA-256's compression of the 64-byte block at `block[offset]` into `state`; `w` is scratch. */
+/**
+ * SHA-256's compression of the 64-byte block at `block[offset]` into `state`;
+ * `w` is scratch. Two rounds per turn of the loop, the working variables
+ * renamed instead of shifted (the second round writes into the names the
+ * first one freed; a swap puts them back).
+ */
 function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32Array): void {
   for (let i = 0; i < 16; i++) {
     const j = offset + i * 4;
@@ -38,21 +43,30 @@ function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32
   let f = state[5] as number;
   let g = state[6] as number;
   let h = state[7] as number;
-  for (let i = 0; i < 64; i++) {
-    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
-    const ch = (e & f) ^ (~e & g);
-    const t1 = (h + S1 + ch + (K[i] as number) + (w[i] as number)) | 0;
-    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
-    const maj = (a & b) ^ (a & c) ^ (b & c);
-    const t2 = (S0 + maj) | 0;
-    h = g;
-    g = f;
-    f = e;
-    e = (d + t1) | 0;
-    d = c;
-    c = b;
-    b = a;
-    a = (t1 + t2) | 0;
+  for (let i = 0; i < 64; i += 2) {
+    // Round i: the new a goes into d, the new e into h.
+    let t1 = (h + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + (g ^ (e & (f ^ g))) + (K[i] as number) + (w[i] as number)) | 0;
+    let t2 = ((((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) | (c & (a | b)))) | 0;
+    h = (d + t1) | 0;
+    d = (t1 + t2) | 0;
+    // Round i + 1, on (d, a, b, c, h, e, f, g): the new a goes into c, the new e into g.
+    t1 = (g + (((h >>> 6) | (h << 26)) ^ ((h >>> 11) | (h << 21)) ^ ((h >>> 25) | (h << 7))) + (f ^ (h & (e ^ f))) + (K[i + 1] as number) + (w[i + 1] as number)) | 0;
+    t2 = ((((d >>> 2) | (d << 30)) ^ ((d >>> 13) | (d << 19)) ^ ((d >>> 22) | (d << 10))) + ((d & a) | (b & (d | a)))) | 0;
+    g = (c + t1) | 0;
+    c = (t1 + t2) | 0;
+    // Back to (a, b, c, d, e, f, g, h): now (c, d, a, b, g, h, e, f).
+    let x = a;
+    a = c;
+    c = x;
+    x = b;
+    b = d;
+    d = x;
+    x = e;
+    e = g;
+    g = x;
+    x = f;
+    f = h;
+    h = x;
   }
   state[0] = ((state[0] as number) + a) | 0;
   state[1] = ((state[1] as number) + b) | 0;
