@@ -233,8 +233,13 @@ const fieldTreatments = z
   .default([])
   .meta(ui('Field treatments', 'Per-field overrides of personal_data, for any field of any stream: {stream, field, treatment}.', 13));
 
+/** The shortest hash_key accepted: a short key could be found by trying keys against a known address. */
+export const HASH_KEY_MIN_LENGTH = 16;
+
 const hashKey = z
   .string({ error: 'hash_key must be a string' })
+  // The message never quotes the key.
+  .min(HASH_KEY_MIN_LENGTH, { error: `hash_key is too short: give at least ${HASH_KEY_MIN_LENGTH} characters (a long random secret, e.g. from \`openssl rand -hex 32\`)` })
   .meta({
     title: 'Hash key',
     description:

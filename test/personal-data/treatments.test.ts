@@ -124,7 +124,7 @@ describe('records', () => {
 
 describe('schemas', () => {
   it('dropped fields leave the schema; hashed ones are 64 hex characters with the method named', () => {
-    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: 'k', field_treatments: [{ stream: 'contacts', field: 'phone', treatment: 'drop' }] });
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: 'k'.repeat(16), field_treatments: [{ stream: 'contacts', field: 'phone', treatment: 'drop' }] });
     const schema = treatSchema(builtInSchema(contacts), treatmentPlan(config).get('contacts'));
     const props = schema.properties as Record<string, Record<string, unknown>>;
     expect(props.phone).toBeUndefined();
@@ -147,28 +147,31 @@ describe('bad treatments are config errors naming the entry and what is allowed'
   };
   it.each([
     [{ field_treatments: [{ stream: 'leads', field: 'email', treatment: 'drop' }] }, /stream "leads" is not a stream.*contacts, conversations/],
-    [{ field_treatments: [{ stream: 'contacts', field: 'id', treatment: 'hash' }], hash_key: 'k' }, /field_treatments\[0\].*id is its primary key/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'id', treatment: 'hash' }], hash_key: 'k'.repeat(16) }, /field_treatments\[0\].*id is its primary key/],
     [{ field_treatments: [{ stream: 'contacts', field: 'updated_at', treatment: 'drop' }] }, /updated_at is its cursor/],
     [{ field_treatments: [{ stream: 'contacts', field: '_ab_cdc_deleted_at', treatment: 'drop' }] }, /the tombstone column/],
     [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'md5' }] }, /treatment must be one of keep, drop, hash, sha256, email_domain/],
     [{ personal_data: 'hash' }, /hash_key.*personal_data is hash but hash_key is not set/],
     [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] }, /field_treatments\[0\] is hash but hash_key is not set/],
     [{ personal_data: 'mask' }, /personal_data must be one of keep, hash, drop/],
+    [{ personal_data: 'hash', hash_key: 'short-key' }, /hash_key is too short: give at least 16 characters/],
   ])('%j', (extra, message) => {
     expect(problem(extra)).toMatch(message);
   });
   it('the hash_key is never quoted in an error', () => {
-    const message = problem({ hash_key: 'my-secret-hash-key', personal_data: 'nope' });
-    expect(message).not.toContain('my-secret-hash-key');
+    for (const hash_key of ['my-secret-hash-key', 'short-secret']) {
+      const message = problem({ hash_key, personal_data: 'nope' });
+      expect(message).not.toContain(hash_key);
+    }
   });
 });
 
 describe("the replica's record of treatments", () => {
   it('names each change, and a new key without printing it', () => {
-    const a = parseConfig({ ...base, personal_data: 'hash', hash_key: 'first-key' }).config;
-    const b = parseConfig({ ...base, personal_data: 'hash', hash_key: 'second-key' }).config;
+    const a = parseConfig({ ...base, personal_data: 'hash', hash_key: 'first-key-0123456789' }).config;
+    const b = parseConfig({ ...base, personal_data: 'hash', hash_key: 'second-key-0123456789' }).config;
     const recA = treatmentRecord(treatmentPlan(a), a.hash_key);
-    expect(JSON.stringify(recA)).not.toContain('first-key');
+    expect(JSON.stringify(recA)).not.toContain('first-key-0123456789');
     expect(treatmentDifferences(recA, treatmentRecord(treatmentPlan(b), b.hash_key))).toEqual(['hash_key (another key: its tokens would not join the stored ones)']);
     expect(treatmentDifferences({}, recA)).toContain('contacts.email: keep then, hash now');
   });
