@@ -370,7 +370,11 @@ export function treatmentDifferences(stored: Readonly<Record<string, string>>, n
     const was = stored[name] ?? 'keep';
     const is = now[name] ?? 'keep';
     if (was === is) continue;
-    if (name === '(hash_key)') out.push(was === 'keep' || is === 'keep' ? 'hash_key use' : 'hash_key (another key: its tokens would not join the stored ones)');
+    if (name === '(hash_key)') {
+      if (was === 'keep') out.push('hash_key: none used then, one now');
+      else if (is === 'keep') out.push('hash_key: one used then, none now');
+      else out.push('hash_key (another key: its tokens would not join the stored ones)');
+    }
     else out.push(`${name}: ${was} then, ${is} now`);
   }
   return out;
