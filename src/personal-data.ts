@@ -96,26 +96,42 @@ function asText(value: unknown): string {
   return JSON.stringify(value) ?? '';
 }
 
-/** Tokens of repeated text values (first and last names repeat a lot): at most this many kept, then forgotten. */
+/** Tokens of a field's repeated text values kept at most (then forgotten). */
 const TEXT_CACHE_SIZE = 20_000;
+/** Lookups after which a field's cache is judged, and the share of hits it must have to stay. */
+const CACHE_TRIAL = 2_000;
+const CACHE_MIN_HIT_RATE = 0.5;
 
-/** The `hash` treatment under one key: HMAC-SHA-256 of the normalized value; tokens of text values remembered. */
+/**
+ * The `hash` treatment of one field under one key. Text values that repeat
+ * (first and last names) have their tokens remembered; a field whose values
+ * rarely repeat (full names, click ids) stops remembering after a trial: a
+ * lookup of a fresh string in a large map costs about what its HMAC does.
+ * E-mails and phones identify one person each: never remembered.
+ */
 class Hasher {
   readonly #mac: HmacSha256;
-  readonly #text = new Map<string, string>();
+  #text: Map<string, string> | undefined;
+  #lookups = 0;
+  #hits = 0;
 
-  constructor(key: string) {
-    this.#mac = new HmacSha256(key);
+  constructor(mac: HmacSha256, kind: PersonalKind) {
+    this.#mac = mac;
+    this.#text = kind === 'text' ? new Map() : undefined;
   }
 
   token(text: string, kind: PersonalKind): string {
-    if (kind !== 'text') return this.#mac.hex(normalize(text, kind));
-    let token = this.#text.get(text);
-    if (token === undefined) {
+    const cache = this.#text;
+    if (cache === undefined) return this.#mac.hex(normalize(text, kind));
+    let token = cache.get(text);
+    if (token !== undefined) {
+      this.#hits++;
+    } else {
       token = this.#mac.hex(normalize(text, kind));
-      if (this.#text.size >= TEXT_CACHE_SIZE) this.#text.clear();
-      this.#text.set(text, token);
+      if (cache.size >= TEXT_CACHE_SIZE) cache.clear();
+      cache.set(text, token);
     }
+    if (++this.#lookups === CACHE_TRIAL && this.#hits < CACHE_TRIAL * CACHE_MIN_HIT_RATE) this.#text = undefined;
     return token;
   }
 }
@@ -248,10 +264,13 @@ export function recordTreater(
 ): RecordTreater | undefined {
   const fields = treatments?.fields ?? [];
   if (fields.length === 0 && keepOnly === undefined) return undefined;
-  const hasher = new Hasher(hashKey ?? '');
+  const mac = new HmacSha256(hashKey ?? '');
   const changed = fields.filter((f) => f.treatment !== 'drop');
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
-  const treat = changed.map((f) => (value: unknown): unknown => treatValue(value, f, hasher));
+  const treat = changed.map((f) => {
+    const hasher = new Hasher(mac, f.kind);
+    return (value: unknown): unknown => treatValue(value, f, hasher);
+  });
   const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
   return compileTreater(changed.map((f) => f.field), dropped, treat, kept);
 }

@@ -108,6 +108,21 @@ describe('records', () => {
     expect(record).toEqual({ id: 'c1', name: 'Ana', email: 'x.com', phone: sha256Hex('+1415') });
   });
 
+  it('tokens stay right whether a field\'s values repeat (remembered) or not (no longer remembered after a trial)', () => {
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
+    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const pages = Array.from({ length: 30 }, (_, p) =>
+      Array.from({ length: 200 }, (_, i) => ({ id: `c${p}-${i}`, name: `Person ${p * 200 + i}`, first_name: ['Ana', 'José', 'Li'][i % 3] as string })),
+    );
+    for (const page of pages) treat?.(page);
+    for (const [p, page] of pages.entries()) {
+      for (const [i, r] of page.entries()) {
+        expect(r.name).toBe(hmac(`Person ${p * 200 + i}`));
+        expect(r.first_name).toBe(hmac(['Ana', 'José', 'Li'][i % 3] as string));
+      }
+    }
+  });
+
   it('nothing to treat: no treater at all (the fast path)', () => {
     const { config } = parseConfig(base);
     expect(treatmentPlan(config).size).toBe(0);
