@@ -8,6 +8,10 @@ import { ConfigError, redact } from './errors.js';
 import { proxySecrets } from './proxy-env.js';
 import { parseProxyUrl } from './proxy-url.js';
 import { closestName } from './suggest.js';
+import { PERSONAL_DATA_CHOICES, TREATMENTS, treatmentProblems } from './personal-data.js';
+import { STREAMS } from './streams.js';
+
+const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
 import { daysInMonth, utcMs } from './schemas/calendar.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -200,6 +204,50 @@ const caCertificate = z
     order: 10,
   });
 
+const personalData = z
+  .enum(PERSONAL_DATA_CHOICES, { error: `personal_data must be one of ${PERSONAL_DATA_CHOICES.join(', ')}` })
+  .default('keep')
+  .meta(ui(
+    'Personal data',
+    'What happens to the fields that identify a person (contacts name, first_name, last_name, email, phone and the ad click ids): ' +
+      'keep them as received, hash them (HMAC-SHA-256 under hash_key, still joinable) or drop them. Done before anything leaves the connector.',
+    12,
+  ));
+
+const fieldTreatment = z.object({
+  stream: z
+    .enum(STREAM_NAMES, { error: (issue) => `stream ${JSON.stringify(issue.input)} is not a stream of this source; streams: ${STREAM_NAMES.join(', ')}` })
+    .meta({ title: 'Stream', description: 'The stream of the field, e.g. contacts.', order: 0 }),
+  field: z.string({ error: 'field must be a field name' }).meta({ title: 'Field', description: 'A top-level field of that stream, e.g. email.', order: 1 }),
+  treatment: z
+    .enum(TREATMENTS, { error: `treatment must be one of ${TREATMENTS.join(', ')}` })
+    .meta({
+      title: 'Treatment',
+      description: 'keep, drop, hash (HMAC-SHA-256 under hash_key), sha256 (plain, guessable: for ad platforms\' customer matching) or email_domain (the part after the last @).',
+      order: 2,
+    }),
+});
+
+const fieldTreatments = z
+  .array(fieldTreatment, { error: 'field_treatments must be a list of {stream, field, treatment}' })
+  .default([])
+  .meta(ui('Field treatments', 'Per-field overrides of personal_data, for any field of any stream: {stream, field, treatment}.', 13));
+
+/** The shortest hash_key accepted: a short key could be found by trying keys against a known address. */
+export const HASH_KEY_MIN_LENGTH = 16;
+
+const hashKey = z
+  .string({ error: 'hash_key must be a string' })
+  // The message never quotes the key.
+  .min(HASH_KEY_MIN_LENGTH, { error: `hash_key is too short: give at least ${HASH_KEY_MIN_LENGTH} characters (a long random secret, e.g. from \`openssl rand -hex 32\`)` })
+  .meta({
+    title: 'Hash key',
+    description:
+      'Secret key of the hash treatment (HMAC-SHA-256). The same key gives the same tokens in every run and face; changing it changes every token (a full refresh). Kept secret: it is never printed.',
+    airbyte_secret: true,
+    order: 14,
+  });
+
 export const ConfigSchema = z.object({
   api_key: apiKey,
   base_url: baseUrl,
@@ -224,11 +272,26 @@ export const ConfigSchema = z.object({
         'False pins the schemas built into this release (for example while a destination migration is pending).',
       11,
     )),
+  personal_data: personalData,
+  field_treatments: fieldTreatments,
+  hash_key: hashKey.optional(),
+}).superRefine((config, ctx) => {
+  for (const message of treatmentProblems(config)) ctx.addIssue({ code: 'custom', message, path: [message.startsWith('field_treatments') ? 'field_treatments' : 'hash_key'] });
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
 
 const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
+
+/** The secrets a config holds: no message may print them. */
+export function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
+  const out: string[] = [];
+  for (const key of ['api_key', 'hash_key'] as const) {
+    const value = given[key];
+    if (typeof value === 'string') out.push(value, value.trim());
+  }
+  return out;
+}
 
 export interface ParsedConfig {
   readonly config: Config;
@@ -266,7 +329,8 @@ export function parseConfig(input: unknown): ParsedConfig {
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);
     // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
     const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
-    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, keyLike.flatMap((v) => [v, v.trim()])), { field: fields });
+    const secrets = [...keyLike.flatMap((v) => [v, v.trim()]), ...configSecrets(input as Record<string, unknown>)];
+    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, secrets), { field: fields });
   }
   const warnings = unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : [];
   return { config: result.data, unknownKeys, warnings };
@@ -283,10 +347,7 @@ export function parseUserConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ParsedConfig {
   const given = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
-  if (typeof given.api_key === 'string') {
-    secrets.addSecret(given.api_key);
-    secrets.addSecret(given.api_key.trim());
-  }
+  for (const secret of configSecrets(given)) secrets.addSecret(secret);
   for (const secret of proxySecrets(given.proxy_url, env)) secrets.addSecret(secret);
   return parseConfig(input);
 }

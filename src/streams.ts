@@ -9,6 +9,9 @@ import { Contact, Conversation, Deletion, PipelineStage, StageEvent } from './sc
 
 export type SyncMode = 'full_refresh' | 'incremental';
 
+/** How a personal field's values are normalized before they are hashed (personal-data.ts). */
+export type PersonalKind = 'email' | 'phone' | 'text';
+
 /** What makes a stream the service's deletion log: each record names one deleted object of another stream. */
 export interface DeletionLog {
   /** Field naming the deleted object's type: the `tombstoneObjectType` of the stream it belongs to. */
@@ -49,6 +52,11 @@ export interface StreamDefinition {
   readonly optional: boolean;
   /** One line a user reads in the docs and the catalog. */
   readonly description: string;
+  /**
+   * The fields that identify a person (GDPR, LGPD, CCPA), with how their
+   * values normalize: what `personal_data` (hash, drop) applies to.
+   */
+  readonly personal: Readonly<Record<string, PersonalKind>>;
 }
 
 const both: readonly SyncMode[] = ['full_refresh', 'incremental'];
@@ -58,27 +66,34 @@ export const STREAMS: readonly StreamDefinition[] = [
     name: 'contacts', path: '/v1/contacts', primaryKey: 'id', cursorField: 'updated_at', syncModes: both,
     schema: Contact, tombstoneObjectType: 'contact', deletionLog: null, optional: false,
     description: 'Contacts with their current funnel stage and first origin.',
+    // The person's names and addresses, and the ad platform's click id: it names one person's click and the
+    // ad platform can tie it back to that person's account.
+    personal: { name: 'text', first_name: 'text', last_name: 'text', email: 'email', phone: 'phone', first_origin_ctwa_clid: 'text' },
   },
   {
     name: 'conversations', path: '/v1/conversations', primaryKey: 'id', cursorField: 'updated_at', syncModes: both,
     schema: Conversation, tombstoneObjectType: 'conversation', deletionLog: null, optional: false,
     description: 'Conversations with origin, outcome, message counts and first-response time (no message content).',
+    personal: { origin_ctwa_clid: 'text' },
   },
   {
     name: 'stage_events', path: '/v1/stage_events', primaryKey: 'id', cursorField: 'created_at', syncModes: both,
     schema: StageEvent, tombstoneObjectType: null, deletionLog: null, optional: false,
     description: 'Immutable history of contact stage changes; entry into a funnel has from_stage_id null.',
+    personal: {},
   },
   {
     name: 'deletions', path: '/v1/deletions', primaryKey: 'id', cursorField: 'deleted_at', syncModes: both,
     schema: Deletion, tombstoneObjectType: null, optional: false,
     deletionLog: { objectTypeField: 'object_type', objectIdField: 'object_id', retentionDays: 90, readFirstForTombstones: true },
     description: 'Log of contacts and conversations deleted in the last 90 days.',
+    personal: {},
   },
   {
     name: 'pipeline_stages', path: '/v1/pipeline_stages', primaryKey: 'id', cursorField: null, syncModes: ['full_refresh'],
     schema: PipelineStage, tombstoneObjectType: null, deletionLog: null, optional: true,
     description: 'Funnel stages (open schema: only id is documented); skipped with a warning when the service does not offer it.',
+    personal: {},
   },
 ];
 

@@ -3,6 +3,7 @@ import { createClient } from '../client/client.js';
 import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config.js';
 import { toConnectorError, type FailureType } from '../errors.js';
+import { unknownTreatedFields } from '../personal-data.js';
 import { USER_AGENT } from '../version.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;
@@ -107,11 +108,19 @@ export async function checkConnection(config: Config): Promise<ConnectionCheck> 
     const result = await verifyAccount(client, config);
     if (!result.ok) return result;
     const { describeStreams, driftNote } = await import('./service-schemas.js');
+    let unknownFields: string | undefined;
     const drift = await describeStreams(client).then(
-      (loaded) => driftNote(loaded, !config.use_service_schema),
+      (loaded) => {
+        // Fields only the service describes may be treated: a field it does not describe either is a mistake.
+        if (loaded.source === 'service') unknownFields = unknownTreatedFields(config, loaded.schemas);
+        return driftNote(loaded, !config.use_service_schema);
+      },
       // A key refused for the description alone: the drift is what cannot be told.
       (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
     );
+    if (unknownFields !== undefined) {
+      return { ok: false, message: `Invalid config: ${unknownFields} Name a field the stream has (a top-level field), or remove the entry.`, drift };
+    }
     return { ...result, drift };
   } finally {
     await client.close();

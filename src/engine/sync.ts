@@ -19,6 +19,7 @@ import { futureStartDate, parseInstant } from '../config.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { TypeAudit } from './conformance.js';
 import type { JsonSchema } from '../schemas/json-schema.js';
+import { treatingSink } from './treating-sink.js';
 
 export interface SelectedStream {
   readonly stream: StreamDefinition;
@@ -29,6 +30,12 @@ export interface SelectedStream {
    * stream's built-in schema.
    */
   readonly schema?: JsonSchema | undefined;
+  /**
+   * The face's field selection (Airbyte: the configured catalog's properties):
+   * other fields are not emitted; the key, the cursor and the tombstone
+   * column always are. Undefined: every field.
+   */
+  readonly fields?: ReadonlySet<string> | undefined;
 }
 
 export interface SyncRequest {
@@ -107,7 +114,9 @@ function startDateToSend(request: SyncRequest): string | undefined {
 }
 
 export async function runSync(request: SyncRequest): Promise<SyncResult> {
-  const { config, client, sink } = request;
+  const { config, client } = request;
+  // Personal data is treated here, once, before any face sees a record.
+  const sink = treatingSink(request.sink, config, request.streams, request.tombstones ? [request.tombstones.column] : []);
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();

@@ -17,7 +17,10 @@ describe('--about', () => {
     expect(Object.keys(props)).toEqual([
       'api_key', 'base_url', 'start_date', 'page_size', 'max_concurrent_requests',
       'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones', 'proxy_url', 'ca_certificate', 'use_service_schema',
+      'personal_data', 'field_treatments', 'hash_key',
     ]);
+    expect(props.hash_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
+    expect(props.personal_data).toMatchObject({ type: 'string', enum: ['keep', 'hash', 'drop'], default: 'keep' });
     expect(props.use_service_schema).toMatchObject({ type: 'boolean', default: true });
     expect(props.api_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
     expect(props.page_size).toMatchObject({ type: 'integer', default: 200, minimum: 1, maximum: 200 });

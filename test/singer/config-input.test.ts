@@ -4,6 +4,19 @@ import { configFromEnv, mergeConfigSources } from '../../src/faces/singer/config
 import { tempDir, writeJson } from '../helpers/cli.js';
 
 describe('config sources', () => {
+  it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', () => {
+    const env = {
+      TAP_DATA_READ_API_KEY: 'dr_live_abc123',
+      TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
+      TAP_DATA_READ_PERSONAL_DATA: 'hash',
+      TAP_DATA_READ_HASH_KEY: 'a-long-enough-hash-key',
+      TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]',
+    };
+    const { config } = parseConfig(configFromEnv(env));
+    expect(config.personal_data).toBe('hash');
+    expect(config.field_treatments).toEqual([{ stream: 'contacts', field: 'email', treatment: 'email_domain' }]);
+  });
+
   it('reads TAP_DATA_READ_<SETTING> variables with the types of the config schema', () => {
     const env = {
       TAP_DATA_READ_API_KEY: 'dr_live_abc123',

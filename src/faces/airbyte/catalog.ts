@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
-import { recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
+import { builtInSchema, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
@@ -57,6 +57,19 @@ export function airbyteStream(stream: StreamDefinition, tombstones: boolean, bas
 /** Every stream, with its schema from `schemas` (built in where it has none). */
 export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): AirbyteStream[] {
   return STREAMS.map((s) => airbyteStream(s, tombstones, schemas?.get(s.name)));
+}
+
+/**
+ * The configured stream's field selection: its schema's properties when a
+ * field of the stream's built-in schema is missing from them (the user took
+ * it out: it is not emitted, as PyAirbyte and scripts expect); undefined when
+ * the schema declares them all, or declares none (every field, as received).
+ */
+export function fieldSelection(stream: StreamDefinition, schema: JsonSchema | undefined): ReadonlySet<string> | undefined {
+  if (schema === undefined || !isObject(schema.properties)) return undefined;
+  const declared = new Set(Object.keys(schema.properties));
+  const builtIn = Object.keys((builtInSchema(stream).properties as object | undefined) ?? {});
+  return builtIn.every((field) => declared.has(field)) ? undefined : declared;
 }
 
 const ConfiguredCatalog = z.object({
@@ -135,7 +148,7 @@ export function parseConfiguredCatalog(input: unknown, warn: (message: string) =
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;
     const schema = isObject(told) && isObject(told.properties) && Object.keys(told.properties).length > 0 ? told : undefined;
-    selected.push({ stream, mode, schema });
+    selected.push({ stream, mode, schema, fields: fieldSelection(stream, schema) });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });
   return selected;

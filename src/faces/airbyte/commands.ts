@@ -109,7 +109,11 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
     const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined) });
     for (const note of loaded.notes) await sink.log(note.level, note.message);
-    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, loaded.schemas)));
+    const { treatedSchemasFor } = await import('../../personal-data.js');
+    const warnings: string[] = [];
+    const schemas = treatedSchemasFor(config, loaded.schemas, loaded.source === 'service', (w) => warnings.push(w));
+    for (const w of warnings) await sink.log('WARN', w);
+    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, schemas)));
     return 0;
   } catch (err) {
     const error = toConnectorError(err);
@@ -133,6 +137,11 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
     const warnings: string[] = [];
     const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w));
+    // Fields the catalog declares may be ones only the service describes: a treatment naming one of those is fine.
+    const { treatedSchemasFor } = await import('../../personal-data.js');
+    const { builtInSchema } = await import('../../schemas/json-schema.js');
+    const declared = new Map(streams.map(({ stream, schema }) => [stream.name, { properties: { ...(builtInSchema(stream).properties as object), ...((schema?.properties as object | undefined) ?? {}) } }]));
+    treatedSchemasFor(config, declared, false, (w) => warnings.push(w));
     const selected = new Set(streams.map((s) => s.stream.name));
     const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
     const stateFile = statePath === undefined ? undefined : readAirbyteStateFile(statePath);

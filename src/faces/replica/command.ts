@@ -18,6 +18,7 @@
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config.js';
 import { SyncSession } from '../../engine/session.js';
+import { treatedSchemasFor, treatmentPlan, treatmentRecord } from '../../personal-data.js';
 import type { SelectedStream, SyncResult } from '../../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
@@ -113,7 +114,10 @@ async function openRun(
     if (!account.ok) return await refuse(new ConnectorError(account.failureType ?? 'system_error', account.message));
     const schemas = await describing;
     for (const note of schemas.notes) logger.log(note.level, note.message);
-    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: schemas.schemas, retype: schemas.source === 'service' });
+    // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
+    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
+    const treatments = treatmentRecord(treatmentPlan(config), config.hash_key);
+    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: treated, retype: schemas.source === 'service', treatments });
     if (store.lockTakeover) logger.log('WARN', store.lockTakeover);
     return { session, store, account: account.message };
   } catch (err) {

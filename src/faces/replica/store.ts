@@ -20,6 +20,7 @@ import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, lockTimings, releaseLock, renewLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
+import { recordTreatments, refuseOtherTreatments } from './treatments.js';
 
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
@@ -85,10 +86,13 @@ export class ReplicaStore {
    * columns migrated in place. `lock`: take the writer lock (one replicate
    * run per file at a time).
    */
-  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean } & ColumnOptions = {}) {
+  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {}) {
     this.path = path;
+    // Before the file is opened for writing: one built with other treatments is refused untouched.
+    if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
     try {
+      if (options.treatments !== undefined) recordTreatments(this.db, options.treatments);
       if (options.lock) {
         try {
           this.lockTakeover = acquireLock(this.db, path).takeover;

@@ -1,8 +1,9 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code (exit-status.ts). */
 import { readJsonFile } from '../../files.js';
-import { parseUserConfig, type ParsedConfig } from '../../config.js';
+import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
+import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data.js';
 import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-schemas.js';
-import { admitsNull, type StreamSchemas } from '../../schemas/json-schema.js';
+import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
 import { ConnectorError, toConnectorError } from '../../errors.js';
@@ -77,17 +78,21 @@ const logTo =
   (level: string, message: string): void =>
     ctx.logger.log(singerLevel(level), message);
 
-/** Notes on the stream schemas (merged with the service's description, or why built in) go to stderr. */
-function tellSchemaNotes(ctx: TapContext, loaded: LoadedSchemas): StreamSchemas {
+/**
+ * Notes on the stream schemas (merged with the service's description, or why
+ * built in) go to stderr; the schemas come back as the config's personal-data
+ * treatments make them.
+ */
+function tellSchemaNotes(ctx: TapContext, loaded: LoadedSchemas, config: Config): StreamSchemas {
   for (const note of loaded.notes) logTo(ctx)(note.level, note.message);
-  return loaded.schemas;
+  return treatedSchemasFor(config, loaded.schemas, loaded.source === 'service', (w) => logTo(ctx)('WARN', w));
 }
 
 export async function discover(ctx: TapContext, sources: readonly string[]): Promise<number> {
   try {
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
-    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx) }));
+    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx) }), config);
     await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
     return 0;
   } catch (err) {
@@ -100,6 +105,18 @@ interface Prepared {
   /** The plans of the --catalog file; undefined without one (every stream). */
   readonly fromCatalog: StreamPlan[] | undefined;
   readonly states: Map<string, StreamState>;
+}
+
+/**
+ * The catalog's plans with the SCHEMA each sends as the treatments make it
+ * (a catalog discovered before a treatment was set still declares the raw field).
+ */
+function treatedPlans(config: Config, plans: readonly StreamPlan[], warn: (message: string) => void): StreamPlan[] {
+  // A field the catalog deselected is still one the stream has: known fields are the built-in ones and the catalog's.
+  const known = new Map(plans.map((p) => [p.stream.name, { properties: { ...propertiesOf(builtInSchema(p.stream)), ...propertiesOf(p.schema) } }]));
+  treatedSchemasFor(config, known, false, warn);
+  const plan = treatmentPlan(config);
+  return plans.map((p) => ({ ...p, schema: treatSchema(p.schema, plan.get(p.stream.name)) }));
 }
 
 /** The plans of a --catalog (or --properties) file, refusing an Airbyte catalog with a word on the one needed. */
@@ -139,7 +156,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   try {
     // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
     // would declare, read with the sync's own client (a service that cannot be reached is one series of retries, not two).
-    plans = fromCatalog ?? planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas()));
+    plans = fromCatalog
+      ? treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w))
+      : planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas(), config));
   } catch (err) {
     await session.close();
     return critical(ctx, err);

@@ -3,7 +3,8 @@
  * a JSON file or the word `ENV` (Meltano's convention: settings from
  * `TAP_DATA_READ_<SETTING>` environment variables). Environment values are
  * strings; they are turned into the type the config schema declares
- * (integer, boolean) so validation sees what a JSON file would hold.
+ * (integer, boolean, a list given as JSON text) so validation sees what a
+ * JSON file would hold.
  */
 import { readJsonFile } from '../../files.js';
 import { configJsonSchema } from '../../config.js';
@@ -34,6 +35,14 @@ function coerce(value: string, type: string | undefined): unknown {
     const lower = text.toLowerCase();
     if (['true', '1', 'yes', 'on'].includes(lower)) return true;
     if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  }
+  if (type === 'array' && text.startsWith('[')) {
+    // Meltano passes a list setting as its JSON text.
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      // stays a string: validation names the key
+    }
   }
   // Anything else stays a string: validation then names the key and what it expects.
   return value;

@@ -14,14 +14,27 @@ const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Also emit each deleted contact or conversation into its own stream with _sdc_deleted_at set (and other fields null), so targets that honour _sdc_deleted_at delete the row.',
 };
 
-/** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url) are marked the way Meltano reads them. */
+/** A property schema without Airbyte's UI keywords (`order`, `multiline`), nested ones (a list's items) included. */
+function withoutUiKeywords(prop: Json): Json {
+  const { order: _order, multiline: _multiline, ...rest } = prop;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(rest)) {
+    if (key === 'items' && isObject(value)) out[key] = withoutUiKeywords(value);
+    else if (key === 'properties' && isObject(value)) {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, p]) => [name, isObject(p) ? withoutUiKeywords(p) : p]));
+    } else out[key] = value;
+  }
+  return out;
+}
+
+/** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url, hash_key) are marked the way Meltano reads them. */
 export function settingsSchema(): Json {
   const source = configJsonSchema();
   const properties: Json = {};
   if (isObject(source.properties)) {
     for (const [key, prop] of Object.entries(source.properties)) {
       if (!isObject(prop)) continue;
-      const { airbyte_secret: secret, order: _order, multiline: _multiline, ...rest } = prop;
+      const { airbyte_secret: secret, ...rest } = withoutUiKeywords(prop);
       const description = SINGER_DESCRIPTIONS[key];
       properties[key] = { ...rest, ...(description ? { description } : {}), ...(secret === true ? { secret: true, writeOnly: true } : {}) };
     }

@@ -1,0 +1,76 @@
+/**
+ * Personal data treated in the engine, before any face sees a record: a sink
+ * in front of the face's that treats each page of records (those read and the
+ * tombstones made from deletions) in place, by the plan of the config's
+ * treatments and the face's field selection. Streams with nothing to do pass
+ * through untouched; with nothing to do at all, there is no such sink.
+ */
+import type { Config } from '../config.js';
+import type { ConnectorError } from '../errors.js';
+import { recordTreater, treatmentPlan, type RecordTreater } from '../personal-data.js';
+import type { StreamDefinition } from '../streams.js';
+import type { Data, LogLevel, SyncSink } from './events.js';
+import type { StreamState } from './state.js';
+import type { SelectedStream } from './sync.js';
+
+class TreatingSink implements SyncSink {
+  readonly #sink: SyncSink;
+  readonly #treaters: ReadonlyMap<string, RecordTreater>;
+
+  constructor(sink: SyncSink, treaters: ReadonlyMap<string, RecordTreater>) {
+    this.#sink = sink;
+    this.#treaters = treaters;
+  }
+
+  streamStarted(stream: StreamDefinition): void | Promise<void> {
+    return this.#sink.streamStarted(stream);
+  }
+
+  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
+    return this.#sink.streamRunning(stream, quotaReset);
+  }
+
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+    this.#treaters.get(stream.name)?.(records);
+    return this.#sink.records(stream, records, extractedAt);
+  }
+
+  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
+    return this.#sink.state(stream, state);
+  }
+
+  streamComplete(stream: StreamDefinition): void | Promise<void> {
+    return this.#sink.streamComplete(stream);
+  }
+
+  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
+    return this.#sink.streamIncomplete(stream, error);
+  }
+
+  streamStopped(stream: StreamDefinition): void | Promise<void> {
+    return this.#sink.streamStopped(stream);
+  }
+
+  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
+    return this.#sink.runFailed(error, stopped);
+  }
+
+  log(level: LogLevel, message: string): void | Promise<void> {
+    return this.#sink.log(level, message);
+  }
+}
+
+/**
+ * `sink` behind the treatments of `config` and the field selection of
+ * `streams`; `sink` itself when no stream has anything to treat.
+ * `alwaysKept`: fields a selection never removes (the tombstone column).
+ */
+export function treatingSink(sink: SyncSink, config: Config, streams: readonly SelectedStream[], alwaysKept: readonly string[] = []): SyncSink {
+  const plan = treatmentPlan(config, streams.map((s) => s.stream));
+  const treaters = new Map<string, RecordTreater>();
+  for (const { stream, fields } of streams) {
+    const treater = recordTreater(stream, plan.get(stream.name), config.hash_key, fields, alwaysKept);
+    if (treater) treaters.set(stream.name, treater);
+  }
+  return treaters.size === 0 ? sink : new TreatingSink(sink, treaters);
+}

@@ -1,0 +1,71 @@
+/**
+ * The personal-data treatments a replica was built with, kept in the file
+ * (`_replica_personal_data`: one row, the treatments as JSON, with a
+ * fingerprint of the hash key, never the key). A run with other treatments is
+ * refused before anything in the file changes: rows written under the old
+ * ones would otherwise sit beside new ones unnoticed (raw e-mails beside
+ * tokens, or tokens of two keys that never join).
+ */
+import { existsSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { ConfigError } from '../../errors.js';
+import { treatmentDifferences } from '../../personal-data.js';
+import { BUSY_TIMEOUT_MS, TABLES_TABLE } from './database.js';
+
+export const TREATMENTS_TABLE = '_replica_personal_data';
+
+function tableExists(db: DatabaseSync, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
+/** The treatments stored in the file; undefined for a new file; `{}` (all kept) for one written before they were recorded. */
+function storedTreatments(db: DatabaseSync): Record<string, string> | undefined {
+  if (tableExists(db, TREATMENTS_TABLE)) {
+    const row = db.prepare(`SELECT treatments FROM ${TREATMENTS_TABLE} WHERE id = 1`).get();
+    if (row !== undefined) {
+      const parsed: unknown = JSON.parse(String(row.treatments));
+      if (typeof parsed === 'object' && parsed !== null) return parsed as Record<string, string>;
+    }
+  }
+  const written = tableExists(db, TABLES_TABLE) && db.prepare(`SELECT 1 FROM ${TABLES_TABLE} LIMIT 1`).get() !== undefined;
+  return written ? {} : undefined;
+}
+
+/**
+ * Refuse a file built with other treatments: a ConfigError naming the change.
+ * The file is read on a read-only connection, before anything opens it for
+ * writing (which would already touch its header), so a refused file is left
+ * byte for byte as it was.
+ */
+export function refuseOtherTreatments(path: string, treatments: Readonly<Record<string, string>>): void {
+  if (!existsSync(path)) return;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  } catch {
+    return; // not a database it can read: opening it for writing says why
+  }
+  let stored: Record<string, string> | undefined;
+  try {
+    stored = storedTreatments(db);
+  } catch {
+    stored = undefined; // the same
+  } finally {
+    db.close();
+  }
+  if (stored === undefined) return;
+  const differences = treatmentDifferences(stored, treatments);
+  if (differences.length === 0) return;
+  throw new ConfigError(
+    `The replica "${path}" was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
+      'Its rows would mix values treated both ways. Nothing was changed in it. ' +
+      'Restore the treatments it was built with, or replicate into a new file (--db with another path, or delete this one to start over).',
+    { field: 'field_treatments' },
+  );
+}
+
+/** Record the treatments a file is written with (after refuseOtherTreatments let them through). */
+export function recordTreatments(db: DatabaseSync, treatments: Readonly<Record<string, string>>): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS ${TREATMENTS_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), treatments TEXT NOT NULL)`);
+  db.prepare(`INSERT OR REPLACE INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?)`).run(JSON.stringify(treatments));
+}

@@ -1,0 +1,193 @@
+import { createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import {
+  emailDomain,
+  hmacSha256Hex,
+  normalize,
+  recordTreater,
+  sha256Hex,
+  treatSchema,
+  treatmentDifferences,
+  treatmentPlan,
+  treatmentRecord,
+} from '../../src/personal-data.js';
+import { builtInSchema } from '../../src/schemas/json-schema.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const hex = (s: string): Buffer => Buffer.from(s, 'hex');
+const base = { api_key: 'drk_live_test', base_url: 'http://127.0.0.1:9' };
+
+describe('HMAC-SHA-256 (RFC 4231 test vectors)', () => {
+  const cases: [string, Buffer, Buffer, string][] = [
+    ['1', Buffer.alloc(20, 0x0b), Buffer.from('Hi There'), 'b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7'],
+    ['2', Buffer.from('Jefe'), Buffer.from('what do ya want for nothing?'), '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843'],
+    ['3', Buffer.alloc(20, 0xaa), Buffer.alloc(50, 0xdd), '773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe'],
+    ['4', hex('0102030405060708090a0b0c0d0e0f10111213141516171819'), Buffer.alloc(50, 0xcd), '82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b'],
+    ['6', Buffer.alloc(131, 0xaa), Buffer.from('Test Using Larger Than Block-Size Key - Hash Key First'), '60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54'],
+    [
+      '7',
+      Buffer.alloc(131, 0xaa),
+      Buffer.from('This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.'),
+      '9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2',
+    ],
+  ];
+  it.each(cases)('test case %s', (_n, key, data, expected) => {
+    expect(hmacSha256Hex(key, data)).toBe(expected);
+  });
+  it("the in-JavaScript HMAC equals node:crypto's on messages of every block boundary, UTF-8 and long keys", () => {
+    const messages = ['', 'a', 'ana@x.com', 'José Conceição', '日本語の名前', 'x'.repeat(55), 'x'.repeat(56), 'x'.repeat(63), 'x'.repeat(64), 'x'.repeat(119), 'é'.repeat(200)];
+    for (const key of ['k', 'a-typical-key-0123456789', 'K'.repeat(64), 'L'.repeat(65), 'ключ'.repeat(40)]) {
+      for (const message of messages) expect(hmacSha256Hex(key, message)).toBe(createHmac('sha256', key).update(message).digest('hex'));
+    }
+  });
+  it('test case 5 (truncated to 128 bits)', () => {
+    expect(hmacSha256Hex(Buffer.alloc(20, 0x0c), Buffer.from('Test With Truncation')).slice(0, 32)).toBe('a3b6167473100ee06e0c796c2955552b');
+  });
+});
+
+describe('normalization', () => {
+  it('e-mails: trimmed and lower-cased', () => {
+    expect(normalize('  Ana.Souza@Example.COM \t', 'email')).toBe('ana.souza@example.com');
+  });
+  it('phones: + and digits only', () => {
+    expect(normalize(' +55 (11) 91234-5678 ', 'phone')).toBe('+5511912345678');
+    expect(normalize('+1 415-555-0100', 'phone')).toBe('+14155550100');
+  });
+  it('text: trimmed and NFC, so composed and decomposed accents give one token', () => {
+    const composed = 'Jos\u00e9 Conceição';
+    const decomposed = ' Jose\u0301 Conceic\u0327a\u0303o ';
+    expect(decomposed).not.toBe(composed);
+    expect(normalize(decomposed, 'text')).toBe(composed);
+    expect(hmacSha256Hex('k', normalize(decomposed, 'text'))).toBe(hmacSha256Hex('k', normalize(composed, 'text')));
+  });
+  it('email_domain: after the last @, lower-case; none without @', () => {
+    expect(emailDomain('"a@b"@Mail.Example.ORG')).toBe('mail.example.org');
+    expect(emailDomain('no-at-sign')).toBeNull();
+  });
+  it('sha256 is plain SHA-256', () => {
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('records', () => {
+  const key = 'k3y-for-tests-only';
+  const hmac = (v: string): string => createHmac('sha256', key).update(v).digest('hex');
+
+  it('personal_data hash: every marked field hashed under the key, null stays null, ids and cursors untouched', () => {
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
+    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const record = { id: 'c1', updated_at: '2024-01-01T00:00:00.000Z', name: ' Ana  ', first_name: null, email: ' ANA@X.COM', phone: '+55 11 9-1234', job_title: 'CEO' };
+    treat?.([record]);
+    expect(record).toEqual({
+      id: 'c1',
+      updated_at: '2024-01-01T00:00:00.000Z',
+      name: hmac('Ana'),
+      first_name: null,
+      email: hmac('ana@x.com'),
+      phone: hmac('+55119-1234'.replace('-', '')),
+      job_title: 'CEO',
+    });
+  });
+
+  it('drop and field_treatments overrides (sha256, email_domain, keep) on any field', () => {
+    const { config } = parseConfig({
+      ...base,
+      personal_data: 'drop',
+      field_treatments: [
+        { stream: 'contacts', field: 'email', treatment: 'email_domain' },
+        { stream: 'contacts', field: 'phone', treatment: 'sha256' },
+        { stream: 'contacts', field: 'name', treatment: 'keep' },
+        { stream: 'contacts', field: 'job_title', treatment: 'drop' },
+      ],
+    });
+    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const record: Record<string, unknown> = { id: 'c1', name: 'Ana', first_name: 'A', last_name: 'B', email: 'a@X.com', phone: '+1 415', job_title: 'CEO' };
+    treat?.([record]);
+    expect(record).toEqual({ id: 'c1', name: 'Ana', email: 'x.com', phone: sha256Hex('+1415') });
+  });
+
+  it('tokens stay right whether a field\'s values repeat (remembered) or not (no longer remembered after a trial)', () => {
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
+    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const pages = Array.from({ length: 30 }, (_, p) =>
+      Array.from({ length: 200 }, (_, i) => ({ id: `c${p}-${i}`, name: `Person ${p * 200 + i}`, first_name: ['Ana', 'José', 'Li'][i % 3] as string })),
+    );
+    for (const page of pages) treat?.(page);
+    for (const [p, page] of pages.entries()) {
+      for (const [i, r] of page.entries()) {
+        expect(r.name).toBe(hmac(`Person ${p * 200 + i}`));
+        expect(r.first_name).toBe(hmac(['Ana', 'José', 'Li'][i % 3] as string));
+      }
+    }
+  });
+
+  it('nothing to treat: no treater at all (the fast path)', () => {
+    const { config } = parseConfig(base);
+    expect(treatmentPlan(config).size).toBe(0);
+    expect(recordTreater(contacts, undefined, undefined)).toBeUndefined();
+  });
+
+  it('a field selection keeps the key, the cursor and the always-kept column', () => {
+    const treat = recordTreater(contacts, undefined, undefined, new Set(['name']), ['_ab_cdc_deleted_at']);
+    const record: Record<string, unknown> = { id: 'c1', updated_at: 't', name: 'n', email: 'e', _ab_cdc_deleted_at: null, extra: 1 };
+    treat?.([record]);
+    expect(record).toEqual({ id: 'c1', updated_at: 't', name: 'n', _ab_cdc_deleted_at: null });
+  });
+});
+
+describe('schemas', () => {
+  it('dropped fields leave the schema; hashed ones are 64 hex characters with the method named', () => {
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: 'k'.repeat(16), field_treatments: [{ stream: 'contacts', field: 'phone', treatment: 'drop' }] });
+    const schema = treatSchema(builtInSchema(contacts), treatmentPlan(config).get('contacts'));
+    const props = schema.properties as Record<string, Record<string, unknown>>;
+    expect(props.phone).toBeUndefined();
+    expect(props.email).toMatchObject({ type: ['null', 'string'], minLength: 64, maxLength: 64, pattern: '^[0-9a-f]{64}$' });
+    expect(String(props.email?.description)).toMatch(/HMAC-SHA-256.*lower-cased/);
+    // The built-in schema itself is untouched (schemas/ and catalog/ stay the untreated defaults).
+    expect((builtInSchema(contacts).properties as Record<string, unknown>).phone).toBeDefined();
+  });
+});
+
+describe('bad treatments are config errors naming the entry and what is allowed', () => {
+  const problem = (extra: Record<string, unknown>): string => {
+    try {
+      parseConfig({ ...base, ...extra });
+    } catch (err) {
+      expect((err as { failureType?: string }).failureType).toBe('config_error');
+      return (err as Error).message;
+    }
+    throw new Error('no error');
+  };
+  it.each([
+    [{ field_treatments: [{ stream: 'leads', field: 'email', treatment: 'drop' }] }, /stream "leads" is not a stream.*contacts, conversations/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'id', treatment: 'hash' }], hash_key: 'k'.repeat(16) }, /field_treatments\[0\].*id is its primary key/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'updated_at', treatment: 'drop' }] }, /updated_at is its cursor/],
+    [{ field_treatments: [{ stream: 'contacts', field: '_ab_cdc_deleted_at', treatment: 'drop' }] }, /the tombstone column/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'md5' }] }, /treatment must be one of keep, drop, hash, sha256, email_domain/],
+    [{ personal_data: 'hash' }, /hash_key.*personal_data is hash but hash_key is not set/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] }, /field_treatments\[0\] is hash but hash_key is not set/],
+    [{ personal_data: 'mask' }, /personal_data must be one of keep, hash, drop/],
+    [{ personal_data: 'hash', hash_key: 'short-key' }, /hash_key is too short: give at least 16 characters/],
+  ])('%j', (extra, message) => {
+    expect(problem(extra)).toMatch(message);
+  });
+  it('the hash_key is never quoted in an error', () => {
+    for (const hash_key of ['my-secret-hash-key', 'short-secret']) {
+      const message = problem({ hash_key, personal_data: 'nope' });
+      expect(message).not.toContain(hash_key);
+    }
+  });
+});
+
+describe("the replica's record of treatments", () => {
+  it('names each change, and a new key without printing it', () => {
+    const a = parseConfig({ ...base, personal_data: 'hash', hash_key: 'first-key-0123456789' }).config;
+    const b = parseConfig({ ...base, personal_data: 'hash', hash_key: 'second-key-0123456789' }).config;
+    const recA = treatmentRecord(treatmentPlan(a), a.hash_key);
+    expect(JSON.stringify(recA)).not.toContain('first-key-0123456789');
+    expect(treatmentDifferences(recA, treatmentRecord(treatmentPlan(b), b.hash_key))).toEqual(['hash_key (another key: its tokens would not join the stored ones)']);
+    expect(treatmentDifferences({}, recA)).toContain('contacts.email: keep then, hash now');
+  });
+});
