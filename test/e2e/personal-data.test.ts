@@ -90,6 +90,12 @@ function leaks(output: string | Buffer): string[] {
   return [...rawValues(), HASH_KEY].filter((v) => haystack.includes(Buffer.from(v, 'utf8')));
 }
 
+/** A stream's entry of a --summary file. */
+function summaryStream(path: string, stream: string): Json | undefined {
+  const summary = JSON.parse(readFileSync(path, 'utf8')) as { streams: Json[] };
+  return summary.streams.find((s) => s.name === stream);
+}
+
 function contactsById(): Map<string, Json> {
   return new Map((account.dump().contacts as unknown as Json[]).map((c) => [c.id as string, c]));
 }
@@ -143,9 +149,12 @@ describe('personal_data hash, against the emulator', () => {
     account.mutate({ op: 'delete_contacts', count: 3 });
     const after = contactsById();
     const state = writeJson(dir, `state-${n++}.json`, airbyteStateFile(lastAirbyteStates(first.stdout)));
-    const second = await runCli(SOURCE_BIN, ['read', '--config', cfg, '--catalog', configured, '--state', state]);
+    const readSummary = join(dir, `read-summary-${n++}.json`);
+    const second = await runCli(SOURCE_BIN, ['read', '--config', cfg, '--catalog', configured, '--state', state, '--summary', readSummary]);
     expect(second.code, second.stderr).toBe(0);
     const changed = airbyteRecords(second.stdout, 'contacts');
+    expect(leaks(readFileSync(readSummary))).toEqual([]);
+    expect(summaryStream(readSummary, 'contacts')).toMatchObject({ status: 'complete', records: changed.length });
     const live = changed.filter((r) => typeof r._ab_cdc_deleted_at !== 'string');
     const tombstones = changed.filter((r) => typeof r._ab_cdc_deleted_at === 'string');
     expect(live.length).toBeGreaterThanOrEqual(18);
@@ -164,8 +173,11 @@ describe('personal_data hash, against the emulator', () => {
 
   it('Singer: SCHEMA without the dropped field, RECORDs with the same tokens as the Airbyte face', async () => {
     const before = contactsById();
-    const run = await runCli(TAP_BIN, ['--config', hashConfig()]);
+    const tapSummary = join(dir, 'tap-summary.json');
+    const run = await runCli(TAP_BIN, ['--config', hashConfig(), '--summary', tapSummary]);
     expect(run.code, run.stderr).toBe(0);
+    expect(leaks(readFileSync(tapSummary))).toEqual([]);
+    expect(summaryStream(tapSummary, 'contacts')).toMatchObject({ status: 'complete', records: before.size });
     expect((await protocolCheckAsync('singer-check.py', run.stdout)).errors).toEqual([]);
     const messages = parseLines(run.stdout);
     const schema = messages.find((m) => m.type === 'SCHEMA' && m.stream === 'contacts')?.schema as { properties: Record<string, Json> };
@@ -221,8 +233,12 @@ describe('personal_data hash, against the emulator', () => {
       [hashConfig({ hash_key: 'another-key-0123456789' }), /hash_key \(another key/],
       [hashConfig({ field_treatments: [TREATMENTS[1]] }), /contacts\.job_title: drop then, keep now/],
     ] as const) {
-      const run = await replicate(other, db);
-      expect(run.code).not.toBe(0);
+      const summary = join(dir, 'refused-summary.json');
+      const run = await runCli(SOURCE_BIN, ['replicate', '--config', other, '--db', db, '--summary', summary]);
+      expect(run.code, run.stderr).toBe(78);
+      expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+      expect(leaks(readFileSync(summary))).toEqual([]);
+      expect(readFileSync(summary, 'utf8')).not.toContain('another-key-0123456789');
       expect(run.stderr).toMatch(change);
       expect(run.stderr).toMatch(/Nothing was changed in it\..*replicate into a new file/);
       expect(run.stderr).not.toContain(HASH_KEY);
