@@ -155,7 +155,7 @@ describe('ReplicaSink + ReplicaWriter (checkpoints in groups)', () => {
     const db = newDb();
     const store = new ReplicaStore(db);
     store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'c3' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
-    const writer = new ReplicaWriter(store, { checkpointer: null });
+    const writer = new ReplicaWriter(store, { walThread: null });
     const logs: string[] = [];
     const sink = new ReplicaSink(writer, { log: (_level, message) => logs.push(message), changed: () => undefined });
     const contacts = [contact('c1', 1), contact('c2', 2), contact('c3', 3), contact('c4', 4), contact('c5', 5), contact('c6', 6)];

@@ -27,7 +27,7 @@ export const STATE_TABLE = '_replica_state';
 const WRITER_CACHE_KIB = 8 * 1024;
 /**
  * WAL frames (4 KiB pages) after which a commit copies the WAL into the
- * database file (SQLite's default is 1000), when no checkpointer thread does
+ * database file (SQLite's default is 1000), when no WAL thread does
  * it (writer.ts). Each checkpoint costs two fsyncs whatever its size, and an
  * incremental sync dirties a page per changed row: fewer, larger ones. The
  * last one is made when the run closes the file.
@@ -72,7 +72,7 @@ export function openForWrite(path: string): DatabaseSync {
 /**
  * Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB,
  * WRITER_AUTOCHECKPOINT_PAGES), and where its temporary files go: memory.
- * When each checkpoint is written inside a SAVEPOINT (checkpoint-writer.ts:
+ * When each checkpoint is written inside a SAVEPOINT (table-writer.ts:
  * a file someone added triggers or constraints to), SQLite copies every page
  * the checkpoint changes that was already in the file (a changed row's page;
  * the primary-key index pages new rows land in) to the savepoint's journal
