@@ -22,7 +22,7 @@
 import type { FailureType } from '../errors.js';
 import type { ProxyFailure } from './proxy-error.js';
 import type { NetKind } from './retry.js';
-import type { ApiErrorCode } from './types.js';
+import type { ApiErrorCode } from './api-error.js';
 
 export type Wait = 'none' | 'backoff' | 'retry_after';
 

@@ -4,7 +4,8 @@
  * the stream schemas (merged by service-schemas.ts, which fetches nothing).
  */
 import { createClient } from '../client/client.js';
-import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
+import { ApiError } from '../client/api-error.js';
+import type { ClientOptions, DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config.js';
 import { toConnectorError } from '../errors.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';

@@ -6,7 +6,8 @@
  * first answer means (a rejected resume cursor, an optional path the service
  * does not offer).
  */
-import { ApiError, type DataReadApi } from '../client/types.js';
+import { ApiError } from '../client/api-error.js';
+import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
 import { StateRules } from './state-rules.js';
 import type { Data, SyncSink } from './events.js';

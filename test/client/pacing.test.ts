@@ -2,7 +2,7 @@
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Pacer } from '../../src/client/pacer.js';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());

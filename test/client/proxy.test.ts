@@ -9,7 +9,8 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type CreateClientOptions } from '../../src/client/client.js';
-import { ApiError, type DataReadApi } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
+import type { DataReadApi } from '../../src/client/types.js';
 import { ConnectorError } from '../../src/errors.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { makeTestCa, type TestCa } from '../helpers/certificates.js';

@@ -5,7 +5,7 @@
  * line of `check`.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { ConfigSchema } from '../../src/config.js';
 import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
 import { ContractError } from '../../src/errors.js';

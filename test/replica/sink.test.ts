@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { ConfigSchema } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import type { LogLevel } from '../../src/engine/events.js';
 import { REPLICA_STREAMS } from '../../src/faces/replica/command.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, type DataReadApi } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
+import type { DataReadApi } from '../../src/client/types.js';
 import { parseConfig } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import type { StreamState } from '../../src/engine/state.js';
