@@ -229,6 +229,34 @@ describe('the import graph of src/', () => {
   });
 });
 
+describe('names in src/ say which is which', () => {
+  /** The classes src/ declares, by name, with the files declaring each. */
+  function classNames(files: readonly string[]): Map<string, string[]> {
+    const byName = new Map<string, string[]>();
+    for (const file of files) {
+      for (const m of code(readFileSync(file, 'utf8')).matchAll(/^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm)) {
+        byName.set(m[1] as string, [...(byName.get(m[1] as string) ?? []), relative(ROOT, file)]);
+      }
+    }
+    return byName;
+  }
+  const shared = (byName: Map<string, string[]>): string[] => [...byName].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`);
+
+  it('no two classes share a name (one ApiError, one UsageError: the emulator names its own ProblemError and OptionError)', () => {
+    const byName = classNames(sourceFiles(SRC));
+    expect(byName.get('ApiError')).toEqual(['src/client/api-error.ts']);
+    expect(shared(byName)).toEqual([]);
+    // Not vacuous: the emulator's error under the client's name is caught.
+    const again = new Map(byName).set('ApiError', ['src/client/api-error.ts', 'src/emulator/problem.ts']);
+    expect(shared(again)).toEqual(['ApiError: src/client/api-error.ts, src/emulator/problem.ts']);
+  });
+
+  it('no class lives in a file named types.ts', () => {
+    const inTypes = [...classNames(sourceFiles(SRC))].filter(([, files]) => files.some((f) => f.endsWith('/types.ts')));
+    expect(inTypes).toEqual([]);
+  });
+});
+
 describe('the streams table is the whole truth about streams', () => {
   it('no product module outside src/streams.ts names a stream or its path in a string literal', () => {
     const names = STREAMS.flatMap((s) => [s.name, s.path]);

@@ -2,7 +2,7 @@
  * Query-string validation. Unknown and repeated parameters are refused (400),
  * so a client bug such as sending created_since to /v1/contacts shows up.
  */
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import { daysInMonth, utcMs } from '../schemas/calendar.js';
 
 export const LOOK_BACK_MS = 5 * 60_000;
@@ -64,7 +64,7 @@ function instantParam(name: string, value: string): number {
   const t = parseInstant(value);
   if (t !== null) return t;
   const hint = SPACE_FOR_PLUS.test(value) ? " (a '+' in the query string must be sent percent-encoded as %2B)" : '';
-  throw new ApiError(400, `${name} must be an ISO 8601 date-time with zone (e.g. 2024-05-01T12:00:00Z) or a date YYYY-MM-DD${hint}`);
+  throw new ProblemError(400, `${name} must be an ISO 8601 date-time with zone (e.g. 2024-05-01T12:00:00Z) or a date YYYY-MM-DD${hint}`);
 }
 
 /** Read a query string into name -> value; repeated or unknown names are 400. */
@@ -74,9 +74,9 @@ export function readQuery(search: string, allowed: readonly string[]): Map<strin
   for (const [name, value] of new URLSearchParams(search)) {
     if (!allowed.includes(name)) {
       const what = allowed.length === 0 ? 'this operation takes no query parameters' : `allowed: ${allowed.join(', ')}`;
-      throw new ApiError(400, `unknown query parameter '${name}' (${what})`);
+      throw new ProblemError(400, `unknown query parameter '${name}' (${what})`);
     }
-    if (out.has(name)) throw new ApiError(400, `query parameter '${name}' is given more than once`);
+    if (out.has(name)) throw new ProblemError(400, `query parameter '${name}' is given more than once`);
     out.set(name, value);
   }
   return out;
@@ -91,9 +91,9 @@ export function parseListQuery(search: string, spec: ListQuerySpec): ListParams 
   let limit = DEFAULT_PAGE_LIMIT;
   const rawLimit = q.get('limit');
   if (rawLimit !== undefined) {
-    if (!/^[0-9]{1,6}$/.test(rawLimit)) throw new ApiError(400, LIMIT_DETAIL);
+    if (!/^[0-9]{1,6}$/.test(rawLimit)) throw new ProblemError(400, LIMIT_DETAIL);
     limit = Number(rawLimit);
-    if (limit < 1 || limit > MAX_PAGE_LIMIT) throw new ApiError(400, LIMIT_DETAIL);
+    if (limit < 1 || limit > MAX_PAGE_LIMIT) throw new ProblemError(400, LIMIT_DETAIL);
   }
 
   const updated = q.get('updated_since');
@@ -102,11 +102,11 @@ export function parseListQuery(search: string, spec: ListQuerySpec): ListParams 
   if (updated !== undefined) since = instantParam('updated_since', updated);
   if (created !== undefined) {
     const c = instantParam('created_since', created);
-    if (since !== null && since !== c) throw new ApiError(400, 'updated_since and created_since are synonyms; give one of them (or the same instant in both)');
+    if (since !== null && since !== c) throw new ProblemError(400, 'updated_since and created_since are synonyms; give one of them (or the same instant in both)');
     since = c;
   }
 
   const cursor = q.get('cursor');
-  if (cursor !== undefined && cursor === '') throw new ApiError(400, 'cursor must not be empty; omit it on the first page');
+  if (cursor !== undefined && cursor === '') throw new ProblemError(400, 'cursor must not be empty; omit it on the first page');
   return { since, cursor: cursor ?? null, limit };
 }
