@@ -2,11 +2,13 @@
  * The stream reader: one list operation read from a saved state to
  * `has_more: false`. The paginator follows the cursors and checks each page
  * against the API contract; the state rules (state-rules.ts) say what state may be written
- * when; this function hands pages to the sink in between and decides what the
- * first answer means (a rejected resume cursor, an optional path the service
- * does not offer).
+ * when; this function hands pages to the sink in between and does with a
+ * failed first answer what the failure policy's row says (client/policy.ts:
+ * a rejected resume cursor restarts the read, an optional path the service
+ * does not offer is skipped).
  */
 import { ApiError } from '../client/api-error.js';
+import { readAction } from '../client/policy.js';
 import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
 import { StateRules } from './state-rules.js';
@@ -39,14 +41,17 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     try {
       page = await pages.next();
     } catch (err) {
-      if (start.cursor !== undefined && err instanceof ApiError && err.code === 'bad_request') {
+      if (!(err instanceof ApiError)) throw err;
+      // What the failure policy says a read does with it (client/policy.ts): restart, ignore, or fail.
+      const action = readAction(err.code, { resumeCursor: start.cursor !== undefined, optionalStream: stream.optional });
+      if (action === 'restart') {
         // The saved resume cursor is refused: read again from the last complete watermark.
         const restart = rules.restart(err.message);
         await sink.log('WARN', restart.warning);
         start = restart.start;
         continue;
       }
-      if (stream.optional && err instanceof ApiError && err.code === 'not_found') {
+      if (action === 'ignore') {
         await sink.log('WARN', `${stream.name}: the service does not offer ${stream.path} (404); stream skipped.`);
         return { kind: 'skipped' };
       }
