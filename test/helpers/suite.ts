@@ -5,7 +5,8 @@
  * the emulator is stopped and the directory removed.
  */
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll } from 'vitest';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
 import { tempDir } from './cli.js';
 
@@ -50,4 +51,21 @@ export function withEmulatorAccount(
     await account?.emulator.close();
     removeDir(dir, options);
   });
+}
+
+/**
+ * For tests that each open a database of their own: a function that makes a
+ * new temporary directory (named from `prefix`) and returns the path of
+ * `name` in it; after each test the directories it made are removed.
+ */
+export function withTempDatabases(prefix: string, name = 'r.db'): () => string {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+  return () => {
+    const dir = tempDir(prefix);
+    dirs.push(dir);
+    return join(dir, name);
+  };
 }

@@ -5,26 +5,19 @@
  * the checkpoint is written, and anything else that fails takes the
  * transaction with it and stops the writer, loudly.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
 import { TableWriter } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { tempDir } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from './checkpoints.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const newDb = withTempDatabases('replica-refusers-');
 
 function replica() {
-  const dir = tempDir('replica-refusers-');
-  dirs.push(dir);
-  const path = join(dir, 'r.db');
+  const path = newDb();
   const store = new ReplicaStore(path);
   return { path, store, checkpoint: checkpointsOf(store) };
 }

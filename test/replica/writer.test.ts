@@ -3,28 +3,21 @@
  * transactions, each whole or not at all) and ReplicaWriter (the groups, the
  * WAL thread: run from the build, dist/faces/replica/wal-thread.js).
  */
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { TableWriter } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { ROOT, tempDir } from '../helpers/cli.js';
+import { ROOT } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from './checkpoints.js';
 import { requireBuild } from './helpers.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function newDb(): string {
-  const dir = tempDir('replica-writer-');
-  dirs.push(dir);
-  return join(dir, 'r.db');
-}
+const newDb = withTempDatabases('replica-writer-');
 
 /** A replica with its tables, and checkpoints for it. */
 function replica(path: string) {
