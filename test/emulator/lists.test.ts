@@ -1,6 +1,7 @@
 /** List parameters, look-back, order, watermark and the envelope. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asPage, expectProblem, get, readAll, records, setup, type Setup } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorSetup } from '../helpers/suite.js';
+import { asPage, expectProblem, get, readAll, records, type Setup } from './helpers.js';
 
 const LIMIT_DETAIL = 'limit must be an integer from 1 to 200';
 const LISTS = ['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'] as const;
@@ -9,12 +10,7 @@ const CURSOR_FIELD: Record<string, string> = {
 };
 
 let s: Setup;
-beforeAll(async () => {
-  s = await setup({ contacts: 400 });
-});
-afterAll(async () => {
-  await s.emu.close();
-});
+withEmulatorSetup({ contacts: 400 }, (setUp) => (s = setUp));
 
 describe('limit', () => {
   it.each(['0', '201', 'abc', '1.5', '', '-1', '1e2', ' 5', '99999999'])('limit=%j is 400 with the documented detail', async (limit) => {

@@ -7,8 +7,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { setup, type Setup } from '../emulator/helpers.js';
 import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
-import { tempDir } from './cli.js';
+import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import { tempDir, writeJson } from './cli.js';
 
 export interface SuiteOptions {
   /** Run on the directory before it is removed (to give back permissions a test took away). */
@@ -68,4 +70,44 @@ export function withTempDatabases(prefix: string, name = 'r.db'): () => string {
     dirs.push(dir);
     return join(dir, name);
   };
+}
+
+/**
+ * For the terminal tests: an emulator on a real clock with a small limit per
+ * window (4 requests every 1.2 s), so that the client waits for the window
+ * several times; an account of `contacts` contacts and its config.json in a
+ * temporary directory, handed to `ready`.
+ */
+export function withRateLimitedEmulator(
+  prefix: string,
+  data: { readonly contacts: number; readonly seed: number },
+  ready: (suite: { readonly emulator: Emulator; readonly dir: string; readonly config: string }) => void,
+): void {
+  let emulator: Emulator | undefined;
+  let dir: string | undefined;
+  beforeAll(async () => {
+    requireBuild();
+    emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: data.seed, limits: { perMinute: 4, windowMs: 1200, perDay: 1_000_000 } });
+    const account = emulator.control.createAccount({ name: 'Terminal test' });
+    const { key } = emulator.control.createKey(account.id);
+    emulator.control.seed(account.id, { contacts: data.contacts });
+    dir = tempDir(prefix);
+    ready({ emulator, dir, config: writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100 }) });
+  });
+  afterAll(async () => {
+    await emulator?.close();
+    removeDir(dir, {});
+  });
+}
+
+/** For the emulator's own tests: an emulator with one account (test/emulator/helpers.ts: setup), handed to `ready`, stopped after the suite. */
+export function withEmulatorSetup(options: Parameters<typeof setup>[0], ready: (s: Setup) => void): void {
+  let s: Setup | undefined;
+  beforeAll(async () => {
+    s = await setup(options);
+    ready(s);
+  });
+  afterAll(async () => {
+    await s?.emu.close();
+  });
 }
