@@ -4,6 +4,7 @@
  * SIGKILLs at random points followed by a rerun.
  */
 import { describe, expect, it } from 'vitest';
+import { queryOne } from '../helpers/sqlite.js';
 import { withEmulatorAccount } from '../helpers/suite.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,12 +19,7 @@ function sideFiles(db: string): string[] {
 }
 
 function journalMode(db: string): string {
-  const handle = new DatabaseSync(db, { readOnly: true });
-  try {
-    return String(handle.prepare('PRAGMA journal_mode').get()?.journal_mode);
-  } finally {
-    handle.close();
-  }
+  return String(queryOne(db, 'PRAGMA journal_mode')?.journal_mode);
 }
 
 describe('replicate: the replica equals the service', () => {

@@ -4,6 +4,7 @@
  * WAL thread: run from the build, dist/faces/replica/wal-thread.js).
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { queryOne } from '../helpers/sqlite.js';
 import { withTempDatabases } from '../helpers/suite.js';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,12 +78,7 @@ describe('ReplicaWriter', () => {
   beforeAll(() => requireBuild());
 
   function visible(path: string): number {
-    const db = new DatabaseSync(path, { readOnly: true });
-    try {
-      return Number(db.prepare('SELECT count(*) AS n FROM contacts').get()?.n);
-    } finally {
-      db.close();
-    }
+    return Number(queryOne(path, 'SELECT count(*) AS n FROM contacts')?.n);
   }
 
   it('holds checkpoints in one transaction until the group is due or flushed; other connections see whole groups', async () => {
