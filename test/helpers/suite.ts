@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { setup, type Setup } from '../emulator/helpers.js';
 import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.js';
+import { makeTestCa, type TestCa } from './certificates.js';
+import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';
 import { tempDir, writeJson } from './cli.js';
 
 export interface SuiteOptions {
@@ -109,5 +111,31 @@ export function withEmulatorSetup(options: Parameters<typeof setup>[0], ready: (
   });
   afterAll(async () => {
     await s?.emu.close();
+  });
+}
+
+/** What the proxy tests run against: a throw-away CA, the emulator over TLS (its certificate) and over plain HTTP, a proxy, and one that asks for Basic credentials. */
+export interface ProxyLab {
+  readonly ca: TestCa;
+  readonly tlsEmu: Emulator;
+  readonly plainEmu: Emulator;
+  readonly proxy: ForwardProxy;
+  /** Asks for user `etl` with `password`. */
+  readonly authProxy: ForwardProxy;
+}
+
+/** Before the suite: a ProxyLab (emulators seeded `${seed}` and `${seed}-plain`, with `emulator` options), handed to `ready`; after it: all of it stopped. */
+export function withProxyLab(options: { readonly seed: string; readonly password: string; readonly emulator?: Partial<EmulatorOptions> }, ready: (lab: ProxyLab) => void): void {
+  const started: { tlsEmu?: Emulator; plainEmu?: Emulator; proxy?: ForwardProxy; authProxy?: ForwardProxy } = {};
+  beforeAll(async () => {
+    const ca = makeTestCa();
+    const tlsEmu = (started.tlsEmu = await startEmulator({ ...options.emulator, seed: options.seed, tls: ca.server }));
+    const plainEmu = (started.plainEmu = await startEmulator({ ...options.emulator, seed: `${options.seed}-plain` }));
+    const proxy = (started.proxy = await startForwardProxy());
+    const authProxy = (started.authProxy = await startForwardProxy({ auth: { user: 'etl', password: options.password } }));
+    ready({ ca, tlsEmu, plainEmu, proxy, authProxy });
+  });
+  afterAll(async () => {
+    await Promise.all(Object.values(started).map((server) => server.close()));
   });
 }
