@@ -127,8 +127,6 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     fault: { status: 400 },
     retried: false,
     wait: 'none',
-    // The service refuses a saved resume cursor (expired, or of another API version): read again, records may repeat, none are lost.
-    read: { action: 'restart', when: 'resumeCursor' },
     outcome: {
       code: 'bad_request',
       scope: 'request',
@@ -137,6 +135,8 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
         `The Data-Read API rejected ${c.request} as an invalid request (HTTP 400): a parameter was refused, ` +
         `or the page cursor was altered or belongs to another account.${c.said}`,
     },
+    // The service refuses a saved resume cursor (expired, or of another API version): read again, records may repeat, none are lost.
+    read: { action: 'restart', when: 'resumeCursor' },
   },
   {
     fault: { status: 401 },
@@ -171,8 +171,6 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     fault: { status: 404 },
     retried: false,
     wait: 'none',
-    // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
-    read: { action: 'ignore', when: 'optionalStream' },
     outcome: {
       code: 'not_found',
       scope: 'request',
@@ -181,6 +179,8 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
         `The Data-Read API has no ${c.path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
         `for example https://api.example.com.${c.said}`,
     },
+    // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
+    read: { action: 'ignore', when: 'optionalStream' },
   },
   { fault: { status: 408 }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 429 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
