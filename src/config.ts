@@ -12,10 +12,23 @@ import { PERSONAL_DATA_CHOICES, TREATMENTS, treatmentProblems } from './personal
 import { STREAMS } from './streams.js';
 
 const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
-import { daysInMonth, utcMs } from './schemas/calendar.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
+/** Days of `month` (1-12) in `year`, leap years included. */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/** Epoch ms of a UTC calendar time (years below 100 included, which Date.UTC would shift to 19xx). */
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
+}
+
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
 type Reading = { readonly ms: number } | { readonly problem: string | undefined };

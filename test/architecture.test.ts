@@ -1,6 +1,7 @@
 /**
  * The layout keeps the architecture: a test over the import graph of src/
- * (static imports, re-exports and lazy `import()`), the rule that only the
+ * (static imports, re-exports, imports of types and lazy `import()`, comments
+ * left out), no import circle, the rule that only the
  * streams table names a stream, and the Layout section of CONTRIBUTING.md naming every
  * folder. The rules are those of its Layout table.
  */
@@ -51,12 +52,28 @@ function sourceFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Every module specifier a file loads: `import … from`, `export … from`, `import '…'` and `import('…')`. */
-function specifiers(text: string): string[] {
-  const out: string[] = [];
-  for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)) out.push(m[1] as string);
-  for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) out.push(m[1] as string);
-  for (const m of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) out.push(m[1] as string);
+/** How a file loads a module: at its start, as types only (erased), or when it runs (`import()`). */
+type Kind = 'static' | 'type' | 'lazy';
+
+/** A file's text without its comments (string literals kept), so that a commented-out import counts for nothing. */
+function code(text: string): string {
+  return text.replace(/'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`|\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, (m) => (m.startsWith('/') ? ' '.repeat(m.length) : m));
+}
+
+/** Every module a file loads: `import … from`, `export … from`, `import '…'`, `require('…')`, `import('…')` and `typeof import('…')`, each with how. */
+function specifiers(text: string): { readonly spec: string; readonly kind: Kind }[] {
+  const out: { spec: string; kind: Kind }[] = [];
+  const source = code(text);
+  for (const m of source.matchAll(/^\s*(import|export)\s([^;]*?)from\s+'([^']+)'/gm)) {
+    const clause = (m[2] as string).trim();
+    const names = /^\{([^}]*)\}$/.exec(clause)?.[1]?.split(',').map((n) => n.trim()).filter((n) => n !== '');
+    const typeOnly = clause.startsWith('type ') || (names !== undefined && names.length > 0 && names.every((n) => n.startsWith('type ')));
+    out.push({ spec: m[3] as string, kind: typeOnly ? 'type' : 'static' });
+  }
+  for (const m of source.matchAll(/^\s*import\s+'([^']+)'/gm)) out.push({ spec: m[1] as string, kind: 'static' });
+  // createRequire's require (client/pool.ts loads undici's Pool so, when the module loads).
+  for (const m of source.matchAll(/\brequire\(\s*'([^']+)'\s*\)/g)) out.push({ spec: m[1] as string, kind: 'static' });
+  for (const m of source.matchAll(/(\btypeof\s+)?\bimport\(\s*'([^']+)'\s*\)/g)) out.push({ spec: m[2] as string, kind: m[1] === undefined ? 'lazy' : 'type' });
   return out;
 }
 
@@ -66,24 +83,82 @@ interface Edge {
   readonly fromArea: Area;
   readonly toArea: Area | undefined;
   readonly pkg: string | undefined;
+  readonly kind: Kind;
 }
 
 function edges(): Edge[] {
   const out: Edge[] = [];
   for (const file of sourceFiles(SRC)) {
     const fromArea = areaOf(file);
-    for (const spec of specifiers(readFileSync(file, 'utf8'))) {
+    for (const { spec, kind } of specifiers(readFileSync(file, 'utf8'))) {
       if (spec.startsWith('.')) {
         const target = resolve(dirname(file), spec).replace(/\.js$/, '.ts');
         const inside = !relative(SRC, target).startsWith('..');
-        out.push({ from: relative(ROOT, file), to: relative(ROOT, target), fromArea, toArea: inside ? areaOf(target) : undefined, pkg: undefined });
+        out.push({ from: relative(ROOT, file), to: relative(ROOT, target), fromArea, toArea: inside ? areaOf(target) : undefined, pkg: undefined, kind });
       } else if (!spec.startsWith('node:')) {
         const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
-        out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: undefined, pkg });
+        out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: undefined, pkg, kind });
       }
     }
   }
   return out;
+}
+
+/** The edges that cross a boundary the Layout table does not allow, in words. */
+function forbidden(graph: readonly Edge[]): string[] {
+  return graph
+    .filter((e) => e.toArea !== undefined && e.toArea !== e.fromArea && !ALLOWED[e.fromArea].includes(e.toArea))
+    .map((e) => `${e.from} (${e.fromArea}) imports ${e.to} (${e.toArea})`);
+}
+
+/** One import circle among the files of src/ (any kind of import), as the files around it, or undefined when there is none. */
+function findCycle(graph: readonly Edge[]): string[] | undefined {
+  const next = new Map<string, string[]>();
+  for (const e of graph) if (e.pkg === undefined) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  const done = new Set<string>();
+  const path: string[] = [];
+  const onPath = new Set<string>();
+  const walk = (file: string): string[] | undefined => {
+    if (onPath.has(file)) return [...path.slice(path.indexOf(file)), file];
+    if (done.has(file)) return undefined;
+    path.push(file);
+    onPath.add(file);
+    for (const to of next.get(file) ?? []) {
+      const cycle = walk(to);
+      if (cycle !== undefined) return cycle;
+    }
+    path.pop();
+    onPath.delete(file);
+    done.add(file);
+    return undefined;
+  };
+  for (const file of [...next.keys()].sort()) {
+    const cycle = walk(file);
+    if (cycle !== undefined) return cycle;
+  }
+  return undefined;
+}
+
+/** Everything `from` loads at its start, directly or through other files (imports of types only are erased, `import()` waits). */
+function loadedAtStart(graph: readonly Edge[], from: string): Set<string> {
+  const seen = new Set<string>();
+  const queue = [from];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    for (const e of graph) {
+      if (e.from !== file || e.kind !== 'static') continue;
+      const target = e.pkg ?? e.to;
+      if (seen.has(target)) continue;
+      seen.add(target);
+      if (e.pkg === undefined) queue.push(e.to);
+    }
+  }
+  return seen;
+}
+
+/** An edge for the checkers to catch: a file of `fromArea` loading `to` at its start. */
+function fed(from: string, to: string): Edge {
+  const area = (file: string): Area => areaOf(join(ROOT, file));
+  return { from, to, fromArea: area(from), toArea: area(to), pkg: undefined, kind: 'static' };
 }
 
 describe('the import graph of src/', () => {
@@ -91,36 +166,59 @@ describe('the import graph of src/', () => {
 
   it('reads the graph (a parser that finds nothing would pass anything)', () => {
     expect(all.length).toBeGreaterThan(150);
-    expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts')).toBe(true); // a lazy import()
+    expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts' && e.kind === 'lazy')).toBe(true);
+    expect(all.some((e) => e.from === 'src/engine/session.ts' && e.to === 'src/engine/connect.ts' && e.kind === 'type')).toBe(true);
+    expect(all.some((e) => e.from === 'src/client/pool.ts' && e.pkg === 'undici' && e.kind === 'static')).toBe(true); // require()
   });
 
   it('imports only across allowed boundaries (CONTRIBUTING.md, Layout)', () => {
-    const broken = all
-      .filter((e) => e.toArea !== undefined && e.toArea !== e.fromArea && !ALLOWED[e.fromArea].includes(e.toArea))
-      .map((e) => `${e.from} (${e.fromArea}) imports ${e.to} (${e.toArea})`);
-    expect(broken).toEqual([]);
+    expect(forbidden(all)).toEqual([]);
+  });
+
+  it('catches a forbidden edge fed to the checker (the rule is not vacuous)', () => {
+    const faceToClient = fed('src/faces/airbyte/commands.ts', 'src/client/client.ts');
+    const clientToEngine = fed('src/client/client.ts', 'src/engine/session.ts');
+    const toEmulator = fed('src/engine/session.ts', 'src/emulator/server.ts');
+    expect(forbidden([...all, faceToClient, clientToEngine, toEmulator])).toEqual([
+      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+      'src/client/client.ts (client) imports src/engine/session.ts (engine)',
+      'src/engine/session.ts (engine) imports src/emulator/server.ts (emulator)',
+    ]);
+    for (const area of Object.keys(ALLOWED) as Area[]) if (area !== 'emulator') expect(ALLOWED[area], area).not.toContain('emulator');
+    expect(ALLOWED.emulator).toEqual(['schemas']);
+  });
+
+  it('has no import circle in src/ (types and import() included)', () => {
+    expect(findCycle(all)).toBeUndefined();
+  });
+
+  it('finds a circle fed to it (the check is not vacuous)', () => {
+    expect(findCycle([...all, fed('src/client/pool-settings.ts', 'src/client/route.ts')])).toEqual([
+      'src/client/pool-settings.ts',
+      'src/client/route.ts',
+      'src/client/pool-settings.ts',
+    ]);
+    expect(findCycle([...all, { ...fed('src/engine/service-schemas.ts', 'src/engine/connect.ts'), kind: 'lazy' }])).toContain('src/engine/connect.ts');
+  });
+
+  it('the sync runner loads the client only after tuning the heap (a static import would load undici first: +10 MB peak RSS in the bench)', () => {
+    const session = 'src/engine/session.ts';
+    expect(loadedAtStart(all, session).has('undici')).toBe(false);
+    expect(all.filter((e) => e.from === session && e.kind === 'lazy').map((e) => e.to)).toEqual(expect.arrayContaining(['src/engine/connect.ts', 'src/engine/sync.ts']));
+    // The check is not vacuous: a static import of the connection would load undici at start.
+    expect(loadedAtStart([...all, fed(session, 'src/engine/connect.ts')], session).has('undici')).toBe(true);
+    // And in its code, the heap is tuned before the first import() of the engine that loads the client.
+    const text = code(readFileSync(join(ROOT, session), 'utf8'));
+    const tune = text.search(/\btuneHeapForStreaming\(\)/);
+    const firstEngine = text.search(/(?<!typeof )\bimport\('\.\/(connect|sync)\.js'\)/);
+    expect(tune).toBeGreaterThan(0);
+    expect(firstEngine).toBeGreaterThan(tune);
   });
 
   it('leaves src/ only for npm packages, and HTTP (undici) to the client', () => {
     expect(all.filter((e) => e.pkg === undefined && e.toArea === undefined).map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
     const misplaced = all.filter((e) => e.pkg !== undefined && PACKAGES[e.pkg] !== undefined && !PACKAGES[e.pkg]?.includes(e.fromArea));
     expect(misplaced.map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
-  });
-
-  it('catches a forbidden edge (the rule is not vacuous)', () => {
-    expect(ALLOWED['faces/airbyte']).not.toContain('client');
-    expect(ALLOWED['faces/singer']).not.toContain('cli');
-    expect(ALLOWED.engine).not.toContain('faces/replica');
-    expect(ALLOWED.client).not.toContain('engine');
-    expect(ALLOWED.pipes).not.toContain('client');
-    for (const area of Object.keys(ALLOWED) as Area[]) if (area !== 'emulator') expect(ALLOWED[area], area).not.toContain('emulator');
-    expect(ALLOWED.emulator).toEqual(['schemas']);
-  });
-
-  it('the sync runner loads the client only after tuning the heap (a static import would load undici first: +10 MB peak RSS in the bench)', () => {
-    const session = readFileSync(join(SRC, 'engine', 'session.ts'), 'utf8');
-    expect(session.match(/^import (?!type )[^;]*from '\.\/(connect|sync|service-schemas)\.js'/gm) ?? []).toEqual([]);
-    expect(session).toMatch(/tuneHeapForStreaming\(\);\n\s*const \[connect, sync\] = await Promise\.all\(\[import\('\.\/connect\.js'\), import\('\.\/sync\.js'\)\]\);/);
   });
 
   it('only bin/ starts the emulator: bin/source-data-read hands dist/emulator/cli.js its command, everything else goes to dist/cli/', () => {
@@ -130,6 +228,34 @@ describe('the import graph of src/', () => {
     expect(bin('tap-data-read')).toMatch(/'cli\/tap\.js'/);
     const entries = readdirSync(join(ROOT, 'bin')).flatMap((name) => [...bin(name).matchAll(/'((?:cli|emulator)\/[a-z]+\.js)'/g)].map((m) => m[1]));
     expect([...new Set(entries)].sort()).toEqual(['cli/source.js', 'cli/tap.js', 'emulator/cli.js']);
+  });
+});
+
+describe('names in src/ say which is which', () => {
+  /** The classes src/ declares, by name, with the files declaring each. */
+  function classNames(files: readonly string[]): Map<string, string[]> {
+    const byName = new Map<string, string[]>();
+    for (const file of files) {
+      for (const m of code(readFileSync(file, 'utf8')).matchAll(/^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm)) {
+        byName.set(m[1] as string, [...(byName.get(m[1] as string) ?? []), relative(ROOT, file)]);
+      }
+    }
+    return byName;
+  }
+  const shared = (byName: Map<string, string[]>): string[] => [...byName].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`);
+
+  it('no two classes share a name (one ApiError, one UsageError: the emulator names its own ProblemError and OptionError)', () => {
+    const byName = classNames(sourceFiles(SRC));
+    expect(byName.get('ApiError')).toEqual(['src/client/api-error.ts']);
+    expect(shared(byName)).toEqual([]);
+    // Not vacuous: the emulator's error under the client's name is caught.
+    const again = new Map(byName).set('ApiError', ['src/client/api-error.ts', 'src/emulator/problem.ts']);
+    expect(shared(again)).toEqual(['ApiError: src/client/api-error.ts, src/emulator/problem.ts']);
+  });
+
+  it('no class lives in a file named types.ts', () => {
+    const inTypes = [...classNames(sourceFiles(SRC))].filter(([, files]) => files.some((f) => f.endsWith('/types.ts')));
+    expect(inTypes).toEqual([]);
   });
 });
 

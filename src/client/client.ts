@@ -22,8 +22,10 @@ import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './probl
 import { ProxyError } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
 import { cleaner, duration, isoTime, type Clean } from './text.js';
-import { chooseRoute, openDispatcher, reachHint, trustHint, type RequestDispatcher, type Route } from './route.js';
-import { ApiError, type ClientOptions, type ClientStats, type DataReadApi, type ListQuery, type RawPage, type WaitNotice } from './types.js';
+import type { RequestDispatcher } from './pool-settings.js';
+import { chooseRoute, openDispatcher, reachHint, trustHint, type Route } from './route.js';
+import { ApiError } from './api-error.js';
+import type { ClientOptions, ClientStats, DataReadApi, ListQuery, RawPage, WaitNotice } from './types.js';
 import { parseBase, requestTarget, type Base } from './url.js';
 import { checkEnvelope, checkMe } from './validate.js';
 

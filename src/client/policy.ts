@@ -18,11 +18,18 @@
  * error and fails every later request with it at once, and the error is
  * marked run-wide (one report for the sync, not one per stream). While the
  * service cannot be reached, every request shares one back-off (outage.ts).
+ *
+ * Reading a stream: what the reader does with a failure the client did not
+ * retry, or whose retries ran out (the response actions of the Airbyte CDK's
+ * error mapping): 'fail' by default; a row may say 'restart' (read again from
+ * the last complete watermark) or 'ignore' (skip the stream, with a WARN),
+ * and when: a 400 on a saved resume cursor restarts the read, a 404 on an
+ * optional stream skips it (readAction).
  */
 import type { FailureType } from '../errors.js';
 import type { ProxyFailure } from './proxy-error.js';
 import type { NetKind } from './retry.js';
-import type { ApiErrorCode } from './types.js';
+import type { ApiErrorCode } from './api-error.js';
 
 export type Wait = 'none' | 'backoff' | 'retry_after';
 
@@ -74,6 +81,20 @@ export type Fault =
   | { readonly body: 'not JSON' }
   | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
 
+/**
+ * What the reader does with a failure: 'fail' the stream, 'restart' the read
+ * from the last complete watermark, or 'ignore' the stream (skipped).
+ */
+export type ReadAction = 'fail' | 'restart' | 'ignore';
+
+/** Where the failed request stood in the read of a stream. */
+export interface ReadSituation {
+  /** The read started from a saved resume cursor (and has not got past its first page). */
+  readonly resumeCursor: boolean;
+  /** The stream is one the service may not offer (StreamDefinition.optional). */
+  readonly optionalStream: boolean;
+}
+
 export interface FailureRule {
   readonly fault: Fault;
   readonly retried: boolean;
@@ -82,6 +103,8 @@ export interface FailureRule {
   readonly capMs?: number;
   /** The error when the fault is not retried, or when its retries run out. */
   readonly outcome: Outcome;
+  /** What the reader does instead of failing the stream, and in which situation; none: the stream fails. */
+  readonly read?: { readonly action: Exclude<ReadAction, 'fail'>; readonly when: keyof ReadSituation };
 }
 
 const RETRIES_EXHAUSTED: Outcome = {
@@ -114,6 +137,8 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
         `The Data-Read API rejected ${c.request} as an invalid request (HTTP 400): a parameter was refused, ` +
         `or the page cursor was altered or belongs to another account.${c.said}`,
     },
+    // The service refuses a saved resume cursor (expired, or of another API version): read again, records may repeat, none are lost.
+    read: { action: 'restart', when: 'resumeCursor' },
   },
   {
     fault: { status: 401 },
@@ -156,6 +181,8 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
         `The Data-Read API has no ${c.path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
         `for example https://api.example.com.${c.said}`,
     },
+    // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
+    read: { action: 'ignore', when: 'optionalStream' },
   },
   { fault: { status: 408 }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 429 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
@@ -239,6 +266,16 @@ export function networkRule(kind: NetKind): FailureRule {
 export function proxyRule(failure: ProxyFailure): FailureRule {
   const kind = failure === 'unreachable' || failure === 'timeout' ? failure : 'refused';
   return find((f) => 'proxy' in f && f.proxy === kind);
+}
+
+/**
+ * What the reader does with an ApiError of `code`, in `situation`: the
+ * action of the row whose error it is, when the row's situation holds;
+ * otherwise the stream fails.
+ */
+export function readAction(code: ApiErrorCode, situation: ReadSituation): ReadAction {
+  const rule = FAILURE_POLICY.find((r) => r.read !== undefined && r.outcome.code === code);
+  return rule?.read !== undefined && situation[rule.read.when] ? rule.read.action : 'fail';
 }
 
 /** The rule for a 2xx whose body is not the promised JSON. */

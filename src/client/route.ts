@@ -8,40 +8,13 @@
  * read only when ca_certificate is given, so a plain `check` starts as fast.
  */
 import type { SecureContext } from 'node:tls';
-import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { CaCertificateError, parseCaCertificates } from '../ca-certificates.js';
 import { ConfigError } from '../errors.js';
 import { proxyFromEnv, type Env } from '../proxy-env.js';
 import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from '../proxy-url.js';
 import { Pool } from './pool.js';
+import { poolOptions, type PoolSettings, type RequestDispatcher } from './pool-settings.js';
 import { trustingContext } from './tls.js';
-
-/** What the client needs of a dispatcher. */
-export interface RequestDispatcher {
-  request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>;
-  close(): Promise<void>;
-}
-
-export interface PoolSettings {
-  /** max_concurrent_requests: one connection per request in flight. */
-  readonly connections: number;
-  readonly keepAliveTimeout: number;
-  /** request_timeout_seconds, in ms: connecting, headers, body. */
-  readonly timeoutMs: number;
-}
-
-/** The options of every pool the client uses: HTTP/1.1, no pipelining, one connection per request in flight. */
-export function poolOptions(settings: PoolSettings): UndiciPool.Options {
-  return {
-    connections: settings.connections,
-    pipelining: 1,
-    allowH2: false,
-    keepAliveTimeout: settings.keepAliveTimeout,
-    connectTimeout: settings.timeoutMs,
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-  };
-}
 
 export interface RouteOptions {
   /** The config's proxy_url: wins over the environment (NO_PROXY included). */

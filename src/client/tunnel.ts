@@ -21,7 +21,7 @@ import { Pool } from './pool.js';
 import type { ProxyEndpoint } from '../proxy-url.js';
 import { ProxyError } from './proxy-error.js';
 import { errorCode } from './retry.js';
-import { poolOptions, type PoolSettings, type RequestDispatcher } from './route.js';
+import { poolOptions, type PoolSettings, type RequestDispatcher } from './pool-settings.js';
 
 export interface ProxyRoute {
   readonly proxy: ProxyEndpoint;

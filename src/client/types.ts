@@ -2,8 +2,7 @@
  * The API client's public shape. The client knows HTTP and the Data-Read API;
  * it knows nothing of Airbyte or Singer. The stream reader depends only on this.
  */
-import { ConnectorError, type FailureType } from '../errors.js';
-import type { Me, Problem } from '../schemas/resources.js';
+import type { Me } from '../schemas/resources.js';
 
 export interface ClientOptions {
   /** Address before `/v1`, e.g. `https://api.example.com` (no trailing slash needed). */
@@ -108,39 +107,4 @@ export interface DataReadApi {
   list(path: string, query: ListQuery): Promise<RawPage>;
   readonly stats: ClientStats;
   close(): Promise<void>;
-}
-
-export type ApiErrorCode =
-  | 'unauthorized' // 401
-  | 'forbidden' // 403 (data API off, plan without access, key without data:read)
-  | 'bad_request' // 400 (invalid parameter, altered/foreign cursor)
-  | 'not_found' // 404
-  | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
-  | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
-  | 'unreachable' // DNS failure, connection refused, TLS failure, past retries (the API's or the proxy's)
-  | 'proxy' // the proxy refused: credentials (407), its rules (403), not an HTTP proxy, its certificate
-  | 'unexpected_status' // a status the API does not document and that is not retried (3xx, 405, 410, 422...)
-  | 'request_failed'; // the request could not be made at all (a bug, a closed client)
-// A 2xx whose body breaks the contract is a ContractError (errors.ts), not an ApiError.
-
-/** An error from the API or from reaching it. `message` is plain words for a user. */
-export class ApiError extends ConnectorError {
-  readonly code: ApiErrorCode;
-  readonly status: number | undefined;
-  readonly problem: Problem | undefined;
-  /** For wait_too_long: epoch ms when the quota resets. */
-  readonly resetAt: number | undefined;
-  constructor(
-    code: ApiErrorCode,
-    failureType: FailureType,
-    message: string,
-    extra: { status?: number; problem?: Problem; resetAt?: number; internal?: string; cause?: unknown; runWide?: boolean } = {},
-  ) {
-    super(failureType, message, { internal: extra.internal, cause: extra.cause, runWide: extra.runWide === true });
-    this.name = 'ApiError';
-    this.code = code;
-    this.status = extra.status;
-    this.problem = extra.problem;
-    this.resetAt = extra.resetAt;
-  }
 }

@@ -85,24 +85,25 @@ interface Parsed {
   help: boolean;
 }
 
-class UsageError extends Error {}
+/** A mistake in the emulator's command line (an option or its value): told on stderr, exit 2. */
+class OptionError extends Error {}
 
 function integer(name: string, v: string, min = 0): number {
-  if (!/^\d+$/.test(v) || Number(v) < min) throw new UsageError(`${name} must be an integer >= ${min}`);
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new OptionError(`${name} must be an integer >= ${min}`);
   return Number(v);
 }
 
 export function parseFault(spec: string): FaultRule {
   const [kind, first, ...rest] = spec.split(':');
   if (kind === undefined || !(FAULT_KINDS as readonly string[]).includes(kind)) {
-    throw new UsageError(`--fault: unknown kind '${kind ?? ''}' (kinds: ${FAULT_KINDS.join(', ')})`);
+    throw new OptionError(`--fault: unknown kind '${kind ?? ''}' (kinds: ${FAULT_KINDS.join(', ')})`);
   }
-  if (first === undefined || first === '') throw new UsageError(`--fault ${spec}: give a probability or every=N`);
+  if (first === undefined || first === '') throw new OptionError(`--fault ${spec}: give a probability or every=N`);
   const rule: { -readonly [K in keyof FaultRule]: FaultRule[K] } = { kind: kind as FaultKind };
   if (first.startsWith('every=')) rule.every = integer('--fault every', first.slice(6), 1);
   else {
     const p = Number(first);
-    if (!/^(0|1|0?\.\d+|1\.0*)$/.test(first) || !(p >= 0 && p <= 1)) throw new UsageError(`--fault ${spec}: probability must be from 0 to 1`);
+    if (!/^(0|1|0?\.\d+|1\.0*)$/.test(first) || !(p >= 0 && p <= 1)) throw new OptionError(`--fault ${spec}: probability must be from 0 to 1`);
     rule.probability = p;
   }
   for (const part of rest) {
@@ -111,7 +112,7 @@ export function parseFault(spec: string): FaultRule {
     else if (part.startsWith('times=')) rule.times = integer('--fault times', part.slice(6));
     else if (part.startsWith('slow_ms=')) rule.slowMs = integer('--fault slow_ms', part.slice(8));
     else if (part.startsWith('retry_after=')) rule.retryAfterSeconds = integer('--fault retry_after', part.slice(12));
-    else throw new UsageError(`--fault ${spec}: cannot read '${part}'`);
+    else throw new OptionError(`--fault ${spec}: cannot read '${part}'`);
   }
   return rule;
 }
@@ -132,14 +133,14 @@ export function parseArgs(argv: readonly string[]): Parsed {
       out.frozenClock = true;
       continue;
     }
-    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
+    if (!arg.startsWith('--')) throw new OptionError(`unexpected argument '${arg}'`);
     const eq = arg.indexOf('=');
     const name = eq < 0 ? arg : arg.slice(0, eq);
     let value: string;
     if (eq >= 0) value = arg.slice(eq + 1);
     else {
       const next = argv[i + 1];
-      if (next === undefined) throw new UsageError(`${name} needs a value`);
+      if (next === undefined) throw new OptionError(`${name} needs a value`);
       value = next;
       i++;
     }
@@ -150,7 +151,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
       case '--contacts': out.contacts = integer(name, value); break;
       case '--test-fraction': {
         const f = Number(value);
-        if (!(f >= 0 && f <= 1)) throw new UsageError('--test-fraction must be from 0 to 1');
+        if (!(f >= 0 && f <= 1)) throw new OptionError('--test-fraction must be from 0 to 1');
         out.testFraction = f;
         break;
       }
@@ -164,7 +165,7 @@ export function parseArgs(argv: readonly string[]): Parsed {
       case '--concurrency': out.limits.concurrency = integer(name, value, 1); break;
       case '--latency-ms': out.latencyMs = integer(name, value); break;
       case '--clock-start':
-        if (!Number.isFinite(Date.parse(value))) throw new UsageError('--clock-start must be an ISO 8601 instant');
+        if (!Number.isFinite(Date.parse(value))) throw new OptionError('--clock-start must be an ISO 8601 instant');
         out.clockStart = value;
         break;
       case '--fault': out.faults.push(parseFault(value)); break;
@@ -172,19 +173,19 @@ export function parseArgs(argv: readonly string[]): Parsed {
         try {
           out.extraFields.push(parseExtraField(value));
         } catch (err) {
-          throw new UsageError(err instanceof Error ? err.message : String(err));
+          throw new OptionError(err instanceof Error ? err.message : String(err));
         }
         break;
       case '--ready-file':
-        if (value === '') throw new UsageError('--ready-file needs a file path');
+        if (value === '') throw new OptionError('--ready-file needs a file path');
         out.readyFile = value;
         break;
       case '--tls-cert': out.tlsCert = value; break;
       case '--tls-key': out.tlsKey = value; break;
-      default: throw new UsageError(`unknown option ${name} (see --help)`);
+      default: throw new OptionError(`unknown option ${name} (see --help)`);
     }
   }
-  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
+  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) throw new OptionError('--tls-cert and --tls-key go together');
   return out;
 }
 
@@ -196,7 +197,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
   try {
     args = parseArgs(argv);
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
+    if (!(err instanceof OptionError)) throw err;
     stderr.write(`emulator: ${err.message}\n`);
     return 2;
   }

@@ -33,7 +33,7 @@ import type { ExtraField } from './extra-fields.js';
 import type { FaultRule } from './faults.js';
 import type { LimitOverrides } from './limits.js';
 import type { Mutation } from './mutations.js';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import type { Reply } from './routes.js';
 import { JSON_TYPE } from './routes.js';
 import type { SeedOptions } from './seed.js';
@@ -45,7 +45,7 @@ export function checkControlToken(expected: string, authorization: string | unde
   const given = Buffer.from(m?.[1] ?? '', 'utf8');
   const want = Buffer.from(expected, 'utf8');
   if (given.length !== want.length || !timingSafeEqual(given, want)) {
-    throw new ApiError(401, 'the control interface needs Authorization: Bearer <control token>', { 'WWW-Authenticate': 'Bearer realm="control"' });
+    throw new ProblemError(401, 'the control interface needs Authorization: Bearer <control token>', { 'WWW-Authenticate': 'Bearer realm="control"' });
   }
 }
 
@@ -55,7 +55,7 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   for await (const chunk of req) {
     const b = chunk as Buffer;
     size += b.length;
-    if (size > MAX_BODY) throw new ApiError(413, 'request body larger than 1 MiB');
+    if (size > MAX_BODY) throw new ProblemError(413, 'request body larger than 1 MiB');
     chunks.push(b);
   }
   const text = Buffer.concat(chunks).toString('utf8').trim();
@@ -63,7 +63,7 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new ApiError(400, 'request body is not valid JSON');
+    throw new ProblemError(400, 'request body is not valid JSON');
   }
 }
 
@@ -72,12 +72,12 @@ function ok(value: unknown, status = 200): Reply {
 }
 
 function obj(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ProblemError(400, 'request body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
 function methodNotAllowed(allowed: string): never {
-  throw new ApiError(405, `use ${allowed} on this path`, { Allow: allowed });
+  throw new ProblemError(405, `use ${allowed} on this path`, { Allow: allowed });
 }
 
 /** Handle one control request (token already checked). */
@@ -86,7 +86,7 @@ export async function handleControl(control: EmulatorControl, method: string, pa
   try {
     parts = path.split('/').filter((p) => p !== '').slice(1).map((p) => decodeURIComponent(p));
   } catch {
-    throw new ApiError(400, 'path is not valid percent-encoding');
+    throw new ProblemError(400, 'path is not valid percent-encoding');
   }
   const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJsonBody(req) : {};
   const [a, b, c, d] = parts;
@@ -149,13 +149,13 @@ export async function handleControl(control: EmulatorControl, method: string, pa
     if (b === 'advance') {
       if (method !== 'POST') return methodNotAllowed('POST');
       const ms = obj(body).ms;
-      if (typeof ms !== 'number') throw new ApiError(400, 'give {"ms": <non-negative integer>}');
+      if (typeof ms !== 'number') throw new ProblemError(400, 'give {"ms": <non-negative integer>}');
       return ok({ now: control.advanceClock(ms) });
     }
     if (b === 'rewind') {
       if (method !== 'POST') return methodNotAllowed('POST');
       const ms = obj(body).ms;
-      if (typeof ms !== 'number') throw new ApiError(400, 'give {"ms": <non-negative integer>}');
+      if (typeof ms !== 'number') throw new ProblemError(400, 'give {"ms": <non-negative integer>}');
       return ok({ now: control.rewindClock(ms) });
     }
   }
@@ -164,7 +164,7 @@ export async function handleControl(control: EmulatorControl, method: string, pa
     if (method === 'DELETE') return ok(control.clearFaults());
     if (method === 'PUT') {
       const rules = Array.isArray(body) ? body : obj(body).faults;
-      if (!Array.isArray(rules)) throw new ApiError(400, 'give {"faults": [rule, ...]}');
+      if (!Array.isArray(rules)) throw new ProblemError(400, 'give {"faults": [rule, ...]}');
       return ok(control.setFaults(rules as FaultRule[]));
     }
     if (method === 'POST') return ok(control.addFault(obj(body) as unknown as FaultRule));
@@ -183,7 +183,7 @@ export async function handleControl(control: EmulatorControl, method: string, pa
   if (a === 'latency' && b === undefined) {
     if (method !== 'PUT') return methodNotAllowed('PUT');
     const ms = obj(body).ms;
-    if (typeof ms !== 'number') throw new ApiError(400, 'give {"ms": <non-negative integer>}');
+    if (typeof ms !== 'number') throw new ProblemError(400, 'give {"ms": <non-negative integer>}');
     control.setLatency(ms);
     return ok({ ms });
   }
@@ -194,5 +194,5 @@ export async function handleControl(control: EmulatorControl, method: string, pa
       return ok(control.stats());
     }
   }
-  throw new ApiError(404, `no control route ${method} ${path}`);
+  throw new ProblemError(404, `no control route ${method} ${path}`);
 }

@@ -1,7 +1,7 @@
 /**
  * The control interface as a typed in-process API. The HTTP routes under
  * /_control (control-routes.ts) call exactly these methods. Inputs are checked
- * with zod; a bad input throws ApiError 400, an unknown account or key 404.
+ * with zod; a bad input throws ProblemError 400, an unknown account or key 404.
  */
 import { z } from 'zod';
 import { iso } from './clock.js';
@@ -11,7 +11,7 @@ import type { Indexable } from './keyset.js';
 import { resolveLimits, type LimitOverrides, type Limits } from './limits.js';
 import { applyMutation, type Mutation, type MutationResult } from './mutations.js';
 import { OUTCOME_CATEGORIES } from './generator.js';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import { parseKeepingNumbers } from './raw-json.js';
 import {
   LIST_NAMES, type ContactRecord, type ConversationRecord, type DeletionRecord, type ListName, type PipelineStageRecord, type StageEventRecord,
@@ -170,7 +170,7 @@ function parse<S extends z.ZodType>(schema: S, input: unknown, what: string): z.
   const r = schema.safeParse(input);
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : what}: ${i.message}`);
-  throw new ApiError(400, `invalid ${what}: ${issues.join('; ')}`);
+  throw new ProblemError(400, `invalid ${what}: ${issues.join('; ')}`);
 }
 
 const DUMP_LISTS: readonly ListName[] = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'];
@@ -188,13 +188,13 @@ export class EmulatorControl {
 
   private account(id: string): AccountData {
     const a = this.state.registry.accounts.get(id);
-    if (a === undefined) throw new ApiError(404, `no account with id ${id}`);
+    if (a === undefined) throw new ProblemError(404, `no account with id ${id}`);
     return a;
   }
 
   private key(id: string): ApiKeyData {
     const k = this.state.registry.keys.get(id);
-    if (k === undefined) throw new ApiError(404, `no API key with id ${id}`);
+    if (k === undefined) throw new ProblemError(404, `no API key with id ${id}`);
     return k;
   }
 
@@ -263,7 +263,7 @@ export class EmulatorControl {
     const v = parse(KeySchema, input, 'key');
     const registry = this.state.registry;
     const key = v.key ?? `${this.state.keyPrefix}_live_${this.state.idPrng.base64url(32).replace(/[-_]/g, 'x')}`;
-    if (registry.keysBySecret.has(key)) throw new ApiError(400, 'this key exists already');
+    if (registry.keysBySecret.has(key)) throw new ProblemError(400, 'this key exists already');
     const data: ApiKeyData = {
       id: `key_${this.state.idPrng.hex(16)}`, key, accountId,
       scopes: [...(v.scopes ?? [DATA_SCOPE])], revoked: false, limits: { ...(v.limits ?? {}) },
@@ -314,7 +314,7 @@ export class EmulatorControl {
    * 404 when the account serves no stage with that id.
    */
   removePipelineStage(accountId: string, stageId: string): PipelineStageRecord[] {
-    if (!this.account(accountId).removeStage(stageId)) throw new ApiError(404, `no pipeline stage with id ${stageId}`);
+    if (!this.account(accountId).removeStage(stageId)) throw new ProblemError(404, `no pipeline stage with id ${stageId}`);
     return this.pipelineStages(accountId);
   }
 
@@ -327,7 +327,7 @@ export class EmulatorControl {
     const a = this.account(accountId);
     const v = parse(StageSchema, input, 'pipeline stage');
     const pipeline = v.pipeline_id === undefined ? a.ctx.pipelines[0] : a.ctx.pipelineById.get(v.pipeline_id);
-    if (pipeline === undefined) throw new ApiError(400, `no pipeline with id ${v.pipeline_id ?? '(none)'}`);
+    if (pipeline === undefined) throw new ProblemError(400, `no pipeline with id ${v.pipeline_id ?? '(none)'}`);
     const positions = a.stages.filter((row) => row.rec.pipeline_id === pipeline.id).map((row) => row.rec.position);
     const position = v.position ?? (positions.length === 0 ? 0 : Math.max(...positions) + 1);
     return a.addStage({ id: this.state.idPrng.uuid(), key: v.key, name: v.name, pipeline_id: pipeline.id, position, outcome: v.outcome ?? null });
@@ -340,7 +340,7 @@ export class EmulatorControl {
 
   /** Move the virtual clock forward by ms; returns the new now. */
   advanceClock(ms: number): string {
-    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'ms must be a non-negative integer (advancing never goes back; rewindClock moves the clock back)');
+    if (!Number.isInteger(ms) || ms < 0) throw new ProblemError(400, 'ms must be a non-negative integer (advancing never goes back; rewindClock moves the clock back)');
     return iso(this.state.clock.advance(ms));
   }
 
@@ -351,7 +351,7 @@ export class EmulatorControl {
    * advanceClock puts it right. Rate-limit windows restart. Returns the new now.
    */
   rewindClock(ms: number): string {
-    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'ms must be a non-negative integer');
+    if (!Number.isInteger(ms) || ms < 0) throw new ProblemError(400, 'ms must be a non-negative integer');
     const now = this.state.clock.rewind(ms);
     this.state.limiter.resetWindows();
     return iso(now);
@@ -411,7 +411,7 @@ export class EmulatorControl {
 
   /** Added delay of every API response, ms. */
   setLatency(ms: number): void {
-    if (!Number.isInteger(ms) || ms < 0) throw new ApiError(400, 'latency must be a non-negative integer of ms');
+    if (!Number.isInteger(ms) || ms < 0) throw new ProblemError(400, 'latency must be a non-negative integer of ms');
     this.state.latencyMs = ms;
   }
 

@@ -4,7 +4,7 @@
  * watermark, its lower time bound and the last key served (keyset paging).
  */
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 
 export interface CursorState {
   readonly account: string;
@@ -39,9 +39,9 @@ export class CursorCodec {
     return `${payload}.${this.sign(payload).toString('base64url')}`;
   }
 
-  /** The cursor's state, or ApiError 400 when altered, foreign or issued for another list. */
+  /** The cursor's state, or ProblemError 400 when altered, foreign or issued for another list. */
   decode(token: string, account: string, list: string): CursorState {
-    const bad = (): ApiError => new ApiError(400, 'cursor is invalid or was altered; start the read again without cursor');
+    const bad = (): ProblemError => new ProblemError(400, 'cursor is invalid or was altered; start the read again without cursor');
     const dot = token.indexOf('.');
     if (dot <= 0 || dot !== token.lastIndexOf('.')) throw bad();
     const payload = token.slice(0, dot);
@@ -62,8 +62,8 @@ export class CursorCodec {
     ) {
       throw bad();
     }
-    if (acc !== account) throw new ApiError(400, 'cursor belongs to another account');
-    if (lst !== list) throw new ApiError(400, `cursor was issued for ${lst}, not for ${list}`);
+    if (acc !== account) throw new ProblemError(400, 'cursor belongs to another account');
+    if (lst !== list) throw new ProblemError(400, `cursor was issued for ${lst}, not for ${list}`);
     return { account: acc, list: lst, watermark, since, lastT, lastId };
   }
 }

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { instant } from '../schemas/resources.js';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import { hashSeed } from './prng.js';
 import { LIST_NAMES, type ListName } from './records.js';
 import { servedFieldNames } from './served-schemas.js';
@@ -83,11 +83,11 @@ export class ExtraFields {
 
   /** Add a field (a name the list's records carry already is refused). */
   add(field: ExtraField): void {
-    if (!(LIST_NAMES as readonly string[]).includes(field.list)) throw new ApiError(400, `extra field: unknown list '${String(field.list)}' (lists: ${LIST_NAMES.join(', ')})`);
-    if (!FIELD_NAME.test(field.name)) throw new ApiError(400, `extra field: name '${field.name}' must be lower-case letters, digits and underscores`);
-    if (!(EXTRA_FIELD_TYPES as readonly string[]).includes(field.type)) throw new ApiError(400, `extra field: type must be one of ${EXTRA_FIELD_TYPES.join(', ')}`);
+    if (!(LIST_NAMES as readonly string[]).includes(field.list)) throw new ProblemError(400, `extra field: unknown list '${String(field.list)}' (lists: ${LIST_NAMES.join(', ')})`);
+    if (!FIELD_NAME.test(field.name)) throw new ProblemError(400, `extra field: name '${field.name}' must be lower-case letters, digits and underscores`);
+    if (!(EXTRA_FIELD_TYPES as readonly string[]).includes(field.type)) throw new ProblemError(400, `extra field: type must be one of ${EXTRA_FIELD_TYPES.join(', ')}`);
     if (servedFieldNames(field.list).has(field.name) || this.fields.some((f) => f.list === field.list && f.name === field.name)) {
-      throw new ApiError(400, `extra field: ${field.list} has a field '${field.name}' already`);
+      throw new ProblemError(400, `extra field: ${field.list} has a field '${field.name}' already`);
     }
     this.fields.push({ ...field });
     this.version++;

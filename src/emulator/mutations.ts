@@ -7,7 +7,7 @@ import { iso, type VirtualClock } from './clock.js';
 import type { Pipeline } from './context.js';
 import { Generator, OUTCOME_CATEGORIES, temperatureFor } from './generator.js';
 import type { Row } from './keyset.js';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import { Prng } from './prng.js';
 import { parseKeepingNumbers } from './raw-json.js';
 import type { ContactRecord, PipelineStageRecord } from './records.js';
@@ -85,7 +85,7 @@ const PROTECTED = new Set(['id', 'created_at', 'updated_at', 'contact_id']);
 function applySet(rec: Record<string, unknown>, set: Readonly<Record<string, Scalar>> | undefined): void {
   if (set === undefined) return;
   for (const [k, v] of Object.entries(set)) {
-    if (PROTECTED.has(k) || !(k in rec)) throw new ApiError(400, `field '${k}' cannot be set`);
+    if (PROTECTED.has(k) || !(k in rec)) throw new ProblemError(400, `field '${k}' cannot be set`);
     rec[k] = v;
   }
 }
@@ -94,11 +94,11 @@ function applySetJson(data: AccountData, rec: Record<string, unknown>, setJson: 
   if (setJson === undefined) return;
   data.hasRawNumbers = true;
   for (const [k, text] of Object.entries(setJson)) {
-    if (PROTECTED.has(k)) throw new ApiError(400, `field '${k}' cannot be set`);
+    if (PROTECTED.has(k)) throw new ProblemError(400, `field '${k}' cannot be set`);
     try {
       rec[k] = parseKeepingNumbers(text);
     } catch {
-      throw new ApiError(400, `setJson.${k} must be JSON text (got ${JSON.stringify(text.slice(0, 40))})`);
+      throw new ProblemError(400, `setJson.${k} must be JSON text (got ${JSON.stringify(text.slice(0, 40))})`);
     }
   }
 }
@@ -109,7 +109,7 @@ function choose<R extends { readonly id: string }, W extends Row<R>>(
   if (target.ids !== undefined) {
     return target.ids.map((id) => {
       const row = map.get(id);
-      if (row === undefined) throw new ApiError(404, `no ${what} with id ${id}`);
+      if (row === undefined) throw new ProblemError(404, `no ${what} with id ${id}`);
       return row;
     });
   }
@@ -178,7 +178,7 @@ class Run {
   stageByKey(c: ContactRecord, key: string): PipelineStageRecord {
     const own = this.pipelineOf(c)?.stages.find((s) => s.key === key);
     const any = own ?? this.data.ctx.stages.find((s) => s.key === key);
-    if (any === undefined) throw new ApiError(400, `no pipeline stage with key '${key}'`);
+    if (any === undefined) throw new ProblemError(400, `no pipeline stage with key '${key}'`);
     return any;
   }
 

@@ -31,13 +31,13 @@ export function problemDocument(status: number, detail: string, requestId: strin
 }
 
 /** Thrown by request handlers; the server turns it into a problem+json response. */
-export class ApiError extends Error {
+export class ProblemError extends Error {
   readonly status: number;
   readonly detail: string;
   readonly headers: Readonly<Record<string, string>>;
   constructor(status: number, detail: string, headers: Readonly<Record<string, string>> = {}) {
     super(`${status} ${problemTitle(status)}: ${detail}`);
-    this.name = 'ApiError';
+    this.name = 'ProblemError';
     this.status = status;
     this.detail = detail;
     this.headers = headers;

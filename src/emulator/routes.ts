@@ -6,7 +6,7 @@ import { iso } from './clock.js';
 import { DATA_SCOPE, KEY_PATTERN } from './control.js';
 import type { FaultRule } from './faults.js';
 import { resolveLimits } from './limits.js';
-import { ApiError } from './problem.js';
+import { ProblemError } from './problem.js';
 import { Prng } from './prng.js';
 import { LOOK_BACK_MS, parseListQuery, readQuery, type ListQuerySpec } from './query.js';
 import type { Indexable } from './keyset.js';
@@ -60,24 +60,24 @@ export function matchRoute(path: string): Route | null {
 /** The key of an Authorization header, or 401. */
 export function authenticate(state: EmulatorState, authorization: string | undefined): ApiKeyData {
   if (authorization === undefined || authorization.trim() === '') {
-    throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>', { 'WWW-Authenticate': 'Bearer' });
+    throw new ProblemError(401, 'missing API key: send Authorization: Bearer <API_KEY>', { 'WWW-Authenticate': 'Bearer' });
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   const key = m?.[1];
-  if (key === undefined) throw new ApiError(401, 'the Authorization header must be Bearer <API_KEY>', { 'WWW-Authenticate': 'Bearer' });
-  if (!KEY_PATTERN.test(key)) throw new ApiError(401, 'invalid API key (expected <prefix>_live_<secret>)', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+  if (key === undefined) throw new ProblemError(401, 'the Authorization header must be Bearer <API_KEY>', { 'WWW-Authenticate': 'Bearer' });
+  if (!KEY_PATTERN.test(key)) throw new ProblemError(401, 'invalid API key (expected <prefix>_live_<secret>)', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
   const data = state.registry.keysBySecret.get(key);
-  if (data === undefined) throw new ApiError(401, 'invalid API key', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
-  if (data.revoked) throw new ApiError(401, 'this API key was revoked', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+  if (data === undefined) throw new ProblemError(401, 'invalid API key', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+  if (data.revoked) throw new ProblemError(401, 'this API key was revoked', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
   return data;
 }
 
 /** 403 when the account may not use the data API, or the key lacks data:read for data routes. */
 export function authorize(account: AccountData, key: ApiKeyData, route: Route): void {
-  if (!account.settings.dataApi) throw new ApiError(403, 'the data API is switched off for this account');
-  if (!account.settings.planAccess) throw new ApiError(403, "the account's plan does not include the data API");
+  if (!account.settings.dataApi) throw new ProblemError(403, 'the data API is switched off for this account');
+  if (!account.settings.planAccess) throw new ProblemError(403, "the account's plan does not include the data API");
   if (route.kind !== 'me' && !key.scopes.includes(DATA_SCOPE)) {
-    throw new ApiError(403, `this API key lacks the scope ${DATA_SCOPE} (its scopes: ${key.scopes.join(', ') || 'none'})`);
+    throw new ProblemError(403, `this API key lacks the scope ${DATA_SCOPE} (its scopes: ${key.scopes.join(', ') || 'none'})`);
   }
 }
 
@@ -188,7 +188,7 @@ export function handleApi(ctx: HandlerContext, route: Route): Reply {
     case 'contact': {
       readQuery(ctx.search, []);
       const row = ctx.account.visibleContact(route.id);
-      if (row === undefined) throw new ApiError(404, `no contact with id ${route.id}`);
+      if (row === undefined) throw new ProblemError(404, `no contact with id ${route.id}`);
       let body = row.json();
       if (ctx.fault?.kind === 'missing_id') {
         body = body.replace(ID_PREFIX, '{');
@@ -199,7 +199,7 @@ export function handleApi(ctx: HandlerContext, route: Route): Reply {
     case 'list':
       return listPage(ctx, route);
     case 'openapi':
-      throw new ApiError(500, 'openapi is served by the server');
+      throw new ProblemError(500, 'openapi is served by the server');
   }
 }
 

@@ -12,7 +12,7 @@ import { checkControlToken, handleControl } from './control-routes.js';
 import { CONTRACT_FAULTS, type FaultRule } from './faults.js';
 import { anonymousHeaders, resolveLimits, type Limits, type RateHeaders } from './limits.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { ApiError, PROBLEM_CONTENT_TYPE, problemDocument } from './problem.js';
+import { ProblemError, PROBLEM_CONTENT_TYPE, problemDocument } from './problem.js';
 import { authenticate, authorize, handleApi, HTML_BODY, JSON_TYPE, matchRoute, NOT_JSON_BODY, type Reply } from './routes.js';
 import { EmulatorState, type EmulatorOptions } from './state.js';
 
@@ -35,10 +35,10 @@ export interface Emulator {
 const CONTRACT: ReadonlySet<string> = new Set(CONTRACT_FAULTS);
 
 function problemReply(err: unknown, requestId: string): Reply {
-  const e = err instanceof ApiError
+  const e = err instanceof ProblemError
     ? err
-    : new ApiError(500, `unexpected error in the emulator: ${err instanceof Error ? err.message : String(err)}`);
-  if (!(err instanceof ApiError)) process.stderr.write(`emulator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    : new ProblemError(500, `unexpected error in the emulator: ${err instanceof Error ? err.message : String(err)}`);
+  if (!(err instanceof ProblemError)) process.stderr.write(`emulator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   return {
     status: e.status,
     contentType: PROBLEM_CONTENT_TYPE,
@@ -117,10 +117,10 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
     let fault: FaultRule | null = null;
     let reply: Reply;
     try {
-      if (route === null) throw new ApiError(404, `no such path: ${path}`);
-      if (req.method !== 'GET') throw new ApiError(405, `only GET is supported (got ${req.method ?? '?'})`, { Allow: 'GET' });
+      if (route === null) throw new ProblemError(404, `no such path: ${path}`);
+      if (req.method !== 'GET') throw new ProblemError(405, `only GET is supported (got ${req.method ?? '?'})`, { Allow: 'GET' });
       if (route.kind === 'openapi') {
-        if (search !== '') throw new ApiError(400, 'this operation takes no query parameters');
+        if (search !== '') throw new ProblemError(400, 'this operation takes no query parameters');
         const fields = state.extraFields;
         if (openapi?.version !== fields.version) {
           openapi = { version: fields.version, body: JSON.stringify(buildOpenApiDocument({ serverUrl: state.url, extraFields: (list) => fields.describedFor(list) })) };
@@ -129,12 +129,12 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
       } else {
         const key = authenticate(state, req.headers.authorization);
         const account = state.registry.accounts.get(key.accountId);
-        if (account === undefined) throw new ApiError(401, 'invalid API key');
+        if (account === undefined) throw new ProblemError(401, 'invalid API key');
         limits = resolveLimits(state.defaultLimits, account.settings.limits, key.limits);
         const admission = state.limiter.admit(key.id, limits, state.clock.now());
         if (!admission.ok) {
           refusal = admission.headers;
-          throw new ApiError(429, rateLimitDetail(admission.reason), { 'Retry-After': String(admission.retryAfter) });
+          throw new ProblemError(429, rateLimitDetail(admission.reason), { 'Retry-After': String(admission.retryAfter) });
         }
         const id = key.id;
         keyId = id;
@@ -148,13 +148,13 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
         switch (fault?.kind) {
           case '500':
             state.faults.record('500');
-            throw new ApiError(500, 'internal error (injected fault)');
+            throw new ProblemError(500, 'internal error (injected fault)');
           case '503':
             state.faults.record('503');
-            throw new ApiError(503, 'service temporarily unavailable (injected fault)', retryAfter);
+            throw new ProblemError(503, 'service temporarily unavailable (injected fault)', retryAfter);
           case '429':
             state.faults.record('429');
-            throw new ApiError(429, 'too many requests (injected fault)', retryAfter);
+            throw new ProblemError(429, 'too many requests (injected fault)', retryAfter);
           case 'reset':
             state.faults.record('reset');
             state.stats.responded(statPath, 'reset');

@@ -1,10 +1,17 @@
-/** From a validated config to a client, and the connection check (`check`, with its schema drift line). */
+/**
+ * From a validated config to a client, the connection check (`check`, with
+ * its schema drift line), and the fetching of the service's description for
+ * the stream schemas (merged by service-schemas.ts, which fetches nothing).
+ */
 import { createClient } from '../client/client.js';
-import { ApiError, type ClientOptions, type DataReadApi } from '../client/types.js';
+import { ApiError } from '../client/api-error.js';
+import type { ClientOptions, DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config.js';
 import { toConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data.js';
+import { STREAMS, type StreamDefinition } from '../streams.js';
 import { USER_AGENT } from '../version.js';
+import type { LoadedSchemas } from './service-schemas.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;
 
@@ -107,7 +114,7 @@ export async function checkConnection(config: Config): Promise<ConnectionCheck> 
   try {
     const result = await verifyAccount(client, config);
     if (!result.ok) return result;
-    const { describeStreams, driftNote } = await import('./service-schemas.js');
+    const { driftNote } = await import('./service-schemas.js');
     let unknownFields: string | undefined;
     const drift = await describeStreams(client).then(
       (loaded) => {
@@ -122,6 +129,50 @@ export async function checkConnection(config: Config): Promise<ConnectionCheck> 
       return { ok: false, message: `Invalid config: ${unknownFields} Name a field the stream has (a top-level field), or remove the entry.`, drift };
     }
     return { ...result, drift };
+  } finally {
+    await client.close();
+  }
+}
+
+/** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */
+function fetchFailure(err: unknown, where: string): string {
+  const error = toConnectorError(err);
+  if (error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden')) throw error;
+  if (error instanceof ApiError && error.code === 'not_found') return `${where} answered HTTP 404 (the service does not serve its description there).`;
+  return error.message;
+}
+
+/**
+ * Read the service's description with `client` (one request with its auth,
+ * pacing and retries) and merge it into the built-in schemas. The
+ * description is never a reason to fail: only a rejected key (401, 403) throws.
+ */
+export async function describeStreams(client: DataReadApi, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  const { fallbackSchemas, mergeDescription, WHERE } = await import('./service-schemas.js');
+  let doc: unknown;
+  try {
+    doc = await client.description();
+  } catch (err) {
+    return fallbackSchemas(streams, fetchFailure(err, WHERE));
+  }
+  return mergeDescription(doc, streams);
+}
+
+/** The schemas to declare with this config, read with `client`: pinned (no request) or from the service (one request). */
+export async function schemasWith(client: DataReadApi, config: Config, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  if (!config.use_service_schema) return (await import('./service-schemas.js')).pinnedSchemas(streams);
+  return describeStreams(client, streams);
+}
+
+/**
+ * The schemas to declare with this config: pinned (no request) or from the
+ * service (one request, on a client of its own with interactive patience).
+ */
+export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  if (!config.use_service_schema) return (await import('./service-schemas.js')).pinnedSchemas(streams);
+  const client = clientFromConfig(config, hooks, interactivePatience(config));
+  try {
+    return await schemasWith(client, config, streams);
   } finally {
     await client.close();
   }

@@ -1,14 +1,17 @@
 /**
  * The stream reader: one list operation read from a saved state to
  * `has_more: false`. The paginator follows the cursors and checks each page
- * against the API contract; the checkpointer says what state may be written
- * when; this function hands pages to the sink in between and decides what the
- * first answer means (a rejected resume cursor, an optional path the service
- * does not offer).
+ * against the API contract; the state rules (state-rules.ts) say what state may be written
+ * when; this function hands pages to the sink in between and does with a
+ * failed first answer what the failure policy's row says (client/policy.ts:
+ * a rejected resume cursor restarts the read, an optional path the service
+ * does not offer is skipped).
  */
-import { ApiError, type DataReadApi } from '../client/types.js';
+import { ApiError } from '../client/api-error.js';
+import { readAction } from '../client/policy.js';
+import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
-import { Checkpointer } from './checkpointer.js';
+import { StateRules } from './state-rules.js';
 import type { Data, SyncSink } from './events.js';
 import { Paginator, type Page } from './paginator.js';
 import type { StreamState } from './state.js';
@@ -31,8 +34,8 @@ export type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamSta
 
 export async function readStream(stream: StreamDefinition, options: ReadOptions): Promise<ReadOutcome> {
   const { client, sink, pageSize } = options;
-  const checkpoints = new Checkpointer(stream, options.state, options.startDate);
-  let start = checkpoints.start();
+  const rules = new StateRules(stream, options.state, options.startDate);
+  let start = rules.start();
 
   for (;;) {
     const pages = new Paginator(client, stream, start, pageSize);
@@ -40,14 +43,17 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     try {
       page = await pages.next();
     } catch (err) {
-      if (start.cursor !== undefined && err instanceof ApiError && err.code === 'bad_request') {
+      if (!(err instanceof ApiError)) throw err;
+      // What the failure policy says a read does with it (client/policy.ts): restart, ignore, or fail.
+      const action = readAction(err.code, { resumeCursor: start.cursor !== undefined, optionalStream: stream.optional });
+      if (action === 'restart') {
         // The saved resume cursor is refused: read again from the last complete watermark.
-        const restart = checkpoints.restart(err.message);
+        const restart = rules.restart(err.message);
         await sink.log('WARN', restart.warning);
         start = restart.start;
         continue;
       }
-      if (stream.optional && err instanceof ApiError && err.code === 'not_found') {
+      if (action === 'ignore') {
         await sink.log('WARN', `${stream.name}: the service does not offer ${stream.path} (404); stream skipped.`);
         return { kind: 'skipped' };
       }
@@ -63,13 +69,13 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       }
       if (page.next === null) {
         // The read reached has_more: false: its watermark is saved.
-        const { state, warning } = checkpoints.complete(page.watermark);
+        const { state, warning } = rules.complete(page.watermark);
         if (warning) await sink.log('WARN', warning);
         await sink.state(stream, state);
         return { kind: 'complete', state };
       }
       // Inside the read: a checkpoint to resume from, the complete watermark untouched.
-      await sink.state(stream, checkpoints.midRead(page.next, page.watermark));
+      await sink.state(stream, rules.midRead(page.next, page.watermark));
       page = await pages.next();
     }
   }

@@ -1,19 +1,16 @@
 /**
- * The stream schemas a command declares: the built-in ones merged with the
- * service's own description (`GET /v1/openapi.json`, one request with the
- * client's auth, pacing and retries), or the built-in ones alone when
- * `use_service_schema` is false (no request at all) or the description cannot
- * be used (one WARN saying why). The description is never a reason to fail:
- * only a rejected key (401, 403) is an error. Also the drift line of `check`.
+ * The stream schemas a command declares, made from what was fetched: the
+ * built-in ones merged with the service's own description (`GET
+ * /v1/openapi.json`), or the built-in ones alone when `use_service_schema`
+ * is false or the description cannot be used (one WARN saying why). Pure:
+ * the fetching (one request with the client's auth, pacing and retries)
+ * lives with the connection, in connect.ts. Also the drift line of `check`.
  */
-import { ApiError, type DataReadApi } from '../client/types.js';
-import type { Config } from '../config.js';
-import { toConnectorError } from '../errors.js';
-import { builtInSchema, builtInSchemas, type StreamSchemas } from '../schemas/json-schema.js';
+import type { StreamSchemas } from '../schemas/json-schema.js';
+import { builtInSchema, builtInSchemas } from '../schemas/json-schema.js';
 import { mergeStreamSchema, type StreamMerge } from '../schemas/schema-merge.js';
 import { readServiceDescription } from '../schemas/service-description.js';
-import { STREAMS, andList as list, findStream, type StreamDefinition } from '../streams.js';
-import type { ClientHooks } from './connect.js';
+import { andList as list, findStream, type StreamDefinition } from '../streams.js';
 
 export interface SchemaNote {
   readonly level: 'INFO' | 'WARN';
@@ -41,18 +38,11 @@ export interface LoadedSchemas {
   readonly reason?: string;
 }
 
-const WHERE = 'GET /v1/openapi.json';
+/** Where the service serves its description, as log lines name it. */
+export const WHERE = 'GET /v1/openapi.json';
 
 /** "1 field", "2 fields". */
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */
-function fetchFailure(err: unknown): string {
-  const error = toConnectorError(err);
-  if (error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden')) throw error;
-  if (error instanceof ApiError && error.code === 'not_found') return `${WHERE} answered HTTP 404 (the service does not serve its description there).`;
-  return error.message;
-}
 
 /** The built-in schemas, made when first asked for (check only needs the reason). */
 function builtIn(streams: readonly StreamDefinition[], source: 'pinned' | 'fallback', notes: readonly SchemaNote[], reason?: string): LoadedSchemas {
@@ -70,7 +60,8 @@ function builtIn(streams: readonly StreamDefinition[], source: 'pinned' | 'fallb
   };
 }
 
-function fallback(streams: readonly StreamDefinition[], reason: string): LoadedSchemas {
+/** The built-in schemas, because the description cannot be used (`reason`, the end of a sentence): one WARN. */
+export function fallbackSchemas(streams: readonly StreamDefinition[], reason: string): LoadedSchemas {
   return builtIn(streams, 'fallback', [{
     level: 'WARN',
     message:
@@ -120,16 +111,15 @@ function mergeNotes(version: string, merges: ReadonlyMap<string, StreamMerge>, u
   return notes;
 }
 
-/** Read the service's description with `client` and merge it into the built-in schemas. Throws only for a rejected key. */
-export async function describeStreams(client: DataReadApi, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
-  let doc: unknown;
-  try {
-    doc = await client.description();
-  } catch (err) {
-    return fallback(streams, fetchFailure(err));
-  }
+/** The built-in schemas alone: use_service_schema is false, nothing asked. */
+export function pinnedSchemas(streams: readonly StreamDefinition[]): LoadedSchemas {
+  return builtIn(streams, 'pinned', []);
+}
+
+/** Merge the service's description (the parsed body of GET /v1/openapi.json) into the built-in schemas, or fall back to them saying why. */
+export function mergeDescription(doc: unknown, streams: readonly StreamDefinition[]): LoadedSchemas {
   const description = readServiceDescription(doc, streams);
-  if (!description.ok) return fallback(streams, `${WHERE} answered, but ${description.reason}.`);
+  if (!description.ok) return fallbackSchemas(streams, `${WHERE} answered, but ${description.reason}.`);
   const schemas = new Map(builtInSchemas(streams));
   const merges = new Map<string, StreamMerge>();
   for (const stream of streams) {
@@ -146,27 +136,6 @@ export async function describeStreams(client: DataReadApi, streams: readonly Str
     undescribed: description.undescribed,
     notes: mergeNotes(description.version, merges, description.undescribed),
   };
-}
-
-/** The schemas to declare with this config, read with `client`: pinned (no request) or from the service (one request). */
-export async function schemasWith(client: DataReadApi, config: Config, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
-  if (!config.use_service_schema) return builtIn(streams, 'pinned', []);
-  return describeStreams(client, streams);
-}
-
-/**
- * The schemas to declare with this config: pinned (no request) or from the
- * service (one request, on a client of its own with interactive patience).
- */
-export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
-  if (!config.use_service_schema) return builtIn(streams, 'pinned', []);
-  const { clientFromConfig, interactivePatience } = await import('./connect.js');
-  const client = clientFromConfig(config, hooks, interactivePatience(config));
-  try {
-    return await schemasWith(client, config, streams);
-  } finally {
-    await client.close();
-  }
 }
 
 /**

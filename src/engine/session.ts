@@ -183,7 +183,7 @@ export class SyncSession {
    */
   async streamSchemas(streams?: readonly StreamDefinition[]): Promise<LoadedSchemas> {
     // Loaded here: Airbyte's read never asks (its catalog carries the schemas).
-    const { schemasWith } = await import('./service-schemas.js');
+    const { schemasWith } = await import('./connect.js');
     return schemasWith(this.client, this.config, streams);
   }
 

@@ -4,20 +4,14 @@
  * default) so that a later run skips compiling them. A directory that cannot
  * be written changes nothing but speed; NODE_DISABLE_COMPILE_CACHE turns it off.
  */
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, runCli, tempDir } from '../helpers/cli.js';
-import { requireBuild } from '../replica/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withTempDir } from '../helpers/suite.js';
+import { ROOT, SOURCE_BIN, runCli } from '../helpers/cli.js';
 
 let dir: string;
-beforeAll(() => {
-  requireBuild();
-  dir = tempDir('compile-cache-');
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withTempDir('compile-cache-', (d) => (dir = d));
 
 /** Every file under `path`, recursively. */
 const filesUnder = (path: string): string[] => readdirSync(path, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);

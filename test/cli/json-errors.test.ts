@@ -4,24 +4,19 @@
  * text Node quotes for an unexpected token: a config's text holds the API key,
  * which cannot be redacted before it has been parsed.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { withTempDir } from '../helpers/suite.js';
 import { jsonSyntaxError } from '../../src/files.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, runCli, tempDir } from '../helpers/cli.js';
-import { replicate, requireBuild } from '../replica/helpers.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, runCli } from '../helpers/cli.js';
+import { replicate } from '../replica/helpers.js';
 
 const SECRET = 'drk_live_CANARYsecret0123456789';
 const UNQUOTED_KEY = `{"api_key": ${SECRET}, "base_url": "http://127.0.0.1:9"}`;
 
 let dir: string;
-beforeAll(() => {
-  requireBuild();
-  dir = tempDir('json-errors-');
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withTempDir('json-errors-', (d) => (dir = d));
 
 describe('jsonSyntaxError', () => {
   const messageOf = (text: string): string => {

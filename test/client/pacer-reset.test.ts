@@ -1,21 +1,7 @@
 /** RateLimit-Reset is whole seconds: the pacer keeps the tightest bound of the window it is in. */
 import { describe, expect, it } from 'vitest';
-import { Pacer } from '../../src/client/pacer.js';
-
-function pacer(now: { t: number }): { p: Pacer; slept: number[] } {
-  const slept: number[] = [];
-  const p = new Pacer({
-    now: () => now.t,
-    sleep: async (ms) => {
-      slept.push(ms);
-      now.t += ms;
-    },
-    maxWaitMs: 100_000,
-    announce: () => undefined,
-    tooLong: () => new Error('too long'),
-  });
-  return { p, slept };
-}
+import type { Pacer } from '../../src/client/pacer.js';
+import { pacer } from '../helpers/pacer.js';
 
 const h = (remaining: number, reset: number): Record<string, string> => ({
   'ratelimit-limit': '20',

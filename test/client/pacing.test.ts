@@ -1,8 +1,8 @@
 /** RateLimit-* pacing, Retry-After, shared waits and wait_too_long. */
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Pacer } from '../../src/client/pacer.js';
-import { ApiError } from '../../src/client/types.js';
+import { pacer } from '../helpers/pacer.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
@@ -288,22 +288,6 @@ describe('429 and 503', () => {
 });
 
 describe('Pacer (unit)', () => {
-  function pacer(now: { t: number }): { p: Pacer; announced: number[]; slept: number[] } {
-    const announced: number[] = [];
-    const slept: number[] = [];
-    const p = new Pacer({
-      now: () => now.t,
-      sleep: async (ms) => {
-        slept.push(ms);
-        now.t += ms;
-      },
-      maxWaitMs: 100_000,
-      announce: (w) => announced.push(w.until),
-      tooLong: () => new Error('too long'),
-    });
-    return { p, announced, slept };
-  }
-
   it('takes the requests still in flight off the reported Remaining', () => {
     const now = { t: 0 };
     const { p } = pacer(now);

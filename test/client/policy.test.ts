@@ -5,7 +5,7 @@
  * errors.test.ts and retry.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { FAILURE_POLICY, bodyRule, networkRule, proxyRule, statusRule } from '../../src/client/policy.js';
+import { FAILURE_POLICY, bodyRule, networkRule, proxyRule, readAction, statusRule } from '../../src/client/policy.js';
 
 const row = (status: number) => {
   const { retried, wait, outcome } = statusRule(status);
@@ -13,6 +13,21 @@ const row = (status: number) => {
 };
 
 describe('the failure policy', () => {
+  it("says what a read does with a failure (the CDK's response actions): a 400 on a resume cursor restarts, a 404 on an optional stream is ignored", () => {
+    const at = (resumeCursor: boolean, optionalStream: boolean) => ({ resumeCursor, optionalStream });
+    expect(statusRule(400).read).toEqual({ action: 'restart', when: 'resumeCursor' });
+    expect(statusRule(404).read).toEqual({ action: 'ignore', when: 'optionalStream' });
+    expect(readAction('bad_request', at(true, false))).toBe('restart');
+    expect(readAction('bad_request', at(false, true))).toBe('fail');
+    expect(readAction('not_found', at(false, true))).toBe('ignore');
+    expect(readAction('not_found', at(true, false))).toBe('fail');
+    for (const code of ['unauthorized', 'forbidden', 'retries_exhausted', 'wait_too_long', 'unreachable', 'unexpected_status', 'request_failed'] as const) {
+      expect(readAction(code, at(true, true)), code).toBe('fail');
+    }
+    // Only the rows say so: no other row names a read action.
+    expect(FAILURE_POLICY.filter((r) => r.read !== undefined).map((r) => r.fault)).toEqual([{ status: 400 }, { status: 404 }]);
+  });
+
   it('follows the documented statuses', () => {
     expect(row(400)).toEqual({ retried: false, wait: 'none', code: 'bad_request', failure: 'system_error' });
     expect(row(401)).toEqual({ retried: false, wait: 'none', code: 'unauthorized', failure: 'config_error' });

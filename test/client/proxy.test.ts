@@ -7,12 +7,14 @@
  * concurrency gate are checked with the emulator's own counters.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withProxyLab } from '../helpers/suite.js';
 import { createClient, type CreateClientOptions } from '../../src/client/client.js';
-import { ApiError, type DataReadApi } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
+import type { DataReadApi } from '../../src/client/types.js';
 import { ConnectorError } from '../../src/errors.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { makeTestCa, type TestCa } from '../helpers/certificates.js';
+import { type TestCa } from '../helpers/certificates.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
 
 const PASSWORD = 'pr0xy-S3cret!pw';
@@ -24,21 +26,13 @@ let authProxy: ForwardProxy;
 let tlsKey: string;
 let plainKey: string;
 
-beforeAll(async () => {
-  ca = makeTestCa();
-  tlsEmu = await startEmulator({ seed: 'proxy-client', tls: ca.server });
-  plainEmu = await startEmulator({ seed: 'proxy-client-plain' });
+withProxyLab({ seed: 'proxy-client', password: PASSWORD }, (lab) => ({ ca, tlsEmu, plainEmu, proxy, authProxy } = lab));
+beforeAll(() => {
   for (const [emu, set] of [[tlsEmu, (k: string) => (tlsKey = k)], [plainEmu, (k: string) => (plainKey = k)]] as const) {
     const account = emu.control.createAccount({ name: 'Proxied' });
     emu.control.seed(account.id, { contacts: 120 });
     set(emu.control.createKey(account.id).key);
   }
-  proxy = await startForwardProxy();
-  authProxy = await startForwardProxy({ auth: { user: 'etl', password: PASSWORD } });
-});
-
-afterAll(async () => {
-  await Promise.all([tlsEmu?.close(), plainEmu?.close(), proxy?.close(), authProxy?.close()]);
 });
 
 interface Made {

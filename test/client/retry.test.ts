@@ -5,7 +5,7 @@ import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Backoff, classifyNetError, parseRetryAfter } from '../../src/client/retry.js';
 import { cleaner } from '../../src/client/text.js';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());

@@ -1,26 +1,15 @@
 /** The demo's dashboard (demo/dashboard.ts): plain SQL over a replica that the replica store wrote. */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
 import { replicaSummary } from '../../demo/dashboard.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { tempDir } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;
 const stages = findStream('pipeline_stages') as StreamDefinition;
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function newDb(): string {
-  const dir = tempDir('demo-dashboard-');
-  dirs.push(dir);
-  return join(dir, 'r.db');
-}
+const newDb = withTempDatabases('demo-dashboard-');
 
 describe('replicaSummary', () => {
   it('counts contacts by temperature and stage, conversations won/lost, and the median first-response time', () => {

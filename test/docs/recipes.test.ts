@@ -38,15 +38,24 @@ async function emulatorGone(folder: string): Promise<void> {
   while (existsSync(join(folder, 'emulator.json'))) await new Promise((r) => setTimeout(r, 50));
 }
 
+type ShellRun = Awaited<ReturnType<typeof runShell>>;
+
+/** Before the suite: the recipe `name` of `page` run in a fresh checkout (named from `prefix`), handed to `ready`; after it: its emulator gone. */
+function recipeInCheckout(prefix: string, page: string, name: string, ready: (r: { readonly dir: string; readonly run: ShellRun }) => void): void {
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = checkout(prefix);
+    ready({ dir, run: await runShell(docRecipe(page, name), { cwd: dir, env: withNode() }) });
+  }, 120_000);
+  afterAll(async () => {
+    if (dir !== undefined) await emulatorGone(join(dir, 'example'));
+  });
+}
+
 describe('README: the quick start, pasted', () => {
   let dir: string;
-  let run: Awaited<ReturnType<typeof runShell>>;
-
-  beforeAll(async () => {
-    dir = checkout('sdr-quick-start-');
-    run = await runShell(docRecipe('README.md', 'quick-start'), { cwd: dir, env: withNode() });
-  }, 120_000);
-  afterAll(async () => emulatorGone(join(dir, 'example')));
+  let run: ShellRun;
+  recipeInCheckout('sdr-quick-start-', 'README.md', 'quick-start', (r) => ({ dir, run } = r));
 
   it('runs to the end: check SUCCEEDED, then every face', () => {
     expect(run.code, run.stderr).toBe(0);
@@ -77,7 +86,7 @@ describe('README: the quick start, pasted', () => {
 describe('docs/airbyte.md: a configured catalog from discover', () => {
   let s: Setup;
   let dir: string;
-  let run: Awaited<ReturnType<typeof runShell>>;
+  let run: ShellRun;
 
   beforeAll(async () => {
     s = await setup({ contacts: 120 });
@@ -113,13 +122,8 @@ describe('docs/airbyte.md: a configured catalog from discover', () => {
 
 describe("docs/state.md: the emulator's data changed between two reads", () => {
   let dir: string;
-  let run: Awaited<ReturnType<typeof runShell>>;
-
-  beforeAll(async () => {
-    dir = checkout('sdr-changes-');
-    run = await runShell(docRecipe('docs/state.md', 'emulator-changes'), { cwd: dir, env: withNode() });
-  }, 120_000);
-  afterAll(async () => emulatorGone(join(dir, 'example')));
+  let run: ShellRun;
+  recipeInCheckout('sdr-changes-', 'docs/state.md', 'emulator-changes', (r) => ({ dir, run } = r));
 
   it('runs to the end; each control call answers with what it did', () => {
     expect(run.code, run.stderr).toBe(0);

@@ -7,14 +7,14 @@
  * and the destination equals the emulator's dump. Keeping the later
  * watermark would skip for good every change stamped in between.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { withTempDir } from '../helpers/suite.js';
 import type { Dump } from '../../src/emulator/index.js';
 import { replicaStates } from '../../src/faces/replica/records.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../helpers/destination.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../replica/helpers.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -22,13 +22,7 @@ const INCREMENTAL = ['contacts', 'conversations', 'stage_events', 'deletions'] a
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
 let dir: string;
-beforeAll(() => {
-  requireBuild();
-  dir = tempDir('clock-back-');
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withTempDir('clock-back-', (d) => (dir = d));
 
 /** The messages of the WARN / WARNING lines of stderr (`<instant> <level> <program>: <message>`). */
 function stderrWarnings(stderr: string): string[] {

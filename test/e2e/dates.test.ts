@@ -6,11 +6,11 @@
  * when the config is validated (check FAILED, read config_error), never
  * halfway through a read.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, writeJson, type CliResult } from '../helpers/cli.js';
+import { replicate, type Account } from '../replica/helpers.js';
 
 const HOUR = 3_600_000;
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
@@ -18,15 +18,7 @@ let account: Account;
 let dir: string;
 let n = 0;
 
-beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('dates-');
-  account = await emulatorAccount(150, 51);
-});
-afterAll(async () => {
-  await account?.emulator.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withEmulatorAccount('dates-', { contacts: 150, seed: 51 }, (s) => ({ account, dir } = s));
 
 const config = (start_date: string): string =>
   writeJson(dir, `config-${n++}.json`, { api_key: account.key, base_url: account.emulator.url, start_date, page_size: 200 });

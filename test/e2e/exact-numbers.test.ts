@@ -6,15 +6,15 @@
  * integer field): every record comes out digit for digit, and each face
  * writes one WARN naming the misfits.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
 import type { Dump } from '../../src/emulator/index.js';
 import { isRawNumber, parseExactJson } from '../../src/exact-json.js';
 import { replicaRecords } from '../../src/faces/replica/records.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli, tempDir } from '../helpers/cli.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli } from '../helpers/cli.js';
+import { replicate, type Account } from '../replica/helpers.js';
 
 type Row = Record<string, unknown>;
 const LISTS = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const;
@@ -23,10 +23,8 @@ let account: Account;
 let dir: string;
 let ids: { big: string; fraction: string; text: string; int64: string; beyond: string };
 
+withEmulatorAccount('exact-', { contacts: 60, seed: 41 }, (s) => ({ account, dir } = s));
 beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('exact-');
-  account = await emulatorAccount(60, 41);
   const dump = account.dump();
   const [big, fraction, text] = dump.contacts.map((c) => c.id);
   const [int64, beyond] = dump.conversations.map((c) => c.id);
@@ -46,10 +44,6 @@ beforeAll(async () => {
   account.mutate({ op: 'update_contacts', ids: [ids.text], setJson: { qualification_score: '"12"' } });
   account.mutate({ op: 'update_conversations', ids: [ids.int64], close: false, outcome: false, setJson: { contact_message_count: '9223372036854775807', agent_message_count: '-0' } });
   account.mutate({ op: 'update_conversations', ids: [ids.beyond], close: false, outcome: false, setJson: { contact_message_count: '18446744073709551616' } });
-});
-afterAll(async () => {
-  await account?.emulator.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** JSON text with object keys sorted (raw numbers as written), to compare records whatever their key order. */

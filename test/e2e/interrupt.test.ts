@@ -41,11 +41,14 @@ function lastLine(stdout: string): Record<string, unknown> {
   return lines[lines.length - 1] ?? {};
 }
 
+/** The signals that stop a sync, each with the exit status it ends with (128 + its number). */
+const SIGNALS = [
+  ['SIGTERM', 143],
+  ['SIGINT', 130],
+] as const;
+
 describe('source-data-read read, interrupted', () => {
-  it.each([
-    ['SIGTERM', 143],
-    ['SIGINT', 130],
-  ] as const)('%s mid-sync: INCOMPLETE streams and a transient ERROR trace, exit %i; resuming from the states loses nothing', async (signal, code) => {
+  it.each(SIGNALS)('%s mid-sync: INCOMPLETE streams and a transient ERROR trace, exit %i; resuming from the states loses nothing', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG], { signal, count: 3 });
     expect(stopped.signalled).toBe(true);
@@ -114,10 +117,7 @@ describe('source-data-read read, interrupted', () => {
 });
 
 describe('tap-data-read sync, interrupted', () => {
-  it.each([
-    ['SIGTERM', 143],
-    ['SIGINT', 130],
-  ] as const)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
+  it.each(SIGNALS)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
     expect(stopped.signalled).toBe(true);

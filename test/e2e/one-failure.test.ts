@@ -5,26 +5,19 @@
  * first refusal with one config_error; replicate creates no database file
  * until the key has been accepted.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../helpers/cli.js';
+import { replicate, type Account } from '../replica/helpers.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 const STREAM_COUNT = 5;
 let account: Account;
 let dir: string;
 
-beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('one-failure-');
-  account = await emulatorAccount(30, 71);
-});
-afterAll(async () => {
-  await account?.emulator.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withEmulatorAccount('one-failure-', { contacts: 30, seed: 71 }, (s) => ({ account, dir } = s));
 
 type Message = Record<string, unknown>;
 const errorTraces = (lines: Message[]): Array<{ failure_type: string; message: string; stream_descriptor?: unknown }> =>

@@ -11,9 +11,10 @@
  */
 import { symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { makeTestCa, type TestCa } from '../helpers/certificates.js';
+import { describe, expect, it } from 'vitest';
+import { withProxyLab } from '../helpers/suite.js';
+import { type Emulator } from '../../src/emulator/index.js';
+import { type TestCa } from '../helpers/certificates.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
 import { docRecipe, runShell } from '../helpers/readme.js';
@@ -35,19 +36,9 @@ const dir = tempDir('sdr-proxy-e2e-');
 /** Every output of every run, searched for credentials at the end. */
 const outputs: string[] = [];
 
-beforeAll(async () => {
-  ca = makeTestCa();
-  // A frozen clock: reproducible data; limits out of reach because its windows never reset.
-  const options = { frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 } };
-  tlsEmu = await startEmulator({ ...options, seed: 'proxy-e2e', tls: ca.server });
-  plainEmu = await startEmulator({ ...options, seed: 'proxy-e2e-plain' });
-  proxy = await startForwardProxy();
-  authProxy = await startForwardProxy({ auth: { user: 'etl', password: PASSWORD } });
-});
-
-afterAll(async () => {
-  await Promise.all([tlsEmu?.close(), plainEmu?.close(), proxy?.close(), authProxy?.close()]);
-});
+// A frozen clock: reproducible data; limits out of reach because its windows never reset.
+const EMULATOR = { frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 } };
+withProxyLab({ seed: 'proxy-e2e', password: PASSWORD, emulator: EMULATOR }, (lab) => ({ ca, tlsEmu, plainEmu, proxy, authProxy } = lab));
 
 interface Account {
   readonly emu: Emulator;

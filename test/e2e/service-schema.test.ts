@@ -11,11 +11,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
 import type { ExtraField } from '../../src/emulator/extra-fields.js';
 import { parseExactJson } from '../../src/exact-json.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, writeJson } from '../helpers/cli.js';
+import type { Account } from '../replica/helpers.js';
 import { EMULATOR_STAGE_PROPERTIES } from '../helpers/stage-fields.js';
 
 type Json = Record<string, unknown>;
@@ -26,14 +27,7 @@ const LIFETIME: ExtraField = { list: 'contacts', name: 'lifetime_value', type: '
 let account: Account;
 let dir: string;
 
-beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('service-schema-');
-  account = await emulatorAccount(120, 23);
-});
-afterAll(async () => {
-  await account?.emulator.close();
-});
+withEmulatorAccount('service-schema-', { contacts: 120, seed: 23 }, (s) => ({ account, dir } = s));
 
 function logs(stdout: string, level?: string): string[] {
   return parseLines(stdout).flatMap((m) => {

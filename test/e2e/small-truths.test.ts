@@ -6,27 +6,21 @@
  * -wal/-shm files behind.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SOURCE_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { SOURCE_BIN, parseLines, protocolCheck, runCli, writeJson } from '../helpers/cli.js';
+import { replicate, type Account } from '../replica/helpers.js';
 
 let account: Account;
 let dir: string;
 
-beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('truths-');
-  account = await emulatorAccount(40, 61);
-});
-afterAll(async () => {
-  await account?.emulator.close();
-  if (dir) {
-    chmodSync(dir, 0o755);
-    for (const entry of readdirSync(dir)) chmodSync(join(dir, entry), 0o755);
-    rmSync(dir, { recursive: true, force: true });
-  }
+withEmulatorAccount('truths-', { contacts: 40, seed: 61 }, (s) => ({ account, dir } = s), {
+  beforeRemove: (d) => {
+    chmodSync(d, 0o755);
+    for (const entry of readdirSync(d)) chmodSync(join(d, entry), 0o755);
+  },
 });
 
 describe('Airbyte: the source-defined cursor and primary key', () => {

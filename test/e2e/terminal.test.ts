@@ -7,34 +7,20 @@
  * announced and then said to be over, and, for `read`, what its LOG messages
  * say; stdout stays valid protocol. In a pipe, `read` leaves stderr empty.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { withRateLimitedEmulator } from '../helpers/suite.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli, writeJson } from '../helpers/cli.js';
 import { onTerminal, parseScreen } from '../helpers/terminal.js';
-import { requireBuild } from '../replica/helpers.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 const COLUMNS = 120;
-let emulator: Emulator;
 let dir: string;
 let config: string;
 
-beforeAll(async () => {
-  requireBuild();
-  // A real clock and a small per-window limit: the client waits for the window several times (about a second each).
-  emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 9, limits: { perMinute: 4, windowMs: 1200, perDay: 1_000_000 } });
-  const account = emulator.control.createAccount({ name: 'Terminal test' });
-  const { key } = emulator.control.createKey(account.id);
-  emulator.control.seed(account.id, { contacts: 120 });
-  dir = tempDir('terminal-');
-  config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100 });
-});
-afterAll(async () => {
-  await emulator?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+// A real clock and a small per-window limit: the client waits for the window several times.
+withRateLimitedEmulator('terminal-', { contacts: 120, seed: 9 }, (s) => ({ dir, config } = s));
 
 /** Run `bin args > file` on the terminal: stdout to the file, stderr to the terminal. */
 function withStdoutTo(file: string, bin: string, args: readonly string[]): string[] {

@@ -4,26 +4,20 @@
  * their answer, valid for the Airbyte protocol), `read`, `replicate`, and the
  * tap's `--discover` and sync (on stderr). The warning names the key meant.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../replica/helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../helpers/cli.js';
+import { replicate, type Account } from '../replica/helpers.js';
 
 const WARNING = 'Unknown config keys ignored: page_sise (did you mean page_size?).';
 let account: Account;
 let dir: string;
 let config: string;
 
+withEmulatorAccount('unknown-keys-', { contacts: 10, seed: 73 }, (s) => ({ account, dir } = s));
 beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('unknown-keys-');
-  account = await emulatorAccount(10, 73);
   config = account.config(dir, { page_sise: 50 });
-});
-afterAll(async () => {
-  await account?.emulator.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const warnings = (stdout: string): string[] =>

@@ -1,14 +1,10 @@
 /** Authentication, authorization and tenancy. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, get, readAll, records, setup, TITLES, type Setup } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorSetup } from '../helpers/suite.js';
+import { expectProblem, get, readAll, records, TITLES, type Setup } from './helpers.js';
 
 let s: Setup;
-beforeAll(async () => {
-  s = await setup({ contacts: 40 });
-});
-afterAll(async () => {
-  await s.emu.close();
-});
+withEmulatorSetup({ contacts: 40 }, (setUp) => (s = setUp));
 
 describe('authentication (401)', () => {
   it('refuses a request without a key', async () => {

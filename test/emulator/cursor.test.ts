@@ -1,18 +1,16 @@
 /** Opaque, signed cursors bound to account and list. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withEmulatorSetup } from '../helpers/suite.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { asPage, expectProblem, get, setup, type Setup } from './helpers.js';
+import { asPage, expectProblem, get, type Setup } from './helpers.js';
 
 let s: Setup;
 let otherKey: string;
-beforeAll(async () => {
-  s = await setup({ contacts: 60 });
+withEmulatorSetup({ contacts: 60 }, (setUp) => (s = setUp));
+beforeAll(() => {
   const other = s.emu.control.createAccount({ name: 'Other' });
   otherKey = s.emu.control.createKey(other.id).key;
   s.emu.control.seed(other.id, { contacts: 60 });
-});
-afterAll(async () => {
-  await s.emu.close();
 });
 
 async function cursorOf(path: string, key: string): Promise<string> {

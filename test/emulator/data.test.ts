@@ -1,5 +1,6 @@
 /** The generated data: shapes (zod schemas of src/schemas), realism, determinism. Seeding speed is a figure of the bench (`npm run bench`, section 7). */
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { seededDump } from '../helpers/emulator-data.js';
 import { Contact, Conversation, Deletion, Me, PageEnvelope, PipelineStage, Problem, StageEvent } from '../../src/schemas/resources.js';
 import { createEmulator, type ContactRecord, type ConversationRecord, type DeletionRecord, type StageEventRecord } from '../../src/emulator/index.js';
 import type { Contact as ContactT, Conversation as ConversationT, Deletion as DeletionT, StageEvent as StageEventT } from '../../src/schemas/resources.js';
@@ -40,10 +41,7 @@ describe('shapes', () => {
 
 describe('realism', () => {
   it('fills every field with plausible values', () => {
-    const { control } = createEmulator({ seed: 11 });
-    const acc = control.createAccount({ name: 'Realism' });
-    control.seed(acc.id, { contacts: 1500 });
-    const d = control.dump(acc.id);
+    const d = seededDump(11, 1500);
     const stages = new Map(d.pipeline_stages.map((st) => [st.id, st]));
     const share = (n: number): number => n / d.contacts.length;
     for (const c of d.contacts) {
@@ -97,10 +95,7 @@ describe('realism', () => {
 
 describe('people and companies of five countries', () => {
   it('names, e-mail domains, job titles and ad headlines in each country\'s language, from the seeded word lists', () => {
-    const { control } = createEmulator({ seed: 12 });
-    const acc = control.createAccount({ name: 'Countries' });
-    control.seed(acc.id, { contacts: 2000 });
-    const d = control.dump(acc.id);
+    const d = seededDump(12, 2000);
     const byPrefix = (prefix: string) => d.contacts.filter((c) => c.phone?.startsWith(prefix));
     for (const prefix of ['+55', '+1', '+52', '+44', '+49']) expect(byPrefix(prefix).length, prefix).toBeGreaterThan(50);
     // Mexicans carry two surnames; Brazilians often do.

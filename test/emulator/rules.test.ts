@@ -1,7 +1,7 @@
 /** Service rules: test environment, deletions and their retention, stage history, won/lost dates. */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dump, Emulator } from '../../src/emulator/index.js';
-import { expectProblem, get, readAll, records, setup } from './helpers.js';
+import { expectProblem, get, readAll, records, setup, type Setup } from './helpers.js';
 
 const DAY = 86_400_000;
 let emu: Emulator | undefined;
@@ -10,15 +10,20 @@ afterEach(async () => {
   emu = undefined;
 });
 
+/** An emulator with one account (stopped after the test), and its control. */
+async function started(options: Parameters<typeof setup>[0]): Promise<{ s: Setup; ctl: Emulator['control'] }> {
+  const s = await setup(options);
+  emu = s.emu;
+  return { s, ctl: s.emu.control };
+}
+
 function idsOf(rows: readonly { id: string }[] | readonly Record<string, unknown>[]): Set<unknown> {
   return new Set(rows.map((r) => r.id));
 }
 
 describe('test environment', () => {
   it('test contacts exist but never appear, nor their conversations, stage events and deletions', async () => {
-    const s = await setup({ contacts: 200 });
-    emu = s.emu;
-    const ctl = s.emu.control;
+    const { s, ctl } = await started({ contacts: 200 });
     expect(ctl.getAccount(s.accountId).counts.test_contacts).toBeGreaterThan(0);
     const hidden = ctl.mutate(s.accountId, { op: 'create_contacts', count: 5, testEnvironment: true, withConversation: true });
     const moved = ctl.mutate(s.accountId, { op: 'move_contacts', ids: hidden.ids, stageKey: 'contacted' });
@@ -51,9 +56,7 @@ describe('test environment', () => {
 
 describe('deletions', () => {
   it('deleting a contact deletes its conversations, records both kinds, keeps its stage events', async () => {
-    const s = await setup({ contacts: 60 });
-    emu = s.emu;
-    const ctl = s.emu.control;
+    const { s, ctl } = await started({ contacts: 60 });
     const before = ctl.dump(s.accountId);
     const byContact = new Map<string, number>();
     for (const c of before.conversations) byContact.set(c.contact_id, (byContact.get(c.contact_id) ?? 0) + 1);
@@ -84,9 +87,7 @@ describe('deletions', () => {
   });
 
   it('are kept 90 days: older ones drop out of the list and the dump', async () => {
-    const s = await setup({ frozenClock: true, clockStart: '2025-06-01T00:00:00.000Z', contacts: 30 });
-    emu = s.emu;
-    const ctl = s.emu.control;
+    const { s, ctl } = await started({ frozenClock: true, clockStart: '2025-06-01T00:00:00.000Z', contacts: 30 });
     // Seeded deletions lie up to 120 days back: part of them are already gone.
     const seededVisible = records(await readAll(s.emu.url, '/v1/deletions', s.key, { limit: 200 }));
     for (const d of seededVisible) expect(Date.parse(d.deleted_at as string)).toBeGreaterThanOrEqual(Date.parse('2025-06-01T00:00:00.000Z') - 90 * DAY);
@@ -140,9 +141,7 @@ function checkHistory(dump: Dump): void {
 
 describe('stage history', () => {
   it('seeded and moved contacts: entry has from_stage_id null, events chain, current stage and won_at/lost_at follow them', async () => {
-    const s = await setup({ contacts: 300 });
-    emu = s.emu;
-    const ctl = s.emu.control;
+    const { s, ctl } = await started({ contacts: 300 });
     const before = ctl.dump(s.accountId);
     checkHistory(before);
     expect(before.contacts.some((c) => c.won_at !== null)).toBe(true);
@@ -175,9 +174,7 @@ describe('stage history', () => {
   });
 
   it('conversation outcomes: null until set; converted moves the contact to the won stage', async () => {
-    const s = await setup({ contacts: 80 });
-    emu = s.emu;
-    const ctl = s.emu.control;
+    const { s, ctl } = await started({ contacts: 80 });
     const before = ctl.dump(s.accountId);
     for (const c of before.conversations) {
       const none = c.outcome_category === null;

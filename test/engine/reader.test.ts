@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { ConnectorError } from '../../src/errors.js';
 import { readStream } from '../../src/engine/reader.js';
 import type { StreamState } from '../../src/engine/state.js';

@@ -5,11 +5,12 @@
  * line of `check`.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { ConfigSchema } from '../../src/config.js';
 import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
 import { ContractError } from '../../src/errors.js';
-import { describeStreams, driftNote, loadStreamSchemas, type LoadedSchemas } from '../../src/engine/service-schemas.js';
+import { describeStreams, loadStreamSchemas } from '../../src/engine/connect.js';
+import { driftNote, type LoadedSchemas } from '../../src/engine/service-schemas.js';
 import { builtInSchemas } from '../../src/schemas/json-schema.js';
 import { STREAMS } from '../../src/streams.js';
 import { FakeApi } from '../helpers/fake-api.js';

@@ -5,7 +5,7 @@
  * checkpoint intact, and is reported once.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { parseConfig } from '../../src/config.js';
 import { runSync, type SelectedStream } from '../../src/engine/sync.js';
 import { STREAMS } from '../../src/streams.js';

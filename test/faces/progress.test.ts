@@ -5,7 +5,8 @@
  * its end, and said to be over once when reading goes on; log lines go
  * through the display while it is drawn.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { captureStderr } from '../helpers/stderr.js';
 import { terminalProgress } from '../../src/faces/progress.js';
 import { StderrLogger } from '../../src/output.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -21,14 +22,7 @@ function terminal(isTTY = true): { write(text: string): boolean; readonly isTTY:
   return { write: (t: string) => chunks.push(t) > 0, isTTY, columns: 80, text: () => chunks.join('') };
 }
 
-const printed: string[] = [];
-beforeEach(() => {
-  printed.length = 0;
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    printed.push(String(chunk));
-    return true;
-  });
-});
+const printed = captureStderr();
 afterEach(() => vi.restoreAllMocks());
 
 describe('terminalProgress', () => {

@@ -5,7 +5,8 @@
  * the engine and the faces; the HTTP client has its own tests and the
  * end-to-end tests use the real emulator.
  */
-import { ApiError, type ClientStats, type DataReadApi, type ListQuery, type RawPage } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
+import type { ClientStats, DataReadApi, ListQuery, RawPage } from '../../src/client/types.js';
 import type { Me } from '../../src/schemas/resources.js';
 
 export type Rec = Record<string, unknown>;

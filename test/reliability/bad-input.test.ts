@@ -3,13 +3,11 @@
  * check FAILED (exit 0), read config_error (exit 78), no stack trace on stdout.
  * Adds to the cases of test/airbyte/commands.test.ts.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { BAD_INPUT_CASES, runBadInput } from '../helpers/reliability/bad-input.js';
-import { leakWatch } from '../helpers/reliability/harness.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe('bad config, catalog and state', () => {
   it(`${BAD_INPUT_CASES.length} cases, each with one clear message`, async () => {

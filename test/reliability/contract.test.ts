@@ -1,11 +1,9 @@
 /** A service that breaks its contract: one clear system_error naming the breach, no state past unread data (its time is a figure of `npm run reliability`). */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { CONTRACT_CASES, runContractCase } from '../helpers/reliability/contract.js';
-import { leakWatch } from '../helpers/reliability/harness.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe.concurrent('contract breaches', () => {
   it.each(CONTRACT_CASES.map((c, i) => [c.name, c, i] as const))('%s', async (_name, c, i) => {

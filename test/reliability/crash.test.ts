@@ -3,13 +3,11 @@
  * lines or bytes read at a trickle, ms), restart from the last STATE; the
  * replica after each completed sync is exact. `npm run reliability` makes 36+ kills.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { runCrashScenario } from '../helpers/reliability/crash.js';
-import { leakWatch } from '../helpers/reliability/harness.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe.concurrent('SIGKILL at random points, resumed from the last STATE', () => {
   it.each([

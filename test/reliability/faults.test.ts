@@ -3,13 +3,11 @@
  * full sync and a round of changes and deletions (every other kind with
  * deletions as tombstones). `npm run reliability` runs 5/20/50 % and 3 rounds.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { TRANSPORT_KINDS, runFaultScenario } from '../helpers/reliability/faults.js';
-import { leakWatch } from '../helpers/reliability/harness.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe.concurrent('fault matrix: the replica equals the dump, or the next run completes it exactly', () => {
   it.each(TRANSPORT_KINDS.map((kind, i) => [kind, i] as const))('%s on every 4th request', async (kind, i) => {

@@ -1,11 +1,9 @@
 /** Rate limits: per minute (paced, runner told RATE_LIMITED), per day (stops, names the reset, resumes), simultaneous requests. */
-import { afterAll, describe, expect, it } from 'vitest';
-import { leakWatch } from '../helpers/reliability/harness.js';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { runConcurrency, runPerDay, runPerMinute } from '../helpers/reliability/rates.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe.concurrent('rate limits', () => {
   it('per minute: pacing keeps 429s at or near zero and tells the runner RATE_LIMITED', async () => {

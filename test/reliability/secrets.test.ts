@@ -1,11 +1,10 @@
 /** Secrets: a hostile service echoing the request everywhere; the canary key appears in no byte of stdout or stderr. */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { leakWatch } from '../helpers/reliability/harness.js';
 import { runSecrets } from '../helpers/reliability/secrets.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe('the API key never leaks', () => {
   it('check and read against answers that echo the request', async () => {

@@ -1,11 +1,9 @@
 /** A slow reader: flat memory, nothing lost or reordered; a reader that goes away: a prompt, clear exit. */
-import { afterAll, describe, expect, it } from 'vitest';
-import { leakWatch } from '../helpers/reliability/harness.js';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
 import { runClosedReader, runSlowReader } from '../helpers/reliability/slow-reader.js';
 
-afterAll(() => {
-  expect(leakWatch.leaks).toEqual([]);
-});
+expectNoLeaksAfterAll();
 
 describe.concurrent('stdout backpressure', () => {
   it('stdout read at a trickle: memory stays flat, no message of a stream lost or reordered', async () => {

@@ -1,5 +1,5 @@
 /** Checkpoints for a replica store, as the engine would hand them over: a page of records and a resume state. */
-import type { Checkpoint } from '../../src/faces/replica/checkpoint-writer.js';
+import type { Checkpoint } from '../../src/faces/replica/table-writer.js';
 import { toRows, type ReplicaStore } from '../../src/faces/replica/store.js';
 import { iso, type Rec } from '../helpers/fake-api.js';
 

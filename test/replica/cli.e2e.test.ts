@@ -1,10 +1,11 @@
 /** `replicate` failures: exit 78/75/70 (by failure type) with a message naming the cause, nothing on stdout, never a stack trace. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SOURCE_BIN, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
+import { SOURCE_BIN, runCli, writeJson } from '../helpers/cli.js';
+import { dumpLists, replicaAsDump, replicate, type Account } from './helpers.js';
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
 
@@ -65,15 +66,7 @@ function isLocked(db: string): boolean {
 describe('replicate: errors', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(60, 3);
-    dir = tempDir('replica-cli-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-cli-', { contacts: 60, seed: 3 }, (s) => ({ account, dir } = s));
 
   it('an invalid config', async () => {
     const config = writeJson(dir, 'bad.json', { api_key: 'nope', base_url: 'ftp://x' });

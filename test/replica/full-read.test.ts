@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
-import { FULL_READ_TABLE, type Checkpoint } from '../../src/faces/replica/checkpoint-writer.js';
+import { FULL_READ_TABLE, type Checkpoint } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
@@ -88,7 +88,7 @@ describe('a full read that removes what it does not return', () => {
     const path = newDb();
     const store = new ReplicaStore(path);
     store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 60_000, shortGroupMs: 60_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 60_000, shortGroupMs: 60_000 });
     const sink = new ReplicaSink(writer, { log: () => undefined, changed: () => undefined });
     sink.fullRead([contacts]);
     sink.streamStarted(contacts);

@@ -5,16 +5,16 @@
  * encoding, from the emulator's dump; after the upgrade it reads back equal
  * to the dump, and the next run continues from the states it kept.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { insertSql } from '../../src/faces/replica/database.js';
 import { parseLayout } from '../../src/faces/replica/layout.js';
 import { recordToRow } from '../../src/faces/replica/rows.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { tempDir } from '../helpers/cli.js';
-import { LISTS, changeRound, dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
+import { LISTS, changeRound, dumpLists, replicaAsDump, replicate, type Account } from './helpers.js';
 
 const SCHEMA_010 = readFileSync(join(import.meta.dirname, 'fixtures', 'replica-0.1.0-schema.sql'), 'utf8');
 const SYNCED_AT = '2026-01-01T00:00:00.000Z';
@@ -60,15 +60,7 @@ function inspect(path: string) {
 describe('a replica written by 0.1.0', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(300, 31);
-    dir = tempDir('replica-migration-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-migration-', { contacts: 300, seed: 31 }, (s) => ({ account, dir } = s));
 
   it('is migrated in place on the next run, exactly, and that run continues from its saved state', { timeout: 120_000 }, async () => {
     const config = account.config(dir);

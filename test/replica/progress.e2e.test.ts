@@ -6,32 +6,17 @@
  * the log lines and the final summary keep every character, also when the
  * terminal reports a width of 0.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { withRateLimitedEmulator } from '../helpers/suite.js';
 import { join } from 'node:path';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
-import { SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
+import { SOURCE_BIN } from '../helpers/cli.js';
 import { onTerminal, parseScreen } from '../helpers/terminal.js';
-import { requireBuild } from './helpers.js';
 
 describe('replicate on a terminal', () => {
-  let emulator: Emulator;
   let dir: string;
   let config: string;
-  beforeAll(async () => {
-    requireBuild();
-    // A real clock and a small per-window limit: the client waits for the window several times.
-    emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 5, limits: { perMinute: 4, windowMs: 1200, perDay: 1_000_000 } });
-    const account = emulator.control.createAccount({ name: 'Terminal test' });
-    const { key } = emulator.control.createKey(account.id);
-    emulator.control.seed(account.id, { contacts: 150 });
-    dir = tempDir('replica-tty-');
-    config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100 });
-  });
-  afterAll(async () => {
-    await emulator?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  // A real clock and a small per-window limit: the client waits for the window several times.
+  withRateLimitedEmulator('replica-tty-', { contacts: 150, seed: 5 }, (s) => ({ dir, config } = s));
 
   for (const columns of [60, 0]) {
     it(`a terminal ${columns === 0 ? 'that reports width 0' : `${columns} columns wide`}: one status line in place, fitted, the wait shown; log lines whole`, { timeout: 120_000 }, async () => {

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
-import { describeStreams } from '../../src/engine/service-schemas.js';
+import { describeStreams } from '../../src/engine/connect.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { summarize } from '../../demo/dashboard.js';
 import { ROOT, tempDir } from '../helpers/cli.js';

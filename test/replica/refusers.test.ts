@@ -5,26 +5,19 @@
  * the checkpoint is written, and anything else that fails takes the
  * transaction with it and stops the writer, loudly.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { CheckpointWriter } from '../../src/faces/replica/checkpoint-writer.js';
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
+import { TableWriter } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { tempDir } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from './checkpoints.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const newDb = withTempDatabases('replica-refusers-');
 
 function replica() {
-  const dir = tempDir('replica-refusers-');
-  dirs.push(dir);
-  const path = join(dir, 'r.db');
+  const path = newDb();
   const store = new ReplicaStore(path);
   return { path, store, checkpoint: checkpointsOf(store) };
 }
@@ -32,7 +25,7 @@ function replica() {
 describe('what can refuse a row', () => {
   it('nothing in a file replicate made: checkpoints are written without savepoints', () => {
     const { store } = replica();
-    const writer = new CheckpointWriter(store.db, store.tables);
+    const writer = new TableWriter(store.db, store.tables);
     expect(writer.refusers).toEqual([]);
     expect(writer.isolatesCheckpoints).toBe(false);
     store.close();
@@ -46,7 +39,7 @@ describe('what can refuse a row', () => {
       "ALTER TABLE conversations ADD COLUMN note TEXT DEFAULT 'CHECK (x)'",
     ];
     for (const sql of harmless) store.db.exec(sql);
-    expect(new CheckpointWriter(store.db, store.tables).refusers).toEqual([]);
+    expect(new TableWriter(store.db, store.tables).refusers).toEqual([]);
     const cases: [string, RegExp][] = [
       ["CREATE TRIGGER no_x BEFORE INSERT ON contacts WHEN NEW.name = 'x' BEGIN SELECT RAISE(ABORT, 'no'); END", /^trigger "no_x" on "contacts"$/],
       ["CREATE TRIGGER no_y BEFORE UPDATE ON CONTACTS BEGIN SELECT RAISE(ABORT, 'no'); END", /^trigger "no_y" on "contacts"$/],
@@ -61,7 +54,7 @@ describe('what can refuse a row', () => {
     for (const [sql, said] of cases) {
       store.db.exec('SAVEPOINT probe');
       store.db.exec(sql);
-      const writer = new CheckpointWriter(store.db, store.tables);
+      const writer = new TableWriter(store.db, store.tables);
       expect(writer.refusers, sql).toEqual([expect.stringMatching(said)]);
       expect(writer.isolatesCheckpoints).toBe(true);
       store.db.exec('ROLLBACK TO probe');
@@ -74,7 +67,7 @@ describe('what can refuse a row', () => {
 describe('checkpoints without savepoints', () => {
   it('a checkpoint with a row without primary key is refused before anything of it is written; the rest of the group stays', () => {
     const { path, store, checkpoint } = replica();
-    const writer = new CheckpointWriter(store.db, store.tables);
+    const writer = new TableWriter(store.db, store.tables);
     expect(writer.isolatesCheckpoints).toBe(false);
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     const keyless = checkpoint('contacts', [contact('c2', 2), contact('c3', 2)], 2);
@@ -91,7 +84,7 @@ describe('checkpoints without savepoints', () => {
 
   it('a row refused by something the check cannot see (a TEMP trigger of the connection) takes the whole group with it, and nothing more is written', async () => {
     const { path, store, checkpoint } = replica();
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     store.db.exec("CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.contacts WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'refused'); END");
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.flush();
@@ -106,7 +99,7 @@ describe('checkpoints without savepoints', () => {
 
   it('a write that fails halfway (the disk is full) rolls the group back and stops the writer; the run is told, and the committed checkpoints are intact', async () => {
     const { path, store, checkpoint } = replica();
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.flush();
     writer.write(checkpoint('conversations', [conversation('v1', 2)], 2));

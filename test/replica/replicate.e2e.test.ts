@@ -3,14 +3,15 @@
  * equals the emulator's dump after rounds of changes and deletions, and after
  * SIGKILLs at random points followed by a rerun.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { queryOne } from '../helpers/sqlite.js';
+import { withEmulatorAccount } from '../helpers/suite.js';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../src/faces/replica/records.js';
 import { replicaSummary } from '../../demo/dashboard.js';
-import { tempDir } from '../helpers/cli.js';
-import { changeRound, dumpLists, emulatorAccount, prng, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
+import { changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from './helpers.js';
 
 /** -wal, -shm or -journal files beside the database. */
 function sideFiles(db: string): string[] {
@@ -18,26 +19,13 @@ function sideFiles(db: string): string[] {
 }
 
 function journalMode(db: string): string {
-  const handle = new DatabaseSync(db, { readOnly: true });
-  try {
-    return String(handle.prepare('PRAGMA journal_mode').get()?.journal_mode);
-  } finally {
-    handle.close();
-  }
+  return String(queryOne(db, 'PRAGMA journal_mode')?.journal_mode);
 }
 
 describe('replicate: the replica equals the service', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(400);
-    dir = tempDir('replica-e2e-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-e2e-', { contacts: 400 }, (s) => ({ account, dir } = s));
 
   it('after a first sync and after each of three rounds of changes and deletions', async () => {
     const config = account.config(dir);
@@ -102,15 +90,7 @@ describe('replicate: the replica equals the service', () => {
 describe('replicate: killed at random points, it continues exactly', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(1500, 23);
-    dir = tempDir('replica-kill-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-kill-', { contacts: 1500, seed: 23 }, (s) => ({ account, dir } = s));
 
   it('SIGKILL after random delays and after N bytes of progress, with changes in between, then a run to completion', { timeout: 240_000 }, async () => {
     const seed = Number(process.env.REPLICA_KILL_SEED ?? Date.now() % 100_000);

@@ -6,13 +6,12 @@
  * it kept in _extra moved into the new columns; a run that cannot read the
  * description (or is pinned) keeps every column it has.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withTempDir } from '../helpers/suite.js';
 import type { ExtraField } from '../../src/emulator/extra-fields.js';
-import { tempDir } from '../helpers/cli.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from './helpers.js';
+import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from './helpers.js';
 
 const LIFETIME: ExtraField = { list: 'contacts', name: 'lifetime_value', type: 'integer' };
 const SENTIMENT: ExtraField = { list: 'conversations', name: 'sentiment', type: 'number' };
@@ -44,13 +43,7 @@ function query(db: string, sql: string): Record<string, unknown>[] {
 }
 
 let dir: string;
-beforeAll(() => {
-  requireBuild();
-  dir = tempDir('replica-columns-');
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withTempDir('replica-columns-', (d) => (dir = d));
 
 describe('replicate: columns from the service\'s description', () => {
   let account: Account;

@@ -1,29 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
 import { ConfigSchema } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import type { LogLevel } from '../../src/engine/events.js';
 import { REPLICA_STREAMS } from '../../src/faces/replica/command.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaSink } from '../../src/faces/replica/sink.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { tempDir } from '../helpers/cli.js';
 import { FakeApi, contact, conversation, deletion, iso, type Rec } from '../helpers/fake-api.js';
 
 const config = ConfigSchema.parse({ api_key: 'sdr_live_test', base_url: 'http://127.0.0.1:1', page_size: 2 });
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function newDb(): string {
-  const dir = tempDir('replica-unit-');
-  dirs.push(dir);
-  return join(dir, 'replica.db');
-}
+const newDb = withTempDatabases('replica-unit-', 'replica.db');
 
 /** @param changed called whenever the sink's tallies change (e.g. to release a held page once a stream completed) */
 async function sync(dbPath: string, service: FakeApi, changed: (sink: ReplicaSink) => void = () => undefined) {
@@ -155,7 +144,7 @@ describe('ReplicaSink + ReplicaWriter (checkpoints in groups)', () => {
     const db = newDb();
     const store = new ReplicaStore(db);
     store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'c3' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
-    const writer = new ReplicaWriter(store, { checkpointer: null });
+    const writer = new ReplicaWriter(store, { walThread: null });
     const logs: string[] = [];
     const sink = new ReplicaSink(writer, { log: (_level, message) => logs.push(message), changed: () => undefined });
     const contacts = [contact('c1', 1), contact('c2', 2), contact('c3', 3), contact('c4', 4), contact('c5', 5), contact('c6', 6)];

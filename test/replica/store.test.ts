@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
 import { rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
@@ -10,19 +10,10 @@ import { insertSql, openForWrite } from '../../src/faces/replica/database.js';
 import { ensureTable } from '../../src/faces/replica/migrate.js';
 import { recordToRow } from '../../src/faces/replica/rows.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { tempDir } from '../helpers/cli.js';
 import { contact, iso } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function newDb(): string {
-  const dir = tempDir('replica-store-');
-  dirs.push(dir);
-  return join(dir, 'r.db');
-}
+const newDb = withTempDatabases('replica-store-');
 
 describe('ReplicaStore', () => {
   it('uses WAL and keeps the state row in the same transaction as the rows', () => {

@@ -4,12 +4,12 @@
  * schemas, and a simulated append+dedup destination ends with the deleted
  * rows gone and exactly the service's live contacts and conversations.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { withEmulatorAccount } from '../helpers/suite.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
-import { SOURCE_BIN, parseLines, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { changeRound, emulatorAccount, requireBuild, type Account } from './helpers.js';
+import { SOURCE_BIN, parseLines, runCli, writeJson } from '../helpers/cli.js';
+import { changeRound, type Account } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 const DELETED_AT = '_ab_cdc_deleted_at';
@@ -50,15 +50,7 @@ class DedupDestination {
 describe('read with deletions_as_tombstones', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(250, 31);
-    dir = tempDir('tombstones-e2e-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('tombstones-e2e-', { contacts: 250, seed: 31 }, (s) => ({ account, dir } = s));
 
   it('emits tombstones that validate against the discovered schemas; an append+dedup destination ends with the deleted rows gone', { timeout: 120_000 }, async () => {
     const config = account.config(dir, { deletions_as_tombstones: true, page_size: 50 });

@@ -1,30 +1,24 @@
 /**
- * The replica's writers: CheckpointWriter (checkpoints grouped into
+ * The replica's writers: TableWriter (checkpoints grouped into
  * transactions, each whole or not at all) and ReplicaWriter (the groups, the
- * checkpointer thread: run from the build, dist/faces/replica/checkpointer-thread.js).
+ * WAL thread: run from the build, dist/faces/replica/wal-thread.js).
  */
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { queryOne } from '../helpers/sqlite.js';
+import { withTempDatabases } from '../helpers/suite.js';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { CheckpointWriter } from '../../src/faces/replica/checkpoint-writer.js';
+import { TableWriter } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { ROOT, tempDir } from '../helpers/cli.js';
+import { ROOT } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from './checkpoints.js';
 import { requireBuild } from './helpers.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function newDb(): string {
-  const dir = tempDir('replica-writer-');
-  dirs.push(dir);
-  return join(dir, 'r.db');
-}
+const newDb = withTempDatabases('replica-writer-');
 
 /** A replica with its tables, and checkpoints for it. */
 function replica(path: string) {
@@ -40,12 +34,12 @@ function failCommitOfC2(db: DatabaseSync): void {
   db.exec("CREATE TRIGGER poison AFTER INSERT ON contacts WHEN NEW.id = 'c2' BEGIN INSERT INTO guard VALUES ('x'); END");
 }
 
-describe('CheckpointWriter', () => {
+describe('TableWriter', () => {
   it('holds several checkpoints in one transaction; a failing one is undone alone, and later ones of its stream are refused', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
     store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
-    const writer = new CheckpointWriter(store.db, store.tables);
+    const writer = new TableWriter(store.db, store.tables);
     expect(writer.write(checkpoint('contacts', [contact('c1', 1)], 1)).upserted).toBe(1);
     expect(writer.transactionStartedAt).toBeTypeOf('number');
     expect(() => writer.write(checkpoint('contacts', [contact('c2', 2), contact('bad', 2)], 2))).toThrow(/disk on fire/);
@@ -65,7 +59,7 @@ describe('CheckpointWriter', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
     failCommitOfC2(store.db);
-    const writer = new CheckpointWriter(store.db, store.tables);
+    const writer = new TableWriter(store.db, store.tables);
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.commit();
     writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
@@ -80,22 +74,17 @@ describe('CheckpointWriter', () => {
 });
 
 describe('ReplicaWriter', () => {
-  const checkpointer = new URL(`file://${join(ROOT, 'dist', 'faces', 'replica', 'checkpointer-thread.js')}`);
+  const walThread = new URL(`file://${join(ROOT, 'dist', 'faces', 'replica', 'wal-thread.js')}`);
   beforeAll(() => requireBuild());
 
   function visible(path: string): number {
-    const db = new DatabaseSync(path, { readOnly: true });
-    try {
-      return Number(db.prepare('SELECT count(*) AS n FROM contacts').get()?.n);
-    } finally {
-      db.close();
-    }
+    return Number(queryOne(path, 'SELECT count(*) AS n FROM contacts')?.n);
   }
 
   it('holds checkpoints in one transaction until the group is due or flushed; other connections see whole groups', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     expect(writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1)).upserted).toBe(2);
     expect(writer.write(checkpoint('conversations', [conversation('v1', 1)], 1)).upserted).toBe(1);
     expect(visible(path)).toBe(0);
@@ -108,10 +97,10 @@ describe('ReplicaWriter', () => {
     // A group that is due is committed by the write that finds it so, or by the timer when no write comes.
     const path2 = newDb();
     const second = replica(path2);
-    const eager = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 0, shortGroupMs: 0 });
+    const eager = new ReplicaWriter(second.store, { walThread: null, commitEveryMs: 0, shortGroupMs: 0 });
     eager.write(second.checkpoint('contacts', [contact('c1', 1)], 1));
     expect(visible(path2)).toBe(1);
-    const timed = new ReplicaWriter(second.store, { checkpointer: null, commitEveryMs: 20, shortGroupMs: 20 });
+    const timed = new ReplicaWriter(second.store, { walThread: null, commitEveryMs: 20, shortGroupMs: 20 });
     timed.write(second.checkpoint('contacts', [contact('c2', 2)], 2));
     await vi.waitFor(() => expect(visible(path2)).toBe(2));
     await timed.close();
@@ -122,7 +111,7 @@ describe('ReplicaWriter', () => {
   it('keeps a group open for commitEveryMs when its rows share pages, for shortGroupMs when each row changed a page of its own', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 2_000_000, shortGroupMs: 1_000_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 2_000_000, shortGroupMs: 1_000_000 });
     // The savepoint journal of each checkpoint is kept in memory, not in a temporary file.
     expect(store.db.prepare('PRAGMA temp_store').get()?.temp_store).toBe(2);
     const row = (i: number, minute: number) => contact(`c${String(i).padStart(5, '0')}`, minute, { note: 'x'.repeat(400) });
@@ -148,22 +137,22 @@ describe('ReplicaWriter', () => {
     expect(rows.filter((r) => r.updated_at === iso(2)).map((r) => r.id)).toEqual(range(0, 3000, 10).map((i) => `c${String(i).padStart(5, '0')}`));
   });
 
-  it('starts no checkpointer thread for a run whose WAL stays small: closing the file copies it', async () => {
+  it('starts no WAL thread for a run whose WAL stays small: closing the file copies it', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0 });
+    const writer = new ReplicaWriter(store, { walThread, commitEveryMs: 0, shortGroupMs: 0 });
     for (let page = 0; page < 5; page++) writer.write(checkpoint('contacts', [contact(`c${page}`, page)], page));
-    expect(writer.checkpointerStarted).toBe(false);
+    expect(writer.walThreadStarted).toBe(false);
     await writer.close();
     store.close();
     expect(existsSync(`${path}-wal`)).toBe(false);
     expect(replicaRecords(path).get('contacts')).toHaveLength(5);
   });
 
-  it('hands the checkpoints to the checkpointer thread, and leaves no WAL behind once the run closes the file', async () => {
+  it('hands the checkpoints to the WAL thread, and leaves no WAL behind once the run closes the file', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0 });
+    const writer = new ReplicaWriter(store, { walThread, commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0 });
     // The thread starts with the first commit (a run that stops before writing starts none).
     expect(writer.checkpointing).toBe(false);
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
@@ -180,10 +169,10 @@ describe('ReplicaWriter', () => {
     expect(replicaRecords(path).get('contacts')).toHaveLength(2001);
   });
 
-  it('keeps the WAL bounded: past a size, it waits for the checkpointer and the next group starts the WAL over', async () => {
+  it('keeps the WAL bounded: past a size, it waits for the WAL thread and the next group starts the WAL over', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer, commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0, walRestartBytes: 1 << 20 });
+    const writer = new ReplicaWriter(store, { walThread, commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0, walRestartBytes: 1 << 20 });
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
     await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
     let largest = 0;
@@ -203,10 +192,10 @@ describe('ReplicaWriter', () => {
     expect(replicaRecords(path).get('contacts')).toHaveLength(pages * 100 + 1);
   });
 
-  it('a checkpointer thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {
+  it('a WAL thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
-    const writer = new ReplicaWriter(store, { checkpointer: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0, shortGroupMs: 0, checkpointerAfterBytes: 0 });
+    const writer = new ReplicaWriter(store, { walThread: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     await vi.waitFor(() => expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(16_000));
     expect(writer.checkpointing).toBe(false);
@@ -220,7 +209,7 @@ describe('ReplicaWriter', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
     store.db.exec("CREATE TRIGGER refuse BEFORE INSERT ON contacts WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
-    const writer = new ReplicaWriter(store, { checkpointer: null });
+    const writer = new ReplicaWriter(store, { walThread: null });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     expect(() => writer.write(checkpoint('contacts', [contact('bad', 2)], 2))).toThrow(new RegExp(`Cannot write the replica database ".*r\\.db": disk on fire`));
     expect(() => writer.write(checkpoint('contacts', [contact('c3', 3)], 3))).toThrow(/an earlier checkpoint of contacts could not be written/);
@@ -235,7 +224,7 @@ describe('ReplicaWriter', () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
     failCommitOfC2(store.db);
-    const writer = new ReplicaWriter(store, { checkpointer: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
     writer.flush();
     writer.write(checkpoint('contacts', [contact('c2', 2)], 2));

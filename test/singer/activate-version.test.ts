@@ -6,7 +6,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../src/client/types.js';
+import { ApiError } from '../../src/client/api-error.js';
 import { parseConfig } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import type { StreamState } from '../../src/engine/state.js';

@@ -1,6 +1,8 @@
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, type DataReadApi } from '../../src/client/types.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { captureStderr } from '../helpers/stderr.js';
+import { ApiError } from '../../src/client/api-error.js';
+import type { DataReadApi } from '../../src/client/types.js';
 import { parseConfig } from '../../src/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import type { StreamState } from '../../src/engine/state.js';
@@ -52,14 +54,7 @@ async function run(plans: StreamPlan[], api: DataReadApi, options: { states?: Ma
   return { result, stdout, lines: parseLines(stdout) };
 }
 
-const written: string[] = [];
-beforeEach(() => {
-  written.length = 0;
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  });
-});
+const written = captureStderr();
 afterEach(() => {
   vi.restoreAllMocks();
 });

@@ -105,7 +105,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     const parsed = await loadConfig(configPath, ctx);
     await warnAbout(sink, parsed);
     const { config } = parsed;
-    const [{ discoverCatalog }, { loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/service-schemas.js')]);
+    const [{ discoverCatalog }, { loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/connect.js')]);
     // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
     const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined) });
     for (const note of loaded.notes) await sink.log(note.level, note.message);

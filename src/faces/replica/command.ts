@@ -6,7 +6,7 @@
  * (incremental where the stream allows it), its state kept in the database
  * itself, so a run continues where the last one stopped, even a killed one.
  * Checkpoints are committed in groups (writer.ts), the WAL copied into the
- * file by a checkpointer thread. stdout stays empty; progress, warnings and
+ * file by a WAL thread. stdout stays empty; progress, warnings and
  * the final summary go to stderr. Exit 0 when every stream completed, else
  * the status of the failure (exit-status.ts: 78 config_error, 75
  * transient_error or the file locked by a live run, 70 system_error), the

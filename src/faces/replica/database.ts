@@ -7,7 +7,7 @@
  *   _replica_state  (stream, state, committed_at)  the engine's state, committed
  *                   in the same transaction as the rows it covers
  *   _replica_full_read (stream, id)  only while a full read that removes the rows
- *                   it does not return is under way: the ids it returned (checkpoint-writer.ts)
+ *                   it does not return is under way: the ids it returned (table-writer.ts)
  */
 import { existsSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
@@ -29,7 +29,7 @@ export const STATE_TABLE = '_replica_state';
 const WRITER_CACHE_KIB = 8 * 1024;
 /**
  * WAL frames (4 KiB pages) after which a commit copies the WAL into the
- * database file (SQLite's default is 1000), when no checkpointer thread does
+ * database file (SQLite's default is 1000), when no WAL thread does
  * it (writer.ts). Each checkpoint costs two fsyncs whatever its size, and an
  * incremental sync dirties a page per changed row: fewer, larger ones. The
  * last one is made when the run closes the file.
@@ -74,7 +74,7 @@ export function openForWrite(path: string): DatabaseSync {
 /**
  * Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB,
  * WRITER_AUTOCHECKPOINT_PAGES), and where its temporary files go: memory.
- * When each checkpoint is written inside a SAVEPOINT (checkpoint-writer.ts:
+ * When each checkpoint is written inside a SAVEPOINT (table-writer.ts:
  * a file someone added triggers or constraints to), SQLite copies every page
  * the checkpoint changes that was already in the file (a changed row's page;
  * the primary-key index pages new rows land in) to the savepoint's journal

@@ -6,7 +6,7 @@
  * deleted in the gap can only be found by reading those streams in full:
  * `replicate` does that first, and each read's last checkpoint removes the
  * rows it did not return, in the transaction that saves its state
- * (checkpoint-writer.ts). The deletion log is read only afterwards, so a run
+ * (table-writer.ts). The deletion log is read only afterwards, so a run
  * stopped before the heal completed leaves its old state: the next run finds
  * the gap again and heals again.
  */

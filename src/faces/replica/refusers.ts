@@ -1,6 +1,6 @@
 /**
  * What in a replica file could refuse one row the writer writes, beside the
- * replica's own schema (checkpoint-writer.ts keeps each checkpoint in a
+ * replica's own schema (table-writer.ts keeps each checkpoint in a
  * savepoint only when something can).
  *
  * The replica's own tables refuse a row for one reason only: a NULL primary

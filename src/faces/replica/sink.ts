@@ -10,7 +10,7 @@ import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
 import { findDeletionLog, type StreamDefinition } from '../../streams.js';
-import type { Checkpoint, CommitResult } from './checkpoint-writer.js';
+import type { Checkpoint, CommitResult } from './table-writer.js';
 import type { TableLayout } from './layout.js';
 import type { RowValues } from './rows.js';
 import { toRows } from './store.js';

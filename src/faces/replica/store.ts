@@ -3,7 +3,7 @@
  * (created, or migrated in place to this version's layout), the index the
  * deletions need, the states saved by earlier runs, and row counts at the end.
  *
- * The rows of a sync are written on this connection by a CheckpointWriter:
+ * The rows of a sync are written on this connection by a TableWriter:
  * in groups of checkpoints by a ReplicaWriter during `replicate` (writer.ts),
  * or one checkpoint per transaction through `write` and `commit` (tests and
  * small scripts).
@@ -13,7 +13,7 @@ import type { Data } from '../../engine/events.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
-import { CheckpointWriter, type Checkpoint, type CommitResult, type TableSpec } from './checkpoint-writer.js';
+import { TableWriter, type Checkpoint, type CommitResult, type TableSpec } from './table-writer.js';
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
@@ -72,7 +72,7 @@ export class ReplicaStore {
   readonly tables: readonly TableSpec[];
   /** What opening changed in tables written by an older version. */
   readonly migrations: readonly Migration[];
-  private writer: CheckpointWriter | undefined;
+  private writer: TableWriter | undefined;
   private locked = false;
   private renewal: NodeJS.Timeout | undefined;
   /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
@@ -163,7 +163,7 @@ export class ReplicaStore {
 
   /** Write one checkpoint on this connection, in its own transaction. */
   write(checkpoint: Checkpoint): CommitResult {
-    this.writer ??= new CheckpointWriter(this.db, this.tables);
+    this.writer ??= new TableWriter(this.db, this.tables);
     try {
       const result = this.writer.write(checkpoint);
       this.writer.commit();
@@ -187,7 +187,7 @@ export class ReplicaStore {
   /**
    * Give the writer lock back now. Called while the last group of checkpoints
    * is open, the release is committed with it (no write of its own, which
-   * would also truncate the WAL the checkpointer just emptied).
+   * would also truncate the WAL the WAL thread just emptied).
    */
   unlock(): void {
     this.stopRenewal();

@@ -2,7 +2,7 @@
  * How a replicate run writes its checkpoints: into the store's connection, a
  * group of them per transaction. A transaction is committed once it has been
  * open for the group's time (from a timer when no more checkpoints come), on
- * flush() and on close(); each checkpoint in it is whole (CheckpointWriter),
+ * flush() and on close(); each checkpoint in it is whole (TableWriter),
  * so a killed run loses at most the last group of reading, which the next
  * run reads again from the state committed.
  *
@@ -12,19 +12,19 @@
  *   page of records writes those shared pages once, not once per page;
  * - rows that each changed a page of their own (changed rows spread over a
  *   large table) gain nothing from a long group: it is committed after
- *   SHORT_GROUP_MS, so that the checkpointer copies the run's pages while it
+ *   SHORT_GROUP_MS, so that the WAL thread copies the run's pages while it
  *   reads instead of after it. The first group is a short one; each commit
  *   decides the next from the WAL pages its group wrote per row.
  *
  * Copying the WAL into the database file (a checkpoint, with its two fsyncs)
- * is the checkpointer thread's work (checkpointer-thread.ts): the sync goes on
+ * is the WAL thread's work (wal-thread.ts): the sync goes on
  * reading and writing while the disk catches up. Should that thread not
  * start, the connection checkpoints by itself, as SQLite does by default.
  */
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../errors.js';
-import { CheckpointWriter, type Checkpoint, type CommitResult } from './checkpoint-writer.js';
+import { TableWriter, type Checkpoint, type CommitResult } from './table-writer.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import type { TableLayout } from './layout.js';
 import type { CheckpointTarget } from './sink.js';
@@ -36,11 +36,11 @@ export const COMMIT_EVERY_MS = 250;
 export const SHORT_GROUP_MS = 10;
 /** WAL pages written per row at or above which a group's rows are taken not to share pages. */
 const OWN_PAGE_PER_ROW = 0.5;
-/** WAL size from which a checkpointer thread is worth starting (smaller runs leave the copy to the file's close). */
-const CHECKPOINTER_AFTER_BYTES = 4 * 1024 * 1024;
+/** WAL size from which a WAL thread is worth starting (smaller runs leave the copy to the file's close). */
+const WAL_THREAD_AFTER_BYTES = 4 * 1024 * 1024;
 /** Bytes of a WAL frame besides the page it holds. */
 const WAL_FRAME_HEADER_BYTES = 24;
-/** WAL size past which the writer finishes the checkpointer's copy itself, so that the WAL starts over. */
+/** WAL size past which the writer finishes the WAL thread's copy itself, so that the WAL starts over. */
 const WAL_RESTART_BYTES = 128 * 1024 * 1024;
 /** How long that waits for a reader of the WAL (someone's query) before trying again at a later commit. */
 const RESTART_WAIT_MS = 500;
@@ -48,33 +48,33 @@ const RESTART_WAIT_MS = 500;
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface WriterOptions {
-  /** The checkpointer thread's module; null: none (the connection checkpoints by itself). */
-  readonly checkpointer?: URL | null;
+  /** The WAL thread's module; null: none (the connection checkpoints by itself). */
+  readonly walThread?: URL | null;
   /** How long a group whose rows share pages stays open (COMMIT_EVERY_MS). */
   readonly commitEveryMs?: number;
   /** How long the first group, and one whose rows each wrote a page of their own, stays open (SHORT_GROUP_MS). */
   readonly shortGroupMs?: number;
-  /** WAL size from which the checkpointer thread is started (CHECKPOINTER_AFTER_BYTES). */
-  readonly checkpointerAfterBytes?: number;
+  /** WAL size from which the WAL thread is started (WAL_THREAD_AFTER_BYTES). */
+  readonly walThreadAfterBytes?: number;
   /** WAL size past which the writer makes the WAL start over (WAL_RESTART_BYTES). */
   readonly walRestartBytes?: number;
 }
 
 export class ReplicaWriter implements CheckpointTarget {
   private readonly store: ReplicaStore;
-  private readonly writer: CheckpointWriter;
+  private readonly writer: TableWriter;
   private timer: NodeJS.Timeout | undefined;
   /** A commit that failed: what it held is gone, and nothing more is written. */
   private lost: ConnectorError | undefined;
-  private checkpointer: Worker | undefined;
-  private checkpointerReady = false;
+  private walThread: Worker | undefined;
+  private walThreadReady = false;
   /**
-   * The checkpointer thread's module, until it is started: at a commit before
-   * the last once the WAL holds checkpointerAfterBytes (a small run leaves
+   * The WAL thread's module, until it is started: at a commit before
+   * the last once the WAL holds walThreadAfterBytes (a small run leaves
    * the copy to the file's close).
    */
-  private checkpointerUrl: URL | null;
-  private readonly checkpointerAfterBytes: number;
+  private walThreadUrl: URL | null;
+  private readonly walThreadAfterBytes: number;
   private readonly commitEveryMs: number;
   private readonly shortGroupMs: number;
   private readonly walRestartBytes: number;
@@ -91,34 +91,34 @@ export class ReplicaWriter implements CheckpointTarget {
     this.commitEveryMs = options.commitEveryMs ?? COMMIT_EVERY_MS;
     this.shortGroupMs = options.shortGroupMs ?? SHORT_GROUP_MS;
     this.groupMs = this.shortGroupMs;
-    this.checkpointerAfterBytes = options.checkpointerAfterBytes ?? CHECKPOINTER_AFTER_BYTES;
+    this.walThreadAfterBytes = options.walThreadAfterBytes ?? WAL_THREAD_AFTER_BYTES;
     this.walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
     this.walFrameBytes = Number(store.db.prepare('PRAGMA page_size').get()?.page_size) + WAL_FRAME_HEADER_BYTES;
     this.walAtGroupStart = this.walBytes();
     tuneForWriting(store.db);
-    this.writer = new CheckpointWriter(store.db, store.tables);
-    this.checkpointerUrl = options.checkpointer === undefined ? new URL('./checkpointer-thread.js', import.meta.url) : options.checkpointer;
+    this.writer = new TableWriter(store.db, store.tables);
+    this.walThreadUrl = options.walThread === undefined ? new URL('./wal-thread.js', import.meta.url) : options.walThread;
   }
 
   private error(cause: string): ConnectorError {
     return new ConnectorError('system_error', `Cannot write the replica database "${this.store.path}": ${cause}.`);
   }
 
-  private startCheckpointer(url: URL): void {
+  private startWalThread(url: URL): void {
     this.startedThread = true;
     const thread = new Worker(url, { workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
     thread.unref();
-    this.checkpointer = thread;
+    this.walThread = thread;
     thread.on('message', (message: unknown) => {
-      if (message !== 'ready' || this.checkpointer !== thread) return;
+      if (message !== 'ready' || this.walThread !== thread) return;
       // From now on the thread checkpoints: commits only append to the WAL.
       this.store.db.exec('PRAGMA wal_autocheckpoint = 0');
-      this.checkpointerReady = true;
+      this.walThreadReady = true;
     });
     const gone = (): void => {
-      if (this.checkpointer !== thread) return;
-      this.checkpointer = undefined;
-      this.checkpointerReady = false;
+      if (this.walThread !== thread) return;
+      this.walThread = undefined;
+      this.walThreadReady = false;
       if (this.store.db.isOpen) this.store.db.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     };
     thread.on('error', gone);
@@ -176,13 +176,13 @@ export class ReplicaWriter implements CheckpointTarget {
     // The next group starts from here: nothing else writes on this connection between two groups.
     this.walAtGroupStart = walBytes;
     this.groupRows = 0;
-    if (this.checkpointerUrl && !last && walBytes >= this.checkpointerAfterBytes) {
-      this.startCheckpointer(this.checkpointerUrl);
-      this.checkpointerUrl = null;
+    if (this.walThreadUrl && !last && walBytes >= this.walThreadAfterBytes) {
+      this.startWalThread(this.walThreadUrl);
+      this.walThreadUrl = null;
     }
-    if (!this.checkpointerReady) return;
+    if (!this.walThreadReady) return;
     if (walBytes > this.walRestartBytes) this.restartWal();
-    else this.checkpointer?.postMessage('checkpoint');
+    else this.walThread?.postMessage('checkpoint');
   }
 
   /**
@@ -205,10 +205,10 @@ export class ReplicaWriter implements CheckpointTarget {
   }
 
   /**
-   * The checkpointer copies while groups keep coming, so it is never quite
+   * The WAL thread copies while groups keep coming, so it is never quite
    * done when the next one starts, and SQLite only starts a WAL over once it
    * is all in the database file: left alone, the WAL would grow with the run.
-   * Between two groups, the writer waits for the checkpointer's pass and
+   * Between two groups, the writer waits for the WAL thread's pass and
    * copies what is left (RESTART): the next group starts the WAL over.
    */
   private restartWal(): void {
@@ -232,13 +232,13 @@ export class ReplicaWriter implements CheckpointTarget {
     }
   }
 
-  /** Whether the checkpointer thread has taken the checkpoints over. */
+  /** Whether the WAL thread has taken the checkpoints over. */
   get checkpointing(): boolean {
-    return this.checkpointerReady;
+    return this.walThreadReady;
   }
 
-  /** Whether a checkpointer thread was started (it may not be ready yet). */
-  get checkpointerStarted(): boolean {
+  /** Whether a WAL thread was started (it may not be ready yet). */
+  get walThreadStarted(): boolean {
     return this.startedThread;
   }
 
@@ -247,14 +247,14 @@ export class ReplicaWriter implements CheckpointTarget {
     return this.groupMs;
   }
 
-  /** Commit, and stop the checkpointer thread (the store's last close copies what it left). Throws when a commit failed. */
+  /** Commit, and stop the WAL thread (the store's last close copies what it left). Throws when a commit failed. */
   async close(): Promise<void> {
     try {
       this.commit(true);
     } finally {
-      const thread = this.checkpointer;
-      this.checkpointer = undefined;
-      this.checkpointerReady = false;
+      const thread = this.walThread;
+      this.walThread = undefined;
+      this.walThreadReady = false;
       if (thread) {
         const exited = new Promise((resolve) => thread.once('exit', resolve));
         thread.ref(); // the process waits for the thread's last checkpoint, whatever else is left to do
@@ -268,8 +268,8 @@ export class ReplicaWriter implements CheckpointTarget {
   /** For a stop signal: commit what is held (whole checkpoints), end the thread at once. */
   stopNow(): void {
     this.commitQuietly(true);
-    const thread = this.checkpointer;
-    this.checkpointer = undefined;
+    const thread = this.walThread;
+    this.walThread = undefined;
     void thread?.terminate();
   }
 }

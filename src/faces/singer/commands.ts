@@ -2,7 +2,7 @@
 import { readJsonFile } from '../../files.js';
 import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
 import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data.js';
-import { loadStreamSchemas, type LoadedSchemas } from '../../engine/service-schemas.js';
+import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
@@ -92,6 +92,8 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
   try {
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
+    // Loaded here: --about and a sync need no client to declare schemas.
+    const { loadStreamSchemas } = await import('../../engine/connect.js');
     const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx) }), config);
     await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
     return 0;

@@ -17,7 +17,7 @@ import type { StreamDefinition } from '../streams.js';
 import type { PageStart } from './paginator.js';
 import { watermarkWentBack, type StreamState } from './state.js';
 
-export class Checkpointer {
+export class StateRules {
   readonly #stream: Pick<StreamDefinition, 'name' | 'cursorField'>;
   /** The watermark of the last complete read, as saved. */
   readonly #complete: string | undefined;

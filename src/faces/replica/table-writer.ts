@@ -93,7 +93,7 @@ interface Table {
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 const instantOf = (value: unknown): number => (typeof value === 'string' ? parseInstant(value) : Number.NaN);
 
-export class CheckpointWriter {
+export class TableWriter {
   private readonly db: DatabaseSync;
   private readonly tables = new Map<string, Table>();
   /** The tables the deletion log's records delete from, by object type. */

@@ -1,5 +1,5 @@
 /**
- * The replica's checkpointer thread (started by writer.ts): its own
+ * The replica's WAL thread (started by writer.ts): its own
  * connection to the database, copying the WAL into the database file after
  * each commit of the writer (`PRAGMA wal_checkpoint(PASSIVE)`: it never waits
  * for, nor blocks, the writer). A checkpoint's two fsyncs then cost the sync
@@ -14,7 +14,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 
 function serve(): void {
   const port = parentPort;
-  if (!port) throw new Error('checkpointer-thread.js runs as a worker thread');
+  if (!port) throw new Error('wal-thread.js runs as a worker thread');
   // The busy timeout comes from writer.ts (database.ts's), which this thread does not import: it would load zod.
   const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
   const db = new DatabaseSync(path, { timeout: busyTimeoutMs });
