@@ -11,7 +11,6 @@ import { recordTreater, treatmentPlan, type RecordTreater } from '../personal-da
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './events.js';
 import type { StreamState } from './state.js';
-import type { SelectedStream } from './sync.js';
 
 class TreatingSink implements SyncSink {
   readonly #sink: SyncSink;
@@ -65,7 +64,14 @@ class TreatingSink implements SyncSink {
  * `streams`; `sink` itself when no stream has anything to treat.
  * `alwaysKept`: fields a selection never removes (the tombstone column).
  */
-export function treatingSink(sink: SyncSink, config: Config, streams: readonly SelectedStream[], alwaysKept: readonly string[] = []): SyncSink {
+/** What the treatments need of a selected stream (sync.ts's SelectedStream has it). */
+export interface FieldSelection {
+  readonly stream: StreamDefinition;
+  /** The fields the face selects; undefined: every field. */
+  readonly fields?: ReadonlySet<string> | undefined;
+}
+
+export function treatingSink(sink: SyncSink, config: Config, streams: readonly FieldSelection[], alwaysKept: readonly string[] = []): SyncSink {
   const plan = treatmentPlan(config, streams.map((s) => s.stream));
   const treaters = new Map<string, RecordTreater>();
   for (const { stream, fields } of streams) {

@@ -180,10 +180,9 @@ describe('every recipe of the README and docs/ is run by a test', () => {
 
   it.each(pages())('%s: each `<!-- recipe: NAME -->` marker is named, next to docRecipe of its page, in a test file', (page) => {
     const names = [...readFileSync(join(ROOT, page), 'utf8').matchAll(/<!-- recipe: ([\w-]+) -->/g)].map((m) => m[1] as string);
-    const callers = page === 'README.md' ? ["docRecipe('README.md'", 'readmeRecipe('] : [`docRecipe('${page}'`];
-    // A test file may name its page once (`const PAGE = 'docs/x.md'`) and call docRecipe(PAGE, ...).
-    const byConstant = (text: string): boolean => text.includes(`const PAGE = '${page}'`) && text.includes('docRecipe(PAGE,');
-    const runners = tests.filter((text) => callers.some((c) => text.includes(c)) || byConstant(text));
+    // A runner reads recipes with docRecipe (or readmeRecipe, for the README) and names this page as a string.
+    const reads = (text: string): boolean => text.includes('docRecipe(') || (page === 'README.md' && text.includes('readmeRecipe('));
+    const runners = tests.filter((text) => reads(text) && (text.includes(`'${page}'`) || (page === 'README.md' && text.includes('readmeRecipe('))));
     for (const name of names) expect(runners.some((text) => text.includes(`'${name}'`)), `${page}: ${name}`).toBe(true);
   });
 
