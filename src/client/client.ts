@@ -307,7 +307,7 @@ class DataReadClient implements DataReadApi {
     await this.#pacer.ready(label);
     this.#assertOpen();
     this.stats.requests += 1;
-    this.#pacer.sent();
+    const seq = this.#pacer.sent();
     const sentAt = this.#now();
     let timedOut = false;
     const controller = new AbortController();
@@ -328,7 +328,7 @@ class DataReadClient implements DataReadApi {
         headersTimeout: this.#timeoutMs,
         bodyTimeout: this.#timeoutMs,
       });
-      this.#pacer.observe(res.headers, this.#now(), sentAt);
+      this.#pacer.observe(res.headers, this.#now(), sentAt, seq);
       status = res.statusCode;
       headers = res.headers;
       // A success as sent is decoded straight to text; anything else is kept as bytes.
@@ -444,7 +444,7 @@ class DataReadClient implements DataReadApi {
     const said = fault?.info === undefined ? '' : serviceSaid(fault.info);
     const status = fault?.status ?? wait.status;
     const message = WAIT_TOO_LONG.message(status, waitMs, at, duration(waitMs), limit, `${this.#stopNote}${said}`);
-    const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : `HTTP ${status ?? 429} Retry-After`;
+    const cause = wait.cause === 'quota' ? 'RateLimit-Remaining 0' : wait.cause === 'shared' || wait.cause === 'spread' ? 'RateLimit-Remaining spent by other users of the key' : `HTTP ${status ?? 429} Retry-After`;
     return new ApiError(WAIT_TOO_LONG.code, WAIT_TOO_LONG.failure, message, {
       resetAt: wait.until,
       runWide: WAIT_TOO_LONG.scope === 'client',
@@ -469,7 +469,12 @@ class DataReadClient implements DataReadApi {
     this.stats.rateLimitWaits += 1;
     this.stats.waitedMs += waitMs;
     this.stats.rateLimitWaitedMs += waitMs;
-    const why = wait.cause === 'quota' ? 'the request quota of this minute is used up (RateLimit-Remaining 0)' : 'the service asked to wait (Retry-After)';
+    const why =
+      wait.cause === 'quota'
+        ? 'the request quota of this minute is used up (RateLimit-Remaining 0)'
+        : wait.cause === 'shared' || wait.cause === 'spread'
+          ? 'what is left of this minute\'s request quota is expected to go to other users of the same API key (RateLimit-Remaining falls faster than this connector spends it)'
+          : 'the service asked to wait (Retry-After)';
     this.#log('INFO', `Pausing requests for ${duration(waitMs)}, until ${isoTime(wait.until)}: ${why}.`);
   }
 

@@ -4,12 +4,32 @@
  * when one caller learns that the quota is used up (Remaining 0, or a 429/503
  * with Retry-After), every caller waits for the same instant, and that wait is
  * announced once.
+ *
+ * Other processes may spend the same key (several connections on one key;
+ * docs/performance.md): the service's Remaining then falls faster than this
+ * client's own sends, and a 429 comes although the pacer kept count. The
+ * pacer counts the others' requests per request of its own (this window and
+ * the two before), and while others are about (and in its first window,
+ * before it can know) it
+ *  - spreads the key's quota over the first SPREAD part of the window, taking
+ *    its share of the steps, so that a process that starts or wakes later
+ *    still finds some quota instead of a 429;
+ *  - sends near the window's end only while a slot is still expected to be
+ *    free when its request arrives (Remaining less the others' requests
+ *    expected before it: the most seen between two of its own), and
+ *    otherwise waits for the window to restart.
+ * Alone on the key, after its first window, it bursts up to Remaining 0 as
+ * it always did.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { headerValue } from './headers.js';
 
-/** Why a caller must wait before sending: the minute's quota is used up, or the service asked (Retry-After). */
-export type PaceCause = 'quota' | 'retry_after';
+/**
+ * Why a caller must wait before sending: the minute's quota is used up, what
+ * is left of it is expected to go to other users of the key, or the service
+ * asked (Retry-After).
+ */
+export type PaceCause = 'quota' | 'shared' | 'spread' | 'retry_after';
 
 export interface PaceWait {
   readonly until: number;
@@ -37,7 +57,37 @@ export interface PacerView {
   readonly resetAt: number | undefined;
   readonly blockedUntil: number;
   readonly inFlight: number;
+  /** Requests of other users of the key admitted per request of this client, this window and the two before (0 when alone). */
+  readonly othersPerOwn: number;
 }
+
+/** One response of the current window: its send number and the Remaining it reported. */
+interface Mark {
+  readonly seq: number;
+  readonly remaining: number;
+}
+
+/**
+ * With others on the key, send while at least this much of a slot is
+ * expected to be left once the others' expected requests are taken off
+ * Remaining (with the average others per own request as the expectation,
+ * 0.5 drew 0-4 x 429 per round of the shared-key bench, 0.75 and 1 fewer).
+ */
+const SHARE_MARGIN = 0.75;
+/**
+ * With others on the key (and in this client's first window, while it cannot
+ * know), the key's quota is spread over this part of the window: one request
+ * of the key per SPREAD x window / limit, so that a process that starts or
+ * wakes later still finds some (bursting the quota at the window's start
+ * left the others only 429s).
+ */
+const SPREAD = 0.3;
+/** Windows before the current one whose counts of own and others' requests still count. */
+const HISTORY = 2;
+/** Own requests in a window without one of others' after which the others count as gone. */
+const GONE = 3;
+/** Longest window assumed for spreading: the quota is per minute. */
+const MAX_WINDOW_MS = 60_000;
 
 /** A non-negative finite number from a header, or undefined. */
 function headerNumber(headers: IncomingHttpHeaders, name: string): number | undefined {
@@ -62,6 +112,23 @@ export class Pacer {
   #inFlight = 0;
   #sleeping: { until: number; done: Promise<void> } | undefined;
   #announcedUntil = -1;
+  /** Requests sent so far; each response is matched to its send number. */
+  #sends = 0;
+  /** The first and the latest (by send number) responses of the current window. */
+  #first: Mark | undefined;
+  #latest: Mark | undefined;
+  /** Own and others' requests counted in the last windows before the current one. */
+  #history: { own: number; others: number; gap: number }[] = [];
+  /** Most requests of others between two consecutive own requests in the current window. */
+  #gap = 0;
+  /** Windows seen (responses that opened a new window estimate). */
+  #windows = 0;
+  /** The window in which a 429 said that others had spent the quota, or -2 (never). */
+  #contendedIn = -2;
+  /** The window's length: the largest RateLimit-Reset that opened a window (whole seconds, rounded up), at most a minute; ms. */
+  #windowMs = 0;
+  /** When this client last sent a request. */
+  #lastSentAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: PacerOptions) {
     this.#o = options;
@@ -74,7 +141,51 @@ export class Pacer {
       resetAt: this.#resetAt,
       blockedUntil: this.#blockedUntil,
       inFlight: this.#inFlight,
+      othersPerOwn: this.#othersPerOwn(),
     };
+  }
+
+  /**
+   * Requests of others per own request, over the current window and the
+   * HISTORY windows before it; 0 once GONE own requests of the current window
+   * saw none of others (they have finished).
+   */
+  #othersPerOwn(): number {
+    const current = this.#current();
+    if (current.own >= GONE && current.others === 0) return 0;
+    let own = 0;
+    let others = 0;
+    for (const w of [...this.#history, current]) {
+      own += w.own;
+      others += w.others;
+    }
+    return own === 0 ? 0 : others / own;
+  }
+
+  /**
+   * Requests of others expected before this client's next one arrives: the
+   * most seen between two consecutive own requests (this window and the
+   * HISTORY before it), at least othersPerOwn. The average alone
+   * under-counts for a client that sends more often than the others, and that
+   * client is the one that then sends into the window's last slot.
+   */
+  #othersExpected(): number {
+    const perOwn = this.#othersPerOwn();
+    if (perOwn === 0) return 0;
+    return Math.max(perOwn, this.#gap, ...this.#history.map((w) => w.gap));
+  }
+
+  /**
+   * Own and others' requests between the first and latest responses of the
+   * current window: the fall of Remaining, less this client's own sends in
+   * between, is the others'.
+   */
+  #current(): { own: number; others: number; gap: number } {
+    const first = this.#first;
+    const latest = this.#latest;
+    if (first === undefined || latest === undefined || latest.seq <= first.seq) return { own: 0, others: 0, gap: this.#gap };
+    const own = latest.seq - first.seq;
+    return { own, others: Math.max(0, first.remaining - latest.remaining - own), gap: this.#gap };
   }
 
   /** The wait needed before the next send, or undefined when a request may go now. */
@@ -92,7 +203,34 @@ export class Pacer {
         this.#resetAt = undefined;
       }
     }
+    if (wait === undefined && this.#remaining !== undefined && this.#remaining > 0 && this.#resetAt !== undefined && this.#resetAt > now) {
+      wait = this.#shareWait(now, this.#remaining, this.#resetAt);
+    }
     return wait;
+  }
+
+  /** Whether others may be spending the key: in the first window, when their requests were counted, or after a 429 in this window or the one before. */
+  #mayShare(): boolean {
+    return this.#windows <= 1 || this.#othersPerOwn() > 0 || this.#windows - this.#contendedIn <= 1;
+  }
+
+  /**
+   * With others on the key: spend the window's quota evenly over its first
+   * SPREAD part (a latecomer still finds some), and near its end send only
+   * while a slot is still expected to be free when this request arrives.
+   */
+  #shareWait(now: number, remaining: number, resetAt: number): PaceWait | undefined {
+    if (!this.#mayShare()) return undefined;
+    const limit = this.#limit;
+    if (limit !== undefined && limit > 0 && this.#windowMs > 0) {
+      // The key as a whole spends one request per step; this client, one per (1 + others per own) steps.
+      const step = (this.#windowMs * SPREAD) / limit;
+      const next = this.#lastSentAt + (1 + this.#othersPerOwn()) * step;
+      if (next > now) return { until: next, cause: 'spread' };
+    }
+    const others = this.#othersExpected();
+    if (others > 0 && remaining - others < SHARE_MARGIN) return { until: resetAt, cause: 'shared' };
+    return undefined;
   }
 
   /**
@@ -111,6 +249,7 @@ export class Pacer {
   }
 
   #waitFor(wait: PaceWait, waitMs: number, path: string): Promise<void> {
+    if (wait.cause === 'spread') return this.#o.sleep(waitMs); // a short pause between requests: not a rate-limit wait
     this.#o.waiting?.(wait, waitMs, path);
     const current = this.#sleeping;
     if (current !== undefined && current.until === wait.until) return current.done;
@@ -126,10 +265,13 @@ export class Pacer {
     return entry.done;
   }
 
-  /** A request is about to go out: count it against the local view of the quota. */
-  sent(): void {
+  /** A request is about to go out: count it against the local view of the quota. Returns its send number, for `observe`. */
+  sent(): number {
     this.#inFlight += 1;
     if (this.#remaining !== undefined) this.#remaining = Math.max(0, this.#remaining - 1);
+    this.#sends += 1;
+    this.#lastSentAt = this.#o.now();
+    return this.#sends;
   }
 
   /** A request finished (response read, or failed). */
@@ -152,8 +294,12 @@ export class Pacer {
    * the previous estimate has passed or Remaining goes up; a late response to
    * a request sent before the current window was seen cannot move the
    * estimate (nor Remaining).
+   *
+   * `seq` is the request's send number (from `sent()`; the latest send when
+   * omitted): Remaining's fall beyond this client's own sends in the window
+   * is the others' share.
    */
-  observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now): void {
+  observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
     const remaining = headerNumber(headers, 'ratelimit-remaining');
     const reset = headerNumber(headers, 'ratelimit-reset');
@@ -165,12 +311,24 @@ export class Pacer {
         now >= this.#resetAt ||
         (remaining !== undefined && this.#windowRemaining !== undefined && remaining > this.#windowRemaining);
       if (fresh) {
+        this.#windows += 1;
+        this.#windowMs = Math.min(MAX_WINDOW_MS, Math.max(this.#windowMs, reset * 1000));
+        const ended = this.#current();
+        if (ended.own > 0) this.#history = [...this.#history, ended].slice(-HISTORY);
+        this.#gap = 0;
         this.#resetAt = bound;
         this.#windowSentFrom = sentAt;
         this.#windowRemaining = remaining;
+        this.#first = remaining === undefined ? undefined : { seq, remaining };
+        this.#latest = this.#first;
       } else if (sentAt >= this.#windowSentFrom) {
         this.#resetAt = Math.min(this.#resetAt ?? bound, bound);
         if (remaining !== undefined) this.#windowRemaining = Math.min(this.#windowRemaining ?? remaining, remaining);
+        if (remaining !== undefined && (this.#latest === undefined || seq > this.#latest.seq)) {
+          if (this.#latest !== undefined && seq === this.#latest.seq + 1) this.#gap = Math.max(this.#gap, this.#latest.remaining - remaining - 1);
+          this.#latest = { seq, remaining };
+          this.#first ??= this.#latest;
+        }
       } else {
         return; // a response from before the current window: stale
       }
@@ -180,6 +338,8 @@ export class Pacer {
 
   /** Every caller waits until `until` (a 429/503 Retry-After). */
   block(until: number, status?: number): void {
+    // A 429 although the pacer kept count: most likely others on the key spent the quota.
+    if (status === 429) this.#contendedIn = this.#windows;
     if (until > this.#blockedUntil) {
       this.#blockedUntil = until;
       this.#blockedBy = status;
