@@ -8,7 +8,7 @@
 # `npm pack` makes it) plus its production dependencies from package-lock.json.
 # scripts/replay-image.sh replays these steps without Docker,
 # scripts/image-check.sh builds and runs the image with a real engine, and
-# test/packaging/dockerfile.test.ts checks this file against metadata.yaml and
+# test/e2e/packaging/dockerfile.test.ts checks this file against metadata.yaml and
 # package.json (keep ENTRYPOINT, AIRBYTE_ENTRYPOINT and the labels in step).
 
 # ---------------------------------------------------------------- build stage

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ROOT } from '../scripts/root.js';
-import { PROXY_VARIABLES } from '../src/proxy-env.js';
+import { PROXY_VARIABLES } from '../src/network/proxy-env.js';
 import { dayOfActivity, startEmulator, type Emulator } from '../src/emulator/index.js';
 import { replicaRecords } from '../src/faces/replica/records.js';
 import { replicaSummary } from './dashboard.js';

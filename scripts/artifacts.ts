@@ -6,7 +6,7 @@
  * the config and stream tables, meltano.yml's settings). `npm run generate`
  * writes them; a test fails when a copy drifts.
  */
-import { configJsonSchema } from '../src/config.js';
+import { configJsonSchema } from '../src/config/config.js';
 import { runSummaryJsonSchema } from '../src/engine/run-report.js';
 import { buildOpenApiDocument } from '../src/emulator/openapi.js';
 import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';

@@ -1,6 +1,6 @@
 /**
  * The generated parts of hand-written pages: the config table (from the zod
- * schema of src/config.ts), the stream tables (from src/streams.ts) and
+ * schema of src/config/config.ts), the stream tables (from src/streams.ts) and
  * meltano.yml's settings (from the Singer view of the same schema). A page
  * marks each part with `<!-- generated: NAME -->` ... `<!-- end generated: NAME -->`
  * (in YAML: `# generated: NAME` ... `# end generated: NAME`); `npm run generate`
@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configJsonSchema } from '../src/config.js';
+import { configJsonSchema } from '../src/config/config.js';
 import { settingsSchema } from '../src/faces/singer/settings.js';
 import { recordJsonSchema } from '../src/schemas/json-schema.js';
 import { STREAMS } from '../src/streams.js';

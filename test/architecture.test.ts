@@ -38,10 +38,14 @@ const PACKAGES: Readonly<Record<string, readonly Area[]>> = { undici: ['client']
 
 const SRC = join(ROOT, 'src');
 
+/** The folders of the shared core, besides src/*.ts (the streams table, errors): one area with one import rule. */
+const CORE_FOLDERS: readonly string[] = ['config', 'network', 'json', 'process', 'personal-data'];
+
 function areaOf(file: string): Area {
   const rel = relative(SRC, file).split('\\').join('/');
   if (!rel.includes('/')) return 'core';
   const [top, sub] = rel.split('/');
+  if (CORE_FOLDERS.includes(top as string)) return 'core';
   if (top === 'faces') return sub?.endsWith('.ts') ? 'faces' : (`faces/${sub}` as Area);
   return top as Area;
 }

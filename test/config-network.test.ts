@@ -5,8 +5,8 @@
  * and the keys in every face (SPEC, --about, TAP_DATA_READ_* variables).
  */
 import { describe, expect, it } from 'vitest';
-import { CaCertificateError, parseCaCertificates } from '../src/ca-certificates.js';
-import { configJsonSchema, parseConfig, parseUserConfig } from '../src/config.js';
+import { CaCertificateError, parseCaCertificates } from '../src/network/ca-certificates.js';
+import { configJsonSchema, parseConfig, parseUserConfig } from '../src/config/config.js';
 import { ConfigError } from '../src/errors.js';
 import { about } from '../src/faces/singer/about.js';
 import { configFromEnv } from '../src/faces/singer/config-input.js';

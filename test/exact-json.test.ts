@@ -1,7 +1,7 @@
 /** Numbers exactly as written: the pre-scan never misses a number JSON.parse would change. */
 import { describe, expect, it } from 'vitest';
-import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../src/exact-json.js';
-import { numbersWrittenAsParsed } from '../src/json-layout.js';
+import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../src/json/exact-json.js';
+import { numbersWrittenAsParsed } from '../src/json/json-layout.js';
 import { Prng } from '../src/emulator/prng.js';
 
 /** Every JSON number form: integers of every length, fractions with and without trailing zeros, exponents, tiny values, -0. */

@@ -4,8 +4,8 @@
  * forms of the credentials that are hidden from output.
  */
 import { describe, expect, it } from 'vitest';
-import { noProxyMatch, proxyFromEnv, proxySecrets } from '../src/proxy-env.js';
-import { parseProxyUrl, proxyUrlSecrets, ProxySettingError } from '../src/proxy-url.js';
+import { noProxyMatch, proxyFromEnv, proxySecrets } from '../src/network/proxy-env.js';
+import { parseProxyUrl, proxyUrlSecrets, ProxySettingError } from '../src/network/proxy-url.js';
 
 const HTTPS = new URL('https://api.example.com');
 const HTTP = new URL('http://127.0.0.1:8642');

@@ -11,9 +11,9 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import type { RunCommand, RunRecorder } from '../engine/run-report.js';
-import type { StopSignal } from '../interrupt.js';
+import type { StopSignal } from '../process/interrupt.js';
 import type { PipesReport } from '../pipes/index.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../process/version.js';
 import { writeSummaryFile } from './summary-file.js';
 import { UsageError } from './usage.js';
 

@@ -4,11 +4,11 @@
  * start fast. `emulator` (the local Data-Read API) is started by
  * bin/source-data-read itself: the connector never loads the emulator.
  */
-import { LineWriter, StderrLogger, closedOutputCode } from '../output.js';
-import { Interrupt } from '../interrupt.js';
+import { LineWriter, StderrLogger, closedOutputCode } from '../process/output.js';
+import { Interrupt } from '../process/interrupt.js';
 import { ConnectorError } from '../errors.js';
-import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../exit-status.js';
-import { VERSION } from '../version.js';
+import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../process/exit-status.js';
+import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
 import { RunEnd } from './run-end.js';
 import { UsageError, failureExit, versionLine } from './usage.js';

@@ -2,10 +2,10 @@
  * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
  * default). Protocol output on stdout only; logs on stderr.
  */
-import { LineWriter, StderrLogger } from '../output.js';
-import { Interrupt } from '../interrupt.js';
-import { EXIT_STATUS_HELP } from '../exit-status.js';
-import { VERSION } from '../version.js';
+import { LineWriter, StderrLogger } from '../process/output.js';
+import { Interrupt } from '../process/interrupt.js';
+import { EXIT_STATUS_HELP } from '../process/exit-status.js';
+import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 import { RunEnd } from './run-end.js';
 import { USAGE_EXIT, UsageError, failureExit, usageMessage, versionLine } from './usage.js';

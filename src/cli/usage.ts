@@ -6,8 +6,8 @@
  * Any other failure exits with the status of its failure type (exit-status.ts).
  */
 import { toConnectorError } from '../errors.js';
-import { EXIT_USAGE, exitStatusFor } from '../exit-status.js';
-import { VERSION } from '../version.js';
+import { EXIT_USAGE, exitStatusFor } from '../process/exit-status.js';
+import { VERSION } from '../process/version.js';
 
 /** A mistake in the command line: told on stderr with the usage text, exit 2. */
 export class UsageError extends Error {}

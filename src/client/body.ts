@@ -5,7 +5,7 @@
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { parseExactJson } from '../exact-json.js';
+import { parseExactJson } from '../json/exact-json.js';
 import type { Clean } from './text.js';
 
 const gunzipAsync = promisify(gunzip);

@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError } from '../errors.js';
-import { proxySecrets } from '../proxy-env.js';
+import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';

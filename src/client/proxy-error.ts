@@ -1,5 +1,5 @@
 /** ProxyError: a request failed at the proxy, not at the API; how, and whether another attempt may help. */
-import type { ProxyEndpoint } from '../proxy-url.js';
+import type { ProxyEndpoint } from '../network/proxy-url.js';
 
 /**
  * How a request failed at the proxy:

@@ -1,17 +1,17 @@
 /**
  * How the client reaches the API, chosen once per client: directly or
  * through an HTTP(S) proxy (`proxy_url`, else the environment as curl reads
- * it, see src/proxy-env.ts), trusting Node's default certificate authorities
+ * it, see src/network/proxy-env.ts), trusting Node's default certificate authorities
  * plus those of `ca_certificate`. Without a proxy and a ca_certificate the
  * dispatcher is undici's Pool exactly as before; the proxy machinery
  * (tunnel.ts) is imported only when a proxy applies, and the CA store is
  * read only when ca_certificate is given, so a plain `check` starts as fast.
  */
 import type { SecureContext } from 'node:tls';
-import { CaCertificateError, parseCaCertificates } from '../ca-certificates.js';
+import { CaCertificateError, parseCaCertificates } from '../network/ca-certificates.js';
 import { ConfigError } from '../errors.js';
-import { proxyFromEnv, type Env } from '../proxy-env.js';
-import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from '../proxy-url.js';
+import { proxyFromEnv, type Env } from '../network/proxy-env.js';
+import { parseProxyUrl, ProxySettingError, type ProxyEndpoint } from '../network/proxy-url.js';
 import { Pool } from './pool.js';
 import { poolOptions, type PoolSettings, type RequestDispatcher } from './pool-settings.js';
 import { trustingContext } from './tls.js';

@@ -18,7 +18,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:tls';
 import type { buildConnector, Dispatcher } from 'undici';
 import { Pool } from './pool.js';
-import type { ProxyEndpoint } from '../proxy-url.js';
+import type { ProxyEndpoint } from '../network/proxy-url.js';
 import { ProxyError } from './proxy-error.js';
 import { errorCode } from './retry.js';
 import { poolOptions, type PoolSettings, type RequestDispatcher } from './pool-settings.js';

@@ -11,7 +11,7 @@
  * JSON string literals. Only a record that does not fit takes the slow path
  * that says why.
  */
-import { isRawNumber, type RawNumber } from '../exact-json.js';
+import { isRawNumber, type RawNumber } from '../json/exact-json.js';
 import { builtInSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data } from './events.js';

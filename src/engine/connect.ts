@@ -6,11 +6,11 @@
 import { createClient } from '../client/client.js';
 import { ApiError } from '../client/api-error.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
-import { futureStartDate, type Config } from '../config.js';
+import { futureStartDate, type Config } from '../config/config.js';
 import { toConnectorError, type FailureType } from '../errors.js';
-import { unknownTreatedFields } from '../personal-data.js';
+import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
-import { USER_AGENT } from '../version.js';
+import { USER_AGENT } from '../process/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import type { ConnectorError, FailureType } from '../errors.js';
-import { exitStatusFor } from '../exit-status.js';
+import { exitStatusFor } from '../process/exit-status.js';
 import type { StreamState } from './state.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */

@@ -9,8 +9,8 @@
  * implements the SyncSink and says the summary in its own words; it never
  * sees the HTTP client.
  */
-import type { Config } from '../config.js';
-import { tuneHeapForStreaming } from '../heap.js';
+import type { Config } from '../config/config.js';
+import { tuneHeapForStreaming } from '../process/heap.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import { toConnectorError, type ConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';

@@ -7,7 +7,7 @@
  * stream instead (the client fails their requests at once, streams not begun
  * are not read) and is reported once, not once per stream.
  */
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
 import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
@@ -15,7 +15,7 @@ import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, t
 import type { SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
-import { futureStartDate, parseInstant } from '../config.js';
+import { futureStartDate, parseInstant } from '../config/config.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { TypeAudit } from './conformance.js';
 import type { JsonSchema } from '../schemas/json-schema.js';

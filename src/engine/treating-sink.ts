@@ -5,9 +5,9 @@
  * treatments and the face's field selection. Streams with nothing to do pass
  * through untouched; with nothing to do at all, there is no such sink.
  */
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { ConnectorError } from '../errors.js';
-import { recordTreater, treatmentPlan, type RecordTreater } from '../personal-data.js';
+import { recordTreater, treatmentPlan, type RecordTreater } from '../personal-data/treatments.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './events.js';
 import type { StreamState } from './state.js';

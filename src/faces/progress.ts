@@ -13,7 +13,7 @@ import type { ConnectorError } from '../errors.js';
 import type { Data, LogLevel, SyncSink } from '../engine/events.js';
 import type { StreamState } from '../engine/state.js';
 import type { RequestCounts } from '../engine/session.js';
-import type { StderrLogger } from '../output.js';
+import type { StderrLogger } from '../process/output.js';
 import { ProgressDisplay, type ProgressOutput } from '../progress/display.js';
 import type { ProgressSnapshot, StreamPhase } from '../progress/line.js';
 import type { StreamDefinition } from '../streams.js';

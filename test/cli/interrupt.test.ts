@@ -1,13 +1,13 @@
 /**
  * Stopping on SIGTERM/SIGINT, in-process: signals from an EventEmitter, stdout
  * and stderr as in-memory streams, exit recorded instead of taken. The real
- * executables under real signals: test/e2e/interrupt.test.ts.
+ * executables under real signals: test/e2e/all-faces/interrupt.test.ts.
  */
 import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { Interrupt, exitCodeFor, type LastWords, type StopSignal } from '../../src/interrupt.js';
-import { LineWriter } from '../../src/output.js';
+import { Interrupt, exitCodeFor, type LastWords, type StopSignal } from '../../src/process/interrupt.js';
+import { LineWriter } from '../../src/process/output.js';
 import { AirbyteSink } from '../../src/faces/airbyte/sink.js';
 import { STREAMS } from '../../src/streams.js';
 

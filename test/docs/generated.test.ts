@@ -1,5 +1,5 @@
 /**
- * One place per fact: the zod schema of the config (src/config.ts) and the
+ * One place per fact: the zod schema of the config (src/config/config.ts) and the
  * streams table (src/streams.ts) are the sources; the docs' tables,
  * meltano.yml's settings, the SPEC and --about follow them. The drift of a
  * checked-in page is test/artifacts.test.ts's business; this file checks what
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configTable, fieldDictionary, fillGenerated, generatedPages, streamsTable } from '../../scripts/doc-tables.js';
-import { ConfigSchema, configJsonSchema } from '../../src/config.js';
+import { ConfigSchema, configJsonSchema } from '../../src/config/config.js';
 import { about } from '../../src/faces/singer/about.js';
 import { STREAMS } from '../../src/streams.js';
 import { ROOT } from '../helpers/cli.js';

@@ -4,7 +4,7 @@
  */
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema } from '../../src/config/config.js';
 import { interactivePatience } from '../../src/engine/connect.js';
 import { BASE, PROBLEM_HEADERS, failure, harness, problem, resetNock } from '../client/helpers.js';
 

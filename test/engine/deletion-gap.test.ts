@@ -5,7 +5,7 @@
  * is a gap too; a face gives its own advice or heals the gap itself (null).
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import type { StreamState } from '../../src/engine/state.js';
 import { runSync, type SelectedStream } from '../../src/engine/sync.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema } from '../../src/config/config.js';
 import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
 import { ContractError } from '../../src/errors.js';
 import { describeStreams, loadStreamSchemas } from '../../src/engine/connect.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import { runSync, type SelectedStream } from '../../src/engine/sync.js';
 import { STREAMS } from '../../src/streams.js';
 import { FakeApi, contact, deletion, makeRecords } from '../helpers/fake-api.js';

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import { treatingSink } from '../../src/engine/treating-sink.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../helpers/stderr.js';
 import { terminalProgress } from '../../src/faces/progress.js';
-import { StderrLogger } from '../../src/output.js';
+import { StderrLogger } from '../../src/process/output.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 

@@ -1,14 +1,14 @@
 /**
  * The set-up the end-to-end files share, as hooks of the suite they are
  * called in: the built dist/ required, a temporary directory, and an
- * emulator account on 127.0.0.1 (test/replica/helpers.ts); after the suite
+ * emulator account on 127.0.0.1 (test/helpers/emulator-runs.ts); after the suite
  * the emulator is stopped and the directory removed.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { setup, type Setup } from '../emulator/helpers.js';
-import { emulatorAccount, requireBuild, type Account } from '../replica/helpers.js';
+import { emulatorAccount, requireBuild, type Account } from './emulator-runs.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.js';
 import { makeTestCa, type TestCa } from './certificates.js';
 import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import {
   emailDomain,
   hmacSha256Hex,
@@ -11,7 +11,7 @@ import {
   treatmentDifferences,
   treatmentPlan,
   treatmentRecord,
-} from '../../src/personal-data.js';
+} from '../../src/personal-data/treatments.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 

@@ -5,7 +5,7 @@
  * was never written. The real session, the real client, the emulator in process.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { parseUserConfig } from '../../src/config.js';
+import { parseUserConfig } from '../../src/config/config.js';
 import type { SyncSink } from '../../src/engine/events.js';
 import { RunRecorder } from '../../src/engine/run-report.js';
 import { SyncSession } from '../../src/engine/session.js';

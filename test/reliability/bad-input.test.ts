@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { BAD_INPUT_CASES, runBadInput } from '../helpers/reliability/bad-input.js';
+import { BAD_INPUT_CASES, runBadInput } from '../../reliability/bad-input.js';
 
 expectNoLeaksAfterAll();
 

@@ -1,7 +1,7 @@
 /** A service that breaks its contract: one clear system_error naming the breach, no state past unread data (its time is a figure of `npm run reliability`). */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { CONTRACT_CASES, runContractCase } from '../helpers/reliability/contract.js';
+import { CONTRACT_CASES, runContractCase } from '../../reliability/contract.js';
 
 expectNoLeaksAfterAll();
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { runCrashScenario } from '../helpers/reliability/crash.js';
+import { runCrashScenario } from '../../reliability/crash.js';
 
 expectNoLeaksAfterAll();
 

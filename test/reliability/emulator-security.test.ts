@@ -1,6 +1,6 @@
 /** The emulator as a server: cursors, tenancy, the control token, the address it binds. */
 import { describe, expect, it } from 'vitest';
-import { runEmulatorSecurity } from '../helpers/reliability/emulator-security.js';
+import { runEmulatorSecurity } from '../../reliability/emulator-security.js';
 
 describe('emulator security', () => {
   it('every check passes', async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { TRANSPORT_KINDS, runFaultScenario } from '../helpers/reliability/faults.js';
+import { TRANSPORT_KINDS, runFaultScenario } from '../../reliability/faults.js';
 
 expectNoLeaksAfterAll();
 

@@ -1,7 +1,7 @@
 /** Rate limits: per minute (paced, runner told RATE_LIMITED), per day (stops, names the reset, resumes), simultaneous requests. */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { runConcurrency, runPerDay, runPerMinute } from '../helpers/reliability/rates.js';
+import { runConcurrency, runPerDay, runPerMinute } from '../../reliability/rates.js';
 
 expectNoLeaksAfterAll();
 

@@ -1,8 +1,8 @@
 /** Secrets: a hostile service echoing the request everywhere; the canary key appears in no byte of stdout or stderr. */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { leakWatch } from '../helpers/reliability/harness.js';
-import { runSecrets } from '../helpers/reliability/secrets.js';
+import { leakWatch } from '../../reliability/harness.js';
+import { runSecrets } from '../../reliability/secrets.js';
 
 expectNoLeaksAfterAll();
 

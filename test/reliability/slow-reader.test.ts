@@ -1,7 +1,7 @@
 /** A slow reader: flat memory, nothing lost or reordered; a reader that goes away: a prompt, clear exit. */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';
-import { runClosedReader, runSlowReader } from '../helpers/reliability/slow-reader.js';
+import { runClosedReader, runSlowReader } from '../../reliability/slow-reader.js';
 
 expectNoLeaksAfterAll();
 

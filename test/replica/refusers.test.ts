@@ -12,7 +12,7 @@ import { replicaRecords, replicaStates } from '../../src/faces/replica/records.j
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
-import { checkpointsOf } from './checkpoints.js';
+import { checkpointsOf } from '../helpers/checkpoints.js';
 
 const newDb = withTempDatabases('replica-refusers-');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { withTempDatabases } from '../helpers/suite.js';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema } from '../../src/config/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import { ApiError } from '../../src/client/api-error.js';
 import type { LogLevel } from '../../src/engine/events.js';

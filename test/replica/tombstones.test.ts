@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TombstoneEmitter } from '../../src/engine/tombstones.js';
 import { runSync } from '../../src/engine/sync.js';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema } from '../../src/config/config.js';
 import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
 import { recordJsonSchema } from '../../src/schemas/json-schema.js';
 import { STREAMS, findDeletionLog, findStream, type DeletionLogStream, type StreamDefinition } from '../../src/streams.js';

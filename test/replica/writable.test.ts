@@ -4,7 +4,7 @@
  * connector runs as out (EACCES: in a container, a volume owned by another
  * uid than the image's user), naming that uid. accessSync is made to fail as
  * each case does; the real runs as another user are in
- * test/e2e/small-truths.test.ts.
+ * test/e2e/all-faces/messages-and-refusals.test.ts.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

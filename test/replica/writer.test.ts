@@ -15,8 +15,8 @@ import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { ROOT } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
-import { checkpointsOf } from './checkpoints.js';
-import { requireBuild } from './helpers.js';
+import { checkpointsOf } from '../helpers/checkpoints.js';
+import { requireBuild } from '../helpers/emulator-runs.js';
 
 const newDb = withTempDatabases('replica-writer-');
 

@@ -7,13 +7,13 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import { runSync } from '../../src/engine/sync.js';
 import type { StreamState } from '../../src/engine/state.js';
 import { discoverCatalog } from '../../src/faces/singer/catalog.js';
 import { planAll, planFromCatalog, type StreamPlan } from '../../src/faces/singer/selection.js';
 import { SingerSink } from '../../src/faces/singer/sink.js';
-import { LineWriter, StderrLogger } from '../../src/output.js';
+import { LineWriter, StderrLogger } from '../../src/process/output.js';
 import { parseLines, protocolCheck } from '../helpers/cli.js';
 import { FakeApi } from '../helpers/fake-api.js';
 

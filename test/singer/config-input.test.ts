@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/config.js';
 import { configFromEnv, mergeConfigSources } from '../../src/faces/singer/config-input.js';
 import { tempDir, writeJson } from '../helpers/cli.js';
 

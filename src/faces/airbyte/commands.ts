@@ -4,13 +4,13 @@
  * system_error); check exits 0 with CONNECTION_STATUS FAILED, as Airbyte asks.
  */
 import { readFileSync } from 'node:fs';
-import type { Config, ParsedConfig } from '../../config.js';
+import type { Config, ParsedConfig } from '../../config/config.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
-import { readJsonFile } from '../../files.js';
-import type { Interrupt } from '../../interrupt.js';
-import type { LineWriter, StderrLogger } from '../../output.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
+import { readJsonFile } from '../../config/files.js';
+import type { Interrupt } from '../../process/interrupt.js';
+import type { LineWriter, StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../progress.js';
@@ -39,7 +39,7 @@ export interface CommandContext {
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
 async function loadConfig(path: string, ctx: CommandContext): Promise<ParsedConfig> {
-  const { parseUserConfig } = await import('../../config.js');
+  const { parseUserConfig } = await import('../../config/config.js');
   return parseUserConfig(readJsonFile(path, 'config'), ctx.logger);
 }
 
@@ -52,7 +52,7 @@ export async function spec(ctx: CommandContext): Promise<number> {
     // The checked-in snapshot: printing it needs no zod (about half of spec's start-up).
     line = msg.specMessage(JSON.parse(readFileSync(SPEC_SNAPSHOT, 'utf8')) as Record<string, unknown>);
   } catch {
-    const { configJsonSchema } = await import('../../config.js');
+    const { configJsonSchema } = await import('../../config/config.js');
     line = msg.specMessage(msg.specPayload(configJsonSchema(), DOCUMENTATION_URL));
   }
   await ctx.out.write(line);
@@ -109,7 +109,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
     const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined) });
     for (const note of loaded.notes) await sink.log(note.level, note.message);
-    const { treatedSchemasFor } = await import('../../personal-data.js');
+    const { treatedSchemasFor } = await import('../../personal-data/treatments.js');
     const warnings: string[] = [];
     const schemas = treatedSchemasFor(config, loaded.schemas, loaded.source === 'service', (w) => warnings.push(w));
     for (const w of warnings) await sink.log('WARN', w);
@@ -138,7 +138,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const warnings: string[] = [];
     const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w));
     // Fields the catalog declares may be ones only the service describes: a treatment naming one of those is fine.
-    const { treatedSchemasFor } = await import('../../personal-data.js');
+    const { treatedSchemasFor } = await import('../../personal-data/treatments.js');
     const { builtInSchema } = await import('../../schemas/json-schema.js');
     const declared = new Map(streams.map(({ stream, schema }) => [stream.name, { properties: { ...(builtInSchema(stream).properties as object), ...((schema?.properties as object | undefined) ?? {}) } }]));
     treatedSchemasFor(config, declared, false, (w) => warnings.push(w));

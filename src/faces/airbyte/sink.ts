@@ -7,7 +7,7 @@ import { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { StreamDefinition } from '../../streams.js';
-import type { LineWriter } from '../../output.js';
+import type { LineWriter } from '../../process/output.js';
 import * as msg from './protocol.js';
 
 /** Characters per stdout write of RECORD lines (below V8's large-object size). */

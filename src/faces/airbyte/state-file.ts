@@ -4,7 +4,7 @@
  * earlier read's output, one message a line). Which messages it may hold is
  * state-input.ts's business; this module only tells the two forms apart.
  */
-import { jsonSyntaxError, readTextFile } from '../../files.js';
+import { jsonSyntaxError, readTextFile } from '../../config/files.js';
 import { ConfigError } from '../../errors.js';
 import { EXPECTED_STATE } from './state-input.js';
 

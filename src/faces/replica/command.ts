@@ -16,15 +16,15 @@
  * the service no longer has removed (heal.ts), with one WARN.
  */
 import { statSync } from 'node:fs';
-import { parseUserConfig, type Config } from '../../config.js';
+import { parseUserConfig, type Config } from '../../config/config.js';
 import { SyncSession } from '../../engine/session.js';
-import { treatedSchemasFor, treatmentPlan, treatmentRecord } from '../../personal-data.js';
+import { treatedSchemasFor, treatmentPlan, treatmentRecord } from '../../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
-import { readJsonFile } from '../../files.js';
-import type { StderrLogger } from '../../output.js';
+import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
+import { readJsonFile } from '../../config/files.js';
+import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
 import { Progress } from './progress.js';

@@ -6,7 +6,7 @@
  * every change). Log lines and the final summary are printed in both cases.
  */
 import type { LogLevel } from '../../engine/events.js';
-import type { StderrLogger } from '../../output.js';
+import type { StderrLogger } from '../../process/output.js';
 import { ProgressDisplay, type ProgressOutput } from '../../progress/display.js';
 import type { ProgressSnapshot } from '../../progress/line.js';
 import type { RequestCounts as SessionCounts } from '../../engine/session.js';

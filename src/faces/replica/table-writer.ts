@@ -34,7 +34,7 @@
  * marks that the next full read starts by clearing.
  */
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
-import { parseInstant } from '../../config.js';
+import { parseInstant } from '../../config/config.js';
 import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
 import { columnNames, ident, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';

@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
-import { treatmentDifferences } from '../../personal-data.js';
+import { treatmentDifferences } from '../../personal-data/treatments.js';
 import { BUSY_TIMEOUT_MS, TABLES_TABLE } from './database.js';
 
 export const TREATMENTS_TABLE = '_replica_personal_data';

@@ -1,16 +1,16 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code (exit-status.ts). */
-import { readJsonFile } from '../../files.js';
-import { parseUserConfig, type Config, type ParsedConfig } from '../../config.js';
-import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data.js';
+import { readJsonFile } from '../../config/files.js';
+import { parseUserConfig, type Config, type ParsedConfig } from '../../config/config.js';
+import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
 import { ConnectorError, toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../exit-status.js';
-import type { Interrupt } from '../../interrupt.js';
-import { closedOutputCode, type LineWriter, type StderrLogger } from '../../output.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
+import type { Interrupt } from '../../process/interrupt.js';
+import { closedOutputCode, type LineWriter, type StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, type TerminalProgress } from '../progress.js';

@@ -6,8 +6,8 @@
  * (integer, boolean, a list given as JSON text) so validation sees what a
  * JSON file would hold.
  */
-import { readJsonFile } from '../../files.js';
-import { configJsonSchema } from '../../config.js';
+import { readJsonFile } from '../../config/files.js';
+import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
 
 export const ENV_PREFIX = 'TAP_DATA_READ_';

@@ -1,10 +1,10 @@
 /**
  * The tap's settings as JSON Schema, in the shape Meltano reads: the config's
- * schema (src/config.ts) without Airbyte's UI keywords, secrets marked.
+ * schema (src/config/config.ts) without Airbyte's UI keywords, secrets marked.
  * `--about` shows it, and `npm run generate` writes meltano.yml's settings
  * from it (this module reads no file, so the generator can load it).
  */
-import { configJsonSchema } from '../../config.js';
+import { configJsonSchema } from '../../config/config.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

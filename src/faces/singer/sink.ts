@@ -20,7 +20,7 @@
 import type { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
-import type { LineWriter, StderrLogger } from '../../output.js';
+import type { LineWriter, StderrLogger } from '../../process/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';

@@ -1,0 +1,379 @@
+/**
+ * The connector's config: one zod schema that validates user input, generates
+ * the Airbyte SPEC's connectionSpecification and the Singer --about settings.
+ */
+import { z } from 'zod';
+import { parseCaCertificates } from '../network/ca-certificates.js';
+import { ConfigError, redact } from '../errors.js';
+import { proxySecrets } from '../network/proxy-env.js';
+import { parseProxyUrl } from '../network/proxy-url.js';
+import { closestName } from './suggest.js';
+import { PERSONAL_DATA_CHOICES, TREATMENTS, treatmentProblems } from '../personal-data/treatments.js';
+import { STREAMS } from '../streams.js';
+
+const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
+/** Days of `month` (1-12) in `year`, leap years included. */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/** Epoch ms of a UTC calendar time (years below 100 included, which Date.UTC would shift to 19xx). */
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+type Reading = { readonly ms: number } | { readonly problem: string | undefined };
+
+/**
+ * Read `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time with zone (`Z`,
+ * `±HH:MM` or the basic form `±HHMM`; seconds and up to 9 fraction digits
+ * optional). Fields out of range (year 0000, month 13, February 30, hour 24)
+ * are what the service refuses: `problem` says which; undefined when the
+ * shape itself is wrong.
+ */
+function readInstant(value: string): Reading {
+  const dt = DATE_TIME_WITH_ZONE.exec(value);
+  const d = dt ?? DATE_ONLY.exec(value);
+  if (d === null) return { problem: undefined };
+  const [year, month, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
+  if (year < 1) return { problem: 'year 0000 does not exist for the service (years run from 0001 to 9999)' };
+  if (month < 1 || month > 12) return { problem: `there is no month ${d[2]}` };
+  if (day < 1 || day > daysInMonth(year, month)) return { problem: `${MONTHS[month - 1]} ${d[1]} has no day ${d[3]}` };
+  if (dt === null) return { ms: utcMs(year, month, day, 0, 0, 0, 0) };
+  const [hour, minute, second] = [Number(dt[4]), Number(dt[5]), Number(dt[6] ?? '0')];
+  if (hour > 23 || minute > 59 || second > 59) return { problem: `${dt[4]}:${dt[5]}${dt[6] === undefined ? '' : `:${dt[6]}`} is not a time of day` };
+  const zone = (dt[8] ?? 'Z').toUpperCase();
+  let offsetMinutes = 0;
+  if (zone !== 'Z') {
+    const [oh, om] = [Number(zone.slice(1, 3)), Number(zone.slice(-2))];
+    if (oh > 23 || om > 59) return { problem: `${zone} is not a UTC offset` };
+    offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = Number(`${dt[7] ?? ''}000`.slice(0, 3));
+  return { ms: utcMs(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000 };
+}
+
+/** Parse `YYYY-MM-DD` (midnight UTC) or an ISO date-time with zone (`Z`, `±HH:MM`, `±HHMM`); NaN when neither, or out of range. */
+export function parseInstant(value: string): number {
+  const reading = readInstant(value);
+  return 'ms' in reading ? reading.ms : Number.NaN;
+}
+
+/** How far ahead of now a start_date may be: a user ahead of UTC types today's date, up to a day ahead of UTC. */
+const START_DATE_LEEWAY_MS = 24 * 3600 * 1000;
+
+/**
+ * Why start_date cannot be used now (more than a day ahead: nothing would be
+ * read, and the watermark would skip ahead); undefined when it can.
+ */
+export function futureStartDate(startDate: string | undefined, now = Date.now()): string | undefined {
+  if (startDate === undefined) return undefined;
+  const ms = parseInstant(startDate);
+  if (!(ms > now + START_DATE_LEEWAY_MS)) return undefined;
+  return (
+    `start_date is in the future (${startDate}, more than a day ahead of now, ${new Date(now).toISOString()}); nothing would be read. ` +
+    'Give a date up to today (a date up to a day ahead is accepted, for time zones ahead of UTC), or none for the full history.'
+  );
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** The error of a required string: "is required" when absent, "must be a string" when mistyped. */
+function requiredString(field: string, what: string): (issue: { readonly input?: unknown }) => string {
+  return (issue) => (issue.input === undefined ? `${field} is required: ${what}` : `${field} must be a string: ${what}`);
+}
+
+/** The shape of an API key: a value like this is a secret wherever the user put it. */
+const KEY_SHAPE = /^\S+?_live_\S+$/;
+
+const apiKey = z
+  .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
+  .trim()
+  .regex(KEY_SHAPE, {
+    error: 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)',
+  })
+  .meta({
+    title: 'API key',
+    description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
+    airbyte_secret: true,
+    order: 0,
+  });
+
+const baseUrl = z
+  .string({ error: requiredString('base_url', 'the address before /v1, e.g. https://api.example.com') })
+  .trim()
+  .superRefine((value, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      ctx.addIssue({
+        code: 'custom',
+        message: KEY_SHAPE.test(value)
+          ? 'base_url holds what looks like an API key (<prefix>_live_<secret>), not an address (are api_key and base_url swapped?)'
+          : `base_url must be a URL such as https://api.example.com (got "${value}")`,
+      });
+      return;
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      ctx.addIssue({ code: 'custom', message: `base_url must start with https:// (got "${url.protocol}")` });
+    } else if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `base_url must use https:// for a remote host; plain http:// is only allowed for loopback (got ${url.host})`,
+      });
+    }
+    if (url.search || url.hash || url.username || url.password) {
+      ctx.addIssue({ code: 'custom', message: 'base_url must not contain a query, fragment or credentials' });
+    }
+    if (/\/v1\/?$/.test(url.pathname)) {
+      ctx.addIssue({ code: 'custom', message: 'base_url is the address before /v1: drop the trailing /v1' });
+    }
+  })
+  .meta({
+    title: 'Base URL',
+    description: 'Address of the Data-Read API before /v1. https:// is required unless the host is loopback.',
+    examples: ['https://api.example.com'],
+    order: 1,
+  });
+
+const startDate = z
+  .string({ error: 'start_date must be a string: YYYY-MM-DD or an ISO 8601 date-time with zone' })
+  .trim()
+  .superRefine((value, ctx) => {
+    const reading = readInstant(value);
+    if ('problem' in reading) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          `start_date must be YYYY-MM-DD or an ISO 8601 date-time with zone such as 2024-01-01T00:00:00Z, 2024-01-01T00:00:00+02:00 or +0200 (got "${value}")` +
+          (reading.problem === undefined ? '' : `: ${reading.problem}`),
+      });
+    }
+    // A date in the future is refused where it would be used (check, and a sync whose streams have no state): see futureStartDate.
+  })
+  .meta({
+    title: 'Start date',
+    description: 'Only data changed from this date on is read on the first sync of each stream. Leave empty for the full history.',
+    examples: ['2024-01-01', '2024-01-01T00:00:00Z'],
+    order: 2,
+  });
+
+/** Airbyte's UI annotations of a setting: its title, its description and its place in the form. */
+const ui = (title: string, description: string, order: number) => ({ title, description, order });
+
+const boundedInt = (name: string, min: number, max: number, fallback: number) =>
+  z
+    .number({ error: `${name} must be an integer from ${min} to ${max}` })
+    .int({ error: `${name} must be an integer from ${min} to ${max}` })
+    .min(min, { error: `${name} must be an integer from ${min} to ${max}` })
+    .max(max, { error: `${name} must be an integer from ${min} to ${max}` })
+    .default(fallback);
+
+/** A check that throws an Error whose message says what is wrong, as a zod refinement. */
+const checkedBy = (check: (value: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
+  if (value.trim() === '') return;
+  try {
+    check(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+  }
+};
+
+const proxyUrl = z
+  .string({ error: 'proxy_url must be a string: http://[user:password@]host:port' })
+  .trim()
+  .superRefine(checkedBy((value) => parseProxyUrl(value, 'proxy_url')))
+  .meta({
+    title: 'Proxy URL',
+    description:
+      'HTTP proxy for every request, http://[user:password@]host:port (https:// for a proxy spoken to over TLS). ' +
+      'When set it wins over HTTPS_PROXY, HTTP_PROXY and NO_PROXY, which are honoured otherwise. Kept secret: its credentials are never printed.',
+    airbyte_secret: true,
+    order: 9,
+  });
+
+const caCertificate = z
+  .string({ error: 'ca_certificate must be a string: PEM text' })
+  .superRefine(checkedBy(parseCaCertificates))
+  .meta({
+    title: 'CA certificate',
+    description:
+      'PEM certificate(s) of a private certificate authority that signed the certificate of the API or of an https:// proxy ' +
+      '(-----BEGIN CERTIFICATE----- ...), trusted in addition to the default ones.',
+    multiline: true,
+    order: 10,
+  });
+
+const personalData = z
+  .enum(PERSONAL_DATA_CHOICES, { error: `personal_data must be one of ${PERSONAL_DATA_CHOICES.join(', ')}` })
+  .default('keep')
+  .meta(ui(
+    'Personal data',
+    'What happens to the fields that identify a person (contacts name, first_name, last_name, email, phone and the ad click ids): ' +
+      'keep them as received, hash them (HMAC-SHA-256 under hash_key, still joinable) or drop them. Done before anything leaves the connector.',
+    12,
+  ));
+
+const fieldTreatment = z.object({
+  stream: z
+    .enum(STREAM_NAMES, { error: (issue) => `stream ${JSON.stringify(issue.input)} is not a stream of this source; streams: ${STREAM_NAMES.join(', ')}` })
+    .meta({ title: 'Stream', description: 'The stream of the field, e.g. contacts.', order: 0 }),
+  field: z.string({ error: 'field must be a field name' }).meta({ title: 'Field', description: 'A top-level field of that stream, e.g. email.', order: 1 }),
+  treatment: z
+    .enum(TREATMENTS, { error: `treatment must be one of ${TREATMENTS.join(', ')}` })
+    .meta({
+      title: 'Treatment',
+      description: 'keep, drop, hash (HMAC-SHA-256 under hash_key), sha256 (plain, guessable: for ad platforms\' customer matching) or email_domain (the part after the last @).',
+      order: 2,
+    }),
+});
+
+const fieldTreatments = z
+  .array(fieldTreatment, { error: 'field_treatments must be a list of {stream, field, treatment}' })
+  .default([])
+  .meta(ui('Field treatments', 'Per-field overrides of personal_data, for any field of any stream: {stream, field, treatment}.', 13));
+
+/** The shortest hash_key accepted: a short key could be found by trying keys against a known address. */
+export const HASH_KEY_MIN_LENGTH = 16;
+
+const hashKey = z
+  .string({ error: 'hash_key must be a string' })
+  // The message never quotes the key.
+  .min(HASH_KEY_MIN_LENGTH, { error: `hash_key is too short: give at least ${HASH_KEY_MIN_LENGTH} characters (a long random secret, e.g. from \`openssl rand -hex 32\`)` })
+  .meta({
+    title: 'Hash key',
+    description:
+      'Secret key of the hash treatment (HMAC-SHA-256). The same key gives the same tokens in every run and face; changing it changes every token (a full refresh). Kept secret: it is never printed.',
+    airbyte_secret: true,
+    order: 14,
+  });
+
+export const ConfigSchema = z.object({
+  api_key: apiKey,
+  base_url: baseUrl,
+  start_date: startDate.optional(),
+  page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),
+  max_concurrent_requests: boundedInt('max_concurrent_requests', 1, 16, 2).meta(ui('Maximum concurrent requests', 'Requests in flight at once, across all streams (1 to 16). Stay under the key\'s simultaneous-request limit.', 4)),
+  request_timeout_seconds: boundedInt('request_timeout_seconds', 1, 600, 60).meta(ui('Request timeout (seconds)', 'A request that takes longer is retried.', 5)),
+  max_retries: boundedInt('max_retries', 0, 50, 8).meta(ui('Maximum retries', 'Retries of one request on rate limits, server errors and network faults before the sync stops with a resumable state.', 6)),
+  max_wait_seconds: boundedInt('max_wait_seconds', 1, 86_400, 900).meta(ui('Maximum wait (seconds)', 'Longest single wait accepted for a rate limit. A longer one (the daily quota) stops the sync with a resumable state.', 7)),
+  deletions_as_tombstones: z
+    .boolean({ error: 'deletions_as_tombstones must be true or false' })
+    .default(false)
+    .meta(ui('Deletions as tombstones', 'Also emit each deleted contact or conversation into its own stream with _ab_cdc_deleted_at (Airbyte) or _sdc_deleted_at (Singer) set, so destinations that deduplicate on id delete the row.', 8)),
+  proxy_url: proxyUrl.optional(),
+  ca_certificate: caCertificate.optional(),
+  use_service_schema: z
+    .boolean({ error: 'use_service_schema must be true or false' })
+    .default(true)
+    .meta(ui(
+      'Use the service\'s schema',
+      'Merge the stream schemas with the service\'s own description (/v1/openapi.json) at discovery, so fields the service adds are declared and typed without a connector release. ' +
+        'False pins the schemas built into this release (for example while a destination migration is pending).',
+      11,
+    )),
+  personal_data: personalData,
+  field_treatments: fieldTreatments,
+  hash_key: hashKey.optional(),
+}).superRefine((config, ctx) => {
+  for (const message of treatmentProblems(config)) ctx.addIssue({ code: 'custom', message, path: [message.startsWith('field_treatments') ? 'field_treatments' : 'hash_key'] });
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
+
+/** The secrets a config holds: no message may print them. */
+export function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
+  const out: string[] = [];
+  for (const key of ['api_key', 'hash_key'] as const) {
+    const value = given[key];
+    if (typeof value === 'string') out.push(value, value.trim());
+  }
+  return out;
+}
+
+export interface ParsedConfig {
+  readonly config: Config;
+  /** Keys the connector does not know; ignored with a warning. */
+  readonly unknownKeys: readonly string[];
+  /** What a face logs as a warning before it starts (the unknown keys). */
+  readonly warnings: readonly string[];
+}
+
+/** `text` (naming the unknown `key`), with the key likely meant where there is one. */
+function withMeant(text: string, key: string): string {
+  const meant = closestName(key, KNOWN_KEYS);
+  return meant === undefined ? text : `${text} (did you mean ${meant}?)`;
+}
+
+/** The one warning every command gives for keys it does not know. */
+function unknownKeysWarning(keys: readonly string[]): string {
+  return `Unknown config keys ignored: ${keys.map((key) => withMeant(key, key)).join(', ')}.`;
+}
+
+/** Validate a config object; throws ConfigError naming every bad field and what is expected. */
+export function parseConfig(input: unknown): ParsedConfig {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ConfigError('The config must be a JSON object with at least api_key and base_url.', { field: 'config' });
+  }
+  const result = ConfigSchema.safeParse(input);
+  const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
+  if (!result.success) {
+    const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
+    const problems = result.error.issues.map((issue) => {
+      const field = issue.path.join('.') || 'config';
+      return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
+    });
+    // A required key reported missing next to a key the connector does not know is most often a misspelling.
+    if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);
+    // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
+    const keyLike = Object.values(input).filter((v): v is string => typeof v === 'string' && KEY_SHAPE.test(v.trim()));
+    const secrets = [...keyLike.flatMap((v) => [v, v.trim()]), ...configSecrets(input as Record<string, unknown>)];
+    throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, secrets), { field: fields });
+  }
+  const warnings = unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : [];
+  return { config: result.data, unknownKeys, warnings };
+}
+
+/**
+ * Validate a config a user gave, after handing its api_key (if it has one, even an invalid
+ * config) and the credentials of its proxy_url and of the proxy variables of `env` to
+ * `secrets`, so that no later message can print them.
+ */
+export function parseUserConfig(
+  input: unknown,
+  secrets: { addSecret(secret: string): void },
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ParsedConfig {
+  const given = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
+  for (const secret of configSecrets(given)) secrets.addSecret(secret);
+  for (const secret of proxySecrets(given.proxy_url, env)) secrets.addSecret(secret);
+  return parseConfig(input);
+}
+
+/** The draft-07 JSON Schema of the config, with Airbyte's UI annotations. */
+export function configJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(ConfigSchema, { target: 'draft-07', io: 'input' }) as Record<string, unknown>;
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 'Data-Read Source Spec',
+    type: 'object',
+    required: schema.required,
+    additionalProperties: true,
+    properties: schema.properties,
+  };
+}

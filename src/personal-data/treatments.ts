@@ -1,0 +1,425 @@
+/**
+ * Personal data treated before it leaves the connector. The streams table
+ * marks the fields that identify a person (and how their values normalize:
+ * e-mail, phone, text); the config says what happens to them
+ * (`personal_data`: keep, hash or drop) and to any other field
+ * (`field_treatments`). This module turns that into a plan per stream, treats
+ * records in place (the engine does it once, before any face sees a record),
+ * and says what a treated field looks like in a schema.
+ *
+ * - `hash`: lower-case hex HMAC-SHA-256 under `hash_key` of the normalized value.
+ * - `sha256`: plain SHA-256 hex of the normalized value (guessable: documented).
+ * - `email_domain`: the part after the last `@`, lower-case.
+ * - `drop`: the field is removed.
+ * null stays null. A stream without treatments costs nothing: no plan, no pass.
+ */
+import { createHash } from 'node:crypto';
+import { HmacSha256 } from './hmac-sha256.js';
+import { ConfigError } from '../errors.js';
+import { isRawNumber } from '../json/exact-json.js';
+import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
+
+export const TREATMENTS = ['keep', 'drop', 'hash', 'sha256', 'email_domain'] as const;
+export type Treatment = (typeof TREATMENTS)[number];
+export const PERSONAL_DATA_CHOICES = ['keep', 'hash', 'drop'] as const;
+export type PersonalDataChoice = (typeof PERSONAL_DATA_CHOICES)[number];
+
+export interface FieldTreatment {
+  readonly stream: string;
+  readonly field: string;
+  readonly treatment: Treatment;
+}
+
+/** The config keys this module reads. */
+export interface TreatmentConfig {
+  readonly personal_data: PersonalDataChoice;
+  readonly field_treatments: readonly FieldTreatment[];
+  readonly hash_key?: string | undefined;
+}
+
+/** One treated field of a stream. */
+export interface TreatedField {
+  readonly field: string;
+  readonly treatment: Exclude<Treatment, 'keep'>;
+  /** How its values are normalized before hashing. */
+  readonly kind: PersonalKind;
+}
+
+/** The treatments of one stream (never empty), and the fields kept when the face selects fields. */
+export interface StreamTreatments {
+  readonly fields: readonly TreatedField[];
+}
+
+/** Treatments per stream name; streams without any are absent. */
+export type TreatmentPlan = ReadonlyMap<string, StreamTreatments>;
+
+// ---------------------------------------------------------------- values
+
+const E164_LIKE = /^\+?[0-9]*$/;
+
+/** The value hashed for a field of this kind: e-mail trimmed and lower-case; phone `+` and digits; text trimmed, NFC. */
+export function normalize(value: string, kind: PersonalKind): string {
+  switch (kind) {
+    case 'email':
+      return value.trim().toLowerCase();
+    case 'phone':
+      // Most phones come in E.164 already: a test is cheaper than a replace that changes nothing.
+      return E164_LIKE.test(value) ? value : value.replace(/[^+0-9]/g, '');
+    case 'text':
+      return value.trim().normalize('NFC');
+  }
+}
+
+/** Lower-case hex HMAC-SHA-256 of `message` under `key` (strings as UTF-8). */
+export function hmacSha256Hex(key: string | Uint8Array, message: string | Uint8Array): string {
+  const mac = new HmacSha256(key);
+  return typeof message === 'string' ? mac.hex(message) : mac.hexOfBytes(message);
+}
+
+export function sha256Hex(message: string): string {
+  return createHash('sha256').update(message).digest('hex');
+}
+
+/** The part after the last `@`, lower-case and trimmed; null when there is no `@` (no domain to keep). */
+export function emailDomain(value: string): string | null {
+  const at = value.lastIndexOf('@');
+  if (at < 0) return null;
+  const domain = value.slice(at + 1).trim().toLowerCase();
+  return domain === '' ? null : domain;
+}
+
+/** A non-string value as text to hash (numbers as written, objects as JSON). */
+function asText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (isRawNumber(value)) return value.rawJSON;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value) ?? '';
+}
+
+/** Tokens of a field's repeated text values kept at most (then forgotten). */
+const TEXT_CACHE_SIZE = 20_000;
+/** Lookups after which a field's cache is judged, and the share of hits it must have to stay. */
+const CACHE_TRIAL = 2_000;
+const CACHE_MIN_HIT_RATE = 0.5;
+
+/**
+ * The `hash` treatment of one field under one key. Text values that repeat
+ * (first and last names) have their tokens remembered; a field whose values
+ * rarely repeat (full names, click ids) stops remembering after a trial: a
+ * lookup of a fresh string in a large map costs about what its HMAC does.
+ * E-mails and phones identify one person each: never remembered.
+ */
+class Hasher {
+  readonly #mac: HmacSha256;
+  #text: Map<string, string> | undefined;
+  #lookups = 0;
+  #hits = 0;
+
+  constructor(mac: HmacSha256, kind: PersonalKind) {
+    this.#mac = mac;
+    this.#text = kind === 'text' ? new Map() : undefined;
+  }
+
+  token(text: string, kind: PersonalKind): string {
+    const cache = this.#text;
+    if (cache === undefined) return this.#mac.hex(normalize(text, kind));
+    let token = cache.get(text);
+    if (token !== undefined) {
+      this.#hits++;
+    } else {
+      token = this.#mac.hex(normalize(text, kind));
+      if (cache.size >= TEXT_CACHE_SIZE) cache.clear();
+      cache.set(text, token);
+    }
+    if (++this.#lookups === CACHE_TRIAL && this.#hits < CACHE_TRIAL * CACHE_MIN_HIT_RATE) this.#text = undefined;
+    return token;
+  }
+}
+
+/** One value treated (never called for drop). */
+function treatValue(value: unknown, field: TreatedField, hasher: Hasher): unknown {
+  if (value === null || value === undefined) return value;
+  const text = typeof value === 'string' ? value : asText(value);
+  switch (field.treatment) {
+    case 'hash':
+      return hasher.token(text, field.kind);
+    case 'sha256':
+      return sha256Hex(normalize(text, field.kind));
+    case 'email_domain':
+      return emailDomain(text);
+    case 'drop':
+      return undefined;
+  }
+}
+
+// ---------------------------------------------------------------- plan
+
+/** The kind of a field for normalization: as the streams table marks it, else text. */
+export function kindOf(stream: StreamDefinition, field: string): PersonalKind {
+  return stream.personal[field] ?? 'text';
+}
+
+/** Every stream's treatments under this config (personal_data for the marked fields, then the overrides). */
+export function treatmentPlan(config: TreatmentConfig, streams: readonly StreamDefinition[] = STREAMS): TreatmentPlan {
+  const plan = new Map<string, StreamTreatments>();
+  for (const stream of streams) {
+    const chosen = new Map<string, Treatment>();
+    if (config.personal_data !== 'keep') for (const field of Object.keys(stream.personal)) chosen.set(field, config.personal_data);
+    for (const t of config.field_treatments) if (t.stream === stream.name) chosen.set(t.field, t.treatment);
+    const fields: TreatedField[] = [];
+    for (const [field, treatment] of chosen) if (treatment !== 'keep') fields.push({ field, treatment, kind: kindOf(stream, field) });
+    if (fields.length > 0) plan.set(stream.name, { fields });
+  }
+  return plan;
+}
+
+/** Fields no treatment may touch: the key, the cursor, the tombstone columns, and what the deletion log's tombstones are made of. */
+export function untreatable(stream: StreamDefinition): Map<string, string> {
+  const out = new Map<string, string>([[stream.primaryKey, 'its primary key']]);
+  if (stream.cursorField) out.set(stream.cursorField, 'its cursor');
+  if (stream.tombstoneObjectType !== null) {
+    out.set('_ab_cdc_deleted_at', 'the tombstone column');
+    out.set('_sdc_deleted_at', 'the tombstone column');
+  }
+  if (stream.deletionLog) {
+    out.set(stream.deletionLog.objectTypeField, 'what deletions are applied by');
+    out.set(stream.deletionLog.objectIdField, 'what deletions are applied by');
+  }
+  return out;
+}
+
+/**
+ * What is wrong with the treatments of a config, each as a sentence naming
+ * the entry (`field_treatments[i]`) and what is allowed; empty when nothing.
+ * A field the built-in schemas lack is not judged here (the service may
+ * describe it): see unknownTreatedFields.
+ */
+export function treatmentProblems(config: { readonly personal_data: string; readonly field_treatments: readonly FieldTreatment[]; readonly hash_key?: string | undefined }): string[] {
+  const problems: string[] = [];
+  const names = STREAMS.map((s) => s.name).join(', ');
+  const seen = new Map<string, number>();
+  for (const [i, t] of config.field_treatments.entries()) {
+    const entry = `field_treatments[${i}] (${JSON.stringify(t.stream)}.${JSON.stringify(t.field)})`;
+    const stream = findStream(t.stream);
+    if (!stream) {
+      problems.push(`${entry} names stream ${JSON.stringify(t.stream)}, which this source does not have; streams: ${names}`);
+      continue;
+    }
+    const why = untreatable(stream).get(t.field);
+    if (why !== undefined) {
+      problems.push(`${entry}: ${t.field} is ${why} of ${stream.name} and cannot be treated; treat other fields`);
+      continue;
+    }
+    const key = `${t.stream}\u0000${t.field}`;
+    const first = seen.get(key);
+    if (first !== undefined) problems.push(`${entry} repeats field_treatments[${first}]; give each field one treatment`);
+    else seen.set(key, i);
+  }
+  const hashing = config.personal_data === 'hash' || config.field_treatments.some((t) => t.treatment === 'hash');
+  if (hashing && (config.hash_key === undefined || config.hash_key === '')) {
+    const who = config.personal_data === 'hash' ? 'personal_data is hash' : `field_treatments[${config.field_treatments.findIndex((t) => t.treatment === 'hash')}] is hash`;
+    problems.push(`${who} but hash_key is not set: give hash_key (a long random secret, kept for as long as the tokens must join), or use sha256 (guessable) or drop`);
+  }
+  return problems;
+}
+
+/** The fields of a record schema. */
+function propertyNames(schema: unknown): Set<string> {
+  const props = typeof schema === 'object' && schema !== null ? (schema as { properties?: unknown }).properties : undefined;
+  return new Set(typeof props === 'object' && props !== null ? Object.keys(props) : []);
+}
+
+/**
+ * The field_treatments entries naming a field that none of `schemas` declares
+ * (the built-in ones merged with the service's description), as one message;
+ * undefined when every field is known.
+ */
+export function unknownTreatedFields(config: TreatmentConfig, schemas: ReadonlyMap<string, unknown>): string | undefined {
+  const unknown: string[] = [];
+  for (const [i, t] of config.field_treatments.entries()) {
+    const schema = schemas.get(t.stream);
+    if (schema === undefined) continue;
+    const fields = propertyNames(schema);
+    if (!fields.has(t.field)) unknown.push(`field_treatments[${i}]: ${t.stream} has no field ${JSON.stringify(t.field)} (its fields: ${[...fields].join(', ')})`);
+  }
+  return unknown.length === 0 ? undefined : `${unknown.join('; ')}.`;
+}
+
+// ---------------------------------------------------------------- records
+
+/** Treats one page of a stream's records in place. */
+export type RecordTreater = (records: readonly Record<string, unknown>[]) => void;
+
+/**
+ * The treater of a stream's records, or undefined when it has nothing to do.
+ * `keepOnly`: the face's field selection (fields not in it are removed; the
+ * key, the cursor and `alwaysKept` stay).
+ */
+export function recordTreater(
+  stream: StreamDefinition,
+  treatments: StreamTreatments | undefined,
+  hashKey: string | undefined,
+  keepOnly?: ReadonlySet<string>,
+  alwaysKept: readonly string[] = [],
+): RecordTreater | undefined {
+  const fields = treatments?.fields ?? [];
+  if (fields.length === 0 && keepOnly === undefined) return undefined;
+  const mac = new HmacSha256(hashKey ?? '');
+  const changed = fields.filter((f) => f.treatment !== 'drop');
+  const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
+  const treat = changed.map((f) => {
+    const hasher = new Hasher(mac, f.kind);
+    return (value: unknown): unknown => treatValue(value, f, hasher);
+  });
+  const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
+  return compileTreater(changed.map((f) => f.field), dropped, treat, kept);
+}
+
+/**
+ * The pass over a page as straight-line code per record (`new Function`, as
+ * the type audit does): each field read and written by a literal name, which
+ * V8 turns into a plain property access, not a lookup by a key in a variable.
+ * Field names enter the code only as JSON string literals.
+ */
+function compileTreater(
+  changed: readonly string[],
+  dropped: readonly string[],
+  treat: readonly ((value: unknown) => unknown)[],
+  kept: ReadonlySet<string> | undefined,
+): RecordTreater {
+  const lines = [
+    ...changed.map((name, j) => {
+      const at = JSON.stringify(name);
+      return `v = r[${at}]; if (v !== null && v !== undefined) r[${at}] = t${j}(v);`;
+    }),
+    ...dropped.map((name) => `delete r[${JSON.stringify(name)}];`),
+    ...(kept === undefined ? [] : ['for (const name of Object.keys(r)) if (!kept.has(name)) delete r[name];']),
+  ];
+  const params = treat.map((_, j) => `t${j}`);
+  const source = `return function treat(records) {\n  let v;\n  for (let i = 0; i < records.length; i++) {\n    const r = records[i];\n    ${lines.join('\n    ')}\n  }\n};`;
+  return (new Function('kept', ...params, source) as (kept: ReadonlySet<string> | undefined, ...t: ((value: unknown) => unknown)[]) => RecordTreater)(kept, ...treat);
+}
+
+// ---------------------------------------------------------------- schemas
+
+const METHOD: Readonly<Record<'hash' | 'sha256', string>> = {
+  hash: 'HMAC-SHA-256 under the configured hash_key',
+  sha256: 'plain SHA-256 (guessable from a list of known values)',
+};
+
+const NORMALIZATION: Readonly<Record<PersonalKind, string>> = {
+  email: 'the e-mail trimmed and lower-cased',
+  phone: 'the phone reduced to + and digits',
+  text: 'the text trimmed, Unicode NFC',
+};
+
+type Schema = { [key: string]: unknown };
+
+/** The property schema of a treated field (undefined: dropped). */
+function treatedProperty(field: TreatedField, original: unknown): Schema | undefined {
+  const was = typeof original === 'object' && original !== null ? (original as Schema) : {};
+  const what = typeof was.description === 'string' ? `${was.description.replace(/\.$/, '')}: ` : '';
+  switch (field.treatment) {
+    case 'drop':
+      return undefined;
+    case 'email_domain':
+      return { type: ['null', 'string'], description: `${what}only the domain (the part after the last @, lower-case)` };
+    case 'hash':
+    case 'sha256':
+      return {
+        type: ['null', 'string'],
+        minLength: 64,
+        maxLength: 64,
+        pattern: '^[0-9a-f]{64}$',
+        description: `${what}lower-case hex ${METHOD[field.treatment]} of ${NORMALIZATION[field.kind]}; null stays null`,
+      };
+  }
+}
+
+/**
+ * A record schema as the treatments make it: dropped fields gone, treated ones
+ * described (a hashed field: a string of 64 hex characters, the method and
+ * normalization named). The schema given is not changed.
+ */
+export function treatSchema<S extends Schema>(schema: S, treatments: StreamTreatments | undefined): S {
+  if (treatments === undefined) return schema;
+  const props = schema.properties;
+  if (typeof props !== 'object' || props === null) return schema;
+  const properties: Schema = { ...(props as Schema) };
+  for (const field of treatments.fields) {
+    if (!(field.field in properties) && field.treatment !== 'drop') continue;
+    const treated = treatedProperty(field, properties[field.field]);
+    if (treated === undefined) delete properties[field.field];
+    else properties[field.field] = treated;
+  }
+  const required = Array.isArray(schema.required) ? (schema.required as unknown[]).filter((r) => typeof r === 'string' && r in properties) : undefined;
+  return { ...schema, properties, ...(required ? { required } : {}) };
+}
+
+/** Every schema of `schemas` treated by `plan` (the same map when the plan is empty). */
+export function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: TreatmentPlan): ReadonlyMap<string, S> {
+  if (plan.size === 0) return schemas;
+  return new Map([...schemas].map(([name, schema]) => [name, treatSchema(schema, plan.get(name))]));
+}
+
+// ---------------------------------------------------------------- the replica's record of them
+
+/** A fingerprint of the hash key (HMAC of a fixed label): tells keys apart, reveals nothing of the key. */
+export function hashKeyFingerprint(hashKey: string): string {
+  return hmacSha256Hex(hashKey, 'source-data-read hash_key fingerprint').slice(0, 16);
+}
+
+/**
+ * The treatments as a replica remembers them: `{"stream.field": "treatment"}`
+ * sorted, and the fingerprint of the key when something is hashed. No key.
+ */
+export function treatmentRecord(plan: TreatmentPlan, hashKey: string | undefined): Record<string, string> {
+  const entries: [string, string][] = [];
+  for (const [stream, { fields }] of plan) for (const f of fields) entries.push([`${stream}.${f.field}`, f.treatment]);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const out: Record<string, string> = Object.fromEntries(entries);
+  if (hashKey !== undefined && entries.some(([, t]) => t === 'hash')) out['(hash_key)'] = hashKeyFingerprint(hashKey);
+  return out;
+}
+
+/** What differs between the treatments a replica was built with and those of this run, in words; empty when none. */
+export function treatmentDifferences(stored: Readonly<Record<string, string>>, now: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const name of new Set([...Object.keys(stored), ...Object.keys(now)])) {
+    const was = stored[name] ?? 'keep';
+    const is = now[name] ?? 'keep';
+    if (was === is) continue;
+    if (name === '(hash_key)') {
+      if (was === 'keep') out.push('hash_key: none used then, one now');
+      else if (is === 'keep') out.push('hash_key: one used then, none now');
+      else out.push('hash_key (another key: its tokens would not join the stored ones)');
+    }
+    else out.push(`${name}: ${was} then, ${is} now`);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- what a command declares
+
+/**
+ * The schemas a command declares under this config's treatments. When
+ * `described` (the schemas hold the service's description: every field the
+ * service has), a field_treatments entry naming a field none declares is a
+ * ConfigError; otherwise (built-in schemas only) it may be a field the
+ * service added: `warn` is told, and the treatment applies if records carry it.
+ */
+export function treatedSchemasFor<S extends Schema>(
+  config: TreatmentConfig,
+  schemas: ReadonlyMap<string, S>,
+  described: boolean,
+  warn: (message: string) => void,
+): ReadonlyMap<string, S> {
+  const unknown = unknownTreatedFields(config, schemas);
+  if (unknown !== undefined) {
+    if (described) {
+      throw new ConfigError(`Invalid config: ${unknown} Name a field the stream has (a top-level field), or remove the entry.`, { field: 'field_treatments' });
+    }
+    warn(`field_treatments names fields the built-in schemas lack (the service's description was not read): ${unknown} Each is treated if records carry it.`);
+  }
+  return treatSchemas(schemas, treatmentPlan(config));
+}

@@ -1,0 +1,109 @@
+/**
+ * Writing protocol lines to stdout with backpressure: a write waits for
+ * 'drain' when the reader is slow, so nothing piles up in memory. Logs for
+ * humans go to stderr and never carry a secret.
+ */
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { redact } from '../errors.js';
+
+/** The promise of a write after `seal`: it never settles, so its writer stalls where it is. */
+const NEVER: Promise<void> = new Promise(() => undefined);
+
+export class LineWriter {
+  private readonly out: Writable;
+  private failure: Error | undefined;
+  private drained: Promise<void> | undefined;
+  private sealed = false;
+
+  constructor(out: Writable) {
+    this.out = out;
+    // A closed pipe (the reader went away) must stop the run, not crash it.
+    out.on('error', (err: Error) => {
+      this.failure = err;
+    });
+  }
+
+  /** Write text made of whole lines (each ending in \n). */
+  async write(text: string): Promise<void> {
+    if (this.sealed) return NEVER;
+    if (this.failure) throw this.failure;
+    if (!this.out.write(text)) {
+      // Every writer waiting on a full pipe shares one wait (no listener per caller).
+      this.drained ??= this.waitForDrain().finally(() => {
+        this.drained = undefined;
+      });
+      await this.drained;
+      if (this.failure) throw this.failure;
+    }
+  }
+
+  private async waitForDrain(): Promise<void> {
+    const stop = new AbortController();
+    try {
+      await Promise.race([once(this.out, 'drain', { signal: stop.signal }), once(this.out, 'close', { signal: stop.signal })]);
+    } finally {
+      stop.abort();
+    }
+  }
+
+  /**
+   * Stop: `last` (whole lines) goes out after everything already queued, and
+   * nothing after it: later writes write nothing and never settle. Resolves
+   * once all of it has been handed to the OS. For a process about to end.
+   */
+  async seal(last?: string): Promise<void> {
+    if (!this.sealed) {
+      this.sealed = true;
+      if (last !== undefined && last !== '' && !this.failure) this.out.write(last);
+    }
+    await this.flush();
+  }
+
+  /** Resolve once everything written so far has been handed to the OS. */
+  async flush(): Promise<void> {
+    if (this.failure) return;
+    await new Promise<void>((resolve) => this.out.write('', () => resolve()));
+  }
+}
+
+/** A logger to stderr; every line is redacted of the given secrets. */
+export class StderrLogger {
+  private readonly secrets: string[] = [];
+  private readonly prefix: string;
+  /** While a status line is drawn on the terminal: the display, which clears it, prints the line and draws it again. */
+  private through: ((level: string, message: string) => void) | undefined;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  addSecret(secret: string): void {
+    this.secrets.push(secret);
+  }
+
+  redact(text: string): string {
+    return redact(text, this.secrets);
+  }
+
+  log(level: string, message: string): void {
+    if (this.through) this.through(level, message);
+    else this.print(level, message);
+  }
+
+  /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
+  print(level: string, message: string): void {
+    process.stderr.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
+  }
+
+  /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */
+  routeThrough(through: ((level: string, message: string) => void) | undefined): void {
+    this.through = through;
+  }
+}
+
+/** The code of an error that says the reader of stdout went away (a closed pipe), else undefined. */
+export function closedOutputCode(err: unknown): string | undefined {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
+}

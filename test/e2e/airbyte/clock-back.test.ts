@@ -1,0 +1,157 @@
+/**
+ * The service's clock goes back (a failover to a lagging replica, a clock
+ * fix): its watermark is earlier than the saved one. Through the real
+ * executables of all three faces against the emulator: a full sync, the
+ * clock moves back two hours, changes are made, a sync runs (it must save the
+ * earlier watermark and say so), the clock is put right, another sync runs,
+ * and the destination equals the emulator's dump. Keeping the later
+ * watermark would skip for good every change stamped in between.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { withTempDir } from '../../helpers/suite.js';
+import type { Dump } from '../../../src/emulator/index.js';
+import { replicaStates } from '../../../src/faces/replica/records.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../../helpers/destination.js';
+import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const INCREMENTAL = ['contacts', 'conversations', 'stage_events', 'deletions'] as const;
+const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
+
+let dir: string;
+withTempDir('clock-back-', (d) => (dir = d));
+
+/** The messages of the WARN / WARNING lines of stderr (`<instant> <level> <program>: <message>`). */
+function stderrWarnings(stderr: string): string[] {
+  return stderr.split('\n').flatMap((line) => {
+    const m = /^\S+ WARN(?:ING)? [\w-]+: (.*)$/.exec(line);
+    return m?.[1] ? [m[1]] : [];
+  });
+}
+
+/** Changes made while the clock is back, to records last changed well before (as a service would meet them). */
+function changeWhileBack(account: Account): void {
+  const now = Date.parse(account.emulator.control.now());
+  const dump = account.dump();
+  const old = (instant: string | null): boolean => instant !== null && Date.parse(instant) < now - DAY;
+  const oldConversations = dump.conversations.filter((c) => old(c.updated_at));
+  const conversationsOf = (contactId: string) => dump.conversations.filter((c) => c.contact_id === contactId);
+  const oldContacts = dump.contacts.filter((c) => old(c.updated_at) && conversationsOf(c.id).every((v) => old(v.updated_at)));
+  account.mutate({ op: 'update_contacts', ids: oldContacts.slice(0, 10).map((c) => c.id) });
+  account.mutate({ op: 'update_conversations', ids: oldConversations.slice(0, 6).map((c) => c.id), close: true, outcome: false });
+  account.mutate({ op: 'move_contacts', ids: oldContacts.slice(10, 14).map((c) => c.id) });
+  account.mutate({ op: 'create_contacts', count: 6, withConversation: true });
+  account.mutate({ op: 'delete_contacts', ids: oldContacts.slice(-3).map((c) => c.id) });
+}
+
+/** The scenario, the same for every face; `sync` runs one sync and returns its warnings and each stream's watermark. */
+async function clockGoesBack(
+  account: Account,
+  sync: () => Promise<{ warnings: string[]; watermarks: Record<string, string | undefined> }>,
+  expectEqualsDump: (dump: Dump) => void,
+): Promise<void> {
+  const first = await sync();
+  expect(first.warnings.filter((w) => w.includes('earlier than the saved'))).toEqual([]);
+  const before = first.watermarks;
+
+  account.emulator.control.rewindClock(2 * HOUR);
+  changeWhileBack(account);
+  const back = await sync();
+  for (const stream of INCREMENTAL) {
+    const saved = before[stream] as string;
+    const reported = back.watermarks[stream] as string;
+    expect(Date.parse(reported), stream).toBeLessThan(Date.parse(saved));
+    const warning = back.warnings.filter((w) => w.startsWith(`${stream}: the service reported sync_watermark`));
+    expect(warning, stream).toEqual([
+      `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: its clock went back ` +
+        '(a failover or a clock correction). The earlier watermark is saved, so the next sync reads again from there ' +
+        'and nothing the service stamps in between is lost; records may repeat.',
+    ]);
+  }
+
+  account.emulator.control.advanceClock(2 * HOUR + 60_000);
+  account.mutate({ op: 'update_contacts', count: 3 });
+  const after = await sync();
+  expect(after.warnings.filter((w) => w.includes('earlier than the saved'))).toEqual([]);
+  expectEqualsDump(account.dump());
+}
+
+describe('the service clock goes back', () => {
+  it('Airbyte read: the earlier watermark is saved with a WARN; the next syncs leave the destination equal to the dump', async () => {
+    const account = await emulatorAccount(300, 31);
+    try {
+      const config = account.config(dir, { page_size: 200 });
+      const replica = new MemoryDestination();
+      let states: StreamStates = new Map();
+      await clockGoesBack(
+        account,
+        async () => {
+          const args = ['read', '--config', config, '--catalog', CATALOG];
+          if (states.size > 0) args.push('--state', writeJson(dir, `state-${Date.now()}.json`, airbyteStateFile(states)));
+          const run = await runCli(SOURCE_BIN, args);
+          expect(run.code, run.stdout.slice(-1000)).toBe(0);
+          expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+          states = replica.applyAirbyte(run.stdout);
+          const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
+          return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
+        },
+        (dump) => expect(replica.toDump()).toEqual(normalizeDump(dump)),
+      );
+    } finally {
+      await account.emulator.close();
+    }
+  });
+
+  it('Singer tap: the bookmark takes the earlier watermark with a WARNING; the target ends equal to the dump', async () => {
+    const account = await emulatorAccount(300, 32);
+    try {
+      const config = account.config(dir, { page_size: 200 });
+      const replica = new MemoryDestination();
+      let state: SingerStateValue | undefined;
+      await clockGoesBack(
+        account,
+        async () => {
+          const args = ['--config', config];
+          if (state) args.push('--state', writeJson(dir, `tap-state-${Date.now()}.json`, state));
+          const run = await runCli(TAP_BIN, args);
+          expect(run.code, run.stderr.slice(-1000)).toBe(0);
+          expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([]);
+          state = replica.applySinger(run.stdout);
+          const warnings = stderrWarnings(run.stderr);
+          return { warnings, watermarks: Object.fromEntries(Object.entries(state?.bookmarks ?? {}).map(([s, b]) => [s, b.sync_watermark as string | undefined])) };
+        },
+        (dump) => {
+          for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
+            expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
+          }
+        },
+      );
+    } finally {
+      await account.emulator.close();
+    }
+  });
+
+  it('replicate: the replica saves the earlier watermark with a WARN, and ends equal to the dump', async () => {
+    const account = await emulatorAccount(300, 33);
+    try {
+      const config = account.config(dir);
+      const db = join(dir, 'clock-back.db');
+      await clockGoesBack(
+        account,
+        async () => {
+          const run = await replicate(config, db);
+          expect(run.code, run.stderr.slice(-1000)).toBe(0);
+          expect(run.stderr).toMatch(/Replica up to date/);
+          const warnings = stderrWarnings(run.stderr);
+          return { warnings, watermarks: Object.fromEntries([...replicaStates(db)].map(([s, v]) => [s, v.sync_watermark])) };
+        },
+        (dump) => expect(replicaAsDump(db)).toStrictEqual(dumpLists(dump)),
+      );
+    } finally {
+      await account.emulator.close();
+    }
+  });
+});

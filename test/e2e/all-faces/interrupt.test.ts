@@ -1,0 +1,143 @@
+/**
+ * SIGTERM and SIGINT to the real executables in the middle of a sync (what
+ * `docker stop`, an Airbyte cancel or Ctrl-C sends), against the real
+ * emulator with some latency so that the sync is still running: the process
+ * ends by its own handler (exit 143 / 130, not killed by the signal), its
+ * stdout is whole protocol lines that pass the protocol checker, and a run
+ * resumed from the last STATE it wrote completes the replica exactly. Needs
+ * `npm run build`.
+ */
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump } from '../../helpers/destination.js';
+
+const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
+let emu: Emulator;
+const dir = tempDir('sdr-interrupt-');
+
+beforeAll(async () => {
+  // 40 ms per response: a read of a few hundred small pages lasts seconds, long enough to be interrupted.
+  emu = await startEmulator({ seed: 'interrupt', latencyMs: 40 });
+});
+afterAll(async () => {
+  await emu?.close();
+});
+
+let accounts = 0;
+function account(contacts: number, limits?: Record<string, number>): { id: string; key: string; config: string } {
+  const acc = emu.control.createAccount({ name: `interrupt ${++accounts}`, ...(limits ? { limits } : {}) });
+  emu.control.seed(acc.id, { contacts });
+  const { key } = emu.control.createKey(acc.id);
+  const config = writeJson(dir, `config-${accounts}.json`, { api_key: key, base_url: emu.url, page_size: 20, max_concurrent_requests: 2 });
+  return { id: acc.id, key, config };
+}
+
+function lastLine(stdout: string): Record<string, unknown> {
+  const lines = parseLines(stdout);
+  return lines[lines.length - 1] ?? {};
+}
+
+/** The signals that stop a sync, each with the exit status it ends with (128 + its number). */
+const SIGNALS = [
+  ['SIGTERM', 143],
+  ['SIGINT', 130],
+] as const;
+
+describe('source-data-read read, interrupted', () => {
+  it.each(SIGNALS)('%s mid-sync: INCOMPLETE streams and a transient ERROR trace, exit %i; resuming from the states loses nothing', async (signal, code) => {
+    const acc = account(400);
+    const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG], { signal, count: 3 });
+    expect(stopped.signalled).toBe(true);
+    // Ended by its handler (an exit status), not by the signal's default action.
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code, signal: null });
+    const summary = protocolCheck('airbyte-check.py', stopped.stdout);
+    expect(summary.errors).toEqual([]);
+    expect(Object.values(summary.final_status ?? {})).toContain('INCOMPLETE');
+    const last = lastLine(stopped.stdout) as { type: string; trace?: { type: string; error?: { failure_type: string; message: string } } };
+    expect(last.type).toBe('TRACE');
+    expect(last.trace?.type).toBe('ERROR');
+    expect(last.trace?.error?.failure_type).toBe('transient_error');
+    expect(last.trace?.error?.message).toContain(`interrupted (${signal})`);
+    expect(stopped.stderr).toContain(`interrupted (${signal})`);
+    expect(stopped.stdout + stopped.stderr).not.toContain(acc.key);
+
+    const replica = new MemoryDestination();
+    const states = replica.applyAirbyte(stopped.stdout);
+    const resumedStreams = [...states].filter(([, s]) => typeof s === 'object' && s !== null && 'resume' in s).map(([name]) => name);
+    expect(resumedStreams.length).toBeGreaterThan(0);
+    const resumed = await runCli(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG, '--state', writeJson(dir, `state-${signal}.json`, airbyteStateFile(states))]);
+    expect(resumed.code).toBe(0);
+    expect(protocolCheck('airbyte-check.py', resumed.stdout).errors).toEqual([]);
+    replica.applyAirbyte(resumed.stdout);
+    const dump = emu.control.dump(acc.id);
+    expect(replica.toDump()).toEqual(normalizeDump(dump));
+    // The resumed run continued where the checkpoint was, instead of starting over.
+    const stream = resumedStreams[0] as keyof typeof dump;
+    const reread = parseLines(resumed.stdout).filter((l) => l.type === 'RECORD' && (l.record as { stream: string }).stream === stream).length;
+    expect(reread).toBeLessThan(dump[stream].length);
+  });
+
+  it('SIGTERM while waiting on a rate limit ends the wait at once', async () => {
+    // 4 requests per minute: the sync soon waits for the next window (about a minute) and says so.
+    const acc = account(200, { perMinute: 4, windowMs: 60_000 });
+    const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG], {
+      signal: 'SIGTERM',
+      count: 1,
+      pattern: /"RATE_LIMITED"/,
+      timeoutMs: 45_000, // shorter than the wait: a process that ignored SIGTERM would be SIGKILLed here
+    });
+    expect(stopped.signalled).toBe(true);
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(protocolCheck('airbyte-check.py', stopped.stdout).errors).toEqual([]);
+    expect((lastLine(stopped.stdout) as { trace?: { type: string } }).trace?.type).toBe('ERROR');
+  });
+
+  it('check also ends on SIGTERM with exit 143 (in a container, PID 1 has no default action for it)', async () => {
+    // A service that accepts the connection and never answers: check would wait out its request timeout (60 s).
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    try {
+      const { port } = silent.address() as { port: number };
+      const config = writeJson(dir, 'config-silent.json', { api_key: 'drk_live_0123456789abcdef0123456789abcdef', base_url: `http://127.0.0.1:${port}` });
+      const stopped = await runAndSignal(SOURCE_BIN, ['check', '--config', config], { signal: 'SIGTERM', trigger: once(silent, 'connection'), timeoutMs: 45_000 });
+      expect(stopped.signalled).toBe(true);
+      expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+      expect(stopped.stderr).toMatch(/Interrupted by SIGTERM/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+});
+
+describe('tap-data-read sync, interrupted', () => {
+  it.each(SIGNALS)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
+    const acc = account(400);
+    const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
+    expect(stopped.signalled).toBe(true);
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code, signal: null });
+    const summary = protocolCheck('singer-check.py', stopped.stdout);
+    expect(summary.errors).toEqual([]);
+    expect(lastLine(stopped.stdout).type).toBe('STATE');
+    expect(stopped.stderr).toMatch(new RegExp(`CRITICAL tap-data-read: Interrupted by ${signal}`));
+    expect(stopped.stdout + stopped.stderr).not.toContain(acc.key);
+
+    const replica = new MemoryDestination();
+    const state = replica.applySinger(stopped.stdout);
+    expect(state?.currently_syncing).not.toBeNull();
+    const resumed = await runCli(TAP_BIN, ['--config', acc.config, '--state', writeJson(dir, `tap-state-${signal}.json`, state ?? {})]);
+    expect(resumed.code).toBe(0);
+    expect(protocolCheck('singer-check.py', resumed.stdout).errors).toEqual([]);
+    replica.applySinger(resumed.stdout);
+    const dump = emu.control.dump(acc.id);
+    for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
+      expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
+    }
+  });
+});

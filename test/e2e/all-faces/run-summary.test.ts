@@ -1,0 +1,227 @@
+/**
+ * Exit statuses and `--summary FILE` from real runs of `read`, the tap's sync
+ * and `replicate` against the emulator: success (0), a revoked key (78), a
+ * service that cannot be reached (a closed port: 75), SIGTERM (143). Each
+ * run's summary is valid against schemas/run-summary.json, fits 4 KiB,
+ * carries no secret, and its records and watermarks are those of the output.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../../src/emulator/server.js';
+import type { RunSummary } from '../../../src/engine/run-report.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+
+const validate = (() => {
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+  return ajv.compile(JSON.parse(readFileSync(join(ROOT, 'schemas', 'run-summary.json'), 'utf8')) as object);
+})();
+
+let emulator: Emulator;
+let dir: string;
+let key: string;
+let revokedKey: string;
+const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
+
+beforeAll(async () => {
+  emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 21, frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
+  const control = emulator.control;
+  const account = control.createAccount({ name: 'Summary test' });
+  key = control.createKey(account.id).key;
+  const revoked = control.createKey(account.id);
+  control.revokeKey(revoked.id);
+  revokedKey = revoked.key;
+  control.seed(account.id, { contacts: 120 });
+  dir = tempDir('summary-');
+});
+afterAll(async () => {
+  await emulator?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+type Face = 'read' | 'tap' | 'replicate';
+const FACES: readonly Face[] = ['read', 'tap', 'replicate'];
+
+function config(name: string, extra: Record<string, unknown> = {}): string {
+  return writeJson(dir, `${name}.json`, { api_key: key, base_url: emulator.url, page_size: 20, ...extra });
+}
+
+function args(face: Face, configPath: string, summary: string, db: string): [string, string[]] {
+  if (face === 'read') return [SOURCE_BIN, ['read', '--config', configPath, '--catalog', CATALOG, '--summary', summary]];
+  if (face === 'tap') return [TAP_BIN, ['--config', configPath, '--summary', summary]];
+  return [SOURCE_BIN, ['replicate', '--config', configPath, '--db', db, '--summary', summary]];
+}
+
+/** The summary file, checked against the shipped JSON Schema, its size and the secrets. */
+function summaryOf(path: string): RunSummary {
+  const text = readFileSync(path, 'utf8');
+  expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4096);
+  expect(text).not.toContain(key);
+  expect(text).not.toContain(revokedKey);
+  const value = JSON.parse(text) as unknown;
+  expect(validate(value), JSON.stringify(validate.errors)).toBe(true);
+  return value as RunSummary;
+}
+
+/** Per stream: the RECORD lines of the output, and the sync_watermark of its last STATE. */
+function outputFigures(face: Face, stdout: string): Map<string, { records: number; watermark: string | null }> {
+  const out = new Map<string, { records: number; watermark: string | null }>();
+  const entry = (name: string) => out.get(name) ?? out.set(name, { records: 0, watermark: null }).get(name)!;
+  for (const m of parseLines(stdout)) {
+    if (face === 'read' && m.type === 'RECORD') entry((m.record as { stream: string }).stream).records++;
+    if (face === 'read' && m.type === 'STATE') {
+      const s = (m.state as { stream: { stream_descriptor: { name: string }; stream_state: { sync_watermark?: string } } }).stream;
+      entry(s.stream_descriptor.name).watermark = s.stream_state.sync_watermark ?? entry(s.stream_descriptor.name).watermark;
+    }
+    if (face === 'tap' && m.type === 'RECORD') entry(m.stream as string).records++;
+    if (face === 'tap' && m.type === 'STATE') {
+      for (const [name, b] of Object.entries((m.value as { bookmarks: Record<string, { sync_watermark?: string }> }).bookmarks)) {
+        if (b.sync_watermark !== undefined) entry(name).watermark = b.sync_watermark;
+      }
+    }
+  }
+  return out;
+}
+
+function tableCounts(db: string): Map<string, number> {
+  const check = new DatabaseSync(db, { readOnly: true });
+  try {
+    const counts = new Map<string, number>();
+    for (const name of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']) {
+      counts.set(name, Number(check.prepare(`SELECT count(*) AS n FROM ${name}`).get()?.n));
+    }
+    return counts;
+  } finally {
+    check.close();
+  }
+}
+
+describe.each(FACES)('%s: exit status and --summary', (face) => {
+  it('success: 0; every stream complete, its records and watermark those of the output', async () => {
+    const summary = join(dir, `${face}-ok.json`);
+    const db = join(dir, `${face}-ok.db`);
+    const [bin, argv] = args(face, config(`${face}-ok`), summary, db);
+    const run = await runCli(bin, argv);
+    expect(run.code, run.stderr.slice(-800)).toBe(0);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ summary_version: 1, command: face === 'tap' ? 'sync' : face, status: 'succeeded', exit_code: 0, failure_type: null, message: null });
+    expect(s.streams.map((x) => x.status)).toEqual(['complete', 'complete', 'complete', 'complete', 'complete']);
+    expect(s.requests).toBeGreaterThan(5);
+    expect(Date.parse(s.finished_at)).toBeGreaterThanOrEqual(Date.parse(s.started_at));
+    if (face === 'replicate') {
+      const rows = tableCounts(db);
+      for (const x of s.streams) expect(x.records, x.name).toBe(rows.get(x.name));
+    } else {
+      const figures = outputFigures(face, run.stdout);
+      for (const x of s.streams) {
+        expect(x.records, x.name).toBe(figures.get(x.name)?.records ?? 0);
+        expect(x.sync_watermark_before, x.name).toBeNull();
+        if (x.name !== 'pipeline_stages') expect(x.sync_watermark_after, x.name).toBe(figures.get(x.name)?.watermark);
+      }
+    }
+  });
+
+  it('a revoked key: 78 (config_error), every stream skipped, the key nowhere', async () => {
+    const summary = join(dir, `${face}-revoked.json`);
+    const [bin, argv] = args(face, config(`${face}-revoked`, { api_key: revokedKey }), summary, join(dir, `${face}-revoked.db`));
+    const run = await runCli(bin, argv);
+    expect(run.code, run.stderr.slice(-800)).toBe(78);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+    expect(s.message).toMatch(/HTTP 401/);
+    expect(s.streams.map((x) => x.name).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
+    for (const x of s.streams) expect(x).toMatchObject({ status: 'skipped', records: 0 });
+  });
+
+  it('a service that cannot be reached (a closed port): 75 (transient_error), the summary written before any answer', async () => {
+    const summary = join(dir, `${face}-down.json`);
+    const [bin, argv] = args(face, config(`${face}-down`, { base_url: 'http://127.0.0.1:9', max_retries: 0 }), summary, join(dir, `${face}-down.db`));
+    const run = await runCli(bin, argv);
+    expect(run.code, run.stderr.slice(-800)).toBe(75);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error', rate_limit_waits: 0 });
+    expect(s.requests).toBeGreaterThanOrEqual(1);
+    expect(s.message).toMatch(/Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it('SIGTERM mid-run: 143, status interrupted, what was done so far', async () => {
+    const summary = join(dir, `${face}-term.json`);
+    const db = join(dir, `${face}-term.db`);
+    const [bin, argv] = args(face, config(`${face}-term`, { page_size: 5, max_concurrent_requests: 1 }), summary, db);
+    emulator.control.setLatency(40);
+    let run: CliResult & { signalled: boolean };
+    try {
+      if (face === 'replicate') {
+        // stdout stays empty: stop it once its first rows are committed.
+        const committed = async (): Promise<void> => {
+          for (;;) {
+            try {
+              const check = new DatabaseSync(db, { readOnly: true });
+              try {
+                if (Number(check.prepare('SELECT count(*) AS n FROM _replica_state').get()?.n) > 0) return;
+              } finally {
+                check.close();
+              }
+            } catch {
+              // not created yet
+            }
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+        };
+        run = await runAndSignal(bin, argv, { signal: 'SIGTERM', trigger: committed() });
+      } else {
+        run = await runAndSignal(bin, argv, { signal: 'SIGTERM', count: 2 });
+      }
+    } finally {
+      emulator.control.setLatency(0);
+    }
+    expect(run.signalled).toBe(true);
+    expect(run.code, run.stderr.slice(-800)).toBe(143);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'interrupted', exit_code: 143, failure_type: null });
+    expect(s.message).toContain('SIGTERM');
+    expect(s.streams.some((x) => x.status === 'incomplete' || x.status === 'complete')).toBe(true);
+    if (face !== 'replicate') {
+      // Exactly what went out before the stop: a page the connector had not written when stopped is not counted.
+      const figures = outputFigures(face, run.stdout);
+      for (const x of s.streams) expect(x.records, x.name).toBe(figures.get(x.name)?.records ?? 0);
+    }
+  });
+});
+
+describe('--summary on other commands', () => {
+  it('is a usage mistake (exit 2) outside read, replicate and the tap sync', async () => {
+    const run = await runCli(SOURCE_BIN, ['discover', '--config', config('discover'), '--summary', join(dir, 'x.json')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--summary is an option of read and replicate');
+    const tap = await runCli(TAP_BIN, ['--config', config('discover'), '--discover', '--summary', join(dir, 'x.json')]);
+    expect(tap.code).toBe(2);
+  });
+
+  it('a usage mistake of read still writes the summary (exit 2)', async () => {
+    const summary = join(dir, 'usage.json');
+    const run = await runCli(SOURCE_BIN, ['read', '--summary', summary, '--catalog', CATALOG]);
+    expect(run.code).toBe(2);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 2, message: 'read needs --config FILE', streams: [] });
+  });
+});
+
+describe('a reader of stdout that goes away', () => {
+  it('the tap: 75 (run again later) with one clear CRITICAL line, and a transient_error summary', async () => {
+    const summary = join(dir, 'tap-closed.json');
+    const child = spawn(process.execPath, [TAP_BIN, '--config', config('tap-closed', { page_size: 5 }), '--summary', summary], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const err: Buffer[] = [];
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdout.once('data', () => child.stdout.destroy()); // the target went away after its first bytes
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    const stderr = Buffer.concat(err).toString('utf8');
+    expect(code, stderr.slice(-800)).toBe(75);
+    expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the sync ended \(EPIPE: its reader went away\)/);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+  });
+});

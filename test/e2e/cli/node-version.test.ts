@@ -1,0 +1,141 @@
+/**
+ * On a Node.js older than 22.19 both executables say so in one line on stderr
+ * (and how to get a newer one) and exit 78 (EX_CONFIG), before loading any of their code.
+ * Runs with every old Node found on this machine (the system's /usr/bin/node
+ * is Node 20 here; OLD_NODE=/path/to/node adds another); without one the
+ * case is skipped, loudly.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, realpathSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../../helpers/cli.js';
+
+/** The executables' minimum (bin/launch.cjs, package.json engines). */
+const MIN = { major: 22, minor: 19 };
+
+function version(node: string): string | undefined {
+  const run = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+  return run.status === 0 ? run.stdout.trim() : undefined;
+}
+
+function tooOld(v: string): boolean {
+  const [major = 0, minor = 0] = v.split('.').map(Number);
+  return major < MIN.major || (major === MIN.major && minor < MIN.minor);
+}
+
+/** Every Node.js binary older than 22.19 on this machine: PATH, the usual system places, and OLD_NODE (e.g. a 22.16). */
+function oldNodes(): { path: string; version: string }[] {
+  const candidates = [
+    ...(process.env.OLD_NODE ? [process.env.OLD_NODE] : []),
+    ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'node')),
+    '/usr/bin/node', '/usr/local/bin/node', '/bin/node',
+  ];
+  const seen = new Set<string>();
+  const found: { path: string; version: string }[] = [];
+  for (const candidate of candidates) {
+    if (!existsSync(candidate)) continue;
+    const real = realpathSync(candidate);
+    if (seen.has(real) || real === realpathSync(process.execPath)) continue;
+    seen.add(real);
+    const v = version(candidate);
+    if (v !== undefined && tooOld(v)) found.push({ path: candidate, version: v });
+  }
+  return found;
+}
+
+const OLD = oldNodes();
+if (OLD.length === 0) {
+  console.warn('SKIPPED: no Node.js older than 22.19 on this machine (PATH, /usr/bin/node, /usr/local/bin/node, OLD_NODE): the version check of bin/ is not exercised.');
+}
+
+const RUNS: readonly (readonly [string, string, readonly string[]])[] = [
+  ['source-data-read', SOURCE_BIN, ['spec']],
+  ['source-data-read', SOURCE_BIN, ['replicate', '--config', 'config.json', '--db', 'replica.db']],
+  ['source-data-read', SOURCE_BIN, ['--version']],
+  ['source-data-read', SOURCE_BIN, []],
+  ['tap-data-read', TAP_BIN, ['--about']],
+  ['tap-data-read', TAP_BIN, ['--config', 'config.json', '--discover']],
+];
+
+describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or newer is needed', () => {
+  it.each(OLD.map((n) => [`${n.path} (Node ${n.version})`, n.path] as const))('%s', (_label, node) => {
+    for (const [name, bin, args] of RUNS) {
+      const run = spawnSync(node, [bin, ...args], { cwd: ROOT, encoding: 'utf8' });
+      const what = `${name} ${args.join(' ')}`;
+      expect(run.status, what).toBe(78);
+      expect(run.stdout, what).toBe('');
+      const lines = run.stderr.split('\n').filter((l) => l !== '');
+      expect(lines, what).toHaveLength(1);
+      expect(lines[0], what).toMatch(new RegExp(`^${name}: Node\\.js 22\\.19 or newer is needed; this is Node\\.js \\d+\\.\\d+\\.\\d+ \\(`));
+      // From a checkout: the way out is scripts/with-node, with the same command to paste.
+      expect(lines[0], what).toContain(`scripts/with-node bin/${name}${args.length > 0 ? ` ${args.join(' ')}` : ''}.`);
+    }
+  });
+
+  it('installed without scripts/ (the npm package): how to install a newer Node', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const pkg = tempDir('sdr-oldnode-');
+    cpSync(join(ROOT, 'bin'), join(pkg, 'bin'), { recursive: true });
+    for (const name of ['source-data-read', 'tap-data-read']) {
+      const run = spawnSync(node, [join(pkg, 'bin', name), '--help'], { cwd: pkg, encoding: 'utf8' });
+      expect(run.status).toBe(78);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(new RegExp(`^${name}: Node\\.js 22\\.19 or newer is needed; .*Please install Node\\.js 22\\.19 or newer from https://nodejs\\.org/.*\\n$`));
+    }
+  });
+});
+
+describe('the executables start with the version check, in syntax any Node.js parses', () => {
+  it('bin/ is CommonJS and loads dist/ only after the check', () => {
+    for (const bin of [SOURCE_BIN, TAP_BIN]) {
+      const run = spawnSync(process.execPath, ['--check', bin], { encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(0);
+    }
+    // No import statement, no top-level await: launch.cjs checks the version, then import()s dist/.
+    expect(spawnSync('grep', ['-lE', '^(import|export) |await ', SOURCE_BIN, TAP_BIN, join(ROOT, 'bin', 'launch.cjs')], { encoding: 'utf8' }).stdout).toBe('');
+    expect(readFileSync(join(ROOT, 'bin', 'package.json'), 'utf8')).toMatch(/"type": "commonjs"/);
+  });
+});
+
+describe('the minimum Node.js is one number, and no lower than the dependencies ask', () => {
+  type Version = readonly [number, number];
+  const atLeast = (range: string | undefined): Version | undefined => {
+    const m = /^>=\s*(\d+)\.(\d+)/.exec(range?.trim() ?? '');
+    return m ? [Number(m[1]), Number(m[2])] : undefined;
+  };
+  const notBelow = (a: Version, b: Version): boolean => a[0] > b[0] || (a[0] === b[0] && a[1] >= b[1]);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  const engines = atLeast(pkg.engines.node) as Version;
+  const declared = (dep: string): Version | undefined =>
+    atLeast((JSON.parse(readFileSync(join(ROOT, 'node_modules', dep, 'package.json'), 'utf8')) as { engines?: { node?: string } }).engines?.node);
+
+  it('package.json engines, the check of bin/launch.cjs and the tests above say the same', () => {
+    expect(engines).toEqual([MIN.major, MIN.minor]);
+    const launch = readFileSync(join(ROOT, 'bin', 'launch.cjs'), 'utf8');
+    expect([Number(/var MIN_MAJOR = (\d+);/.exec(launch)?.[1]), Number(/var MIN_MINOR = (\d+);/.exec(launch)?.[1])]).toEqual([MIN.major, MIN.minor]);
+  });
+
+  it('engines is no lower than what a production dependency declares (undici 8: 22.19)', () => {
+    for (const dep of Object.keys(pkg.dependencies)) {
+      const theirs = declared(dep);
+      if (theirs) expect(notBelow(engines, theirs), `${dep} needs Node ${theirs.join('.')}`).toBe(true);
+    }
+  });
+
+  it('scripts/with-node fetches a newer Node below what the whole checkout needs (the tools too: nock 22.20)', () => {
+    const script = readFileSync(join(ROOT, 'scripts', 'with-node'), 'utf8');
+    const m = /\[ "\$major" -lt (\d+) \] \|\| \{ \[ "\$major" -eq \d+ \] && \[ "\$minor" -lt (\d+) \]; \}/.exec(script);
+    expect(m, 'the version test of scripts/with-node').not.toBeNull();
+    const threshold: Version = [Number(m?.[1]), Number(m?.[2])];
+    expect(notBelow(threshold, engines)).toBe(true);
+    for (const dep of Object.keys(pkg.devDependencies)) {
+      const theirs = declared(dep);
+      if (theirs) expect(notBelow(threshold, theirs), `${dep} needs Node ${theirs.join('.')}`).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * What both executables print around their usage: the usage text on stdout
+ * only when asked for (--help), on stderr with exit 2 for every usage mistake
+ * (no arguments, an unknown command or option); one `--version` format.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, SOURCE_BIN, TAP_BIN, runCli } from '../../helpers/cli.js';
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const EXECUTABLES = [
+  ['source-data-read', SOURCE_BIN, /^source-data-read \S+: Airbyte source/m],
+  ['tap-data-read', TAP_BIN, /^tap-data-read \S+: Singer tap/m],
+] as const;
+
+describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
+  it('--version: "<executable> <version>", one line on stdout', async () => {
+    const run = await runCli(bin, ['--version']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`${name} ${VERSION}\n`);
+    expect(run.stderr).toBe('');
+  });
+
+  it('--help: the usage on stdout, exit 0', async () => {
+    const run = await runCli(bin, ['--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(usage);
+    expect(run.stderr).toBe('');
+  });
+
+  it('no arguments: a usage mistake, the usage on stderr, nothing on stdout, exit 2', async () => {
+    const run = await runCli(bin, []);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/(ERROR|CRITICAL) \S+: No (command|arguments) given\./);
+    expect(run.stderr).toMatch(usage);
+  });
+
+  it('an unknown command or option: the same, on stderr, exit 2', async () => {
+    for (const args of name === 'source-data-read' ? [['bogus'], ['spec', '--bogus']] : [['--bogus'], ['extra'], ['--discover']]) {
+      const run = await runCli(bin, args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(run.stderr, args.join(' ')).toMatch(usage);
+    }
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * The published manifest runs nothing on install: no `prepare` (npm 11 warns
+ * about it when the tarball is installed), no install scripts; the build runs
+ * on `prepack` instead. Packs the built tree (`npm pack --ignore-scripts`:
+ * `npm test` has just built it), reads package.json inside the tarball, then
+ * installs the tarball the way a user does and looks for npm's warning.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, tempDir } from '../../helpers/cli.js';
+
+interface Manifest {
+  scripts?: Record<string, string>;
+  bin?: Record<string, string>;
+  dependencies?: Record<string, string>;
+}
+
+const INSTALL_TIME = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'];
+
+/** npm without the settings of an outer `npm test` (they would change what npm does). */
+function npm(args: readonly string[], cwd: string): { status: number | null; stdout: string; output: string } {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.toLowerCase().startsWith('npm_') && key !== 'NODE_ENV') env[key] = value;
+  env.npm_config_update_notifier = 'false';
+  const run = spawnSync('npm', args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
+  return { status: run.status, stdout: run.stdout, output: `${run.stdout}${run.stderr}` };
+}
+
+let work: string;
+let tarball: string;
+let packed: Manifest;
+let files: string[];
+
+beforeAll(() => {
+  work = tempDir('sdr-manifest-');
+  const pack = npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
+  expect(pack.status, pack.output).toBe(0);
+  const [info] = JSON.parse(pack.stdout) as [{ filename: string; files: { path: string }[] }];
+  tarball = join(work, info.filename);
+  files = info.files.map((f) => f.path);
+  const unpacked = join(work, 'unpacked');
+  spawnSync('mkdir', ['-p', unpacked]);
+  const tar = spawnSync('tar', ['-xzf', tarball, '-C', unpacked, 'package/package.json'], { encoding: 'utf8' });
+  expect(tar.status, tar.stderr).toBe(0);
+  packed = JSON.parse(readFileSync(join(unpacked, 'package', 'package.json'), 'utf8')) as Manifest;
+}, 120_000);
+
+describe('the packed package.json', () => {
+  it('has no script that runs on install; the build runs on prepack', () => {
+    for (const script of INSTALL_TIME) expect(packed.scripts ?? {}, script).not.toHaveProperty(script);
+    const source = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Manifest;
+    expect(source.scripts?.prepack).toBe('npm run build');
+    // A fresh clone's `npm ci` builds nothing: the README's commands build first.
+    expect(source.scripts?.demo).toMatch(/^npm run build && /);
+    expect(source.scripts?.test).toMatch(/^npm run build && /);
+  });
+
+  it('depends on undici and zod only (the emulator makes its data without a data package)', () => {
+    expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['undici', 'zod']);
+  });
+
+  it('carries the executables with their version check and launcher', () => {
+    expect(files).toEqual(expect.arrayContaining(['bin/source-data-read', 'bin/tap-data-read', 'bin/package.json', 'bin/launch.cjs']));
+    expect(packed.bin).toEqual({ 'source-data-read': 'bin/source-data-read', 'tap-data-read': 'bin/tap-data-read' });
+  });
+
+  it('installs (npm install --omit=dev of the tarball) without an install-script warning, and runs', () => {
+    const consumer = join(work, 'consumer');
+    spawnSync('mkdir', ['-p', consumer]);
+    const install = npm(['install', '--omit=dev', '--no-package-lock', '--no-audit', '--no-fund', tarball], consumer);
+    expect(install.status, install.output).toBe(0);
+    expect(install.output).not.toMatch(/install.?scripts?|prepare/i);
+    expect(readdirSync(join(consumer, 'node_modules', '.bin')).sort()).toEqual(['source-data-read', 'tap-data-read']);
+    const version = spawnSync(join(consumer, 'node_modules', '.bin', 'tap-data-read'), ['--version'], { encoding: 'utf8' });
+    expect(version.stdout).toMatch(/^tap-data-read \d+\.\d+\.\d+\n$/);
+  }, 120_000);
+});

@@ -1,0 +1,163 @@
+/**
+ * A `replicate` run killed (SIGKILL, as Kubernetes does to a pod) leaves its
+ * writer lock behind; the next run comes from another host name (another
+ * pod). While the dead run's lock is fresh the next run is refused with 75;
+ * once it is stale (not renewed for the staleness limit, shortened here
+ * through the test-only environment variable) it is taken over with a WARN
+ * naming the old holder, and the replica is completed exactly. The other host
+ * name is a new UTS namespace (`unshare --uts`) where the machine allows it,
+ * else the test-only SOURCE_DATA_READ_TEST_HOSTNAME.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunSummarySchema } from '../../../src/engine/run-report.js';
+import { startEmulator } from '../../../src/emulator/server.js';
+import { SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+
+const OTHER_HOST = 'replica-pod-b';
+/** Whether this machine lets an unprivileged test enter a new UTS namespace (and name its host). */
+const unshareWorks = spawnSync('unshare', ['--user', '--map-root-user', '--uts', 'sh', '-c', `hostname ${OTHER_HOST} && hostname`], { encoding: 'utf8' }).stdout?.trim() === OTHER_HOST;
+
+/** `replicate` as run on the host OTHER_HOST. */
+function replicateOnOtherHost(args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const command = [process.execPath, SOURCE_BIN, 'replicate', ...args];
+  const [file, argv, extraEnv] = unshareWorks
+    ? ['unshare', ['--user', '--map-root-user', '--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', OTHER_HOST, ...command], {}]
+    : [command[0] as string, command.slice(1), { SOURCE_DATA_READ_TEST_HOSTNAME: OTHER_HOST }];
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, argv, { env: { ...process.env, ...extraEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+  });
+}
+
+function lockRow(db: string): { pid: number; host: string } | undefined {
+  if (!existsSync(db)) return undefined;
+  try {
+    const check = new DatabaseSync(db, { readOnly: true });
+    try {
+      const row = check.prepare('SELECT pid, host FROM _replica_lock').get();
+      return row === undefined ? undefined : { pid: Number(row.pid), host: String(row.host) };
+    } finally {
+      check.close();
+    }
+  } catch {
+    return undefined; // not created yet
+  }
+}
+
+describe('replicate: a killed run, the next one from another host', () => {
+  let account: Account;
+  let dir: string;
+  beforeAll(async () => {
+    requireBuild();
+    account = await emulatorAccount(80, 5);
+    dir = tempDir('replica-takeover-');
+  });
+  afterAll(async () => {
+    await account?.emulator.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`SIGKILL mid-run; from ${unshareWorks ? 'a new UTS namespace' : 'a faked host name'}: refused (75) while the lock is fresh, taken over once stale; the replica exact`, async () => {
+    const db = join(dir, 'killed.db');
+    const config = account.config(dir, { page_size: 5, max_concurrent_requests: 1 });
+    account.emulator.control.setLatency(50);
+    let killed;
+    try {
+      const run = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
+      let ended = false;
+      void run.finally(() => (ended = true));
+      let holder: { pid: number; host: string } | undefined;
+      while ((holder = lockRow(db)) === undefined) {
+        if (ended) throw new Error('the replicate run ended before it took the lock');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      process.kill(holder.pid, 'SIGKILL');
+      killed = await run;
+    } finally {
+      account.emulator.control.setLatency(0);
+    }
+    expect(killed.signal).toBe('SIGKILL');
+    expect(lockRow(db)?.host).toBe(hostname()); // left behind
+
+    // Fresh (the default 60 s): another host cannot tell whether the run lives, so it must wait.
+    const refusedSummary = join(dir, 'refused.json');
+    const refused = await replicateOnOtherHost(['--config', config, '--db', db, '--summary', refusedSummary], {});
+    expect(refused.code, refused.stderr).toBe(75);
+    expect(refused.stderr).toMatch(new RegExp(`Another replicate run is writing ".*killed\\.db" \\(pid \\d+ on ${hostname()}, started .*, last renewed .*\\)`));
+    expect(RunSummarySchema.parse(JSON.parse(readFileSync(refusedSummary, 'utf8')))).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+
+    // Stale (the limit shortened for the test): taken over with a WARN naming the old holder and its age.
+    const summary = join(dir, 'taken.json');
+    const taken = await replicateOnOtherHost(['--config', account.config(dir), '--db', db, '--summary', summary], { SOURCE_DATA_READ_TEST_LOCK_STALE_MS: '1' });
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(taken.stderr).toMatch(
+      new RegExp(`WARN source-data-read: Took over the writer lock of ".*killed\\.db": not renewed for \\d+ s \\(stale after 0 s\\), its holder \\(pid \\d+ on ${hostname()}, started .*, last renewed .* \\(\\d+ s ago\\)\\) was killed or cut off`),
+    );
+    expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
+    expect(lockRow(db)).toBeUndefined();
+    const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
+    expect(s).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
+    expect(s.streams.map((x) => x.status)).toEqual(['complete', 'complete', 'complete', 'complete', 'complete']);
+  });
+});
+
+describe('replicate: the lock is renewed while the run waits on a rate limit', () => {
+  it('renewed_at moves on during the waits (renewal shortened for the test); the summary counts the waits', async () => {
+    // A quota of 3 requests a second: the run waits for the window several times.
+    const emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 9, limits: { perMinute: 3, windowMs: 1000 } });
+    const dir = tempDir('replica-renew-');
+    try {
+      const account = emulator.control.createAccount({ name: 'Renewal test' });
+      const key = emulator.control.createKey(account.id).key;
+      emulator.control.seed(account.id, { contacts: 20 });
+      const config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100, max_concurrent_requests: 1 });
+      const db = join(dir, 'renew.db');
+      const summary = join(dir, 'summary.json');
+      const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db, '--summary', summary], {
+        env: { ...process.env, SOURCE_DATA_READ_TEST_LOCK_RENEW_MS: '100' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      const err: Buffer[] = [];
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      let code: number | null | undefined;
+      const exited = new Promise<void>((resolve) => child.on('close', (c) => resolve(void (code = c))));
+      const renewals = new Set<string>();
+      while (code === undefined) {
+        try {
+          const check = new DatabaseSync(db, { readOnly: true });
+          try {
+            const row = check.prepare('SELECT renewed_at FROM _replica_lock').get();
+            if (row?.renewed_at) renewals.add(String(row.renewed_at));
+          } finally {
+            check.close();
+          }
+        } catch {
+          // not created yet, or busy this moment
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await exited;
+      const stderr = Buffer.concat(err).toString('utf8');
+      expect(code, stderr).toBe(0);
+      expect(stderr).toMatch(/Pausing requests for/);
+      expect(renewals.size).toBeGreaterThanOrEqual(5);
+      const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
+      expect(s.rate_limit_waits).toBeGreaterThanOrEqual(1);
+      expect(s.rate_limit_wait_seconds).toBeGreaterThan(0);
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

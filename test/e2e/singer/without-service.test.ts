@@ -1,0 +1,81 @@
+/** The real executable, without a service: --about, --version, --help, --discover and errors. Needs `npm run build`. */
+import { describe, expect, it } from 'vitest';
+import { parseLines, runCli, TAP_BIN, tempDir, writeJson } from '../../helpers/cli.js';
+
+const KEY = 'dr_live_s3cretKEYvalue';
+const dir = tempDir('tap-cli-');
+const config = writeJson(dir, 'config.json', { api_key: KEY, base_url: 'http://127.0.0.1:9' });
+
+describe('tap-data-read (no service)', () => {
+  it('--about prints one JSON object in Meltano\'s shape', async () => {
+    const r = await runCli(TAP_BIN, ['--about']);
+    expect(r.code).toBe(0);
+    const [info, ...rest] = parseLines(r.stdout);
+    expect(rest).toEqual([]);
+    expect(info).toMatchObject({ name: 'tap-data-read', capabilities: ['catalog', 'discover', 'state', 'about', 'activate-version'] });
+    expect(Object.keys((info?.settings as { properties: object }).properties)).toContain('api_key');
+  });
+
+  it('--about --format markdown, --version and --help', async () => {
+    const md = await runCli(TAP_BIN, ['--about', '--format=markdown']);
+    expect(md.code).toBe(0);
+    expect(md.stdout).toContain('## Settings');
+    const version = await runCli(TAP_BIN, ['--version']);
+    expect(version.stdout).toMatch(/^tap-data-read \d+\.\d+\.\d+\n$/);
+    const help = await runCli(TAP_BIN, ['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--properties');
+  });
+
+  it('--discover writes the catalog without contacting the service, from files or ENV', async () => {
+    const r = await runCli(TAP_BIN, ['--config', config, '--discover']);
+    expect(r.code).toBe(0);
+    const [catalog] = parseLines(r.stdout) as [{ streams: { tap_stream_id: string; schema: object }[] }];
+    expect(catalog.streams.map((s) => s.tap_stream_id)).toEqual(['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
+    expect(r.stdout).not.toContain('_sdc_deleted_at');
+
+    const env = await runCli(TAP_BIN, ['--config', 'ENV', '--discover'], {
+      env: { TAP_DATA_READ_API_KEY: KEY, TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:9', TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true' },
+    });
+    expect(env.code).toBe(0);
+    expect(env.stdout).toContain('_sdc_deleted_at');
+  });
+
+  it('an invalid config is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
+    const bad = writeJson(dir, 'bad.json', { api_key: KEY, base_url: 'ftp://example.com', page_size: 500 });
+    for (const args of [['--config', bad, '--discover'], ['--config', bad]]) {
+      const r = await runCli(TAP_BIN, args);
+      expect(r.code).toBe(78);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/CRITICAL .*base_url.*page_size/);
+      expect(r.stderr).not.toContain(KEY);
+    }
+    const missing = await runCli(TAP_BIN, ['--config', config, '--catalog', `${dir}/none.json`]);
+    expect(missing.code).toBe(78);
+    expect(missing.stderr).toMatch(/CRITICAL .*Cannot read the catalog file/);
+    const state = writeJson(dir, 'state.json', { bookmarks: { contacts: { sync_watermark: 'soon' } } });
+    const badState = await runCli(TAP_BIN, ['--config', config, '--state', state]);
+    expect(badState.code).toBe(78);
+    expect(badState.stderr).toMatch(/CRITICAL .*Invalid state for stream "contacts"/);
+  });
+
+  it('usage mistakes exit 2 with a CRITICAL line', async () => {
+    for (const args of [['--bogus'], ['--discover'], ['--about', '--format', 'yaml'], ['extra']]) {
+      const r = await runCli(TAP_BIN, args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('CRITICAL');
+    }
+  });
+
+  it('an unreachable service ends with CRITICAL, exit 75, and a final STATE on stdout', async () => {
+    const quick = writeJson(dir, 'quick.json', { api_key: KEY, base_url: 'http://127.0.0.1:9', max_retries: 0, request_timeout_seconds: 2 });
+    const r = await runCli(TAP_BIN, ['--config', quick]);
+    expect(r.code).toBe(75);
+    const lines = parseLines(r.stdout);
+    expect(lines.at(-1)).toMatchObject({ type: 'STATE', value: { bookmarks: {} } });
+    expect(lines.filter((l) => l.type === 'RECORD')).toEqual([]);
+    expect(r.stderr).toMatch(/CRITICAL/);
+    expect(r.stderr).not.toContain(KEY);
+  });
+});
