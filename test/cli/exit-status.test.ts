@@ -1,4 +1,4 @@
-/** The exit statuses (sysexits.h) by failure type, and where users read them: both --help texts and docs/orchestrators.md. */
+/** The exit statuses (sysexits.h) by failure type, and where users read them: both --help texts, the README and docs/orchestrators.md. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -29,5 +29,12 @@ describe('exit statuses', () => {
     for (const code of ['0', '2', '78', '75', '70']) expect(EXIT_STATUS_HELP).toMatch(new RegExp(`^  ${code} `, 'm'));
     const page = readFileSync(join(ROOT, 'docs', 'orchestrators.md'), 'utf8');
     for (const code of ['0', '2', '78', '75', '70', '130 / 143']) expect(page).toContain(`| ${code} |`);
+  });
+
+  it('the README lists them too', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    for (const said of ['0 success', '2 a usage mistake', '78 a config error', '75 run again later', '70 a service or connector fault', '130/143 interrupted']) {
+      expect(readme).toContain(said);
+    }
   });
 });
