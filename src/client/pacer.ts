@@ -18,8 +18,7 @@
  *    free when its request arrives (Remaining less the others' requests
  *    expected before it: the most seen between two of its own), and
  *    otherwise waits for the window to restart.
- * Alone on the key, after its first window, it bursts up to Remaining 0 as
- * it always did.
+ * Alone on the key, after its first window, it sends until Remaining is 0.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { headerValue } from './headers.js';

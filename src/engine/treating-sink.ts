@@ -59,11 +59,6 @@ class TreatingSink implements SyncSink {
   }
 }
 
-/**
- * `sink` behind the treatments of `config` and the field selection of
- * `streams`; `sink` itself when no stream has anything to treat.
- * `alwaysKept`: fields a selection never removes (the tombstone column).
- */
 /** What the treatments need of a selected stream (sync.ts's SelectedStream has it). */
 export interface FieldSelection {
   readonly stream: StreamDefinition;
@@ -71,6 +66,11 @@ export interface FieldSelection {
   readonly fields?: ReadonlySet<string> | undefined;
 }
 
+/**
+ * `sink` behind the treatments of `config` and the field selection of
+ * `streams`; `sink` itself when no stream has anything to treat.
+ * `alwaysKept`: fields a selection never removes (the tombstone column).
+ */
 export function treatingSink(sink: SyncSink, config: Config, streams: readonly FieldSelection[], alwaysKept: readonly string[] = []): SyncSink {
   const plan = treatmentPlan(config, streams.map((s) => s.stream));
   const treaters = new Map<string, RecordTreater>();
