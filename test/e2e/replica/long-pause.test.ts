@@ -7,14 +7,14 @@
  * middle of that heal leaves the old rows and the deletion log's old state;
  * the next run heals again.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../../src/faces/replica/records.js';
-import { SOURCE_BIN, tempDir } from '../../helpers/cli.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { SOURCE_BIN } from '../../helpers/cli.js';
+import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
 const COMPARED = ['contacts', 'conversations', 'stage_events', 'pipeline_stages'] as const;
@@ -68,15 +68,7 @@ function replicateKilledWhen(config: string, db: string, ready: () => boolean): 
 describe('replicate after a pause longer than the deletion retention', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(150, 23);
-    dir = tempDir('replica-pause-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-pause-', { contacts: 150, seed: 23 }, (suite) => ({ account, dir } = suite));
 
   it('heals: rows deleted in the gap are removed with one WARN, the replica equals the service; a kill mid-heal changes nothing', { timeout: 240_000 }, async () => {
     const control = account.emulator.control;
