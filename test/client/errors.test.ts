@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { ContractError } from '../../src/errors.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -185,8 +185,7 @@ describe('2xx bodies that are not JSON', () => {
         return [200, html, { 'content-type': 'text/html; charset=utf-8' }];
       });
     const h = harness();
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(requests).toBe(4);
     expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error', status: 200 });
     expect(err.message).toContain('content-type text/html; charset=utf-8');
@@ -199,8 +198,7 @@ describe('2xx bodies that are not JSON', () => {
   it('an empty 200 body is retried then a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).times(4).reply(200, '', JSON_HEADERS);
     const h = harness();
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(err).toMatchObject({ name: 'ContractError' });
     expect(err.message).toMatch(/empty/);
   });
