@@ -1,15 +1,20 @@
-/** Reading a replica from a test: one query on a connection of its own, read-only, closed after. */
+/** Reading a replica from a test: on a connection of its own, read-only, closed after. */
 import { existsSync } from 'node:fs';
 import { DatabaseSync, type SQLOutputValue } from 'node:sqlite';
 
-/** The first row `sql` returns from the database at `path` (undefined when none). */
-export function queryOne(path: string, sql: string): Record<string, SQLOutputValue> | undefined {
-  const db = new DatabaseSync(path, { readOnly: true });
+/** What `read` makes of the database at `path`, opened read-only (waiting up to `timeoutMs` for a writer's lock) and closed after. */
+export function readDatabase<T>(path: string, read: (db: DatabaseSync) => T, timeoutMs?: number): T {
+  const db = new DatabaseSync(path, { readOnly: true, ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }) });
   try {
-    return db.prepare(sql).get();
+    return read(db);
   } finally {
     db.close();
   }
+}
+
+/** The first row `sql` returns from the database at `path` (undefined when none). */
+export function queryOne(path: string, sql: string): Record<string, SQLOutputValue> | undefined {
+  return readDatabase(path, (db) => db.prepare(sql).get());
 }
 
 /** Who holds the writer lock of the replica at `path`, or undefined: nobody, or no replica (or its lock table) yet. */
