@@ -11,7 +11,8 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import type { RunCommand, RunRecorder } from '../engine/run-report.js';
-import type { StopSignal } from '../process/interrupt.js';
+import { Interrupt, type StopSignal } from '../process/interrupt.js';
+import type { LineWriter } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../process/version.js';
 import { writeSummaryFile } from './summary-file.js';
@@ -73,4 +74,32 @@ export class RunEnd {
       this.log(`Cannot write the run summary to "${this.path}": ${code ?? (err instanceof Error ? err.message : String(err))}. Pass a --summary path in a writable directory.`);
     }
   }
+}
+
+/**
+ * A command's run end and its signal handling, wired together (what both
+ * executables start with): a signal is recorded in the report, which is
+ * finished with the signal's exit status before the process exits. The
+ * Interrupt is not installed yet. `log` is the executable's error log.
+ */
+export function runEndAndInterrupt(out: LineWriter, log: (message: string) => void): { readonly end: RunEnd; readonly interrupt: Interrupt } {
+  const end = new RunEnd(log);
+  const interrupt = new Interrupt({
+    out,
+    log,
+    onSignal: (signal) => end.interrupted(signal),
+    exit: (code) => {
+      end.finish(code);
+      process.exit(code);
+    },
+  });
+  return { end, interrupt };
+}
+
+/** After a command, however it ended: stdout flushed, the signal handlers removed, the report finished with `code`, which is returned. */
+export async function closeRun(out: LineWriter, interrupt: Interrupt, end: RunEnd, code: number): Promise<number> {
+  await out.flush();
+  interrupt.uninstall();
+  end.finish(code);
+  return code;
 }

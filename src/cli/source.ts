@@ -5,12 +5,12 @@
  * bin/source-data-read itself: the connector never loads the emulator.
  */
 import { LineWriter, StderrLogger, closedOutputCode } from '../process/output.js';
-import { Interrupt } from '../process/interrupt.js';
+import type { Interrupt } from '../process/interrupt.js';
 import { ConnectorError } from '../errors.js';
 import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
-import { RunEnd } from './run-end.js';
+import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
 import { UsageError, failureExit, versionLine } from './usage.js';
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
@@ -95,16 +95,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
 export async function main(argv: readonly string[]): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('source-data-read');
-  const end = new RunEnd((message) => logger.log('ERROR', message));
-  const interrupt = new Interrupt({
-    out,
-    log: (message) => logger.log('ERROR', message),
-    onSignal: (signal) => end.interrupted(signal),
-    exit: (code) => {
-      end.finish(code);
-      process.exit(code);
-    },
-  });
+  const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('ERROR', message));
   let code: number;
   try {
     code = await run(argv, out, logger, interrupt, end);
@@ -121,8 +112,5 @@ export async function main(argv: readonly string[]): Promise<number> {
       code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
     }
   }
-  await out.flush();
-  interrupt.uninstall();
-  end.finish(code);
-  return code;
+  return closeRun(out, interrupt, end, code);
 }

@@ -3,11 +3,11 @@
  * default). Protocol output on stdout only; logs on stderr.
  */
 import { LineWriter, StderrLogger } from '../process/output.js';
-import { Interrupt } from '../process/interrupt.js';
+import type { Interrupt } from '../process/interrupt.js';
 import { EXIT_STATUS_HELP } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
-import { RunEnd } from './run-end.js';
+import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
 import { USAGE_EXIT, UsageError, failureExit, usageMessage, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
@@ -96,16 +96,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
     return USAGE_EXIT;
   }
-  const end = new RunEnd((message) => logger.log('CRITICAL', message));
-  const interrupt = new Interrupt({
-    out,
-    log: (message) => logger.log('CRITICAL', message),
-    onSignal: (signal) => end.interrupted(signal),
-    exit: (code) => {
-      end.finish(code);
-      process.exit(code);
-    },
-  }).install();
+  const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('CRITICAL', message));
+  interrupt.install();
   let code: number;
   try {
     code = await run(args, out, logger, interrupt, end);
@@ -114,8 +106,5 @@ export async function main(argv: readonly string[]): Promise<number> {
     // Usage mistakes found after parsing (no --config, a bad --format) come with the usage text.
     code = failureExit(err, (message) => logger.log('CRITICAL', message), TAP_HELP);
   }
-  await out.flush();
-  interrupt.uninstall();
-  end.finish(code);
-  return code;
+  return closeRun(out, interrupt, end, code);
 }

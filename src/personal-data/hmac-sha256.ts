@@ -78,6 +78,19 @@ function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32
   state[7] = ((state[7] as number) + h) | 0;
 }
 
+/** Write `v` as 4 big-endian bytes at `at` of `bytes`. */
+function putWord(bytes: Uint8Array, at: number, v: number): void {
+  bytes[at] = v >>> 24;
+  bytes[at + 1] = (v >>> 16) & 0xff;
+  bytes[at + 2] = (v >>> 8) & 0xff;
+  bytes[at + 3] = v & 0xff;
+}
+
+/** Write the 8 words of a SHA-256 state as its 32-byte digest at the start of `bytes`. */
+function putDigest(state: Int32Array, bytes: Uint8Array): void {
+  for (let i = 0; i < 8; i++) putWord(bytes, i * 4, state[i] as number);
+}
+
 /** A keyed HMAC-SHA-256: `hex(message)` gives the lower-case hex MAC of the message's UTF-8 bytes. */
 export class HmacSha256 {
   readonly #inner = new Int32Array(8);
@@ -130,10 +143,7 @@ export class HmacSha256 {
       block.fill(0);
     }
     // Messages are far below 2^32 bits: the high word stays 0.
-    block[60] = (bits >>> 24) & 0xff;
-    block[61] = (bits >>> 16) & 0xff;
-    block[62] = (bits >>> 8) & 0xff;
-    block[63] = bits & 0xff;
+    putWord(block, 60, bits);
     compress(state, block, 0, this.#w);
   }
 
@@ -156,24 +166,12 @@ export class HmacSha256 {
     this.#finish(state, length, 64);
     // The outer hash of the inner digest (32 bytes, one block).
     const buf = this.#buf;
-    for (let i = 0; i < 8; i++) {
-      const v = state[i] as number;
-      buf[i * 4] = v >>> 24;
-      buf[i * 4 + 1] = (v >>> 16) & 0xff;
-      buf[i * 4 + 2] = (v >>> 8) & 0xff;
-      buf[i * 4 + 3] = v & 0xff;
-    }
+    putDigest(state, buf);
     state.set(this.#outer);
     this.#finish(state, 32, 64);
     // One flat string from native code (a string built of 32 pieces is a rope the GC then chases).
     const digest = this.#digest;
-    for (let i = 0; i < 8; i++) {
-      const v = state[i] as number;
-      digest[i * 4] = v >>> 24;
-      digest[i * 4 + 1] = (v >>> 16) & 0xff;
-      digest[i * 4 + 2] = (v >>> 8) & 0xff;
-      digest[i * 4 + 3] = v & 0xff;
-    }
+    putDigest(state, digest);
     return digest.toString('hex');
   }
 }
@@ -187,18 +185,9 @@ function sha256Bytes(data: Uint8Array): Uint8Array {
   padded.set(data);
   padded[data.length] = 0x80;
   const bits = data.length * 8;
-  padded[total - 4] = (bits >>> 24) & 0xff;
-  padded[total - 3] = (bits >>> 16) & 0xff;
-  padded[total - 2] = (bits >>> 8) & 0xff;
-  padded[total - 1] = bits & 0xff;
+  putWord(padded, total - 4, bits);
   for (let off = 0; off < total; off += 64) compress(state, padded, off, w);
   const out = new Uint8Array(32);
-  for (let i = 0; i < 8; i++) {
-    const v = state[i] as number;
-    out[i * 4] = v >>> 24;
-    out[i * 4 + 1] = (v >>> 16) & 0xff;
-    out[i * 4 + 2] = (v >>> 8) & 0xff;
-    out[i * 4 + 3] = v & 0xff;
-  }
+  putDigest(state, out);
   return out;
 }

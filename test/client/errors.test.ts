@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { ContractError } from '../../src/errors.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -21,6 +21,11 @@ async function errorFor(status: number, body: unknown, headers: Record<string, s
   return { err: err as ApiError, requests: requests.count };
 }
 
+/** The error's message contains each of `parts`. */
+function expectSays(err: Error, ...parts: string[]): void {
+  for (const part of parts) expect(err.message).toContain(part);
+}
+
 describe('the client follows the failure policy table', () => {
   it.each([400, 401, 403, 404, 408, 410, 422, 429, 500, 502, 503, 504])('HTTP %i: retried or not, and the error, as the table says', async (status) => {
     const rule = statusRule(status);
@@ -33,10 +38,7 @@ describe('the client follows the failure policy table', () => {
 describe('error statuses (application/problem+json)', () => {
   it('401: config_error in plain words with title, detail and request_id; not retried', async () => {
     const { err } = await errorFor(401, problem(401, 'Unauthorized', 'The API key was revoked.', 'rq-401-abc'));
-    expect(err.message).toContain('missing, invalid or revoked');
-    expect(err.message).toContain('api_key');
-    expect(err.message).toContain('Unauthorized: The API key was revoked.');
-    expect(err.message).toContain('request_id rq-401-abc');
+    expectSays(err, 'missing, invalid or revoked', 'api_key', 'Unauthorized: The API key was revoked.', 'request_id rq-401-abc');
     expect(err.problem).toMatchObject({ type: 'about:blank', title: 'Unauthorized', status: 401, request_id: 'rq-401-abc' });
   });
 
@@ -44,15 +46,12 @@ describe('error statuses (application/problem+json)', () => {
     const { err } = await errorFor(403, problem(403, 'Forbidden', 'Data API disabled for this account.', 'rq-403'));
     expect(err.message).toMatch(/switched off/);
     expect(err.message).toMatch(/plan/);
-    expect(err.message).toContain('data:read');
-    expect(err.message).toContain('Data API disabled for this account.');
-    expect(err.message).toContain('rq-403');
+    expectSays(err, 'data:read', 'Data API disabled for this account.', 'rq-403');
   });
 
   it('400: bad_request system_error (the reader catches it for resume cursors)', async () => {
     const { err } = await errorFor(400, problem(400, 'Invalid request', 'The cursor is not valid.', 'rq-400'));
-    expect(err.message).toContain('GET /v1/contacts');
-    expect(err.message).toContain('Invalid request: The cursor is not valid.');
+    expectSays(err, 'GET /v1/contacts', 'Invalid request: The cursor is not valid.');
     expect(err.problem?.detail).toBe('The cursor is not valid.');
   });
 
@@ -81,10 +80,7 @@ describe('error statuses (application/problem+json)', () => {
 
   it('500: retried with backoff, then retries_exhausted naming the last cause', async () => {
     const { err } = await errorFor(500, problem(500, 'Internal Server Error', 'Unexpected error.', 'rq-500'));
-    expect(err.message).toContain('HTTP 500');
-    expect(err.message).toContain('Unexpected error.');
-    expect(err.message).toContain('rq-500');
-    expect(err.message).toContain('4 attempts');
+    expectSays(err, 'HTTP 500', 'Unexpected error.', 'rq-500', '4 attempts');
   });
 
 });
@@ -102,8 +98,7 @@ describe('page envelope', () => {
       expect(requests.count).toBe(1);
       expect(err).toBeInstanceOf(ContractError);
       expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
-      expect(err.message).toContain(`"${field}"`);
-      expect(err.message).toContain('GET /v1/contacts');
+      expectSays(err, `"${field}"`, 'GET /v1/contacts');
     });
   }
 
@@ -185,12 +180,10 @@ describe('2xx bodies that are not JSON', () => {
         return [200, html, { 'content-type': 'text/html; charset=utf-8' }];
       });
     const h = harness();
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(requests).toBe(4);
     expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error', status: 200 });
-    expect(err.message).toContain('content-type text/html; charset=utf-8');
-    expect(err.message).toContain('beginning "<html><head><title>502 Bad Gateway</title></head> <body> upstream down');
+    expectSays(err, 'content-type text/html; charset=utf-8', 'beginning "<html><head><title>502 Bad Gateway</title></head> <body> upstream down');
     expect(err.message).not.toContain('\u0007');
     expect(err.message).not.toContain('x'.repeat(100)); // first 80 characters only
     expect(h.logs.filter((l) => l.level === 'WARN')).toHaveLength(3);
@@ -199,8 +192,7 @@ describe('2xx bodies that are not JSON', () => {
   it('an empty 200 body is retried then a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).times(4).reply(200, '', JSON_HEADERS);
     const h = harness();
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(err).toMatchObject({ name: 'ContractError' });
     expect(err.message).toMatch(/empty/);
   });

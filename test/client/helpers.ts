@@ -80,6 +80,13 @@ export async function failure(fn: () => Promise<unknown>): Promise<Error> {
   throw new Error('expected a rejection, got a value');
 }
 
+/** What `fn` rejected with (as failure does), the harness's client closed afterwards. */
+export async function failureThenClose(h: Harness, fn: () => Promise<unknown>): Promise<Error> {
+  const err = await failure(fn);
+  await h.client.close();
+  return err;
+}
+
 /** The canary key appears nowhere in the error: message, stack, JSON, inspect (with causes), internal. */
 export function expectNoKey(err: unknown, extra = ''): void {
   const views = [inspect(err, { depth: 10, showHidden: true }), JSON.stringify(err), extra];

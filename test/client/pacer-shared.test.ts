@@ -1,6 +1,7 @@
 /** Several processes on one key: the pacer takes a share of the quota instead of bursting into the others' 429s. */
 import { describe, expect, it } from 'vitest';
-import { Pacer, type PaceWait } from '../../src/client/pacer.js';
+import type { Pacer, PaceWait } from '../../src/client/pacer.js';
+import { pacer } from '../helpers/pacer.js';
 
 interface Rig {
   readonly p: Pacer;
@@ -11,19 +12,8 @@ interface Rig {
 
 function rig(): Rig {
   const now = { t: 0 };
-  const announced: PaceWait[] = [];
-  const slept: number[] = [];
-  const p = new Pacer({
-    now: () => now.t,
-    sleep: async (ms) => {
-      slept.push(ms);
-      now.t += ms;
-    },
-    maxWaitMs: 100_000,
-    announce: (w) => announced.push(w),
-    tooLong: () => new Error('too long'),
-  });
-  return { p, now, announced, slept };
+  const { p, waits, slept } = pacer(now);
+  return { p, now, announced: waits, slept };
 }
 
 /** 8 requests per 2 s window, as in the shared-key bench. */

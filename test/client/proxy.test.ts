@@ -15,7 +15,7 @@ import type { DataReadApi } from '../../src/client/types.js';
 import { ConnectorError } from '../../src/errors.js';
 import { startEmulator, type Emulator } from '../../src/emulator/index.js';
 import { type TestCa } from '../helpers/certificates.js';
-import { closedPort, startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
+import { closedPort, startForwardProxy, type ForwardProxy, type ProxyLogEntry } from '../helpers/forward-proxy.js';
 
 const PASSWORD = 'pr0xy-S3cret!pw';
 let ca: TestCa;
@@ -78,16 +78,21 @@ async function failure(run: () => Promise<unknown>): Promise<ApiError> {
 
 const since = (p: ForwardProxy): number => p.log.length;
 
+/** `me` and a page of `limit` contacts through `client` (closed after), both the emulator's answers; what `p` was asked meanwhile. */
+async function meAndPage(client: DataReadApi, p: ForwardProxy, limit: number): Promise<ProxyLogEntry[]> {
+  const before = since(p);
+  const me = await client.me();
+  const page = await client.list('/v1/contacts', { limit });
+  await client.close();
+  expect(me.account_name).toBe('Proxied');
+  expect(page.data).toHaveLength(limit);
+  return p.log.slice(before);
+}
+
 describe('through a CONNECT tunnel', () => {
   it('HTTPS_PROXY: every request of an https:// API goes through the proxy, and the answers are the API\'s', async () => {
-    const before = since(proxy);
     const { client, logs } = make({ env: { HTTPS_PROXY: proxy.url } });
-    const me = await client.me();
-    const page = await client.list('/v1/contacts', { limit: 50 });
-    await client.close();
-    expect(me.account_name).toBe('Proxied');
-    expect(page.data).toHaveLength(50);
-    const seen = proxy.log.slice(before);
+    const seen = await meAndPage(client, proxy, 50);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((e) => e.method === 'CONNECT' && e.target === `127.0.0.1:${tlsEmu.port}` && e.status === 200)).toBe(true);
     expect(logs.join('\n')).toContain(`through the proxy 127.0.0.1:${proxy.port} (HTTPS_PROXY) through a CONNECT tunnel`);
@@ -247,14 +252,8 @@ describe('through a CONNECT tunnel', () => {
 
 describe('absolute-form requests (an http:// API)', () => {
   it('http_proxy: GET http://host:port/v1/... to the proxy, with the API\'s Host and the credentials', async () => {
-    const before = since(authProxy);
     const { client, logs } = make({ env: { http_proxy: `http://etl:${encodeURIComponent(PASSWORD)}@127.0.0.1:${authProxy.port}` } }, false);
-    const me = await client.me();
-    const page = await client.list('/v1/contacts', { limit: 10 });
-    await client.close();
-    expect(me.account_name).toBe('Proxied');
-    expect(page.data).toHaveLength(10);
-    const seen = authProxy.log.slice(before);
+    const seen = await meAndPage(client, authProxy, 10);
     expect(seen.map((e) => [e.method, e.target.replace(/\?.*$/, ''), e.status, e.host])).toEqual([
       ['GET', `${plainEmu.url}/v1/me`, 200, `127.0.0.1:${plainEmu.port}`],
       ['GET', `${plainEmu.url}/v1/contacts`, 200, `127.0.0.1:${plainEmu.port}`],

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Backoff, classifyNetError, parseRetryAfter } from '../../src/client/retry.js';
 import { cleaner } from '../../src/client/text.js';
 import { ApiError } from '../../src/client/api-error.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failure, harness, page, problem, resetNock, countRequests } from './helpers.js';
+import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -60,8 +60,7 @@ describe('retry limit', () => {
   it('makes exactly maxRetries + 1 attempts, with growing jittered waits, then retries_exhausted', async () => {
     const requests = countRequests('/v1/conversations', 20, (requests) => [500, problem(500, 'Internal Server Error', 'boom', `rq-${requests}`), PROBLEM_HEADERS]);
     const h = harness({ maxRetries: 5, retryBaseMs: 5, retryMaxMs: 1000 });
-    const err = await failure(() => h.client.list('/v1/conversations', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/conversations', { limit: 1 }));
     expect(requests.count).toBe(6);
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error' });
@@ -81,8 +80,7 @@ describe('retry limit', () => {
   it('maxRetries 0: one attempt only', async () => {
     const requests = countRequests('/v1/contacts', 3, () => [502, 'bad gateway']);
     const h = harness({ maxRetries: 0 });
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(requests.count).toBe(1);
     expect(err).toMatchObject({ code: 'retries_exhausted' });
     expect(h.clock.sleeps).toEqual([]);
@@ -114,8 +112,7 @@ describe('network faults', () => {
   it('a socket error every time ends in retries_exhausted naming it, with a clean cause', async () => {
     nock(BASE).get('/v1/contacts').query(true).times(4).replyWithError(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
     const h = harness();
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error' });
     expect(err.message).toContain('UND_ERR_SOCKET');
     expect(err.cause).toBeInstanceOf(Error);
@@ -123,21 +120,22 @@ describe('network faults', () => {
     expectNoKey(err);
   });
 
-  it('DNS failure: retried, then unreachable', async () => {
-    nock(BASE).get('/v1/me').times(4).replyWithError(Object.assign(new Error('getaddrinfo ENOTFOUND api.test'), { code: 'ENOTFOUND' }));
+  it.each([
+    { title: 'DNS failure: retried, then unreachable', error: 'getaddrinfo ENOTFOUND api.test', code: 'ENOTFOUND', failureType: 'transient_error', requests: 4, says: /could not be resolved/ },
+    { title: 'TLS certificate errors are not retried', error: 'certificate has expired', code: 'CERT_HAS_EXPIRED', failureType: 'config_error', requests: 1, says: undefined },
+  ])('$title', async ({ error, code, failureType, requests, says }) => {
+    nock(BASE).get('/v1/me').times(4).replyWithError(Object.assign(new Error(error), { code }));
     const h = harness();
-    const err = await failure(() => h.client.me());
-    await h.client.close();
-    expect(err).toMatchObject({ code: 'unreachable', failureType: 'transient_error' });
-    expect(err.message).toMatch(/could not be resolved/);
-    expect(h.client.stats.requests).toBe(4);
+    const err = await failureThenClose(h, () => h.client.me());
+    expect(err).toMatchObject({ code: 'unreachable', failureType });
+    if (says !== undefined) expect(err.message).toMatch(says);
+    expect(h.client.stats.requests).toBe(requests);
   });
 
   it('connection refused (a real closed port): retried, then unreachable', async () => {
     nock.enableNetConnect('127.0.0.1');
     const h = harness({ baseUrl: 'http://127.0.0.1:1', maxRetries: 1 });
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     nock.disableNetConnect();
     expect(err).toMatchObject({ code: 'unreachable', failureType: 'transient_error' });
     // The address once, the cause, and the total: how many attempts over how long.
@@ -146,14 +144,6 @@ describe('network faults', () => {
     expectNoKey(err);
   });
 
-  it('TLS certificate errors are not retried', async () => {
-    nock(BASE).get('/v1/me').times(4).replyWithError(Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }));
-    const h = harness();
-    const err = await failure(() => h.client.me());
-    await h.client.close();
-    expect(err).toMatchObject({ code: 'unreachable', failureType: 'config_error' });
-    expect(h.client.stats.requests).toBe(1);
-  });
 
   it('classifies undici and node error codes', () => {
     const ctx = { timedOut: false, timeoutMs: 60_000, host: 'api.test', clean: cleaner(['secret-key']) };
@@ -232,8 +222,7 @@ describe('timeouts', () => {
         return [200, page(), JSON_HEADERS];
       });
     const h = harness({ timeoutMs: 60, maxRetries: 2 });
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
     expect(err).toMatchObject({ code: 'retries_exhausted', failureType: 'transient_error' });
     expect(err.message).toMatch(/no complete answer within/);
     expect(h.client.stats.requests).toBe(3);

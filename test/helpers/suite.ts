@@ -57,6 +57,18 @@ export function withEmulatorAccount(
   });
 }
 
+/** An emulator account of `contacts` contacts (its data drawn from `seed`) for one suite, handed to `ready`; the emulator is stopped after it. For suites sharing a directory made by withTempDir. */
+export function withAccount(data: { readonly contacts: number; readonly seed?: number }, ready: (account: Account) => void): void {
+  let account: Account | undefined;
+  beforeAll(async () => {
+    account = await emulatorAccount(data.contacts, data.seed);
+    ready(account);
+  });
+  afterAll(async () => {
+    await account?.emulator.close();
+  });
+}
+
 /**
  * For tests that each open a database of their own: a function that makes a
  * new temporary directory (named from `prefix`) and returns the path of

@@ -54,6 +54,16 @@ function setup(out: FakeStderr, plainEveryMs = 10_000) {
   };
 }
 
+/** A display on `out`: `contacts` counted and drawn 300 ms in, then one log line, then stopped. */
+function drawThenLog(out: FakeStderr, contacts: number, level: string, message: string): void {
+  const { display, advance } = setup(out);
+  display.start();
+  advance(300, contacts);
+  display.changed();
+  display.log(level, message);
+  display.stop();
+}
+
 describe('ProgressDisplay on a terminal', () => {
   it('redraws one line in place, at most every 200 ms, fitted to the width, with rows/s once known', () => {
     const out = new FakeStderr(true, 60);
@@ -92,12 +102,7 @@ describe('ProgressDisplay on a terminal', () => {
   it('a terminal that reports width 0 (or none) gets lines of the default width, none cut short by two characters', () => {
     for (const columns of [0, undefined]) {
       const out = new FakeStderr(true, columns);
-      const { display, advance } = setup(out);
-      display.start();
-      advance(300, 10);
-      display.changed();
-      display.log('INFO', 'a log line keeps every character');
-      display.stop();
+      drawThenLog(out, 10, 'INFO', 'a log line keeps every character');
       expect(out.text).toContain('INFO a log line keeps every character\n');
       const lines = drawn(out.text);
       expect(lines.length).toBeGreaterThan(0);
@@ -110,12 +115,7 @@ describe('ProgressDisplay on a terminal', () => {
 
   it('clears the line before a log line and draws it again under it', () => {
     const out = new FakeStderr(true, 100);
-    const { display, advance } = setup(out);
-    display.start();
-    advance(300, 5);
-    display.changed();
-    display.log('WARN', 'a warning');
-    display.stop();
+    drawThenLog(out, 5, 'WARN', 'a warning');
     const [before, after] = out.text.split('WARN a warning\n');
     expect(before?.endsWith('\r\x1b[K')).toBe(true);
     expect(after?.startsWith('\r\x1b[Krate limit:')).toBe(true);

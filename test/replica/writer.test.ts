@@ -26,6 +26,13 @@ function replica(path: string) {
   return { store, checkpoint: checkpointsOf(store) };
 }
 
+/** Close the replica at `path`: the file keeps no WAL beside it, and holds `contacts` contacts. */
+function closeLeavingNoWal(store: ReplicaStore, path: string, contacts: number): void {
+  store.close();
+  expect(existsSync(`${path}-wal`)).toBe(false);
+  expect(replicaRecords(path).get('contacts')).toHaveLength(contacts);
+}
+
 /** The commit of a transaction that inserted contact c2 fails: a deferred constraint is checked at COMMIT. */
 function failCommitOfC2(db: DatabaseSync): void {
   db.exec('CREATE TABLE parent (id TEXT PRIMARY KEY)');
@@ -144,9 +151,7 @@ describe('ReplicaWriter', () => {
     for (let page = 0; page < 5; page++) writer.write(checkpoint('contacts', [contact(`c${page}`, page)], page));
     expect(writer.walThreadStarted).toBe(false);
     await writer.close();
-    store.close();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(replicaRecords(path).get('contacts')).toHaveLength(5);
+    closeLeavingNoWal(store, path, 5);
   });
 
   it('hands the checkpoints to the WAL thread, and leaves no WAL behind once the run closes the file', async () => {
@@ -164,9 +169,7 @@ describe('ReplicaWriter', () => {
     await writer.close();
     expect(writer.checkpointing).toBe(false);
     expect(store.rowCounts().get('contacts')).toBe(2001);
-    store.close();
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(replicaRecords(path).get('contacts')).toHaveLength(2001);
+    closeLeavingNoWal(store, path, 2001);
   });
 
   it('keeps the WAL bounded: past a size, it waits for the WAL thread and the next group starts the WAL over', async () => {

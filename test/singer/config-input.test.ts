@@ -3,11 +3,16 @@ import { parseConfig } from '../../src/config/config.js';
 import { configFromEnv, mergeConfigSources } from '../../src/faces/singer/config-input.js';
 import { tempDir, writeJson } from '../helpers/cli.js';
 
+/** The two settings every config needs, as Meltano passes them. */
+const CONNECTION_ENV = {
+  TAP_DATA_READ_API_KEY: 'dr_live_abc123',
+  TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
+};
+
 describe('config sources', () => {
   it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', () => {
     const env = {
-      TAP_DATA_READ_API_KEY: 'dr_live_abc123',
-      TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
+      ...CONNECTION_ENV,
       TAP_DATA_READ_PERSONAL_DATA: 'hash',
       TAP_DATA_READ_HASH_KEY: 'a-long-enough-hash-key',
       TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]',
@@ -19,8 +24,7 @@ describe('config sources', () => {
 
   it('reads TAP_DATA_READ_<SETTING> variables with the types of the config schema', () => {
     const env = {
-      TAP_DATA_READ_API_KEY: 'dr_live_abc123',
-      TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
+      ...CONNECTION_ENV,
       TAP_DATA_READ_PAGE_SIZE: '50',
       TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true',
       TAP_DATA_READ_USE_SERVICE_SCHEMA: 'false',

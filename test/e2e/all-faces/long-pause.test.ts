@@ -9,12 +9,12 @@
  *   FULL_TABLE sync of contacts and conversations) leaves a target equal to
  *   the service.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, type StreamStates } from '../../helpers/destination.js';
-import { emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { withAccount, withTempDir } from '../../helpers/suite.js';
 
 const DAY = 86_400_000;
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
@@ -55,13 +55,7 @@ class VersionedTarget {
 const idsOf = (rows: readonly { id: string }[]): string[] => rows.map((r) => r.id).sort();
 
 let dir: string;
-beforeAll(() => {
-  requireBuild();
-  dir = tempDir('long-pause-');
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withTempDir('long-pause-', (d) => (dir = d));
 
 async function tap(args: string[]): Promise<string> {
   const run = await runCli(TAP_BIN, args);
@@ -86,12 +80,7 @@ const split = (out: string): { stdout: string; stderr: string } => {
 
 describe('full tables whose rows disappear', () => {
   let account: Account;
-  beforeAll(async () => {
-    account = await emulatorAccount(40, 41);
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-  });
+  withAccount({ contacts: 40, seed: 41 }, (a) => (account = a));
 
   it('a removed pipeline stage leaves the replica, an Airbyte overwrite sync and a Singer target with ACTIVATE_VERSION', { timeout: 180_000 }, async () => {
     const control = account.emulator.control;
@@ -137,12 +126,7 @@ describe('full tables whose rows disappear', () => {
 
 describe('a pause longer than the deletion retention', () => {
   let account: Account;
-  beforeAll(async () => {
-    account = await emulatorAccount(60, 42);
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-  });
+  withAccount({ contacts: 60, seed: 42 }, (a) => (account = a));
 
   it('Airbyte and Singer warn on the service clock with their advice; a FULL_TABLE sync then drops the deleted rows', { timeout: 180_000 }, async () => {
     const control = account.emulator.control;

@@ -11,11 +11,12 @@
  * The other recipes of docs/ and the README run in test/docs/recipes.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, parseLines, protocolCheck, runCli, SOURCE_BIN, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
+import { installTargetJsonl } from '../../helpers/target-jsonl.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
 
 const OLD_NODE = '/usr/bin/node';
@@ -26,26 +27,6 @@ const oldNodeMajor = ((): number | undefined => {
   return run.status === 0 && major < 22 ? major : undefined;
 })();
 
-/** A stand-in for target-jsonl: --config {"destination_path"}, one <stream>.jsonl per stream, the last STATE value on stdout at the end. */
-const TARGET_JSONL = `#!/usr/bin/env node
-const fs = require('fs');
-const path = require('path');
-const config = JSON.parse(fs.readFileSync(process.argv[process.argv.indexOf('--config') + 1], 'utf8'));
-let state = null;
-let rest = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  const lines = (rest + chunk).split('\\n');
-  rest = lines.pop();
-  for (const line of lines) {
-    if (line.trim() === '') continue;
-    const m = JSON.parse(line);
-    if (m.type === 'RECORD') fs.appendFileSync(path.join(config.destination_path, m.stream + '.jsonl'), JSON.stringify(m.record) + '\\n');
-    else if (m.type === 'STATE') state = m.value;
-  }
-});
-process.stdin.on('end', () => { if (state !== null) process.stdout.write(JSON.stringify(state) + '\\n'); });
-`;
 
 /** RECORD lines of a stream in a file of Singer ({"stream"}) or Airbyte ({"record": {"stream"}}) messages. */
 function records(file: string, stream: string): number {
@@ -63,8 +44,7 @@ describe('docs/singer.md: the Singer worked example, pasted', () => {
     symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
     const tools = join(checkout, '.tools');
     mkdirSync(tools);
-    writeFileSync(join(tools, 'target-jsonl'), TARGET_JSONL);
-    chmodSync(join(tools, 'target-jsonl'), 0o755);
+    installTargetJsonl(tools, 'last');
     let path = `${tools}:${process.env.PATH ?? ''}`;
     if (oldNodeMajor !== undefined) {
       // Node 20 first on PATH, as on this machine; Node 24 as scripts/with-node leaves it after its one fetch.

@@ -8,32 +8,15 @@
  * lock taken exits 75 and leaves the state alone.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, parseLines, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
+import { installTargetJsonl } from '../../helpers/target-jsonl.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
 
 
-/** A stand-in for target-jsonl: records to <stream>.jsonl files, the STATE values it committed on stdout. */
-const TARGET_JSONL = `#!/usr/bin/env node
-const fs = require('fs');
-const path = require('path');
-const config = JSON.parse(fs.readFileSync(process.argv[process.argv.indexOf('--config') + 1], 'utf8'));
-let rest = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  const lines = (rest + chunk).split('\\n');
-  rest = lines.pop();
-  for (const line of lines) {
-    if (line.trim() === '') continue;
-    const m = JSON.parse(line);
-    if (m.type === 'RECORD') fs.appendFileSync(path.join(config.destination_path, m.stream + '.jsonl'), JSON.stringify(m.record) + '\\n');
-    else if (m.type === 'STATE') process.stdout.write(JSON.stringify(m.value) + '\\n');
-  }
-});
-`;
 
 let s: Setup;
 let revokedKey: string;
@@ -55,8 +38,7 @@ function workdir(name: string): { dir: string; env: NodeJS.ProcessEnv } {
   symlinkSync(join(ROOT, 'catalog'), join(dir, 'catalog'));
   const tools = join(dir, 'tools');
   mkdirSync(tools);
-  writeFileSync(join(tools, 'target-jsonl'), TARGET_JSONL);
-  chmodSync(join(tools, 'target-jsonl'), 0o755);
+  installTargetJsonl(tools, 'each');
   writeJson(dir, 'target.json', { destination_path: 'out' });
   mkdirSync(join(dir, 'out'));
   return { dir, env: { ...process.env, PATH: `${tools}:${dirname(process.execPath)}:${process.env.PATH ?? ''}` } };

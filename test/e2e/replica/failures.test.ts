@@ -6,18 +6,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SOURCE_BIN, runCli, writeJson } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { lockHolder, queryOne } from '../../helpers/sqlite.js';
 
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/);
-
-/** The pid of the run holding the writer lock of `db`. */
-async function lockHolder(db: string): Promise<number> {
-  const check = new DatabaseSync(db, { readOnly: true });
-  try {
-    return Number(check.prepare('SELECT pid FROM _replica_lock').get()?.pid);
-  } finally {
-    check.close();
-  }
-}
 
 /**
  * Poll until `ready()` holds, for as long as `run` (the replicate run it waits
@@ -38,28 +29,10 @@ async function whileRunning(run: Promise<unknown>, what: string, ready: () => bo
 /** Whether `db` has at least `n` contacts committed. */
 function hasRows(db: string, n: number): boolean {
   if (!existsSync(db)) return false;
-  const check = new DatabaseSync(db, { readOnly: true });
   try {
-    return Number(check.prepare('SELECT count(*) AS n FROM contacts').get()?.n) >= n;
+    return Number(queryOne(db, 'SELECT count(*) AS n FROM contacts')?.n) >= n;
   } catch {
     return false; // the table is not created yet
-  } finally {
-    check.close();
-  }
-}
-
-/** Whether a replicate run holds the writer lock of `db`. */
-function isLocked(db: string): boolean {
-  if (!existsSync(db)) return false;
-  try {
-    const check = new DatabaseSync(db, { readOnly: true });
-    try {
-      return check.prepare('SELECT pid FROM _replica_lock').get() !== undefined;
-    } finally {
-      check.close();
-    }
-  } catch {
-    return false; // not created yet
   }
 }
 
@@ -148,11 +121,12 @@ describe('replicate: errors', () => {
     let stopped: Awaited<ReturnType<typeof replicate>>;
     try {
       const run = replicate(config, db, { env: { SOURCE_DATA_READ_PROGRESS_MS: '0' } });
-      await whileRunning(run, 'it took the lock', () => isLocked(db));
+      await whileRunning(run, 'it took the lock', () => lockHolder(db) !== undefined);
       // Once a few pages have been read, stop it the way a service manager does.
       await whileRunning(run, 'it committed 10 contacts', () => hasRows(db, 10));
-      const pid = await lockHolder(db);
-      process.kill(pid, 'SIGTERM');
+      const holder = lockHolder(db);
+      if (holder === undefined) throw new Error('the replicate run released its lock before it was stopped');
+      process.kill(holder.pid, 'SIGTERM');
       stopped = await run;
     } finally {
       account.emulator.control.setLatency(0);

@@ -9,15 +9,17 @@
  * else the test-only SOURCE_DATA_READ_TEST_HOSTNAME.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../../src/engine/run-report.js';
 import { startEmulator } from '../../../src/emulator/server.js';
 import { SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { lockHolder } from '../../helpers/sqlite.js';
+import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const OTHER_HOST = 'replica-pod-b';
 /** Whether this machine lets an unprivileged test enter a new UTS namespace (and name its host). */
@@ -40,33 +42,10 @@ function replicateOnOtherHost(args: readonly string[], env: NodeJS.ProcessEnv): 
   });
 }
 
-function lockRow(db: string): { pid: number; host: string } | undefined {
-  if (!existsSync(db)) return undefined;
-  try {
-    const check = new DatabaseSync(db, { readOnly: true });
-    try {
-      const row = check.prepare('SELECT pid, host FROM _replica_lock').get();
-      return row === undefined ? undefined : { pid: Number(row.pid), host: String(row.host) };
-    } finally {
-      check.close();
-    }
-  } catch {
-    return undefined; // not created yet
-  }
-}
-
 describe('replicate: a killed run, the next one from another host', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(80, 5);
-    dir = tempDir('replica-takeover-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-takeover-', { contacts: 80, seed: 5 }, (suite) => ({ account, dir } = suite));
 
   it(`SIGKILL mid-run; from ${unshareWorks ? 'a new UTS namespace' : 'a faked host name'}: refused (75) while the lock is fresh, taken over once stale; the replica exact`, async () => {
     const db = join(dir, 'killed.db');
@@ -78,7 +57,7 @@ describe('replicate: a killed run, the next one from another host', () => {
       let ended = false;
       void run.finally(() => (ended = true));
       let holder: { pid: number; host: string } | undefined;
-      while ((holder = lockRow(db)) === undefined) {
+      while ((holder = lockHolder(db)) === undefined) {
         if (ended) throw new Error('the replicate run ended before it took the lock');
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
@@ -88,7 +67,7 @@ describe('replicate: a killed run, the next one from another host', () => {
       account.emulator.control.setLatency(0);
     }
     expect(killed.signal).toBe('SIGKILL');
-    expect(lockRow(db)?.host).toBe(hostname()); // left behind
+    expect(lockHolder(db)?.host).toBe(hostname()); // left behind
 
     // Fresh (the default 60 s): another host cannot tell whether the run lives, so it must wait.
     const refusedSummary = join(dir, 'refused.json');
@@ -105,7 +84,7 @@ describe('replicate: a killed run, the next one from another host', () => {
       new RegExp(`WARN source-data-read: Took over the writer lock of ".*killed\\.db": not renewed for \\d+ s \\(stale after 0 s\\), its holder \\(pid \\d+ on ${hostname()}, started .*, last renewed .* \\(\\d+ s ago\\)\\) was killed or cut off`),
     );
     expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
-    expect(lockRow(db)).toBeUndefined();
+    expect(lockHolder(db)).toBeUndefined();
     const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
     expect(s).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
     expect(s.streams.map((x) => x.status)).toEqual(['complete', 'complete', 'complete', 'complete', 'complete']);

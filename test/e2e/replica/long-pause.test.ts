@@ -7,14 +7,14 @@
  * middle of that heal leaves the old rows and the deletion log's old state;
  * the next run heals again.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../../src/faces/replica/records.js';
-import { SOURCE_BIN, tempDir } from '../../helpers/cli.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { SOURCE_BIN } from '../../helpers/cli.js';
+import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { readDatabase } from '../../helpers/sqlite.js';
+import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
 const COMPARED = ['contacts', 'conversations', 'stage_events', 'pipeline_stages'] as const;
@@ -24,23 +24,15 @@ function objects(lists: Record<string, unknown[]>): Record<string, unknown[]> {
 }
 
 function ids(db: string, table: string): Set<string> {
-  const handle = new DatabaseSync(db, { readOnly: true });
-  try {
-    return new Set(handle.prepare(`SELECT id FROM "${table}"`).all().map((r) => String(r.id)));
-  } finally {
-    handle.close();
-  }
+  return readDatabase(db, (handle) => new Set(handle.prepare(`SELECT id FROM "${table}"`).all().map((r) => String(r.id))));
 }
 
 /** The stream's saved state as the replica holds it, read while a run may be writing (WAL). */
 function savedState(db: string, stream: string): Record<string, unknown> | undefined {
-  const handle = new DatabaseSync(db, { readOnly: true, timeout: 5000 });
-  try {
+  return readDatabase(db, (handle) => {
     const row = handle.prepare('SELECT state FROM _replica_state WHERE stream = ?').get(stream);
     return row ? (JSON.parse(String(row.state)) as Record<string, unknown>) : undefined;
-  } finally {
-    handle.close();
-  }
+  }, 5000);
 }
 
 /** Run replicate and SIGKILL it once `ready()` says so (polled); resolves with its stderr. */
@@ -68,15 +60,7 @@ function replicateKilledWhen(config: string, db: string, ready: () => boolean): 
 describe('replicate after a pause longer than the deletion retention', () => {
   let account: Account;
   let dir: string;
-  beforeAll(async () => {
-    requireBuild();
-    account = await emulatorAccount(150, 23);
-    dir = tempDir('replica-pause-');
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  withEmulatorAccount('replica-pause-', { contacts: 150, seed: 23 }, (suite) => ({ account, dir } = suite));
 
   it('heals: rows deleted in the gap are removed with one WARN, the replica equals the service; a kill mid-heal changes nothing', { timeout: 240_000 }, async () => {
     const control = account.emulator.control;

@@ -15,6 +15,7 @@ import { parseLayout } from '../../../src/faces/replica/layout.js';
 import { recordToRow } from '../../../src/faces/replica/rows.js';
 import { ReplicaStore } from '../../../src/faces/replica/store.js';
 import { LISTS, changeRound, dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { readDatabase } from '../../helpers/sqlite.js';
 
 const SCHEMA_010 = readFileSync(join(import.meta.dirname, 'fixtures', 'replica-0.1.0-schema.sql'), 'utf8');
 const SYNCED_AT = '2026-01-01T00:00:00.000Z';
@@ -42,8 +43,7 @@ function writeReplica010(path: string, lists: Record<string, unknown[]>, states:
 }
 
 function inspect(path: string) {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
+  return readDatabase(path, (db) => {
     return {
       integrity: db.prepare('PRAGMA integrity_check').get()?.integrity_check,
       withoutRowid: db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID%'").all().map((r) => r.name),
@@ -52,9 +52,7 @@ function inspect(path: string) {
       states: db.prepare('SELECT stream, state FROM _replica_state ORDER BY stream').all().map((r) => ({ stream: String(r.stream), state: String(r.state) })),
       leftovers: db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE '_replica_migrating_%'").all(),
     };
-  } finally {
-    db.close();
-  }
+  });
 }
 
 describe('a replica written by 0.1.0', () => {

@@ -4,7 +4,7 @@
  * SIGKILLs at random points followed by a rerun.
  */
 import { describe, expect, it } from 'vitest';
-import { queryOne } from '../../helpers/sqlite.js';
+import { queryOne, readDatabase } from '../../helpers/sqlite.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,8 +70,7 @@ describe('replicate: the replica equals the service', () => {
   });
 
   it('the tables are typed: TEXT, INTEGER, booleans as 0/1', () => {
-    const db = new DatabaseSync(join(dir, 'replica.db'), { readOnly: true });
-    try {
+    readDatabase(join(dir, 'replica.db'), (db) => {
       const types = Object.fromEntries(db.prepare("SELECT name, type FROM pragma_table_info('contacts')").all().map((r) => [r.name, r.type]));
       expect(types).toMatchObject({ id: 'TEXT', updated_at: 'TEXT', qualification_score: 'INTEGER', do_not_contact: 'INTEGER', _extra: 'TEXT' });
       const flags = db.prepare('SELECT DISTINCT do_not_contact AS v FROM contacts ORDER BY v').all().map((r) => r.v);
@@ -81,9 +80,7 @@ describe('replicate: the replica equals the service', () => {
       expect(typeof stages?.name).toBe('string');
       expect(typeof stages?.position).toBe('number');
       expect(stages?._extra).toBeNull();
-    } finally {
-      db.close();
-    }
+    });
   });
 });
 

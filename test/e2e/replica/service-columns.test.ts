@@ -7,11 +7,11 @@
  * description (or is pinned) keeps every column it has.
  */
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withTempDir } from '../../helpers/suite.js';
+import { describe, expect, it } from 'vitest';
+import { withAccount, withTempDir } from '../../helpers/suite.js';
 import type { ExtraField } from '../../../src/emulator/extra-fields.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { readDatabase } from '../../helpers/sqlite.js';
 
 const LIFETIME: ExtraField = { list: 'contacts', name: 'lifetime_value', type: 'integer' };
 const SENTIMENT: ExtraField = { list: 'conversations', name: 'sentiment', type: 'number' };
@@ -23,23 +23,15 @@ const asText = (lists: Record<string, unknown[]>): Record<string, string[]> =>
   Object.fromEntries(Object.entries(lists).map(([k, v]) => [k, v.map(canonical)]));
 
 function columns(db: string, table: string): Record<string, string> {
-  const handle = new DatabaseSync(db, { readOnly: true });
-  try {
-    return Object.fromEntries(handle.prepare(`SELECT name, type FROM pragma_table_info('${table}')`).all().map((r) => [String(r.name), String(r.type)]));
-  } finally {
-    handle.close();
-  }
+  return readDatabase(db, (handle) => Object.fromEntries(handle.prepare(`SELECT name, type FROM pragma_table_info('${table}')`).all().map((r) => [String(r.name), String(r.type)])));
 }
 
 function query(db: string, sql: string): Record<string, unknown>[] {
-  const handle = new DatabaseSync(db, { readOnly: true });
-  try {
+  return readDatabase(db, (handle) => {
     const statement = handle.prepare(sql);
     statement.setReadBigInts(true);
     return statement.all() as Record<string, unknown>[];
-  } finally {
-    handle.close();
-  }
+  });
 }
 
 let dir: string;
@@ -47,12 +39,7 @@ withTempDir('replica-columns-', (d) => (dir = d));
 
 describe('replicate: columns from the service\'s description', () => {
   let account: Account;
-  beforeAll(async () => {
-    account = await emulatorAccount(150, 31);
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
-  });
+  withAccount({ contacts: 150, seed: 31 }, (a) => (account = a));
 
   it('pipeline_stages gets typed columns, so a dashboard joins a contact\'s stage by id', async () => {
     const db = join(dir, 'stages.db');
@@ -117,12 +104,9 @@ describe('replicate: columns from the service\'s description', () => {
 
 describe('replicate: a file written without the service\'s columns is migrated in place', () => {
   let account: Account;
-  beforeAll(async () => {
-    account = await emulatorAccount(120, 37);
-    account.emulator.control.addExtraField(LIFETIME);
-  });
-  afterAll(async () => {
-    await account?.emulator.close();
+  withAccount({ contacts: 120, seed: 37 }, (a) => {
+    account = a;
+    a.emulator.control.addExtraField(LIFETIME);
   });
 
   it('pinned first (fields in _extra), then the description: ADD COLUMN, values moved out of _extra, records unchanged', async () => {
