@@ -203,6 +203,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   try {
     for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
+    // The watermarks the run starts from, before any pass (a heal pass reads from none).
+    report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
