@@ -161,17 +161,19 @@ export class ReplicaStore {
     return counts;
   }
 
-  /** Write one checkpoint on this connection, in its own transaction. */
-  write(checkpoint: Checkpoint): CommitResult {
+  /** Write one checkpoint on this connection, in its own transaction; `committed` is told its result once committed. */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
     this.writer ??= new TableWriter(this.db, this.tables);
+    let result: CommitResult;
     try {
-      const result = this.writer.write(checkpoint);
+      result = this.writer.write(checkpoint);
       this.writer.commit();
-      return result;
     } catch (err) {
       this.writer.rollback();
       throw dbError(this.path, err);
     }
+    committed?.(result);
+    return result;
   }
 
   /**

@@ -85,6 +85,8 @@ export class ReplicaWriter implements CheckpointTarget {
   private groupRows = 0;
   private walAtGroupStart: number;
   private startedThread = false;
+  /** Told when the open group is committed: each checkpoint's result, in order (dropped with a lost group). */
+  private onCommit: (() => void)[] = [];
 
   constructor(store: ReplicaStore, options: WriterOptions = {}) {
     this.store = store;
@@ -129,8 +131,11 @@ export class ReplicaWriter implements CheckpointTarget {
     return this.store.layoutOf(stream);
   }
 
-  /** Write one checkpoint into the open group; it is committed within the group's time (groupTimeMs). */
-  write(checkpoint: Checkpoint): CommitResult {
+  /**
+   * Write one checkpoint into the open group; it is committed within the
+   * group's time (groupTimeMs), and `committed` told its result then.
+   */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
     if (this.lost) throw this.lost;
     let result: CommitResult;
     try {
@@ -138,9 +143,13 @@ export class ReplicaWriter implements CheckpointTarget {
     } catch (err) {
       // The transaction went with it: the group's other checkpoints, of any stream, are not saved either.
       const gone = this.writer.lostTransaction;
-      if (gone) this.lost ??= this.error(gone.message);
+      if (gone) {
+        this.lost ??= this.error(gone.message);
+        this.onCommit = [];
+      }
       throw this.error(messageOf(err));
     }
+    if (committed) this.onCommit.push(() => committed(result));
     const openedAt = this.writer.transactionStartedAt;
     if (openedAt !== undefined) {
       this.groupRows += checkpoint.rows.length;
@@ -165,12 +174,15 @@ export class ReplicaWriter implements CheckpointTarget {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.writer.transactionStartedAt === undefined) return;
+    const told = this.onCommit;
+    this.onCommit = [];
     try {
       this.writer.commit();
     } catch (err) {
       this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
+    for (const tell of told) tell();
     const walBytes = this.walBytes();
     this.groupMs = this.nextGroupMs(walBytes);
     // The next group starts from here: nothing else writes on this connection between two groups.
