@@ -27,6 +27,7 @@ import { readJsonFile } from '../../config/files.js';
 import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
+import { lockLostError } from './lock.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
@@ -184,17 +185,15 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     ctx.beforeExit?.(code);
     process.exit(code);
   };
-  // Another run took the lock over (this one was stalled past the staleness limit): stop writing at once.
+  // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
+  // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
   store.onLockLost = () => {
     progress.stop();
-    writer.stopNow();
+    writer.abandon();
     reportWritten(report, sink.tallies);
-    report?.fail(new ConnectorError('transient_error', `Another replicate run took over the writer lock of "${dbPath}"`));
-    logger.log(
-      'ERROR',
-      `Another replicate run took over the writer lock of "${dbPath}" (this run was stalled longer than the lock stays fresh); stopped writing. ` +
-        'Everything committed so far is kept; that run continues from it.',
-    );
+    const error = lockLostError(dbPath);
+    report?.fail(error);
+    logger.log('ERROR', error.message);
     ctx.beforeExit?.(EXIT_TEMPFAIL);
     process.exit(EXIT_TEMPFAIL);
   };

@@ -25,6 +25,7 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../errors.js';
 import { TableWriter, type Checkpoint, type CommitResult } from './table-writer.js';
+import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import type { TableLayout } from './layout.js';
 import type { CheckpointTarget } from './sink.js';
@@ -176,11 +177,19 @@ export class ReplicaWriter implements CheckpointTarget {
     if (this.writer.transactionStartedAt === undefined) return;
     const told = this.onCommit;
     this.onCommit = [];
+    let held: boolean;
     try {
-      this.writer.commit();
+      // Another run took the lock over between two groups: this group read before its commits, so it is dropped.
+      held = this.store.confirmLock();
+      if (held) this.writer.commit();
     } catch (err) {
+      this.writer.rollback();
       this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
+    }
+    if (!held) {
+      this.abandon();
+      throw this.lost ?? lockLostError(this.store.path);
     }
     for (const tell of told) tell();
     const walBytes = this.walBytes();
@@ -275,6 +284,23 @@ export class ReplicaWriter implements CheckpointTarget {
       }
     }
     if (this.lost) throw this.lost;
+  }
+
+  /**
+   * For a lock another run took over: roll the open group back (never
+   * committed over that run's newer ones), end the thread at once; every
+   * later write throws the lock-lost error.
+   */
+  abandon(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.onCommit = [];
+    this.writer.rollback();
+    this.lost ??= lockLostError(this.store.path);
+    const thread = this.walThread;
+    this.walThread = undefined;
+    this.walThreadReady = false;
+    void thread?.terminate();
   }
 
   /** For a stop signal: commit what is held (whole checkpoints), end the thread at once. */
