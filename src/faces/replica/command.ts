@@ -42,6 +42,12 @@ export interface ReplicateContext {
   readonly onSignal?: ((signal: 'SIGTERM' | 'SIGINT') => void) | undefined;
   /** Called with the exit status right before the process exits on a signal (the summary is written there). */
   readonly beforeExit?: ((code: number) => void) | undefined;
+  /**
+   * Told true once replicate's own SIGTERM/SIGINT handlers are installed, false
+   * once they are removed (the last after its final awaits): the caller's
+   * handler stops the run in between, so no signal meets the default action.
+   */
+  readonly handlesSignals?: ((own: boolean) => void) | undefined;
 }
 
 /** What ended a run before it began syncing, with its exit status. */
@@ -149,6 +155,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   };
   process.once('SIGINT', stopEarly);
   process.once('SIGTERM', stopEarly);
+  ctx.handlesSignals?.(true);
   let opened: Awaited<ReturnType<typeof openRun>>;
   let config: Config;
   try {
@@ -166,6 +173,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   } finally {
     process.off('SIGINT', stopEarly);
     process.off('SIGTERM', stopEarly);
+    ctx.handlesSignals?.(false);
   }
   const { session, store } = opened;
 
@@ -199,6 +207,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  ctx.handlesSignals?.(true);
   try {
     for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
@@ -281,11 +290,13 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     );
     return exitStatusFor(error.failureType);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     progress.stop();
+    // The handlers stay while the run closes (a signal there still commits, writes the summary, exits 143/130).
     await writer.close().catch(() => undefined);
     store.close();
     await session.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    ctx.handlesSignals?.(false);
   }
 }
