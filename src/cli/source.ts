@@ -11,6 +11,7 @@ import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
+import { StopBridge } from './stop-bridge.js';
 import { UsageError, failureExit, versionLine } from './usage.js';
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
@@ -38,7 +39,7 @@ ${EXIT_STATUS_HELP}`;
 /** The reader of stdout went away (a closed pipe): no usage text, exit 75 (run again later). */
 const outputClosed = closedOutputCode;
 
-async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
+async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError('No command given.');
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -59,8 +60,11 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     process.stdout.write(HELP);
     return 0;
   }
+  // replicate handles its own signals once loaded; until then, and after it returned, the bridge stops it.
+  if (command === 'replicate') bridge.install();
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
+  bridge.reportReady();
   if (report === undefined && args.values.has('summary')) throw new UsageError(`--summary is an option of read and replicate, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
@@ -72,7 +76,11 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
       throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
     const replica = await import('../faces/replica/command.js');
-    return replica.replicate({ logger, report, onSignal: (signal) => end.interrupted(signal), beforeExit: (code) => end.finish(code) }, need('config'), need('db'));
+    return replica.replicate(
+      { logger, report, onSignal: (signal) => end.interrupted(signal), beforeExit: (code) => end.finish(code), handlesSignals: (own) => bridge.handOver(own) },
+      need('config'),
+      need('db'),
+    );
   }
   // The Airbyte commands stop on SIGTERM/SIGINT (the emulator and replicate handle their own).
   interrupt.install();
@@ -96,9 +104,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('source-data-read');
   const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('ERROR', message));
+  // replicate's stop handler while its own are not installed: the summary is written on any signal.
+  const bridge = new StopBridge({
+    stop: (signal, code) => {
+      end.interrupted(signal);
+      logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
+      end.finish(code);
+      process.exit(code);
+    },
+  });
   let code: number;
   try {
-    code = await run(argv, out, logger, interrupt, end);
+    code = await run(argv, out, logger, interrupt, end, bridge);
   } catch (err) {
     const closed = err instanceof UsageError ? undefined : outputClosed(err);
     if (closed !== undefined) {
@@ -112,5 +129,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
     }
   }
-  return closeRun(out, interrupt, end, code);
+  await closeRun(out, interrupt, end, code);
+  bridge.uninstall();
+  return code;
 }

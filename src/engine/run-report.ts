@@ -137,7 +137,9 @@ export class RunRecorder {
    * from (full_refresh streams: none). A stream planned again keeps its
    * first watermark-before once anything happened to it (a second pass of
    * replicate); before that, the later plan's state is the one it starts from
-   * (streams named before their states are read).
+   * (streams named before their states are read). A plan without a state
+   * never forgets a watermark already known (replicate's heal pass reads
+   * from no state, yet started from the saved one).
    */
   plan(streams: readonly { readonly name: string; readonly state?: StreamState | undefined }[]): void {
     for (const { name, state } of streams) {
@@ -145,7 +147,7 @@ export class RunRecorder {
       const known = this.streams.get(name);
       if (known === undefined) {
         this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
-      } else if (known.ended === undefined && known.records === 0 && known.states === 0) {
+      } else if (known.ended === undefined && known.records === 0 && known.states === 0 && (state !== undefined || known.before === null)) {
         known.before = before;
         known.after = before;
       }

@@ -93,6 +93,14 @@ describe('RunRecorder', () => {
     expect(r.finish(0).streams[0]).toMatchObject({ sync_watermark_before: '2026-01-01T00:00:00.000Z', sync_watermark_after: '2026-01-01T00:00:00.000Z', status: 'skipped' });
   });
 
+  it('a plan without a state keeps the watermark a plan before it gave (replicate heal pass: read from no state)', () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts' }]);
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-01-01T00:00:00.000Z' } }]);
+    r.plan([{ name: 'contacts', state: undefined }]);
+    expect(r.finish(0).streams[0]).toMatchObject({ sync_watermark_before: '2026-01-01T00:00:00.000Z' });
+  });
+
   it('the failure told is the one the exit status stands for (the first of its type), else the first', () => {
     const r = new RunRecorder('sync');
     r.plan([{ name: 'contacts' }, { name: 'conversations' }]);

@@ -7,7 +7,11 @@ import type { DatabaseSync } from 'node:sqlite';
 import { openForWrite } from '../../src/faces/replica/database.js';
 import { LockHeldError, acquireLock, lockTimings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../src/faces/replica/writer.js';
+import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { tempDir } from '../helpers/cli.js';
+import { checkpointsOf } from '../helpers/checkpoints.js';
+import { contact, iso } from '../helpers/fake-api.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -119,5 +123,79 @@ describe('replica writer lock', () => {
     } finally {
       delete process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS;
     }
+  });
+
+  /** A store holding the lock, and a writer whose groups stay open until flushed. */
+  function lockedWriter() {
+    const { path, db } = newDb();
+    db.close();
+    const store = new ReplicaStore(path, undefined, { lock: true });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    return { path, store, writer, checkpoint: checkpointsOf(store) };
+  }
+  const LOST = /Another replicate run took over the writer lock of ".*" \(this run was stalled longer than the lock stays fresh\); this run stopped writing and rolled back what it had not committed/s;
+
+  it('a group opened after another run took the lock over is rolled back at its commit, never committed; the store is told once', async () => {
+    const { path, store, writer, checkpoint } = lockedWriter();
+    let lost = 0;
+    store.onLockLost = () => lost++;
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    writer.flush();
+    // This run stalls; another takes the lock over between two groups (it needs BEGIN IMMEDIATE).
+    store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+    writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+    let thrown: unknown;
+    try {
+      writer.flush();
+    } catch (err) {
+      thrown = err;
+    }
+    expect((thrown as Error).message).toMatch(LOST);
+    expect((thrown as LockHeldError).failureType).toBe('transient_error');
+    expect(lost).toBe(1);
+    expect(() => writer.write(checkpoint('contacts', [contact('c3', 3)], 3))).toThrow(LOST);
+    await expect(writer.close()).rejects.toThrow(LOST);
+    store.close();
+    expect(lost).toBe(1);
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+  });
+
+  it('a loss the renewal timer finds while a group is open: abandon() rolls that group back', async () => {
+    process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS = '20';
+    try {
+      const { path, store, writer, checkpoint } = lockedWriter();
+      let lost = 0;
+      store.onLockLost = () => {
+        lost++;
+        writer.abandon();
+      };
+      writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+      writer.flush();
+      store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+      writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+      while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(store.db.isTransaction).toBe(false);
+      expect(() => writer.flush()).toThrow(LOST);
+      await expect(writer.close()).rejects.toThrow(LOST);
+      store.close();
+      expect(lost).toBe(1);
+      expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    } finally {
+      delete process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS;
+    }
+  });
+
+  it('giving the lock back at the end checks it first: a lock already taken over is neither released nor its group committed', async () => {
+    const { path, store, writer, checkpoint } = lockedWriter();
+    let lost = 0;
+    store.onLockLost = () => lost++;
+    store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    store.unlock();
+    expect(lost).toBe(1);
+    await expect(writer.close()).rejects.toThrow(LOST);
+    store.close();
+    expect(replicaRecords(path).get('contacts') ?? []).toEqual([]);
   });
 });

@@ -13,6 +13,8 @@ import { TableWriter } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
+import { ReplicaSink } from '../../src/faces/replica/sink.js';
+import { STREAMS } from '../../src/streams.js';
 import { ROOT } from '../helpers/cli.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from '../helpers/checkpoints.js';
@@ -237,5 +239,27 @@ describe('ReplicaWriter', () => {
     store.close();
     expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
     expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+  });
+
+  it("counts a group's rows in the sink's tallies only once committed: a group whose commit fails is not counted", async () => {
+    const path = newDb();
+    const { store } = replica(path);
+    failCommitOfC2(store.db);
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+    const sink = new ReplicaSink(writer, { log: () => undefined, changed: () => undefined });
+    const contacts = STREAMS.find((s) => s.name === 'contacts')!;
+    sink.streamStarted(contacts);
+    sink.records(contacts, [contact('c1', 1)]);
+    sink.state(contacts, { resume: { cursor: 'contacts#1', sync_watermark: iso(1) } });
+    expect(sink.tallies.get('contacts')).toMatchObject({ received: 1, upserted: 0 }); // held in the open group
+    writer.flush();
+    expect(sink.tallies.get('contacts')).toMatchObject({ received: 1, upserted: 1 });
+    sink.records(contacts, [contact('c2', 2), contact('c3', 2)]);
+    sink.state(contacts, { resume: { cursor: 'contacts#2', sync_watermark: iso(2) } });
+    expect(() => writer.flush()).toThrow(/a commit failed/);
+    expect(sink.tallies.get('contacts')).toMatchObject({ received: 3, upserted: 1 });
+    await expect(writer.close()).rejects.toThrow(/a commit failed/);
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toHaveLength(sink.tallies.get('contacts')!.upserted);
   });
 });

@@ -27,6 +27,7 @@ import { readJsonFile } from '../../config/files.js';
 import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
+import { lockLostError } from './lock.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
@@ -41,6 +42,12 @@ export interface ReplicateContext {
   readonly onSignal?: ((signal: 'SIGTERM' | 'SIGINT') => void) | undefined;
   /** Called with the exit status right before the process exits on a signal (the summary is written there). */
   readonly beforeExit?: ((code: number) => void) | undefined;
+  /**
+   * Told true once replicate's own SIGTERM/SIGINT handlers are installed, false
+   * once they are removed (the last after its final awaits): the caller's
+   * handler stops the run in between, so no signal meets the default action.
+   */
+  readonly handlesSignals?: ((own: boolean) => void) | undefined;
 }
 
 /** What ended a run before it began syncing, with its exit status. */
@@ -148,6 +155,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   };
   process.once('SIGINT', stopEarly);
   process.once('SIGTERM', stopEarly);
+  ctx.handlesSignals?.(true);
   let opened: Awaited<ReturnType<typeof openRun>>;
   let config: Config;
   try {
@@ -165,6 +173,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   } finally {
     process.off('SIGINT', stopEarly);
     process.off('SIGTERM', stopEarly);
+    ctx.handlesSignals?.(false);
   }
   const { session, store } = opened;
 
@@ -184,25 +193,26 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     ctx.beforeExit?.(code);
     process.exit(code);
   };
-  // Another run took the lock over (this one was stalled past the staleness limit): stop writing at once.
+  // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
+  // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
   store.onLockLost = () => {
     progress.stop();
-    writer.stopNow();
+    writer.abandon();
     reportWritten(report, sink.tallies);
-    report?.fail(new ConnectorError('transient_error', `Another replicate run took over the writer lock of "${dbPath}"`));
-    logger.log(
-      'ERROR',
-      `Another replicate run took over the writer lock of "${dbPath}" (this run was stalled longer than the lock stays fresh); stopped writing. ` +
-        'Everything committed so far is kept; that run continues from it.',
-    );
+    const error = lockLostError(dbPath);
+    report?.fail(error);
+    logger.log('ERROR', error.message);
     ctx.beforeExit?.(EXIT_TEMPFAIL);
     process.exit(EXIT_TEMPFAIL);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  ctx.handlesSignals?.(true);
   try {
     for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
+    // The watermarks the run starts from, before any pass (a heal pass reads from none).
+    report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
     if (config.deletions_as_tombstones) {
       progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
@@ -280,11 +290,13 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     );
     return exitStatusFor(error.failureType);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     progress.stop();
+    // The handlers stay while the run closes (a signal there still commits, writes the summary, exits 143/130).
     await writer.close().catch(() => undefined);
     store.close();
     await session.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    ctx.handlesSignals?.(false);
   }
 }

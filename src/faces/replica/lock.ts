@@ -143,6 +143,24 @@ export function renewLock(db: DatabaseSync, now: number = Date.now()): boolean {
   return Number(result.changes) > 0;
 }
 
+/**
+ * Whether this process still holds the lock, read without writing (the
+ * writer asks it in each group's transaction, just before its COMMIT: a group
+ * opened after a takeover is rolled back, never committed).
+ */
+export function holdsLock(db: DatabaseSync): boolean {
+  return db.prepare(`SELECT 1 AS held FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).get(process.pid, hostname()) !== undefined;
+}
+
+/** The error of a run whose lock another run took over (it was stalled past the staleness limit): exit 75. */
+export function lockLostError(path: string): ConnectorError {
+  return new ConnectorError(
+    'transient_error',
+    `Another replicate run took over the writer lock of "${path}" (this run was stalled longer than the lock stays fresh); ` +
+      'this run stopped writing and rolled back what it had not committed. Everything committed before is kept; that run continues from it.',
+  );
+}
+
 /** Give the lock back (only if this process holds it). */
 export function releaseLock(db: DatabaseSync): void {
   try {

@@ -18,8 +18,12 @@ import { toRows } from './store.js';
 /** Where checkpoints go: the store itself (one transaction each) or a ReplicaWriter (in groups). */
 export interface CheckpointTarget {
   layoutOf(stream: string): TableLayout;
-  /** Write one checkpoint whole, or throw and write nothing of it. */
-  write(checkpoint: Checkpoint): CommitResult;
+  /**
+   * Write one checkpoint whole, or throw and write nothing of it. `committed`
+   * is told its result once it is committed: never when its transaction is
+   * lost (a failed commit, a writer lock taken over).
+   */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult;
 }
 
 export interface StreamTally {
@@ -107,9 +111,13 @@ export class ReplicaSink implements SyncSink {
     const full = this.fullReads.get(stream.name);
     const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
     const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
-    const result = this.target.write(checkpoint);
+    // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
+    this.target.write(checkpoint, (result) => this.count(stream, result));
     if (full) full.started = true;
     if (fullRead?.last) this.fullReads.delete(stream.name);
+  }
+
+  private count(stream: StreamDefinition, result: CommitResult): void {
     const t = this.tally(stream);
     t.upserted += result.upserted;
     t.skippedDeleted += result.skippedDeleted;

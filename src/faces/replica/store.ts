@@ -17,7 +17,7 @@ import { TableWriter, type Checkpoint, type CommitResult, type TableSpec } from 
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
-import { acquireLock, lockTimings, releaseLock, renewLock } from './lock.js';
+import { acquireLock, holdsLock, lockTimings, releaseLock, renewLock } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 import { recordTreatments, refuseOtherTreatments } from './treatments.js';
@@ -74,6 +74,8 @@ export class ReplicaStore {
   readonly migrations: readonly Migration[];
   private writer: TableWriter | undefined;
   private locked = false;
+  /** Another run took the lock over: nothing more may be committed. */
+  private lockLost = false;
   private renewal: NodeJS.Timeout | undefined;
   /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
   readonly lockTakeover: string | undefined;
@@ -161,17 +163,19 @@ export class ReplicaStore {
     return counts;
   }
 
-  /** Write one checkpoint on this connection, in its own transaction. */
-  write(checkpoint: Checkpoint): CommitResult {
+  /** Write one checkpoint on this connection, in its own transaction; `committed` is told its result once committed. */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
     this.writer ??= new TableWriter(this.db, this.tables);
+    let result: CommitResult;
     try {
-      const result = this.writer.write(checkpoint);
+      result = this.writer.write(checkpoint);
       this.writer.commit();
-      return result;
     } catch (err) {
       this.writer.rollback();
       throw dbError(this.path, err);
     }
+    committed?.(result);
+    return result;
   }
 
   /**
@@ -191,8 +195,43 @@ export class ReplicaStore {
    */
   unlock(): void {
     this.stopRenewal();
-    if (this.locked && this.db.isOpen) releaseLock(this.db);
+    if (this.locked && this.db.isOpen) {
+      let held = true;
+      try {
+        held = holdsLock(this.db);
+      } catch {
+        // the file is busy this moment: the release tries anyway
+      }
+      if (!held) {
+        this.loseLock();
+        return;
+      }
+      releaseLock(this.db);
+    }
     this.locked = false;
+  }
+
+  /**
+   * Whether the open group may be committed: asked by the writer in the
+   * group's transaction just before its COMMIT. False once another run took
+   * the lock over (onLockLost told, once): the group must be rolled back.
+   * True for a store opened without the lock, or once it was given back.
+   */
+  confirmLock(): boolean {
+    if (this.lockLost) return false;
+    if (!this.locked || !this.db.isOpen) return true;
+    if (holdsLock(this.db)) return true;
+    this.loseLock();
+    return false;
+  }
+
+  /** Another run holds the lock now: stop renewing, and tell onLockLost once. */
+  private loseLock(): void {
+    this.stopRenewal();
+    this.locked = false;
+    if (this.lockLost) return;
+    this.lockLost = true;
+    this.onLockLost?.();
   }
 
   /** The holder renews its lock on a timer, so that long waits (rate limits) renew it too. */
@@ -206,11 +245,7 @@ export class ReplicaStore {
       } catch {
         return; // the file is busy this moment: the next tick renews it
       }
-      if (!held) {
-        this.stopRenewal();
-        this.locked = false;
-        this.onLockLost?.();
-      }
+      if (!held) this.loseLock();
     }, renewMs);
     this.renewal.unref();
   }

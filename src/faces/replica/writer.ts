@@ -25,6 +25,7 @@ import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../errors.js';
 import { TableWriter, type Checkpoint, type CommitResult } from './table-writer.js';
+import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import type { TableLayout } from './layout.js';
 import type { CheckpointTarget } from './sink.js';
@@ -85,6 +86,8 @@ export class ReplicaWriter implements CheckpointTarget {
   private groupRows = 0;
   private walAtGroupStart: number;
   private startedThread = false;
+  /** Told when the open group is committed: each checkpoint's result, in order (dropped with a lost group). */
+  private onCommit: (() => void)[] = [];
 
   constructor(store: ReplicaStore, options: WriterOptions = {}) {
     this.store = store;
@@ -129,8 +132,11 @@ export class ReplicaWriter implements CheckpointTarget {
     return this.store.layoutOf(stream);
   }
 
-  /** Write one checkpoint into the open group; it is committed within the group's time (groupTimeMs). */
-  write(checkpoint: Checkpoint): CommitResult {
+  /**
+   * Write one checkpoint into the open group; it is committed within the
+   * group's time (groupTimeMs), and `committed` told its result then.
+   */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
     if (this.lost) throw this.lost;
     let result: CommitResult;
     try {
@@ -138,9 +144,13 @@ export class ReplicaWriter implements CheckpointTarget {
     } catch (err) {
       // The transaction went with it: the group's other checkpoints, of any stream, are not saved either.
       const gone = this.writer.lostTransaction;
-      if (gone) this.lost ??= this.error(gone.message);
+      if (gone) {
+        this.lost ??= this.error(gone.message);
+        this.onCommit = [];
+      }
       throw this.error(messageOf(err));
     }
+    if (committed) this.onCommit.push(() => committed(result));
     const openedAt = this.writer.transactionStartedAt;
     if (openedAt !== undefined) {
       this.groupRows += checkpoint.rows.length;
@@ -165,12 +175,23 @@ export class ReplicaWriter implements CheckpointTarget {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.writer.transactionStartedAt === undefined) return;
+    const told = this.onCommit;
+    this.onCommit = [];
+    let held: boolean;
     try {
-      this.writer.commit();
+      // Another run took the lock over between two groups: this group read before its commits, so it is dropped.
+      held = this.store.confirmLock();
+      if (held) this.writer.commit();
     } catch (err) {
+      this.writer.rollback();
       this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
+    if (!held) {
+      this.abandon();
+      throw this.lost ?? lockLostError(this.store.path);
+    }
+    for (const tell of told) tell();
     const walBytes = this.walBytes();
     this.groupMs = this.nextGroupMs(walBytes);
     // The next group starts from here: nothing else writes on this connection between two groups.
@@ -263,6 +284,23 @@ export class ReplicaWriter implements CheckpointTarget {
       }
     }
     if (this.lost) throw this.lost;
+  }
+
+  /**
+   * For a lock another run took over: roll the open group back (never
+   * committed over that run's newer ones), end the thread at once; every
+   * later write throws the lock-lost error.
+   */
+  abandon(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.onCommit = [];
+    this.writer.rollback();
+    this.lost ??= lockLostError(this.store.path);
+    const thread = this.walThread;
+    this.walThread = undefined;
+    this.walThreadReady = false;
+    void thread?.terminate();
   }
 
   /** For a stop signal: commit what is held (whole checkpoints), end the thread at once. */

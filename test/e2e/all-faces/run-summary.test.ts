@@ -14,6 +14,7 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../../src/emulator/server.js';
 import type { RunSummary } from '../../../src/engine/run-report.js';
+import { replicaStates } from '../../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 
 const validate = (() => {
@@ -223,5 +224,27 @@ describe('a reader of stdout that goes away', () => {
     expect(code, stderr.slice(-800)).toBe(75);
     expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the sync ended \(EPIPE: its reader went away\)/);
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+  });
+});
+
+describe('replicate after a pause longer than the service keeps deletions', () => {
+  it("the healed streams' watermark before is the one the replica had saved, not null", { timeout: 120_000 }, async () => {
+    const db = join(dir, 'replicate-heal.db');
+    const configPath = config('replicate-heal');
+    const first = await runCli(SOURCE_BIN, ['replicate', '--config', configPath, '--db', db]);
+    expect(first.code, first.stderr.slice(-800)).toBe(0);
+    const saved = replicaStates(db);
+    // Past the deletion log's retention on the emulator's clock: contacts and conversations are read in full first.
+    emulator.control.advanceClock(105 * 86_400_000);
+    const summary = join(dir, 'replicate-heal.json');
+    const healed = await runCli(SOURCE_BIN, ['replicate', '--config', configPath, '--db', db, '--summary', summary]);
+    expect(healed.code, healed.stderr.slice(-800)).toBe(0);
+    expect(healed.stderr).toMatch(/is 105 days old on the service's clock/);
+    const s = summaryOf(summary);
+    for (const name of ['contacts', 'conversations', 'deletions', 'stage_events']) {
+      const before = saved.get(name)?.sync_watermark;
+      expect(before, name).toMatch(/^\d{4}-/);
+      expect(s.streams.find((x) => x.name === name)?.sync_watermark_before, name).toBe(before);
+    }
   });
 });

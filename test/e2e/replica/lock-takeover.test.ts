@@ -6,7 +6,9 @@
  * through the test-only environment variable) it is taken over with a WARN
  * naming the old holder, and the replica is completed exactly. The other host
  * name is a new UTS namespace (`unshare --uts`) where the machine allows it,
- * else the test-only SOURCE_DATA_READ_TEST_HOSTNAME.
+ * else the test-only SOURCE_DATA_READ_TEST_HOSTNAME. A run stalled (SIGSTOP)
+ * while another takes its lock over commits nothing once it runs again and
+ * exits 75.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cl
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { lockHolder } from '../../helpers/sqlite.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
+import { replicaStates } from '../../../src/faces/replica/records.js';
 
 const OTHER_HOST = 'replica-pod-b';
 /** Whether this machine lets an unprivileged test enter a new UTS namespace (and name its host). */
@@ -88,6 +91,80 @@ describe('replicate: a killed run, the next one from another host', () => {
     const s = RunSummarySchema.parse(JSON.parse(readFileSync(summary, 'utf8')));
     expect(s).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
     expect(s.streams.map((x) => x.status)).toEqual(['complete', 'complete', 'complete', 'complete', 'complete']);
+  });
+});
+
+/** How many streams have a committed state (read while a run may be writing: WAL). */
+function committedStates(db: string): number {
+  try {
+    const check = new DatabaseSync(db, { readOnly: true });
+    try {
+      return Number(check.prepare('SELECT count(*) AS n FROM _replica_state').get()?.n);
+    } finally {
+      check.close();
+    }
+  } catch {
+    return 0; // not created yet, or busy this moment
+  }
+}
+
+/** When each stream's state was last committed. */
+function commitTimes(db: string): Record<string, string> {
+  const check = new DatabaseSync(db, { readOnly: true });
+  try {
+    return Object.fromEntries(check.prepare('SELECT stream, committed_at FROM _replica_state').all().map((r) => [String(r.stream), String(r.committed_at)]));
+  } finally {
+    check.close();
+  }
+}
+
+describe('replicate: a stalled run whose lock another run took over', () => {
+  let account: Account;
+  let dir: string;
+  withEmulatorAccount('replica-stalled-', { contacts: 60, seed: 7 }, (suite) => ({ account, dir } = suite));
+
+  it('commits nothing once it runs again: what it read before the takeover is rolled back, exit 75; the replica is the newer run\'s', async () => {
+    const db = join(dir, 'stalled.db');
+    const control = account.emulator.control;
+    // Slow answers: the stalled run is caught between two groups (a group is committed well before the next page comes).
+    control.setLatency(800);
+    const stalled = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', account.config(dir, { page_size: 5, max_concurrent_requests: 1 }), '--db', db], {
+      env: { ...process.env, SOURCE_DATA_READ_PROGRESS_MS: '0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const err: Buffer[] = [];
+    stalled.stderr.on('data', (b: Buffer) => err.push(b));
+    const ended = new Promise<number | null>((resolve) => stalled.on('close', (code) => resolve(code)));
+    try {
+      while (committedStates(db) === 0) {
+        if (stalled.exitCode !== null) throw new Error(`the run ended before its first commit: ${Buffer.concat(err).toString('utf8')}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      stalled.kill('SIGSTOP'); // a frozen VM: its lock is no longer renewed
+      control.setLatency(0);
+      const newer = await replicateOnOtherHost(['--config', account.config(dir), '--db', db], { SOURCE_DATA_READ_TEST_LOCK_STALE_MS: '1' });
+      expect(newer.code, newer.stderr).toBe(0);
+      expect(newer.stderr).toMatch(/Took over the writer lock/);
+      const states = replicaStates(db);
+      const committed = commitTimes(db);
+      const rows = replicaAsDump(db);
+      stalled.kill('SIGCONT');
+      const code = await ended;
+      const stderr = Buffer.concat(err).toString('utf8');
+      expect(code, stderr).toBe(75);
+      expect(stderr).toMatch(/ERROR source-data-read: Another replicate run took over the writer lock of ".*stalled\.db" \(this run was stalled longer than the lock stays fresh\); this run stopped writing and rolled back what it had not committed/);
+      // Not one group of the stalled run committed once it ran again.
+      expect(commitTimes(db)).toStrictEqual(committed);
+      expect(replicaStates(db)).toStrictEqual(states);
+      expect(replicaAsDump(db)).toStrictEqual(rows);
+      expect(rows).toStrictEqual(dumpLists(account.dump()));
+    } finally {
+      control.setLatency(0);
+      if (stalled.exitCode === null && stalled.signalCode === null) {
+        stalled.kill('SIGCONT');
+        stalled.kill('SIGKILL');
+      }
+    }
   });
 });
 
