@@ -9,9 +9,9 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
-import { SOURCE_BIN, parseLines, runCli, tempDir, writeJson } from '../helpers/cli.js';
-import { requireBuild } from '../helpers/emulator-runs.js';
+import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { SOURCE_BIN, parseLines, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { requireBuild } from '../../helpers/emulator-runs.js';
 
 const PROCESSES = 3;
 const CONTACTS = 1000;
