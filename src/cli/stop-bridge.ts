@@ -9,7 +9,7 @@
  * written, exit 143/130. A signal that comes before the report exists waits
  * for it (`ready`), so the summary says the run was interrupted.
  */
-import { STOP_SIGNALS, exitCodeFor, type SignalSource, type StopSignal } from '../process/interrupt.js';
+import { SignalListener, exitCodeFor, type SignalSource, type StopSignal } from '../process/interrupt.js';
 
 export interface StopBridgeOptions {
   /** Stop the run for `signal` with exit status `code` (mark the report, write the summary, exit). */
@@ -17,30 +17,19 @@ export interface StopBridgeOptions {
   readonly signals?: SignalSource;
 }
 
-export class StopBridge {
+export class StopBridge extends SignalListener {
   private readonly options: StopBridgeOptions;
-  private installed = false;
   private ready = false;
   private faceHandles = false;
   private pending: StopSignal | undefined;
 
   constructor(options: StopBridgeOptions) {
+    super();
     this.options = options;
   }
 
-  private get signals(): SignalSource {
+  protected get signals(): SignalSource {
     return this.options.signals ?? process;
-  }
-
-  install(): this {
-    if (!this.installed) for (const signal of STOP_SIGNALS) this.signals.on(signal, this.handle);
-    this.installed = true;
-    return this;
-  }
-
-  uninstall(): void {
-    if (this.installed) for (const signal of STOP_SIGNALS) this.signals.off(signal, this.handle);
-    this.installed = false;
   }
 
   /** The run's report exists: a signal received before it stops the run now. */
@@ -60,7 +49,7 @@ export class StopBridge {
     this.options.stop(signal, exitCodeFor(signal));
   }
 
-  private readonly handle = (signal: StopSignal): void => {
+  protected readonly handle = (signal: StopSignal): void => {
     if (this.faceHandles) return; // the face's handler, installed after this one, stops the run
     if (!this.ready) {
       this.pending ??= signal;

@@ -53,29 +53,40 @@ export function exitCodeFor(signal: StopSignal): number {
 
 const DEFAULT_GRACE_MS = 3000;
 
-export class Interrupt {
-  private readonly options: InterruptOptions;
-  private lastWords: ((signal: StopSignal) => LastWords) | undefined;
-  private installed = false;
-  private stopping = false;
-
-  constructor(options: InterruptOptions) {
-    this.options = options;
-  }
-
-  private get signals(): SignalSource {
-    return this.options.signals ?? process;
-  }
+/**
+ * SIGTERM and SIGINT handed to `handle` from install() to uninstall(), each
+ * listener added at most once (the signal source is `process` unless a test
+ * gives its own).
+ */
+export abstract class SignalListener {
+  private listening = false;
+  protected abstract get signals(): SignalSource;
+  protected abstract readonly handle: (signal: StopSignal) => void;
 
   install(): this {
-    if (!this.installed) for (const signal of STOP_SIGNALS) this.signals.on(signal, this.handle);
-    this.installed = true;
+    if (!this.listening) for (const signal of STOP_SIGNALS) this.signals.on(signal, this.handle);
+    this.listening = true;
     return this;
   }
 
   uninstall(): void {
-    if (this.installed) for (const signal of STOP_SIGNALS) this.signals.off(signal, this.handle);
-    this.installed = false;
+    if (this.listening) for (const signal of STOP_SIGNALS) this.signals.off(signal, this.handle);
+    this.listening = false;
+  }
+}
+
+export class Interrupt extends SignalListener {
+  private readonly options: InterruptOptions;
+  private lastWords: ((signal: StopSignal) => LastWords) | undefined;
+  private stopping = false;
+
+  constructor(options: InterruptOptions) {
+    super();
+    this.options = options;
+  }
+
+  protected get signals(): SignalSource {
+    return this.options.signals ?? process;
   }
 
   /** Set what the running command says when stopped (replaces any earlier one). */
@@ -88,7 +99,7 @@ export class Interrupt {
     return this.stopping;
   }
 
-  private readonly handle = (signal: StopSignal): void => {
+  protected readonly handle = (signal: StopSignal): void => {
     const exit = this.options.exit ?? ((code: number) => process.exit(code));
     const code = exitCodeFor(signal);
     if (this.stopping) {
