@@ -112,6 +112,8 @@ export class HmacSha256 {
   readonly #outer = new Int32Array(8);
   readonly #state = new Int32Array(8);
   readonly #words = new Int32Array(64);
+  /** The outer hash's block: the inner digest in words 0-7, then padding and length that never change. */
+  readonly #outerWords = new Int32Array(64);
   readonly #digest = Buffer.alloc(32);
   readonly #encoder = new TextEncoder();
 
@@ -126,6 +128,8 @@ export class HmacSha256 {
       wordsOf(pad, 0, this.#words);
       compress(state, this.#words);
     }
+    this.#outerWords[8] = 0x80000000 | 0;
+    this.#outerWords[15] = (64 + 32) * 8;
   }
 
   /** The MAC of a string's UTF-8 bytes, lower-case hex. */
@@ -176,11 +180,8 @@ export class HmacSha256 {
   /** The outer hash of the inner digest in `#state` (32 bytes after the key block: one block), as lower-case hex. */
   #outerHex(): string {
     const state = this.#state;
-    const m = this.#words;
-    m.set(state);
-    m[8] = 0x80000000 | 0;
-    m.fill(0, 9, 15);
-    m[15] = (64 + 32) * 8;
+    const m = this.#outerWords;
+    for (let i = 0; i < 8; i++) m[i] = state[i] as number;
     state.set(this.#outer);
     compress(state, m);
     // One flat string from native code (a string built of 32 pieces is a rope the GC then chases).
