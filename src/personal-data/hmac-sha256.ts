@@ -4,7 +4,10 @@
  * allocating: five personal fields per record would double a sync's CPU.
  * HMAC's two key blocks are compressed once per key (their "midstates"), so
  * a message of up to 55 bytes costs two compressions of SHA-256 (FIPS 180-4)
- * and no allocation. Checked against RFC 4231 and `createHmac` in the tests.
+ * and no allocation but the token. An ASCII message goes from its characters
+ * straight into the block's 32-bit words, and the outer hash takes the inner
+ * digest as words: no byte buffer between them. Checked against RFC 4231 and
+ * `createHmac` in the tests.
  */
 
 const K = new Int32Array([
@@ -18,16 +21,14 @@ const K = new Int32Array([
 const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 
 /**
- * SHA-256's compression of the 64-byte block at `block[offset]` into `state`;
- * `w` is scratch. Two rounds per turn of the loop, the working variables
- * renamed instead of shifted (the second round writes into the names the
- * first one freed; a swap puts them back).
+ * SHA-256's compression into `state` of the block whose 16 big-endian words
+ * are `w[0..15]`; the rest of `w` (64 words) is the message schedule. Two
+ * rounds per turn of the loop, the working variables renamed instead of
+ * shifted (the second round writes into the names the first one freed; a
+ * swap puts them back). (Unrolled straight-line code measured slower: more
+ * live values than registers.)
  */
-function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32Array): void {
-  for (let i = 0; i < 16; i++) {
-    const j = offset + i * 4;
-    w[i] = ((block[j] as number) << 24) | ((block[j + 1] as number) << 16) | ((block[j + 2] as number) << 8) | (block[j + 3] as number);
-  }
+function compress(state: Int32Array, w: Int32Array): void {
   for (let i = 16; i < 64; i++) {
     const a = w[i - 15] as number;
     const b = w[i - 2] as number;
@@ -78,17 +79,31 @@ function compress(state: Int32Array, block: Uint8Array, offset: number, w: Int32
   state[7] = ((state[7] as number) + h) | 0;
 }
 
-/** Write `v` as 4 big-endian bytes at `at` of `bytes`. */
-function putWord(bytes: Uint8Array, at: number, v: number): void {
-  bytes[at] = v >>> 24;
-  bytes[at + 1] = (v >>> 16) & 0xff;
-  bytes[at + 2] = (v >>> 8) & 0xff;
-  bytes[at + 3] = v & 0xff;
+/** The 64-byte block at `bytes[offset]` as big-endian words into `words`. */
+function wordsOf(bytes: Uint8Array, offset: number, words: Int32Array): void {
+  for (let i = 0; i < 16; i++) {
+    const j = offset + i * 4;
+    words[i] = ((bytes[j] as number) << 24) | ((bytes[j + 1] as number) << 16) | ((bytes[j + 2] as number) << 8) | (bytes[j + 3] as number);
+  }
 }
 
-/** Write the 8 words of a SHA-256 state as its 32-byte digest at the start of `bytes`. */
-function putDigest(state: Int32Array, bytes: Uint8Array): void {
-  for (let i = 0; i < 8; i++) putWord(bytes, i * 4, state[i] as number);
+/** The padded last blocks of a message of `len` bytes in `bytes` (whole blocks before `off` already compressed), after `prefixBytes`. */
+function finishBytes(state: Int32Array, bytes: Uint8Array, off: number, len: number, prefixBytes: number, words: Int32Array): void {
+  const block = new Uint8Array(128);
+  const rest = len - off;
+  block.set(bytes.subarray(off, len));
+  block[rest] = 0x80;
+  const total = rest >= 56 ? 128 : 64;
+  // Messages are far below 2^32 bits: the high word stays 0.
+  const bits = (prefixBytes + len) * 8;
+  block[total - 4] = (bits >>> 24) & 0xff;
+  block[total - 3] = (bits >>> 16) & 0xff;
+  block[total - 2] = (bits >>> 8) & 0xff;
+  block[total - 1] = bits & 0xff;
+  for (let o = 0; o < total; o += 64) {
+    wordsOf(block, o, words);
+    compress(state, words);
+  }
 }
 
 /** A keyed HMAC-SHA-256: `hex(message)` gives the lower-case hex MAC of the message's UTF-8 bytes. */
@@ -96,9 +111,9 @@ export class HmacSha256 {
   readonly #inner = new Int32Array(8);
   readonly #outer = new Int32Array(8);
   readonly #state = new Int32Array(8);
-  readonly #w = new Int32Array(64);
-  #buf = new Uint8Array(256);
-  readonly #block = new Uint8Array(64);
+  readonly #words = new Int32Array(64);
+  /** The outer hash's block: the inner digest in words 0-7, then padding and length that never change. */
+  readonly #outerWords = new Int32Array(64);
   readonly #digest = Buffer.alloc(32);
   readonly #encoder = new TextEncoder();
 
@@ -110,68 +125,74 @@ export class HmacSha256 {
       pad.fill(x);
       for (let i = 0; i < k.length; i++) pad[i] = (k[i] as number) ^ x;
       state.set(IV);
-      compress(state, pad, 0, this.#w);
+      wordsOf(pad, 0, this.#words);
+      compress(state, this.#words);
     }
-  }
-
-  /** The message as UTF-8 in the scratch buffer (ASCII copied directly); its length. */
-  #encode(message: string): number {
-    const n = message.length;
-    if (this.#buf.length < n * 3 + 72) this.#buf = new Uint8Array(n * 3 + 72);
-    const buf = this.#buf;
-    for (let i = 0; i < n; i++) {
-      const c = message.charCodeAt(i);
-      if (c >= 0x80) return this.#encoder.encodeInto(message, buf).written;
-      buf[i] = c;
-    }
-    return n;
-  }
-
-  /** SHA-256 blocks of `len` bytes of the scratch buffer, after `prefixBytes` already compressed into `state`; padded. */
-  #finish(state: Int32Array, len: number, prefixBytes: number): void {
-    const buf = this.#buf;
-    let off = 0;
-    for (; off + 64 <= len; off += 64) compress(state, buf, off, this.#w);
-    const rest = len - off;
-    const block = this.#block;
-    block.fill(0);
-    for (let i = 0; i < rest; i++) block[i] = buf[off + i] as number;
-    block[rest] = 0x80;
-    const bits = (prefixBytes + len) * 8;
-    if (rest >= 56) {
-      compress(state, block, 0, this.#w);
-      block.fill(0);
-    }
-    // Messages are far below 2^32 bits: the high word stays 0.
-    putWord(block, 60, bits);
-    compress(state, block, 0, this.#w);
+    this.#outerWords[8] = 0x80000000 | 0;
+    this.#outerWords[15] = (64 + 32) * 8;
   }
 
   /** The MAC of a string's UTF-8 bytes, lower-case hex. */
   hex(message: string): string {
-    return this.#mac(this.#encode(message));
+    return this.hexIfAscii(message) ?? this.hexOfBytes(this.#encoder.encode(message));
+  }
+
+  /**
+   * The MAC of an ASCII string, lower-case hex; undefined when the string has
+   * a character beyond ASCII (found on the way, so the caller's check for
+   * ASCII costs nothing more).
+   */
+  hexIfAscii(message: string): string | undefined {
+    const n = message.length;
+    if (n > 55) {
+      for (let i = 0; i < n; i++) if (message.charCodeAt(i) >= 0x80) return undefined;
+      return this.hexOfBytes(Buffer.from(message, 'latin1'));
+    }
+    // One block: the characters as big-endian words, then 0x80, zeros and the length in bits (the key block before it included).
+    const m = this.#words;
+    m.fill(0, 0, 15);
+    for (let i = 0; i < n; i++) {
+      const c = message.charCodeAt(i);
+      if (c >= 0x80) return undefined;
+      m[i >> 2] = (m[i >> 2] as number) | (c << (24 - ((i & 3) << 3)));
+    }
+    m[n >> 2] = (m[n >> 2] as number) | (0x80 << (24 - ((n & 3) << 3)));
+    m[15] = (64 + n) * 8;
+    const state = this.#state;
+    state.set(this.#inner);
+    compress(state, m);
+    return this.#outerHex();
   }
 
   /** The MAC of bytes, lower-case hex. */
   hexOfBytes(message: Uint8Array): string {
-    if (this.#buf.length < message.length + 72) this.#buf = new Uint8Array(message.length + 72);
-    this.#buf.set(message);
-    return this.#mac(message.length);
-  }
-
-  /** The MAC of the first `length` bytes of the scratch buffer. */
-  #mac(length: number): string {
     const state = this.#state;
     state.set(this.#inner);
-    this.#finish(state, length, 64);
-    // The outer hash of the inner digest (32 bytes, one block).
-    const buf = this.#buf;
-    putDigest(state, buf);
+    let off = 0;
+    for (; off + 64 <= message.length; off += 64) {
+      wordsOf(message, off, this.#words);
+      compress(state, this.#words);
+    }
+    finishBytes(state, message, off, message.length, 64, this.#words);
+    return this.#outerHex();
+  }
+
+  /** The outer hash of the inner digest in `#state` (32 bytes after the key block: one block), as lower-case hex. */
+  #outerHex(): string {
+    const state = this.#state;
+    const m = this.#outerWords;
+    for (let i = 0; i < 8; i++) m[i] = state[i] as number;
     state.set(this.#outer);
-    this.#finish(state, 32, 64);
+    compress(state, m);
     // One flat string from native code (a string built of 32 pieces is a rope the GC then chases).
     const digest = this.#digest;
-    putDigest(state, digest);
+    for (let i = 0; i < 8; i++) {
+      const v = state[i] as number;
+      digest[i * 4] = v >>> 24;
+      digest[i * 4 + 1] = (v >>> 16) & 0xff;
+      digest[i * 4 + 2] = (v >>> 8) & 0xff;
+      digest[i * 4 + 3] = v & 0xff;
+    }
     return digest.toString('hex');
   }
 }
@@ -179,15 +200,14 @@ export class HmacSha256 {
 /** Plain SHA-256 of bytes (for a key longer than a block). */
 function sha256Bytes(data: Uint8Array): Uint8Array {
   const state = new Int32Array(IV);
-  const w = new Int32Array(64);
-  const total = Math.ceil((data.length + 9) / 64) * 64;
-  const padded = new Uint8Array(total);
-  padded.set(data);
-  padded[data.length] = 0x80;
-  const bits = data.length * 8;
-  putWord(padded, total - 4, bits);
-  for (let off = 0; off < total; off += 64) compress(state, padded, off, w);
-  const out = new Uint8Array(32);
-  putDigest(state, out);
+  const words = new Int32Array(64);
+  let off = 0;
+  for (; off + 64 <= data.length; off += 64) {
+    wordsOf(data, off, words);
+    compress(state, words);
+  }
+  finishBytes(state, data, off, data.length, 0, words);
+  const out = Buffer.alloc(32);
+  for (let i = 0; i < 8; i++) out.writeInt32BE(state[i] as number, i * 4);
   return out;
 }

@@ -96,6 +96,25 @@ function asText(value: unknown): string {
   return JSON.stringify(value) ?? '';
 }
 
+/**
+ * The `hash` token of a value of this kind: its normalization and HMAC in one
+ * function per field. Text skips NFC when it is ASCII (ASCII is its own NFC;
+ * the HMAC finds out while it reads the characters, at no extra cost).
+ */
+function tokenFunction(mac: HmacSha256, kind: PersonalKind): (text: string) => string {
+  switch (kind) {
+    case 'email':
+      return (text) => mac.hex(text.trim().toLowerCase());
+    case 'phone':
+      return (text) => mac.hex(E164_LIKE.test(text) ? text : text.replace(/[^+0-9]/g, ''));
+    case 'text':
+      return (text) => {
+        const trimmed = text.trim();
+        return mac.hexIfAscii(trimmed) ?? mac.hex(trimmed.normalize('NFC'));
+      };
+  }
+}
+
 /** Tokens of a field's repeated text values kept at most (then forgotten). */
 const TEXT_CACHE_SIZE = 20_000;
 /** Lookups after which a field's cache is judged, and the share of hits it must have to stay. */
@@ -103,52 +122,46 @@ const CACHE_TRIAL = 2_000;
 const CACHE_MIN_HIT_RATE = 0.5;
 
 /**
- * The `hash` treatment of one field under one key. Text values that repeat
- * (first and last names) have their tokens remembered; a field whose values
+ * The `hash` treatment of one text field, its tokens remembered: text values
+ * that repeat (first and last names) are hashed once. A field whose values
  * rarely repeat (full names, click ids) stops remembering after a trial: a
  * lookup of a fresh string in a large map costs about what its HMAC does.
- * E-mails and phones identify one person each: never remembered.
+ * E-mails and phones identify one person each: never remembered (no cache).
  */
-class Hasher {
-  readonly #mac: HmacSha256;
-  #text: Map<string, string> | undefined;
-  #lookups = 0;
-  #hits = 0;
-
-  constructor(mac: HmacSha256, kind: PersonalKind) {
-    this.#mac = mac;
-    this.#text = kind === 'text' ? new Map() : undefined;
-  }
-
-  token(text: string, kind: PersonalKind): string {
-    const cache = this.#text;
-    if (cache === undefined) return this.#mac.hex(normalize(text, kind));
-    let token = cache.get(text);
-    if (token !== undefined) {
-      this.#hits++;
+function cachedTokens(token: (text: string) => string): (text: string) => string {
+  let cache: Map<string, string> | undefined = new Map();
+  let lookups = 0;
+  let hits = 0;
+  return (text) => {
+    if (cache === undefined) return token(text);
+    let value = cache.get(text);
+    if (value !== undefined) {
+      hits++;
     } else {
-      token = this.#mac.hex(normalize(text, kind));
+      value = token(text);
       if (cache.size >= TEXT_CACHE_SIZE) cache.clear();
-      cache.set(text, token);
+      cache.set(text, value);
     }
-    if (++this.#lookups === CACHE_TRIAL && this.#hits < CACHE_TRIAL * CACHE_MIN_HIT_RATE) this.#text = undefined;
-    return token;
-  }
+    if (++lookups === CACHE_TRIAL && hits < CACHE_TRIAL * CACHE_MIN_HIT_RATE) cache = undefined;
+    return value;
+  };
 }
 
-/** One value treated (never called for drop). */
-function treatValue(value: unknown, field: TreatedField, hasher: Hasher): unknown {
-  if (value === null || value === undefined) return value;
-  const text = typeof value === 'string' ? value : asText(value);
+/** How one field's values are treated (never called for drop, nor for null). */
+function valueTreatment(field: TreatedField, mac: HmacSha256): (value: unknown) => unknown {
+  const textOf = (value: unknown): string => (typeof value === 'string' ? value : asText(value));
   switch (field.treatment) {
-    case 'hash':
-      return hasher.token(text, field.kind);
+    case 'hash': {
+      const token = tokenFunction(mac, field.kind);
+      const hash = field.kind === 'text' ? cachedTokens(token) : token;
+      return (value) => hash(typeof value === 'string' ? value : asText(value));
+    }
     case 'sha256':
-      return sha256Hex(normalize(text, field.kind));
+      return (value) => sha256Hex(normalize(textOf(value), field.kind));
     case 'email_domain':
-      return emailDomain(text);
+      return (value) => emailDomain(textOf(value));
     case 'drop':
-      return undefined;
+      return () => undefined;
   }
 }
 
@@ -267,10 +280,7 @@ export function recordTreater(
   const mac = new HmacSha256(hashKey ?? '');
   const changed = fields.filter((f) => f.treatment !== 'drop');
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
-  const treat = changed.map((f) => {
-    const hasher = new Hasher(mac, f.kind);
-    return (value: unknown): unknown => treatValue(value, f, hasher);
-  });
+  const treat = changed.map((f) => valueTreatment(f, mac));
   const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
   return compileTreater(changed.map((f) => f.field), dropped, treat, kept);
 }

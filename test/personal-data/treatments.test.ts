@@ -12,6 +12,7 @@ import {
   treatmentPlan,
   treatmentRecord,
 } from '../../src/personal-data/treatments.js';
+import { HmacSha256 } from '../../src/personal-data/hmac-sha256.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 
@@ -41,6 +42,16 @@ describe('HMAC-SHA-256 (RFC 4231 test vectors)', () => {
     for (const key of ['k', 'a-typical-key-0123456789', 'K'.repeat(64), 'L'.repeat(65), 'ключ'.repeat(40)]) {
       for (const message of messages) expect(hmacSha256Hex(key, message)).toBe(createHmac('sha256', key).update(message).digest('hex'));
     }
+  });
+  it('hexIfAscii: the MAC of ASCII at every length across two blocks, undefined as soon as a character is not ASCII', () => {
+    const key = 'a-typical-key-0123456789';
+    const mac = new HmacSha256(key);
+    for (let n = 0; n <= 130; n++) {
+      const ascii = Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 7) % 95))).join('');
+      expect(mac.hexIfAscii(ascii)).toBe(createHmac('sha256', key).update(ascii).digest('hex'));
+      for (const odd of ['\u0080', 'é', '\u0301', '日']) expect(mac.hexIfAscii(ascii + odd)).toBeUndefined();
+    }
+    expect(mac.hexIfAscii('ana')).toBe(mac.hex('ana'));
   });
   it('test case 5 (truncated to 128 bits)', () => {
     expect(hmacSha256Hex(Buffer.alloc(20, 0x0c), Buffer.from('Test With Truncation')).slice(0, 32)).toBe('a3b6167473100ee06e0c796c2955552b');
@@ -121,6 +132,15 @@ describe('records', () => {
         expect(r.first_name).toBe(hmac(['Ana', 'José', 'Li'][i % 3] as string));
       }
     }
+  });
+
+  it('hashed text is the token of its trimmed NFC form, ASCII or not, short or past one block', () => {
+    const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
+    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const long = `ARA${'0123456789abcdef'.repeat(4)}`;
+    const record = { id: 'c1', name: ' Jose\u0301 Conceic\u0327a\u0303o ', first_name: 'Zo\u00eb', last_name: ` ${long} `, first_origin_ctwa_clid: 'ARAabc' };
+    treat?.([record]);
+    expect(record).toEqual({ id: 'c1', name: hmac('Jos\u00e9 Concei\u00e7\u00e3o'), first_name: hmac('Zo\u00eb'), last_name: hmac(long), first_origin_ctwa_clid: hmac('ARAabc') });
   });
 
   it('nothing to treat: no treater at all (the fast path)', () => {
