@@ -6,9 +6,11 @@ import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 
-const contacts = findStream('contacts') as StreamDefinition;
-const conversations = findStream('conversations') as StreamDefinition;
-const stages = findStream('pipeline_stages') as StreamDefinition;
+const [contacts, conversations, stages] = ['contacts', 'conversations', 'pipeline_stages'].map((name) => findStream(name) as StreamDefinition) as [
+  StreamDefinition,
+  StreamDefinition,
+  StreamDefinition,
+];
 const newDb = withTempDatabases('demo-dashboard-');
 
 describe('replicaSummary', () => {

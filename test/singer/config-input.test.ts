@@ -9,15 +9,15 @@ const CONNECTION_ENV = {
   TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
 };
 
+/** Settings as Meltano passes them: CONNECTION_ENV and TAP_DATA_READ_<SETTING> for each of `settings`. */
+function meltanoEnv(settings: Readonly<Record<string, string>>): Record<string, string> {
+  return { ...CONNECTION_ENV, ...Object.fromEntries(Object.entries(settings).map(([name, value]) => [`TAP_DATA_READ_${name.toUpperCase()}`, value])) };
+}
+
 describe('config sources', () => {
   it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', () => {
-    const env = {
-      ...CONNECTION_ENV,
-      TAP_DATA_READ_PERSONAL_DATA: 'hash',
-      TAP_DATA_READ_HASH_KEY: 'a-long-enough-hash-key',
-      TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]',
-    };
-    const { config } = parseConfig(configFromEnv(env));
+    const settings = { personal_data: 'hash', hash_key: 'a-long-enough-hash-key', field_treatments: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]' };
+    const { config } = parseConfig(configFromEnv(meltanoEnv(settings)));
     expect(config.personal_data).toBe('hash');
     expect(config.field_treatments).toEqual([{ stream: 'contacts', field: 'email', treatment: 'email_domain' }]);
   });

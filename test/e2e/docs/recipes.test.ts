@@ -40,38 +40,48 @@ async function emulatorGone(folder: string): Promise<void> {
 
 type ShellRun = Awaited<ReturnType<typeof runShell>>;
 
-/** Before the suite: the recipe `name` of `page` run in a fresh checkout (named from `prefix`), handed to `ready`; after it: its emulator gone. */
-function recipeInCheckout(prefix: string, page: string, name: string, ready: (r: { readonly dir: string; readonly run: ShellRun }) => void): void {
-  let dir: string | undefined;
+/** The recipe `name` of `page`, run before the suite in a fresh checkout (named from `prefix`); after it, its emulator gone. */
+function recipeInCheckout(prefix: string, page: string, name: string): { readonly dir: string; readonly run: ShellRun } {
+  let ran: { dir: string; run: ShellRun } | undefined;
   beforeAll(async () => {
-    dir = checkout(prefix);
-    ready({ dir, run: await runShell(docRecipe(page, name), { cwd: dir, env: withNode() }) });
+    const dir = checkout(prefix);
+    ran = { dir, run: await runShell(docRecipe(page, name), { cwd: dir, env: withNode() }) };
   }, 120_000);
   afterAll(async () => {
-    if (dir !== undefined) await emulatorGone(join(dir, 'example'));
+    if (ran !== undefined) await emulatorGone(join(ran.dir, 'example'));
   });
+  const done = (): { dir: string; run: ShellRun } => {
+    if (ran === undefined) throw new Error(`the recipe ${name} of ${page} has not run`);
+    return ran;
+  };
+  return {
+    get dir() {
+      return done().dir;
+    },
+    get run() {
+      return done().run;
+    },
+  };
 }
 
 describe('README: the quick start, pasted', () => {
-  let dir: string;
-  let run: ShellRun;
-  recipeInCheckout('sdr-quick-start-', 'README.md', 'quick-start', (r) => ({ dir, run } = r));
+  const recipe = recipeInCheckout('sdr-quick-start-', 'README.md', 'quick-start');
 
   it('runs to the end: check SUCCEEDED, then every face', () => {
-    expect(run.code, run.stderr).toBe(0);
-    const statuses = parseLines(run.stdout).filter((m) => m.type === 'CONNECTION_STATUS');
+    expect(recipe.run.code, recipe.run.stderr).toBe(0);
+    const statuses = parseLines(recipe.run.stdout).filter((m) => m.type === 'CONNECTION_STATUS');
     expect(statuses).toEqual([expect.objectContaining({ connectionStatus: expect.objectContaining({ status: 'SUCCEEDED' }) })]);
   });
 
   it('the Airbyte read and the Singer sync pass their protocol checkers, with records of every stream', () => {
-    const example = join(dir, 'example');
+    const example = join(recipe.dir, 'example');
     expect(protocolCheck('airbyte-check.py', readFileSync(join(example, 'airbyte.jsonl'), 'utf8')).errors).toEqual([]);
     expect(protocolCheck('singer-check.py', readFileSync(join(example, 'singer.jsonl'), 'utf8')).errors).toEqual([]);
     for (const stream of STREAMS) expect(airbyteRecords(join(example, 'airbyte.jsonl'), stream.name), stream.name).toBeGreaterThan(0);
   });
 
   it('the replica holds the contacts the Airbyte read delivered', () => {
-    const example = join(dir, 'example');
+    const example = join(recipe.dir, 'example');
     const db = new DatabaseSync(join(example, 'replica.db'), { readOnly: true });
     try {
       const { n } = db.prepare('SELECT count(*) AS n FROM contacts').get() as { n: number };
@@ -121,13 +131,11 @@ describe('docs/airbyte.md: a configured catalog from discover', () => {
 });
 
 describe("docs/state.md: the emulator's data changed between two reads", () => {
-  let dir: string;
-  let run: ShellRun;
-  recipeInCheckout('sdr-changes-', 'docs/state.md', 'emulator-changes', (r) => ({ dir, run } = r));
+  const recipe = recipeInCheckout('sdr-changes-', 'docs/state.md', 'emulator-changes');
 
   it('runs to the end; each control call answers with what it did', () => {
-    expect(run.code, run.stderr).toBe(0);
-    const answers = parseLines(run.stdout.split('\n').filter((l) => l.startsWith('{')).join('\n'));
+    expect(recipe.run.code, recipe.run.stderr).toBe(0);
+    const answers = parseLines(recipe.run.stdout.split('\n').filter((l) => l.startsWith('{')).join('\n'));
     expect(answers[0]).toEqual({ now: expect.any(String) });
     expect(answers.slice(1).map((a) => a.op)).toEqual(['update_contacts', 'move_contacts', 'create_contacts', 'delete_contacts']);
     expect((answers[1]?.ids as string[]).length).toBe(20);
@@ -135,7 +143,7 @@ describe("docs/state.md: the emulator's data changed between two reads", () => {
   });
 
   it('the second read brings only what changed: the changed and new contacts and the deletions', () => {
-    const example = join(dir, 'example');
+    const example = join(recipe.dir, 'example');
     for (const file of ['full.jsonl', 'next.jsonl']) expect(protocolCheck('airbyte-check.py', readFileSync(join(example, file), 'utf8')).errors).toEqual([]);
     const full = airbyteRecords(join(example, 'full.jsonl'), 'contacts');
     const next = airbyteRecords(join(example, 'next.jsonl'), 'contacts');
