@@ -5,29 +5,19 @@
  * and drops the marks; a run that dies before that leaves the old rows, and
  * the next full read starts its marks over.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { FULL_READ_TABLE, type Checkpoint } from '../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
 import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { ReplicaSink } from '../../src/faces/replica/sink.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { tempDir } from '../helpers/cli.js';
+import { withTempDatabases } from '../helpers/suite.js';
 import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function newDb(): string {
-  const dir = tempDir('replica-full-read-');
-  dirs.push(dir);
-  return join(dir, 'r.db');
-}
+const newDb = withTempDatabases('replica-full-read-');
 
 const ids = (path: string, stream: string): string[] => (replicaRecords(path).get(stream) ?? []).map((r) => String(r.id)).sort();
 const hasMarks = (store: ReplicaStore): boolean => store.db.prepare(`SELECT 1 AS x FROM sqlite_schema WHERE name = '${FULL_READ_TABLE}'`).get() !== undefined;

@@ -1,27 +1,20 @@
 /** The replica's writer lock: refused while its holder lives and renews it, taken over when it is dead or stale, renewed by a timer. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { openForWrite } from '../../src/faces/replica/database.js';
 import { LockHeldError, acquireLock, lockTimings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { tempDir } from '../helpers/cli.js';
+import { withTempDatabases } from '../helpers/suite.js';
 import { checkpointsOf } from '../helpers/checkpoints.js';
 import { contact, iso } from '../helpers/fake-api.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const newPath = withTempDatabases('lock-');
 
 function newDb(): { path: string; db: DatabaseSync } {
-  const dir = tempDir('lock-');
-  dirs.push(dir);
-  const path = join(dir, 'r.db');
+  const path = newPath();
   return { path, db: openForWrite(path) };
 }
 

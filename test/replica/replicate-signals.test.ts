@@ -6,30 +6,17 @@
  * and after: no signal meets the default action (no summary, no Pipes
  * `closed`). In-process, against the emulator on 127.0.0.1.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import { describe, expect, it, vi } from 'vitest';
 import { SyncSession } from '../../src/engine/session.js';
 import { replicate } from '../../src/faces/replica/command.js';
 import { StderrLogger } from '../../src/process/output.js';
-import { tempDir, writeJson } from '../helpers/cli.js';
+import type { Account } from '../helpers/emulator-runs.js';
+import { withEmulatorAccount } from '../helpers/suite.js';
 
-let emulator: Emulator;
+let account: Account;
 let dir: string;
-let key: string;
-
-beforeAll(async () => {
-  emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 5, frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
-  const account = emulator.control.createAccount({ name: 'Signals test' });
-  key = emulator.control.createKey(account.id).key;
-  emulator.control.seed(account.id, { contacts: 12 });
-  dir = tempDir('replicate-signals-');
-});
-afterAll(async () => {
-  await emulator?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+withEmulatorAccount('replicate-signals-', { contacts: 12, seed: 5 }, (suite) => ({ account, dir } = suite));
 
 describe('replicate and the stop signals', () => {
   it('still handles them while the session closes, and hands them back only once it has', async () => {
@@ -43,7 +30,7 @@ describe('replicate and the stop signals', () => {
     });
     const before = process.listenerCount('SIGTERM');
     try {
-      const config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 5 });
+      const config = account.config(dir, { page_size: 5 });
       const code = await replicate(
         {
           logger: new StderrLogger('source-data-read'),

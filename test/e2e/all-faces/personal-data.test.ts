@@ -14,11 +14,12 @@ import { createHash, createHmac } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExtraField } from '../../../src/emulator/extra-fields.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheckAsync, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheckAsync, runCli, writeJson } from '../../helpers/cli.js';
 import { airbyteStateFile } from '../../helpers/destination.js';
-import { emulatorAccount, replicate, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { replicate, type Account } from '../../helpers/emulator-runs.js';
+import { withEmulatorAccount } from '../../helpers/suite.js';
 
 type Json = Record<string, unknown>;
 
@@ -34,14 +35,9 @@ let account: Account;
 let dir: string;
 let n = 0;
 
-beforeAll(async () => {
-  requireBuild();
-  dir = tempDir('personal-data-');
-  account = await emulatorAccount(150, 31);
+withEmulatorAccount('personal-data-', { contacts: 150, seed: 31 }, (suite) => {
+  ({ account, dir } = suite);
   account.emulator.control.addExtraField(NOTE);
-});
-afterAll(async () => {
-  await account?.emulator.close();
 });
 
 /** A config file of its own for this account. */
