@@ -1,7 +1,7 @@
 /** The replica's writer lock: refused while its holder lives and renews it, taken over when it is dead or stale, renewed by a timer. */
 import { describe, expect, it } from 'vitest';
 import { hostname } from 'node:os';
-import type { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { openForWrite } from '../../src/faces/replica/database.js';
 import { LockHeldError, acquireLock, lockTimings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
@@ -10,6 +10,7 @@ import { replicaRecords, replicaStates } from '../../src/faces/replica/records.j
 import { withTempDatabases } from '../helpers/suite.js';
 import { checkpointsOf } from '../helpers/checkpoints.js';
 import { contact, iso } from '../helpers/fake-api.js';
+import { STREAMS } from '../../src/streams.js';
 
 const newPath = withTempDatabases('lock-');
 
@@ -44,6 +45,19 @@ describe('replica writer lock', () => {
         'Run again once it has finished (exit 75: a scheduler retries later); a lock that its holder stops renewing is taken over 60 s after its last renewal.',
     );
     db.close();
+  });
+
+  it('a run refused for the lock writes nothing into the file, not even its treatments', () => {
+    const { path, db } = newDb();
+    holdAs(db, process.ppid, hostname(), Date.now());
+    db.close();
+    expect(() => new ReplicaStore(path, STREAMS, { lock: true, treatments: { 'contacts.email': 'hash' } })).toThrow(LockHeldError);
+    const check = new DatabaseSync(path, { readOnly: true });
+    try {
+      expect(check.prepare("SELECT name FROM sqlite_schema WHERE name = '_replica_personal_data'").get()).toBeUndefined();
+    } finally {
+      check.close();
+    }
   });
 
   it('another host renewed within 60 s: refused; not renewed for 60 s: taken over with a WARN naming the old holder and its age', () => {

@@ -94,7 +94,6 @@ export class ReplicaStore {
     if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
     try {
-      if (options.treatments !== undefined) recordTreatments(this.db, options.treatments);
       if (options.lock) {
         try {
           this.lockTakeover = acquireLock(this.db, path).takeover;
@@ -106,6 +105,8 @@ export class ReplicaStore {
         this.locked = true;
         this.startRenewal();
       }
+      // Only under the lock: a run refused because another one writes the file changes nothing in it.
+      if (options.treatments !== undefined) recordTreatments(this.db, options.treatments);
       const stored = storedLayouts(this.db);
       this.tables = tableSpecs(streams, options, stored);
       const migrations: Migration[] = [];

@@ -67,5 +67,8 @@ export function refuseOtherTreatments(path: string, treatments: Readonly<Record<
 /** Record the treatments a file is written with (after refuseOtherTreatments let them through). */
 export function recordTreatments(db: DatabaseSync, treatments: Readonly<Record<string, string>>): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ${TREATMENTS_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), treatments TEXT NOT NULL)`);
-  db.prepare(`INSERT OR REPLACE INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?)`).run(JSON.stringify(treatments));
+  // Written when new or changed only: an ordinary run adds no page to the WAL.
+  db.prepare(
+    `INSERT INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET treatments = excluded.treatments WHERE treatments <> excluded.treatments`,
+  ).run(JSON.stringify(treatments));
 }
