@@ -29,3 +29,23 @@ describe('parseConfiguredCatalog', () => {
     expect(selected.map((s) => [s.stream.name, s.schema])).toEqual([['contacts', told], ['deletions', undefined], ['pipeline_stages', undefined]]);
   });
 });
+
+describe('field selection from the configured catalog', () => {
+  const contactsSchema = builtInSchemas(STREAMS).get('contacts') as JsonSchema;
+  const without = (...fields: string[]): JsonSchema => ({
+    ...contactsSchema,
+    properties: Object.fromEntries(Object.entries(contactsSchema.properties as Record<string, unknown>).filter(([name]) => !fields.includes(name))),
+  });
+  const catalog = (schema: JsonSchema) => ({ streams: [{ stream: { name: 'contacts', json_schema: schema }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }] });
+
+  it('a field taken out of the schema selects the declared ones; every field declared selects none (fields as received)', () => {
+    expect(parseConfiguredCatalog(catalog(without('email')))[0]?.fields?.has('email')).toBe(false);
+    expect(parseConfiguredCatalog(catalog(contactsSchema))[0]?.fields).toBeUndefined();
+  });
+
+  it('a field a drop treatment removed from the discovered schema is no selection: fields the service adds later still pass', () => {
+    const dropped = () => new Set(['email', 'phone']);
+    expect(parseConfiguredCatalog(catalog(without('email', 'phone')), undefined, dropped)[0]?.fields).toBeUndefined();
+    expect(parseConfiguredCatalog(catalog(without('email', 'phone', 'name')), undefined, dropped)[0]?.fields?.has('name')).toBe(false);
+  });
+});

@@ -64,12 +64,14 @@ export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): A
  * field of the stream's built-in schema is missing from them (the user took
  * it out: it is not emitted, as PyAirbyte and scripts expect); undefined when
  * the schema declares them all, or declares none (every field, as received).
+ * A field in `dropped` (a `drop` treatment: discover leaves it out) missing
+ * from the schema is no selection.
  */
-export function fieldSelection(stream: StreamDefinition, schema: JsonSchema | undefined): ReadonlySet<string> | undefined {
+function fieldSelection(stream: StreamDefinition, schema: JsonSchema | undefined, dropped: ReadonlySet<string>): ReadonlySet<string> | undefined {
   if (schema === undefined || !isObject(schema.properties)) return undefined;
   const declared = new Set(Object.keys(schema.properties));
   const builtIn = Object.keys((builtInSchema(stream).properties as object | undefined) ?? {});
-  return builtIn.every((field) => declared.has(field)) ? undefined : declared;
+  return builtIn.every((field) => declared.has(field) || dropped.has(field)) ? undefined : declared;
 }
 
 const ConfiguredCatalog = z.object({
@@ -113,7 +115,11 @@ function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: r
  * duplicates. A cursor_field or primary_key other than the source's own is
  * reported through `warn`, once per stream.
  */
-export function parseConfiguredCatalog(input: unknown, warn: (message: string) => void = () => undefined): SelectedStream[] {
+export function parseConfiguredCatalog(
+  input: unknown,
+  warn: (message: string) => void = () => undefined,
+  dropped: (stream: StreamDefinition) => ReadonlySet<string> = () => new Set(),
+): SelectedStream[] {
   const parsed = ConfiguredCatalog.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -148,7 +154,7 @@ export function parseConfiguredCatalog(input: unknown, warn: (message: string) =
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;
     const schema = isObject(told) && isObject(told.properties) && Object.keys(told.properties).length > 0 ? told : undefined;
-    selected.push({ stream, mode, schema, fields: fieldSelection(stream, schema) });
+    selected.push({ stream, mode, schema, fields: fieldSelection(stream, schema, dropped(stream)) });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });
   return selected;

@@ -136,9 +136,12 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const catalogInput = readJsonFile(catalogPath, 'catalog');
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
     const warnings: string[] = [];
-    const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w));
+    const { treatedSchemasFor, treatmentPlan } = await import('../../personal-data/treatments.js');
+    const plan = treatmentPlan(config);
+    const dropped = (stream: StreamDefinition): ReadonlySet<string> =>
+      new Set((plan.get(stream.name)?.fields ?? []).filter((f) => f.treatment === 'drop').map((f) => f.field));
+    const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w), dropped);
     // Fields the catalog declares may be ones only the service describes: a treatment naming one of those is fine.
-    const { treatedSchemasFor } = await import('../../personal-data/treatments.js');
     const { builtInSchema } = await import('../../schemas/json-schema.js');
     const declared = new Map(streams.map(({ stream, schema }) => [stream.name, { properties: { ...(builtInSchema(stream).properties as object), ...((schema?.properties as object | undefined) ?? {}) } }]));
     treatedSchemasFor(config, declared, false, (w) => warnings.push(w));
