@@ -20,7 +20,8 @@ export interface SyncSink {
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void>;
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
-  streamComplete(stream: StreamDefinition): void | Promise<void>;
+  /** The stream ended well; `skipped`: the service does not offer it (a 404 on an optional stream), nothing was read. */
+  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void>;
   /** The stream ends unfinished because of its own failure (a path, a cursor, an answer): say it with the stream. */
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void>;
   /** The stream ends unfinished because the whole run failed: `runFailed` says why, once. Its last checkpoint stands. */

@@ -78,7 +78,7 @@ export interface RunRequestCounts {
 }
 
 /** How a stream ended, as the engine tells it. */
-export type StreamEnd = 'complete' | 'incomplete' | 'stopped';
+export type StreamEnd = 'complete' | 'incomplete' | 'stopped' | 'skipped';
 
 interface StreamTrack {
   readonly name: string;
@@ -184,7 +184,7 @@ export class RunRecorder {
     t.after = state.sync_watermark ?? t.after;
   }
 
-  /** The stream ended: read to the end, failed on its own, or stopped by the run's failure. */
+  /** The stream ended: read to the end, not offered by the service (skipped), failed on its own, or stopped by the run's failure. */
   streamEnded(name: string, end: StreamEnd, error?: ConnectorError): void {
     const t = this.track(name);
     // A stream read twice (replicate's second pass) ends as its last pass did.
@@ -227,7 +227,7 @@ export class RunRecorder {
   private streamSummary(t: StreamTrack): StreamSummary {
     const records = t.written ?? t.records;
     const status: StreamStatus =
-      t.ended === 'complete' ? 'complete' : t.ended === 'incomplete' || records > 0 || t.states > 0 ? 'incomplete' : 'skipped';
+      t.ended === 'complete' || t.ended === 'skipped' ? t.ended : t.ended === 'incomplete' || records > 0 || t.states > 0 ? 'incomplete' : 'skipped';
     return { name: t.name, status, records, tombstones: t.tombstones, sync_watermark_before: t.before, sync_watermark_after: t.after };
   }
 

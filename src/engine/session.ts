@@ -94,10 +94,10 @@ class CountingSink implements SyncSink {
     return report ? afterWrite(written, () => report.state(stream.name, state)) : written;
   }
 
-  async streamComplete(stream: StreamDefinition): Promise<void> {
+  async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
     // The face first (the tap's final STATE of the stream): a listener of the report (Dagster Pipes) hears of it after.
-    await this.sink.streamComplete(stream);
-    this.report?.streamEnded(stream.name, 'complete');
+    await this.sink.streamComplete(stream, skipped);
+    this.report?.streamEnded(stream.name, skipped === true ? 'skipped' : 'complete');
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {

@@ -187,7 +187,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
       await reportMisfits(sink, audit);
       if (outcome.kind === 'complete') finalStates.set(stream.name, outcome.state);
       else await sink.streamRunning(stream);
-      await sink.streamComplete(stream);
+      await sink.streamComplete(stream, outcome.kind === 'skipped');
     } catch (err) {
       const error = toConnectorError(err);
       await reportMisfits(sink, audit).catch(() => undefined);

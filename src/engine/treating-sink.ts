@@ -38,8 +38,8 @@ class TreatingSink implements SyncSink {
     return this.#sink.state(stream, state);
   }
 
-  streamComplete(stream: StreamDefinition): void | Promise<void> {
-    return this.#sink.streamComplete(stream);
+  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
+    return this.#sink.streamComplete(stream, skipped);
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {

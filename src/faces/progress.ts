@@ -114,10 +114,10 @@ class WatchedSink implements SyncSink {
     return this.inner.state(stream, state);
   }
 
-  streamComplete(stream: StreamDefinition): void | Promise<void> {
+  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
     this.tally(stream).phase = 'complete';
     this.changed();
-    return this.inner.streamComplete(stream);
+    return this.inner.streamComplete(stream, skipped);
   }
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {

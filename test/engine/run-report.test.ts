@@ -53,6 +53,16 @@ describe('RunRecorder', () => {
     ]);
   });
 
+  it('a stream the service does not offer ends skipped, and its end listeners (Dagster Pipes) hear it so', () => {
+    const r = new RunRecorder('sync');
+    const heard: StreamSummary[] = [];
+    r.onStreamEnd((s) => heard.push(s));
+    r.plan([{ name: 'pipeline_stages' }]);
+    r.streamEnded('pipeline_stages', 'skipped');
+    expect(heard.map((s) => s.status)).toEqual(['skipped']);
+    expect(r.finish(0).streams[0]?.status).toBe('skipped');
+  });
+
   it('a failure before the first request: every planned stream skipped, the cause and its type, redacted', () => {
     const r = new RunRecorder('sync');
     r.setRedact((t) => t.split('sk_live_secret').join('***'));

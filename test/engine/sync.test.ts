@@ -114,3 +114,13 @@ describe('a run-wide failure', () => {
     expect(result.runFailure).toBeUndefined();
   });
 });
+
+describe('an optional stream the service does not offer', () => {
+  it('ends complete and marked skipped (a 404 on /v1/pipeline_stages); a stream it offers is not', async () => {
+    const without = new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/stage_events': [], '/v1/deletions': [] });
+    const { sink } = await sync(without);
+    expect(sink.events.filter((e) => e.kind === 'complete' && e.stream === 'pipeline_stages')).toEqual([{ kind: 'complete', stream: 'pipeline_stages', skipped: true }]);
+    const { sink: offered } = await sync(api());
+    expect(offered.events.filter((e) => e.kind === 'complete' && e.stream === 'pipeline_stages')).toEqual([{ kind: 'complete', stream: 'pipeline_stages' }]);
+  });
+});

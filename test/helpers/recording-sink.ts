@@ -9,7 +9,7 @@ export type SinkEvent =
   | { kind: 'running'; stream: string; quotaReset?: number }
   | { kind: 'records'; stream: string; records: Data[] }
   | { kind: 'state'; stream: string; state: StreamState }
-  | { kind: 'complete'; stream: string }
+  | { kind: 'complete'; stream: string; skipped?: true }
   | { kind: 'incomplete'; stream: string; error: ConnectorError }
   | { kind: 'stopped'; stream: string }
   | { kind: 'run-failed'; error: ConnectorError; stopped: string[] }
@@ -29,8 +29,8 @@ export class RecordingSink implements SyncSink {
   state(s: StreamDefinition, state: StreamState): void {
     this.events.push({ kind: 'state', stream: s.name, state: structuredClone(state) });
   }
-  streamComplete(s: StreamDefinition): void {
-    this.events.push({ kind: 'complete', stream: s.name });
+  streamComplete(s: StreamDefinition, skipped?: boolean): void {
+    this.events.push({ kind: 'complete', stream: s.name, ...(skipped === true ? { skipped } : {}) });
   }
   streamIncomplete(s: StreamDefinition, error: ConnectorError): void {
     this.events.push({ kind: 'incomplete', stream: s.name, error });
