@@ -170,11 +170,13 @@ export class RunRecorder {
     t.tombstones += tombstones;
   }
 
-  /** What the face wrote for the stream in the end (replicate's rows), replacing the records counted on the way. */
-  written(name: string, records: number, tombstones?: number): void {
+  /** What the face wrote for the stream in the end (replicate's rows and the watermark it committed), replacing what was counted on the way. */
+  written(name: string, records: number, tombstones?: number, savedWatermark?: string | null): void {
     const t = this.track(name);
     t.written = records;
     if (tombstones !== undefined) t.tombstones = tombstones;
+    // The watermark the face saved (null: none this run, the one it started from stands), not a STATE it was handed but lost.
+    if (savedWatermark !== undefined) t.after = savedWatermark ?? t.before;
   }
 
   /** A checkpoint (STATE) of the stream: its watermark is the watermark after. */

@@ -53,6 +53,18 @@ describe('RunRecorder', () => {
     ]);
   });
 
+  it("a face's written watermark replaces the STATE it was handed; none written keeps the one the run started from", () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts', state: { sync_watermark: '2026-01-01T00:00:00.000Z' } }, { name: 'deletions', state: { sync_watermark: '2026-01-02T00:00:00.000Z' } }]);
+    r.state('contacts', { sync_watermark: '2026-02-01T00:00:00.000Z' });
+    r.state('deletions', { sync_watermark: '2026-02-02T00:00:00.000Z' });
+    r.written('contacts', 3, 0, '2026-01-15T00:00:00.000Z');
+    r.written('deletions', 0, 0, null);
+    const [contacts, deletions] = r.finish(75).streams;
+    expect(contacts?.sync_watermark_after).toBe('2026-01-15T00:00:00.000Z');
+    expect(deletions?.sync_watermark_after).toBe('2026-01-02T00:00:00.000Z');
+  });
+
   it('a stream the service does not offer ends skipped, and its end listeners (Dagster Pipes) hear it so', () => {
     const r = new RunRecorder('sync');
     const heard: StreamSummary[] = [];

@@ -135,7 +135,7 @@ async function openRun(
 /** What the run wrote, told to the report: rows written per stream; the deletion log's rows removed as its tombstones. */
 function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<string, StreamTally>): void {
   if (!report) return;
-  for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows);
+  for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows, t.savedWatermark ?? null);
 }
 
 const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);

@@ -37,6 +37,8 @@ export interface StreamTally {
   deletedRows: number;
   /** Rows removed because a full read that heals a gap in the deletion log did not return them. */
   sweptRows: number;
+  /** The sync_watermark of the last checkpoint committed with a watermark this run; undefined while none was. */
+  savedWatermark?: string | undefined;
   status: 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
   /** When a rate-limit wait ends (epoch ms). */
   quotaReset?: number;
@@ -112,13 +114,14 @@ export class ReplicaSink implements SyncSink {
     const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
     const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
-    this.target.write(checkpoint, (result) => this.count(stream, result));
+    this.target.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (full) full.started = true;
     if (fullRead?.last) this.fullReads.delete(stream.name);
   }
 
-  private count(stream: StreamDefinition, result: CommitResult): void {
+  private count(stream: StreamDefinition, result: CommitResult, watermark: string | undefined): void {
     const t = this.tally(stream);
+    t.savedWatermark = watermark ?? t.savedWatermark;
     t.upserted += result.upserted;
     t.skippedDeleted += result.skippedDeleted;
     t.deletedRows += result.deletedRows;
