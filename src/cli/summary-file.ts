@@ -57,7 +57,7 @@ function writeByRename(path: string, text: string): boolean {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let fd: number;
   try {
-    fd = openSync(temp, 'wx', 0o644);
+    fd = openSync(temp, 'w', 0o644); // a leftover of a killed run with the same pid (PID 1 in a container) is overwritten
   } catch {
     return false; // the directory takes no new file (read-only, no permission)
   }
