@@ -10,7 +10,7 @@
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
 import { ConfigError, toConnectorError } from '../errors.js';
-import type { RunCommand, RunRecorder } from '../engine/run-report.js';
+import type { RunCommand, RunRecorder, RunSummary } from '../engine/run-report.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
@@ -21,7 +21,7 @@ import { UsageError } from './usage.js';
 export class RunEnd {
   private readonly log: (message: string) => void;
   private recorder: RunRecorder | undefined;
-  private summaryText: ((code: number) => string) | undefined;
+  private toJson: ((summary: RunSummary) => string) | undefined;
   private path: string | undefined;
   private written = false;
   private pipes: PipesReport | undefined;
@@ -34,20 +34,16 @@ export class RunEnd {
   /** The report of the sync command now starting; `summaryPath` is --summary's value, if given. */
   async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
     const { RunRecorder, summaryJson } = await import('../engine/run-report.js');
-    this.recorder = new RunRecorder(command, { version: VERSION });
+    const recorder = new RunRecorder(command, { version: VERSION });
+    this.recorder = recorder;
     this.path = summaryPath;
-    const recorder = this.recorder;
-    this.summaryText = (code) => summaryJson(recorder.finish(code));
+    this.toJson = summaryJson;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
     if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
       const { pipesForRun } = await import('../pipes/index.js');
       this.pipes = pipesForRun(process.env, recorder, command);
     }
     return recorder;
-  }
-
-  get report(): RunRecorder | undefined {
-    return this.recorder;
   }
 
   /** The command failed with what it threw (a usage mistake is told as one). */
@@ -62,13 +58,17 @@ export class RunEnd {
 
   /** Finish the report with the exit status and write the summary file (once; synchronous, also on a signal's way out). */
   finish(code: number): void {
-    if (this.written || this.recorder === undefined || this.summaryText === undefined) return;
+    if (this.written || this.recorder === undefined || this.toJson === undefined) return;
     this.written = true;
-    const text = this.summaryText(code);
-    this.pipes?.finish(this.recorder.finish(code));
+    const summary = this.recorder.finish(code);
+    try {
+      this.pipes?.finish(summary);
+    } catch (err) {
+      this.log(`Cannot send Dagster Pipes its last messages: ${err instanceof Error ? err.message : String(err)}.`);
+    }
     if (this.path === undefined) return;
     try {
-      writeSummaryFile(this.path, text);
+      writeSummaryFile(this.path, this.toJson(summary));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       this.log(`Cannot write the run summary to "${this.path}": ${code ?? (err instanceof Error ? err.message : String(err))}. Pass a --summary path in a writable directory.`);

@@ -44,7 +44,7 @@ export interface ConnectionCheck extends CheckResult {
 }
 
 /** Retries of one request of check and discover at most, whatever max_retries says (it is for syncs). */
-export const INTERACTIVE_MAX_RETRIES = 2;
+const INTERACTIVE_MAX_RETRIES = 2;
 
 /**
  * The client options of short, interactive requests (check, discover): few

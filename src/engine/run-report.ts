@@ -11,7 +11,7 @@
  * is ever copied in; the message is redacted of the secrets.
  */
 import { z } from 'zod';
-import type { ConnectorError, FailureType } from '../errors.js';
+import type { ConnectorError } from '../errors.js';
 import { exitStatusFor } from '../process/exit-status.js';
 import type { StreamState } from './state.js';
 
@@ -215,10 +215,6 @@ export class RunRecorder {
   /** The command was stopped by a signal. */
   interrupted(signal: string): void {
     this.signal ??= signal;
-  }
-
-  get failureType(): FailureType | undefined {
-    return this.failures[0]?.failureType;
   }
 
   /** The failure that explains `exitCode`: the first of the type that exit status stands for, else the first. */

@@ -17,7 +17,7 @@ export { PipesSetupError } from './params.js';
  * nothing else on stdout. Throws PipesSetupError (a ConfigError) when they are
  * set but cannot be used.
  */
-export function pipesFromEnv(env: NodeJS.ProcessEnv, options: { stdoutFree: boolean }): PipesSession | undefined {
+function pipesFromEnv(env: NodeJS.ProcessEnv, options: { stdoutFree: boolean }): PipesSession | undefined {
   const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: options.stdoutFree });
   session?.closeAtExit();
   return session;

@@ -68,10 +68,6 @@ export class PipesSession {
     return new PipesSession(context, channel);
   }
 
-  get closed(): boolean {
-    return this.closedAlready;
-  }
-
   /** The asset key a stream is reported under. */
   assetKey(stream: string): string {
     return assetKeyFor(stream, this.context.asset_keys);

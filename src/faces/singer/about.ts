@@ -6,7 +6,6 @@
 import { VERSION } from '../../process/version.js';
 import { settingsSchema } from './settings.js';
 
-export { settingsSchema };
 
 export const TAP_NAME = 'tap-data-read';
 export const DESCRIPTION =
