@@ -158,9 +158,10 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
     let run: CliResult & { signalled: boolean };
     try {
       if (face === 'replicate') {
-        // stdout stays empty: stop it once its first rows are committed.
+        // stdout stays empty: stop it once its first rows are committed (the polling ends with the run).
+        let ended = false;
         const committed = async (): Promise<void> => {
-          for (;;) {
+          while (!ended) {
             try {
               const check = new DatabaseSync(db, { readOnly: true });
               try {
@@ -174,7 +175,11 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
         };
-        run = await runAndSignal(bin, argv, { signal: 'SIGTERM', trigger: committed() });
+        try {
+          run = await runAndSignal(bin, argv, { signal: 'SIGTERM', trigger: committed() });
+        } finally {
+          ended = true;
+        }
       } else {
         run = await runAndSignal(bin, argv, { signal: 'SIGTERM', count: 2 });
       }

@@ -18,7 +18,7 @@
  * Needs `npm run build`.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -27,6 +27,7 @@ import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
 import { parseLines, ROOT, runCli, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { pipesEnv, readPipes } from '../../helpers/pipes-reader.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
+import { dumpLists, replicaAsDump } from '../../helpers/emulator-runs.js';
 
 const PAGE = 'docs/orchestrators.md';
 const page = readFileSync(join(ROOT, PAGE), 'utf8');
@@ -49,9 +50,12 @@ afterAll(async () => {
 });
 
 let accounts = 0;
+/** The account of the last configIn. */
+let lastAccountId = '';
 /** A config.json for a new account of the emulator, in `dir`. */
 function configIn(dir: string, contacts = 30): string {
   const account = emu.control.createAccount({ name: `orchestrators ${++accounts}` });
+  lastAccountId = account.id;
   const { key } = emu.control.createKey(account.id);
   emu.control.seed(account.id, { contacts });
   mkdirSync(dir, { recursive: true });
@@ -111,9 +115,9 @@ describe('docs/orchestrators.md: cron', () => {
     for (const code of [first.code, second.code]) expect([0, 75]).toContain(code);
     const log = readFileSync(join(home, 'data-read', 'replicate.log'), 'utf8');
     expect(log).toContain('Replica up to date');
-    expect(existsSync(join(home, 'data-read', 'replica.db'))).toBe(true);
     const again = await run(['sh', '-c', command], { cwd: home, env });
     expect(again.code).toBe(0);
+    expect(replicaAsDump(join(home, 'data-read', 'replica.db'))).toStrictEqual(dumpLists(emu.control.dump(lastAccountId)));
     expect(summaryOf(join(home, 'data-read', 'last-run.json'))).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
   });
 });
