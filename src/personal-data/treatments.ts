@@ -45,7 +45,7 @@ export interface TreatedField {
   readonly kind: PersonalKind;
 }
 
-/** The treatments of one stream (never empty), and the fields kept when the face selects fields. */
+/** The treatments of one stream (never empty). */
 export interface StreamTreatments {
   readonly fields: readonly TreatedField[];
 }
@@ -102,17 +102,11 @@ function asText(value: unknown): string {
  * the HMAC finds out while it reads the characters, at no extra cost).
  */
 function tokenFunction(mac: HmacSha256, kind: PersonalKind): (text: string) => string {
-  switch (kind) {
-    case 'email':
-      return (text) => mac.hex(text.trim().toLowerCase());
-    case 'phone':
-      return (text) => mac.hex(E164_LIKE.test(text) ? text : text.replace(/[^+0-9]/g, ''));
-    case 'text':
-      return (text) => {
-        const trimmed = text.trim();
-        return mac.hexIfAscii(trimmed) ?? mac.hex(trimmed.normalize('NFC'));
-      };
-  }
+  if (kind !== 'text') return (text) => mac.hex(normalize(text, kind));
+  return (text) => {
+    const trimmed = text.trim();
+    return mac.hexIfAscii(trimmed) ?? mac.hex(trimmed.normalize('NFC'));
+  };
 }
 
 /** Tokens of a field's repeated text values kept at most (then forgotten). */
@@ -147,21 +141,21 @@ function cachedTokens(token: (text: string) => string): (text: string) => string
   };
 }
 
-/** How one field's values are treated (never called for drop, nor for null). */
-function valueTreatment(field: TreatedField, mac: HmacSha256): (value: unknown) => unknown {
-  const textOf = (value: unknown): string => (typeof value === 'string' ? value : asText(value));
+/** A treated field whose values change (not dropped). */
+type ChangingField = TreatedField & { readonly treatment: Exclude<Treatment, 'keep' | 'drop'> };
+
+/** How one field's values are treated (never called for null). */
+function valueTreatment(field: ChangingField, mac: HmacSha256): (value: unknown) => unknown {
   switch (field.treatment) {
     case 'hash': {
       const token = tokenFunction(mac, field.kind);
       const hash = field.kind === 'text' ? cachedTokens(token) : token;
-      return (value) => hash(typeof value === 'string' ? value : asText(value));
+      return (value) => hash(asText(value));
     }
     case 'sha256':
-      return (value) => sha256Hex(normalize(textOf(value), field.kind));
+      return (value) => sha256Hex(normalize(asText(value), field.kind));
     case 'email_domain':
-      return (value) => emailDomain(textOf(value));
-    case 'drop':
-      return () => undefined;
+      return (value) => emailDomain(asText(value));
   }
 }
 
@@ -278,7 +272,7 @@ export function recordTreater(
   const fields = treatments?.fields ?? [];
   if (fields.length === 0 && keepOnly === undefined) return undefined;
   const mac = new HmacSha256(hashKey ?? '');
-  const changed = fields.filter((f) => f.treatment !== 'drop');
+  const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop');
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
   const treat = changed.map((f) => valueTreatment(f, mac));
   const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
