@@ -198,7 +198,8 @@ export class SyncSession {
 
   /** One sync of the given streams from the given states, reporting to `sink`. */
   async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
-    const counting = new CountingSink(sink, this.counts, this.report, request.tombstones?.column);
+    // Tombstones are counted only when they are made: otherwise a record is a record, whatever fields it carries.
+    const counting = new CountingSink(sink, this.counts, this.report, this.config.deletions_as_tombstones ? request.tombstones?.column : undefined);
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),
     );
