@@ -10,7 +10,8 @@
  * `createHmac` in the tests.
  */
 
-const K = new Int32Array([
+/** SHA-256's round constants. */
+export const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
   0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
   0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
@@ -118,16 +119,9 @@ export class HmacSha256 {
   readonly #encoder = new TextEncoder();
 
   constructor(key: string | Uint8Array) {
-    let k: Uint8Array = typeof key === 'string' ? new TextEncoder().encode(key) : key;
-    if (k.length > 64) k = sha256Bytes(k);
-    const pad = new Uint8Array(64);
-    for (const [state, x] of [[this.#inner, 0x36], [this.#outer, 0x5c]] as const) {
-      pad.fill(x);
-      for (let i = 0; i < k.length; i++) pad[i] = (k[i] as number) ^ x;
-      state.set(IV);
-      wordsOf(pad, 0, this.#words);
-      compress(state, this.#words);
-    }
+    const { inner, outer } = hmacMidstates(key);
+    this.#inner.set(inner);
+    this.#outer.set(outer);
     this.#outerWords[8] = 0x80000000 | 0;
     this.#outerWords[15] = (64 + 32) * 8;
   }
@@ -195,6 +189,27 @@ export class HmacSha256 {
     }
     return digest.toString('hex');
   }
+}
+
+/**
+ * HMAC's two key blocks compressed (RFC 2104: the key, hashed first when
+ * longer than a block, XOR 0x36 and 0x5c): the states every MAC under this
+ * key starts its inner and its outer hash from.
+ */
+export function hmacMidstates(key: string | Uint8Array): { readonly inner: Int32Array; readonly outer: Int32Array } {
+  let k: Uint8Array = typeof key === 'string' ? new TextEncoder().encode(key) : key;
+  if (k.length > 64) k = sha256Bytes(k);
+  const pad = new Uint8Array(64);
+  const words = new Int32Array(64);
+  const state = (x: number): Int32Array => {
+    pad.fill(x);
+    for (let i = 0; i < k.length; i++) pad[i] = (k[i] as number) ^ x;
+    const s = new Int32Array(IV);
+    wordsOf(pad, 0, words);
+    compress(s, words);
+    return s;
+  };
+  return { inner: state(0x36), outer: state(0x5c) };
 }
 
 /** Plain SHA-256 of bytes (for a key longer than a block). */

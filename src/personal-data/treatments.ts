@@ -14,6 +14,7 @@
  * null stays null. A stream without treatments costs nothing: no plan, no pass.
  */
 import { createHash } from 'node:crypto';
+import { HmacBatch } from './hmac-batch.js';
 import { HmacSha256 } from './hmac-sha256.js';
 import { ConfigError } from '../errors.js';
 import { isRawNumber } from '../json/exact-json.js';
@@ -116,18 +117,28 @@ const CACHE_TRIAL = 2_000;
 const CACHE_MIN_HIT_RATE = 0.5;
 
 /**
+ * A value queued for the batch HMAC: its slot there. The token replaces the
+ * value once the batch has run (compileTreater's second pass).
+ */
+type Queued = number;
+
+/** What a field's value becomes: now, or once the batch has run. */
+type ValueTreatment = (value: unknown) => string | null | Queued;
+
+/**
  * The `hash` treatment of one text field, its tokens remembered: text values
  * that repeat (first and last names) are hashed once. A field whose values
- * rarely repeat (full names, click ids) stops remembering after a trial: a
- * lookup of a fresh string in a large map costs about what its HMAC does.
- * E-mails and phones identify one person each: never remembered (no cache).
+ * rarely repeat (full names, click ids) stops remembering after a trial, and
+ * hashes by `uncached` from then on: a lookup of a fresh string in a large
+ * map costs about what its HMAC does. E-mails and phones identify one person
+ * each: never remembered (no cache).
  */
-function cachedTokens(token: (text: string) => string): (text: string) => string {
+function cachedTokens(token: (text: string) => string, uncached: (text: string) => string | Queued): (text: string) => string | Queued {
   let cache: Map<string, string> | undefined = new Map();
   let lookups = 0;
   let hits = 0;
   return (text) => {
-    if (cache === undefined) return token(text);
+    if (cache === undefined) return uncached(text);
     let value = cache.get(text);
     if (value !== undefined) {
       hits++;
@@ -144,12 +155,20 @@ function cachedTokens(token: (text: string) => string): (text: string) => string
 /** A treated field whose values change (not dropped). */
 type ChangingField = TreatedField & { readonly treatment: Exclude<Treatment, 'keep' | 'drop'> };
 
-/** How one field's values are treated (never called for null). */
-function valueTreatment(field: ChangingField, mac: HmacSha256): (value: unknown) => unknown {
+/** How one field's values are treated (never called for null); `batch`: where `hash` queues what it can. */
+function valueTreatment(field: ChangingField, mac: HmacSha256, batch: HmacBatch | undefined): ValueTreatment {
   switch (field.treatment) {
     case 'hash': {
-      const token = tokenFunction(mac, field.kind);
-      const hash = field.kind === 'text' ? cachedTokens(token) : token;
+      const { kind } = field;
+      const token = tokenFunction(mac, kind);
+      const queued =
+        batch === undefined
+          ? token
+          : (text: string): string | Queued => {
+              const slot = batch.queue(text, kind);
+              return slot < 0 ? token(text) : slot;
+            };
+      const hash = kind === 'text' ? cachedTokens(token, queued) : queued;
       return (value) => hash(asText(value));
     }
     case 'sha256':
@@ -271,12 +290,27 @@ export function recordTreater(
 ): RecordTreater | undefined {
   const fields = treatments?.fields ?? [];
   if (fields.length === 0 && keepOnly === undefined) return undefined;
-  const mac = new HmacSha256(hashKey ?? '');
-  const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop');
-  const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
-  const treat = changed.map((f) => valueTreatment(f, mac));
   const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
-  return compileTreater(changed.map((f) => f.field), dropped, treat, kept);
+  // A field the selection removes is not treated first.
+  const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop' && (kept === undefined || kept.has(f.field)));
+  const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
+  const hashing = changed.some((f) => f.treatment === 'hash');
+  const mac = new HmacSha256(hashKey ?? '');
+  const batch = hashing ? HmacBatch.create(hashKey ?? '') : undefined;
+  return compileTreater(
+    changed.map((f) => ({ name: f.field, treat: valueTreatment(f, mac, batch), queues: batch !== undefined && f.treatment === 'hash' })),
+    dropped,
+    kept,
+    batch,
+  );
+}
+
+/** A changing field as compileTreater writes it. */
+interface CompiledField {
+  readonly name: string;
+  readonly treat: ValueTreatment;
+  /** Whether its treatment may queue a value in the batch (return a slot). */
+  readonly queues: boolean;
 }
 
 /**
@@ -284,24 +318,46 @@ export function recordTreater(
  * the type audit does): each field read and written by a literal name, which
  * V8 turns into a plain property access, not a lookup by a key in a variable.
  * Field names enter the code only as JSON string literals.
+ *
+ * With a batch, the page goes in chunks the batch can hold: the first pass
+ * treats what it can at once and notes, per queuing field, which record's
+ * value went to which slot; the batch runs; the second pass puts each
+ * token in its place.
  */
-function compileTreater(
-  changed: readonly string[],
-  dropped: readonly string[],
-  treat: readonly ((value: unknown) => unknown)[],
-  kept: ReadonlySet<string> | undefined,
-): RecordTreater {
-  const lines = [
-    ...changed.map((name, j) => {
-      const at = JSON.stringify(name);
-      return `v = r[${at}]; if (v !== null && v !== undefined) r[${at}] = t${j}(v);`;
-    }),
+function compileTreater(fields: readonly CompiledField[], dropped: readonly string[], kept: ReadonlySet<string> | undefined, batch: HmacBatch | undefined): RecordTreater {
+  const queuing = fields.flatMap((f, j) => (f.queues ? [j] : []));
+  const chunk = batch === undefined || queuing.length === 0 ? 0 : Math.floor(batch.capacity / queuing.length);
+  const at = (j: number): string => JSON.stringify(fields[j]?.name);
+  const firstPass = [
+    ...fields.map(({ queues }, j) =>
+      queues
+        ? `v = r[${at(j)}]; if (v !== null && v !== undefined) { v = t${j}(v); if (typeof v === "number") { q${j}[n${j}++] = i; q${j}[n${j}++] = v; } else r[${at(j)}] = v; }`
+        : `v = r[${at(j)}]; if (v !== null && v !== undefined) r[${at(j)}] = t${j}(v);`,
+    ),
     ...dropped.map((name) => `delete r[${JSON.stringify(name)}];`),
     ...(kept === undefined ? [] : ['for (const name of Object.keys(r)) if (!kept.has(name)) delete r[name];']),
   ];
-  const params = treat.map((_, j) => `t${j}`);
-  const source = `return function treat(records) {\n  let v;\n  for (let i = 0; i < records.length; i++) {\n    const r = records[i];\n    ${lines.join('\n    ')}\n  }\n};`;
-  return (new Function('kept', ...params, source) as (kept: ReadonlySet<string> | undefined, ...t: ((value: unknown) => unknown)[]) => RecordTreater)(kept, ...treat);
+  const loop = (from: string, to: string): string => `for (let i = ${from}; i < ${to}; i++) {\n      const r = records[i];\n      ${firstPass.join('\n      ')}\n    }`;
+  const source =
+    chunk === 0
+      ? `return function treat(records) {\n    let v;\n    ${loop('0', 'records.length')}\n  };`
+      : [
+          'return function treat(records) {',
+          '  let v;',
+          `  for (let start = 0; start < records.length; start += ${chunk}) {`,
+          `    const end = Math.min(records.length, start + ${chunk});`,
+          `    let ${queuing.map((j) => `n${j} = 0`).join(', ')};`,
+          `    ${loop('start', 'end')}`,
+          '    if (batch.size === 0) continue;',
+          '    const hex = batch.run();',
+          ...queuing.map((j) => `    for (let x = 0; x < n${j}; x += 2) records[q${j}[x]][${at(j)}] = hex.substring(q${j}[x + 1] * 64, q${j}[x + 1] * 64 + 64);`),
+          '  }',
+          '};',
+        ].join('\n');
+  const params = [...fields.map((_, j) => `t${j}`), ...queuing.map((j) => `q${j}`)];
+  const slots = queuing.map(() => new Int32Array(2 * chunk));
+  const make = new Function('kept', 'batch', ...params, source) as (kept: ReadonlySet<string> | undefined, batch: HmacBatch | undefined, ...rest: unknown[]) => RecordTreater;
+  return make(kept, batch, ...fields.map((f) => f.treat), ...slots);
 }
 
 // ---------------------------------------------------------------- schemas
