@@ -11,6 +11,7 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import type { RunCommand, RunRecorder, RunSummary } from '../engine/run-report.js';
+import { EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
@@ -96,9 +97,20 @@ export function runEndAndInterrupt(out: LineWriter, log: (message: string) => vo
   return { end, interrupt };
 }
 
-/** After a command, however it ended: stdout flushed, the signal handlers removed, the report finished with `code`, which is returned. */
-export async function closeRun(out: LineWriter, interrupt: Interrupt, end: RunEnd, code: number): Promise<number> {
+/**
+ * After a command, however it ended: stdout flushed, the signal handlers
+ * removed, the report finished with the exit status, which is returned:
+ * `code`, or 75 when a command that succeeded could not hand its last lines
+ * to a reader that went away (`log` says so).
+ */
+export async function closeRun(out: LineWriter, interrupt: Interrupt, end: RunEnd, code: number, log: (message: string) => void): Promise<number> {
   await out.flush();
+  const closed = code === 0 ? out.closed() : undefined;
+  if (closed !== undefined) {
+    end.failed(closed);
+    log(closed.message);
+    code = EXIT_TEMPFAIL;
+  }
   interrupt.uninstall();
   end.finish(code);
   return code;

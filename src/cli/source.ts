@@ -4,10 +4,9 @@
  * start fast. `emulator` (the local Data-Read API) is started by
  * bin/source-data-read itself: the connector never loads the emulator.
  */
-import { LineWriter, StderrLogger, closedOutputCode } from '../process/output.js';
+import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { ConnectorError } from '../errors.js';
-import { EXIT_STATUS_HELP, EXIT_TEMPFAIL } from '../process/exit-status.js';
+import { EXIT_STATUS_HELP } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
@@ -35,9 +34,6 @@ its progress (records per stream, rate-limit waits and when they end, requests).
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
 every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
 ${EXIT_STATUS_HELP}`;
-
-/** The reader of stdout went away (a closed pipe): no usage text, exit 75 (run again later). */
-const outputClosed = closedOutputCode;
 
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge): Promise<number> {
   const [command, ...rest] = argv;
@@ -117,19 +113,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(argv, out, logger, interrupt, end, bridge);
   } catch (err) {
-    const closed = err instanceof UsageError ? undefined : outputClosed(err);
-    if (closed !== undefined) {
-      const message = `stdout was closed before the command ended (${closed}: its reader went away); stopped. Every STATE written before is safe to resume from.`;
-      end.failed(new ConnectorError('transient_error', message));
-      logger.log('ERROR', message);
-      code = EXIT_TEMPFAIL;
-    } else {
-      end.failed(err);
-      // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
-      code = failureExit(err, (message) => logger.log('ERROR', message), HELP);
-    }
+    // The reader of stdout went away (a closed pipe): exit 75, run again later.
+    const error = closedOutputError(err) ?? err;
+    end.failed(error);
+    // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
+    code = failureExit(error, (message) => logger.log('ERROR', message), HELP);
   }
-  await closeRun(out, interrupt, end, code);
+  code = await closeRun(out, interrupt, end, code, (message) => logger.log('ERROR', message));
   bridge.uninstall();
   return code;
 }

@@ -2,7 +2,7 @@
  * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
  * default). Protocol output on stdout only; logs on stderr.
  */
-import { LineWriter, StderrLogger } from '../process/output.js';
+import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
 import { EXIT_STATUS_HELP } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
@@ -102,9 +102,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     code = await run(args, out, logger, interrupt, end);
   } catch (err) {
-    end.failed(err);
+    // The reader of stdout went away (a closed pipe): exit 75, run again later.
+    const error = closedOutputError(err) ?? err;
+    end.failed(error);
     // Usage mistakes found after parsing (no --config, a bad --format) come with the usage text.
-    code = failureExit(err, (message) => logger.log('CRITICAL', message), TAP_HELP);
+    code = failureExit(error, (message) => logger.log('CRITICAL', message), TAP_HELP);
   }
-  return closeRun(out, interrupt, end, code);
+  return closeRun(out, interrupt, end, code, (message) => logger.log('CRITICAL', message));
 }

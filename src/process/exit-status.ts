@@ -47,8 +47,8 @@ export const EXIT_STATUS_HELP = `Exit status (sysexits.h, for schedulers):
   0    success
   2    usage mistake (bad arguments)
   78   config_error: the user must act (key, config, permissions); retrying will not help
-  75   transient_error, a wait beyond max_wait_seconds, or the replica locked by a live run:
-       run again later (state saved)
+  75   transient_error, a wait beyond max_wait_seconds, the replica locked by a live run,
+       or stdout closed by its reader: run again later (state saved)
   70   system_error: the service broke its contract, or a bug
   130  interrupted by SIGINT, 143 by SIGTERM (state saved)
 `;

@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { redact } from '../errors.js';
+import { ConnectorError, redact } from '../errors.js';
 
 /** The promise of a write after `seal`: it never settles, so its writer stalls where it is. */
 const NEVER: Promise<void> = new Promise(() => undefined);
@@ -60,10 +60,20 @@ export class LineWriter {
     await this.flush();
   }
 
-  /** Resolve once everything written so far has been handed to the OS. */
+  /** Resolve once everything written so far has been handed to the OS (or failed: see `closed`). */
   async flush(): Promise<void> {
     if (this.failure) return;
-    await new Promise<void>((resolve) => this.out.write('', () => resolve()));
+    await new Promise<void>((resolve) =>
+      this.out.write('', (err) => {
+        if (err) this.failure ??= err;
+        resolve();
+      }),
+    );
+  }
+
+  /** The error to end with when the reader of stdout went away, also after the command's last line; else undefined. */
+  closed(): ConnectorError | undefined {
+    return closedOutputError(this.failure);
   }
 }
 
@@ -102,8 +112,13 @@ export class StderrLogger {
   }
 }
 
-/** The code of an error that says the reader of stdout went away (a closed pipe), else undefined. */
-export function closedOutputCode(err: unknown): string | undefined {
+/**
+ * A failure that says the reader of stdout went away (a closed pipe) as the
+ * transient_error to end with (exit 75: run again later, from the last STATE
+ * it took); undefined for any other error.
+ */
+export function closedOutputError(err: unknown): ConnectorError | undefined {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END' ? String(code) : undefined;
+  if (code !== 'EPIPE' && code !== 'ERR_STREAM_DESTROYED' && code !== 'ERR_STREAM_WRITE_AFTER_END') return undefined;
+  return new ConnectorError('transient_error', `stdout was closed before the command ended (${code}: its reader went away); stopped. Every STATE it took before is safe to resume from.`);
 }

@@ -6,11 +6,11 @@ import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
-import { ConnectorError, toConnectorError } from '../../errors.js';
+import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
 import type { Interrupt } from '../../process/interrupt.js';
-import { closedOutputCode, type LineWriter, type StderrLogger } from '../../process/output.js';
+import { closedOutputError, type LineWriter, type StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { terminalProgress, type TerminalProgress } from '../progress.js';
@@ -54,11 +54,7 @@ export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedC
 
 function critical(ctx: TapContext, err: unknown): number {
   // The reader of stdout (the target) went away: run again later, from the last STATE it committed.
-  const closed = closedOutputCode(err);
-  const error =
-    closed === undefined
-      ? toConnectorError(err)
-      : new ConnectorError('transient_error', `stdout was closed before the sync ended (${closed}: its reader went away); stopped. The last STATE it took is safe to resume from.`);
+  const error = closedOutputError(err) ?? toConnectorError(err);
   ctx.report?.fail(error);
   ctx.logger.log('CRITICAL', error.message);
   if (error.internal) ctx.logger.log('DEBUG', error.internal);

@@ -227,8 +227,35 @@ describe('a reader of stdout that goes away', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     const stderr = Buffer.concat(err).toString('utf8');
     expect(code, stderr.slice(-800)).toBe(75);
-    expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the sync ended \(EPIPE: its reader went away\)/);
+    expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the command ended \(EPIPE: its reader went away\)/);
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+  });
+
+  /** Runs `bin` with a stdout whose reader is gone before the first byte: exit status and stderr. */
+  async function intoClosedPipe(bin: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    const err: Buffer[] = [];
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    return { code, stderr: Buffer.concat(err).toString('utf8') };
+  }
+
+  it('read: 75 with one ERROR line and a transient_error summary, even when the command had written its last line', async () => {
+    const summary = join(dir, 'read-closed.json');
+    const run = await intoClosedPipe(SOURCE_BIN, ['read', '--config', config('read-closed'), '--catalog', CATALOG, '--summary', summary]);
+    expect(run.code, run.stderr.slice(-800)).toBe(75);
+    expect(run.stderr.match(/ERROR source-data-read: stdout was closed before the command ended \((EPIPE|ERR_STREAM_DESTROYED): its reader went away\)/g)).toHaveLength(1);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+  });
+
+  it("spec and the tap's --about, whose one write is lost: 75, not a success nor an internal error", async () => {
+    const spec = await intoClosedPipe(SOURCE_BIN, ['spec']);
+    expect(spec.code, spec.stderr).toBe(75);
+    expect(spec.stderr).toMatch(/stdout was closed before the command ended/);
+    const about = await intoClosedPipe(TAP_BIN, ['--about']);
+    expect(about.code, about.stderr).toBe(75);
+    expect(about.stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the command ended/);
   });
 });
 
