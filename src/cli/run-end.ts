@@ -16,7 +16,7 @@ import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../process/version.js';
-import { writeSummaryFile } from './summary-file.js';
+import { isStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError } from './usage.js';
 
 export class RunEnd {
@@ -37,6 +37,10 @@ export class RunEnd {
     const { RunRecorder, summaryJson } = await import('../engine/run-report.js');
     const recorder = new RunRecorder(command, { version: VERSION });
     this.recorder = recorder;
+    // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free).
+    if (command !== 'replicate' && summaryPath !== undefined && isStdout(summaryPath)) {
+      throw new UsageError(`--summary ${summaryPath} is this command's stdout, which carries its protocol messages: give a file (or /dev/stderr).`);
+    }
     this.path = summaryPath;
     this.toJson = summaryJson;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.

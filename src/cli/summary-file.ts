@@ -10,10 +10,21 @@
  * when the directory takes no temporary file (read-only, no permission).
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 export type SummaryWriteMode = 'rename' | 'in-place';
+
+/** Whether FILE is this process's stdout (/dev/stdout, /proc/self/fd/1, the file stdout is redirected to); /dev/null never is. */
+export function isStdout(path: string): boolean {
+  try {
+    const target = statSync(path);
+    const out = fstatSync(1);
+    return out.dev === target.dev && out.ino === target.ino && realpathSync(path) !== '/dev/null';
+  } catch {
+    return false;
+  }
+}
 
 /** How FILE is written: renamed into place, or written in place (not a regular file, or a mount point of its own). */
 export function summaryWriteMode(path: string): SummaryWriteMode {
@@ -84,6 +95,11 @@ function writeByRename(path: string, text: string): boolean {
  */
 export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
   const content = `${text}\n`;
+  // stdout itself (replicate --summary /dev/stdout): written to fd 1, which also works where stdout is a socket that cannot be opened by name.
+  if (isStdout(path)) {
+    writeWhole(1, content);
+    return 'in-place';
+  }
   if (summaryWriteMode(path) === 'rename' && writeByRename(path, content)) return 'rename';
   writeInPlace(path, content);
   return 'in-place';

@@ -209,6 +209,21 @@ describe('--summary on other commands', () => {
     expect(tap.code).toBe(2);
   });
 
+  it("is refused (exit 2) when it names read's or the tap's stdout, which carries the protocol; replicate's stdout takes it", async () => {
+    for (const [bin, args] of [
+      [SOURCE_BIN, ['read', '--config', config('summary-stdout'), '--catalog', CATALOG]],
+      [TAP_BIN, ['--config', config('summary-stdout')]],
+    ] as const) {
+      const run = await runCli(bin, [...args, '--summary', '/dev/stdout']);
+      expect(run.code, run.stderr.slice(-800)).toBe(2);
+      expect(run.stderr).toContain("--summary /dev/stdout is this command's stdout, which carries its protocol messages");
+      expect(run.stdout).toBe('');
+    }
+    const replicate = await runCli(SOURCE_BIN, ['replicate', '--config', config('summary-stdout'), '--db', join(dir, 'summary-stdout.db'), '--summary', '/dev/stdout']);
+    expect(replicate.code, replicate.stderr.slice(-800)).toBe(0);
+    expect(JSON.parse(replicate.stdout)).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
+  });
+
   it('a usage mistake of read still writes the summary (exit 2)', async () => {
     const summary = join(dir, 'usage.json');
     const run = await runCli(SOURCE_BIN, ['read', '--summary', summary, '--catalog', CATALOG]);
