@@ -7,7 +7,7 @@
  * writes them; a test fails when a copy drifts.
  */
 import { configJsonSchema } from '../src/config/config.js';
-import { runSummaryJsonSchema } from '../src/engine/run-report.js';
+import { runSummaryJsonSchema } from '../src/engine/run-summary-schema.js';
 import { buildOpenApiDocument } from '../src/emulator/openapi.js';
 import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';

@@ -10,7 +10,7 @@
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
 import { ConfigError, toConnectorError } from '../errors.js';
-import type { RunCommand, RunRecorder, RunSummary } from '../engine/run-report.js';
+import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
 import { EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
@@ -22,7 +22,6 @@ import { UsageError } from './usage.js';
 export class RunEnd {
   private readonly log: (message: string) => void;
   private recorder: RunRecorder | undefined;
-  private toJson: ((summary: RunSummary) => string) | undefined;
   private path: string | undefined;
   private written = false;
   private pipes: PipesReport | undefined;
@@ -32,9 +31,12 @@ export class RunEnd {
     this.log = log;
   }
 
-  /** The report of the sync command now starting; `summaryPath` is --summary's value, if given. */
+  /**
+   * The report of the sync command now starting; `summaryPath` is --summary's
+   * value, if given. The report exists when this returns, before its first
+   * await: a signal from then on is recorded and the summary written.
+   */
   async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
-    const { RunRecorder, summaryJson } = await import('../engine/run-report.js');
     const recorder = new RunRecorder(command, { version: VERSION });
     this.recorder = recorder;
     // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free).
@@ -42,7 +44,6 @@ export class RunEnd {
       throw new UsageError(`--summary ${summaryPath} is this command's stdout, which carries its protocol messages: give a file (or /dev/stderr).`);
     }
     this.path = summaryPath;
-    this.toJson = summaryJson;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
     if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
       const { pipesForRun } = await import('../pipes/index.js');
@@ -63,7 +64,7 @@ export class RunEnd {
 
   /** Finish the report with the exit status and write the summary file (once; synchronous, also on a signal's way out). */
   finish(code: number): void {
-    if (this.written || this.recorder === undefined || this.toJson === undefined) return;
+    if (this.written || this.recorder === undefined) return;
     this.written = true;
     const summary = this.recorder.finish(code);
     try {
@@ -73,7 +74,7 @@ export class RunEnd {
     }
     if (this.path === undefined) return;
     try {
-      writeSummaryFile(this.path, this.toJson(summary));
+      writeSummaryFile(this.path, summaryJson(summary));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       this.log(`Cannot write the run summary to "${this.path}": ${code ?? (err instanceof Error ? err.message : String(err))}. Pass a --summary path in a writable directory.`);

@@ -57,7 +57,9 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     return 0;
   }
   // replicate handles its own signals once loaded; until then, and after it returned, the bridge stops it.
+  // The Airbyte commands stop on SIGTERM/SIGINT from here on, the report's start included.
   if (command === 'replicate') bridge.install();
+  else interrupt.install();
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
   bridge.reportReady();
@@ -78,8 +80,6 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
       need('db'),
     );
   }
-  // The Airbyte commands stop on SIGTERM/SIGINT (the emulator and replicate handle their own).
-  interrupt.install();
   const airbyte = await import('../faces/airbyte/commands.js');
   const ctx = { out, logger, interrupt, report };
   switch (command) {

@@ -10,63 +10,15 @@
  * (`--summary FILE`, Dagster Pipes) reads the same RunSummary. No config value
  * is ever copied in; the message is redacted of the secrets.
  */
-import { z } from 'zod';
 import type { ConnectorError } from '../errors.js';
 import { exitStatusFor } from '../process/exit-status.js';
+import type { RunStatus, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 import type { StreamState } from './state.js';
+
+export type { RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
-
-const FAILURE_TYPES = ['config_error', 'transient_error', 'system_error'] as const;
-const instant = z.iso.datetime({ offset: true });
-const count = z.number().int().nonnegative();
-
-export const StreamSummarySchema = z
-  .object({
-    name: z.string(),
-    status: z.enum(['complete', 'incomplete', 'skipped']).describe('complete: read to the end; incomplete: stopped with its last checkpoint kept; skipped: not read at all'),
-    records: count.describe('Records the command emitted (replicate: wrote) for the stream, tombstones included'),
-    tombstones: count.describe('Of those, tombstones (deletions_as_tombstones; replicate: rows removed by deletions)'),
-    sync_watermark_before: instant.nullable().describe('sync_watermark of the state the run started from'),
-    sync_watermark_after: instant.nullable().describe('sync_watermark of the last STATE (checkpoint) of the run'),
-  })
-  .strict();
-
-export const RunSummarySchema = z
-  .object({
-    summary_version: z.literal(1),
-    command: z.enum(['read', 'sync', 'replicate']),
-    status: z.enum(['succeeded', 'failed', 'interrupted']),
-    exit_code: z.number().int().min(0).max(255),
-    failure_type: z.enum(FAILURE_TYPES).nullable(),
-    message: z.string().nullable().describe('What ended the run, when it did not succeed'),
-    started_at: instant,
-    finished_at: instant,
-    duration_seconds: z.number().nonnegative(),
-    connector_version: z.string(),
-    streams: z.array(StreamSummarySchema),
-    requests: count,
-    retries: count,
-    rate_limit_waits: count,
-    rate_limit_wait_seconds: z.number().nonnegative(),
-  })
-  .strict()
-  .describe('The summary of one sync command (--summary FILE), written when the command ends, whatever the outcome.');
-
-/** The JSON Schema of a summary file (checked in as schemas/run-summary.json). */
-export function runSummaryJsonSchema(): Record<string, unknown> {
-  return {
-    $id: 'https://github.com/source-data-read/source-data-read/blob/main/schemas/run-summary.json',
-    title: 'source-data-read run summary',
-    ...(z.toJSONSchema(RunSummarySchema, { target: 'draft-07', io: 'output' }) as Record<string, unknown>),
-  };
-}
-
-export type StreamSummary = z.infer<typeof StreamSummarySchema>;
-export type RunSummary = z.infer<typeof RunSummarySchema>;
-export type StreamStatus = StreamSummary['status'];
-export type RunStatus = RunSummary['status'];
 
 /** The request counts the client keeps, as the report reads them. */
 export interface RunRequestCounts {
