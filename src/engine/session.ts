@@ -16,7 +16,7 @@ import { toConnectorError, type ConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
 import type { LoadedSchemas } from './service-schemas.js';
-import type { Data, LogLevel, SyncSink } from './events.js';
+import { ForwardingSink, type Data, type LogLevel, type SyncSink } from './events.js';
 import type { StreamState } from './state.js';
 import type { SyncRequest, SyncResult } from './sync.js';
 import type { RunRecorder } from './run-report.js';
@@ -55,31 +55,26 @@ function afterWrite(written: void | Promise<void>, then: () => void): void | Pro
  * counted on the way (into the session's counts), and the run's report told
  * what each stream did (a tombstone is a record whose `tombstoneColumn` is set).
  */
-class CountingSink implements SyncSink {
+class CountingSink extends ForwardingSink {
   readonly counts: Map<string, number>;
-  readonly sink: SyncSink;
   private readonly report: RunRecorder | undefined;
   private readonly tombstoneColumn: string | undefined;
 
   constructor(sink: SyncSink, counts: Map<string, number>, report?: RunRecorder, tombstoneColumn?: string) {
-    this.sink = sink;
+    super(sink);
     this.counts = counts;
     this.report = report;
     this.tombstoneColumn = tombstoneColumn;
   }
 
-  streamStarted(stream: StreamDefinition): void | Promise<void> {
+  override streamStarted(stream: StreamDefinition): void | Promise<void> {
     if (!this.counts.has(stream.name)) this.counts.set(stream.name, 0);
-    return this.sink.streamStarted(stream);
+    return this.inner.streamStarted(stream);
   }
 
-  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
-    return this.sink.streamRunning(stream, quotaReset);
-  }
-
-  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+  override records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     this.counts.set(stream.name, (this.counts.get(stream.name) ?? 0) + records.length);
-    const written = this.sink.records(stream, records, extractedAt);
+    const written = this.inner.records(stream, records, extractedAt);
     const report = this.report;
     if (!report) return written;
     const column = this.tombstoneColumn;
@@ -88,35 +83,31 @@ class CountingSink implements SyncSink {
     return afterWrite(written, () => report.records(stream.name, records.length, tombstones));
   }
 
-  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    const written = this.sink.state(stream, state);
+  override state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
+    const written = this.inner.state(stream, state);
     const report = this.report;
     return report ? afterWrite(written, () => report.state(stream.name, state)) : written;
   }
 
-  async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
+  override async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
     // The face first (the tap's final STATE of the stream): a listener of the report (Dagster Pipes) hears of it after.
-    await this.sink.streamComplete(stream, skipped);
+    await this.inner.streamComplete(stream, skipped);
     this.report?.streamEnded(stream.name, skipped === true ? 'skipped' : 'complete');
   }
 
-  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
+  override streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
     this.report?.streamEnded(stream.name, 'incomplete', error);
-    return this.sink.streamIncomplete(stream, error);
+    return this.inner.streamIncomplete(stream, error);
   }
 
-  streamStopped(stream: StreamDefinition): void | Promise<void> {
+  override streamStopped(stream: StreamDefinition): void | Promise<void> {
     this.report?.streamEnded(stream.name, 'stopped');
-    return this.sink.streamStopped(stream);
+    return this.inner.streamStopped(stream);
   }
 
-  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
+  override runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
     this.report?.fail(error);
-    return this.sink.runFailed(error, stopped);
-  }
-
-  log(level: LogLevel, message: string): void | Promise<void> {
-    return this.sink.log(level, message);
+    return this.inner.runFailed(error, stopped);
   }
 }
 

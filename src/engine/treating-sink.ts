@@ -6,56 +6,21 @@
  * through untouched; with nothing to do at all, there is no such sink.
  */
 import type { Config } from '../config/config.js';
-import type { ConnectorError } from '../errors.js';
 import { recordTreater, treatmentPlan, type RecordTreater } from '../personal-data/treatments.js';
 import type { StreamDefinition } from '../streams.js';
-import type { Data, LogLevel, SyncSink } from './events.js';
-import type { StreamState } from './state.js';
+import { ForwardingSink, type Data, type SyncSink } from './events.js';
 
-class TreatingSink implements SyncSink {
-  readonly #sink: SyncSink;
+class TreatingSink extends ForwardingSink {
   readonly #treaters: ReadonlyMap<string, RecordTreater>;
 
   constructor(sink: SyncSink, treaters: ReadonlyMap<string, RecordTreater>) {
-    this.#sink = sink;
+    super(sink);
     this.#treaters = treaters;
   }
 
-  streamStarted(stream: StreamDefinition): void | Promise<void> {
-    return this.#sink.streamStarted(stream);
-  }
-
-  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
-    return this.#sink.streamRunning(stream, quotaReset);
-  }
-
-  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+  override records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     this.#treaters.get(stream.name)?.(records);
-    return this.#sink.records(stream, records, extractedAt);
-  }
-
-  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    return this.#sink.state(stream, state);
-  }
-
-  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
-    return this.#sink.streamComplete(stream, skipped);
-  }
-
-  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
-    return this.#sink.streamIncomplete(stream, error);
-  }
-
-  streamStopped(stream: StreamDefinition): void | Promise<void> {
-    return this.#sink.streamStopped(stream);
-  }
-
-  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
-    return this.#sink.runFailed(error, stopped);
-  }
-
-  log(level: LogLevel, message: string): void | Promise<void> {
-    return this.#sink.log(level, message);
+    return this.inner.records(stream, records, extractedAt);
   }
 }
 

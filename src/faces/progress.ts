@@ -10,8 +10,7 @@
  * say everything there (the tap) or in LOG messages (Airbyte).
  */
 import type { ConnectorError } from '../errors.js';
-import type { Data, LogLevel, SyncSink } from '../engine/events.js';
-import type { StreamState } from '../engine/state.js';
+import { ForwardingSink, type Data, type LogLevel, type SyncSink } from '../engine/events.js';
 import type { RequestCounts } from '../engine/session.js';
 import type { StderrLogger } from '../process/output.js';
 import { ProgressDisplay, type ProgressOutput } from '../progress/display.js';
@@ -50,16 +49,15 @@ interface Tally {
 const clock = (ms: number): string => `${new Date(ms).toISOString().slice(11, 19)}Z`;
 
 /** Every event passes to the face's sink; the figures of the status line are kept on the way. */
-class WatchedSink implements SyncSink {
+class WatchedSink extends ForwardingSink {
   readonly tallies = new Map<string, Tally>();
-  private readonly inner: SyncSink;
   private readonly changed: () => void;
   private readonly say: (level: LogLevel, message: string) => void;
   /** The rate-limit waits (by their end) already said to be over. */
   private readonly over = new Set<number>();
 
   constructor(inner: SyncSink, changed: () => void, say: (level: LogLevel, message: string) => void) {
-    this.inner = inner;
+    super(inner);
     this.changed = changed;
     this.say = say;
   }
@@ -85,13 +83,13 @@ class WatchedSink implements SyncSink {
     delete t.waitUntil;
   }
 
-  streamStarted(stream: StreamDefinition): void | Promise<void> {
+  override streamStarted(stream: StreamDefinition): void | Promise<void> {
     this.tally(stream);
     this.changed();
     return this.inner.streamStarted(stream);
   }
 
-  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
+  override streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
     const t = this.tally(stream);
     if (quotaReset === undefined) this.reading(t);
     else if (!this.finished(t)) {
@@ -102,7 +100,7 @@ class WatchedSink implements SyncSink {
     return this.inner.streamRunning(stream, quotaReset);
   }
 
-  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+  override records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     const t = this.tally(stream);
     t.count += records.length;
     this.reading(t);
@@ -110,34 +108,22 @@ class WatchedSink implements SyncSink {
     return this.inner.records(stream, records, extractedAt);
   }
 
-  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    return this.inner.state(stream, state);
-  }
-
-  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
+  override streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
     this.tally(stream).phase = 'complete';
     this.changed();
     return this.inner.streamComplete(stream, skipped);
   }
 
-  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
+  override streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
     this.tally(stream).phase = 'failed';
     this.changed();
     return this.inner.streamIncomplete(stream, error);
   }
 
-  streamStopped(stream: StreamDefinition): void | Promise<void> {
+  override streamStopped(stream: StreamDefinition): void | Promise<void> {
     this.tally(stream).phase = 'failed';
     this.changed();
     return this.inner.streamStopped(stream);
-  }
-
-  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
-    return this.inner.runFailed(error, stopped);
-  }
-
-  log(level: LogLevel, message: string): void | Promise<void> {
-    return this.inner.log(level, message);
   }
 }
 
