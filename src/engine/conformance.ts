@@ -127,9 +127,11 @@ const GOT: Readonly<Record<JsonType, string>> = {
 /**
  * The value shown in the WARN: numbers, booleans, null and short number-like
  * strings as they came; other strings, objects and arrays only by their size
- * (logs are no place for the contents of records: names, e-mails).
+ * (logs are no place for the contents of records: names, e-mails); nothing
+ * of a `withheld` field's value (personal data: a phone sent as a number).
  */
-function example(value: unknown): string {
+function example(value: unknown, withheld: boolean): string {
+  if (withheld) return 'its value not shown: personal data';
   if (typeof value === 'string') return /^[-+0-9.eE ]{1,24}$/.test(value) ? JSON.stringify(value) : `a ${value.length}-character string`;
   const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
   if (Array.isArray(value)) return count(value.length, 'item');
@@ -144,10 +146,15 @@ export class TypeAudit {
   private readonly fields: readonly DeclaredField[];
   private readonly firstMisfit: Checker;
   private readonly misfits = new Map<string, Misfit>();
+  private readonly withheld: ReadonlySet<string>;
 
-  /** @param schema the record schema the destination was told (default: the stream's built-in schema) */
-  constructor(stream: StreamDefinition, schema: JsonSchema = builtInSchema(stream)) {
+  /**
+   * @param schema the record schema the destination was told (default: the stream's built-in schema)
+   * @param withheld fields whose values the WARN never quotes (personal data)
+   */
+  constructor(stream: StreamDefinition, schema: JsonSchema = builtInSchema(stream), withheld: ReadonlySet<string> = new Set()) {
     this.stream = stream;
+    this.withheld = withheld;
     this.fields = declaredFields(schema);
     this.firstMisfit = compile(this.fields);
   }
@@ -173,7 +180,7 @@ export class TypeAudit {
         field: name,
         declared: describeTypes(types),
         got,
-        example: example(value),
+        example: example(value, this.withheld.has(name)),
         id: String(record[this.stream.primaryKey]),
         count: 1,
       });

@@ -19,6 +19,7 @@ import { futureStartDate, parseInstant } from '../config/config.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { TypeAudit } from './conformance.js';
 import type { JsonSchema } from '../schemas/json-schema.js';
+import { withheldFields } from '../personal-data/treatments.js';
 import { treatingSink } from './treating-sink.js';
 
 export interface SelectedStream {
@@ -153,7 +154,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const runOne = async ({ stream, mode, schema }: SelectedStream): Promise<void> => {
     if (runFailure) return stop(stream, runFailure);
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
-    const audit = new TypeAudit(stream, schema);
+    const audit = new TypeAudit(stream, schema, withheldFields(stream, config));
     try {
       const log = isDeletionLog(stream) && mode === 'incremental' ? stream : undefined;
       let gapChecked = false;

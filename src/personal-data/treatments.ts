@@ -199,6 +199,16 @@ export function treatmentPlan(config: TreatmentConfig, streams: readonly StreamD
   return plan;
 }
 
+/**
+ * The fields of a stream whose values no log line may quote: those the
+ * streams table marks personal (whatever personal_data says) and any the
+ * config treats.
+ */
+export function withheldFields(stream: StreamDefinition, config: TreatmentConfig): ReadonlySet<string> {
+  const treated = treatmentPlan(config, [stream]).get(stream.name)?.fields.map((f) => f.field) ?? [];
+  return new Set([...Object.keys(stream.personal), ...treated]);
+}
+
 /** Fields no treatment may touch: the key, the cursor, the tombstone columns, and what the deletion log's tombstones are made of. */
 export function untreatable(stream: StreamDefinition): Map<string, string> {
   const out = new Map<string, string>([[stream.primaryKey, 'its primary key']]);

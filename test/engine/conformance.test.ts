@@ -45,6 +45,16 @@ describe('type audit', () => {
     expect(warning).toContain('updated_at is declared string but got null (null in record c5)');
   });
 
+  it('never quotes a withheld field (personal data): the field, the type and the record only', () => {
+    const audit = new TypeAudit(contacts, undefined, new Set(['phone', 'email']));
+    audit.check([{ ...good, id: 'c1', phone: 5511987654321 }, { ...good, id: 'c2', email: 42 }, { ...good, id: 'c3', qualification_score: '12' }]);
+    const warning = audit.warning() ?? '';
+    expect(warning).toContain('phone is declared string or null but got an integer (its value not shown: personal data in record c1)');
+    expect(warning).toContain('email is declared string or null but got an integer (its value not shown: personal data in record c2)');
+    expect(warning).toContain('("12" in record c3)');
+    expect(warning).not.toMatch(/5511987654321|\b42\b/);
+  });
+
   it('checks the schema the destination was told (a configured catalog, a SCHEMA sent), not the built-in one', () => {
     // As a service's description would have it: qualification_score a number now, a new integer field.
     const told = {
