@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // One temporary folder per run (TMPDIR for the tests and what they start), removed at the end.
+    globalSetup: ['test/helpers/run-tmpdir.ts'],
   },
 });
