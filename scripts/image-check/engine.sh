@@ -16,6 +16,9 @@
 # Both engine_install and engine_start call `skip REASON` (defined by the caller)
 # when the engine cannot be had at all: not root, no docker.io package, dockerd fails to start.
 
+# Debian puts dockerd and debootstrap in /usr/sbin, which a runner's PATH may lack.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" ;; esac
+
 ENGINE_DIR=""
 ENGINE_PID=""
 ENGINE_CGROUPS_BEFORE=""
