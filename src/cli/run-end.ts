@@ -11,6 +11,7 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
+import { isatty } from 'node:tty';
 import { EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
@@ -39,8 +40,9 @@ export class RunEnd {
   async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
     const recorder = new RunRecorder(command, { version: VERSION });
     this.recorder = recorder;
-    // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free).
-    if (command !== 'replicate' && summaryPath !== undefined && isStdout(summaryPath)) {
+    // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free;
+    // a terminal is read by a person, and is stderr too).
+    if (command !== 'replicate' && summaryPath !== undefined && !isatty(1) && isStdout(summaryPath)) {
       throw new UsageError(`--summary ${summaryPath} is this command's stdout, which carries its protocol messages: give a file (or /dev/stderr).`);
     }
     this.path = summaryPath;

@@ -11,6 +11,9 @@
   (memory (export "memory") 3)
 
   ;; Memory layout (bytes). "x4": a 32-bit word repeated in the four lanes.
+  ;; The code below writes these offsets as literals (a load's or store's
+  ;; offset must be a constant): change both together. hmac-batch.ts reads the
+  ;; globals; the token tests fail when the two disagree.
   (global (export "roundConstants") i32 (i32.const 0))     ;; K[0..63] x4
   (global (export "innerState") i32 (i32.const 1024))      ;; the key's inner midstate, 8 words x4
   (global (export "outerState") i32 (i32.const 1152))      ;; the key's outer midstate, 8 words x4

@@ -336,7 +336,8 @@ interface CompiledField {
  */
 function compileTreater(fields: readonly CompiledField[], dropped: readonly string[], kept: ReadonlySet<string> | undefined, batch: HmacBatch | undefined): RecordTreater {
   const queuing = fields.flatMap((f, j) => (f.queues ? [j] : []));
-  const chunk = batch === undefined || queuing.length === 0 ? 0 : Math.floor(batch.capacity / queuing.length);
+  // Records per chunk: each queues at most one value per queuing field (at least one record; what does not fit is hashed at once).
+  const chunk = batch === undefined || queuing.length === 0 ? 0 : Math.max(1, Math.floor(batch.capacity / queuing.length));
   const at = (j: number): string => JSON.stringify(fields[j]?.name);
   const firstPass = [
     ...fields.map(({ queues }, j) =>

@@ -120,5 +120,5 @@ export class StderrLogger {
 export function closedOutputError(err: unknown): ConnectorError | undefined {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   if (code !== 'EPIPE' && code !== 'ERR_STREAM_DESTROYED' && code !== 'ERR_STREAM_WRITE_AFTER_END') return undefined;
-  return new ConnectorError('transient_error', `stdout was closed before the command ended (${code}: its reader went away); stopped. Every STATE it took before is safe to resume from.`);
+  return new ConnectorError('transient_error', `stdout was closed before the command ended (${code}: its reader went away); stopped. Run it again (a sync resumes from the last STATE its reader took).`);
 }

@@ -4,14 +4,14 @@
  * start, so whatever a test leaves there (a folder of a failed test, the
  * files of a killed process) is removed with it when the run ends.
  */
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Give back the owner's permissions a test took away (a read-only folder), so that the folder can be removed. */
+/** Give back the owner's permissions a test took away (a read-only folder), so that the folder can be removed; links are not followed. */
 function writable(path: string): void {
   try {
-    const stats = statSync(path);
+    const stats = lstatSync(path);
     if (!stats.isDirectory()) return;
     chmodSync(path, 0o700);
     for (const name of readdirSync(path)) writable(join(path, name));

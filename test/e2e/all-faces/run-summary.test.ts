@@ -233,28 +233,24 @@ describe('--summary on other commands', () => {
 });
 
 describe('a reader of stdout that goes away', () => {
-  it('the tap: 75 (run again later) with one clear CRITICAL line, and a transient_error summary', async () => {
-    const summary = join(dir, 'tap-closed.json');
-    const child = spawn(process.execPath, [TAP_BIN, '--config', config('tap-closed', { page_size: 5 }), '--summary', summary], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const err: Buffer[] = [];
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.stdout.once('data', () => child.stdout.destroy()); // the target went away after its first bytes
-    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
-    const stderr = Buffer.concat(err).toString('utf8');
-    expect(code, stderr.slice(-800)).toBe(75);
-    expect(stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the command ended \(EPIPE: its reader went away\)/);
-    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
-  });
-
-  /** Runs `bin` with a stdout whose reader is gone before the first byte: exit status and stderr. */
-  async function intoClosedPipe(bin: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+  /** Runs `bin` with a stdout whose reader goes away before the first byte, or after the first bytes: exit status and stderr. */
+  async function intoClosedPipe(bin: string, args: readonly string[], when: 'at once' | 'after the first bytes' = 'at once'): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.destroy();
+    if (when === 'at once') child.stdout.destroy();
+    else child.stdout.once('data', () => child.stdout.destroy());
     const err: Buffer[] = [];
     child.stderr.on('data', (b: Buffer) => err.push(b));
     const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     return { code, stderr: Buffer.concat(err).toString('utf8') };
   }
+
+  it('the tap: 75 (run again later) with one clear CRITICAL line, and a transient_error summary', async () => {
+    const summary = join(dir, 'tap-closed.json');
+    const run = await intoClosedPipe(TAP_BIN, ['--config', config('tap-closed', { page_size: 5 }), '--summary', summary], 'after the first bytes');
+    expect(run.code, run.stderr.slice(-800)).toBe(75);
+    expect(run.stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the command ended \(EPIPE: its reader went away\); stopped\. Run it again/);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+  });
 
   it('read: 75 with one ERROR line and a transient_error summary, even when the command had written its last line', async () => {
     const summary = join(dir, 'read-closed.json');
