@@ -117,7 +117,7 @@ function startDateToSend(request: SyncRequest): string | undefined {
 export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const { config, client } = request;
   // Personal data is treated here, once, before any face sees a record.
-  const sink = treatingSink(request.sink, config, request.streams, request.tombstones ? [request.tombstones.column] : []);
+  const sink = treatingSink(request.sink, config, request.streams);
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();

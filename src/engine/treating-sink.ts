@@ -34,13 +34,12 @@ export interface FieldSelection {
 /**
  * `sink` behind the treatments of `config` and the field selection of
  * `streams`; `sink` itself when no stream has anything to treat.
- * `alwaysKept`: fields a selection never removes (the tombstone column).
  */
-export function treatingSink(sink: SyncSink, config: Config, streams: readonly FieldSelection[], alwaysKept: readonly string[] = []): SyncSink {
+export function treatingSink(sink: SyncSink, config: Config, streams: readonly FieldSelection[]): SyncSink {
   const plan = treatmentPlan(config, streams.map((s) => s.stream));
   const treaters = new Map<string, RecordTreater>();
   for (const { stream, fields } of streams) {
-    const treater = recordTreater(stream, plan.get(stream.name), config.hash_key, fields, alwaysKept);
+    const treater = recordTreater(stream, plan.get(stream.name), config.hash_key, fields);
     if (treater) treaters.set(stream.name, treater);
   }
   return treaters.size === 0 ? sink : new TreatingSink(sink, treaters);

@@ -288,19 +288,19 @@ export type RecordTreater = (records: readonly Record<string, unknown>[]) => voi
 
 /**
  * The treater of a stream's records, or undefined when it has nothing to do.
- * `keepOnly`: the face's field selection (fields not in it are removed; the
- * key, the cursor and `alwaysKept` stay).
+ * `keepOnly`: the face's field selection (fields not in it are removed;
+ * those of `untreatable` stay).
  */
 export function recordTreater(
   stream: StreamDefinition,
   treatments: StreamTreatments | undefined,
   hashKey: string | undefined,
   keepOnly?: ReadonlySet<string>,
-  alwaysKept: readonly string[] = [],
 ): RecordTreater | undefined {
   const fields = treatments?.fields ?? [];
   if (fields.length === 0 && keepOnly === undefined) return undefined;
-  const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : []), ...alwaysKept]);
+  // What no treatment may touch no selection removes either: the key, the cursor, the tombstone columns, what deletions are applied by.
+  const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, ...untreatable(stream).keys()]);
   // A field the selection removes is not treated first.
   const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop' && (kept === undefined || kept.has(f.field)));
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);

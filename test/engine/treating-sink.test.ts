@@ -18,7 +18,7 @@ describe('the engine treats records before the face', () => {
   it('records and tombstones reach the face treated; ids and cursors untouched', async () => {
     const face = new RecordingSink();
     const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: KEY, field_treatments: [{ stream: 'contacts', field: 'job_title', treatment: 'drop' }] });
-    const sink = treatingSink(face, config, [{ stream: contacts }], ['_ab_cdc_deleted_at']);
+    const sink = treatingSink(face, config, [{ stream: contacts }]);
     await sink.records(contacts, [{ id: 'c1', updated_at: '2024-01-01T00:00:00.000Z', email: 'A@B.CO', job_title: 'CEO', name: null }], 1);
     // A tombstone: every declared field null, the dropped one included (the face declared it).
     await sink.records(contacts, [{ id: 'c2', updated_at: '2024-01-02T00:00:00.000Z', email: null, job_title: null, _ab_cdc_deleted_at: '2024-01-02T00:00:00.000Z' }], 1);

@@ -149,11 +149,19 @@ describe('records', () => {
     expect(recordTreater(contacts, undefined, undefined)).toBeUndefined();
   });
 
-  it('a field selection keeps the key, the cursor and the always-kept column', () => {
-    const treat = recordTreater(contacts, undefined, undefined, new Set(['name']), ['_ab_cdc_deleted_at']);
+  it('a field selection keeps the key, the cursor and the tombstone column', () => {
+    const treat = recordTreater(contacts, undefined, undefined, new Set(['name']));
     const record: Record<string, unknown> = { id: 'c1', updated_at: 't', name: 'n', email: 'e', _ab_cdc_deleted_at: null, extra: 1 };
     treat?.([record]);
     expect(record).toEqual({ id: 'c1', updated_at: 't', name: 'n', _ab_cdc_deleted_at: null });
+  });
+
+  it("a selection leaving out the deletion log's object_type and object_id keeps them: tombstones are made from them", () => {
+    const deletions = findStream('deletions') as StreamDefinition;
+    const treat = recordTreater(deletions, undefined, undefined, new Set(['id']));
+    const record: Record<string, unknown> = { id: 'd1', object_type: 'contact', object_id: 'c1', deleted_at: '2024-01-01T00:00:00.000Z' };
+    treat?.([record]);
+    expect(record).toEqual({ id: 'd1', object_type: 'contact', object_id: 'c1', deleted_at: '2024-01-01T00:00:00.000Z' });
   });
 });
 
