@@ -69,8 +69,9 @@ interface Mark {
 /**
  * With others on the key, send while at least this much of a slot is
  * expected to be left once the others' expected requests are taken off
- * Remaining (with the average others per own request as the expectation,
- * 0.5 drew 0-4 x 429 per round of the shared-key bench, 0.75 and 1 fewer).
+ * Remaining (with the average others per own request as the expectation):
+ * a smaller margin sends into slots the others take (429s on a shared key),
+ * a larger one leaves slots unused.
  */
 const SHARE_MARGIN = 0.75;
 /**

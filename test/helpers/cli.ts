@@ -91,18 +91,14 @@ export function connectionStatusOf(stdout: string): { status: string; message: s
   return message.connectionStatus;
 }
 
-/**
- * The protocol checkers, by the names tests call them (the names of the
- * Python tools they replaced; the checks now run in this process, from
- * test/helpers/protocol/).
- */
-export type Checker = 'airbyte-check.py' | 'singer-check.py';
+/** The protocol checkers (test/helpers/protocol/), by the names tests call them. */
+export type Checker = 'airbyte' | 'singer';
 
 export type { CheckSummary };
 
 const CHECKERS: Record<Checker, (stdout: string) => CheckSummary> = {
-  'airbyte-check.py': checkAirbyte,
-  'singer-check.py': checkSinger,
+  'airbyte': checkAirbyte,
+  'singer': checkSinger,
 };
 
 /** Check protocol output (Airbyte or Singer) and return its summary; `n_errors` 0 when it passes. */

@@ -59,7 +59,7 @@ describe('ACTIVATE_VERSION', () => {
     expect(lines[1]).toEqual({ type: 'ACTIVATE_VERSION', stream: 'pipeline_stages', version: VERSION });
     for (const record of lines.filter((l) => l.type === 'RECORD')) expect(record.version).toBe(VERSION);
     expect(lines[6]).toEqual({ type: 'ACTIVATE_VERSION', stream: 'pipeline_stages', version: VERSION });
-    expect(protocolCheck('singer-check.py', stdout).errors).toEqual([]);
+    expect(protocolCheck('singer', stdout).errors).toEqual([]);
   });
 
   it('a later sync (a bookmark in --state): no ACTIVATE_VERSION before the records, one after them', async () => {

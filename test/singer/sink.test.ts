@@ -70,7 +70,7 @@ describe('SingerSink', () => {
     expect(lines[1]).toEqual({ type: 'RECORD', stream: 'contacts', record: contact(1), time_extracted: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
     expect(lines[3]).toEqual({ type: 'STATE', value: { bookmarks: { contacts: { resume: { cursor: 'c2', sync_watermark: W } } }, currently_syncing: 'contacts' } });
     expect(lines[5]).toEqual({ type: 'STATE', value: { bookmarks: { contacts: { sync_watermark: W } }, currently_syncing: null } });
-    const check = protocolCheck('singer-check.py', stdout);
+    const check = protocolCheck('singer', stdout);
     expect(check.n_errors).toBe(0);
     expect(check.warnings).toEqual([]);
   });
@@ -97,7 +97,7 @@ describe('SingerSink', () => {
     const { stdout, lines } = await run(plans, pathsApi({ '/v1/contacts': [contact(1)] }));
     expect(Object.keys((lines[0]?.schema as { properties: object }).properties)).toEqual(['id', 'updated_at', 'email']);
     expect(lines[1]?.record).toEqual({ id: 'k1', updated_at: '2026-01-01T00:00:00.000Z', email: 'c1@example.com', extra_field: 1 });
-    expect(protocolCheck('singer-check.py', stdout).n_errors).toBe(0);
+    expect(protocolCheck('singer', stdout).n_errors).toBe(0);
   });
 
   it('emits tombstones with _sdc_deleted_at into contacts, after the contacts SCHEMA', async () => {
@@ -109,7 +109,7 @@ describe('SingerSink', () => {
     const schema = lines.find((l) => l.type === 'SCHEMA' && l.stream === 'contacts');
     expect(Object.keys((schema?.schema as { properties: object }).properties)).toContain('_sdc_deleted_at');
     expect(lines.findIndex((l) => l === schema)).toBeLessThan(lines.findIndex((l) => l === tombstone));
-    expect(protocolCheck('singer-check.py', stdout).n_errors).toBe(0);
+    expect(protocolCheck('singer', stdout).n_errors).toBe(0);
   });
 
   it('on a failing stream logs CRITICAL, keeps the last checkpoint and names the stream in the final STATE', async () => {

@@ -93,7 +93,7 @@ describe('the service clock goes back', () => {
           if (states.size > 0) args.push('--state', writeJson(dir, `state-${Date.now()}.json`, airbyteStateFile(states)));
           const run = await runCli(SOURCE_BIN, args);
           expect(run.code, run.stdout.slice(-1000)).toBe(0);
-          expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+          expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
           states = replica.applyAirbyte(run.stdout);
           const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
           return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
@@ -118,7 +118,7 @@ describe('the service clock goes back', () => {
           if (state) args.push('--state', writeJson(dir, `tap-state-${Date.now()}.json`, state));
           const run = await runCli(TAP_BIN, args);
           expect(run.code, run.stderr.slice(-1000)).toBe(0);
-          expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([]);
+          expect(protocolCheck('singer', run.stdout).errors).toEqual([]);
           state = replica.applySinger(run.stdout);
           const warnings = stderrWarnings(run.stderr);
           return { warnings, watermarks: Object.fromEntries(Object.entries(state?.bookmarks ?? {}).map(([s, b]) => [s, b.sync_watermark as string | undefined])) };

@@ -1,6 +1,6 @@
 /**
  * The real `source-data-read` executable against the real emulator over
- * loopback: protocol output checked by airbyte-check.py, and the replica it
+ * loopback: protocol output checked by the Airbyte protocol check, and the replica it
  * yields compared with the emulator's dump after rounds of changes.
  */
 import { spawn } from 'node:child_process';
@@ -47,7 +47,7 @@ async function read(config: string, states?: StreamStates, catalog = CATALOG): P
 }
 
 function expectValid(result: CliResult, key: string): void {
-  const summary = protocolCheck('airbyte-check.py', result.stdout);
+  const summary = protocolCheck('airbyte', result.stdout);
   expect(summary.errors).toEqual([]);
   expect(result.stdout + result.stderr).not.toContain(key);
 }

@@ -3,9 +3,6 @@
  * together against one key of the emulator, whose rate limiter counts per
  * key across connections. The window is short (8 requests per 2 s) so that
  * the run takes seconds; the test counts 429s and records, never times.
- * Before the pacer took a share of the key, such a run drew 4-7 x 429 (one
- * process burst the window's quota at its start; the others' first requests
- * and their requests after each Retry-After found none).
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

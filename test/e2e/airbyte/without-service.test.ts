@@ -22,7 +22,7 @@ beforeAll(() => {
 
 function expectCleanError(result: { code: number | null; stdout: string; stderr: string }, failureType: string, message: RegExp): void {
   expect(result.code).toBe(78);
-  const summary = protocolCheck('airbyte-check.py', result.stdout);
+  const summary = protocolCheck('airbyte', result.stdout);
   expect(summary.errors).toEqual([]);
   const traces = parseLines(result.stdout).filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR');
   expect(traces).toHaveLength(1);
@@ -37,7 +37,7 @@ describe('source-data-read spec / discover', () => {
   it('spec prints one valid SPEC whose config schema matches the checked-in snapshot', async () => {
     const result = await runCli(SOURCE_BIN, ['spec']);
     expect(result.code).toBe(0);
-    expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', result.stdout).errors).toEqual([]);
     const [message] = parseLines(result.stdout);
     const snapshot = JSON.parse(readFileSync(join(ROOT, 'catalog', 'spec.json'), 'utf8')) as unknown;
     expect(message).toEqual({ type: 'SPEC', spec: snapshot });
@@ -46,7 +46,7 @@ describe('source-data-read spec / discover', () => {
   it('discover without the service: the checked-in catalog (the built-in schemas), one WARN saying why, no tombstone columns by default', async () => {
     const result = await runCli(SOURCE_BIN, ['discover', '--config', config]);
     expect(result.code).toBe(0);
-    expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', result.stdout).errors).toEqual([]);
     const [log, message, ...rest] = parseLines(result.stdout) as [{ log: { level: string; message: string } }, { catalog: { streams: { name: string; json_schema: { properties: object } }[] } }];
     expect(rest).toEqual([]);
     expect(log.log.level).toBe('WARN');
@@ -91,7 +91,7 @@ describe('check with a bad config fails cleanly (exit 0, CONNECTION_STATUS FAILE
     const path = writeJson(dir, 'check.json', cfg);
     const result = await runCli(SOURCE_BIN, ['check', '--config', path]);
     expect(result.code).toBe(0);
-    expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', result.stdout).errors).toEqual([]);
     const [status] = parseLines(result.stdout) as [{ connectionStatus: { status: string; message: string } }];
     expect(status.connectionStatus.status).toBe('FAILED');
     expect(status.connectionStatus.message).toMatch(message);
@@ -139,7 +139,7 @@ describe('read with bad input exits 78 with one config_error trace', () => {
   it('an unreachable service: every stream INCOMPLETE, one transient_error for the run (not one per stream), no key anywhere', async () => {
     const result = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', catalog]);
     expect(result.code).toBe(75);
-    const summary = protocolCheck('airbyte-check.py', result.stdout);
+    const summary = protocolCheck('airbyte', result.stdout);
     expect(summary.errors).toEqual([]);
     expect(Object.values(summary.final_status ?? {})).toEqual(['INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE', 'INCOMPLETE']);
     const lines = parseLines(result.stdout);

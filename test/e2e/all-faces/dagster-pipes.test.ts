@@ -47,7 +47,7 @@ describe('Dagster Pipes', () => {
     const run = await runCli(TAP_BIN, ['--config', account.config], { env });
     expect(run.code).toBe(0);
     expect(run.stdout).not.toContain(VERSION_FIELD);
-    const check = await protocolCheckAsync('singer-check.py', run.stdout);
+    const check = await protocolCheckAsync('singer', run.stdout);
     expect(check.errors).toEqual([]);
 
     const read = readPipes(run.stderr);
@@ -79,7 +79,7 @@ describe('Dagster Pipes', () => {
     const run = await runCli(SOURCE_BIN, ['read', '--config', account.config, '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')], { env });
     expect(run.code).toBe(0);
     expect(run.stdout + run.stderr).not.toContain(VERSION_FIELD);
-    const check = await protocolCheckAsync('airbyte-check.py', run.stdout);
+    const check = await protocolCheckAsync('airbyte', run.stdout);
     expect(check.errors).toEqual([]);
     const read = readPipes(readFileSync(messages, 'utf8'));
     expectClean(read);

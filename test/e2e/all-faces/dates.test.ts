@@ -68,7 +68,7 @@ describe('start_date', () => {
     account.mutate({ op: 'update_contacts', count: 4 });
     const later = await read(far, states);
     expect(later.code, later.stdout.slice(-800)).toBe(0);
-    expect(protocolCheck('airbyte-check.py', later.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', later.stdout).errors).toEqual([]);
     expect(parseLines(later.stdout).filter((m) => m.type === 'RECORD' && (m.record as { stream: string }).stream === 'contacts').length).toBeGreaterThanOrEqual(4);
   });
 

@@ -81,7 +81,7 @@ describe('values exactly as received', () => {
   it('Airbyte read: every RECORD digit for digit, one WARN for the misfits', async () => {
     const run = await runCli(SOURCE_BIN, ['read', '--config', account.config(dir), '--catalog', join(ROOT, 'catalog', 'configured_catalog.json')]);
     expect(run.code, run.stdout.slice(-1000)).toBe(0);
-    expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
     const lines = exactLines(run.stdout);
     const got = new Map<string, string>();
     for (const m of lines) {
@@ -100,7 +100,7 @@ describe('values exactly as received', () => {
     const run = await runCli(TAP_BIN, ['--config', account.config(dir)]);
     expect(run.code, run.stderr.slice(-1000)).toBe(0);
     // The checker validates records against their schema, as a strict target would: it rejects exactly the two misfits warned about.
-    expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([
+    expect(protocolCheck('singer', run.stdout).errors).toEqual([
       expect.stringMatching(/contacts: 1\.5 is not of type 'null', 'integer' at qualification_score$/),
       expect.stringMatching(/contacts: "12" is not of type 'null', 'integer' at qualification_score$/),
     ]);

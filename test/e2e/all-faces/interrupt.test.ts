@@ -54,7 +54,7 @@ describe('source-data-read read, interrupted', () => {
     expect(stopped.signalled).toBe(true);
     // Ended by its handler (an exit status), not by the signal's default action.
     expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code, signal: null });
-    const summary = protocolCheck('airbyte-check.py', stopped.stdout);
+    const summary = protocolCheck('airbyte', stopped.stdout);
     expect(summary.errors).toEqual([]);
     expect(Object.values(summary.final_status ?? {})).toContain('INCOMPLETE');
     const last = lastLine(stopped.stdout) as { type: string; trace?: { type: string; error?: { failure_type: string; message: string } } };
@@ -71,7 +71,7 @@ describe('source-data-read read, interrupted', () => {
     expect(resumedStreams.length).toBeGreaterThan(0);
     const resumed = await runCli(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG, '--state', writeJson(dir, `state-${signal}.json`, airbyteStateFile(states))]);
     expect(resumed.code).toBe(0);
-    expect(protocolCheck('airbyte-check.py', resumed.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', resumed.stdout).errors).toEqual([]);
     replica.applyAirbyte(resumed.stdout);
     const dump = emu.control.dump(acc.id);
     expect(replica.toDump()).toEqual(normalizeDump(dump));
@@ -92,7 +92,7 @@ describe('source-data-read read, interrupted', () => {
     });
     expect(stopped.signalled).toBe(true);
     expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
-    expect(protocolCheck('airbyte-check.py', stopped.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', stopped.stdout).errors).toEqual([]);
     expect((lastLine(stopped.stdout) as { trace?: { type: string } }).trace?.type).toBe('ERROR');
   });
 
@@ -122,7 +122,7 @@ describe('tap-data-read sync, interrupted', () => {
     const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
     expect(stopped.signalled).toBe(true);
     expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code, signal: null });
-    const summary = protocolCheck('singer-check.py', stopped.stdout);
+    const summary = protocolCheck('singer', stopped.stdout);
     expect(summary.errors).toEqual([]);
     expect(lastLine(stopped.stdout).type).toBe('STATE');
     expect(stopped.stderr).toMatch(new RegExp(`CRITICAL tap-data-read: Interrupted by ${signal}`));
@@ -133,7 +133,7 @@ describe('tap-data-read sync, interrupted', () => {
     expect(state?.currently_syncing).not.toBeNull();
     const resumed = await runCli(TAP_BIN, ['--config', acc.config, '--state', writeJson(dir, `tap-state-${signal}.json`, state ?? {})]);
     expect(resumed.code).toBe(0);
-    expect(protocolCheck('singer-check.py', resumed.stdout).errors).toEqual([]);
+    expect(protocolCheck('singer', resumed.stdout).errors).toEqual([]);
     replica.applySinger(resumed.stdout);
     const dump = emu.control.dump(acc.id);
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {

@@ -60,7 +60,7 @@ withTempDir('long-pause-', (d) => (dir = d));
 async function tap(args: string[]): Promise<string> {
   const run = await runCli(TAP_BIN, args);
   expect(run.code, run.stderr.slice(-1500)).toBe(0);
-  expect(protocolCheck('singer-check.py', run.stdout).errors).toEqual([]);
+  expect(protocolCheck('singer', run.stdout).errors).toEqual([]);
   return run.stdout + '\u0000' + run.stderr;
 }
 
@@ -69,7 +69,7 @@ async function airbyteRead(config: string, states: StreamStates): Promise<string
   if (states.size > 0) args.push('--state', writeJson(dir, `state-${states.size}-${Math.random()}.json`, airbyteStateFile(states)));
   const run = await runCli(SOURCE_BIN, args);
   expect(run.code, run.stdout.slice(-1500)).toBe(0);
-  expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+  expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
   return run.stdout;
 }
 

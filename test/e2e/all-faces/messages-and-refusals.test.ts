@@ -35,7 +35,7 @@ describe('Airbyte: the source-defined cursor and primary key', () => {
     });
     const run = await runCli(SOURCE_BIN, ['read', '--config', account.config(dir), '--catalog', catalog]);
     expect(run.code, run.stdout.slice(-800)).toBe(0);
-    expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
     const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
     expect(warnings.filter((w) => w.includes('source-defined'))).toEqual([
       'Stream "contacts": the configured catalog asks for cursor_field ["created_at"] and primary_key [["email"]], but this source defines its own and uses them: ' +

@@ -34,7 +34,7 @@ describe('a service that cannot be reached (a closed port)', () => {
   it('read: one series of retries, every stream INCOMPLETE, one transient_error with the total', async () => {
     const run = await runCli(SOURCE_BIN, ['read', '--config', closed(), '--catalog', CATALOG]);
     expect(run.code).toBe(75);
-    expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
     const lines = parseLines(run.stdout);
     const retries = logs(lines, 'WARN').filter((w) => w.includes('retry'));
     expect(retries).toEqual([expect.stringMatching(/^Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); retry 1 of 1 in .+ \(every request waits for it\)\.$/)]);
@@ -81,7 +81,7 @@ describe('a refused key stops every stream at the first refusal', () => {
     account.emulator.control.resetStats();
     const run = await runCli(SOURCE_BIN, ['read', '--config', refusedKey('k401.json'), '--catalog', CATALOG]);
     expect(run.code).toBe(78);
-    expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
     const lines = parseLines(run.stdout);
     const traces = errorTraces(lines);
     expect(traces).toHaveLength(1);

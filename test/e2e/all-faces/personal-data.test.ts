@@ -131,7 +131,7 @@ describe('personal_data hash, against the emulator', () => {
     const before = contactsById();
     const first = await runCli(SOURCE_BIN, ['read', '--config', cfg, '--catalog', configured]);
     expect(first.code, first.stderr).toBe(0);
-    expect((await protocolCheckAsync('airbyte-check.py', first.stdout)).errors).toEqual([]);
+    expect((await protocolCheckAsync('airbyte', first.stdout)).errors).toEqual([]);
     // (The seeded account has deletions already: their tombstones come first.)
     const records = airbyteRecords(first.stdout, 'contacts').filter((r) => typeof r._ab_cdc_deleted_at !== 'string');
     expect(records.length).toBe(before.size);
@@ -174,7 +174,7 @@ describe('personal_data hash, against the emulator', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(leaks(readFileSync(tapSummary))).toEqual([]);
     expect(summaryStream(tapSummary, 'contacts')).toMatchObject({ status: 'complete', records: before.size });
-    expect((await protocolCheckAsync('singer-check.py', run.stdout)).errors).toEqual([]);
+    expect((await protocolCheckAsync('singer', run.stdout)).errors).toEqual([]);
     const messages = parseLines(run.stdout);
     const schema = messages.find((m) => m.type === 'SCHEMA' && m.stream === 'contacts')?.schema as { properties: Record<string, Json> };
     expect(schema.properties.job_title).toBeUndefined();

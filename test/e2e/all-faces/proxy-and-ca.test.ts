@@ -82,7 +82,7 @@ const airbyte = (args: string[], env?: Record<string, string>): Promise<CliResul
 const tap = (args: string[], env?: Record<string, string>): Promise<CliResult> => run(TAP_BIN, args, env);
 
 function connectionStatus(result: CliResult): { status: string; message: string } {
-  expect(protocolCheck('airbyte-check.py', result.stdout).errors).toEqual([]);
+  expect(protocolCheck('airbyte', result.stdout).errors).toEqual([]);
   return connectionStatusOf(result.stdout);
 }
 
@@ -117,7 +117,7 @@ describe('Airbyte through a CONNECT tunnel (HTTPS_PROXY), the API behind a priva
     const replica = new MemoryDestination();
     const full = await airbyte(['read', '--config', config, '--catalog', CATALOG], env);
     expect(full.code, full.stderr).toBe(0);
-    expect(protocolCheck('airbyte-check.py', full.stdout).errors).toEqual([]);
+    expect(protocolCheck('airbyte', full.stdout).errors).toEqual([]);
     expect(logs(full)).toContain(`go through the proxy 127.0.0.1:${proxy.port} (HTTPS_PROXY) through a CONNECT tunnel`);
     const states = replica.applyAirbyte(full.stdout);
     expect(replica.toDump()).toEqual(normalizeDump(acc.emu.control.dump(acc.id)));
@@ -150,7 +150,7 @@ describe('the Singer tap through a proxy that wants Basic credentials (proxy_url
     const replica = new MemoryDestination();
     const full = await tap(['--config', config, '--config', 'ENV'], env);
     expect(full.code, full.stderr).toBe(0);
-    expect(protocolCheck('singer-check.py', full.stdout).errors).toEqual([]);
+    expect(protocolCheck('singer', full.stdout).errors).toEqual([]);
     const state1 = replica.applySinger(full.stdout);
     const dump1 = acc.emu.control.dump(acc.id);
     for (const stream of STREAMS) expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump1[stream] });
@@ -246,7 +246,7 @@ describe('a private CA without a proxy: fails clearly without ca_certificate, wo
     expect(failed.stderr).toMatch(/CRITICAL .*TLS certificate of 127\.0\.0\.1:\d+ is not trusted.*ca_certificate/);
     const result = await tap(['--config', acc.config({ ca_certificate: ca.caCert })]);
     expect(result.code, result.stderr).toBe(0);
-    expect(protocolCheck('singer-check.py', result.stdout).errors).toEqual([]);
+    expect(protocolCheck('singer', result.stdout).errors).toEqual([]);
     const replica = new MemoryDestination();
     replica.applySinger(result.stdout);
     const dump = acc.emu.control.dump(acc.id);

@@ -65,7 +65,7 @@ describe('against the emulator', () => {
     const run = await runCli(SOURCE_BIN, ['discover', '--config', account.config(dir)]);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(account.emulator.control.stats()).toMatchObject({ total: 1, byPath: { '/v1/openapi.json': { 200: 1 } } });
-    expect((await protocolCheckAsync('airbyte-check.py', run.stdout)).errors).toEqual([]);
+    expect((await protocolCheckAsync('airbyte', run.stdout)).errors).toEqual([]);
     expect(logs(run.stdout)).toEqual([
       "Stream schemas: the built-in ones merged with the service's description (OpenAPI 3.1.0, GET /v1/openapi.json): fields added: pipeline_stages + key, name, pipeline_id, position, outcome.",
     ]);
@@ -116,7 +116,7 @@ describe('against the emulator', () => {
       });
       const read = await runCli(SOURCE_BIN, ['read', '--config', account.config(dir), '--catalog', configured]);
       expect(read.code, read.stdout.slice(-600)).toBe(0);
-      expect((await protocolCheckAsync('airbyte-check.py', read.stdout)).errors).toEqual([]);
+      expect((await protocolCheckAsync('airbyte', read.stdout)).errors).toEqual([]);
       expect(logs(read.stdout, 'WARN')).toEqual([]);
       const served = servedValues('contacts', 'lifetime_value');
       const records = exactRecords(read.stdout, 'contacts', false);
@@ -133,7 +133,7 @@ describe('against the emulator', () => {
       const catalog = writeJson(dir, 'singer-catalog.json', discovered.stdout);
       const sync = await runCli(TAP_BIN, ['--config', config, '--catalog', catalog]);
       expect(sync.code, sync.stderr).toBe(0);
-      const summary = await protocolCheckAsync('singer-check.py', sync.stdout);
+      const summary = await protocolCheckAsync('singer', sync.stdout);
       expect(summary.errors).toEqual([]);
       const schemas = parseLines(sync.stdout).filter((m) => m.type === 'SCHEMA') as { stream: string; schema: { properties: Record<string, Json> } }[];
       expect(schemas.find((s) => s.stream === 'contacts')?.schema.properties.lifetime_value).toEqual({ type: ['null', 'integer'], description: 'Lifetime value, in cents' });
@@ -146,7 +146,7 @@ describe('against the emulator', () => {
       // Without a catalog, the tap declares what discover would.
       const all = await runCli(TAP_BIN, ['--config', config]);
       expect(all.code).toBe(0);
-      expect((await protocolCheckAsync('singer-check.py', all.stdout)).errors).toEqual([]);
+      expect((await protocolCheckAsync('singer', all.stdout)).errors).toEqual([]);
       const allSchemas = parseLines(all.stdout).filter((m) => m.type === 'SCHEMA') as { stream: string; schema: { properties: Record<string, Json> } }[];
       expect(allSchemas.find((s) => s.stream === 'contacts')?.schema.properties).toHaveProperty('lifetime_value');
     });
@@ -191,7 +191,7 @@ describe('a description that cannot be had: the built-in schemas, one WARN sayin
       const config = writeJson(dir, 'broken.json', { api_key: 'drk_live_BROKENDESCRIPTION', base_url: url, max_retries: 0, request_timeout_seconds: 1 });
       const airbyte = await runCli(SOURCE_BIN, ['discover', '--config', config]);
       expect(airbyte.code, airbyte.stdout).toBe(0);
-      expect((await protocolCheckAsync('airbyte-check.py', airbyte.stdout)).errors).toEqual([]);
+      expect((await protocolCheckAsync('airbyte', airbyte.stdout)).errors).toEqual([]);
       const warns = logs(airbyte.stdout, 'WARN');
       expect(warns).toHaveLength(1);
       expect(warns[0]).toMatch(/^Using the built-in stream schemas: the service's description cannot be used\./);
@@ -218,7 +218,7 @@ describe('a description that cannot be had: the built-in schemas, one WARN sayin
       const config = writeJson(dir, 'rejected.json', { api_key: 'drk_live_REJECTEDKEY', base_url: url });
       const airbyte = await runCli(SOURCE_BIN, ['discover', '--config', config]);
       expect(airbyte.code).toBe(78);
-      expect((await protocolCheckAsync('airbyte-check.py', airbyte.stdout)).errors).toEqual([]);
+      expect((await protocolCheckAsync('airbyte', airbyte.stdout)).errors).toEqual([]);
       const trace = parseLines(airbyte.stdout).find((m) => m.type === 'TRACE') as { trace: { error: { failure_type: string; message: string } } };
       expect(trace.trace.error.failure_type).toBe('config_error');
       expect(trace.trace.error.message).toMatch(/did not accept the API key \(HTTP 401\)/);

@@ -35,7 +35,7 @@ describe('on a terminal, with stdout to a file', () => {
     const out = join(dir, 'read.jsonl');
     const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG]));
     expect(code, screen).toBe(0);
-    expect(protocolCheck('airbyte-check.py', readFileSync(out, 'utf8')).errors).toEqual([]);
+    expect(protocolCheck('airbyte', readFileSync(out, 'utf8')).errors).toEqual([]);
     const { status, lines } = parseScreen(screen);
     for (const line of status) expect(line.length, line).toBeLessThan(COLUMNS);
     // The wait and when it ends, on the status line; the figures of the streams.
@@ -53,7 +53,7 @@ describe('on a terminal, with stdout to a file', () => {
     const out = join(dir, 'tap.jsonl');
     const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, TAP_BIN, ['--config', config]));
     expect(code, screen).toBe(0);
-    expect(protocolCheck('singer-check.py', readFileSync(out, 'utf8')).errors).toEqual([]);
+    expect(protocolCheck('singer', readFileSync(out, 'utf8')).errors).toEqual([]);
     const { status, lines } = parseScreen(screen);
     expect(status.some((l) => /^rate limit: [\w, ]+ waiting \d+ s, until \d\d:\d\d:\d\dZ/.test(l)), status.join('\n')).toBe(true);
     expect(status.some((l) => /\bcontacts \d+/.test(l)), status.join('\n')).toBe(true);
@@ -73,7 +73,7 @@ describe('on a terminal, with stdout to a file', () => {
         expect.stringMatching(/ WARN source-data-read: Unknown config keys ignored: page_sise \(did you mean page_size\?\)\.$/),
         expect.stringMatching(command === 'check' ? / INFO source-data-read: Schema drift: / : / INFO source-data-read: Stream schemas: /),
       ]);
-      expect(protocolCheck('airbyte-check.py', readFileSync(out, 'utf8')).errors).toEqual([]);
+      expect(protocolCheck('airbyte', readFileSync(out, 'utf8')).errors).toEqual([]);
     }
   });
 

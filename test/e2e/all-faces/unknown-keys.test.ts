@@ -31,7 +31,7 @@ describe('a misspelled key: every command warns the same way', () => {
     it(`${command}: one LOG WARN first, the ${answer} last, and the output stays valid Airbyte protocol`, async () => {
       const run = await runCli(SOURCE_BIN, [command, '--config', config]);
       expect(run.code).toBe(0);
-      expect(protocolCheck('airbyte-check.py', run.stdout).errors).toEqual([]);
+      expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
       const lines = parseLines(run.stdout);
       // Between them, one INFO on the service's description (check: the schema drift; discover: the merge).
       expect(lines.map((m) => m.type)).toEqual(['LOG', 'LOG', answer]);

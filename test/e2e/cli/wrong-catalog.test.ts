@@ -29,7 +29,7 @@ beforeAll(async () => {
 });
 
 function configError(stdout: string): string {
-  expect(protocolCheck('airbyte-check.py', stdout).errors).toEqual([]);
+  expect(protocolCheck('airbyte', stdout).errors).toEqual([]);
   const traces = parseLines(stdout).filter((m) => m.type === 'TRACE');
   expect(traces).toHaveLength(1);
   const error = (traces[0]?.trace as { error: { failure_type: string; message: string } }).error;

@@ -78,10 +78,10 @@ describe('docs/singer.md: the Singer worked example, pasted', () => {
   it('the first run is the full history, the second only what changed; state.json is the last STATE', () => {
     const example = join(checkout, 'example');
     const first = readFileSync(join(example, 'run-1.jsonl'), 'utf8');
-    expect(protocolCheck('singer-check.py', first).errors).toEqual([]);
+    expect(protocolCheck('singer', first).errors).toEqual([]);
     expect(records(join(example, 'run-1.jsonl'), 'contacts')).toBeGreaterThan(400);
     expect(records(join(example, 'run-2.jsonl'), 'contacts')).toBeLessThan(50);
-    expect(protocolCheck('singer-check.py', readFileSync(join(example, 'run-2.jsonl'), 'utf8')).errors).toEqual([]);
+    expect(protocolCheck('singer', readFileSync(join(example, 'run-2.jsonl'), 'utf8')).errors).toEqual([]);
   });
 
   it('the target run wrote the streams and its last STATE value became state.json', () => {
@@ -120,7 +120,7 @@ describe('docs/state.md: one read\'s output as the next read\'s state (Airbyte)'
     expect(run.code, run.stderr).toBe(0);
     const out = readFileSync(join(dir, 'out.jsonl'), 'utf8');
     const next = readFileSync(join(dir, 'next.jsonl'), 'utf8');
-    for (const text of [out, next]) expect(protocolCheck('airbyte-check.py', text).errors).toEqual([]);
+    for (const text of [out, next]) expect(protocolCheck('airbyte', text).errors).toEqual([]);
     const stateLines = readFileSync(join(dir, 'state.json'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
     expect(stateLines.length).toBeGreaterThan(5);
     expect(stateLines.every((m) => m.type === 'STATE')).toBe(true);

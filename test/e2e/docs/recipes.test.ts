@@ -75,8 +75,8 @@ describe('README: the quick start, pasted', () => {
 
   it('the Airbyte read and the Singer sync pass their protocol checkers, with records of every stream', () => {
     const example = join(recipe.dir, 'example');
-    expect(protocolCheck('airbyte-check.py', readFileSync(join(example, 'airbyte.jsonl'), 'utf8')).errors).toEqual([]);
-    expect(protocolCheck('singer-check.py', readFileSync(join(example, 'singer.jsonl'), 'utf8')).errors).toEqual([]);
+    expect(protocolCheck('airbyte', readFileSync(join(example, 'airbyte.jsonl'), 'utf8')).errors).toEqual([]);
+    expect(protocolCheck('singer', readFileSync(join(example, 'singer.jsonl'), 'utf8')).errors).toEqual([]);
     for (const stream of STREAMS) expect(airbyteRecords(join(example, 'airbyte.jsonl'), stream.name), stream.name).toBeGreaterThan(0);
   });
 
@@ -124,7 +124,7 @@ describe('docs/airbyte.md: a configured catalog from discover', () => {
       expect(entry?.cursor_field).toEqual(stream.cursorField !== null && stream.syncModes.includes('incremental') ? [stream.cursorField] : undefined);
     }
     const out = readFileSync(join(dir, 'out.jsonl'), 'utf8');
-    expect(protocolCheck('airbyte-check.py', out).errors).toEqual([]);
+    expect(protocolCheck('airbyte', out).errors).toEqual([]);
     expect(airbyteRecords(join(dir, 'out.jsonl'), 'contacts')).toBeGreaterThan(100);
     expect(parseLines(out).filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR')).toEqual([]);
   });
@@ -144,7 +144,7 @@ describe("docs/state.md: the emulator's data changed between two reads", () => {
 
   it('the second read brings only what changed: the changed and new contacts and the deletions', () => {
     const example = join(recipe.dir, 'example');
-    for (const file of ['full.jsonl', 'next.jsonl']) expect(protocolCheck('airbyte-check.py', readFileSync(join(example, file), 'utf8')).errors).toEqual([]);
+    for (const file of ['full.jsonl', 'next.jsonl']) expect(protocolCheck('airbyte', readFileSync(join(example, file), 'utf8')).errors).toEqual([]);
     const full = airbyteRecords(join(example, 'full.jsonl'), 'contacts');
     const next = airbyteRecords(join(example, 'next.jsonl'), 'contacts');
     expect(full).toBeGreaterThan(250);

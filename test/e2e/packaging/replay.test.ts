@@ -70,7 +70,7 @@ describe('the image, replayed (scripts/replay-image.sh)', () => {
     expect(s.airbyte_entrypoint).toBe(s.entrypoint.join(' '));
   });
 
-  it('spec, check, discover and read passed airbyte-check.py, and the read carried records', () => {
+  it('spec, check, discover and read passed the Airbyte protocol check, and the read carried records', () => {
     const { checks } = summary();
     for (const name of ['spec', 'check', 'discover', 'read', 'consumer-spec']) {
       expect(checks[name], name).toBeTruthy();

@@ -60,9 +60,9 @@ function stateFile(value: SingerStateValue | undefined): string {
   return writeJson(dir, `state-${runs}.json`, value ?? {});
 }
 
-/** singer-check.py must pass with no warning; returns its summary. */
+/** The Singer check must pass with no warning; returns its summary. */
 function check(stdout: string) {
-  const summary = protocolCheck('singer-check.py', stdout);
+  const summary = protocolCheck('singer', stdout);
   expect(summary.errors).toEqual([]);
   expect(summary.n_errors).toBe(0);
   expect(summary.warnings ?? []).toEqual([]);
