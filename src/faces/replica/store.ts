@@ -106,7 +106,7 @@ export class ReplicaStore {
         this.startRenewal();
       }
       // Only under the lock: a run refused because another one writes the file changes nothing in it.
-      if (options.treatments !== undefined) recordTreatments(this.db, options.treatments);
+      if (options.treatments !== undefined) recordTreatments(this.db, path, options.treatments);
       const stored = storedLayouts(this.db);
       this.tables = tableSpecs(streams, options, stored);
       const migrations: Migration[] = [];

@@ -53,6 +53,11 @@ export function refuseOtherTreatments(path: string, treatments: Readonly<Record<
   } finally {
     db.close();
   }
+  refuseIfOther(path, stored, treatments);
+}
+
+/** The refusal of a file whose `stored` treatments differ from this run's (none when they are the same, or the file is new). */
+function refuseIfOther(path: string, stored: Readonly<Record<string, string>> | undefined, treatments: Readonly<Record<string, string>>): void {
   if (stored === undefined) return;
   const differences = treatmentDifferences(stored, treatments);
   if (differences.length === 0) return;
@@ -64,11 +69,15 @@ export function refuseOtherTreatments(path: string, treatments: Readonly<Record<
   );
 }
 
-/** Record the treatments a file is written with (after refuseOtherTreatments let them through). */
-export function recordTreatments(db: DatabaseSync, treatments: Readonly<Record<string, string>>): void {
+/**
+ * Record the treatments a file is written with, under the writer lock. Read
+ * again there: another run may have written the file since
+ * refuseOtherTreatments looked (a lock taken over from it), and treatments
+ * once recorded are never replaced.
+ */
+export function recordTreatments(db: DatabaseSync, path: string, treatments: Readonly<Record<string, string>>): void {
+  refuseIfOther(path, storedTreatments(db), treatments);
   db.exec(`CREATE TABLE IF NOT EXISTS ${TREATMENTS_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), treatments TEXT NOT NULL)`);
-  // Written when new or changed only: an ordinary run adds no page to the WAL.
-  db.prepare(
-    `INSERT INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET treatments = excluded.treatments WHERE treatments <> excluded.treatments`,
-  ).run(JSON.stringify(treatments));
+  // Written when new only: an ordinary run adds no page to the WAL.
+  db.prepare(`INSERT INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`).run(JSON.stringify(treatments));
 }
