@@ -11,13 +11,12 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
-import { isatty } from 'node:tty';
 import { EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
 import type { LineWriter } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../process/version.js';
-import { isStdout, writeSummaryFile } from './summary-file.js';
+import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError } from './usage.js';
 
 export class RunEnd {
@@ -40,9 +39,8 @@ export class RunEnd {
   async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
     const recorder = new RunRecorder(command, { version: VERSION });
     this.recorder = recorder;
-    // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free;
-    // a terminal is read by a person, and is stderr too).
-    if (command !== 'replicate' && summaryPath !== undefined && !isatty(1) && isStdout(summaryPath)) {
+    // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free).
+    if (command !== 'replicate' && summaryPath !== undefined && namesStdout(summaryPath)) {
       throw new UsageError(`--summary ${summaryPath} is this command's stdout, which carries its protocol messages: give a file (or /dev/stderr).`);
     }
     this.path = summaryPath;

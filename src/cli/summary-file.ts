@@ -10,10 +10,21 @@
  * when the directory takes no temporary file (read-only, no permission).
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { isatty } from 'node:tty';
 
 export type SummaryWriteMode = 'rename' | 'in-place';
+
+const STDOUT_NAMES = new Set(['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1']);
+
+/**
+ * Whether FILE names where this process's stdout goes: one of stdout's own
+ * names, or, stdout not being a terminal (which is stderr too), the same file.
+ */
+export function namesStdout(path: string): boolean {
+  return STDOUT_NAMES.has(resolve(path)) || (!isatty(1) && isStdout(path));
+}
 
 /** Whether FILE is this process's stdout (/dev/stdout, /proc/self/fd/1, the file stdout is redirected to); /dev/null never is. */
 export function isStdout(path: string): boolean {
@@ -43,16 +54,11 @@ export function summaryWriteMode(path: string): SummaryWriteMode {
   return 'rename';
 }
 
-function writeWhole(fd: number, text: string): void {
-  const data = Buffer.from(text);
-  let at = 0;
-  while (at < data.length) at += writeSync(fd, data, at, data.length - at);
-}
 
 function writeInPlace(path: string, text: string): void {
   const fd = openSync(path, 'w');
   try {
-    writeWhole(fd, text);
+    writeFileSync(fd, text);
     try {
       fsyncSync(fd);
     } catch {
@@ -74,7 +80,7 @@ function writeByRename(path: string, text: string): boolean {
   }
   try {
     try {
-      writeWhole(fd, text);
+      writeFileSync(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -97,7 +103,7 @@ export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
   const content = `${text}\n`;
   // stdout itself (replicate --summary /dev/stdout): written to fd 1, which also works where stdout is a socket that cannot be opened by name.
   if (isStdout(path)) {
-    writeWhole(1, content);
+    writeFileSync(1, content);
     return 'in-place';
   }
   if (summaryWriteMode(path) === 'rename' && writeByRename(path, content)) return 'rename';

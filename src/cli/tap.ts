@@ -4,11 +4,11 @@
  */
 import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_STATUS_HELP } from '../process/exit-status.js';
+import { EXIT_STATUS_HELP, EXIT_USAGE } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
-import { USAGE_EXIT, UsageError, failureExit, usageMessage, versionLine } from './usage.js';
+import { UsageError, failureExit, usageMessage, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
@@ -94,7 +94,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     args = parseArgsOrUsage(argv);
   } catch (err) {
     logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
-    return USAGE_EXIT;
+    return EXIT_USAGE;
   }
   const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('CRITICAL', message));
   interrupt.install();

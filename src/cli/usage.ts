@@ -12,9 +12,6 @@ import { VERSION } from '../process/version.js';
 /** A mistake in the command line: told on stderr with the usage text, exit 2. */
 export class UsageError extends Error {}
 
-/** Exit status of a usage mistake. */
-export const USAGE_EXIT = EXIT_USAGE;
-
 /** The line `--version` prints: `<executable> <version>`. */
 export function versionLine(executable: string): string {
   return `${executable} ${VERSION}\n`;
@@ -34,7 +31,7 @@ export function failureExit(err: unknown, log: (message: string) => void, help: 
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof UsageError) {
     log(usageMessage(message, help));
-    return USAGE_EXIT;
+    return EXIT_USAGE;
   }
   log(message);
   return exitStatusFor(toConnectorError(err).failureType);

@@ -247,7 +247,7 @@ const fieldTreatments = z
   .meta(ui('Field treatments', 'Per-field overrides of personal_data, for any field of any stream: {stream, field, treatment}.', 13));
 
 /** The shortest hash_key accepted: a short key could be found by trying keys against a known address. */
-export const HASH_KEY_MIN_LENGTH = 16;
+const HASH_KEY_MIN_LENGTH = 16;
 
 const hashKey = z
   .string({ error: 'hash_key must be a string' })
@@ -297,7 +297,7 @@ export type Config = z.infer<typeof ConfigSchema>;
 const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
 
 /** The secrets a config holds: no message may print them. */
-export function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
+function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
   const out: string[] = [];
   for (const key of ['api_key', 'hash_key'] as const) {
     const value = given[key];

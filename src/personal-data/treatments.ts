@@ -210,7 +210,7 @@ export function withheldFields(stream: StreamDefinition, config: TreatmentConfig
 }
 
 /** Fields no treatment may touch: the key, the cursor, the tombstone columns, and what the deletion log's tombstones are made of. */
-export function untreatable(stream: StreamDefinition): Map<string, string> {
+function untreatable(stream: StreamDefinition): Map<string, string> {
   const out = new Map<string, string>([[stream.primaryKey, 'its primary key']]);
   if (stream.cursorField) out.set(stream.cursorField, 'its cursor');
   if (stream.tombstoneObjectType !== null) {
@@ -428,7 +428,7 @@ export function treatSchema<S extends Schema>(schema: S, treatments: StreamTreat
 }
 
 /** Every schema of `schemas` treated by `plan` (the same map when the plan is empty). */
-export function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: TreatmentPlan): ReadonlyMap<string, S> {
+function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: TreatmentPlan): ReadonlyMap<string, S> {
   if (plan.size === 0) return schemas;
   return new Map([...schemas].map(([name, schema]) => [name, treatSchema(schema, plan.get(name))]));
 }
@@ -436,7 +436,7 @@ export function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, 
 // ---------------------------------------------------------------- the replica's record of them
 
 /** A fingerprint of the hash key (HMAC of a fixed label): tells keys apart, reveals nothing of the key. */
-export function hashKeyFingerprint(hashKey: string): string {
+function hashKeyFingerprint(hashKey: string): string {
   return hmacSha256Hex(hashKey, 'source-data-read hash_key fingerprint').slice(0, 16);
 }
 

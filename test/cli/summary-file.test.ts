@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { summaryWriteMode, writeSummaryFile } from '../../src/cli/summary-file.js';
+import { namesStdout, summaryWriteMode, writeSummaryFile } from '../../src/cli/summary-file.js';
 import { SOURCE_BIN, tempDir, writeJson } from '../helpers/cli.js';
 
 const dir = tempDir('summary-file-');
@@ -16,6 +16,17 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Whether this machine lets a test bind-mount a file in a mount namespace of its own. */
 const bindMountWorks = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'true']).status === 0;
+
+describe('namesStdout', () => {
+  it("stdout's own names, whatever stdout is; not a file of its own, nor /dev/null", () => {
+    for (const name of ['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1']) expect(namesStdout(name), name).toBe(true);
+    const path = join(dir, 'elsewhere.json');
+    writeFileSync(path, '');
+    expect(namesStdout(path)).toBe(false);
+    rmSync(path);
+    expect(namesStdout('/dev/null')).toBe(false);
+  });
+});
 
 describe('writeSummaryFile', () => {
   it('replaces the file by a rename: the whole text, a final newline, no temporary file left', () => {

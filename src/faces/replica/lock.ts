@@ -26,9 +26,9 @@ import { ConnectorError } from '../../errors.js';
 const LOCK_TABLE = '_replica_lock';
 
 /** How often the holder renews its lock. */
-export const RENEW_MS = 10_000;
+const RENEW_MS = 10_000;
 /** A lock not renewed for this long is stale, whoever holds it. */
-export const STALE_MS = 60_000;
+const STALE_MS = 60_000;
 
 export interface LockTimings {
   readonly renewMs: number;

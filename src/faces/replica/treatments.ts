@@ -12,7 +12,7 @@ import { ConfigError } from '../../errors.js';
 import { treatmentDifferences } from '../../personal-data/treatments.js';
 import { BUSY_TIMEOUT_MS, TABLES_TABLE } from './database.js';
 
-export const TREATMENTS_TABLE = '_replica_personal_data';
+const TREATMENTS_TABLE = '_replica_personal_data';
 
 function tableExists(db: DatabaseSync, name: string): boolean {
   return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;

@@ -35,7 +35,7 @@ export interface StreamPlan extends SelectedStream {
 }
 
 /** The `[]` metadata that switches ACTIVATE_VERSION off for a FULL_TABLE stream (`false`). */
-export const ACTIVATE_VERSION_METADATA = 'activate-version';
+const ACTIVATE_VERSION_METADATA = 'activate-version';
 
 const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
