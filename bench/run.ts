@@ -23,7 +23,7 @@
  *  5. parallel streams: 4 streams against a slow server, 4 concurrent requests vs 1;
  *  6. start-up: spec and check against `node -e 0`;
  *  7. the emulator: seeding 100k contacts with their past (wall and CPU time;
- *     a figure for context, formerly a wall-clock bound in a unit test).
+ *     a figure for context).
  *  8. replica: `replicate` into a new file and incrementally, and its memory,
  *     each against `read` of the same records (bench/replica.ts).
  *  9. personal data: `read` of contacts with `personal_data: hash` against

@@ -403,7 +403,7 @@ export function protocolProblems(run: Pick<ConnectorRun, 'messages' | 'badLines'
  */
 export async function airbyteCheck(stdout: string, label: string): Promise<string[]> {
   try {
-    const summary = await protocolCheckAsync('airbyte-check.py', stdout);
+    const summary = await protocolCheckAsync('airbyte', stdout);
     return (summary.errors ?? []).map((e) => `${label}: airbyte-check: ${e}`);
   } catch (err) {
     return [`${label}: ${err instanceof Error ? err.message : String(err)}`];

@@ -12,7 +12,14 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
 
 // Spelt in pieces, so that this file does not match itself.
-const OUTSIDE = [['..', 'shared'].join('/'), ['shared', 'tools'].join('/'), ['SHARED', 'DIR'].join('_')];
+const FOLDER = ['sha', 'red'].join('');
+const OUTSIDE = [
+  ['..', FOLDER].join('/'),
+  [FOLDER, 'tools'].join('/'),
+  ['SHARED', 'DIR'].join('_'),
+  // The same folder as path segments of a join.
+  ...["'", '"'].map((q) => [q + '..' + q, q + FOLDER + q].join(', ')),
+];
 
 function trackedFiles(): string[] {
   const run = spawnSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' });
@@ -45,5 +52,7 @@ describe('the repository is self-contained', () => {
   it('finds such a reference where there is one', () => {
     const line = `python3 "${OUTSIDE[0]}/tools/airbyte-check.py" <out.jsonl`;
     expect(OUTSIDE.some((needle) => line.includes(needle))).toBe(true);
+    const joined = `const tools = join(ROOT, '..', '${FOLDER}', 'tools');`;
+    expect(OUTSIDE.some((needle) => joined.includes(needle))).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Bad input from the user: each case one clear message naming the field;
  * check FAILED (exit 0), read config_error (exit 78), no stack trace on stdout.
- * Adds to the cases of test/airbyte/commands.test.ts.
+ * Adds to the cases of test/e2e/airbyte/without-service.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { expectNoLeaksAfterAll } from '../helpers/leaks.js';

@@ -1,5 +1,5 @@
 /**
- * Long pauses and full tables (issue 22), through the real executables against
+ * Long pauses and full tables, through the real executables against
  * the emulator:
  * - a removed pipeline stage leaves the replica, an Airbyte overwrite sync and
  *   a Singer target that honours ACTIVATE_VERSION;

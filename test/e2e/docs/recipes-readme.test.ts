@@ -8,7 +8,7 @@
  * - the Airbyte recipe that turns one read's output into the next read's
  *   state, against the emulator: the second read is incremental;
  * - every recipe of the README and of docs/ is run by some test.
- * The other recipes of docs/ and the README run in test/docs/recipes.test.ts.
+ * The other recipes of docs/ and the README run in test/e2e/docs/recipes.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';

@@ -1,6 +1,5 @@
 /**
- * A pause longer than the service keeps deletions, end to end (issue 22, part
- * 1): replicate; 10 days later contacts and conversations are deleted; 95 days
+ * A pause longer than the service keeps deletions, end to end: replicate; 10 days later contacts and conversations are deleted; 95 days
  * after that (the emulator's clock moves, not the machine's) `replicate` reads
  * contacts and conversations in full, removes the rows the service no longer
  * has with one WARN, and the replica equals the service. A SIGKILL in the
