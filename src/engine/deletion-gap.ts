@@ -35,6 +35,11 @@ export function gapWithoutLogState(log: DeletionLogStream, logState: StreamState
   return { since: undefined, serviceNow: undefined, streamsWithState: withState, retentionDays: log.deletionLog.retentionDays };
 }
 
+/** The log's saved watermark the gap is measured from: its last complete read's, or that of a first read under way. */
+export function logWatermark(logState: StreamState): string | undefined {
+  return logState.sync_watermark ?? logState.resume?.sync_watermark;
+}
+
 /** The gap when the saved watermark `since` is older than the retention on the service's clock (`serviceNow`); undefined otherwise. */
 export function gapOnServiceClock(log: DeletionLogStream, since: string | undefined, serviceNow: string): DeletionGap | undefined {
   if (since === undefined) return undefined;

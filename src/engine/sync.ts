@@ -11,7 +11,7 @@ import type { Config } from '../config/config.js';
 import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
 import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
-import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, type DeletionGap } from './deletion-gap.js';
+import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
 import type { SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
@@ -178,7 +178,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
           ? {
               onWatermark: async (watermark: string) => {
                 // Once per stream, even when a rejected resume cursor restarts the read.
-                const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, state.sync_watermark, watermark));
+                const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, logWatermark(state), watermark));
                 gapChecked = true;
                 if (warning) await sink.log('WARN', warning);
               },

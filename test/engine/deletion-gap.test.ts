@@ -46,6 +46,14 @@ describe('the deletion gap', () => {
     expect(found[0]).toContain('Run a full refresh of contacts and conversations');
   });
 
+  it('measures a first read of the log still under way (a resume only) from its watermark too', async () => {
+    const serviceNow = '2026-06-01T00:00:00.000Z';
+    const saved = '2026-02-01T00:00:00.000Z';
+    const found = await warnings(serviceNow, { deletions: { resume: { cursor: 'deletions#1', sync_watermark: saved } }, contacts: { sync_watermark: saved } });
+    // (The fake service refuses the made-up cursor: the read restarts, and says so.)
+    expect(found.filter((w) => w.includes('keeps deletions for 90 days only'))).toEqual([expect.stringContaining(`the saved watermark ${saved} is 120 days old on the service's clock`)]);
+  });
+
   it('says nothing for a 10-day pause even when the machine clock is years ahead of the service', async () => {
     const serviceNow = '2021-03-01T00:00:00.000Z';
     expect(await warnings(serviceNow, { deletions: { sync_watermark: '2021-02-19T00:00:00.000Z' }, contacts: { sync_watermark: '2021-02-19T00:00:00.000Z' } })).toEqual([]);

@@ -10,7 +10,7 @@
  * stopped before the heal completed leaves its old state: the next run finds
  * the gap again and heals again.
  */
-import { describeGap, gapOnServiceClock, gapWithoutLogState, type DeletionGap } from '../../engine/deletion-gap.js';
+import { describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from '../../engine/deletion-gap.js';
 import type { StreamState } from '../../engine/state.js';
 import { deletionTargets, findDeletionLog, type DeletionLogStream, type StreamDefinition } from '../../streams.js';
 
@@ -38,8 +38,7 @@ export async function findHeal(states: ReadonlyMap<string, StreamState>, service
   const withState = streams.filter((s) => hasState(states.get(s.name))).map((s) => s.name);
   if (withState.length === 0) return undefined;
   const logState = states.get(log.name) ?? {};
-  // A first read of the log under way (a first run stopped) covers what its own watermark retains.
-  const since = logState.sync_watermark ?? logState.resume?.sync_watermark;
+  const since = logWatermark(logState);
   const gap = gapWithoutLogState(log, logState, withState) ?? gapOnServiceClock(log, since, await serviceNow(log, since));
   return gap ? { log, gap, streams } : undefined;
 }
