@@ -127,6 +127,24 @@ describe('SingerSink', () => {
     expect(stderrText()).toMatch(/CRITICAL test: contacts: \/v1\/contacts: the service kept answering 500/);
   });
 
+  it('writes a large page of RECORDs in several writes of whole lines, in order', async () => {
+    const writes: string[] = [];
+    const out = { write: (text: string) => (writes.push(text), Promise.resolve()) } as unknown as LineWriter;
+    const plan = planAll(false).filter((p) => p.stream.name === 'contacts');
+    const sink = new SingerSink(out, new StderrLogger('test'), plan, new Map());
+    const stream = plan[0]?.stream;
+    if (stream === undefined) throw new Error('no contacts plan');
+    // 400 records of about 1 KB: about 400 KB of lines, one page.
+    const page = Array.from({ length: 400 }, (_, i) => ({ ...contact(i), name: 'x'.repeat(1000) }));
+    await sink.records(stream, page, Date.parse(W));
+    expect(writes.length).toBeGreaterThan(4);
+    for (const text of writes) {
+      expect(text.endsWith('\n')).toBe(true);
+      expect(text.length).toBeLessThan(80 * 1024);
+    }
+    expect(parseLines(writes.join('')).map((l) => (l.record as { id: string }).id)).toEqual(page.map((r) => r.id));
+  });
+
   it('writes only the final STATE when nothing is selected', async () => {
     const stream = new PassThrough();
     const sink = new SingerSink(new LineWriter(stream), new StderrLogger('test'), [], new Map([['contacts', { sync_watermark: W }]]));
