@@ -3,9 +3,9 @@
  * target, measured in one run on one machine, printed as a table and written
  * to bench/results.json (and bench/results.md, the table as Markdown).
  *
- *   npm run bench               full run (100k and 1M records; about 4-5 minutes on 2 cores)
+ *   npm run bench               full run (100k and 1M records; about 5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
- *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal,singer
  *   npm run bench -- --only pacing,shared     the rate-limit sections alone (about a minute and a half)
  *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
@@ -28,6 +28,8 @@
  *     each against `read` of the same records (bench/replica.ts).
  *  9. personal data: `read` of contacts with `personal_data: hash` against
  *     the same read with `keep`, alternated in the same run (medians of 5).
+ * 10. Singer: the tap syncing 200k contacts FULL_TABLE against `read` of the
+ *     same pages, alternated in the same run (medians of 5; bench/singer.ts).
  *
  * With --proxy, a forward proxy (test/helpers/forward-proxy.ts, in this
  * process) carries every request of the connector as absolute-form requests
@@ -46,6 +48,7 @@ import {
 import { findStreamByPath } from '../src/streams.js';
 import { REPLICA_TARGETS, replicaBench } from './replica.js';
 import { SHARED_KEY_TARGETS, sharedKeyBench } from './shared-key.js';
+import { SINGER_TARGETS, singerBench } from './singer.js';
 
 // ---------------------------------------------------------------- options
 
@@ -53,7 +56,7 @@ const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
-const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal').split(','));
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal,singer').split(','));
 const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
@@ -63,9 +66,9 @@ const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_event
 
 const PLAN = QUICK
   ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3,
-      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 } }
+      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, singer: { size: 100_000, repeats: 3 } }
   : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5,
-      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 } };
+      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, singer: { size: 200_000, repeats: 5 } };
 
 const TARGETS = {
   throughputRatio: 0.85,
@@ -467,6 +470,7 @@ async function main(): Promise<void> {
     if (want('seed')) seeding();
     if (want('replica')) raw.replica = await replicaBench(server, f.dir, PLAN.replica, { row, log });
     if (want('personal')) await personalData(server, f);
+    if (want('singer')) raw.singer = await singerBench(server, f.dir, PLAN.singer, { row, log });
     if (proxy !== undefined) {
       const carried = proxy.log.length;
       const answered = proxy.log.filter((e) => e.status === 200).length;
@@ -481,7 +485,7 @@ async function main(): Promise<void> {
   const elapsedS = (Date.now() - started) / 1000;
   const out = table();
   process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
-  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, replica: REPLICA_TARGETS }, rows, raw };
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, replica: REPLICA_TARGETS, singer: SINGER_TARGETS }, rows, raw };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
   log('wrote bench/results.json and bench/results.md');
