@@ -44,4 +44,15 @@ describe('--state of read', () => {
     expect(() => parse(`${message('contacts', '2025-01-01T00:00:00Z')}\n{"type":"LOG","log":{"level":"INFO","message":"x"}}\n`)).toThrow(/line 2 is a LOG message, not a STATE/);
     expect(() => parse('')).toThrow(/is empty \(did the read it came from write no STATE line\?\)\. Expected/);
   });
+
+  it("the Singer tap's state or output: refused as the tap's, with how its bookmarks become Airbyte's", () => {
+    const value = { bookmarks: { contacts: { sync_watermark: '2025-01-01T00:00:00Z' } }, currently_syncing: null };
+    const singer = /, not Airbyte state\. Expected the state Airbyte passes.* A bookmark of the tap is its stream's stream_state as it is/;
+    expect(() => parse(JSON.stringify(value))).toThrow(/^Invalid state: the file holds the Singer tap's state \(an object with the keys "bookmarks", "currently_syncing"\), not Airbyte state\./);
+    expect(() => parse(JSON.stringify({ singer_state: value }))).toThrow(singer);
+    expect(() => parse(JSON.stringify({ type: 'STATE', value }))).toThrow(/^Invalid state: the STATE message is a STATE of the Singer tap \(tap-data-read\), not Airbyte state\./);
+    const run = [JSON.stringify({ type: 'SCHEMA', stream: 'contacts', schema: {}, key_properties: ['id'] }), JSON.stringify({ type: 'STATE', value })].join('\n');
+    expect(() => parse(run)).toThrow(/^Invalid state: line 1 is a SCHEMA message of the Singer tap \(tap-data-read\): the file is its output, not Airbyte state\./);
+  });
 });
+

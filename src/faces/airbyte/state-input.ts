@@ -10,6 +10,7 @@
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
+import { describeJson, isSingerState, messageKind } from '../state-kind.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -32,16 +33,22 @@ export interface StateOptions {
   readonly lines?: boolean;
 }
 
-function describe(input: unknown): string {
-  if (input === null) return 'null';
-  if (Array.isArray(input)) return 'an array';
-  if (!isObject(input)) return `a ${typeof input}`;
-  const keys = Object.keys(input);
-  return keys.length === 0 ? 'an empty object' : `an object with the keys ${keys.slice(0, 5).map((k) => `"${k}"`).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
+/** The refusal of the Singer tap's state (or output): what it is, and how its bookmarks become Airbyte's. */
+function singerState(given: string): ConfigError {
+  return new ConfigError(
+    `Invalid state: ${given}, not Airbyte state. ${EXPECTED_STATE} ` +
+      'A bookmark of the tap is its stream\'s stream_state as it is: {"type": "STREAM", "stream": {"stream_descriptor": {"name": "<stream>"}, "stream_state": <its bookmark>}}.',
+    { field: 'state' },
+  );
 }
 
 /** The stream name and raw stream_state of one item (a STATE message or a per-stream state). */
 function streamEntry(entry: unknown, where: string): [string, unknown] {
+  const kind = messageKind(entry);
+  if (kind?.protocol === 'singer' || (kind === undefined && isSingerState(entry))) {
+    const what = kind === undefined ? 'the Singer tap\'s state (tap-data-read)' : kind.type === 'STATE' ? 'a STATE of the Singer tap (tap-data-read)' : `a ${kind.type} message of the Singer tap (tap-data-read): the file is its output`;
+    throw singerState(`${where} is ${what}`);
+  }
   if (isObject(entry) && typeof entry.type === 'string' && !['STATE', 'STREAM', 'GLOBAL', 'LEGACY'].includes(entry.type)) {
     throw new ConfigError(
       `Invalid state: ${where} is a ${entry.type} message, not a STATE. Keep only the STATE lines of a read's output: ${STATE_RECIPE}.`,
@@ -68,7 +75,8 @@ function itemsOf(input: unknown, lines: boolean): { items: unknown[]; where: (i:
   if (isObject(input) && (input.type === 'STATE' || input.type === 'STREAM' || input.type === 'GLOBAL' || input.type === 'LEGACY')) {
     return { items: [input], where: () => 'the STATE message', single: true };
   }
-  throw new ConfigError(`Invalid state: the file holds ${describe(input)}, not STATE messages. ${EXPECTED_STATE}`, { field: 'state' });
+  if (isSingerState(input)) throw singerState(`the file holds the Singer tap's state (${describeJson(input)})`);
+  throw new ConfigError(`Invalid state: the file holds ${describeJson(input)}, not STATE messages. ${EXPECTED_STATE}`, { field: 'state' });
 }
 
 export function parseAirbyteState(input: unknown, warn: (message: string) => void, options: StateOptions = {}): Map<string, StreamState> {
