@@ -23,7 +23,8 @@ Usage:
 --discover    write the Singer catalog of every stream.
 --catalog     sync the streams and fields the catalog selects (--properties: legacy name).
               Without a catalog every stream is synced, incrementally where it can be.
---state       resume from the bookmarks of a previous run (the value of its last STATE).
+--state       resume from the bookmarks of a previous run (the value of its last STATE, that STATE line,
+              or what meltano state get prints); {} is no state.
 --summary     (sync) write one JSON object saying what the run did when it ends, whatever the outcome:
               status, exit code, per stream records and bookmarks, requests (docs/orchestrators.md).
 

@@ -21,7 +21,7 @@ import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
 import { SINGER_DELETED_AT } from './protocol.js';
 import { SingerSink } from './sink.js';
-import { parseSingerState } from './state-input.js';
+import { readSingerState } from './state-input.js';
 
 /** What a Singer user does about a gap in the deletion log (the WARN's last sentence). */
 const SINGER_GAP_ADVICE =
@@ -129,7 +129,7 @@ function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
   const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn) : undefined;
-  const states = inputs.state === undefined ? new Map<string, StreamState>() : parseSingerState(readJsonFile(inputs.state, 'state'), warn);
+  const states = inputs.state === undefined ? new Map<string, StreamState>() : readSingerState(inputs.state, warn);
   for (const w of parsed.warnings) warn(w);
   return { parsed, fromCatalog, states };
 }
