@@ -5,8 +5,8 @@
  *
  *   npm run bench               full run (100k and 1M records; about 5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
- *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal,singer
- *   npm run bench -- --only pacing,shared     the rate-limit sections alone (about a minute and a half)
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,personal,singer
+ *   npm run bench -- --only pacing,shared,transient     the rate-limit sections alone (about two minutes)
  *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
  * What is measured (the connector is always the real executable,
@@ -20,6 +20,9 @@
  *     4b. shared key: several `read` processes on one key of the emulator
  *     (429s, time vs the limit's minimum), one process alone alternated
  *     (bench/shared-key.ts);
+ *     4c. transient 429s: a read alone on a large quota while a burst
+ *     limiter refuses 5 % of the list requests, against the same read
+ *     without them plus each 429's Retry-After (bench/transient-429.ts);
  *  5. parallel streams: 4 streams against a slow server, 4 concurrent requests vs 1;
  *  6. start-up: spec and check against `node -e 0`;
  *  7. the emulator: seeding 100k contacts with their past (wall and CPU time;
@@ -49,6 +52,7 @@ import { findStreamByPath } from '../src/streams.js';
 import { REPLICA_TARGETS, replicaBench } from './replica.js';
 import { SHARED_KEY_TARGETS, sharedKeyBench } from './shared-key.js';
 import { SINGER_TARGETS, singerBench } from './singer.js';
+import { TRANSIENT_429_TARGETS, transient429Bench } from './transient-429.js';
 
 // ---------------------------------------------------------------- options
 
@@ -56,7 +60,7 @@ const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
-const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,parallel,startup,seed,replica,personal,singer').split(','));
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,personal,singer').split(','));
 const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
@@ -65,9 +69,9 @@ const CONTACTS = '/v1/contacts';
 const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'];
 
 const PLAN = QUICK
-  ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3,
+  ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, transient: { contacts: 1200, probability: 0.05, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3,
       replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, singer: { size: 100_000, repeats: 3 } }
-  : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5,
+  : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, transient: { contacts: 1200, probability: 0.05, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5,
       replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, singer: { size: 200_000, repeats: 5 } };
 
 const TARGETS = {
@@ -465,6 +469,7 @@ async function main(): Promise<void> {
     if (want('slow') && HAS_TIME) await slowReader(server, f);
     if (want('pacing')) await pacing();
     if (want('shared')) raw.sharedKey = await sharedKeyBench(PLAN.shared, { row, log });
+    if (want('transient')) raw.transient429 = await transient429Bench(PLAN.transient, { row, log });
     if (want('parallel')) await parallel(server, f);
     if (want('startup')) await startup(server, f);
     if (want('seed')) seeding();
@@ -485,7 +490,7 @@ async function main(): Promise<void> {
   const elapsedS = (Date.now() - started) / 1000;
   const out = table();
   process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
-  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, replica: REPLICA_TARGETS, singer: SINGER_TARGETS }, rows, raw };
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, transient429: TRANSIENT_429_TARGETS, replica: REPLICA_TARGETS, singer: SINGER_TARGETS }, rows, raw };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
   log('wrote bench/results.json and bench/results.md');

@@ -328,7 +328,7 @@ class DataReadClient implements DataReadApi {
         headersTimeout: this.#timeoutMs,
         bodyTimeout: this.#timeoutMs,
       });
-      this.#pacer.observe(res.headers, this.#now(), sentAt, seq);
+      this.#pacer.observe(res.headers, this.#now(), sentAt, seq, res.statusCode);
       status = res.statusCode;
       headers = res.headers;
       // A success as sent is decoded straight to text; anything else is kept as bytes.

@@ -19,6 +19,16 @@
  *    expected before it: the most seen between two of its own), and
  *    otherwise waits for the window to restart.
  * Alone on the key, after its first window, it sends until Remaining is 0.
+ *
+ * A 429 is the answer of a limiter, and not always of the minute's window: a
+ * burst or simultaneous-request limiter answers "Retry-After 1, Remaining 0,
+ * Reset 1" while the minute's quota is far from spent. So a 429 (or a 503)
+ * costs its Retry-After (`block`), and its RateLimit-* never count as the
+ * window's figures: the window (Remaining, Reset, the others' share) is
+ * learnt from answered requests only. A 429 counts as a sign of others on the key (the
+ * spread of this window and the next) unless its figures contradict the
+ * window: a Remaining above 0, a Reset before the window can end, or the
+ * next answer of the same window with Remaining left.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { headerValue } from './headers.js';
@@ -67,6 +77,19 @@ interface Mark {
 }
 
 /**
+ * What the latest 429 said of the quota, and what became of it: 'pending'
+ * while it may be the window's own refusal (the quota spent, by others when
+ * this client kept count); 'limiter' once its figures are contradicted (a
+ * burst or simultaneous-request limiter: no sign of others); 'quota' once the
+ * next answer confirms it (a new window, or Remaining 0 still).
+ */
+interface Throttle {
+  /** When it was answered: only a request sent after it can confirm or contradict it. */
+  readonly at: number;
+  verdict: 'pending' | 'limiter' | 'quota';
+}
+
+/**
  * With others on the key, send while at least this much of a slot is
  * expected to be left once the others' expected requests are taken off
  * Remaining (with the average others per own request as the expectation):
@@ -107,6 +130,10 @@ export class Pacer {
   #windowSentFrom = Number.NEGATIVE_INFINITY;
   /** Lowest Remaining the service reported in the current window. */
   #windowRemaining: number | undefined;
+  /** The current window cannot end before this instant (from the answers' Reset, whole seconds rounded up). */
+  #windowEndsAfter = Number.NEGATIVE_INFINITY;
+  /** The latest 429 and what its figures turned out to be. */
+  #throttle: Throttle | undefined;
   #blockedUntil = 0;
   #blockedBy: number | undefined;
   #inFlight = 0;
@@ -123,7 +150,7 @@ export class Pacer {
   #gap = 0;
   /** Windows seen (responses that opened a new window estimate). */
   #windows = 0;
-  /** The window in which a 429 said that others had spent the quota, or -2 (never). */
+  /** The window of the latest 429 (a sign that others spent the quota unless its figures prove otherwise: #throttle), or -2 (never). */
   #contendedIn = -2;
   /** The window's length: the largest RateLimit-Reset that opened a window (whole seconds, rounded up), at most a minute; ms. */
   #windowMs = 0;
@@ -209,9 +236,14 @@ export class Pacer {
     return wait;
   }
 
-  /** Whether others may be spending the key: in the first window, when their requests were counted, or after a 429 in this window or the one before. */
+  /**
+   * Whether others may be spending the key: in the first window, when their
+   * requests were counted, or after a 429 in this window or the one before
+   * whose figures did not prove it a short limiter's.
+   */
   #mayShare(): boolean {
-    return this.#windows <= 1 || this.#othersPerOwn() > 0 || this.#windows - this.#contendedIn <= 1;
+    if (this.#windows <= 1 || this.#othersPerOwn() > 0) return true;
+    return this.#windows - this.#contendedIn <= 1 && this.#throttle?.verdict !== 'limiter';
   }
 
   /**
@@ -298,19 +330,31 @@ export class Pacer {
    * `seq` is the request's send number (from `sent()`; the latest send when
    * omitted): Remaining's fall beyond this client's own sends in the window
    * is the others' share.
+   *
+   * `status` 429 or 503 (a refusal that asks to wait): the figures are the
+   * refusing limiter's or gateway's, not the window's (a 429's are judged in
+   * #throttled); call `block()` with its Retry-After after this.
    */
-  observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends): void {
+  observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends, status?: number): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
     const remaining = headerNumber(headers, 'ratelimit-remaining');
     const reset = headerNumber(headers, 'ratelimit-reset');
+    if (status === 429 || status === 503) {
+      if (status === 429) this.#throttled(now, remaining, reset);
+      return;
+    }
     if (limit !== undefined) this.#limit = limit;
     if (reset !== undefined) {
       const bound = now + reset * 1000;
+      // The window ends more than reset - 1 s after the service answered, and it answered after the request was sent.
+      const after = sentAt + (reset - 1) * 1000;
       const fresh =
         this.#resetAt === undefined ||
         now >= this.#resetAt ||
         (remaining !== undefined && this.#windowRemaining !== undefined && remaining > this.#windowRemaining);
+      if (remaining !== undefined) this.#judgeThrottle(sentAt, fresh, remaining);
       if (fresh) {
+        this.#windowEndsAfter = after;
         this.#windows += 1;
         this.#windowMs = Math.min(MAX_WINDOW_MS, Math.max(this.#windowMs, reset * 1000));
         const ended = this.#current();
@@ -323,6 +367,7 @@ export class Pacer {
         this.#latest = this.#first;
       } else if (sentAt >= this.#windowSentFrom) {
         this.#resetAt = Math.min(this.#resetAt ?? bound, bound);
+        this.#windowEndsAfter = Math.max(this.#windowEndsAfter, after);
         if (remaining !== undefined) this.#windowRemaining = Math.min(this.#windowRemaining ?? remaining, remaining);
         if (remaining !== undefined && (this.#latest === undefined || seq > this.#latest.seq)) {
           if (this.#latest !== undefined && seq === this.#latest.seq + 1) this.#gap = Math.max(this.#gap, this.#latest.remaining - remaining - 1);
@@ -336,9 +381,33 @@ export class Pacer {
     if (remaining !== undefined) this.#remaining = Math.max(0, remaining - Math.max(0, this.#inFlight - 1));
   }
 
+  /**
+   * A 429: what its figures say of the window. Remaining above 0 says the
+   * quota is not spent, and a Reset that ends before the window can end is
+   * another limiter's: either is a short limiter (burst, simultaneous
+   * requests), no sign of others. Otherwise the next answer decides
+   * (#judgeThrottle).
+   */
+  #throttled(now: number, remaining: number | undefined, reset: number | undefined): void {
+    const spent = remaining === undefined || remaining === 0;
+    const beforeWindowEnd = reset !== undefined && now + reset * 1000 < this.#windowEndsAfter;
+    this.#throttle = { at: now, verdict: spent && !beforeWindowEnd ? 'pending' : 'limiter' };
+  }
+
+  /**
+   * The first answer to a request sent after a pending 429: Remaining left in
+   * the same window contradicts it (a short limiter's); a new window, or
+   * Remaining 0, confirms it.
+   */
+  #judgeThrottle(sentAt: number, fresh: boolean, remaining: number): void {
+    const throttle = this.#throttle;
+    if (throttle === undefined || throttle.verdict !== 'pending' || sentAt < throttle.at) return;
+    throttle.verdict = !fresh && remaining > 0 ? 'limiter' : 'quota';
+  }
+
   /** Every caller waits until `until` (a 429/503 Retry-After). */
   block(until: number, status?: number): void {
-    // A 429 although the pacer kept count: most likely others on the key spent the quota.
+    // A 429 although the pacer kept count: others on the key may have spent the quota (unless its figures say otherwise: #throttle).
     if (status === 429) this.#contendedIn = this.#windows;
     if (until > this.#blockedUntil) {
       this.#blockedUntil = until;

@@ -52,7 +52,10 @@ Options:
   --fault SPEC          inject faults; repeatable. SPEC is
                           kind:PROBABILITY or kind:every=N, then optional
                           :times=N  :slow_ms=N  :retry_after=N  :/path,/path
+                          :remaining=N  :reset=N (RateLimit-Remaining and -Reset of a
+                          429 or 503 instead of the key's own)
                         e.g. 503:0.1   reset:every=5:/v1/contacts   slow:1:slow_ms=3000
+                             429:0.05:retry_after=1:remaining=0:reset=1 (a burst limiter)
                         kinds: ${FAULT_KINDS.join(', ')}
   -h, --help            this help
 `;
@@ -112,6 +115,8 @@ export function parseFault(spec: string): FaultRule {
     else if (part.startsWith('times=')) rule.times = integer('--fault times', part.slice(6));
     else if (part.startsWith('slow_ms=')) rule.slowMs = integer('--fault slow_ms', part.slice(8));
     else if (part.startsWith('retry_after=')) rule.retryAfterSeconds = integer('--fault retry_after', part.slice(12));
+    else if (part.startsWith('remaining=')) rule.rateLimitRemaining = integer('--fault remaining', part.slice(10));
+    else if (part.startsWith('reset=')) rule.rateLimitReset = integer('--fault reset', part.slice(6));
     else throw new OptionError(`--fault ${spec}: cannot read '${part}'`);
   }
   return rule;

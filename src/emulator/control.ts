@@ -163,6 +163,8 @@ const FaultRuleSchema = z.strictObject({
   paths: z.array(z.string()).optional(),
   times: z.int().min(0).optional(),
   retryAfterSeconds: z.int().min(0).optional(),
+  rateLimitRemaining: z.int().min(0).optional(),
+  rateLimitReset: z.int().min(0).optional(),
   slowMs: z.int().min(0).optional(),
 }).refine((r) => (r.probability === undefined) !== (r.every === undefined), 'give exactly one of probability and every');
 

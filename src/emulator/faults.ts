@@ -6,6 +6,7 @@
  * Transport faults replace or spoil the response; contract faults make a list
  * response break the API's own rules, for the connector's reliability suite.
  */
+import type { RateHeaders } from './limits.js';
 import { Prng } from './prng.js';
 
 export const TRANSPORT_FAULTS = ['500', '503', '429', 'reset', 'slow', 'truncated', 'not_json', 'html'] as const;
@@ -25,6 +26,14 @@ export interface FaultRule {
   readonly times?: number;
   /** Retry-After of 429/503 faults, seconds (default 1). */
   readonly retryAfterSeconds?: number;
+  /**
+   * RateLimit-Remaining of 429/503 faults instead of the key's own: 0 with
+   * `rateLimitReset` 1 is what a burst or simultaneous-request limiter sends
+   * while the minute's quota is far from spent.
+   */
+  readonly rateLimitRemaining?: number;
+  /** RateLimit-Reset of 429/503 faults instead of the key's own, seconds. */
+  readonly rateLimitReset?: number;
   /** Delay of slow faults, ms (default 2000). */
   readonly slowMs?: number;
 }
@@ -59,6 +68,10 @@ export function validateFaultRule(rule: FaultRule): string | null {
   if (hasEvery && !(Number.isInteger(rule.every) && (rule.every ?? 0) >= 1)) return 'every must be an integer >= 1';
   if (rule.times !== undefined && !(Number.isInteger(rule.times) && rule.times >= 0)) return 'times must be an integer >= 0';
   if (rule.retryAfterSeconds !== undefined && !(Number.isInteger(rule.retryAfterSeconds) && rule.retryAfterSeconds >= 0)) return 'retryAfterSeconds must be an integer >= 0';
+  for (const name of ['rateLimitRemaining', 'rateLimitReset'] as const) {
+    const value = rule[name];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 0)) return `${name} must be an integer >= 0`;
+  }
   if (rule.slowMs !== undefined && !(Number.isInteger(rule.slowMs) && rule.slowMs >= 0)) return 'slowMs must be an integer >= 0';
   return null;
 }
@@ -82,6 +95,12 @@ function eligible(kind: FaultKind, req: RequestShape): boolean {
 function pathMatches(paths: readonly string[] | undefined, req: RequestShape): boolean {
   if (paths === undefined || paths.length === 0) return true;
   return paths.some((p) => p === req.path || p === req.route || (p.endsWith('*') && req.path.startsWith(p.slice(0, -1))));
+}
+
+/** The RateLimit-* a fault's response carries: the key's own, or those the rule gives for a 429/503. */
+export function faultRateHeaders(rule: FaultRule | null, own: RateHeaders): RateHeaders {
+  if (rule === null || (rule.kind !== '429' && rule.kind !== '503')) return own;
+  return { limit: own.limit, remaining: rule.rateLimitRemaining ?? own.remaining, reset: rule.rateLimitReset ?? own.reset };
 }
 
 export class FaultInjector {

@@ -9,7 +9,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { EmulatorControl } from './control.js';
 import { checkControlToken, handleControl } from './control-routes.js';
-import { CONTRACT_FAULTS, type FaultRule } from './faults.js';
+import { CONTRACT_FAULTS, faultRateHeaders, type FaultRule } from './faults.js';
 import { anonymousHeaders, resolveLimits, type Limits, type RateHeaders } from './limits.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { ProblemError, PROBLEM_CONTENT_TYPE, problemDocument } from './problem.js';
@@ -187,7 +187,8 @@ export function createRequestListener(state: EmulatorState, control: EmulatorCon
       state.stats.responded(statPath, 'reset');
       return;
     }
-    const rate = keyId !== null ? state.limiter.peek(keyId, limits, state.clock.now()) : (refusal ?? anonymousHeaders(limits));
+    const own = keyId !== null ? state.limiter.peek(keyId, limits, state.clock.now()) : (refusal ?? anonymousHeaders(limits));
+    const rate = faultRateHeaders(fault, own);
     const truncate = fault?.kind === 'truncated';
     if (truncate) state.faults.record('truncated');
     write(res, reply, requestId, rate, truncate);

@@ -55,6 +55,7 @@ describe('emulator CLI', () => {
     expect(parseFault('reset:every=5:/v1/contacts,/v1/deletions:times=2')).toEqual({ kind: 'reset', every: 5, paths: ['/v1/contacts', '/v1/deletions'], times: 2 });
     expect(parseFault('slow:1:slow_ms=3000')).toEqual({ kind: 'slow', probability: 1, slowMs: 3000 });
     expect(parseFault('429:every=1:retry_after=7')).toEqual({ kind: '429', every: 1, retryAfterSeconds: 7 });
+    expect(parseFault('429:0.05:retry_after=1:remaining=0:reset=1')).toEqual({ kind: '429', probability: 0.05, retryAfterSeconds: 1, rateLimitRemaining: 0, rateLimitReset: 1 });
     expect(parseArgs(['--window-ms=500', '--concurrency', '3']).limits).toEqual({ windowMs: 500, concurrency: 3 });
   });
 

@@ -47,6 +47,20 @@ describe('faults', () => {
     expect(s.emu.control.stats().faults.byKind).toEqual({ 503: 1, 429: 1 });
   });
 
+  it('a 429 can carry the RateLimit-Remaining and -Reset of a burst limiter while the key\'s quota is large', async () => {
+    const s = await withFault({ kind: '429', every: 2, retryAfterSeconds: 1, rateLimitRemaining: 0, rateLimitReset: 1 });
+    const ok = await get(s.emu.url, '/v1/contacts', { key: s.key });
+    expect(ok.status).toBe(200);
+    expect(ok.headers['ratelimit-remaining']).toBe('999');
+    expect(ok.headers['ratelimit-reset']).toBe('60');
+    const t = await get(s.emu.url, '/v1/contacts', { key: s.key });
+    expectProblem(t, 429, /injected/);
+    expect([t.headers['retry-after'], t.headers['ratelimit-limit'], t.headers['ratelimit-remaining'], t.headers['ratelimit-reset']]).toEqual(['1', '1000', '0', '1']);
+    // Only the fault's response: the next one tells the key's own quota again.
+    expect((await get(s.emu.url, '/v1/contacts', { key: s.key })).headers['ratelimit-remaining']).toBe('997');
+    expect(() => s.emu.control.setFaults([{ kind: '429', every: 1, rateLimitReset: -1 }])).toThrow(/rateLimitReset/);
+  });
+
   it('reset destroys the connection without a response', async () => {
     const s = await withFault({ kind: 'reset', every: 1, times: 1 });
     await expect(get(s.emu.url, '/v1/contacts', { key: s.key })).rejects.toThrow();
