@@ -56,7 +56,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
   try {
     args = parseArgs(rest, ['config', 'catalog', 'state', 'db', 'summary'], ['help']);
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
   }
   if (args.switches.has('help')) {
     process.stdout.write(HELP);

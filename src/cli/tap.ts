@@ -48,7 +48,7 @@ function parseArgsOrUsage(argv: readonly string[]): ParsedArgs {
   try {
     args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
   }
   if (args.positional.length > 0) throw new UsageError(`Unexpected argument "${args.positional[0]}".`);
   return args;
@@ -93,7 +93,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (argv.length === 0) throw new UsageError('No arguments given.');
     args = parseArgsOrUsage(argv);
   } catch (err) {
-    logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
+    logger.log('CRITICAL', usageMessage(err, TAP_HELP));
     return EXIT_USAGE;
   }
   const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('CRITICAL', message));
