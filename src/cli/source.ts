@@ -6,7 +6,7 @@
  */
 import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_STATUS_HELP } from '../process/exit-status.js';
+import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
@@ -39,7 +39,7 @@ its progress (records per stream, rate-limit waits and when they end, requests).
                  requests (docs/orchestrators.md). /dev/termination-log works on Kubernetes.
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
 every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
-${EXIT_STATUS_HELP}`;
+${exitStatusHelp(true)}`;
 
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge, testing: TestSettings): Promise<number> {
   const [command, ...rest] = argv;

@@ -4,7 +4,7 @@
  */
 import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_STATUS_HELP, EXIT_USAGE } from '../process/exit-status.js';
+import { EXIT_USAGE, exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
@@ -31,7 +31,7 @@ stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a l
 with a status line under them when stderr is a terminal and stdout is not (records per stream, waits, requests).
 After a CRITICAL error the last STATE written is safe to resume from.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
-${EXIT_STATUS_HELP}`;
+${exitStatusHelp(false)}`;
 
 const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format', 'summary'];
 const SWITCHES = ['discover', 'about', 'version', 'help'];
