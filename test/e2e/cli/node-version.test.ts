@@ -1,15 +1,20 @@
 /**
  * On a Node.js older than 22.19 both executables say so in one line on stderr
- * (and how to get a newer one) and exit 78 (EX_CONFIG), before loading any of their code.
+ * (and how to get a newer one), write the run summary a sync command asks
+ * for (--summary FILE), and exit 78 (EX_CONFIG), before loading any of their
+ * code. A checkout never built says how to build it (scripts/with-node).
  * Runs with every old Node found on this machine (the system's /usr/bin/node
  * is Node 20 here; OLD_NODE=/path/to/node adds another); without one the
  * case is skipped, loudly.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, realpathSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../../helpers/cli.js';
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** The executables' minimum (bin/launch.cjs, package.json engines). */
 const MIN = { major: 22, minor: 19 };
@@ -73,6 +78,30 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     }
   });
 
+  it('a sync command asked for --summary FILE still writes it: failed, exit 78, config_error, the same message, no stream read', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-');
+    const cases: readonly (readonly [string, string, string[], string])[] = [
+      ['source-data-read', SOURCE_BIN, ['replicate', '--config', 'config.json', '--db', 'replica.db', '--summary', join(dir, 'replicate.json')], 'replicate'],
+      ['source-data-read', SOURCE_BIN, ['read', '--config', 'config.json', '--catalog', 'catalog.json', `--summary=${join(dir, 'read.json')}`], 'read'],
+      ['tap-data-read', TAP_BIN, ['--config', 'config.json', '--summary', join(dir, 'sync.json')], 'sync'],
+    ];
+    for (const [name, bin, args, command] of cases) {
+      const run = spawnSync(node, [bin, ...args], { cwd: ROOT, encoding: 'utf8' });
+      expect(run.status, command).toBe(78);
+      const line = run.stderr.trim();
+      expect(line.split('\n'), command).toHaveLength(1);
+      const summary = RunSummarySchema.parse(JSON.parse(readFileSync(join(dir, `${command}.json`), 'utf8')));
+      expect(summary).toMatchObject({ command, status: 'failed', exit_code: 78, failure_type: 'config_error', streams: [], requests: 0, connector_version: VERSION });
+      expect(`${name}: ${summary.message}`).toBe(line);
+    }
+    // Not a sync, or the summary on read's stdout: nothing written, as the compiled code would.
+    for (const args of [['--config', 'config.json', '--discover', '--summary', join(dir, 'discover.json')], ['--about', '--summary', join(dir, 'about.json')]]) {
+      expect(spawnSync(node, [TAP_BIN, ...args], { cwd: ROOT, encoding: 'utf8' }).status).toBe(78);
+    }
+    expect(readdirSync(dir).sort()).toEqual(['read.json', 'replicate.json', 'sync.json']);
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
@@ -82,6 +111,27 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
       expect(run.status).toBe(78);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(new RegExp(`^${name}: Node\\.js 22\\.19 or newer is needed; .*Please install Node\\.js 22\\.19 or newer from https://nodejs\\.org/.*\\n$`));
+    }
+  });
+});
+
+describe('a checkout that was never built: one line saying how to build it, exit 78', () => {
+  it('through scripts/with-node, from the checkout\'s root', () => {
+    const checkout = tempDir('sdr-unbuilt-');
+    cpSync(join(ROOT, 'bin'), join(checkout, 'bin'), { recursive: true });
+    mkdirSync(join(checkout, 'scripts'));
+    writeFileSync(join(checkout, 'scripts', 'with-node'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    writeFileSync(join(checkout, 'package.json'), JSON.stringify({ name: 'source-data-read', version: VERSION, type: 'module' }));
+    for (const [name, cwd, build] of [
+      ['source-data-read', checkout, '`scripts/with-node npm run build`'],
+      ['tap-data-read', ROOT, `\`cd ${checkout} && scripts/with-node npm run build\``],
+    ] as const) {
+      const run = spawnSync(process.execPath, [join(checkout, 'bin', name), '--version'], { cwd, encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(78);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(new RegExp(`^${name}: the compiled code is missing \\(\\S*dist/cli/(source|tap)\\.js\\); build it first: `));
+      expect(run.stderr).toContain(`build it first: ${build} (or \`npm run build\` where Node.js is 22.20 or newer).\n`);
+      expect(run.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
     }
   });
 });
