@@ -1,8 +1,8 @@
 # source-data-read: the Airbyte source (and the Singer tap) for the Data-Read API.
 #
-#   docker build -t source-data-read/source-data-read:0.1.0 .
-#   docker run --rm -i source-data-read/source-data-read:0.1.0 spec
-#   docker run --rm -i --entrypoint tap-data-read source-data-read/source-data-read:0.1.0 --about
+#   docker build -t source-data-read/source-data-read:0.2.0 .
+#   docker run --rm -i source-data-read/source-data-read:0.2.0 spec
+#   docker run --rm -i --entrypoint tap-data-read source-data-read/source-data-read:0.2.0 --about
 #
 # The image holds exactly the npm package (the `files` of package.json, as
 # `npm pack` makes it) plus its production dependencies from package-lock.json.
@@ -66,7 +66,7 @@ WORKDIR /airbyte
 USER airbyte
 
 LABEL io.airbyte.name="source-data-read/source-data-read" \
-      io.airbyte.version="0.1.0" \
+      io.airbyte.version="0.2.0" \
       org.opencontainers.image.title="source-data-read" \
       org.opencontainers.image.description="Airbyte source and Singer tap for the Data-Read API" \
       org.opencontainers.image.licenses="MIT" \

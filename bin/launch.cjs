@@ -2,7 +2,7 @@
 // the oldest Node undici 8 supports, its declared engines; node:sqlite as the
 // replica uses it, unflagged with its busy timeout and transaction state,
 // needs 22.16; on an older Node one line on stderr saying so and how to get
-// a newer one,
+// a newer one, the run summary a sync command was asked for (--summary FILE),
 // exit 78 (EX_CONFIG: the machine must change, see src/process/exit-status.ts),
 // before any of the connector's code is loaded), then the compiled
 // entry point (ESM, in dist/: cli/source.js, cli/tap.js or, for the
@@ -40,16 +40,108 @@ function howToGetIt() {
   return 'Run it through scripts/with-node, which fetches Node 24 once into .cache/: ' + shown(withNode) + ' ' + sameCommand() + '. Or ' + install;
 }
 
-/** Exit 78 (EX_CONFIG) with one line on stderr unless this Node is new enough. */
-function requireNode(executable) {
+/**
+ * The sync command `args` run and the --summary FILE it asks for (the last
+ * one, `--summary FILE` or `--summary=FILE`), as the compiled code reads
+ * them; undefined for any other command, or without --summary.
+ */
+function summaryRequest(entry, args) {
+  var command;
+  if (entry === 'cli/source.js') {
+    if (args[0] === 'read' || args[0] === 'replicate') command = args[0];
+  } else if (entry === 'cli/tap.js') {
+    command = 'sync';
+    for (var i = 0; i < args.length; i++) if (/^--(about|discover|help|version)$/.test(args[i])) command = undefined;
+  }
+  if (command === undefined) return undefined;
+  var path;
+  for (var j = 0; j < args.length; j++) {
+    if (args[j] === '--summary' && j + 1 < args.length && args[j + 1].indexOf('--') !== 0) path = args[++j];
+    else if (args[j].indexOf('--summary=') === 0) path = args[j].slice('--summary='.length);
+  }
+  // read's and the tap's stdout carries their protocol: a summary may not go there (the compiled code refuses it too).
+  if (path === undefined || path === '' || (command !== 'replicate' && /^\/(dev\/stdout|dev\/fd\/1|proc\/self\/fd\/1)$/.test(path))) return undefined;
+  return { command: command, path: path };
+}
+
+/**
+ * Write the summary of a run refused before it started (schemas/run-summary.json:
+ * failed, config_error, no stream read), as the compiled code would: a
+ * temporary file renamed over FILE, or FILE written in place where that
+ * cannot be done (a pipe, a mount point such as /dev/termination-log).
+ */
+function writeRefusedSummary(executable, request, code, message) {
+  var fs = require('fs');
+  var path = require('path');
+  var now = new Date().toISOString();
+  var version = null;
+  try {
+    version = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')).version;
+  } catch (err) {
+    // no package.json beside bin/: the version stays unknown
+  }
+  var text = JSON.stringify({
+    summary_version: 1,
+    command: request.command,
+    status: 'failed',
+    exit_code: code,
+    failure_type: 'config_error',
+    message: message,
+    started_at: now,
+    finished_at: now,
+    duration_seconds: 0,
+    connector_version: version === null ? 'unknown' : String(version),
+    streams: [],
+    requests: 0,
+    retries: 0,
+    rate_limit_waits: 0,
+    rate_limit_wait_seconds: 0
+  }) + '\n';
+  var temp = path.join(path.dirname(request.path), '.' + path.basename(request.path) + '.' + process.pid + '.tmp');
+  try {
+    var regular = !fs.existsSync(request.path) || fs.statSync(request.path).isFile();
+    if (regular) {
+      fs.writeFileSync(temp, text, { mode: 420 });
+      fs.renameSync(temp, request.path);
+      return;
+    }
+  } catch (err) {
+    try {
+      fs.unlinkSync(temp);
+    } catch (gone) {
+      // nothing was left
+    }
+  }
+  try {
+    fs.writeFileSync(request.path, text);
+  } catch (err) {
+    process.stderr.write(executable + ': cannot write the run summary to "' + request.path + '": ' + (err && err.code ? err.code : String(err)) + '.\n');
+  }
+}
+
+/** Exit 78 (EX_CONFIG) with one line on stderr, and the run summary asked for, unless this Node is new enough. */
+function requireNode(executable, entry, args) {
   var version = process.versions.node;
   var parts = version.split('.');
   var major = Number(parts[0]);
   if (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR)) return;
-  process.stderr.write(
-    executable + ': Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt() + '\n'
-  );
+  var message = 'Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt();
+  process.stderr.write(executable + ': ' + message + '\n');
+  var request = summaryRequest(entry, args);
+  // As the compiled code does: the summary's message is at most 1,500 characters (the whole fits in 4 KiB).
+  if (request !== undefined) writeRefusedSummary(executable, request, 78, message.length > 1500 ? message.slice(0, 1499) + '\u2026' : message);
   process.exit(78);
+}
+
+/** How to build the checkout: through scripts/with-node where it is there (any Node runs it), from the checkout's root. */
+function howToBuild() {
+  var fs = require('fs');
+  var path = require('path');
+  var root = path.join(__dirname, '..');
+  var withNode = fs.existsSync(path.join(root, 'scripts', 'with-node'));
+  var here = path.resolve(process.cwd()) === path.resolve(root);
+  var build = withNode ? 'scripts/with-node npm run build' : 'npm run build';
+  return '`' + (here ? build : 'cd ' + root + ' && ' + build) + '`' + (withNode ? ' (or `npm run build` where Node.js is 22.20 or newer)' : '');
 }
 
 /** Import dist/<entry> and run its main() with the arguments. */
@@ -65,9 +157,7 @@ function start(executable, entry, args) {
       var path = require('path');
       var file = path.join(__dirname, '..', 'dist', entry);
       if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).indexOf(file) !== -1) {
-        process.stderr.write(
-          executable + ': the compiled code is missing (' + path.relative(process.cwd(), file) + '); build it first: `npm run build` in ' + path.join(__dirname, '..') + '.\n'
-        );
+        process.stderr.write(executable + ': the compiled code is missing (' + path.relative(process.cwd(), file) + '); build it first: ' + howToBuild() + '.\n');
         process.exitCode = 78;
       } else {
         process.stderr.write(executable + ': cannot start: ' + (err && err.stack ? err.stack : String(err)) + '\n');
@@ -90,7 +180,7 @@ function cacheCompiledCode() {
 }
 
 module.exports = function launch(executable, entry, args) {
-  requireNode(executable);
+  requireNode(executable, entry, args);
   cacheCompiledCode();
   start(executable, entry, args);
 };

@@ -13,6 +13,7 @@ import { PROXY_VARIABLES } from '../src/network/proxy-env.js';
 import { dayOfActivity, startEmulator, type Emulator } from '../src/emulator/index.js';
 import { replicaRecords } from '../src/faces/replica/records.js';
 import { replicaSummary } from './dashboard.js';
+import { seededLines } from './seeded.js';
 
 const OUT = join(ROOT, 'demo-output');
 const SOURCE = join(ROOT, 'bin', 'source-data-read');
@@ -92,7 +93,7 @@ async function main(): Promise<void> {
     const key = emu.control.createKey(account.id).key;
     const config = save('config.json', JSON.stringify({ api_key: key, base_url: emu.url }, null, 2));
     const catalog = relative(ROOT, join(ROOT, 'catalog', 'configured_catalog.json'));
-    say(`Emulator at ${emu.url}: account "Acme Demo" seeded with ${seeded.contacts} contacts, ${seeded.conversations} conversations, ${seeded.stageEvents} stage changes, ${seeded.deletions} deletions.`);
+    say(seededLines(emu.url, 'Acme Demo', seeded, emu.control.getAccount(account.id).counts));
 
     const check = await run(['check', '--config', join(ROOT, config)]);
     save('check.jsonl', check.stdout);

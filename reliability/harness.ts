@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { startEmulator, type Dump, type Emulator, type EmulatorOptions, type LimitOverrides } from '../src/emulator/index.js';
 import { Prng } from '../src/emulator/prng.js';
 import { STREAMS } from '../src/streams.js';
+import { secretForms } from '../src/errors.js';
 import { ROOT, SOURCE_BIN, protocolCheckAsync } from '../test/helpers/cli.js';
 import { airbyteStateFile, type StreamStates } from '../test/helpers/destination.js';
 
@@ -75,10 +76,10 @@ export function canaryKey(): string {
   return `canary_live_CANARY${randomBytes(12).toString('hex')}`;
 }
 
-/** The parts of a canary that must never be printed: the whole key and its secret part. */
+/** The parts of a canary that must never be printed: the whole key and its secret part, in every form output gives them (secretForms). */
 export function secretsOf(key: string): string[] {
   const at = key.indexOf('_live_');
-  return at < 0 ? [key] : [key, key.slice(at + '_live_'.length)];
+  return [...new Set((at < 0 ? [key] : [key, key.slice(at + '_live_'.length)]).flatMap(secretForms))];
 }
 
 // --- the leak watch -------------------------------------------------------------

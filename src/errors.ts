@@ -69,11 +69,35 @@ export function toConnectorError(err: unknown): ConnectorError {
   return new ConnectorError('system_error', `Unexpected error in the connector: ${message}`, { cause: err });
 }
 
-/** Replace every occurrence of each secret in `text` with `***`. */
+/**
+ * The forms a secret takes in output: as is; JSON-escaped (`"` as `\"`, `\`
+ * as `\\`: in a JSON line, or a JSON body a message quotes), and escaped
+ * twice (such a body quoted in a JSON line); URL-encoded (a proxy's
+ * credentials in an address). Longest first, so that no shorter form leaves
+ * a piece of a longer one behind.
+ */
+export function secretForms(secret: string): string[] {
+  const once = JSON.stringify(secret).slice(1, -1);
+  const twice = JSON.stringify(once).slice(1, -1);
+  let encoded = secret;
+  try {
+    encoded = encodeURIComponent(secret);
+  } catch {
+    // a lone surrogate cannot be URL-encoded, nor sent in one
+  }
+  return [...new Set([secret, once, twice, encoded])].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Replace every occurrence of each secret in `text` with `***`, in every form
+ * it can take there (secretForms). Secrets under 4 characters are left alone
+ * (they would blot out ordinary words).
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join('***');
+  const forms = secrets.filter((secret) => secret.length >= 4).flatMap(secretForms).sort((a, b) => b.length - a.length);
+  for (const form of forms) {
+    if (out.includes(form)) out = out.split(form).join('***');
   }
   return out;
 }

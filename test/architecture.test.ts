@@ -5,11 +5,13 @@
  * streams table names a stream, and the Layout section of CONTRIBUTING.md naming every
  * folder. The rules are those of its Layout table.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { STREAMS } from '../src/streams.js';
-import { ROOT } from './helpers/cli.js';
+import { ROOT, tempDir } from './helpers/cli.js';
+import { projectFolders } from './helpers/folders.js';
 
 /** Where a file of src/ belongs. */
 type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'faces' | 'faces/airbyte' | 'faces/singer' | 'faces/replica' | 'cli' | 'emulator';
@@ -285,16 +287,31 @@ describe("CONTRIBUTING.md's Layout section", () => {
   const start = readme.indexOf('\n## Layout\n');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
 
-  it('names every top-level folder and every folder of src/', () => {
+  it('names every top-level folder and every folder of src/ (those of the project: git-ignored ones are the user\'s)', () => {
     expect(start).toBeGreaterThan(0);
-    const topLevel = readdirSync(ROOT, { withFileTypes: true })
-      .filter((d) => d.isDirectory() && !['node_modules', 'dist', '.build', '.git', '.cache', '.tmp', 'demo-output', 'coverage'].includes(d.name))
-      .map((d) => `${d.name}/`);
-    const srcFolders = readdirSync(SRC, { recursive: true, withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => `${relative(ROOT, join(d.parentPath, d.name)).split('\\').join('/')}/`);
-    const missing = [...topLevel, ...srcFolders].filter((folder) => !section.includes(`\`${folder}\``));
+    const folders = projectFolders(ROOT);
+    const wanted = folders.filter((folder) => !folder.slice(0, -1).includes('/') || folder.startsWith('src/'));
+    expect(wanted).toContain('src/cli/');
+    const missing = wanted.filter((folder) => !section.includes(`\`${folder}\``));
     expect(missing).toEqual([]);
+  });
+
+  it("the project's folders leave out what git ignores (the Quick start's example/), and take in what it would add", () => {
+    const root = tempDir('sdr-folders-');
+    const write = (file: string): void => {
+      mkdirSync(dirname(join(root, file)), { recursive: true });
+      writeFileSync(join(root, file), 'x\n');
+    };
+    for (const file of ['.gitignore', 'src/cli/a.ts', 'docs/b.md', 'README.md']) write(file);
+    writeFileSync(join(root, '.gitignore'), '/example/\nnode_modules/\n*.tgz\n');
+    for (const file of ['example/config.json', 'node_modules/x/index.js', 'new/c.ts']) write(file);
+    const git = (...args: string[]) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' });
+    // Outside a git checkout: .gitignore's plain names.
+    expect(projectFolders(root)).toEqual(['docs/', 'new/', 'src/', 'src/cli/']);
+    expect(git('init', '-q').status).toBe(0);
+    expect(git('add', '.gitignore', 'src', 'docs', 'README.md').status).toBe(0);
+    // In a checkout: tracked (src/, docs/) and untracked but not ignored (new/); never example/ or node_modules/.
+    expect(projectFolders(root)).toEqual(['docs/', 'new/', 'src/', 'src/cli/']);
   });
 
   it('states the import rule of every area of src/', () => {

@@ -70,6 +70,25 @@ describe('parseConfig', () => {
     expect(errorOf({ api_key: 'x', page_size: 0, start_date: 'soon' }).fields).toEqual(['api_key', 'base_url', 'start_date', 'page_size']);
   });
 
+  it('echoes a wrong value with its JSON type, never the value of a secret key', () => {
+    expect(errorOf({ ...good, page_size: '200' }).message).toBe('Invalid config: page_size must be an integer from 1 to 200 (got the string "200").');
+    expect(errorOf({ ...good, page_size: 500, max_retries: null }).message).toBe(
+      'Invalid config: page_size must be an integer from 1 to 200 (got the number 500); max_retries must be an integer from 0 to 50 (got null).',
+    );
+    expect(errorOf({ ...good, deletions_as_tombstones: 'yes', personal_data: 'hsh', field_treatments: { contacts: 'drop' } }).message).toBe(
+      'Invalid config: deletions_as_tombstones must be true or false (got the string "yes"); personal_data must be one of keep, hash, drop (got the string "hsh"); ' +
+        'field_treatments must be a list of {stream, field, treatment} (got an object: {"contacts":"drop"}).',
+    );
+    expect(errorOf({ ...good, field_treatments: [{ stream: 'contacts', field: 3, treatment: 'drop' }] }).message).toContain('field must be a field name (got the number 3)');
+    // Secrets: the type of a wrong-typed value, nothing of the value.
+    const secret = errorOf({ ...good, api_key: 123456789, hash_key: ['k3y-s3cr3t-v4lue'], proxy_url: 98765 }).message;
+    expect(secret).toContain('api_key must be a string: the account API key, <prefix>_live_<secret> (got a number)');
+    expect(secret).toContain('hash_key must be a string (got an array)');
+    expect(secret).toContain('proxy_url must be a string: http://[user:password@]host:port (got a number)');
+    for (const value of ['123456789', 'k3y-s3cr3t-v4lue', '98765']) expect(secret).not.toContain(value);
+    expect(errorOf({ ...good, hash_key: 'short-s3cret' }).message).not.toContain('short-s3cret');
+  });
+
   it('never repeats the api_key in an error message', () => {
     const { message } = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
     expect(message).not.toContain('CANARY123secret');

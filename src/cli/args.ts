@@ -1,5 +1,6 @@
 /** A small argv parser: `--flag value`, `--flag=value`, repeatable flags and boolean switches. */
 import { ConfigError } from '../errors.js';
+import { unknownOption } from './usage.js';
 
 export interface ParsedArgs {
   readonly positional: string[];
@@ -30,7 +31,7 @@ export function parseArgs(argv: readonly string[], valueFlags: readonly string[]
       if (value === undefined || (eq === -1 && value.startsWith('--'))) throw new ConfigError(`--${name} needs a value (a file path).`, { field: `--${name}` });
       values.set(name, [...(values.get(name) ?? []), value]);
     } else {
-      throw new ConfigError(`Unknown option ${arg}. Run with --help to see the options.`, { field: arg });
+      throw unknownOption(arg, [...valueFlags, ...switchFlags]);
     }
   }
   return { positional, values, switches };

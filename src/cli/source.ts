@@ -6,12 +6,18 @@
  */
 import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_STATUS_HELP } from '../process/exit-status.js';
+import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
 import { StopBridge } from './stop-bridge.js';
 import { UsageError, failureExit, versionLine } from './usage.js';
+import type { LockSettings } from '../faces/replica/lock.js';
+
+/** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
+export interface TestSettings {
+  readonly replicaLock?: Partial<LockSettings>;
+}
 
 export const HELP = `source-data-read ${VERSION}: Airbyte source for the Data-Read API
 
@@ -33,9 +39,9 @@ its progress (records per stream, rate-limit waits and when they end, requests).
                  requests (docs/orchestrators.md). /dev/termination-log works on Kubernetes.
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
 every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
-${EXIT_STATUS_HELP}`;
+${exitStatusHelp(true)}`;
 
-async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge): Promise<number> {
+async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge, testing: TestSettings): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError('No command given.');
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -50,7 +56,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
   try {
     args = parseArgs(rest, ['config', 'catalog', 'state', 'db', 'summary'], ['help']);
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
   }
   if (args.switches.has('help')) {
     process.stdout.write(HELP);
@@ -75,7 +81,14 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
     }
     const replica = await import('../faces/replica/command.js');
     return replica.replicate(
-      { logger, report, onSignal: (signal) => end.interrupted(signal), beforeExit: (code) => end.finish(code), handlesSignals: (own) => bridge.handOver(own) },
+      {
+        logger,
+        report,
+        onSignal: (signal) => end.interrupted(signal),
+        beforeExit: (code) => end.finish(code),
+        handlesSignals: (own) => bridge.handOver(own),
+        lock: testing.replicaLock,
+      },
       need('config'),
       need('db'),
     );
@@ -96,7 +109,8 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
   }
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+/** Run the command line `argv`; `testing` is for test entry points alone (bin/launch.cjs passes none). */
+export async function main(argv: readonly string[], testing: TestSettings = {}): Promise<number> {
   const out = new LineWriter(process.stdout);
   const logger = new StderrLogger('source-data-read');
   const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('ERROR', message));
@@ -111,7 +125,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   let code: number;
   try {
-    code = await run(argv, out, logger, interrupt, end, bridge);
+    code = await run(argv, out, logger, interrupt, end, bridge, testing);
   } catch (err) {
     // The reader of stdout went away (a closed pipe): exit 75, run again later.
     const error = closedOutputError(err) ?? err;

@@ -4,7 +4,7 @@
  */
 import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_STATUS_HELP, EXIT_USAGE } from '../process/exit-status.js';
+import { EXIT_USAGE, exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, parseArgs, type ParsedArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
@@ -32,7 +32,7 @@ stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a l
 with a status line under them when stderr is a terminal and stdout is not (records per stream, waits, requests).
 After a CRITICAL error the last STATE written is safe to resume from.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
-${EXIT_STATUS_HELP}`;
+${exitStatusHelp(false)}`;
 
 const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format', 'summary'];
 const SWITCHES = ['discover', 'about', 'version', 'help'];
@@ -49,7 +49,7 @@ function parseArgsOrUsage(argv: readonly string[]): ParsedArgs {
   try {
     args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
   }
   if (args.positional.length > 0) throw new UsageError(`Unexpected argument "${args.positional[0]}".`);
   return args;
@@ -94,7 +94,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (argv.length === 0) throw new UsageError('No arguments given.');
     args = parseArgsOrUsage(argv);
   } catch (err) {
-    logger.log('CRITICAL', usageMessage(err instanceof Error ? err.message : String(err), TAP_HELP));
+    logger.log('CRITICAL', usageMessage(err, TAP_HELP));
     return EXIT_USAGE;
   }
   const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('CRITICAL', message));

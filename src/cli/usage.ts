@@ -1,25 +1,48 @@
 /**
  * Usage mistakes on the command line (no command, an unknown command or
  * option, a missing file flag): both executables tell them on stderr, with
- * the usage text, and exit 2. The usage text goes to stdout only when asked
+ * the usage text, and exit 2; an unknown option is told in one line, with
+ * the option most likely meant ("did you mean --catalog?"). The usage text goes to stdout only when asked
  * for (`--help`), and the version line is the same for both executables.
  * Any other failure exits with the status of its failure type (exit-status.ts).
  */
+import { closestName } from '../config/suggest.js';
 import { toConnectorError } from '../errors.js';
 import { EXIT_USAGE, exitStatusFor } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 
-/** A mistake in the command line: told on stderr with the usage text, exit 2. */
-export class UsageError extends Error {}
+/** A mistake in the command line: told on stderr with the usage text (or alone, when `brief`), exit 2. */
+export class UsageError extends Error {
+  /** Told in one line, without the usage text: the line says all there is to fix. */
+  readonly brief: boolean;
+
+  constructor(message: string, options: { readonly brief?: boolean } = {}) {
+    super(message);
+    this.name = 'UsageError';
+    this.brief = options.brief ?? false;
+  }
+}
+
+/**
+ * An option the executable does not know (`arg` as given, `--name` or
+ * `--name=value`), among the `known` ones (without `--`): one line, naming
+ * the option meant when the name is a slip of the keyboard.
+ */
+export function unknownOption(arg: string, known: readonly string[]): UsageError {
+  const given = arg.split('=')[0] as string;
+  const meant = closestName(given.replace(/^-+/, ''), known);
+  return new UsageError(`Unknown option ${given}${meant === undefined ? '' : `: did you mean --${meant}?`} Run with --help to see the options.`, { brief: true });
+}
 
 /** The line `--version` prints: `<executable> <version>`. */
 export function versionLine(executable: string): string {
   return `${executable} ${VERSION}\n`;
 }
 
-/** The message of a usage mistake followed by the usage text (for stderr). */
-export function usageMessage(message: string, help: string): string {
-  return `${message}\n\n${help.trimEnd()}`;
+/** The message of a usage mistake followed by the usage text (for stderr); a brief one alone. */
+export function usageMessage(err: unknown, help: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return err instanceof UsageError && err.brief ? message : `${message}\n\n${help.trimEnd()}`;
 }
 
 /**
@@ -28,11 +51,10 @@ export function usageMessage(message: string, help: string): string {
  * the exit status of its failure type (78 config_error, 75 transient_error, 70 system_error).
  */
 export function failureExit(err: unknown, log: (message: string) => void, help: string): number {
-  const message = err instanceof Error ? err.message : String(err);
   if (err instanceof UsageError) {
-    log(usageMessage(message, help));
+    log(usageMessage(err, help));
     return EXIT_USAGE;
   }
-  log(message);
+  log(err instanceof Error ? err.message : String(err));
   return exitStatusFor(toConnectorError(err).failureType);
 }

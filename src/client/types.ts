@@ -8,7 +8,7 @@ export interface ClientOptions {
   /** Address before `/v1`, e.g. `https://api.example.com` (no trailing slash needed). */
   readonly baseUrl: string;
   readonly apiKey: string;
-  /** e.g. `source-data-read/0.1.0 (+https://github.com/...)`. */
+  /** e.g. `source-data-read/0.2.0 (+https://github.com/...)`. */
   readonly userAgent: string;
   /** Per-request timeout (headers and body), milliseconds. */
   readonly timeoutMs: number;

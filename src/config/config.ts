@@ -314,6 +314,49 @@ export interface ParsedConfig {
   readonly warnings: readonly string[];
 }
 
+/** Keys whose value is a secret: a message may name the type of their value, never the value. */
+const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url']);
+
+/** The JSON type of a value, with its article: "a string", "an array", "null". */
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}
+
+/** The value at `path` of `input`, or undefined where there is none. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** Issues about the value given (its type, its range, a choice), whose messages do not quote it. */
+const VALUE_ISSUES: ReadonlySet<string> = new Set(['invalid_type', 'too_small', 'too_big', 'invalid_value', 'not_multiple_of']);
+
+/**
+ * `message` with what was given, when the issue is about the value and the
+ * message does not quote it: ` (got the string "200")`, ` (got the number
+ * 2.5)`, ` (got null)`, ` (got an object)`; for a secret key, only the type
+ * of a wrong-typed value (` (got a number)`), never the value.
+ */
+function withGiven(message: string, issue: { readonly code: string; readonly path: readonly PropertyKey[] }, input: unknown): string {
+  if (!VALUE_ISSUES.has(issue.code)) return message;
+  const value = valueAt(input, issue.path);
+  if (value === undefined) return message;
+  const type = jsonType(value);
+  if (SECRET_KEYS.has(String(issue.path[0]))) return issue.code === 'invalid_type' ? `${message} (got ${type})` : message;
+  if (value === null) return `${message} (got null)`;
+  const text = JSON.stringify(value);
+  if (message.includes(text)) return message;
+  if (typeof value === 'object') return text.length <= 60 ? `${message} (got ${type}: ${text})` : `${message} (got ${type})`;
+  return `${message} (got ${type.replace(/^an? /, 'the ')} ${text.length <= 60 ? text : `${text.slice(0, 59)}…`})`;
+}
+
 /** `text` (naming the unknown `key`), with the key likely meant where there is one. */
 function withMeant(text: string, key: string): string {
   const meant = closestName(key, KNOWN_KEYS);
@@ -336,7 +379,8 @@ export function parseConfig(input: unknown): ParsedConfig {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
     const problems = result.error.issues.map((issue) => {
       const field = issue.path.join('.') || 'config';
-      return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
+      const message = withGiven(issue.message, issue, input);
+      return message.startsWith(field) ? message : `${field}: ${message}`;
     });
     // A required key reported missing next to a key the connector does not know is most often a misspelling.
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);

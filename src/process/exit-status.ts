@@ -42,13 +42,23 @@ export function exitStatusForAll(failureTypes: Iterable<FailureType>): number {
   return EXIT_OK;
 }
 
-/** The lines of `--help` that list the exit statuses (the same for both executables). */
-export const EXIT_STATUS_HELP = `Exit status (sysexits.h, for schedulers):
+/**
+ * The lines of `--help` that list the exit statuses: the same for both
+ * executables, but for the replica's lock, which only `source-data-read`
+ * (its `replicate`) has (`replica`).
+ */
+export function exitStatusHelp(replica: boolean): string {
+  const busy = replica
+    ? `  75   transient_error, a wait beyond max_wait_seconds, the replica locked by a live run,
+       or stdout closed by its reader: run again later (state saved)`
+    : `  75   transient_error, a wait beyond max_wait_seconds, or stdout closed by its reader:
+       run again later (state saved)`;
+  return `Exit status (sysexits.h, for schedulers):
   0    success
   2    usage mistake (bad arguments)
   78   config_error: the user must act (key, config, permissions); retrying will not help
-  75   transient_error, a wait beyond max_wait_seconds, the replica locked by a live run,
-       or stdout closed by its reader: run again later (state saved)
+${busy}
   70   system_error: the service broke its contract, or a bug
   130  interrupted by SIGINT, 143 by SIGTERM (state saved)
 `;
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/cli/source.js';
 import { TAP_HELP } from '../../src/cli/tap.js';
-import { EXIT_STATUS_HELP, exitStatusFor, exitStatusForAll } from '../../src/process/exit-status.js';
+import { exitStatusFor, exitStatusForAll, exitStatusHelp } from '../../src/process/exit-status.js';
 import { ROOT } from '../helpers/cli.js';
 
 describe('exit statuses', () => {
@@ -22,13 +22,18 @@ describe('exit statuses', () => {
   });
 
   it('both --help texts list them, and the docs page has the table', () => {
-    for (const help of [HELP, TAP_HELP]) {
-      expect(help).toContain(EXIT_STATUS_HELP);
+    for (const [help, replica] of [[HELP, true], [TAP_HELP, false]] as const) {
+      expect(help).toContain(exitStatusHelp(replica));
       expect(help).not.toMatch(/\b1 after/);
+      for (const code of ['0', '2', '78', '75', '70', '130']) expect(help).toMatch(new RegExp(`^  ${code} `, 'm'));
     }
-    for (const code of ['0', '2', '78', '75', '70']) expect(EXIT_STATUS_HELP).toMatch(new RegExp(`^  ${code} `, 'm'));
     const page = readFileSync(join(ROOT, 'docs', 'orchestrators.md'), 'utf8');
     for (const code of ['0', '2', '78', '75', '70', '130 / 143']) expect(page).toContain(`| ${code} |`);
+  });
+
+  it("the tap, which writes no replica, does not speak of the replica's lock; source-data-read does", () => {
+    expect(TAP_HELP).not.toMatch(/replica|lock/i);
+    expect(HELP).toContain('the replica locked by a live run');
   });
 
   it('the README lists them too', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { hostname } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { openForWrite } from '../../src/faces/replica/database.js';
-import { LockHeldError, acquireLock, lockTimings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
+import { LockHeldError, acquireLock, lockSettings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { ReplicaWriter } from '../../src/faces/replica/writer.js';
 import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
@@ -20,7 +20,7 @@ function newDb(): { path: string; db: DatabaseSync } {
 }
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
-const timings = { renewMs: 15_000, staleMs: 60_000 };
+const timings = lockSettings({ renewMs: 15_000 });
 /** A lock row as another run wrote it. */
 function holdAs(db: DatabaseSync, pid: number, host: string, renewedAt: number): void {
   acquireLock(db, 'x', timings, renewedAt); // creates the table (and takes it as this process)
@@ -109,34 +109,60 @@ describe('replica writer lock', () => {
     db.close();
   });
 
-  it('the store renews its lock on a timer (intervals shortened for tests through the environment)', async () => {
+  it('the store renews its lock on a timer (its interval shortened here through the store\'s settings)', async () => {
     const { path, db } = newDb();
     db.close();
-    process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS = '20';
+    const store = new ReplicaStore(path, undefined, { lock: { renewMs: 20 } });
+    const renewedAt = (): string => String(store.db.prepare('SELECT renewed_at FROM _replica_lock').get()?.renewed_at);
+    const first = renewedAt();
+    while (renewedAt() === first) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(Date.parse(renewedAt())).toBeGreaterThan(Date.parse(first));
+    // Another run takes the lock over: the store is told once and stops renewing.
+    let lost = 0;
+    store.onLockLost = () => lost++;
+    store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+    while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(lost).toBe(1);
+    store.close();
+  });
+
+  it('a run takes the defaults and this host\'s name; no environment variable changes them', () => {
+    const knobs = ['SOURCE_DATA_READ_TEST_LOCK_RENEW_MS', 'SOURCE_DATA_READ_TEST_LOCK_STALE_MS', 'SOURCE_DATA_READ_TEST_HOSTNAME'];
+    for (const name of knobs) process.env[name] = name.endsWith('HOSTNAME') ? 'another-host' : '1';
     try {
-      expect(lockTimings()).toEqual({ renewMs: 20, staleMs: 60_000 });
-      const store = new ReplicaStore(path, undefined, { lock: true });
-      const renewedAt = (): string => String(store.db.prepare('SELECT renewed_at FROM _replica_lock').get()?.renewed_at);
-      const first = renewedAt();
-      while (renewedAt() === first) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(Date.parse(renewedAt())).toBeGreaterThan(Date.parse(first));
-      // Another run takes the lock over: the store is told once and stops renewing.
-      let lost = 0;
-      store.onLockLost = () => lost++;
-      store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
-      while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(lost).toBe(1);
+      expect(lockSettings()).toEqual({ renewMs: 10_000, staleMs: 60_000, host: hostname() });
+      // A lock renewed 2 s ago by a run on another host stays fresh, whatever the environment says.
+      const { path, db } = newDb();
+      holdAs(db, DEAD_PID, 'pod-a', T0);
+      expect(() => acquireLock(db, path, undefined, T0 + 2000)).toThrow(LockHeldError);
+      db.close();
+      const store = new ReplicaStore(newPath(), undefined, { lock: true });
+      expect(store.db.prepare('SELECT host FROM _replica_lock').get()?.host).toBe(hostname());
       store.close();
     } finally {
-      delete process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS;
+      for (const name of knobs) delete process.env[name];
     }
   });
 
+  it('settings given by the caller: another host name is the lock\'s, and only its holder renews and releases it', () => {
+    const { path, db } = newDb();
+    const other = lockSettings({ host: 'pod-b', staleMs: 1 });
+    acquireLock(db, path, other, T0);
+    expect(db.prepare('SELECT host FROM _replica_lock').get()?.host).toBe('pod-b');
+    expect(renewLock(db, T0 + 1000)).toBe(false); // this host's name: not the holder
+    expect(renewLock(db, T0 + 1000, 'pod-b')).toBe(true);
+    releaseLock(db);
+    expect(db.prepare('SELECT host FROM _replica_lock').get()?.host).toBe('pod-b');
+    releaseLock(db, 'pod-b');
+    expect(db.prepare('SELECT host FROM _replica_lock').get()).toBeUndefined();
+    db.close();
+  });
+
   /** A store holding the lock, and a writer whose groups stay open until flushed. */
-  function lockedWriter() {
+  function lockedWriter(lock: { renewMs?: number } = {}) {
     const { path, db } = newDb();
     db.close();
-    const store = new ReplicaStore(path, undefined, { lock: true });
+    const store = new ReplicaStore(path, undefined, { lock });
     const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
     return { path, store, writer, checkpoint: checkpointsOf(store) };
   }
@@ -169,28 +195,23 @@ describe('replica writer lock', () => {
   });
 
   it('a loss the renewal timer finds while a group is open: abandon() rolls that group back', async () => {
-    process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS = '20';
-    try {
-      const { path, store, writer, checkpoint } = lockedWriter();
-      let lost = 0;
-      store.onLockLost = () => {
-        lost++;
-        writer.abandon();
-      };
-      writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
-      writer.flush();
-      store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
-      writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
-      while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(store.db.isTransaction).toBe(false);
-      expect(() => writer.flush()).toThrow(LOST);
-      await expect(writer.close()).rejects.toThrow(LOST);
-      store.close();
-      expect(lost).toBe(1);
-      expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
-    } finally {
-      delete process.env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS;
-    }
+    const { path, store, writer, checkpoint } = lockedWriter({ renewMs: 20 });
+    let lost = 0;
+    store.onLockLost = () => {
+      lost++;
+      writer.abandon();
+    };
+    writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    writer.flush();
+    store.db.prepare('UPDATE _replica_lock SET pid = ?').run(DEAD_PID);
+    writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+    while (lost === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(store.db.isTransaction).toBe(false);
+    expect(() => writer.flush()).toThrow(LOST);
+    await expect(writer.close()).rejects.toThrow(LOST);
+    store.close();
+    expect(lost).toBe(1);
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
   });
 
   it('giving the lock back at the end checks it first: a lock already taken over is neither released nor its group committed', async () => {

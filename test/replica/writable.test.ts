@@ -76,6 +76,23 @@ describe('assertWritable', () => {
     expect(message).not.toContain('uid');
   });
 
+  it('a folder that does not exist: names it, and the first of its parents that is missing', () => {
+    expect(messageOf(join(dir, 'nodir', 'sub', 'replica.db'))).toBe(
+      `Cannot create the replica database "${join(dir, 'nodir', 'sub', 'replica.db')}": its folder "${join(dir, 'nodir', 'sub')}" does not exist ` +
+        `(nor does "${join(dir, 'nodir')}"). Create it first (mkdir -p "${join(dir, 'nodir', 'sub')}"), or give --db a file in an existing folder.`,
+    );
+    mkdirSync(join(dir, 'nodir'));
+    expect(messageOf(join(dir, 'nodir', 'sub', 'replica.db'))).toContain(`its folder "${join(dir, 'nodir', 'sub')}" does not exist. Create it first`);
+    // As typed on the command line, relative to the working directory.
+    expect(messageOf('nodir-here/sub/replica.db')).toContain('its folder "nodir-here/sub" does not exist (nor does "nodir-here")');
+  });
+
+  it('a file where a folder should be: says so', () => {
+    writeFileSync(join(dir, 'a.txt'), '');
+    expect(messageOf(join(dir, 'a.txt', 'replica.db'))).toContain(`"${join(dir, 'a.txt')}" is a file, not a folder`);
+    expect(messageOf(join(dir, 'a.txt', 'sub', 'replica.db'))).toContain(`"${join(dir, 'a.txt')}" is a file, not a folder`);
+  });
+
   it('a writable directory passes', () => {
     expect(() => assertWritable(join(dir, 'replica.db'))).not.toThrow();
   });

@@ -27,7 +27,7 @@ import { readJsonFile } from '../../config/files.js';
 import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
-import { lockLostError } from './lock.js';
+import { lockLostError, type LockSettings } from './lock.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
@@ -48,6 +48,12 @@ export interface ReplicateContext {
    * handler stops the run in between, so no signal meets the default action.
    */
   readonly handlesSignals?: ((own: boolean) => void) | undefined;
+  /**
+   * The writer lock's settings where they are not the defaults and this
+   * host's name: only tests give them (shorter intervals, another host name),
+   * through a test-only entry point; a production run cannot.
+   */
+  readonly lock?: Partial<LockSettings> | undefined;
 }
 
 /** What ended a run before it began syncing, with its exit status. */
@@ -104,6 +110,7 @@ async function openRun(
   config: Config,
   dbPath: string,
   report: RunRecorder | undefined,
+  lock: Partial<LockSettings> = {},
 ): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | Refusal> {
   const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report);
   const refuse = async (error: ConnectorError): Promise<Refusal> => {
@@ -124,7 +131,7 @@ async function openRun(
     // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
     const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
     const treatments = treatmentRecord(treatmentPlan(config), config.hash_key);
-    const store = new ReplicaStore(dbPath, STREAMS, { lock: true, schemas: treated, retype: schemas.source === 'service', treatments });
+    const store = new ReplicaStore(dbPath, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments });
     if (store.lockTakeover) logger.log('WARN', store.lockTakeover);
     return { session, store, account: account.message };
   } catch (err) {
@@ -168,7 +175,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       return exitStatusFor(error.failureType);
     }
     report?.setRedact((text) => logger.redact(text));
-    opened = await openRun(logger, config, dbPath, report);
+    opened = await openRun(logger, config, dbPath, report, ctx.lock);
     if ('code' in opened) return opened.code;
   } finally {
     process.off('SIGINT', stopEarly);

@@ -9,7 +9,7 @@
  *   _replica_full_read (stream, id)  only while a full read that removes the rows
  *                   it does not return is under way: the ids it returned (table-writer.ts)
  */
-import { existsSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, parseLayout, type TableLayout } from './layout.js';
@@ -42,15 +42,40 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The mode a new replica file is created with: it holds personal data, for its owner's eyes alone. */
+export const REPLICA_FILE_MODE = 0o600;
+
+/**
+ * Create the database file, empty, with REPLICA_FILE_MODE (less under a
+ * umask that takes more away) before SQLite opens it: SQLite creates `-wal`,
+ * `-shm` and `-journal` with the database file's mode, where it would
+ * otherwise create all of them 0644 (world-readable under the usual umask).
+ * A file that exists keeps its mode. True when this call created the file.
+ */
+function createPrivately(path: string): boolean {
+  if (path === '' || path === ':memory:' || path.startsWith('file:')) return false;
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, REPLICA_FILE_MODE));
+    return true;
+  } catch {
+    return false; // there already (its mode stays), or not creatable: SQLite's open says why
+  }
+}
+
 /** Open (creating if needed) a replica database for writing. */
 export function openForWrite(path: string): DatabaseSync {
   assertWritable(path);
   const removeSideFiles = sideFilesGuard(path);
+  const created = createPrivately(path);
+  const removeCreated = (): void => {
+    removeSideFiles();
+    if (created) rmSync(path, { force: true });
+  };
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    removeSideFiles();
+    removeCreated();
     throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
   }
   try {
@@ -65,7 +90,7 @@ export function openForWrite(path: string): DatabaseSync {
     );
   } catch (err) {
     db.close();
-    removeSideFiles();
+    removeCreated();
     throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
   }
   return db;

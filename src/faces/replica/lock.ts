@@ -15,9 +15,13 @@
  * again later) naming pid, host, start and last renewal. Ages are told by the
  * clocks of the hosts that share the file: they must agree to within seconds.
  *
- * Tests shorten the intervals with SOURCE_DATA_READ_TEST_LOCK_RENEW_MS and
- * SOURCE_DATA_READ_TEST_LOCK_STALE_MS (no test waits 60 s); the replica needs
- * a local file system (SQLite's WAL does not work across hosts over NFS).
+ * The intervals and the host name are LockSettings, given by the caller:
+ * a run uses the defaults and this host's name, and nothing it reads (no
+ * environment variable, no file) changes them, so nothing can make a live
+ * lock look stale in production. Tests pass other settings through the
+ * store (no test waits 60 s; a test poses as another host where it cannot
+ * `unshare --uts`). The replica needs a local file system (SQLite's WAL does
+ * not work across hosts over NFS).
  */
 import { hostname as osHostname } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
@@ -30,22 +34,18 @@ const RENEW_MS = 10_000;
 /** A lock not renewed for this long is stale, whoever holds it. */
 const STALE_MS = 60_000;
 
-export interface LockTimings {
+export interface LockSettings {
+  /** How often the holder renews its lock, ms. */
   readonly renewMs: number;
+  /** A lock not renewed for this long is stale, ms. */
   readonly staleMs: number;
+  /** The host name the lock is taken under: this host's. */
+  readonly host: string;
 }
 
-function positiveMs(value: string | undefined, fallback: number): number {
-  const n = value === undefined ? Number.NaN : Number(value);
-  return Number.isFinite(n) && n > 0 ? n : fallback;
-}
-
-/** The intervals in force: the defaults, unless a test shortened them through the environment. */
-export function lockTimings(env: NodeJS.ProcessEnv = process.env): LockTimings {
-  return {
-    renewMs: positiveMs(env.SOURCE_DATA_READ_TEST_LOCK_RENEW_MS, RENEW_MS),
-    staleMs: positiveMs(env.SOURCE_DATA_READ_TEST_LOCK_STALE_MS, STALE_MS),
-  };
+/** The settings of a run: RENEW_MS, STALE_MS and this host's name, each unless the caller (a test) gives another. */
+export function lockSettings(given: Partial<LockSettings> = {}): LockSettings {
+  return { renewMs: given.renewMs ?? RENEW_MS, staleMs: given.staleMs ?? STALE_MS, host: given.host ?? osHostname() };
 }
 
 /** The lock is held by a live run: run again later. */
@@ -54,11 +54,6 @@ export class LockHeldError extends ConnectorError {
     super('transient_error', message);
     this.name = 'LockHeldError';
   }
-}
-
-/** This host's name (a test may pose as another host with SOURCE_DATA_READ_TEST_HOSTNAME where it cannot `unshare --uts`). */
-function hostname(): string {
-  return process.env.SOURCE_DATA_READ_TEST_HOSTNAME || osHostname();
 }
 
 function alive(pid: number): boolean {
@@ -92,7 +87,7 @@ export interface AcquiredLock {
  * Take the replica's writer lock, or throw LockHeldError (transient_error)
  * naming the run that holds it.
  */
-export function acquireLock(db: DatabaseSync, path: string, timings: LockTimings = lockTimings(), now: number = Date.now()): AcquiredLock {
+export function acquireLock(db: DatabaseSync, path: string, settings: LockSettings = lockSettings(), now: number = Date.now()): AcquiredLock {
   ensureLockTable(db);
   db.exec('BEGIN IMMEDIATE');
   try {
@@ -105,25 +100,25 @@ export function acquireLock(db: DatabaseSync, path: string, timings: LockTimings
       const renewedAt = row.renewed_at === null || row.renewed_at === undefined ? startedAt : String(row.renewed_at);
       const age = now - Date.parse(renewedAt);
       const holder = `pid ${pid} on ${host}, started ${startedAt}, last renewed ${renewedAt} (${seconds(age)} ago)`;
-      const here = host === hostname();
+      const here = host === settings.host;
       const mine = here && pid === process.pid;
       if (!mine) {
         if (here && !alive(pid)) {
           takeover = `Took over the writer lock of "${path}" from a run that no longer runs (${holder}): it was killed or crashed; continuing from its last commit.`;
-        } else if (!(age < timings.staleMs)) {
+        } else if (!(age < settings.staleMs)) {
           takeover =
-            `Took over the writer lock of "${path}": not renewed for ${seconds(age)} (stale after ${seconds(timings.staleMs)}), ` +
+            `Took over the writer lock of "${path}": not renewed for ${seconds(age)} (stale after ${seconds(settings.staleMs)}), ` +
             `its holder (${holder}) was killed or cut off; continuing from its last commit.`;
         } else {
           throw new LockHeldError(
             `Another replicate run is writing "${path}" (${holder}). Run again once it has finished (exit 75: a scheduler retries later); ` +
-              `a lock that its holder stops renewing is taken over ${seconds(timings.staleMs)} after its last renewal.`,
+              `a lock that its holder stops renewing is taken over ${seconds(settings.staleMs)} after its last renewal.`,
           );
         }
       }
     }
     const at = new Date(now).toISOString();
-    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)`).run(process.pid, hostname(), at, at);
+    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)`).run(process.pid, settings.host, at, at);
     db.exec('COMMIT');
     return { takeover };
   } catch (err) {
@@ -138,8 +133,8 @@ export function acquireLock(db: DatabaseSync, path: string, timings: LockTimings
  * under a second); otherwise on its own. False when the row is no longer
  * this process's: another run took the lock over.
  */
-export function renewLock(db: DatabaseSync, now: number = Date.now()): boolean {
-  const result = db.prepare(`UPDATE ${LOCK_TABLE} SET renewed_at = ? WHERE id = 1 AND pid = ? AND host = ?`).run(new Date(now).toISOString(), process.pid, hostname());
+export function renewLock(db: DatabaseSync, now: number = Date.now(), host: string = osHostname()): boolean {
+  const result = db.prepare(`UPDATE ${LOCK_TABLE} SET renewed_at = ? WHERE id = 1 AND pid = ? AND host = ?`).run(new Date(now).toISOString(), process.pid, host);
   return Number(result.changes) > 0;
 }
 
@@ -148,8 +143,8 @@ export function renewLock(db: DatabaseSync, now: number = Date.now()): boolean {
  * writer asks it in each group's transaction, just before its COMMIT: a group
  * opened after a takeover is rolled back, never committed).
  */
-export function holdsLock(db: DatabaseSync): boolean {
-  return db.prepare(`SELECT 1 AS held FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).get(process.pid, hostname()) !== undefined;
+export function holdsLock(db: DatabaseSync, host: string = osHostname()): boolean {
+  return db.prepare(`SELECT 1 AS held FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).get(process.pid, host) !== undefined;
 }
 
 /** The error of a run whose lock another run took over (it was stalled past the staleness limit): exit 75. */
@@ -162,9 +157,9 @@ export function lockLostError(path: string): ConnectorError {
 }
 
 /** Give the lock back (only if this process holds it). */
-export function releaseLock(db: DatabaseSync): void {
+export function releaseLock(db: DatabaseSync, host: string = osHostname()): void {
   try {
-    db.prepare(`DELETE FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).run(process.pid, hostname());
+    db.prepare(`DELETE FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).run(process.pid, host);
   } catch {
     // a lock left behind is taken over by the next run
   }

@@ -17,7 +17,7 @@ import { TableWriter, type Checkpoint, type CommitResult, type TableSpec } from 
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
-import { acquireLock, holdsLock, lockTimings, releaseLock, renewLock } from './lock.js';
+import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 import { recordTreatments, refuseOtherTreatments } from './treatments.js';
@@ -77,6 +77,8 @@ export class ReplicaStore {
   /** Another run took the lock over: nothing more may be committed. */
   private lockLost = false;
   private renewal: NodeJS.Timeout | undefined;
+  /** The writer lock's intervals and host name. */
+  private readonly lockSettings: LockSettings;
   /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
   readonly lockTakeover: string | undefined;
   /** Told once if another run takes the lock over while this one holds it (this process was stalled past the staleness limit). */
@@ -86,17 +88,23 @@ export class ReplicaStore {
    * Open or create the database at `path` with a table per stream, its
    * columns from `schemas` (ColumnOptions), a table written with fewer
    * columns migrated in place. `lock`: take the writer lock (one replicate
-   * run per file at a time).
+   * run per file at a time), with the default settings (true) or these
+   * (tests: shorter intervals, another host name).
    */
-  constructor(path: string, streams: readonly StreamDefinition[] = STREAMS, options: { lock?: boolean; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {}) {
+  constructor(
+    path: string,
+    streams: readonly StreamDefinition[] = STREAMS,
+    options: { lock?: boolean | Partial<LockSettings>; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {},
+  ) {
     this.path = path;
+    this.lockSettings = lockSettings(typeof options.lock === 'object' ? options.lock : {});
     // Before the file is opened for writing: one built with other treatments is refused untouched.
     if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
     try {
       if (options.lock) {
         try {
-          this.lockTakeover = acquireLock(this.db, path).takeover;
+          this.lockTakeover = acquireLock(this.db, path, this.lockSettings).takeover;
         } catch (err) {
           // Another run writes the file: leave its journal mode and WAL alone.
           this.db.close();
@@ -199,7 +207,7 @@ export class ReplicaStore {
     if (this.locked && this.db.isOpen) {
       let held = true;
       try {
-        held = holdsLock(this.db);
+        held = holdsLock(this.db, this.lockSettings.host);
       } catch {
         // the file is busy this moment: the release tries anyway
       }
@@ -207,7 +215,7 @@ export class ReplicaStore {
         this.loseLock();
         return;
       }
-      releaseLock(this.db);
+      releaseLock(this.db, this.lockSettings.host);
     }
     this.locked = false;
   }
@@ -221,7 +229,7 @@ export class ReplicaStore {
   confirmLock(): boolean {
     if (this.lockLost) return false;
     if (!this.locked || !this.db.isOpen) return true;
-    if (holdsLock(this.db)) return true;
+    if (holdsLock(this.db, this.lockSettings.host)) return true;
     this.loseLock();
     return false;
   }
@@ -237,12 +245,12 @@ export class ReplicaStore {
 
   /** The holder renews its lock on a timer, so that long waits (rate limits) renew it too. */
   private startRenewal(): void {
-    const { renewMs } = lockTimings();
+    const { renewMs, host } = this.lockSettings;
     this.renewal = setInterval(() => {
       if (!this.locked || !this.db.isOpen) return;
       let held: boolean;
       try {
-        held = renewLock(this.db);
+        held = renewLock(this.db, Date.now(), host);
       } catch {
         return; // the file is busy this moment: the next tick renews it
       }

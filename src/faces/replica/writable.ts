@@ -49,6 +49,32 @@ function notWritable(what: string, path: string, err: unknown): { reason: string
   };
 }
 
+/**
+ * Throws ConfigError when the folder `path` goes in does not exist, naming it
+ * (and the first of its parents that is missing, or the file standing where
+ * a folder should be): SQLite would only say "unable to open database file".
+ */
+function missingFolder(path: string): void {
+  const folder = dirname(path);
+  let missing = folder;
+  for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) missing = parent;
+  let blocker: string | undefined;
+  try {
+    if (!statSync(folder).isDirectory()) blocker = folder;
+  } catch (err) {
+    if (code(err) === 'ENOTDIR') blocker = dirname(missing);
+    else if (code(err) !== 'ENOENT') return; // not ours to explain: SQLite says what it is
+  }
+  if (blocker !== undefined) {
+    throw new ConfigError(`Cannot create the replica database "${path}": "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
+  }
+  if (existsSync(folder)) return;
+  const which = missing === folder ? `its folder "${folder}" does not exist` : `its folder "${folder}" does not exist (nor does "${missing}")`;
+  throw new ConfigError(`Cannot create the replica database "${path}": ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
+    field: 'db',
+  });
+}
+
 /** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica. */
 export function assertWritable(path: string): void {
   if (path === '' || path === ':memory:') return;
@@ -63,7 +89,7 @@ export function assertWritable(path: string): void {
       });
     }
   }
-  if (!existsSync(dir)) return; // SQLite says "unable to open" for a missing directory
+  missingFolder(path);
   try {
     accessSync(dir, constants.W_OK);
   } catch (err) {

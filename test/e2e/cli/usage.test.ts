@@ -37,12 +37,36 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
     expect(run.stderr).toMatch(usage);
   });
 
-  it('an unknown command or option: the same, on stderr, exit 2', async () => {
-    for (const args of name === 'source-data-read' ? [['bogus'], ['spec', '--bogus']] : [['--bogus'], ['extra'], ['--discover']]) {
+  it('an unknown command, or another usage mistake: the same, on stderr, exit 2', async () => {
+    for (const args of name === 'source-data-read' ? [['bogus'], ['read', '--config']] : [['extra'], ['--discover']]) {
       const run = await runCli(bin, args);
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout, args.join(' ')).toBe('');
       expect(run.stderr, args.join(' ')).toMatch(usage);
+    }
+  });
+
+  it('an unknown option: one line on stderr, naming the option meant when it is a slip ("did you mean --catalog?"), exit 2', async () => {
+    const level = name === 'source-data-read' ? 'ERROR' : 'CRITICAL';
+    const cases: readonly (readonly [string[], string])[] =
+      name === 'source-data-read'
+        ? [
+            [['read', '--config', 'c.json', '--catlog', 'x.json'], 'Unknown option --catlog: did you mean --catalog?'],
+            [['replicate', '--config=c.json', '--summray=s.json'], 'Unknown option --summray: did you mean --summary?'],
+            [['spec', '--bogus'], 'Unknown option --bogus'],
+          ]
+        : [
+            [['--config', 'c.json', '--catlog', 'x.json'], 'Unknown option --catlog: did you mean --catalog?'],
+            [['--config', 'c.json', '--Discover'], 'Unknown option --Discover: did you mean --discover?'],
+            [['--bogus'], 'Unknown option --bogus'],
+          ];
+    for (const [args, message] of cases) {
+      const run = await runCli(bin, args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      const lines = run.stderr.split('\n').filter((l) => l !== '');
+      expect(lines, args.join(' ')).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^\\S+ ${level} ${name}: ${message.replace(/[?.]/g, '\\$&')} Run with --help to see the options\\.$`));
     }
   });
 });

@@ -2,17 +2,21 @@
  * docs/orchestrators.md, every recipe run or checked as written, against the
  * emulator (in process, 127.0.0.1, port 0):
  * - cron: the recipe installs its line (a stand-in `crontab` keeps it in a
- *   file); the line's command then runs as cron runs it (`sh -c`, in HOME), twice
- *   at once: the replica's lock makes the overlap safe;
+ *   file) from a shell whose PATH has Node 24 and the connector; the line's
+ *   command then runs as cron runs it (`sh -c`, in HOME, PATH=/usr/bin:/bin,
+ *   where this machine's node is older), twice at once: the replica's lock
+ *   makes the overlap safe;
  * - systemd: the recipe writes its units (a stand-in `systemctl` records its
- *   calls); ExecStart runs in WorkingDirectory as systemd runs it (no shell);
+ *   calls); ExecStart runs in WorkingDirectory as systemd runs it (no shell,
+ *   systemd's PATH);
  * - Kubernetes: the YAML parses and says what the page promises (Forbid, the
  *   Secret, the claim, the restricted security context, podFailurePolicy on
  *   the exit statuses, the summary as termination message); its docker options
  *   (scripts/pod-options.ts) are what scripts/image-check runs the image with;
  * - Airflow and Dagster: `python3 -m py_compile`; the DAG's operator with
  *   stand-in Airflow modules retries on 75 only; the command each file names
- *   runs here (Dagster's with the Pipes variables PipesSubprocessClient sets);
+ *   runs here (Dagster's with the Pipes variables PipesSubprocessClient sets,
+ *   its absolute paths set to this machine's, under a PATH without them);
  * - Meltano: meltano.yml's schedule names a job whose plugins exist, and the
  *   recipe runs with a stand-in `meltano` that does what `schedule run` does.
  * Needs `npm run build`.
@@ -92,6 +96,12 @@ function run(argv: readonly string[], options: { cwd: string; env: NodeJS.Proces
 
 const summaryOf = (path: string): Obj => JSON.parse(readFileSync(path, 'utf8')) as Obj;
 
+/** PATH as cron gives it to its commands, and systemd (user manager) to its services: neither has the user's Node nor the connector. */
+const CRON_PATH = '/usr/bin:/bin';
+const SYSTEMD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** The environment a scheduler gives its commands: HOME, its PATH, and the test run's TMPDIR (the files the connector's Node caches go there). */
+const schedulerEnv = (home: string, path: string): NodeJS.ProcessEnv => ({ HOME: home, LOGNAME: 'cron', SHELL: '/bin/sh', PATH: path, TMPDIR: process.env.TMPDIR });
+
 describe('docs/orchestrators.md: cron', () => {
   it('installs one line (again: still one); its command, run twice at once as cron would, keeps one replica', async () => {
     const home = tempDir('orchestrators-cron-');
@@ -107,18 +117,48 @@ describe('docs/orchestrators.md: cron', () => {
     const fields = (lines[0] as string).split(/\s+/);
     expect(fields.slice(0, 5)).toEqual(['*/15', '*', '*', '*', '*']);
     const command = fields.slice(5).join(' ');
+    // The Node the installing shell found (Node 24), by its absolute path.
+    expect(command).toContain(`"${join(NODE_DIR, 'node')}" "`);
     configIn(join(home, 'data-read'));
 
-    const [first, second] = await Promise.all([run(['sh', '-c', command], { cwd: home, env }), run(['sh', '-c', command], { cwd: home, env })]);
+    // As cron runs it: PATH=/usr/bin:/bin, where this machine's node (if any) is not the user's.
+    const cron = schedulerEnv(home, CRON_PATH);
+    const [first, second] = await Promise.all([run(['sh', '-c', command], { cwd: home, env: cron }), run(['sh', '-c', command], { cwd: home, env: cron })]);
     // Both end well: either they did not overlap, or the second found the lock held and exits 75 ("run again later").
     expect([first.code, second.code].sort()).toEqual(expect.arrayContaining([0]));
     for (const code of [first.code, second.code]) expect([0, 75]).toContain(code);
     const log = readFileSync(join(home, 'data-read', 'replicate.log'), 'utf8');
     expect(log).toContain('Replica up to date');
-    const again = await run(['sh', '-c', command], { cwd: home, env });
+    const again = await run(['sh', '-c', command], { cwd: home, env: cron });
     expect(again.code).toBe(0);
     expect(replicaAsDump(join(home, 'data-read', 'replica.db'))).toStrictEqual(dumpLists(emu.control.dump(lastAccountId)));
     expect(summaryOf(join(home, 'data-read', 'last-run.json'))).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
+  });
+});
+
+/** This machine's node on cron's PATH, when it is older than the connector needs (Node 20 here), else undefined. */
+const oldSystemNode = ((): string | undefined => {
+  const found = spawnSync('sh', ['-c', 'command -v node && node -p process.versions.node'], { env: { PATH: CRON_PATH }, encoding: 'utf8' });
+  const [path, version = ''] = found.stdout.trim().split('\n');
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return found.status === 0 && (major < 22 || (major === 22 && minor < 19)) ? path : undefined;
+})();
+
+describe.skipIf(oldSystemNode === undefined)('docs/orchestrators.md: cron, installed from a shell whose node is too old', () => {
+  it('the run exits 78, says why in replicate.log and writes last-run.json (failed, config_error)', async () => {
+    const home = tempDir('orchestrators-cron-old-');
+    const crontab = '#!/bin/sh\nif [ "$1" = -l ]; then cat "$HOME/.crontab" 2>/dev/null || exit 1; elif [ "$1" = - ]; then cat > "$HOME/.crontab"; else exit 2; fi\n';
+    // The connector on PATH, but the machine's old node before Node 24.
+    const shellPath = `${pathWith({ crontab }).split(':')[0]}:${CRON_PATH}`;
+    const installed = await runShell(docRecipe(PAGE, 'cron'), { cwd: home, env: { ...process.env, HOME: home, PATH: shellPath } });
+    expect(installed.code, installed.stderr).toBe(0);
+    const line = readFileSync(join(home, '.crontab'), 'utf8').trim();
+    expect(line).toContain(`"${oldSystemNode}" "`);
+    configIn(join(home, 'data-read'));
+    const ran = await run(['sh', '-c', line.split(/\s+/).slice(5).join(' ')], { cwd: home, env: schedulerEnv(home, CRON_PATH) });
+    expect(ran.code).toBe(78);
+    expect(readFileSync(join(home, 'data-read', 'replicate.log'), 'utf8')).toMatch(/^source-data-read: Node\.js 22\.19 or newer is needed; this is Node\.js \d+\./);
+    expect(summaryOf(join(home, 'data-read', 'last-run.json'))).toMatchObject({ command: 'replicate', status: 'failed', exit_code: 78, failure_type: 'config_error' });
   });
 });
 
@@ -148,7 +188,9 @@ describe('docs/orchestrators.md: systemd timer', () => {
 
     const cwd = (service.get('WorkingDirectory') as string).replace('%h', home);
     configIn(cwd);
-    const ran = await run((service.get('ExecStart') as string).split(/\s+/), { cwd, env });
+    const execStart = (service.get('ExecStart') as string).split(/\s+/);
+    expect(execStart[0]).toBe(join(NODE_DIR, 'node'));
+    const ran = await run(execStart, { cwd, env: schedulerEnv(home, SYSTEMD_PATH) });
     expect(ran.stderr).toContain('Replica up to date');
     expect(ran.code).toBe(0);
     expect(summaryOf(join(cwd, 'last-run.json'))).toMatchObject({ status: 'succeeded' });
@@ -303,15 +345,22 @@ describe('docs/orchestrators.md: Airflow', () => {
 describe('docs/orchestrators.md: Dagster', () => {
   it('compiles; its command, launched as PipesSubprocessClient launches it, materializes every asset of the spec', async () => {
     const file = compiled('dagster-assets');
-    const { COMMAND, STREAMS, ASSET_PREFIX } = pythonConstants(file, ['COMMAND', 'STREAMS', 'ASSET_PREFIX']) as { COMMAND: string[]; STREAMS: string[]; ASSET_PREFIX: string };
-    expect(COMMAND[0]).toBe('source-data-read');
+    const constants = pythonConstants(file, ['NODE', 'SOURCE_DATA_READ', 'ARGS', 'STREAMS', 'ASSET_PREFIX']) as { NODE: string; SOURCE_DATA_READ: string; ARGS: string[]; STREAMS: string[]; ASSET_PREFIX: string };
+    const { ARGS, STREAMS, ASSET_PREFIX } = constants;
+    // Absolute paths the user sets (Dagster does not see their shell's PATH), and the command made of them.
+    expect(constants.NODE).toMatch(/^\/.*\/node$/);
+    expect(constants.SOURCE_DATA_READ).toMatch(/^\/.*\/source-data-read$/);
+    expect(block('dagster-assets', 'python')).toContain('command = [NODE, SOURCE_DATA_READ, *ARGS]');
+    expect(ARGS[0]).toBe('replicate');
     const workdir = tempDir('orchestrators-dagster-');
     configIn(workdir);
     const keys = STREAMS.map((s) => `${ASSET_PREFIX}/${s}`);
     const messages = join(workdir, 'messages');
-    const env = { ...process.env, PATH: pathWith(), ...pipesEnv(workdir, keys, { path: messages }) };
-    const ran = await run(COMMAND, { cwd: workdir, env });
-    expect(ran.code).toBe(0);
+    // Set as the page says (this machine's Node 24 and the connector), run under a PATH that has neither.
+    const command = [process.execPath, SOURCE_BIN, ...ARGS];
+    const env = { ...schedulerEnv(workdir, CRON_PATH), ...pipesEnv(workdir, keys, { path: messages }) };
+    const ran = await run(command, { cwd: workdir, env });
+    expect(ran.code, ran.stderr).toBe(0);
     const read = readPipes(readFileSync(messages, 'utf8'));
     expect(read.problems).toEqual([]);
     expect(read.materializations.map((m) => m.assetKey).sort()).toEqual([...keys].sort());

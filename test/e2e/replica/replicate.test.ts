@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { queryOne, readDatabase } from '../../helpers/sqlite.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../../src/faces/replica/records.js';
@@ -39,6 +39,8 @@ describe('replicate: the replica equals the service', () => {
     // (replicaAsDump, the demo's dashboard), which cannot remove -wal/-shm, does not create them.
     expect(sideFiles(db)).toEqual([]);
     expect(journalMode(db)).toBe('delete');
+    // It holds personal data: readable by its owner alone.
+    expect((statSync(db).mode & 0o777).toString(8)).toBe('600');
 
     for (let round = 0; round < 3; round++) {
       changeRound(account);
