@@ -261,6 +261,17 @@ const hashKey = z
     order: 14,
   });
 
+const accountRenamedFrom = z
+  .string({ error: 'account_renamed_from must be a string: the former name of the account, as its state or replica names it' })
+  .trim()
+  .min(1, { error: 'account_renamed_from must be the former name of the account, as its state or replica names it' })
+  .meta(ui(
+    'Account renamed from',
+    'Only after the account was renamed in Data-Read: its former name, as the saved state or replica names it. A state or replica of that name is then taken as this account\'s, ' +
+      'and what the run saves names the new one. A state or replica of any other account is refused (exit 78).',
+    15,
+  ));
+
 export const ConfigSchema = z.object({
   api_key: apiKey,
   base_url: baseUrl,
@@ -288,6 +299,7 @@ export const ConfigSchema = z.object({
   personal_data: personalData,
   field_treatments: fieldTreatments,
   hash_key: hashKey.optional(),
+  account_renamed_from: accountRenamedFrom.optional(),
 }).superRefine((config, ctx) => {
   for (const message of treatmentProblems(config)) ctx.addIssue({ code: 'custom', message, path: [message.startsWith('field_treatments') ? 'field_treatments' : 'hash_key'] });
 });

@@ -17,7 +17,7 @@ describe('--about', () => {
     expect(Object.keys(props)).toEqual([
       'api_key', 'base_url', 'start_date', 'page_size', 'max_concurrent_requests',
       'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones', 'proxy_url', 'ca_certificate', 'use_service_schema',
-      'personal_data', 'field_treatments', 'hash_key',
+      'personal_data', 'field_treatments', 'hash_key', 'account_renamed_from',
     ]);
     expect(props.hash_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
     expect(props.personal_data).toMatchObject({ type: 'string', enum: ['keep', 'hash', 'drop'], default: 'keep' });
