@@ -7,7 +7,7 @@ import { createClient } from '../client/client.js';
 import { ApiError } from '../client/api-error.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
 import { futureStartDate, type Config } from '../config/config.js';
-import { toConnectorError, type FailureType } from '../errors.js';
+import { toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { USER_AGENT } from '../process/version.js';
@@ -36,6 +36,10 @@ export interface CheckResult {
   readonly message: string;
   /** Why it failed, as a failure type (the exit status of a sync that stops on it). */
   readonly failureType?: FailureType;
+  /** The account the key belongs to (/v1/me's account_name), once the key works. */
+  readonly account?: string;
+  /** The error that made it fail, when one did (its detail for logs). */
+  readonly error?: ConnectorError;
 }
 
 /** A check's answer, and its one line on schema drift (when the key works). */
@@ -87,15 +91,16 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
     }
     return {
       ok: true,
+      account: me.account_name,
       message: `Connected to account "${me.account_name}" (limits: ${me.limits.per_minute} requests/minute, ${me.limits.per_day} requests/day).`,
     };
   } catch (err) {
     const error = toConnectorError(err);
     // An unreachable service: the client's message names the address already ("Cannot reach the Data-Read API at ...").
     if (error instanceof ApiError && error.code === 'retries_exhausted') {
-      return { ok: false, failureType: error.failureType, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}` };
+      return { ok: false, failureType: error.failureType, message: `The Data-Read API at ${config.base_url} did not answer /v1/me successfully: ${error.message}`, error };
     }
-    return { ok: false, failureType: error.failureType, message: error.message };
+    return { ok: false, failureType: error.failureType, message: error.message, error };
   }
 }
 

@@ -1,20 +1,23 @@
 /**
  * One sync session, the same for every face: tune the heap for a long read,
- * build the client from the config, check the account if the face wants to
- * before it prepares anything, run the engine (once or more) reporting to the
+ * build the client from the config, ask whose account the key reads (one
+ * /v1/me) before the face prepares anything, and check the saved states
+ * against it (account.ts), run the engine (once or more) reporting to the
  * face's sink, turn the client's wait notices into that sink's stream events
  * (a wait on a path is that stream's rate limit), count the records that went
- * through and feed the run's report (run-report.ts) with what each stream did,
- * close. A face parses its own inputs (config file, catalog, state),
- * implements the SyncSink and says the summary in its own words; it never
- * sees the HTTP client.
+ * through, put the account in every state the face is given, and feed the
+ * run's report (run-report.ts) with what each stream did, close. A face
+ * parses its own inputs (config file, catalog, state), implements the
+ * SyncSink and says the summary in its own words; it never sees the HTTP
+ * client.
  */
 import type { Config } from '../config/config.js';
 import { tuneHeapForStreaming } from '../process/heap.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
-import { toConnectorError, type ConnectorError } from '../errors.js';
+import { ConnectorError, toConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
+import { checkStateAccounts, runAccount, stampedSink, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
 import { ForwardingSink, type Data, type LogLevel, type SyncSink } from './events.js';
 import type { StreamState } from './state.js';
@@ -122,6 +125,10 @@ export class SyncSession {
   private readonly report: RunRecorder | undefined;
   /** The sink of the sync that runs now. */
   private running: CountingSink | undefined;
+  /** The account the key reads, once /v1/me said: every state a sync of this session writes names it. */
+  #account: RunAccount | undefined;
+  /** Why /v1/me failed, when accountFor met it: what the next sync stops on. */
+  #accountFailure: ConnectorError | undefined;
 
   private constructor(config: Config, log: SessionLog, engine: Engine, report: RunRecorder | undefined) {
     this.config = config;
@@ -162,9 +169,42 @@ export class SyncSession {
     return { requests, retries, rateLimitWaits };
   }
 
-  /** GET /v1/me with this session's client (its full retry and rate-limit patience), before a face prepares its output. */
-  verifyAccount(): Promise<CheckResult> {
-    return this.engine.connect.verifyAccount(this.client, this.config);
+  /**
+   * GET /v1/me with this session's client (its full retry and rate-limit
+   * patience), before a face prepares its output. Once it answers, the
+   * session knows the account, and every state its syncs write names it
+   * (account.ts): one /v1/me a run.
+   */
+  async verifyAccount(): Promise<CheckResult> {
+    const result = await this.engine.connect.verifyAccount(this.client, this.config);
+    if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url);
+    return result;
+  }
+
+  /** The account the key reads, once verifyAccount said. */
+  get account(): RunAccount | undefined {
+    return this.#account;
+  }
+
+  /**
+   * Before a sync from saved `states` (read, the tap): the account verified,
+   * then the states checked against it. Throws the ConfigError that refuses
+   * a state of another account, before anything is read; returns what to
+   * log: the account connected to, and states taken as this account's
+   * (written before states named theirs, or a rename that
+   * account_renamed_from confirms). When /v1/me itself fails (the key
+   * refused, the service unreachable), the failure is the run's: the next
+   * `run` reads nothing and reports it as the engine reports a run-wide
+   * failure (every stream stopped, the cause said once).
+   */
+  async accountFor(states: ReadonlyMap<string, StreamState>): Promise<AccountNote[]> {
+    const verified = await this.verifyAccount();
+    const account = this.#account;
+    if (!verified.ok || account === undefined) {
+      this.#accountFailure = verified.error ?? new ConnectorError(verified.failureType ?? 'system_error', verified.message, { runWide: true });
+      return [];
+    }
+    return [{ level: 'INFO', message: verified.message }, ...checkStateAccounts(states, account, this.config.account_renamed_from)];
   }
 
   /**
@@ -190,13 +230,14 @@ export class SyncSession {
   /** One sync of the given streams from the given states, reporting to `sink`. */
   async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
     // Tombstones are counted only when they are made: otherwise a record is a record, whatever fields it carries.
-    const counting = new CountingSink(sink, this.counts, this.report, this.config.deletions_as_tombstones ? request.tombstones?.column : undefined);
+    const face = this.#account === undefined ? sink : stampedSink(sink, this.#account);
+    const counting = new CountingSink(face, this.counts, this.report, this.config.deletions_as_tombstones ? request.tombstones?.column : undefined);
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),
     );
     this.running = counting;
     try {
-      return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: counting });
+      return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: counting, failed: this.#accountFailure });
     } catch (err) {
       this.report?.fail(toConnectorError(err));
       throw err;

@@ -1,7 +1,8 @@
 /**
  * Per-stream state, as the contract defines it:
  *   { sync_watermark?: <instant of a read that reached has_more: false>,
- *     resume?: { cursor, sync_watermark } }   (a read in progress)
+ *     resume?: { cursor, sync_watermark },   (a read in progress)
+ *     account?: { name, base_url } }         (whose it is: account.ts)
  * The faces wrap it in their own envelopes; this module validates the content.
  */
 import { z } from 'zod';
@@ -23,11 +24,28 @@ export const StreamStateSchema = z.looseObject({
       { error: 'must be an object {"cursor": ..., "sync_watermark": ...}' },
     )
     .optional(),
+  account: z
+    .looseObject(
+      {
+        name: z.string({ error: 'must be the account name /v1/me gave' }).min(1, { message: 'must be the account name /v1/me gave' }),
+        base_url: z.string({ error: 'must be the base_url the state was read from' }).optional(),
+      },
+      { error: 'must be an object {"name": ..., "base_url": ...}' },
+    )
+    .optional(),
 });
+
+/** The account a state belongs to: the name /v1/me gave the key that read it, and the address it was read from. */
+export interface StateAccount {
+  name: string;
+  base_url?: string;
+}
 
 export interface StreamState {
   sync_watermark?: string;
   resume?: { cursor: string; sync_watermark: string };
+  /** Absent in a state written before states named their account. */
+  account?: StateAccount;
 }
 
 /** Validate one stream's saved state; throws ConfigError naming the stream and the field. */
@@ -54,6 +72,8 @@ export function parseStreamState(stream: string, input: unknown): StreamState {
   const state: StreamState = {};
   if (result.data.sync_watermark !== undefined) state.sync_watermark = result.data.sync_watermark;
   if (result.data.resume !== undefined) state.resume = result.data.resume;
+  const account = result.data.account;
+  if (account !== undefined) state.account = account.base_url === undefined ? { name: account.name } : { name: account.name, base_url: account.base_url };
   return state;
 }
 

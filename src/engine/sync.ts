@@ -54,6 +54,12 @@ export interface SyncRequest {
   readonly deletionGapAdvice?: string | null;
   /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
   readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
+  /**
+   * A failure of the whole run met before the sync began (the account's
+   * /v1/me: the key refused, the service unreachable): nothing is read, and
+   * every stream stops on it as on a run-wide failure met while reading.
+   */
+  readonly failed?: ConnectorError | undefined;
 }
 
 export interface StreamFailure {
@@ -142,7 +148,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   // streams while the deletion log is read.
   for (const { stream } of request.streams) await sink.streamStarted(stream);
 
-  let runFailure: ConnectorError | undefined;
+  let runFailure: ConnectorError | undefined = request.failed;
   const stopped: StreamDefinition[] = [];
   const stop = async (stream: StreamDefinition, error: ConnectorError): Promise<void> => {
     runFailure ??= error;

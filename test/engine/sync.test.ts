@@ -103,6 +103,23 @@ describe('a run-wide failure', () => {
     ]);
   });
 
+  it('met before the sync (the account\'s /v1/me): nothing is read, every stream stops on it, reported once', async () => {
+    const fake = api();
+    const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1' });
+    const sink = new RecordingSink();
+    const failed = refused();
+    const result = await runSync({ config, client: fake, sink, streams: ALL, states: new Map(), failed });
+    expect(fake.calls).toEqual([]);
+    const names = ALL.map((s) => s.stream.name);
+    expect(sink.events).toEqual([
+      ...names.map((stream) => ({ kind: 'started', stream })),
+      ...names.map((stream) => ({ kind: 'stopped', stream })),
+      { kind: 'run-failed', error: failed, stopped: names },
+    ]);
+    expect(result.runFailure).toBe(failed);
+    expect(result.failures.map((f) => f.error)).toEqual(names.map(() => failed));
+  });
+
   it('without one, failures stay per stream and nothing is reported for the run', async () => {
     const fake = api();
     fake.beforePage = (path) => {

@@ -17,7 +17,8 @@ const state = (name: string, streamState: unknown, extra: Message = {}): Message
   type: 'STATE',
   state: { type: 'STREAM', stream: { stream_descriptor: { name }, stream_state: streamState }, sourceStats: { recordCount: 1 }, ...extra },
 });
-const watermark = { sync_watermark: '2026-01-02T03:04:05.678Z' };
+const account = { name: 'Acme', base_url: 'https://api.example.com' };
+const watermark = { sync_watermark: '2026-01-02T03:04:05.678Z', account };
 const good = (): Message[] => [status('contacts', 'STARTED'), status('contacts', 'RUNNING'), record('contacts', 1), state('contacts', watermark), status('contacts', 'COMPLETE')];
 
 /** The errors of a good read with `change` applied to its messages. */
@@ -41,7 +42,7 @@ describe('the Airbyte checker', () => {
     const check = { type: 'CONNECTION_STATUS', connectionStatus: { status: 'SUCCEEDED' } };
     const catalog = { type: 'CATALOG', catalog: { streams: [{ name: 'contacts', json_schema: {}, supported_sync_modes: ['incremental'] }] } };
     expect(checkAirbyte(jsonl([spec, check, catalog])).errors).toEqual([]);
-    const resume = { ...watermark, resume: { cursor: 'c-1', sync_watermark: '2026-01-02T03:04:05+02:00' } };
+    const resume = { ...watermark, resume: { cursor: 'c-1', sync_watermark: '2026-01-02T03:04:05+02:00' }, account };
     expect(errorsOf((m) => [...m.slice(0, 3), state('contacts', resume), ...m.slice(3)])).toEqual([]);
     expect(checkAirbyte('').n_errors).toBe(0);
   });
@@ -59,9 +60,13 @@ describe('the Airbyte checker', () => {
     ['a STATE that is not per stream', (m) => [...m, { type: 'STATE', state: { type: 'LEGACY', data: {}, sourceStats: { recordCount: 0 } } }], /^line 6: STATE type "LEGACY", expected STREAM$/],
     ['a STATE without sourceStats', (m) => [...m.slice(0, 3), { type: 'STATE', state: { type: 'STREAM', stream: { stream_descriptor: { name: 'contacts' }, stream_state: watermark } } }, m[4]!], /^line 4: STATE without sourceStats$/],
     ['a stream state that is not an object', (m) => [...m.slice(0, 3), state('contacts', 'x'), m[4]!], /^line 4: STATE of "contacts": a stream's state must be an object/],
-    ['a watermark without zone', (m) => [...m.slice(0, 3), state('contacts', { sync_watermark: '2026-01-02T03:04:05' }), m[4]!], /^line 4: STATE of "contacts": sync_watermark "2026-01-02T03:04:05" is not an ISO 8601 instant with zone$/],
-    ['a resume without cursor', (m) => [...m.slice(0, 3), state('contacts', { resume: { sync_watermark: watermark.sync_watermark } }), m[4]!], /^line 4: STATE of "contacts": resume.cursor must be a non-empty string$/],
-    ['a resume that is not an object', (m) => [...m.slice(0, 3), state('contacts', { resume: 'c-1' }), m[4]!], /^line 4: STATE of "contacts": resume must be an object/],
+    ['a watermark without zone', (m) => [...m.slice(0, 3), state('contacts', { sync_watermark: '2026-01-02T03:04:05', account }), m[4]!], /^line 4: STATE of "contacts": sync_watermark "2026-01-02T03:04:05" is not an ISO 8601 instant with zone$/],
+    ['a resume without cursor', (m) => [...m.slice(0, 3), state('contacts', { resume: { sync_watermark: watermark.sync_watermark }, account }), m[4]!], /^line 4: STATE of "contacts": resume.cursor must be a non-empty string$/],
+    ['a resume that is not an object', (m) => [...m.slice(0, 3), state('contacts', { resume: 'c-1', account }), m[4]!], /^line 4: STATE of "contacts": resume must be an object/],
+    ['a STATE that does not say whose it is', (m) => [...m.slice(0, 3), state('contacts', { sync_watermark: watermark.sync_watermark }), m[4]!], /^line 4: STATE of "contacts": no account \(every state the connector writes says whose it is\)$/],
+    ['an account without its name', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: { base_url: account.base_url } }), m[4]!], /^line 4: STATE of "contacts": account.name must be the account's name, a non-empty string$/],
+    ['an account that is not an object', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: 'Acme' }), m[4]!], /^line 4: STATE of "contacts": account must be an object/],
+    ['an account without its address', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: { name: 'Acme' } }), m[4]!], /^line 4: STATE of "contacts": account.base_url undefined is not the http\(s\) address/],
     ['a RECORD before STARTED', (m) => [record('contacts', 0), ...m], /^line 1: RECORD for "contacts" before its STREAM_STATUS STARTED$/],
     ['a RECORD after COMPLETE', (m) => [...m, record('contacts', 2)], /^line 6: RECORD for "contacts" after its final STREAM_STATUS COMPLETE$/],
     ['a first status other than STARTED', (m) => m.slice(1), /^contacts: first status RUNNING, expected STARTED$/],

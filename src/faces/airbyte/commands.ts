@@ -168,6 +168,19 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   });
   const { SyncSession } = await import('../../engine/session.js');
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report);
+  try {
+    // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
+    for (const note of await session.accountFor(states)) await sink.log(note.level, note.message);
+  } catch (err) {
+    const error = toConnectorError(err);
+    ctx.report?.fail(error);
+    try {
+      await sink.error(error);
+    } finally {
+      await session.close();
+    }
+    return exitStatusFor(error.failureType);
+  }
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
   progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
   progress.start();

@@ -120,7 +120,7 @@ describe('tap-data-read against the emulator', () => {
     const state1 = replica.applySinger(full.stdout);
     expect(state1?.currently_syncing).toBeNull();
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions']) {
-      expect(Object.keys(state1?.bookmarks[stream] ?? {})).toEqual(['sync_watermark']);
+      expect(Object.keys(state1?.bookmarks[stream] ?? {})).toEqual(['sync_watermark', 'account']);
     }
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
 
@@ -220,14 +220,15 @@ describe('tap-data-read against the emulator', () => {
     const replica = new MemoryDestination();
     const state1 = replica.applySinger(failed.stdout);
     expect(state1?.currently_syncing).toBe('contacts');
-    expect(state1?.bookmarks.contacts).toEqual({ resume: { cursor: expect.any(String), sync_watermark: expect.any(String) } });
-    expect(Object.keys(state1?.bookmarks.conversations ?? {})).toEqual(['sync_watermark']);
+    const whose = { name: expect.any(String), base_url: emu.url };
+    expect(state1?.bookmarks.contacts).toEqual({ resume: { cursor: expect.any(String), sync_watermark: expect.any(String) }, account: whose });
+    expect(Object.keys(state1?.bookmarks.conversations ?? {})).toEqual(['sync_watermark', 'account']);
 
     const resumed = await tap(['--config', account.config, '--state', stateFile(state1)]);
     expect(resumed.code).toBe(0);
     check(resumed.stdout);
     const state2 = replica.applySinger(resumed.stdout);
-    expect(state2?.bookmarks.contacts).toEqual({ sync_watermark: state1?.bookmarks.contacts?.resume && (state1.bookmarks.contacts.resume as { sync_watermark: string }).sync_watermark });
+    expect(state2?.bookmarks.contacts).toEqual({ sync_watermark: state1?.bookmarks.contacts?.resume && (state1.bookmarks.contacts.resume as { sync_watermark: string }).sync_watermark, account: whose });
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
   });
 

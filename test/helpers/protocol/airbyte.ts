@@ -5,7 +5,8 @@
  * - the payload that `type` names is present (RECORD -> record, TRACE ERROR ->
  *   trace.error, STATE STREAM -> state.stream, ...);
  * - STATE is per stream (type STREAM, a stream_descriptor) with sourceStats,
- *   and its stream_state has the connector's shape (stream-state.ts);
+ *   and its stream_state has the connector's shape (stream-state.ts), the
+ *   account it belongs to included;
  * - per stream, STREAM_STATUS goes STARTED, RUNNING..., then one COMPLETE or
  *   INCOMPLETE, a COMPLETE after a RUNNING; no RECORD before STARTED or
  *   after the final status;
@@ -122,7 +123,7 @@ export function checkAirbyte(stdout: string): CheckSummary {
         const descriptor = state.stream.stream_descriptor;
         const name = isObject(descriptor) ? String(descriptor.name) : 'undefined';
         lastState[name] = state.stream.stream_state;
-        errors.push(...streamStateProblems(`line ${n}: STATE of "${name}"`, state.stream.stream_state));
+        errors.push(...streamStateProblems(`line ${n}: STATE of "${name}"`, state.stream.stream_state, { accountRequired: true }));
       }
       if (!('sourceStats' in state)) errors.push(`line ${n}: STATE without sourceStats`);
     } else if (type === 'TRACE' && isObject(message.trace) && message.trace.type === 'STREAM_STATUS' && isObject(message.trace.stream_status)) {

@@ -1,7 +1,10 @@
 /**
  * The connector's per-stream state, as the contract defines it, checked the
  * same way in Airbyte STATE messages and Singer bookmarks:
- *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark } }
+ *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark },
+ *     account?: { name: <non-empty string>, base_url: <http(s) URL> } }
+ * `account` says whose state it is; with `accountRequired` (a state the run
+ * wrote itself, as every Airbyte STATE is) it must be there.
  * Written apart from src/engine/state.ts on purpose: a check that reused the
  * code under test would agree with it by construction.
  */
@@ -14,8 +17,19 @@ export function isInstant(value: unknown): boolean {
   return typeof value === 'string' && INSTANT.test(value) && !Number.isNaN(Date.parse(value));
 }
 
+/** The problems of a state's `account` (whose state it is). */
+function accountProblems(where: string, account: unknown): string[] {
+  if (!isObject(account)) return [`${where}: account must be an object {"name", "base_url"}, got ${JSON.stringify(account)}`];
+  const problems: string[] = [];
+  if (typeof account.name !== 'string' || account.name.length === 0) problems.push(`${where}: account.name must be the account's name, a non-empty string`);
+  if (typeof account.base_url !== 'string' || !/^https?:\/\/[^/\s]+/.test(account.base_url)) {
+    problems.push(`${where}: account.base_url ${JSON.stringify(account.base_url)} is not the http(s) address the state was read from`);
+  }
+  return problems;
+}
+
 /** The problems of one stream's state (empty when it has the contract's shape); `where` prefixes each. */
-export function streamStateProblems(where: string, state: unknown): string[] {
+export function streamStateProblems(where: string, state: unknown, options: { readonly accountRequired?: boolean } = {}): string[] {
   if (!isObject(state)) return [`${where}: a stream's state must be an object, got ${JSON.stringify(state)}`];
   const problems: string[] = [];
   if ('sync_watermark' in state && !isInstant(state.sync_watermark)) {
@@ -31,5 +45,7 @@ export function streamStateProblems(where: string, state: unknown): string[] {
       }
     }
   }
+  if ('account' in state) problems.push(...accountProblems(where, state.account));
+  else if (options.accountRequired === true) problems.push(`${where}: no account (every state the connector writes says whose it is)`);
   return problems;
 }

@@ -1,0 +1,131 @@
+/**
+ * Whose a state is (src/engine/account.ts): a state of another account is
+ * refused with a message naming both accounts and the one way to confirm a
+ * rename; states without an account, or of the former name account_renamed_from
+ * confirms, are accepted with a note; every state a run writes names its account.
+ */
+import { describe, expect, it } from 'vitest';
+import { bindingOf, checkStateAccounts, otherAccountError, runAccount, stampedSink } from '../../src/engine/account.js';
+import { parseStreamState, type StreamState } from '../../src/engine/state.js';
+import { ConfigError } from '../../src/errors.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { thrown } from '../helpers/thrown.js';
+import { RecordingSink } from '../helpers/recording-sink.js';
+
+const URL = 'https://api.example.com';
+const globex = runAccount('Globex', `${URL}/`);
+const acme = { name: 'Acme', base_url: URL };
+const W = '2026-01-02T03:04:05.000Z';
+
+describe('runAccount', () => {
+  it('keeps the name as /v1/me gave it and the base_url without a trailing slash', () => {
+    expect(globex).toEqual({ name: 'Globex', base_url: URL });
+    expect(runAccount('Globex', 'https://gw.example.com/data-read//')).toEqual({ name: 'Globex', base_url: 'https://gw.example.com/data-read' });
+  });
+});
+
+describe('bindingOf', () => {
+  it('tells the same account, none yet, a confirmed rename and another account apart', () => {
+    expect(bindingOf('Globex', globex, undefined)).toBe('same');
+    expect(bindingOf(undefined, globex, undefined)).toBe('unbound');
+    expect(bindingOf('Acme', globex, 'Acme')).toBe('renamed');
+    expect(bindingOf('Acme', globex, undefined)).toBe('other');
+    expect(bindingOf('Acme', globex, 'Initech')).toBe('other');
+    // A name differs by one letter's case: another name.
+    expect(bindingOf('globex', globex, undefined)).toBe('other');
+  });
+});
+
+describe('checkStateAccounts', () => {
+  const states = (entries: Record<string, StreamState>): Map<string, StreamState> => new Map(Object.entries(entries));
+
+  it("refuses another account's state, naming both accounts, its streams in the streams table's order, and the rename's confirmation", () => {
+    const error = thrown(() =>
+      checkStateAccounts(states({ deletions: { sync_watermark: W, account: acme }, contacts: { sync_watermark: W, account: acme } }), globex, undefined),
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).fields).toEqual(['state']);
+    expect((error as Error).message).toBe(
+      'The state belongs to account "Acme" (streams contacts, deletions), but this config\'s API key reads account "Globex". ' +
+        'Reading "Globex" from the watermarks of "Acme" would skip its records: nothing was read. ' +
+        'Give "Globex" a state of its own (or none: it is then read from start_date); ' +
+        'if "Acme" is this same account, renamed "Globex" in Data-Read, confirm the rename with "account_renamed_from": "Acme" in the config.',
+    );
+  });
+
+  it('names the address the state was read from when it is not the config\'s, another account too, and what account_renamed_from says', () => {
+    const message = (thrown(() =>
+      checkStateAccounts(
+        states({
+          contacts: { sync_watermark: W, account: { name: 'Acme', base_url: 'https://staging.example.com' } },
+          conversations: { sync_watermark: W, account: { name: 'Initech', base_url: URL } },
+          deletions: { sync_watermark: W, account: globex },
+        }),
+        globex,
+        'Initrode',
+      ),
+    ) as Error).message;
+    expect(message).toMatch(/^The state belongs to account "Acme" \(stream contacts; read from https:\/\/staging\.example\.com; stream conversations of account "Initech"\), /);
+    expect(message).toMatch(/confirm the rename with "account_renamed_from": "Acme" in the config \(account_renamed_from is "Initrode"\)\.$/);
+  });
+
+  it('accepts states of the same account silently, and says which states it took as this account\'s', () => {
+    expect(checkStateAccounts(states({ contacts: { sync_watermark: W, account: globex } }), globex, undefined)).toEqual([]);
+    expect(checkStateAccounts(new Map(), globex, undefined)).toEqual([]);
+    const notes = checkStateAccounts(
+      states({ contacts: { sync_watermark: W }, stage_events: { sync_watermark: W, account: acme }, deletions: { sync_watermark: W, account: globex } }),
+      globex,
+      'Acme',
+    );
+    expect(notes).toEqual([
+      {
+        level: 'INFO',
+        message:
+          'The state of stream stage_events belongs to account "Acme", which account_renamed_from confirms is now "Globex": read as "Globex"\'s; the states this run saves name "Globex".',
+      },
+      {
+        level: 'INFO',
+        message: 'The state of stream contacts names no account (it was written before states named theirs): taken as account "Globex"\'s; the states this run saves name it.',
+      },
+    ]);
+  });
+});
+
+describe('otherAccountError', () => {
+  it('says the subject, both accounts, the consequence, the remedy and the confirmation, in that order', () => {
+    const error = otherAccountError({ subject: 'The thing', consequence: 'It would break.', remedy: 'Do this', field: 'api_key' }, acme, globex, undefined);
+    expect(error.message).toBe(
+      'The thing belongs to account "Acme", but this config\'s API key reads account "Globex". It would break. Do this; ' +
+        'if "Acme" is this same account, renamed "Globex" in Data-Read, confirm the rename with "account_renamed_from": "Acme" in the config.',
+    );
+    expect(error.fields).toEqual(['api_key']);
+  });
+});
+
+describe('the state of a stream', () => {
+  it('keeps the account it names; a state without one is still valid; a malformed one is refused naming the field', () => {
+    expect(parseStreamState('contacts', { sync_watermark: W, account: { name: 'Acme', base_url: URL, extra: 1 } })).toEqual({ sync_watermark: W, account: acme });
+    expect(parseStreamState('contacts', { sync_watermark: W, account: { name: 'Acme' } })).toEqual({ sync_watermark: W, account: { name: 'Acme' } });
+    expect(parseStreamState('contacts', { sync_watermark: W })).toEqual({ sync_watermark: W });
+    expect(() => parseStreamState('contacts', { sync_watermark: W, account: 'Acme' })).toThrow(
+      /^Invalid state for stream "contacts": account must be an object \{"name": \.\.\., "base_url": \.\.\.\}\./,
+    );
+    expect(() => parseStreamState('contacts', { sync_watermark: W, account: { name: '' } })).toThrow(
+      /^Invalid state for stream "contacts": account\.name must be the account name \/v1\/me gave\./,
+    );
+  });
+});
+
+describe('stampedSink', () => {
+  it('passes every state on with the run\'s account in it, replacing the one a saved state carried', async () => {
+    const recording = new RecordingSink();
+    const sink = stampedSink(recording, globex);
+    const contacts = findStream('contacts') as StreamDefinition;
+    await sink.state(contacts, { resume: { cursor: 'c1', sync_watermark: W } });
+    await sink.state(contacts, { sync_watermark: W, account: acme });
+    expect(recording.statesOf('contacts')).toEqual([
+      { resume: { cursor: 'c1', sync_watermark: W }, account: globex },
+      { sync_watermark: W, account: globex },
+    ]);
+  });
+});
