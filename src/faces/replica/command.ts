@@ -11,6 +11,8 @@
  * the status of the failure (exit-status.ts: 78 config_error, 75
  * transient_error or the file locked by a live run, 70 system_error), the
  * cause named; 143/130 when stopped by SIGTERM/SIGINT.
+ * The replica belongs to the account of the key that built it: a config
+ * whose key reads another account is refused (78) before the file changes.
  * After a pause longer than the service keeps
  * deletions, contacts and conversations are first read in full and the rows
  * the service no longer has removed (heal.ts), with one WARN.
@@ -131,8 +133,17 @@ async function openRun(
     // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
     const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
     const treatments = treatmentRecord(treatmentPlan(config), config.hash_key);
-    const store = new ReplicaStore(dbPath, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments });
+    // The file belongs to one account: another account's replica is refused untouched, one of none is bound to this one.
+    const bound = session.account;
+    const store = new ReplicaStore(dbPath, STREAMS, {
+      lock,
+      schemas: treated,
+      retype: schemas.source === 'service',
+      treatments,
+      ...(bound === undefined ? {} : { account: { account: bound, renamedFrom: config.account_renamed_from } }),
+    });
     if (store.lockTakeover) logger.log('WARN', store.lockTakeover);
+    if (store.accountNote) logger.log('INFO', store.accountNote);
     return { session, store, account: account.message };
   } catch (err) {
     return refuse(toConnectorError(err));

@@ -139,6 +139,39 @@ export function openForRead(path: string): DatabaseSync {
   }
 }
 
+/**
+ * Read an existing replica file on a read-only connection, before anything
+ * opens it for writing (which would already touch its header): what a run
+ * refuses on (another account, other treatments) is found without a byte of
+ * the file changing. Undefined when there is no file, or when it cannot be
+ * read as a database (opening it for writing then says why).
+ */
+export function peekReadOnly<T>(path: string, read: (db: DatabaseSync) => T): T | undefined {
+  if (path === '' || path === ':memory:' || !existsSync(path)) return undefined;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  } catch {
+    return undefined;
+  }
+  try {
+    return read(db);
+  } catch {
+    return undefined;
+  } finally {
+    db.close();
+  }
+}
+
+export function tableExists(db: DatabaseSync, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
+/** Whether a run wrote the file before (a stream table recorded), as opposed to a file just created. */
+export function writtenBefore(db: DatabaseSync): boolean {
+  return tableExists(db, TABLES_TABLE) && db.prepare(`SELECT 1 FROM ${TABLES_TABLE} LIMIT 1`).get() !== undefined;
+}
+
 /** CREATE TABLE for `layout`, under the name `name` (the layout's table by default). */
 export function createTableSql(layout: TableLayout, name = layout.table): string {
   const columns = layout.columns.map(

@@ -21,6 +21,7 @@ import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type Lock
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 import { recordTreatments, refuseOtherTreatments } from './treatments.js';
+import { bindAccount, refuseOtherAccount, type ReplicaAccount } from './account.js';
 
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
@@ -81,6 +82,8 @@ export class ReplicaStore {
   private readonly lockSettings: LockSettings;
   /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
   readonly lockTakeover: string | undefined;
+  /** When opening bound the file to its account for the first time, or to an account's new name: what to log. */
+  readonly accountNote: string | undefined;
   /** Told once if another run takes the lock over while this one holds it (this process was stalled past the staleness limit). */
   onLockLost: (() => void) | undefined;
 
@@ -89,16 +92,19 @@ export class ReplicaStore {
    * columns from `schemas` (ColumnOptions), a table written with fewer
    * columns migrated in place. `lock`: take the writer lock (one replicate
    * run per file at a time), with the default settings (true) or these
-   * (tests: shorter intervals, another host name).
+   * (tests: shorter intervals, another host name). `account`: the account
+   * the run reads; a file of another account is refused, one of none is
+   * bound to it.
    */
   constructor(
     path: string,
     streams: readonly StreamDefinition[] = STREAMS,
-    options: { lock?: boolean | Partial<LockSettings>; treatments?: Readonly<Record<string, string>> } & ColumnOptions = {},
+    options: { lock?: boolean | Partial<LockSettings>; treatments?: Readonly<Record<string, string>>; account?: ReplicaAccount } & ColumnOptions = {},
   ) {
     this.path = path;
     this.lockSettings = lockSettings(typeof options.lock === 'object' ? options.lock : {});
-    // Before the file is opened for writing: one built with other treatments is refused untouched.
+    // Before the file is opened for writing: one of another account, or built with other treatments, is refused untouched.
+    if (options.account !== undefined) refuseOtherAccount(path, options.account);
     if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
     try {
@@ -114,6 +120,7 @@ export class ReplicaStore {
         this.startRenewal();
       }
       // Only under the lock: a run refused because another one writes the file changes nothing in it.
+      this.accountNote = options.account === undefined ? undefined : bindAccount(this.db, path, options.account);
       if (options.treatments !== undefined) recordTreatments(this.db, path, options.treatments);
       const stored = storedLayouts(this.db);
       this.tables = tableSpecs(streams, options, stored);

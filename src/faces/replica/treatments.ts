@@ -6,17 +6,12 @@
  * ones would otherwise sit beside new ones unnoticed (raw e-mails beside
  * tokens, or tokens of two keys that never join).
  */
-import { existsSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
 import { treatmentDifferences } from '../../personal-data/treatments.js';
-import { BUSY_TIMEOUT_MS, TABLES_TABLE } from './database.js';
+import { peekReadOnly, tableExists, writtenBefore } from './database.js';
 
 const TREATMENTS_TABLE = '_replica_personal_data';
-
-function tableExists(db: DatabaseSync, name: string): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
-}
 
 /** The treatments stored in the file; undefined for a new file; `{}` (all kept) for one written before they were recorded. */
 function storedTreatments(db: DatabaseSync): Record<string, string> | undefined {
@@ -27,33 +22,16 @@ function storedTreatments(db: DatabaseSync): Record<string, string> | undefined 
       if (typeof parsed === 'object' && parsed !== null) return parsed as Record<string, string>;
     }
   }
-  const written = tableExists(db, TABLES_TABLE) && db.prepare(`SELECT 1 FROM ${TABLES_TABLE} LIMIT 1`).get() !== undefined;
-  return written ? {} : undefined;
+  return writtenBefore(db) ? {} : undefined;
 }
 
 /**
  * Refuse a file built with other treatments: a ConfigError naming the change.
  * The file is read on a read-only connection, before anything opens it for
- * writing (which would already touch its header), so a refused file is left
- * byte for byte as it was.
+ * writing, so a refused file is left byte for byte as it was.
  */
 export function refuseOtherTreatments(path: string, treatments: Readonly<Record<string, string>>): void {
-  if (!existsSync(path)) return;
-  let db: DatabaseSync;
-  try {
-    db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
-  } catch {
-    return; // not a database it can read: opening it for writing says why
-  }
-  let stored: Record<string, string> | undefined;
-  try {
-    stored = storedTreatments(db);
-  } catch {
-    stored = undefined; // the same
-  } finally {
-    db.close();
-  }
-  refuseIfOther(path, stored, treatments);
+  refuseIfOther(path, peekReadOnly(path, storedTreatments), treatments);
 }
 
 /** The refusal of a file whose `stored` treatments differ from this run's (none when they are the same, or the file is new). */
