@@ -21,7 +21,7 @@ import { checkStateAccounts, runAccount, stampedSink, type AccountNote, type Run
 import type { LoadedSchemas } from './service-schemas.js';
 import { ForwardingSink, type Data, type LogLevel, type SyncSink } from './events.js';
 import type { StreamState } from './state.js';
-import type { SyncRequest, SyncResult } from './sync.js';
+import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
 import type { RunRecorder } from './run-report.js';
 
 // The client and the engine are loaded by `open`, after the heap is tuned: the
@@ -187,9 +187,11 @@ export class SyncSession {
   }
 
   /**
-   * Before a sync from saved `states` (read, the tap): the account verified,
-   * then the states checked against it. Throws the ConfigError that refuses
-   * a state of another account, before anything is read; returns what to
+   * Before a sync of `streams` from saved `states` (read, the tap): the
+   * account verified, then the states the sync reads from (those of the
+   * streams read incrementally: a full refresh ignores its state) checked
+   * against it. Throws the ConfigError that refuses a state of another
+   * account, before anything is read; returns what to
    * log: the account connected to, and states taken as this account's
    * (written before states named theirs, or a rename that
    * account_renamed_from confirms). When /v1/me itself fails (the key
@@ -197,14 +199,16 @@ export class SyncSession {
    * `run` reads nothing and reports it as the engine reports a run-wide
    * failure (every stream stopped, the cause said once).
    */
-  async accountFor(states: ReadonlyMap<string, StreamState>): Promise<AccountNote[]> {
+  async accountFor(states: ReadonlyMap<string, StreamState>, streams: readonly SelectedStream[]): Promise<AccountNote[]> {
     const verified = await this.verifyAccount();
     const account = this.#account;
     if (!verified.ok || account === undefined) {
       this.#accountFailure = verified.error ?? new ConnectorError(verified.failureType ?? 'system_error', verified.message, { runWide: true });
       return [];
     }
-    return [{ level: 'INFO', message: verified.message }, ...checkStateAccounts(states, account, this.config.account_renamed_from)];
+    const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
+    const used = new Map([...states].filter(([name]) => incremental.has(name)));
+    return [{ level: 'INFO', message: verified.message }, ...checkStateAccounts(used, account, this.config.account_renamed_from)];
   }
 
   /**

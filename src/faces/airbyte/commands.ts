@@ -170,7 +170,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report);
   try {
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
-    for (const note of await session.accountFor(states)) await sink.log(note.level, note.message);
+    for (const note of await session.accountFor(states, streams)) await sink.log(note.level, note.message);
   } catch (err) {
     const error = toConnectorError(err);
     ctx.report?.fail(error);

@@ -158,7 +158,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       ? treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w))
       : planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas(), config));
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any message on stdout.
-    for (const note of await session.accountFor(states)) logTo(ctx)(note.level, note.message);
+    for (const note of await session.accountFor(states, plans)) logTo(ctx)(note.level, note.message);
   } catch (err) {
     await session.close();
     return critical(ctx, err);

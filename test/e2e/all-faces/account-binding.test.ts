@@ -220,9 +220,22 @@ describe("read: a state belongs to one account", () => {
     const errors = traceErrors(refused.stdout);
     expect(errors.map((e) => e.failure_type)).toEqual(['config_error']);
     expectRefusal(errors[0]?.message, 'Acme Brazil', 'Globex');
-    expect(errors[0]?.message).toMatch(/^The state belongs to account "Acme Brazil" \(streams contacts, conversations, stage_events, deletions, pipeline_stages\)/);
+    // pipeline_stages is read in full: its state is not read from, and not checked.
+    expect(errors[0]?.message).toMatch(/^The state belongs to account "Acme Brazil" \(streams contacts, conversations, stage_events, deletions\), /);
     expect(errors[0]?.message).toContain('nothing was read');
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error', message: errors[0]?.message });
+  });
+
+  it("a full refresh reads from no state: another account's is not refused there, and the STATEs name the run's account", async () => {
+    const acmeState = airbyteStates((await read(config(acme))).stdout);
+    const fullRefresh = writeJson(dir, 'full-refresh.json', {
+      streams: ['contacts', 'pipeline_stages'].map((name) => ({ stream: { name, json_schema: {} }, sync_mode: 'full_refresh', destination_sync_mode: 'overwrite' })),
+    });
+    const run = await runCli(SOURCE_BIN, ['read', '--config', config(globex), '--catalog', fullRefresh, '--state', writeJson(dir, `state-${++files}.json`, acmeState)]);
+    expect(run.code, run.stdout.slice(-800)).toBe(0);
+    const contacts = parseLines(run.stdout).filter((m) => m.type === 'RECORD' && (m.record as { stream: string }).stream === 'contacts');
+    expect(contacts).toHaveLength(emulator.control.dump(globex.id).contacts.length);
+    for (const [name, state] of streamStates(run.stdout)) expect(state.account, name).toEqual({ name: 'Globex', base_url: emulator.url });
   });
 
   it('a state from before the rule (no account) is accepted, and the STATE messages of that read carry the account', async () => {
