@@ -13,7 +13,7 @@
  * `account_renamed_from` (the former name) confirms it, and the run's saves
  * bind the new name.
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError, redact } from '../errors.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { ForwardingSink, type LogLevel, type SyncSink } from './events.js';
 import type { StateAccount, StreamState } from './state.js';
@@ -27,8 +27,13 @@ export interface AccountNote {
   readonly message: string;
 }
 
-export function runAccount(name: string, baseUrl: string): RunAccount {
-  return { name, base_url: baseUrl.replace(/\/+$/, '') };
+/**
+ * The run's account from what /v1/me said. The name goes into every state
+ * (stdout, the replica), which no redaction covers: a service that names the
+ * account after one of the config's `secrets` (the key) gets `***` written.
+ */
+export function runAccount(name: string, baseUrl: string, secrets: readonly string[] = []): RunAccount {
+  return { name: redact(name, secrets), base_url: baseUrl.replace(/\/+$/, '') };
 }
 
 /**

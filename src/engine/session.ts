@@ -177,7 +177,8 @@ export class SyncSession {
    */
   async verifyAccount(): Promise<CheckResult> {
     const result = await this.engine.connect.verifyAccount(this.client, this.config);
-    if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url);
+    const { api_key: key, hash_key: hashKey } = this.config;
+    if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url, hashKey === undefined ? [key] : [key, hashKey]);
     return result;
   }
 

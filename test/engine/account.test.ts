@@ -22,6 +22,12 @@ describe('runAccount', () => {
     expect(globex).toEqual({ name: 'Globex', base_url: URL });
     expect(runAccount('Globex', 'https://gw.example.com/data-read//')).toEqual({ name: 'Globex', base_url: 'https://gw.example.com/data-read' });
   });
+
+  it('never carries a secret of the config: a service naming the account after the key gets *** in every state', () => {
+    const key = 'drk_live_s3cr"et\\key';
+    expect(runAccount(`acct ${key}`, URL, [key]).name).toBe('acct ***');
+    expect(runAccount(`acct ${JSON.stringify(key).slice(1, -1)}`, URL, [key]).name).toBe('acct ***');
+  });
 });
 
 describe('bindingOf', () => {
