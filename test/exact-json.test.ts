@@ -1,7 +1,6 @@
 /** Numbers exactly as written: the pre-scan never misses a number JSON.parse would change. */
 import { describe, expect, it } from 'vitest';
 import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../src/json/exact-json.js';
-import { numbersWrittenAsParsed } from '../src/json/json-layout.js';
 import { Prng } from '../src/emulator/prng.js';
 
 /** Every JSON number form: integers of every length, fractions with and without trailing zeros, exponents, tiny values, -0. */
@@ -75,48 +74,16 @@ describe('exact JSON', () => {
     }
     expect(passedFast).toBeGreaterThan(1000);
   });
-});
 
-describe('the layout proof of compact JSON', () => {
-  it('proves compact pages as JSON.stringify writes them, and nothing with a number JavaScript would write otherwise', () => {
-    const page = (s: string) =>
-      JSON.stringify({ data: [{ id: 'a', n: 7, f: 1.5, neg: -3, s, t: true, z: null, o: { k: 0.25 } }, { id: 'b', n: 8, f: 2.5, neg: -4, s: 'y', t: false, z: null, o: { k: 1 } }], next_cursor: null, has_more: false, sync_watermark: 'w' });
-    // A string with escapes moves the layout: no proof (the slow scan decides, and finds nothing).
-    const escaped = page('x "quoted"');
-    expect(numbersWrittenAsParsed(escaped, JSON.parse(escaped))).toBe(false);
-    const plain = page('x quoted, 1.50');
-    expect(numbersWrittenAsParsed(plain, JSON.parse(plain))).toBe(true);
-    for (const bad of ['7.0', '7e0', '70e-1', '7.00', '0.7e1']) {
-      const text = plain.replace('"n":7,', `"n":${bad},`);
-      expect(numbersWrittenAsParsed(text, JSON.parse(text)), bad).toBe(false);
-    }
-    for (const [from, to] of [['"f":1.5', '"f":1.50'], ['"neg":-3', '"neg":-3.0'], ['"k":0.25', '"k":0.250'], ['"n":8', '"n":8E0']]) {
-      const text = plain.replace(from as string, to as string);
-      expect(numbersWrittenAsParsed(text, JSON.parse(text)), to).toBe(false);
-    }
-    // Whitespace, duplicate keys, numbers in arrays: no proof.
-    // Keys in another order than the record before: that record's walk does not apply; its own finds the 5.0.
-    for (const text of ['{"data": [{"n":1}]}', '{"data":[{"n":1,"n":1}]}', '{"data":[{"n":[1]}]}', '{"a":1}\n', '{"data":[{"a":"s","n":5},{"n":5.0,"a":"s"}]}', '{"data":[{"1":2,"a":3}]}']) {
-      expect(numbersWrittenAsParsed(text, JSON.parse(text)), text).toBe(false);
-    }
-  });
-
-  it('20,000 random compact documents: whenever it proves, the text is exactly what JSON.stringify writes', () => {
+  it('20,000 random compact documents (keys named __proto__, nested objects) come out exactly as written', () => {
     const p = new Prng(77);
-    let proven = 0;
     for (let i = 0; i < 20_000; i++) {
       const n = randomNumberText(p);
       const key = ['n', 'count', 'x_y', '__proto__'][p.int(4)];
       const text = p.chance(0.5)
         ? `{"data":[{"id":"r${i}","${key}":${n},"s":"v"},{"id":"q","${key}":${p.int(50)}}],"has_more":true}`
         : `{"data":[{"id":"r${i}","o":{"${key}":${n}},"b":false}],"next_cursor":null}`;
-      const value = JSON.parse(text) as unknown;
-      if (numbersWrittenAsParsed(text, value)) {
-        proven++;
-        expect(JSON.stringify(value), text).toBe(text);
-      }
       expect(JSON.stringify(parseExactJson(text)), text).toBe(text);
     }
-    expect(proven).toBeGreaterThan(2000);
   });
 });

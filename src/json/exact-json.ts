@@ -6,16 +6,14 @@
  * back verbatim, so the faces need no special case to emit it.
  *
  * Nearly every page holds only numbers that survive a parse (small integers,
- * short decimals): for those the one `JSON.parse` is kept. Compact JSON
- * written as JSON.stringify would write it is proven so by a walk of its
- * layout (json-layout.ts, a few character reads per field); any other text is
+ * short decimals): for those the one `JSON.parse` is kept. The text is
  * scanned by a regular expression for the numbers that may not survive (a
  * superset: a match inside a string value only costs speed), and only a page
- * with one takes the slower parse whose reviver sees each number's source
- * text (Node 22+).
+ * with one is parsed again by `JSON.parse` with a reviver that sees each
+ * number's source text (`context.source`, Node 22+). The reviver alone would
+ * do, but it makes a parse several times slower: a call per value, a string
+ * per number's text.
  */
-import { numbersWrittenAsParsed } from './json-layout.js';
-
 /** A number kept as its JSON text (`JSON.rawJSON`): frozen, null prototype, serialized verbatim. */
 export interface RawNumber {
   readonly rawJSON: string;
@@ -85,7 +83,7 @@ export function parseExactJson(text: string): unknown {
     return String(value) === source ? value : JSON_SOURCE.rawJSON(source);
   }
   if (typeof value !== 'object' || value === null) return value;
-  if (numbersWrittenAsParsed(text, value) || !mayHoldInexactNumber(text, value)) return value;
+  if (!mayHoldInexactNumber(text, value)) return value;
   return JSON_SOURCE.parse(text, keepSource);
 }
 
