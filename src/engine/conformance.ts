@@ -5,11 +5,10 @@
  * hears it from us: the first value of each kind (field, declared type, what
  * came) per stream and sync, in one WARN when the stream ends.
  *
- * Every record is checked, so the check is compiled once per stream into
- * straight-line code (`new Function`, as JSON Schema validators do): a record
- * that fits costs a few property reads. Field names enter the code only as
- * JSON string literals. Only a record that does not fit takes the slow path
- * that says why.
+ * Every record is checked, so the schema is read once per stream into data: a
+ * map from each declared field to its types as bits. A record costs a map
+ * look-up and a `typeof` per field; only a record that does not fit takes the
+ * slow path that says why.
  */
 import { isRawNumber, type RawNumber } from '../json/exact-json.js';
 import { builtInSchema, type JsonSchema } from '../schemas/json-schema.js';
@@ -21,6 +20,8 @@ type JsonType = 'null' | 'string' | 'integer' | 'number' | 'boolean' | 'object' 
 interface DeclaredField {
   readonly name: string;
   readonly types: readonly JsonType[];
+  /** The bits of the types it accepts (a whole number fits "number"). */
+  readonly accepts: number;
 }
 
 const JSON_TYPES: readonly JsonType[] = ['null', 'string', 'integer', 'number', 'boolean', 'object', 'array'];
@@ -48,9 +49,21 @@ export function jsonTypeOf(value: unknown): JsonType {
   return Array.isArray(value) ? 'array' : 'object';
 }
 
-function fitsTypes(types: readonly JsonType[], value: unknown): boolean {
-  const actual = jsonTypeOf(value);
-  return types.includes(actual) || (actual === 'integer' && types.includes('number'));
+/** JSON types as bits: a field's declared types are one number. */
+const BIT: Readonly<Record<JsonType, number>> = { null: 1, string: 2, integer: 4, number: 8, boolean: 16, object: 32, array: 64 };
+
+/** The bit of a received value's type (the common kinds without jsonTypeOf's tests). */
+function typeBit(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return BIT.string;
+    case 'number':
+      return Number.isInteger(value) ? BIT.integer : BIT.number;
+    case 'boolean':
+      return BIT.boolean;
+    default:
+      return BIT[jsonTypeOf(value)];
+  }
 }
 
 function declaredFields(schema: JsonSchema): DeclaredField[] {
@@ -62,44 +75,11 @@ function declaredFields(schema: JsonSchema): DeclaredField[] {
     const declared = (property as { type?: unknown }).type;
     const raw = Array.isArray(declared) ? declared : [declared];
     const types = raw.filter((t): t is JsonType => JSON_TYPES.includes(t as JsonType));
-    if (types.length > 0 && types.length === raw.length) out.push({ name, types });
+    if (types.length === 0 || types.length !== raw.length) continue;
+    const accepts = types.reduce((bits, t) => bits | BIT[t], 0);
+    out.push({ name, types, accepts: types.includes('number') ? accepts | BIT.integer : accepts });
   }
   return out;
-}
-
-/** The fast test of one value against its types, as JavaScript source (`v` is the value). */
-function condition(types: readonly JsonType[]): string {
-  const parts = types.map((t) => {
-    switch (t) {
-      case 'null':
-        return 'v === null';
-      case 'string':
-        return "typeof v === 'string'";
-      case 'boolean':
-        return "typeof v === 'boolean'";
-      case 'integer':
-        return 'Number.isInteger(v)';
-      case 'number':
-        return "typeof v === 'number'";
-      case 'object':
-        return "(typeof v === 'object' && v !== null && !Array.isArray(v) && !isRaw(v))";
-      case 'array':
-        return 'Array.isArray(v)';
-    }
-  });
-  // Raw JSON numbers (exact text) are objects: they take the slow path, which knows them.
-  return parts.join(' || ');
-}
-
-type Checker = (records: readonly Data[], from: number) => number;
-
-/** Index of the first record from `from` on with a declared field that does not fit (absent fields fit), or -1. */
-function compile(fields: readonly DeclaredField[]): Checker {
-  const body = fields
-    .map((f) => `v = r[${JSON.stringify(f.name)}]; if (v !== undefined && !(${condition(f.types)})) return i;`)
-    .join('\n    ');
-  const source = `return function firstMisfit(records, from) {\n  let v;\n  for (let i = from; i < records.length; i++) {\n    const r = records[i];\n    ${body}\n  }\n  return -1;\n};`;
-  return (new Function('isRaw', source) as (isRaw: (v: unknown) => boolean) => Checker)(isRawNumber);
 }
 
 interface Misfit {
@@ -144,7 +124,8 @@ function example(value: unknown, withheld: boolean): string {
 export class TypeAudit {
   private readonly stream: StreamDefinition;
   private readonly fields: readonly DeclaredField[];
-  private readonly firstMisfit: Checker;
+  /** Each declared field's accepted types (DeclaredField.accepts), by name. */
+  private readonly accepts: ReadonlyMap<string, number>;
   private readonly misfits = new Map<string, Misfit>();
   private readonly withheld: ReadonlySet<string>;
 
@@ -156,19 +137,28 @@ export class TypeAudit {
     this.stream = stream;
     this.withheld = withheld;
     this.fields = declaredFields(schema);
-    this.firstMisfit = compile(this.fields);
+    this.accepts = new Map(this.fields.map((f) => [f.name, f.accepts]));
   }
 
   /** Check a page of records (as received). */
   check(records: readonly Data[]): void {
-    for (let at = this.firstMisfit(records, 0); at >= 0; at = this.firstMisfit(records, at + 1)) this.explain(records[at] as Data);
+    for (const record of records) if (!this.fits(record)) this.explain(record);
+  }
+
+  /** Whether every declared field of the record fits (absent fields fit). */
+  private fits(record: Data): boolean {
+    for (const name in record) {
+      const accepts = this.accepts.get(name);
+      if (accepts !== undefined && (typeBit(record[name]) & accepts) === 0) return false;
+    }
+    return true;
   }
 
   private explain(record: Data): void {
-    for (const { name, types } of this.fields) {
+    for (const { name, types, accepts } of this.fields) {
       if (!Object.hasOwn(record, name)) continue;
       const value = record[name];
-      if (fitsTypes(types, value)) continue;
+      if ((typeBit(value) & accepts) !== 0) continue;
       const got = jsonTypeOf(value);
       const key = `${name}\u0000${got}`;
       const known = this.misfits.get(key);

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { TypeAudit, isIntegralText, jsonTypeOf } from '../../src/engine/conformance.js';
 import { parseExactJson } from '../../src/json/exact-json.js';
+import type { JsonSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
@@ -53,6 +54,18 @@ describe('type audit', () => {
     expect(warning).toContain('email is declared string or null but got an integer (its value not shown: personal data in record c2)');
     expect(warning).toContain('("12" in record c3)');
     expect(warning).not.toMatch(/5511987654321|\b42\b/);
+  });
+
+  it('a field named like a member of every object (constructor, __proto__) is checked only when the record has it', () => {
+    const told = JSON.parse('{"type":"object","properties":{"id":{"type":"string"},"constructor":{"type":"string"},"__proto__":{"type":["null","integer"]}}}') as JsonSchema;
+    const audit = new TypeAudit(contacts, told);
+    audit.check([{ id: 'c1' }, JSON.parse('{"id":"c2","constructor":"x","__proto__":null}') as Record<string, unknown>]);
+    expect(audit.warning()).toBeUndefined();
+    audit.check([JSON.parse('{"id":"c3","constructor":5,"__proto__":"a"}') as Record<string, unknown>]);
+    expect(audit.warning()).toBe(
+      'contacts: 2 kinds of value do not fit the declared type; passed on as received (a strict destination may reject them): ' +
+        'constructor is declared string but got an integer (5 in record c3); __proto__ is declared integer or null but got a string (a 1-character string in record c3).',
+    );
   });
 
   it('checks the schema the destination was told (a configured catalog, a SCHEMA sent), not the built-in one', () => {
