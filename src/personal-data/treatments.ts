@@ -12,10 +12,9 @@
  * - `email_domain`: the part after the last `@`, lower-case.
  * - `drop`: the field is removed.
  * null stays null. A stream without treatments costs nothing: no plan, no pass.
+ * The hashes are node:crypto's (OpenSSL).
  */
-import { createHash } from 'node:crypto';
-import { HmacBatch } from './hmac-batch.js';
-import { HmacSha256 } from './hmac-sha256.js';
+import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { ConfigError } from '../errors.js';
 import { isRawNumber } from '../json/exact-json.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
@@ -71,12 +70,14 @@ export function normalize(value: string, kind: PersonalKind): string {
   }
 }
 
-/** Lower-case hex HMAC-SHA-256 of `message` under `key` (strings as UTF-8). */
-export function hmacSha256Hex(key: string | Uint8Array, message: string | Uint8Array): string {
-  const mac = new HmacSha256(key);
-  return typeof message === 'string' ? mac.hex(message) : mac.hexOfBytes(message);
+/** HMAC-SHA-256 under `key` (a string as UTF-8): the lower-case hex MAC of a message (a string as UTF-8). */
+export function hmacSha256(key: string | Uint8Array): (message: string | Uint8Array) => string {
+  // A KeyObject made once: the key is not encoded again for every value.
+  const secret = createSecretKey(typeof key === 'string' ? Buffer.from(key, 'utf8') : key);
+  return (message) => createHmac('sha256', secret).update(message).digest('hex');
 }
 
+/** Plain SHA-256 of a string's UTF-8 bytes, lower-case hex. */
 export function sha256Hex(message: string): string {
   return createHash('sha256').update(message).digest('hex');
 }
@@ -97,82 +98,22 @@ function asText(value: unknown): string {
   return JSON.stringify(value) ?? '';
 }
 
-/**
- * The `hash` token of a value of this kind: its normalization and HMAC in one
- * function per field. Text skips NFC when it is ASCII (ASCII is its own NFC;
- * the HMAC finds out while it reads the characters, at no extra cost).
- */
-function tokenFunction(mac: HmacSha256, kind: PersonalKind): (text: string) => string {
-  if (kind !== 'text') return (text) => mac.hex(normalize(text, kind));
-  return (text) => {
-    const trimmed = text.trim();
-    return mac.hexIfAscii(trimmed) ?? mac.hex(trimmed.normalize('NFC'));
-  };
-}
-
-/** Tokens of a field's repeated text values kept at most (then forgotten). */
-const TEXT_CACHE_SIZE = 20_000;
-/** Lookups after which a field's cache is judged, and the share of hits it must have to stay. */
-const CACHE_TRIAL = 2_000;
-const CACHE_MIN_HIT_RATE = 0.5;
-
-/**
- * A value queued for the batch HMAC: its slot there. The token replaces the
- * value once the batch has run (compileTreater's second pass).
- */
-type Queued = number;
-
-/** What a field's value becomes: now, or once the batch has run. */
-type ValueTreatment = (value: unknown) => string | null | Queued;
-
-/**
- * The `hash` treatment of one text field, its tokens remembered: text values
- * that repeat (first and last names) are hashed once. A field whose values
- * rarely repeat (full names, click ids) stops remembering after a trial, and
- * hashes by `uncached` from then on: a lookup of a fresh string in a large
- * map costs about what its HMAC does. E-mails and phones identify one person
- * each: never remembered (no cache).
- */
-function cachedTokens(token: (text: string) => string, uncached: (text: string) => string | Queued): (text: string) => string | Queued {
-  let cache: Map<string, string> | undefined = new Map();
-  let lookups = 0;
-  let hits = 0;
-  return (text) => {
-    if (cache === undefined) return uncached(text);
-    let value = cache.get(text);
-    if (value !== undefined) {
-      hits++;
-    } else {
-      value = token(text);
-      if (cache.size >= TEXT_CACHE_SIZE) cache.clear();
-      cache.set(text, value);
-    }
-    if (++lookups === CACHE_TRIAL && hits < CACHE_TRIAL * CACHE_MIN_HIT_RATE) cache = undefined;
-    return value;
-  };
-}
-
 /** A treated field whose values change (not dropped). */
 type ChangingField = TreatedField & { readonly treatment: Exclude<Treatment, 'keep' | 'drop'> };
 
-/** How one field's values are treated (never called for null); `batch`: where `hash` queues what it can. */
-function valueTreatment(field: ChangingField, mac: HmacSha256, batch: HmacBatch | undefined): ValueTreatment {
+/** What a field's value (never null) becomes. */
+type ValueTreatment = (value: unknown) => string | null;
+
+/** How one field's values are treated; `mac`: the HMAC under hash_key (for `hash`). */
+function valueTreatment(field: ChangingField, mac: ((message: string) => string) | undefined): ValueTreatment {
+  const { kind } = field;
   switch (field.treatment) {
     case 'hash': {
-      const { kind } = field;
-      const token = tokenFunction(mac, kind);
-      const queued =
-        batch === undefined
-          ? token
-          : (text: string): string | Queued => {
-              const slot = batch.queue(text, kind);
-              return slot < 0 ? token(text) : slot;
-            };
-      const hash = kind === 'text' ? cachedTokens(token, queued) : queued;
-      return (value) => hash(asText(value));
+      if (mac === undefined) throw new Error('the hash treatment needs hash_key');
+      return (value) => mac(normalize(asText(value), kind));
     }
     case 'sha256':
-      return (value) => sha256Hex(normalize(asText(value), field.kind));
+      return (value) => sha256Hex(normalize(asText(value), kind));
     case 'email_domain':
       return (value) => emailDomain(asText(value));
   }
@@ -286,10 +227,18 @@ export function unknownTreatedFields(config: TreatmentConfig, schemas: ReadonlyM
 /** Treats one page of a stream's records in place. */
 export type RecordTreater = (records: readonly Record<string, unknown>[]) => void;
 
+/** A field whose values a treater changes, and how. */
+interface FieldOperation {
+  readonly name: string;
+  readonly treat: ValueTreatment;
+}
+
 /**
  * The treater of a stream's records, or undefined when it has nothing to do.
  * `keepOnly`: the face's field selection (fields not in it are removed;
- * those of `untreatable` stay).
+ * those of `untreatable` stay). The stream's operations are made once; each
+ * record is then treated field by field, dropped fields removed, and what
+ * the selection leaves out removed.
  */
 export function recordTreater(
   stream: StreamDefinition,
@@ -304,71 +253,18 @@ export function recordTreater(
   // A field the selection removes is not treated first.
   const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop' && (kept === undefined || kept.has(f.field)));
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
-  const hashing = changed.some((f) => f.treatment === 'hash');
-  const mac = new HmacSha256(hashKey ?? '');
-  const batch = hashing ? HmacBatch.create(hashKey ?? '') : undefined;
-  return compileTreater(
-    changed.map((f) => ({ name: f.field, treat: valueTreatment(f, mac, batch), queues: batch !== undefined && f.treatment === 'hash' })),
-    dropped,
-    kept,
-    batch,
-  );
-}
-
-/** A changing field as compileTreater writes it. */
-interface CompiledField {
-  readonly name: string;
-  readonly treat: ValueTreatment;
-  /** Whether its treatment may queue a value in the batch (return a slot). */
-  readonly queues: boolean;
-}
-
-/**
- * The pass over a page as straight-line code per record (`new Function`, as
- * the type audit does): each field read and written by a literal name, which
- * V8 turns into a plain property access, not a lookup by a key in a variable.
- * Field names enter the code only as JSON string literals.
- *
- * With a batch, the page goes in chunks the batch can hold: the first pass
- * treats what it can at once and notes, per queuing field, which record's
- * value went to which slot; the batch runs; the second pass puts each
- * token in its place.
- */
-function compileTreater(fields: readonly CompiledField[], dropped: readonly string[], kept: ReadonlySet<string> | undefined, batch: HmacBatch | undefined): RecordTreater {
-  const queuing = fields.flatMap((f, j) => (f.queues ? [j] : []));
-  // Records per chunk: each queues at most one value per queuing field (at least one record; what does not fit is hashed at once).
-  const chunk = batch === undefined || queuing.length === 0 ? 0 : Math.max(1, Math.floor(batch.capacity / queuing.length));
-  const at = (j: number): string => JSON.stringify(fields[j]?.name);
-  const firstPass = [
-    ...fields.map(({ queues }, j) =>
-      queues
-        ? `v = r[${at(j)}]; if (v !== null && v !== undefined) { v = t${j}(v); if (typeof v === "number") { q${j}[n${j}++] = i; q${j}[n${j}++] = v; } else r[${at(j)}] = v; }`
-        : `v = r[${at(j)}]; if (v !== null && v !== undefined) r[${at(j)}] = t${j}(v);`,
-    ),
-    ...dropped.map((name) => `delete r[${JSON.stringify(name)}];`),
-    ...(kept === undefined ? [] : ['for (const name of Object.keys(r)) if (!kept.has(name)) delete r[name];']),
-  ];
-  const loop = (from: string, to: string): string => `for (let i = ${from}; i < ${to}; i++) {\n      const r = records[i];\n      ${firstPass.join('\n      ')}\n    }`;
-  const source =
-    chunk === 0
-      ? `return function treat(records) {\n    let v;\n    ${loop('0', 'records.length')}\n  };`
-      : [
-          'return function treat(records) {',
-          '  let v;',
-          `  for (let start = 0; start < records.length; start += ${chunk}) {`,
-          `    const end = Math.min(records.length, start + ${chunk});`,
-          `    let ${queuing.map((j) => `n${j} = 0`).join(', ')};`,
-          `    ${loop('start', 'end')}`,
-          '    if (batch.size === 0) continue;',
-          '    const hex = batch.run();',
-          ...queuing.map((j) => `    for (let x = 0; x < n${j}; x += 2) records[q${j}[x]][${at(j)}] = hex.substring(q${j}[x + 1] * 64, q${j}[x + 1] * 64 + 64);`),
-          '  }',
-          '};',
-        ].join('\n');
-  const params = [...fields.map((_, j) => `t${j}`), ...queuing.map((j) => `q${j}`)];
-  const slots = queuing.map(() => new Int32Array(2 * chunk));
-  const make = new Function('kept', 'batch', ...params, source) as (kept: ReadonlySet<string> | undefined, batch: HmacBatch | undefined, ...rest: unknown[]) => RecordTreater;
-  return make(kept, batch, ...fields.map((f) => f.treat), ...slots);
+  const mac = hashKey !== undefined && changed.some((f) => f.treatment === 'hash') ? hmacSha256(hashKey) : undefined;
+  const operations: readonly FieldOperation[] = changed.map((f) => ({ name: f.field, treat: valueTreatment(f, mac) }));
+  return (records) => {
+    for (const record of records) {
+      for (const { name, treat } of operations) {
+        const value = record[name];
+        if (value !== null && value !== undefined) record[name] = treat(value);
+      }
+      for (const name of dropped) delete record[name];
+      if (kept !== undefined) for (const name of Object.keys(record)) if (!kept.has(name)) delete record[name];
+    }
+  };
 }
 
 // ---------------------------------------------------------------- schemas
@@ -437,7 +333,7 @@ function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: T
 
 /** A fingerprint of the hash key (HMAC of a fixed label): tells keys apart, reveals nothing of the key. */
 function hashKeyFingerprint(hashKey: string): string {
-  return hmacSha256Hex(hashKey, 'source-data-read hash_key fingerprint').slice(0, 16);
+  return hmacSha256(hashKey)('source-data-read hash_key fingerprint').slice(0, 16);
 }
 
 /**
