@@ -74,8 +74,13 @@ export class Paginator {
     const watermark = this.#sameWatermark(page.sync_watermark);
     const next = this.#nextCursor(page);
     const records = checkRecords(this.#stream, page.data);
-    // Ask for the next page while this one is written out.
-    if (next !== null) this.#pending = prefetch(this.#client, this.#stream.path, { cursor: next, limit: this.#pageSize });
+    // Ask for the next page while this one is written out. The request takes several steps (gate, pacer,
+    // pool) before it leaves: one turn of the event loop lets it go before the caller treats and writes this
+    // page, which would otherwise hold it back by as long as that takes.
+    if (next !== null) {
+      this.#pending = prefetch(this.#client, this.#stream.path, { cursor: next, limit: this.#pageSize });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
     return { records, next, watermark };
   }
 

@@ -45,6 +45,27 @@ describe('readStream', () => {
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
   });
 
+  it("asks for the next page before the sink gets this one, however many steps the client takes to send it", async () => {
+    const api = contactsApi({ records: makeRecords(450), watermark: W1 });
+    const sent: string[] = [];
+    const list = api.list.bind(api);
+    // A client that, like the real one, passes a gate, the pacer and a pool before its request leaves.
+    api.list = async (path, query) => {
+      for (let step = 0; step < 25; step++) await null;
+      sent.push(query.cursor ?? 'first');
+      return list(path, query);
+    };
+    const sink = new RecordingSink();
+    const seen: string[][] = [];
+    const records = sink.records.bind(sink);
+    sink.records = (s, page) => {
+      seen.push([...sent]);
+      records(s, page);
+    };
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: {} });
+    expect(seen).toEqual([['first', 'c200'], ['first', 'c200', 'c400'], ['first', 'c200', 'c400']]);
+  });
+
   it('sends the saved watermark as updated_since and ignores start_date when a state exists', async () => {
     const api = contactsApi({ records: makeRecords(3), watermark: W1 });
     await read(api, { sync_watermark: W0 }, '2020-01-01');
