@@ -329,43 +329,6 @@ function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: T
   return new Map([...schemas].map(([name, schema]) => [name, treatSchema(schema, plan.get(name))]));
 }
 
-// ---------------------------------------------------------------- the replica's record of them
-
-/** A fingerprint of the hash key (HMAC of a fixed label): tells keys apart, reveals nothing of the key. */
-function hashKeyFingerprint(hashKey: string): string {
-  return hmacSha256(hashKey)('source-data-read hash_key fingerprint').slice(0, 16);
-}
-
-/**
- * The treatments as a replica remembers them: `{"stream.field": "treatment"}`
- * sorted, and the fingerprint of the key when something is hashed. No key.
- */
-export function treatmentRecord(plan: TreatmentPlan, hashKey: string | undefined): Record<string, string> {
-  const entries: [string, string][] = [];
-  for (const [stream, { fields }] of plan) for (const f of fields) entries.push([`${stream}.${f.field}`, f.treatment]);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const out: Record<string, string> = Object.fromEntries(entries);
-  if (hashKey !== undefined && entries.some(([, t]) => t === 'hash')) out['(hash_key)'] = hashKeyFingerprint(hashKey);
-  return out;
-}
-
-/** What differs between the treatments a replica was built with and those of this run, in words; empty when none. */
-export function treatmentDifferences(stored: Readonly<Record<string, string>>, now: Readonly<Record<string, string>>): string[] {
-  const out: string[] = [];
-  for (const name of new Set([...Object.keys(stored), ...Object.keys(now)])) {
-    const was = stored[name] ?? 'keep';
-    const is = now[name] ?? 'keep';
-    if (was === is) continue;
-    if (name === '(hash_key)') {
-      if (was === 'keep') out.push('hash_key: none used then, one now');
-      else if (is === 'keep') out.push('hash_key: one used then, none now');
-      else out.push('hash_key (another key: its tokens would not join the stored ones)');
-    }
-    else out.push(`${name}: ${was} then, ${is} now`);
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- what a command declares
 
 /**

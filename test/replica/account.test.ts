@@ -49,7 +49,7 @@ describe("a replica's account", () => {
     const path = newDb();
     replicaOf(path, acme);
     const before = sha256(path);
-    const error = thrown(() => new ReplicaStore(path, STREAMS, { lock: true, account: globex, treatments: {} }));
+    const error = thrown(() => new ReplicaStore(path, STREAMS, { lock: true, account: globex, treatments: { record: {}, key: undefined } }));
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).fields).toEqual(['api_key']);
     expect((error as Error).message).toBe(

@@ -51,7 +51,7 @@ describe('replica writer lock', () => {
     const { path, db } = newDb();
     holdAs(db, process.ppid, hostname(), Date.now());
     db.close();
-    expect(() => new ReplicaStore(path, STREAMS, { lock: true, treatments: { 'contacts.email': 'hash' } })).toThrow(LockHeldError);
+    expect(() => new ReplicaStore(path, STREAMS, { lock: true, treatments: { record: { 'contacts.email': 'hash' }, key: undefined } })).toThrow(LockHeldError);
     const check = new DatabaseSync(path, { readOnly: true });
     try {
       expect(check.prepare("SELECT name FROM sqlite_schema WHERE name = '_replica_personal_data'").get()).toBeUndefined();

@@ -20,7 +20,7 @@
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config/config.js';
 import { SyncSession } from '../../engine/session.js';
-import { treatedSchemasFor, treatmentPlan, treatmentRecord } from '../../personal-data/treatments.js';
+import { treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
@@ -33,6 +33,7 @@ import { lockLostError, type LockSettings } from './lock.js';
 import { Progress } from './progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
+import { runTreatments } from './treatments.js';
 import { assertWritable } from './writable.js';
 import { ReplicaWriter } from './writer.js';
 
@@ -132,7 +133,7 @@ async function openRun(
     for (const note of schemas.notes) logger.log(note.level, note.message);
     // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
     const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
-    const treatments = treatmentRecord(treatmentPlan(config), config.hash_key);
+    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
     // The file belongs to one account: another account's replica is refused untouched, one of none is bound to this one.
     const bound = session.account;
     const store = new ReplicaStore(dbPath, STREAMS, {

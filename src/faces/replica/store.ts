@@ -20,7 +20,7 @@ import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
-import { recordTreatments, refuseOtherTreatments } from './treatments.js';
+import { recordTreatments, refuseOtherTreatments, type RunTreatments } from './treatments.js';
 import { bindAccount, refuseOtherAccount, type ReplicaAccount } from './account.js';
 
 /** How the tables' columns are chosen when a store opens. */
@@ -86,6 +86,8 @@ export class ReplicaStore {
   readonly accountNote: string | undefined;
   /** Told once if another run takes the lock over while this one holds it (this process was stalled past the staleness limit). */
   onLockLost: (() => void) | undefined;
+  /** What the first save writes in its transaction besides its checkpoints (the key fingerprint's upgrade), if anything. */
+  readonly inFirstSave: (() => void) | undefined;
 
   /**
    * Open or create the database at `path` with a table per stream, its
@@ -99,7 +101,7 @@ export class ReplicaStore {
   constructor(
     path: string,
     streams: readonly StreamDefinition[] = STREAMS,
-    options: { lock?: boolean | Partial<LockSettings>; treatments?: Readonly<Record<string, string>>; account?: ReplicaAccount } & ColumnOptions = {},
+    options: { lock?: boolean | Partial<LockSettings>; treatments?: RunTreatments; account?: ReplicaAccount } & ColumnOptions = {},
   ) {
     this.path = path;
     this.lockSettings = lockSettings(typeof options.lock === 'object' ? options.lock : {});
@@ -121,7 +123,7 @@ export class ReplicaStore {
       }
       // Only under the lock: a run refused because another one writes the file changes nothing in it.
       this.accountNote = options.account === undefined ? undefined : bindAccount(this.db, path, options.account);
-      if (options.treatments !== undefined) recordTreatments(this.db, path, options.treatments);
+      if (options.treatments !== undefined) this.inFirstSave = recordTreatments(this.db, path, options.treatments);
       const stored = storedLayouts(this.db);
       this.tables = tableSpecs(streams, options, stored);
       const migrations: Migration[] = [];
@@ -181,7 +183,7 @@ export class ReplicaStore {
 
   /** Write one checkpoint on this connection, in its own transaction; `committed` is told its result once committed. */
   write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
-    this.writer ??= new TableWriter(this.db, this.tables);
+    this.writer ??= new TableWriter(this.db, this.tables, this.inFirstSave);
     let result: CommitResult;
     try {
       result = this.writer.write(checkpoint);

@@ -109,9 +109,12 @@ export class TableWriter {
   private broken: Error | undefined;
   /** What in the file could refuse a row (refusers.ts); when anything, each checkpoint is written in a savepoint. */
   readonly refusers: readonly string[];
+  /** Written in each transaction this writer begins until one commits (ReplicaStore.inFirstSave). */
+  private inFirstSave: (() => void) | undefined;
 
-  constructor(db: DatabaseSync, specs: readonly TableSpec[]) {
+  constructor(db: DatabaseSync, specs: readonly TableSpec[], inFirstSave?: () => void) {
     this.db = db;
+    this.inFirstSave = inFirstSave;
     let log: Table | undefined;
     for (const spec of specs) {
       const { layout } = spec;
@@ -193,6 +196,13 @@ export class TableWriter {
         throw err;
       }
       this.openedAt = Date.now();
+      try {
+        this.inFirstSave?.();
+      } catch (err) {
+        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        this.stop(err);
+        throw err;
+      }
     }
     const syncedAt = new Date().toISOString();
     let upserted = 0;
@@ -286,6 +296,7 @@ export class TableWriter {
     this.openedAt = undefined;
     try {
       this.db.exec('COMMIT');
+      this.inFirstSave = undefined;
     } catch (err) {
       this.stop(err);
       throw err;

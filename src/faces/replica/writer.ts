@@ -99,7 +99,7 @@ export class ReplicaWriter implements CheckpointTarget {
     this.walFrameBytes = Number(store.db.prepare('PRAGMA page_size').get()?.page_size) + WAL_FRAME_HEADER_BYTES;
     this.walAtGroupStart = this.walBytes();
     tuneForWriting(store.db);
-    this.writer = new TableWriter(store.db, store.tables);
+    this.writer = new TableWriter(store.db, store.tables, store.inFirstSave);
     this.walThreadUrl = options.walThread === undefined ? new URL('./wal-thread.js', import.meta.url) : options.walThread;
   }
 

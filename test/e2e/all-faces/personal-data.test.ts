@@ -242,6 +242,47 @@ describe('personal_data hash, against the emulator', () => {
       expect(readFileSync(db).equals(bytes)).toBe(true);
     }
   });
+  it('replica: a file with the older 64-bit key fingerprint keeps its key, upgraded to scrypt by the next save; another key is refused', async () => {
+    const db = join(dir, 'old-fingerprint.db');
+    expect((await replicate(hashConfig(), db)).code).toBe(0);
+    // Its record of treatments as the build before the scrypt fingerprint wrote it.
+    const fixture = readFileSync(join(ROOT, 'test', 'e2e', 'replica', 'fixtures', 'personal-data-hmac-fingerprint.sql'), 'utf8');
+    const record = (): Json => {
+      const conn = new DatabaseSync(db, { readOnly: true });
+      try {
+        return JSON.parse(String(conn.prepare('SELECT treatments FROM _replica_personal_data').get()?.treatments)) as Json;
+      } finally {
+        conn.close();
+      }
+    };
+    const conn = new DatabaseSync(db);
+    conn.exec('DROP TABLE _replica_personal_data');
+    conn.exec(fixture);
+    conn.close();
+    const old = record();
+    expect(old['(hash_key)']).toMatch(/^[0-9a-f]{16}$/);
+    const bytes = readFileSync(db);
+    const refused = await runCli(SOURCE_BIN, ['replicate', '--config', hashConfig({ hash_key: 'another-key-0123456789' }), '--db', db]);
+    expect(refused.code, refused.stderr).toBe(78);
+    expect(refused.stderr).toMatch(/hash_key \(another key/);
+    expect(readFileSync(db).equals(bytes)).toBe(true);
+    account.mutate({ op: 'update_contacts', count: 3 });
+    const run = await replicate(hashConfig(), db);
+    expect(run.code, run.stderr).toBe(0);
+    const upgraded = record();
+    expect(upgraded).toEqual({ ...old, '(hash_key)': expect.stringMatching(/^\$scrypt\$ln=14,r=8,p=2\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/) });
+    expect(readFileSync(db).includes(HASH_KEY)).toBe(false);
+    // The rows written before and after join: one key's tokens.
+    const now = contactsById();
+    const rows = new DatabaseSync(db, { readOnly: true });
+    try {
+      for (const row of rows.prepare('SELECT id, email FROM contacts').all()) expect(row.email).toBe(expectedContact(now.get(String(row.id)) as Json).email);
+    } finally {
+      rows.close();
+    }
+    const again = await runCli(SOURCE_BIN, ['replicate', '--config', hashConfig({ hash_key: 'another-key-0123456789' }), '--db', db]);
+    expect(again.code, again.stderr).toBe(78);
+  });
 });
 
 describe('field selection and bad treatments', () => {
