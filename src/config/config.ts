@@ -8,7 +8,7 @@ import { ConfigError, redact } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import { parseProxyUrl } from '../network/proxy-url.js';
 import { closestName } from './suggest.js';
-import { PERSONAL_DATA_CHOICES, TREATMENTS, treatmentProblems } from '../personal-data/treatments.js';
+import { PERSONAL_DATA_CHOICES, TREATMENTS, hashKeyWarning, treatmentProblems } from '../personal-data/treatments.js';
 import { STREAMS } from '../streams.js';
 
 const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
@@ -322,7 +322,7 @@ export interface ParsedConfig {
   readonly config: Config;
   /** Keys the connector does not know; ignored with a warning. */
   readonly unknownKeys: readonly string[];
-  /** What a face logs as a warning before it starts (the unknown keys). */
+  /** What a face logs as a warning before it starts (the unknown keys, a hash_key that looks easy to guess). */
   readonly warnings: readonly string[];
 }
 
@@ -401,7 +401,8 @@ export function parseConfig(input: unknown): ParsedConfig {
     const secrets = [...keyLike.flatMap((v) => [v, v.trim()]), ...configSecrets(input as Record<string, unknown>)];
     throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, secrets), { field: fields });
   }
-  const warnings = unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : [];
+  const keyWarning = hashKeyWarning(result.data);
+  const warnings = [...(unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : []), ...(keyWarning === undefined ? [] : [keyWarning])];
   return { config: result.data, unknownKeys, warnings };
 }
 

@@ -165,6 +165,11 @@ function untreatable(stream: StreamDefinition): Map<string, string> {
   return out;
 }
 
+/** Whether a config hashes anything (then it needs hash_key). */
+function hashes(config: { readonly personal_data: string; readonly field_treatments: readonly FieldTreatment[] }): boolean {
+  return config.personal_data === 'hash' || config.field_treatments.some((t) => t.treatment === 'hash');
+}
+
 /**
  * What is wrong with the treatments of a config, each as a sentence naming
  * the entry (`field_treatments[i]`) and what is allowed; empty when nothing.
@@ -192,12 +197,55 @@ export function treatmentProblems(config: { readonly personal_data: string; read
     if (first !== undefined) problems.push(`${entry} repeats field_treatments[${first}]; give each field one treatment`);
     else seen.set(key, i);
   }
-  const hashing = config.personal_data === 'hash' || config.field_treatments.some((t) => t.treatment === 'hash');
-  if (hashing && (config.hash_key === undefined || config.hash_key === '')) {
+  if (hashes(config) && (config.hash_key === undefined || config.hash_key === '')) {
     const who = config.personal_data === 'hash' ? 'personal_data is hash' : `field_treatments[${config.field_treatments.findIndex((t) => t.treatment === 'hash')}] is hash`;
     problems.push(`${who} but hash_key is not set: give hash_key (a long random secret, kept for as long as the tokens must join), or use sha256 (guessable) or drop`);
   }
   return problems;
+}
+
+/** The bits a hash_key should hold at the least, even if random (`openssl rand -hex 32` gives 256). */
+const STRONG_KEY_BITS = 128;
+/** Words people put in keys, and runs of digits or letters in order. */
+const COMMON_PARTS = /passw|secret|qwerty|azerty|letmein|admin|welcome|changeme|default|example|sample|test|dummy|012345|123456|234567|345678|456789|abcdef/i;
+
+/**
+ * Whether a key is words (lower-case, capitalized or upper-case, run
+ * together or apart) with at most digits and signs after them, as people
+ * make keys: random letters seldom keep to one of those cases per word.
+ */
+function wordLike(key: string): boolean {
+  const words = key.replace(/^[^0-9a-zA-Z]+/, '').replace(/[^a-zA-Z]+$/, '').split(/[^0-9a-zA-Z]+/);
+  return words.every((word) => /^(?:[a-z]*(?:[A-Z][a-z]+)*|[A-Z]+)$/.test(word) && word !== '');
+}
+
+/**
+ * Why a hash_key looks easy to guess (a reason in general words, never
+ * quoting the key), or undefined: too short for the characters it draws
+ * from, few distinct characters, only digits, a word with a number, or a
+ * common word or run of characters.
+ */
+export function weakKeyReason(key: string): string | undefined {
+  const chars = [...key];
+  const pool = (/[0-9]/.test(key) ? 10 : 0) + (/[a-z]/.test(key) ? 26 : 0) + (/[A-Z]/.test(key) ? 26 : 0) + (/[^0-9a-zA-Z]/.test(key) ? 33 : 0);
+  // Hex digits of one case: 16 possible characters, whatever the classes say.
+  const alphabet = /^[0-9a-f]+$|^[0-9A-F]+$/.test(key) ? 16 : pool;
+  if (/^[0-9]*$/.test(key)) return 'only digits';
+  if (new Set(chars).size < 8) return 'few distinct characters';
+  if (chars.length * Math.log2(alphabet) < STRONG_KEY_BITS) return 'too short for the characters it is made of';
+  if (wordLike(key)) return 'a word or words with at most a number';
+  if (COMMON_PARTS.test(key)) return 'a common word or a run of characters in order';
+  return undefined;
+}
+
+/** The warning for a config whose hash treatment uses a key that looks easy to guess; undefined otherwise. */
+export function hashKeyWarning(config: TreatmentConfig): string | undefined {
+  const reason = hashes(config) && config.hash_key !== undefined ? weakKeyReason(config.hash_key) : undefined;
+  if (reason === undefined) return undefined;
+  return (
+    `hash_key looks easy to guess (${reason}): whoever holds hashed values can test guesses of it against known e-mails or phones. ` +
+    'Use a long random secret, for example the 64 characters of `openssl rand -hex 32`; a new key changes every token (a full refresh).'
+  );
 }
 
 /** The fields of a record schema. */

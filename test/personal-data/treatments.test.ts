@@ -1,7 +1,7 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/config.js';
-import { emailDomain, hmacSha256, normalize, recordTreater, sha256Hex, treatSchema, treatmentPlan } from '../../src/personal-data/treatments.js';
+import { emailDomain, hashKeyWarning, hmacSha256, normalize, recordTreater, sha256Hex, treatSchema, treatmentPlan, weakKeyReason } from '../../src/personal-data/treatments.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 
@@ -195,5 +195,41 @@ describe('bad treatments are config errors naming the entry and what is allowed'
       const message = problem({ hash_key, personal_data: 'nope' });
       expect(message).not.toContain(hash_key);
     }
+  });
+});
+
+describe('a hash_key that looks easy to guess', () => {
+  it('random keys pass: openssl rand -hex 32 or 16, -base64 32 or 24', () => {
+    // Random bytes, the same every run.
+    const bytes = (n: number, i: number): Buffer => createHash('sha512').update(`key ${i}`).digest().subarray(0, n);
+    for (let i = 0; i < 2000; i++) {
+      for (const key of [bytes(32, i).toString('hex'), bytes(16, i).toString('hex'), bytes(32, i).toString('base64'), bytes(18, i).toString('base64')]) {
+        expect([key.length, weakKeyReason(key)]).toEqual([key.length, undefined]);
+      }
+    }
+  });
+
+  it.each([
+    ['1234567890123456789012', 'only digits'],
+    ['abababababababababababab', 'few distinct characters'],
+    ['0f3a9c27e1b4d8a6', 'too short for the characters it is made of'],
+    ['Xk9-pQ2-wR7z', 'too short for the characters it is made of'],
+    ['CorrectHorseBatteryStaple', 'a word or words with at most a number'],
+    ['summer-breeze-in-lisbon-2024!', 'a word or words with at most a number'],
+    ['my-Secret-k3y-for-the-warehouse', 'a common word or a run of characters in order'],
+    ['x7-0123456789-Rq-ZZ-k', 'a common word or a run of characters in order'],
+  ])('%s: %s', (key, reason) => {
+    expect(weakKeyReason(key)).toBe(reason);
+  });
+
+  it('warned about only when something is hashed; the warning names a good key and never quotes this one', () => {
+    const key = 'summer-breeze-in-lisbon-2024!';
+    const warning = hashKeyWarning({ personal_data: 'hash', field_treatments: [], hash_key: key });
+    expect(warning).toMatch(/^hash_key looks easy to guess \(a word or words with at most a number\).*openssl rand -hex 32/);
+    expect(warning).not.toContain(key);
+    expect(hashKeyWarning({ personal_data: 'drop', field_treatments: [], hash_key: key })).toBeUndefined();
+    expect(hashKeyWarning({ personal_data: 'keep', field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }], hash_key: key })).toBe(warning);
+    expect(parseConfig({ ...base, personal_data: 'hash', hash_key: key }).warnings).toEqual([warning]);
+    expect(parseConfig({ ...base, personal_data: 'hash', hash_key: randomBytes(32).toString('hex') }).warnings).toEqual([]);
   });
 });

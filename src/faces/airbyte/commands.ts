@@ -69,7 +69,7 @@ function airbyteSink(ctx: CommandContext): AirbyteSink {
   return new AirbyteSink(ctx.out, (t) => ctx.logger.redact(t), echo);
 }
 
-/** The config's warnings (unknown keys), as LOG WARN lines before the command's answer: every command says them. */
+/** The config's warnings (unknown keys, a hash_key that looks easy to guess), as LOG WARN lines before the command's answer: every command says them. */
 async function warnAbout(sink: AirbyteSink, parsed: ParsedConfig): Promise<void> {
   for (const w of parsed.warnings) await sink.log('WARN', w);
 }

@@ -10,7 +10,7 @@
  * the configured catalog's properties as field selection; bad treatments
  * fail `check`.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -306,6 +306,26 @@ describe('field selection and bad treatments', () => {
       expect(typeof r.updated_at).toBe('string');
       expect(r).toHaveProperty('name');
     }
+  });
+
+  it('a hash_key that looks easy to guess: check (LOG WARN), the tap and replicate warn, naming a good key, never quoting it', async () => {
+    const weak = 'summer-breeze-in-lisbon-2024!';
+    const cfg = hashConfig({ hash_key: weak });
+    const warning = /hash_key looks easy to guess \(a word or words with at most a number\).*openssl rand -hex 32/;
+    const checked = await runCli(SOURCE_BIN, ['check', '--config', cfg]);
+    expect(connectionStatusOf(checked.stdout).status).toBe('SUCCEEDED');
+    const logged = parseLines(checked.stdout).filter((m) => m.type === 'LOG').map((m) => m.log as Json);
+    expect(logged.filter((l) => l.level === 'WARN' && warning.test(String(l.message)))).toHaveLength(1);
+    const tap = await runCli(TAP_BIN, ['--config', cfg, '--discover']);
+    expect(tap.code, tap.stderr).toBe(0);
+    expect(tap.stderr).toMatch(warning);
+    const replica = await replicate(cfg, join(dir, 'weak-key.db'));
+    expect(replica.code, replica.stderr).toBe(0);
+    expect(replica.stderr).toMatch(warning);
+    for (const run of [checked, tap, replica]) expect(run.stdout + run.stderr).not.toContain(weak);
+    // A key made the way the warning says draws none.
+    const good = await runCli(SOURCE_BIN, ['check', '--config', hashConfig({ hash_key: randomBytes(32).toString('hex') })]);
+    expect(good.stdout).not.toMatch(/looks easy to guess/);
   });
 
   it('check fails naming the entry: an unknown field, a key field, hash without hash_key', async () => {
