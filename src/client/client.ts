@@ -19,10 +19,9 @@ import { Pacer, type PaceWait } from './pacer.js';
 import { keepParserOnBaselineTier } from './pool.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
-import { ProxyError } from './proxy-error.js';
+import { ProxyError, proxyAuthFailure } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
 import { cleaner, duration, isoTime, type Clean } from './text.js';
-import type { RequestDispatcher } from './pool-settings.js';
 import { chooseRoute, openDispatcher, reachHint, trustHint, type Route } from './route.js';
 import { ApiError } from './api-error.js';
 import type { ClientOptions, ClientStats, DataReadApi, ListQuery, RawPage, WaitNotice } from './types.js';
@@ -82,9 +81,7 @@ class DataReadClient implements DataReadApi {
 
   readonly #base: Base;
   readonly #headers: Record<string, string>;
-  #dispatcher: RequestDispatcher | undefined;
-  /** The dispatcher while the proxy machinery loads. */
-  #opening: Promise<RequestDispatcher> | undefined;
+  #dispatcher: Dispatcher | undefined;
   /** A proxy or ca_certificate setting that cannot be used: the first request throws it. */
   #routeError: unknown;
   #route: Route | undefined;
@@ -161,13 +158,7 @@ class DataReadClient implements DataReadApi {
       try {
         this.#route = chooseRoute(this.#base.origin, { proxyUrl: o.proxyUrl, caCertificate: o.caCertificate, env });
         for (const note of this.#route.notes) this.#log(note.level, note.message);
-        const opened = openDispatcher(this.#route, this.#base.origin, { connections: maxConcurrent, keepAliveTimeout: 10_000, timeoutMs: this.#timeoutMs });
-        if (opened instanceof Promise) {
-          this.#opening = opened;
-          opened.catch(() => undefined); // awaited by the first request
-        } else {
-          this.#dispatcher = opened;
-        }
+        this.#dispatcher = openDispatcher(this.#route, this.#base.origin, { connections: maxConcurrent, keepAliveTimeout: 10_000, timeoutMs: this.#timeoutMs });
       } catch (err) {
         this.#routeError = err;
       }
@@ -195,16 +186,15 @@ class DataReadClient implements DataReadApi {
   close(): Promise<void> {
     if (this.#closed === undefined) {
       this.#closing.abort();
-      const own = this.#dispatcher ?? this.#opening;
-      this.#closed = this.#ownsDispatcher && own !== undefined ? Promise.resolve(own).then((d) => d.close(), () => undefined) : Promise.resolve();
+      const own = this.#ownsDispatcher ? this.#dispatcher : undefined;
+      this.#closed = own === undefined ? Promise.resolve() : own.close();
     }
     return this.#closed;
   }
 
-  /** The dispatcher, once the proxy machinery (if any) is loaded; a setting that cannot be used throws here. */
-  async #openDispatcher(): Promise<RequestDispatcher> {
+  /** The dispatcher; a proxy or ca_certificate setting that cannot be used throws here. */
+  #openDispatcher(): Dispatcher {
     if (this.#routeError !== undefined) throw this.#routeError;
-    this.#dispatcher ??= await this.#opening;
     if (this.#dispatcher === undefined) throw this.#closedError();
     return this.#dispatcher;
   }
@@ -303,12 +293,13 @@ class DataReadClient implements DataReadApi {
   /** One HTTP attempt (the caller holds a permit of the gate), after the pacer allows it. */
   async #attempt(target: string, label: string): Promise<Attempt> {
     this.#assertOpen();
-    const dispatcher = this.#dispatcher ?? (await this.#openDispatcher());
+    const dispatcher = this.#openDispatcher();
     await this.#pacer.ready(label);
     this.#assertOpen();
     this.stats.requests += 1;
     const seq = this.#pacer.sent();
     const sentAt = this.#now();
+    // request_timeout_seconds bounds the attempt as a whole (a body that trickles in included); route.ts bounds each wait of its connections.
     let timedOut = false;
     const controller = new AbortController();
     const timer = setTimeout(() => {
@@ -325,8 +316,6 @@ class DataReadClient implements DataReadApi {
         method: 'GET',
         headers: this.#headers,
         signal: controller.signal,
-        headersTimeout: this.#timeoutMs,
-        bodyTimeout: this.#timeoutMs,
       });
       this.#pacer.observe(res.headers, this.#now(), sentAt, seq, res.statusCode);
       status = res.statusCode;
@@ -393,7 +382,8 @@ class DataReadClient implements DataReadApi {
   }
 
   #netFault(err: unknown, timedOut: boolean): Fault {
-    if (err instanceof ProxyError && !timedOut) return this.#proxyFault(err);
+    const atProxy = err instanceof ProxyError ? err : proxyAuthFailure(err, this.#route?.proxy);
+    if (atProxy !== undefined && !timedOut) return this.#proxyFault(atProxy);
     const net = classifyNetError(err, { timedOut, timeoutMs: this.#timeoutMs, host: this.#base.host, clean: this.#clean });
     const rule = networkRule(net.kind);
     return { rule, retryable: rule.retried, kind: 'net', net, cause: net.text, internal: net.text, causeError: safeCause(err, this.#clean) };

@@ -188,7 +188,7 @@ const checkedBy = (check: (value: string) => unknown) => (value: string, ctx: z.
   try {
     check(value);
   } catch (err) {
-    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+    ctx.addIssue({ code: 'custom', message: (err instanceof Error ? err.message : String(err)).replace(/\.$/, '') });
   }
 };
 

@@ -1,98 +1,71 @@
 /**
- * Proxy addresses, read as curl reads them: `[http|https]://[user:password@]host[:port]`
- * (no scheme means http://; no port means 1080, or 443 for https://). From
- * one we take what the client needs (host, port, Basic credentials), how
- * messages name the proxy (host:port and where the address came from, never
- * the credentials), and every form of the credentials that must be hidden
- * from output. Shared by the config (validation) and the client.
+ * Proxy addresses: `[http|https]://[user:password@]host[:port]` (no scheme
+ * means http://; no port means the scheme's, 80 or 443, as undici connects).
+ * From one we take what undici's ProxyAgent needs (the address without its
+ * credentials, and a Basic token for them), how messages name the proxy
+ * (host:port and where the address came from, never the credentials), and
+ * every form of the credentials that must be hidden from output. Shared by
+ * the config (validation) and the client.
  */
+import { ConfigError } from '../errors.js';
 
 export interface ProxyEndpoint {
-  readonly protocol: 'http:' | 'https:';
-  /** Host name or IP address to connect to (an IPv6 address without brackets). */
-  readonly hostname: string;
-  readonly port: number;
+  /** `scheme://host:port`, without credentials: the proxy undici connects to. */
+  readonly uri: string;
   /** `host:port` (`[v6]:port`): how messages name the proxy. */
   readonly display: string;
   /** Where the address came from: `proxy_url`, `https_proxy`, `HTTPS_PROXY`, ... */
   readonly source: string;
-  /** `Basic <base64>` when the address carries credentials. */
-  readonly authorization: string | undefined;
-  /** `scheme://host:port`: the origin of a connection pool to the proxy. */
-  readonly origin: string;
+  /** `Basic <base64>` when the address carries credentials (ProxyAgent's `token`). */
+  readonly token: string | undefined;
 }
 
-/** A proxy setting that cannot be used; the message never quotes the value (it may hold a password). */
-export class ProxySettingError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProxySettingError';
-  }
-}
+/** A proxy setting that cannot be used, for the whole run; the message never quotes the value (it may hold a password). */
+const unusable = (message: string): ConfigError => new ConfigError(`${message}.`, { runWide: true });
 
-const SOCKS = /^socks(4a?|5h?)?:$/;
 const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
-
-/** The authority (`userinfo@host:port`) of an address as written, for what the URL parser normalises away. */
-function authorityOf(text: string): string {
-  const rest = text.replace(HAS_SCHEME, '');
-  const end = rest.search(/[/?#]/);
-  return end < 0 ? rest : rest.slice(0, end);
-}
-
-/** The port written in the address, if any (`http://p:80` keeps 80, which the URL parser drops as the default). */
-function explicitPort(text: string): number | undefined {
-  const authority = authorityOf(text);
-  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
-  const match = /:(\d+)$/.exec(hostPort);
-  return match === null ? undefined : Number(match[1]);
-}
 
 function decode(part: string, what: string, source: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    throw new ProxySettingError(`the ${what} in ${source} has a malformed %-escape; percent-encode special characters (@ as %40, : as %3A)`);
+    throw unusable(`the ${what} in ${source} has a malformed %-escape; percent-encode special characters (@ as %40, : as %3A)`);
   }
 }
 
-/** Parse a proxy address; `source` names the setting in messages. Throws ProxySettingError. */
+/** Parse a proxy address; `source` names the setting in messages. Throws ConfigError. */
 export function parseProxyUrl(value: string, source: string): ProxyEndpoint {
   const text = value.trim();
-  if (text === '') throw new ProxySettingError(`${source} is empty; give the proxy as http://host:port`);
-  const withScheme = HAS_SCHEME.test(text) ? text : `http://${text}`;
+  if (text === '') throw unusable(`${source} is empty; give the proxy as http://host:port`);
   let url: URL;
   try {
-    url = new URL(withScheme);
+    url = new URL(HAS_SCHEME.test(text) ? text : `http://${text}`);
   } catch {
-    throw new ProxySettingError(`${source} is not a valid proxy address; expected http://[user:password@]host:port`);
+    throw unusable(`${source} is not a valid proxy address; expected http://[user:password@]host:port`);
   }
-  if (SOCKS.test(url.protocol)) {
-    throw new ProxySettingError(`${source} names a SOCKS proxy (${url.protocol}//), which this connector does not support; give an HTTP proxy (http:// or https://)`);
+  if (/^socks/.test(url.protocol)) {
+    throw unusable(`${source} names a SOCKS proxy (${url.protocol}//), which this connector does not support; give an HTTP proxy (http:// or https://)`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ProxySettingError(`${source} must start with http:// or https:// (got ${url.protocol}//)`);
+    throw unusable(`${source} must start with http:// or https:// (got ${url.protocol}//)`);
   }
-  const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  if (hostname === '') throw new ProxySettingError(`${source} has no host name; expected http://[user:password@]host:port`);
-  const port = explicitPort(withScheme) ?? (url.protocol === 'https:' ? 443 : 1080);
-  if (!(port >= 1 && port <= 65_535)) throw new ProxySettingError(`${source} has a port out of range (1 to 65535)`);
-  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
-  let authorization: string | undefined;
+  if (url.hostname === '') throw unusable(`${source} has no host name; expected http://[user:password@]host:port`);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  let token: string | undefined;
   if (url.username !== '' || url.password !== '') {
     const user = decode(url.username, 'user name', source);
     const password = decode(url.password, 'password', source);
-    authorization = `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+    token = `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
   }
-  return {
-    protocol: url.protocol,
-    hostname,
-    port,
-    display: `${host}:${port}`,
-    source,
-    authorization,
-    origin: `${url.protocol}//${host}:${port}`,
-  };
+  const display = `${url.hostname}:${port}`;
+  return { uri: `${url.protocol}//${display}`, display, source, token };
+}
+
+/** The authority (`userinfo@host:port`) of an address as written, before the URL parser normalises it. */
+function authorityOf(text: string): string {
+  const rest = text.replace(HAS_SCHEME, '');
+  const end = rest.search(/[/?#]/);
+  return end < 0 ? rest : rest.slice(0, end);
 }
 
 /**

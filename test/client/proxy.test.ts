@@ -112,12 +112,36 @@ describe('through a CONNECT tunnel', () => {
 
   it('NO_PROXY exempts the host: no proxy is used (the one named is down)', async () => {
     const down = `http://127.0.0.1:${await closedPort()}`;
-    for (const noProxy of ['127.0.0.1', '127.0.0.0/8', `127.0.0.1:${tlsEmu.port}`, '*', 'example.com, 127.0.0.1']) {
-      const { client, logs } = make({ env: { HTTPS_PROXY: down, NO_PROXY: noProxy } });
+    for (const noProxy of ['127.0.0.1', `127.0.0.1:${tlsEmu.port}`, '*', 'example.com, 127.0.0.1', 'example.com *']) {
+      const { client, logs } = make({ env: { HTTPS_PROXY: down, no_proxy: noProxy, NO_PROXY: 'example.com' } });
       await expect(client.me()).resolves.toMatchObject({ account_name: 'Proxied' });
       await client.close();
-      expect(logs.join('\n')).toContain('Not using a proxy');
+      expect(logs.join('\n')).toContain('(HTTPS_PROXY) through a CONNECT tunnel, unless no_proxy exempts 127.0.0.1');
     }
+  });
+
+  it('NO_PROXY entries that do not exempt the host: another port, a CIDR range (names and ranges are compared as text)', async () => {
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    for (const noProxy of [`127.0.0.1:${tlsEmu.port + 1}`, '127.0.0.0/8', 'localhost']) {
+      const { client } = make({ env: { HTTPS_PROXY: down, NO_PROXY: noProxy }, maxRetries: 0 });
+      const err = await failure(() => client.me());
+      await client.close();
+      expect(err.message).toContain('refused the connection (ECONNREFUSED)');
+    }
+  });
+
+  it('HTTP_PROXY serves an https:// API when HTTPS_PROXY is not set; ALL_PROXY is not read, and a WARN says so', async () => {
+    const before = since(proxy);
+    const a = make({ env: { HTTP_PROXY: proxy.url } });
+    await a.client.me();
+    await a.client.close();
+    expect(proxy.log.length - before).toBe(1);
+    expect(a.logs.join('\n')).toContain(`through the proxy 127.0.0.1:${proxy.port} (HTTP_PROXY) through a CONNECT tunnel`);
+    const b = make({ env: { ALL_PROXY: proxy.url } });
+    await b.client.me();
+    await b.client.close();
+    expect(proxy.log.length - before).toBe(1);
+    expect(b.logs.join('\n')).toContain('WARN ALL_PROXY is not read');
   });
 
   it('Basic credentials from the proxy address are sent to the proxy, decoded; they never reach a message', async () => {
@@ -203,7 +227,7 @@ describe('through a CONNECT tunnel', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ HTTPS_PROXY: 'socks5://127.0.0.1:1080' }, /HTTPS_PROXY names a SOCKS proxy/],
       [{ https_proxy: 'ftp://proxy:21' }, /https_proxy must start with http:\/\/ or https:\/\//],
-      [{ ALL_PROXY: 'http://u:p%zz@proxy:3128' }, /password in ALL_PROXY has a malformed %-escape/],
+      [{ HTTP_PROXY: 'http://u:p%zz@proxy:3128' }, /password in HTTP_PROXY has a malformed %-escape/],
     ];
     for (const [env, message] of cases) {
       const { client } = make({ env });

@@ -301,7 +301,7 @@ describe('when the proxy says no, or is not there', () => {
   it('NO_PROXY exempts the API: the proxy named (down) is not used', async () => {
     const acc = account(tlsEmu, 5);
     const port = await closedPort();
-    const result = await airbyte(['check', '--config', acc.config({ ca_certificate: ca.caCert })], { HTTPS_PROXY: `http://127.0.0.1:${port}`, NO_PROXY: 'localhost,127.0.0.0/8' });
+    const result = await airbyte(['check', '--config', acc.config({ ca_certificate: ca.caCert })], { HTTPS_PROXY: `http://127.0.0.1:${port}`, NO_PROXY: 'localhost,127.0.0.1' });
     expect(connectionStatus(result).status).toBe('SUCCEEDED');
   });
 
