@@ -88,15 +88,14 @@ const TARGETS = {
   /** personal_data hash vs keep at the service's rate: wall time at most 2% longer (no measurable difference). */
   personalPacedRatio: 1.02,
   // Start-up budgets (the issue sets none): spec prints a checked-in snapshot; check
-  // needs zod (config validation, ~45 ms to load), the HTTP client (~35 ms), GET /v1/me
-  // (~15 ms, the HTTP parser's WebAssembly compiled on first use) and, for its schema
-  // drift line, GET /v1/openapi.json (the page server serves the emulator's, 53 KB).
-  // After that response V8 would recompile the parser's WebAssembly with its optimizing
-  // tier in the background and wait for it at exit (~35 ms): check's client turns that
-  // tier-up off (shortLived, src/client/pool.ts). bin/launch.cjs keeps V8's compiled
-  // code on disk between runs.
+  // needs zod (config validation, ~45 ms to load), the HTTP client (undici's package
+  // index, about 110 modules), GET /v1/me (the HTTP parser's WebAssembly compiled on
+  // first use) and, for its schema drift line, GET /v1/openapi.json (the page server
+  // serves the emulator's, 53 KB); V8 then recompiles the parser with its optimizing
+  // tier in the background, which the process waits for at exit. bin/launch.cjs keeps
+  // V8's compiled code on disk between runs.
   // ×5 was the budget of one request; the second one (a 53 KB answer to parse and
-  // compare) gets one more ×1: 116-123 ms (×5.3-5.4) measured, 175 ms before both fixes.
+  // compare) gets one more ×1.
   specRatio: 2,
   checkRatio: 6,
 };

@@ -16,7 +16,6 @@ import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { keepParserOnBaselineTier } from './pool.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
 import { ProxyError, proxyAuthFailure } from './proxy-error.js';
@@ -129,7 +128,6 @@ class DataReadClient implements DataReadApi {
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
     this.#reach = new SharedReach(this.#now);
-    if (o.shortLived === true) keepParserOnBaselineTier();
     this.#onWait = o.onWait;
     this.#onLog = o.onLog;
     const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;

@@ -38,11 +38,6 @@ export interface ClientOptions {
    * names its own limit and the config's.
    */
   readonly retryLimit?: string;
-  /**
-   * A client of a command that makes a few requests and exits (check,
-   * discover): the HTTP parser stays on V8's baseline tier (see pool.ts).
-   */
-  readonly shortLived?: boolean;
   /** Told what a user should see (a retry and why); never includes the key. */
   readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
   /** An HTTP(S) proxy, `http://[user:password@]host:port`; wins over the environment. */

@@ -53,8 +53,7 @@ const INTERACTIVE_MAX_RETRIES = 2;
 /**
  * The client options of short, interactive requests (check, discover): few
  * retries and short waits, so a command answers in seconds, no word of a
- * sync's saved state in its errors (there is none), one connection, and
- * no optimizing compile of the HTTP parser to wait for at exit.
+ * sync's saved state in its errors (there is none), one connection.
  */
 export function interactivePatience(config: Config): Partial<ClientOptions> {
   const maxRetries = Math.min(config.max_retries, INTERACTIVE_MAX_RETRIES);
@@ -69,7 +68,6 @@ export function interactivePatience(config: Config): Partial<ClientOptions> {
     retryMaxMs: 5000,
     stopNote: '',
     maxConcurrent: 1,
-    shortLived: true,
   };
 }
 

@@ -19,10 +19,6 @@ describe('interactivePatience (check, discover)', () => {
     expect(interactivePatience(config)).toMatchObject({ maxRetries: 2, maxWaitSeconds: 30, retryMaxMs: 5000, stopNote: '', maxConcurrent: 1 });
     expect(interactivePatience({ ...config, max_retries: 0, max_wait_seconds: 5 })).toMatchObject({ maxRetries: 0, maxWaitSeconds: 5 });
   });
-
-  it('a short-lived client: the HTTP parser is not recompiled by the optimizing tier, which the process would wait for at exit', () => {
-    expect(interactivePatience(config).shortLived).toBe(true);
-  });
 });
 
 describe('the retry limit a check names', () => {
