@@ -58,9 +58,11 @@ COPY --from=build /out/integration_code /airbyte/integration_code
 RUN ln -s /airbyte/integration_code/bin/source-data-read /usr/local/bin/source-data-read \
  && ln -s /airbyte/integration_code/bin/tap-data-read /usr/local/bin/tap-data-read
 
+# The Node flags the executables give themselves from PATH (bin/source-data-read): a heap
+# that stays the size of a page or two however long the read (docs/performance.md).
 ENV NODE_ENV=production
-ENV AIRBYTE_ENTRYPOINT="/usr/local/bin/node /airbyte/integration_code/bin/source-data-read"
-ENTRYPOINT ["/usr/local/bin/node", "/airbyte/integration_code/bin/source-data-read"]
+ENV AIRBYTE_ENTRYPOINT="/usr/local/bin/node --max-semi-space-size=2 --heap-growing-percent=10 /airbyte/integration_code/bin/source-data-read"
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "--heap-growing-percent=10", "/airbyte/integration_code/bin/source-data-read"]
 
 WORKDIR /airbyte
 USER airbyte

@@ -80,11 +80,22 @@ export type StdoutMode = 'null' | 'slow' | 'capture';
  * wall time measured around the whole run, peak RSS by /usr/bin/time -v (or
  * VmHWM polling when it is missing).
  */
+/**
+ * The Node flags an executable starts Node with when sh runs it (its second
+ * line: `":" //; exec node FLAGS "$0" "$@"`), which users get from PATH and
+ * from the image's ENTRYPOINT: the bench runs it with them.
+ */
+export function launcherFlags(script: string | undefined): string[] {
+  if (script === undefined || !existsSync(script)) return [];
+  const exec = /^":" \/\/; exec node (.*) "\$0" "\$@"$/m.exec(readFileSync(script, 'utf8'));
+  return exec?.[1]?.split(' ') ?? [];
+}
+
 export async function measure(args: readonly string[], stdout: StdoutMode, options: { slowReader?: readonly string[]; timeoutMs?: number } = {}): Promise<Measured> {
   const dir = tempDir();
   const timeFile = join(dir, 'time.txt');
   const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
-  const nodeCmd = [NODE, ...args].map(q).join(' ');
+  const nodeCmd = [NODE, ...launcherFlags(args[0]), ...args].map(q).join(' ');
   const timed = HAS_TIME ? `${TIME} -v -o ${q(timeFile)} ${nodeCmd}` : `exec ${nodeCmd}`;
   let script: string;
   if (stdout === 'null') script = `${timed} > /dev/null`;

@@ -136,8 +136,8 @@ for word, rest in final["steps"]:
             plan["labels"][key] = value
 
 entry = plan.get("entrypoint")
-if not isinstance(entry, list) or not all(isinstance(a, str) and a.startswith("/") for a in entry):
-    sys.exit("ENTRYPOINT must be exec form with absolute paths")
+if not isinstance(entry, list) or not all(isinstance(a, str) and (a.startswith("/") or a.startswith("--")) for a in entry):
+    sys.exit("ENTRYPOINT must be exec form: absolute paths and Node flags")
 if plan["env"].get("AIRBYTE_ENTRYPOINT") != " ".join(entry):
     sys.exit("AIRBYTE_ENTRYPOINT (%r) differs from the ENTRYPOINT joined (%r)" % (plan["env"].get("AIRBYTE_ENTRYPOINT"), " ".join(entry)))
 mapped = [node_bin if a == "/usr/local/bin/node" else remap(a) for a in entry]
@@ -204,7 +204,7 @@ while IFS=$'\t' read -r src dest; do
 done < <(python3 -c 'import json,sys; [print(c["src"]+"\t"+c["dest"]) for c in json.load(open(sys.argv[1]))["runtime_copy"]]' "$plan")
 mapfile -t entry < <(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["entrypoint_mapped"]))' "$plan")
 mapfile -t envs < <(python3 -c 'import json,sys; [print(k+"="+v) for k,v in json.load(open(sys.argv[1]))["env"].items()]' "$plan")
-code_dir="$(dirname "$(dirname "${entry[1]}")")"   # /airbyte/integration_code, mapped
+code_dir="$(dirname "$(dirname "${entry[-1]}")")"   # /airbyte/integration_code, mapped
 [ -d "$code_dir/node_modules" ] || fail "no production node_modules in $code_dir"
 for dev in typescript vitest nock ajv; do
   [ ! -e "$code_dir/node_modules/$dev" ] || fail "devDependency $dev is in the runtime tree"

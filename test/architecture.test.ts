@@ -145,22 +145,6 @@ function findCycle(graph: readonly Edge[]): string[] | undefined {
   return undefined;
 }
 
-/** Everything `from` loads at its start, directly or through other files (imports of types only are erased, `import()` waits). */
-function loadedAtStart(graph: readonly Edge[], from: string): Set<string> {
-  const seen = new Set<string>();
-  const queue = [from];
-  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-    for (const e of graph) {
-      if (e.from !== file || e.kind !== 'static') continue;
-      const target = e.pkg ?? e.to;
-      if (seen.has(target)) continue;
-      seen.add(target);
-      if (e.pkg === undefined) queue.push(e.to);
-    }
-  }
-  return seen;
-}
-
 /** An edge for the checkers to catch: a file of `fromArea` loading `to` at its start. */
 function fed(from: string, to: string): Edge {
   const area = (file: string): Area => areaOf(join(ROOT, file));
@@ -206,20 +190,6 @@ describe('the import graph of src/', () => {
       'src/client/proxy-error.ts',
     ]);
     expect(findCycle([...all, { ...fed('src/engine/service-schemas.ts', 'src/engine/connect.ts'), kind: 'lazy' }])).toContain('src/engine/connect.ts');
-  });
-
-  it('the sync runner loads the client only after tuning the heap (a static import would load undici first: +10 MB peak RSS in the bench)', () => {
-    const session = 'src/engine/session.ts';
-    expect(loadedAtStart(all, session).has('undici')).toBe(false);
-    expect(all.filter((e) => e.from === session && e.kind === 'lazy').map((e) => e.to)).toEqual(expect.arrayContaining(['src/engine/connect.ts', 'src/engine/sync.ts']));
-    // The check is not vacuous: a static import of the connection would load undici at start.
-    expect(loadedAtStart([...all, fed(session, 'src/engine/connect.ts')], session).has('undici')).toBe(true);
-    // And in its code, the heap is tuned before the first import() of the engine that loads the client.
-    const text = code(readFileSync(join(ROOT, session), 'utf8'));
-    const tune = text.search(/\btuneHeapForStreaming\(\)/);
-    const firstEngine = text.search(/(?<!typeof )\bimport\('\.\/(connect|sync)\.js'\)/);
-    expect(tune).toBeGreaterThan(0);
-    expect(firstEngine).toBeGreaterThan(tune);
   });
 
   it('leaves src/ only for npm packages, and HTTP (undici) to the client', () => {

@@ -1,6 +1,6 @@
 /**
- * One sync session, the same for every face: tune the heap for a long read,
- * build the client from the config, ask whose account the key reads (one
+ * One sync session, the same for every face: build the client from the
+ * config, ask whose account the key reads (one
  * /v1/me) before the face prepares anything, and check the saved states
  * against it (account.ts), run the engine (once or more) reporting to the
  * face's sink, turn the client's wait notices into that sink's stream events
@@ -12,7 +12,6 @@
  * client.
  */
 import type { Config } from '../config/config.js';
-import { tuneHeapForStreaming } from '../process/heap.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import { ConnectorError, toConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
@@ -24,8 +23,7 @@ import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
 import type { RunRecorder } from './run-report.js';
 
-// The client and the engine are loaded by `open`, after the heap is tuned: the
-// young generation must not grow on what loading them allocates (see heap.ts).
+// The client and the engine are loaded by `open`.
 type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
 
 /** What the run cost in requests, for progress lines and summaries. */
@@ -154,7 +152,6 @@ export class SyncSession {
    * records, checkpoints, failures and request counts. Close it when done.
    */
   static async open(config: Config, log: SessionLog, report?: RunRecorder): Promise<SyncSession> {
-    tuneHeapForStreaming();
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
     return new SyncSession(config, log, { connect, sync }, report);
   }

@@ -1,6 +1,7 @@
 /**
  * The Dockerfile, checked without a Docker engine: Airbyte's image rules
- * (exec-form ENTRYPOINT with absolute paths, AIRBYTE_ENTRYPOINT equal to it,
+ * (exec-form ENTRYPOINT with absolute paths and the Node flags of the
+ * executables (bin/), AIRBYTE_ENTRYPOINT equal to it,
  * non-root `airbyte` user with a writable /airbyte, io.airbyte.* labels that
  * match metadata.yaml), the build pattern, and .dockerignore.
  */
@@ -25,6 +26,14 @@ const build = stages.find((s) => s.name === 'build');
 const env = collect(final, 'ENV');
 const labels = collect(final, 'LABEL');
 const entrypoint = execForm(last(final, 'ENTRYPOINT')?.args ?? '');
+/** The Node flags an executable starts Node with when sh runs it from PATH (its first two lines; Node reads them as a string and a comment). */
+function launcherFlags(bin: string): string[] {
+  const lines = read(bin).split('\n');
+  expect(lines[0], `${bin}'s first line`).toBe('#!/bin/sh');
+  const exec = /^":" \/\/; exec node((?: --[a-z-]+=\d+)+) "\$0" "\$@"$/.exec(lines[1] ?? '');
+  expect(exec, `${bin}'s second line`).not.toBeNull();
+  return (exec?.[1] ?? '').trim().split(' ');
+}
 const runs = (stage: Stage): string => stage.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join('\n');
 
 function metadataData(): Record<string, YamlValue> {
@@ -82,13 +91,15 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('has an exec-form ENTRYPOINT with absolute paths that runs the Airbyte bin', () => {
+  it('has an exec-form ENTRYPOINT with absolute paths that runs the Airbyte bin with the Node flags it gives itself from PATH', () => {
     expect(entrypoint).not.toBeNull();
     const args = entrypoint ?? [];
     expect(args.length).toBeGreaterThanOrEqual(2);
-    for (const arg of args) expect(arg.startsWith('/'), `${arg} is not absolute`).toBe(true);
     expect(args[0]).toBe('/usr/local/bin/node'); // where the node images keep node
-    const script = args[1] ?? '';
+    expect(args.slice(1, -1)).toEqual(launcherFlags('bin/source-data-read'));
+    expect(launcherFlags('bin/tap-data-read')).toEqual(launcherFlags('bin/source-data-read'));
+    for (const arg of [args[0], args.at(-1)]) expect(arg?.startsWith('/'), `${arg} is not absolute`).toBe(true);
+    const script = args.at(-1) ?? '';
     const copy = copiesFromBuild().find((c) => script.startsWith(`${c.dest}/`));
     expect(copy, `${script} is not inside a COPY --from=build destination`).toBeDefined();
     const relative = script.slice((copy?.dest.length ?? 0) + 1);

@@ -66,7 +66,7 @@ describe('the image, replayed (scripts/replay-image.sh)', () => {
 
   it('ran the ENTRYPOINT that AIRBYTE_ENTRYPOINT names', () => {
     const s = summary();
-    expect(s.entrypoint).toEqual(['/usr/local/bin/node', '/airbyte/integration_code/bin/source-data-read']);
+    expect(s.entrypoint).toEqual(['/usr/local/bin/node', '--max-semi-space-size=2', '--heap-growing-percent=10', '/airbyte/integration_code/bin/source-data-read']);
     expect(s.airbyte_entrypoint).toBe(s.entrypoint.join(' '));
   });
 
