@@ -1,44 +1,76 @@
-/** A small argv parser: `--flag value`, `--flag=value`, repeatable flags and boolean switches. */
-import { ConfigError } from '../errors.js';
-import { unknownOption } from './usage.js';
+/**
+ * Both command lines, read by `util.parseArgs` (strict): `--flag value`,
+ * `--flag=value`, repeatable flags, switches, `-h`. Its mistakes become the
+ * project's usage mistakes (usage.ts): an unknown option in one line naming
+ * the option meant, a flag without its value, an argument nothing takes.
+ */
+import { parseArgs } from 'node:util';
+import { UsageError, unknownOption } from './usage.js';
+
+export interface ArgsSpec {
+  /** The options that take a value, each with what the value is ("a file path"); every one repeatable, its values kept in order. */
+  readonly values: Readonly<Record<string, string>>;
+  /** The options that take none (`help` also answers to -h). */
+  readonly switches: readonly string[];
+  /** How many arguments that are not options it takes (source-data-read: its command). */
+  readonly positionals: number;
+}
 
 export interface ParsedArgs {
-  readonly positional: string[];
-  readonly values: Map<string, string[]>;
-  readonly switches: Set<string>;
+  readonly positional: readonly string[];
+  readonly values: ReadonlyMap<string, readonly string[]>;
+  readonly switches: ReadonlySet<string>;
 }
 
-/**
- * @param valueFlags flags that take a value (without the leading --)
- * @param switchFlags flags that take none
- */
-export function parseArgs(argv: readonly string[], valueFlags: readonly string[], switchFlags: readonly string[]): ParsedArgs {
-  const positional: string[] = [];
-  const values = new Map<string, string[]>();
-  const switches = new Set<string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (!arg.startsWith('--')) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq === -1 ? undefined : eq);
-    if (switchFlags.includes(name) && eq === -1) {
-      switches.add(name);
-    } else if (valueFlags.includes(name)) {
-      const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-      if (value === undefined || (eq === -1 && value.startsWith('--'))) throw new ConfigError(`--${name} needs a value (a file path).`, { field: `--${name}` });
-      values.set(name, [...(values.get(name) ?? []), value]);
-    } else {
-      throw unknownOption(arg, [...valueFlags, ...switchFlags]);
+type Options = Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>;
+type Token = NonNullable<ReturnType<typeof parseArgs>['tokens']>[number];
+
+/** The usage mistake behind an error of util.parseArgs, in the project's words, found again on the command line's tokens. */
+function usageMistake(err: unknown, argv: readonly string[], options: Options, spec: ArgsSpec): UsageError {
+  const code = (err as { code?: unknown }).code;
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const isOption = (t: Token): t is Extract<Token, { kind: 'option' }> => t.kind === 'option';
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const unknown = tokens.filter(isOption).find((t) => options[t.name] === undefined);
+    if (unknown) return unknownOption(unknown.rawName, Object.keys(options));
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    for (const t of tokens.filter(isOption)) {
+      const what = spec.values[t.name];
+      if (what === undefined && t.value !== undefined) return new UsageError(`--${t.name} takes no value.`);
+      if (what !== undefined && (t.value === undefined || (!t.inlineValue && /^-./.test(t.value)))) return new UsageError(`--${t.name} needs a value (${what}).`);
     }
   }
-  return { positional, values, switches };
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    const extra = tokens.filter((t) => t.kind === 'positional')[spec.positionals];
+    if (extra) return new UsageError(`Unexpected argument "${extra.value}".`);
+  }
+  return new UsageError(err instanceof Error ? err.message : String(err));
 }
 
-/** The last value of a flag, or undefined. */
+/** The command line `argv` read as `spec` says; any mistake in it throws a UsageError. */
+export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
+  const options: Options = {};
+  for (const name of Object.keys(spec.values)) options[name] = { type: 'string', multiple: true };
+  for (const name of spec.switches) options[name] = name === 'help' ? { type: 'boolean', short: 'h' } : { type: 'boolean' };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: spec.positionals > 0 });
+  } catch (err) {
+    throw usageMistake(err, argv, options, spec);
+  }
+  const extra = parsed.positionals[spec.positionals];
+  if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
+  const values = new Map<string, string[]>();
+  const switches = new Set<string>();
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (Array.isArray(value)) values.set(name, value.map(String));
+    else if (value === true) switches.add(name);
+  }
+  return { positional: parsed.positionals, values, switches };
+}
+
+/** The last value of a flag (a flag given twice: the later one wins), or undefined. */
 export function lastValue(args: ParsedArgs, name: string): string | undefined {
-  const all = args.values.get(name);
-  return all === undefined ? undefined : all[all.length - 1];
+  return args.values.get(name)?.at(-1);
 }

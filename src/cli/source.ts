@@ -8,7 +8,7 @@ import { LineWriter, StderrLogger, closedOutputError } from '../process/output.j
 import type { Interrupt } from '../process/interrupt.js';
 import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
-import { lastValue, parseArgs } from './args.js';
+import { lastValue, readArgs, type ArgsSpec } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
 import { StopBridge } from './stop-bridge.js';
 import { UsageError, failureExit, versionLine } from './usage.js';
@@ -41,27 +41,26 @@ SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and e
 every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
 ${exitStatusHelp(true)}`;
 
+const ARGS: ArgsSpec = {
+  values: { config: 'a file path', catalog: 'a file path', state: 'a file path', db: 'a file path', summary: 'a file path' },
+  switches: ['help', 'version'],
+  positionals: 1,
+};
+const COMMANDS = new Set(['spec', 'check', 'discover', 'read', 'replicate']);
+
 async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge, testing: TestSettings): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined) throw new UsageError('No command given.');
-  if (command === '--help' || command === '-h' || command === 'help') {
+  const args = readArgs(argv, ARGS);
+  const [command] = args.positional;
+  if (args.switches.has('help') || command === 'help') {
     process.stdout.write(HELP);
     return 0;
   }
-  if (command === '--version') {
+  if (args.switches.has('version')) {
     process.stdout.write(versionLine('source-data-read'));
     return 0;
   }
-  let args: ReturnType<typeof parseArgs>;
-  try {
-    args = parseArgs(rest, ['config', 'catalog', 'state', 'db', 'summary'], ['help']);
-  } catch (err) {
-    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
-  }
-  if (args.switches.has('help')) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  if (command === undefined) throw new UsageError('No command given.');
+  if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // replicate handles its own signals once loaded; until then, and after it returned, the bridge stops it.
   // The Airbyte commands stop on SIGTERM/SIGINT from here on, the report's start included.
   if (command === 'replicate') bridge.install();
@@ -102,10 +101,8 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
       return airbyte.check(ctx, need('config'));
     case 'discover':
       return airbyte.discover(ctx, need('config'));
-    case 'read':
-      return airbyte.read(ctx, need('config'), need('catalog'), lastValue(args, 'state'));
     default:
-      throw new UsageError(`unknown command "${command}"`);
+      return airbyte.read(ctx, need('config'), need('catalog'), lastValue(args, 'state'));
   }
 }
 

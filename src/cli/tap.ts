@@ -6,7 +6,7 @@ import { LineWriter, StderrLogger, closedOutputError } from '../process/output.j
 import type { Interrupt } from '../process/interrupt.js';
 import { EXIT_USAGE, exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
-import { lastValue, parseArgs, type ParsedArgs } from './args.js';
+import { lastValue, readArgs, type ArgsSpec, type ParsedArgs } from './args.js';
 import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
 import { UsageError, failureExit, usageMessage, versionLine } from './usage.js';
 
@@ -34,25 +34,16 @@ After a CRITICAL error the last STATE written is safe to resume from.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
 ${exitStatusHelp(false)}`;
 
-const VALUE_FLAGS = ['config', 'catalog', 'properties', 'state', 'format', 'summary'];
-const SWITCHES = ['discover', 'about', 'version', 'help'];
+const ARGS: ArgsSpec = {
+  values: { config: 'a file path, or ENV', catalog: 'a file path', properties: 'a file path', state: 'a file path', format: 'json or markdown', summary: 'a file path' },
+  switches: ['discover', 'about', 'version', 'help'],
+  positionals: 0,
+};
 
 function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
   const format = lastValue(args, 'format') ?? 'json';
   if (format !== 'json' && format !== 'markdown') throw new UsageError(`--format must be json or markdown (got "${format}").`);
   return format;
-}
-
-/** The command line, parsed; any mistake in it is a usage mistake. */
-function parseArgsOrUsage(argv: readonly string[]): ParsedArgs {
-  let args: ParsedArgs;
-  try {
-    args = parseArgs(argv, VALUE_FLAGS, SWITCHES);
-  } catch (err) {
-    throw err instanceof UsageError ? err : new UsageError(err instanceof Error ? err.message : String(err));
-  }
-  if (args.positional.length > 0) throw new UsageError(`Unexpected argument "${args.positional[0]}".`);
-  return args;
 }
 
 async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
@@ -92,7 +83,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   let args: ParsedArgs;
   try {
     if (argv.length === 0) throw new UsageError('No arguments given.');
-    args = parseArgsOrUsage(argv);
+    args = readArgs(argv, ARGS);
   } catch (err) {
     logger.log('CRITICAL', usageMessage(err, TAP_HELP));
     return EXIT_USAGE;
