@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_WIDTH, progressLine, usableWidth, type ProgressSnapshot } from '../../src/progress/line.js';
+import { DEFAULT_WIDTH, progressLine, usableWidth, type ProgressSnapshot } from '../../src/progress/progress.js';
 
 const NOW = Date.parse('2026-03-01T10:00:00.000Z');
 

@@ -13,7 +13,8 @@ import type { Interrupt } from '../../process/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { terminalProgress, watchedOnTerminal, type TerminalProgress } from '../progress.js';
+import { observedSink } from '../progress.js';
+import { Progress, watchedOnTerminal } from '../../progress/progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
 
@@ -160,7 +161,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
   ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
-  let progress: TerminalProgress | undefined;
+  let progress: Progress | undefined;
   ctx.interrupt?.setLastWords((signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
     const words = sink.interrupted(signal);
@@ -182,12 +183,12 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return exitStatusFor(error.failureType);
   }
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
-  progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
     const result = await session.run(
       { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE },
-      progress.sink,
+      observedSink(sink, progress),
     );
     progress.stop();
     const failed = result.failures.length;

@@ -30,7 +30,8 @@ import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
-import { Progress } from './progress.js';
+import { Progress, plainEveryMsFromEnv } from '../../progress/progress.js';
+import { observedSink } from '../progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
@@ -197,8 +198,9 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   const { session, store } = opened;
 
   const writer = new ReplicaWriter(store);
-  const sink = new ReplicaSink(writer, { log: (level, message) => progress.log(level, message), changed: () => progress.changed() });
-  const progress = new Progress(logger, { tallies: sink.tallies, requests: () => session.stats });
+  const sink = new ReplicaSink(writer, { log: (level, message) => logger.log(level, message), changed: () => undefined });
+  const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
+  const observed = observedSink(sink, progress);
   // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
   // the group held is committed (whole checkpoints), then the run stops.
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -228,44 +230,44 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   process.once('SIGTERM', onSignal);
   ctx.handlesSignals?.(true);
   try {
-    for (const m of store.migrations) progress.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
+    for (const m of store.migrations) logger.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
     // The watermarks the run starts from, before any pass (a heal pass reads from none).
     report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
     if (config.deletions_as_tombstones) {
-      progress.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
+      logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
-    progress.log('INFO', `${opened.account} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    logger.log('INFO', `${opened.account} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
     // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
     // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
     const heal = await findHeal(states, (stream, since) => session.serviceNow(stream, since));
     let result: SyncResult | undefined;
     if (heal) {
-      progress.log('INFO', healStarting(heal));
+      logger.log('INFO', healStarting(heal));
       sink.fullRead(heal.streams);
       const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink);
+      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, observed);
       if (result.failures.length === 0) {
         writer.flush();
-        progress.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+        logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
         states = store.loadStates();
       }
     }
     if (result === undefined || result.failures.length === 0) {
       // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, sink);
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, observed);
       // A read interrupted last time was finished up to the watermark it started with; one more
       // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
       const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
       if (result.failures.length === 0 && resumed.length > 0) {
-        progress.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+        logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
         writer.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, sink);
+        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, observed);
       }
     }
     const unknown = sink.unknownTypesWarning();
-    if (unknown) progress.log('WARN', unknown);
+    if (unknown) logger.log('WARN', unknown);
     progress.stop();
 
     store.unlock();
@@ -301,7 +303,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     const error = toConnectorError(err);
     report?.fail(error);
     reportWritten(report, sink.tallies);
-    progress.log(
+    logger.log(
       'ERROR',
       error.failureType === 'config_error'
         ? `Cannot replicate: ${error.message}`

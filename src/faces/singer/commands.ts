@@ -13,7 +13,8 @@ import type { Interrupt } from '../../process/interrupt.js';
 import { closedOutputError, type LineWriter, type StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { terminalProgress, type TerminalProgress } from '../progress.js';
+import { observedSink } from '../progress.js';
+import { Progress } from '../../progress/progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
 import { mergeConfigSources } from './config-input.js';
@@ -165,7 +166,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
 
-  let progress: TerminalProgress | undefined;
+  let progress: Progress | undefined;
   ctx.interrupt?.setLastWords((signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
     return {
@@ -180,7 +181,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
       .map(([name]) => name);
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  progress = terminalProgress(sink, { logger: ctx.logger, requests: () => session.stats });
+  progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
     const result = await session.run(
@@ -190,7 +191,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
         deletionGapAdvice: SINGER_GAP_ADVICE,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      progress.sink,
+      observedSink(sink, progress),
     );
     progress.stop();
     await sink.finish();
