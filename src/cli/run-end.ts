@@ -13,11 +13,11 @@ import { ConfigError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
 import { EXIT_TEMPFAIL } from '../process/exit-status.js';
 import { Interrupt, type StopSignal } from '../process/interrupt.js';
-import type { LineWriter } from '../process/output.js';
+import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
 import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../process/version.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
-import { UsageError } from './usage.js';
+import { UsageError, failureExit } from './usage.js';
 
 export class RunEnd {
   private readonly log: (message: string) => void;
@@ -82,13 +82,28 @@ export class RunEnd {
   }
 }
 
+/** What a command of either executable runs with: stdout, the logger, its run end, the AbortSignal of its stop. */
+export interface CommandIo {
+  readonly out: LineWriter;
+  readonly logger: StderrLogger;
+  readonly end: RunEnd;
+  readonly signal: AbortSignal;
+}
+
 /**
- * A command's run end and its signal handling, wired together (what both
- * executables start with): a signal is recorded in the report, which is
- * finished with the signal's exit status before the process exits. The
- * Interrupt is not installed yet. `log` is the executable's error log.
+ * Run one command of `executable`, the way both executables do: the stop
+ * handler installed before anything else (interrupt.ts: a signal is recorded
+ * in the run's report, which is finished with the signal's exit status before
+ * the process exits); a failure told on stderr at `errorLevel` with its exit
+ * status, a usage mistake with the usage text `help` (usage.ts); then stdout
+ * flushed, the handler removed and the report finished with the exit status,
+ * which is returned: the command's, or 75 when a command that succeeded could
+ * not hand its last lines to a reader that went away.
  */
-export function runEndAndInterrupt(out: LineWriter, log: (message: string) => void): { readonly end: RunEnd; readonly interrupt: Interrupt } {
+export async function runCommand(executable: string, errorLevel: string, help: string, command: (io: CommandIo) => Promise<number>): Promise<number> {
+  const out = new LineWriter(process.stdout);
+  const logger = new StderrLogger(executable);
+  const log = (message: string): void => logger.log(errorLevel, message);
   const end = new RunEnd(log);
   const interrupt = new Interrupt({
     out,
@@ -98,17 +113,16 @@ export function runEndAndInterrupt(out: LineWriter, log: (message: string) => vo
       end.finish(code);
       process.exit(code);
     },
-  });
-  return { end, interrupt };
-}
-
-/**
- * After a command, however it ended: stdout flushed, the signal handlers
- * removed, the report finished with the exit status, which is returned:
- * `code`, or 75 when a command that succeeded could not hand its last lines
- * to a reader that went away (`log` says so).
- */
-export async function closeRun(out: LineWriter, interrupt: Interrupt, end: RunEnd, code: number, log: (message: string) => void): Promise<number> {
+  }).install();
+  let code: number;
+  try {
+    code = await command({ out, logger, end, signal: interrupt.signal });
+  } catch (err) {
+    // The reader of stdout went away (a closed pipe): exit 75, run again later.
+    const error = closedOutputError(err) ?? err;
+    end.failed(error);
+    code = failureExit(error, log, help);
+  }
   await out.flush();
   const closed = code === 0 ? out.closed() : undefined;
   if (closed !== undefined) {

@@ -4,14 +4,11 @@
  * start fast. `emulator` (the local Data-Read API) is started by
  * bin/source-data-read itself: the connector never loads the emulator.
  */
-import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
-import type { Interrupt } from '../process/interrupt.js';
 import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, readArgs, type ArgsSpec } from './args.js';
-import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
-import { StopBridge } from './stop-bridge.js';
-import { UsageError, failureExit, versionLine } from './usage.js';
+import { runCommand, type CommandIo } from './run-end.js';
+import { UsageError, versionLine } from './usage.js';
 import type { LockSettings } from '../faces/replica/lock.js';
 
 /** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
@@ -48,7 +45,7 @@ const ARGS: ArgsSpec = {
 };
 const COMMANDS = new Set(['spec', 'check', 'discover', 'read', 'replicate']);
 
-async function run(argv: readonly string[], out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd, bridge: StopBridge, testing: TestSettings): Promise<number> {
+async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo, testing: TestSettings): Promise<number> {
   const args = readArgs(argv, ARGS);
   const [command] = args.positional;
   if (args.switches.has('help') || command === 'help') {
@@ -61,13 +58,8 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
   }
   if (command === undefined) throw new UsageError('No command given.');
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
-  // replicate handles its own signals once loaded; until then, and after it returned, the bridge stops it.
-  // The Airbyte commands stop on SIGTERM/SIGINT from here on, the report's start included.
-  if (command === 'replicate') bridge.install();
-  else interrupt.install();
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
-  bridge.reportReady();
   if (report === undefined && args.values.has('summary')) throw new UsageError(`--summary is an option of read and replicate, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
@@ -79,21 +71,10 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
       throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
     const replica = await import('../faces/replica/command.js');
-    return replica.replicate(
-      {
-        logger,
-        report,
-        onSignal: (signal) => end.interrupted(signal),
-        beforeExit: (code) => end.finish(code),
-        handlesSignals: (own) => bridge.handOver(own),
-        lock: testing.replicaLock,
-      },
-      need('config'),
-      need('db'),
-    );
+    return replica.replicate({ logger, report, signal, beforeExit: (code) => end.finish(code), lock: testing.replicaLock }, need('config'), need('db'));
   }
   const airbyte = await import('../faces/airbyte/commands.js');
-  const ctx = { out, logger, interrupt, report };
+  const ctx = { out, logger, signal, report };
   switch (command) {
     case 'spec':
       return airbyte.spec(ctx);
@@ -107,30 +88,7 @@ async function run(argv: readonly string[], out: LineWriter, logger: StderrLogge
 }
 
 /** Run the command line `argv`; `testing` is for test entry points alone (bin/launch.cjs passes none). */
-export async function main(argv: readonly string[], testing: TestSettings = {}): Promise<number> {
-  const out = new LineWriter(process.stdout);
-  const logger = new StderrLogger('source-data-read');
-  const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('ERROR', message));
-  // replicate's stop handler while its own are not installed: the summary is written on any signal.
-  const bridge = new StopBridge({
-    stop: (signal, code) => {
-      end.interrupted(signal);
-      logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
-      end.finish(code);
-      process.exit(code);
-    },
-  });
-  let code: number;
-  try {
-    code = await run(argv, out, logger, interrupt, end, bridge, testing);
-  } catch (err) {
-    // The reader of stdout went away (a closed pipe): exit 75, run again later.
-    const error = closedOutputError(err) ?? err;
-    end.failed(error);
-    // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
-    code = failureExit(error, (message) => logger.log('ERROR', message), HELP);
-  }
-  code = await closeRun(out, interrupt, end, code, (message) => logger.log('ERROR', message));
-  bridge.uninstall();
-  return code;
+export function main(argv: readonly string[], testing: TestSettings = {}): Promise<number> {
+  // Usage mistakes (no or an unknown command or option, missing file flag) come with the usage text.
+  return runCommand('source-data-read', 'ERROR', HELP, (io) => run(argv, io, testing));
 }

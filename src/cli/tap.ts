@@ -2,13 +2,11 @@
  * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
  * default). Protocol output on stdout only; logs on stderr.
  */
-import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
-import type { Interrupt } from '../process/interrupt.js';
-import { EXIT_USAGE, exitStatusHelp } from '../process/exit-status.js';
+import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
 import { lastValue, readArgs, type ArgsSpec, type ParsedArgs } from './args.js';
-import { closeRun, runEndAndInterrupt, type RunEnd } from './run-end.js';
-import { UsageError, failureExit, usageMessage, versionLine } from './usage.js';
+import { runCommand, type CommandIo } from './run-end.js';
+import { UsageError, versionLine } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
@@ -46,7 +44,9 @@ function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
   return format;
 }
 
-async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, interrupt: Interrupt, end: RunEnd): Promise<number> {
+async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo): Promise<number> {
+  if (argv.length === 0) throw new UsageError('No arguments given.');
+  const args = readArgs(argv, ARGS);
   if (args.switches.has('help')) {
     process.stdout.write(TAP_HELP);
     return 0;
@@ -60,7 +60,7 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, inte
   const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
   if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
   const singer = await import('../faces/singer/commands.js');
-  const ctx = { out, logger, env: process.env, interrupt, report };
+  const ctx = { out, logger, env: process.env, signal, report };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];
   if (configs.length === 0) throw new UsageError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables).');
@@ -77,28 +77,7 @@ async function run(args: ParsedArgs, out: LineWriter, logger: StderrLogger, inte
   return singer.sync(ctx, { configs, catalog, state: lastValue(args, 'state') });
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
-  const out = new LineWriter(process.stdout);
-  const logger = new StderrLogger('tap-data-read');
-  let args: ParsedArgs;
-  try {
-    if (argv.length === 0) throw new UsageError('No arguments given.');
-    args = readArgs(argv, ARGS);
-  } catch (err) {
-    logger.log('CRITICAL', usageMessage(err, TAP_HELP));
-    return EXIT_USAGE;
-  }
-  const { end, interrupt } = runEndAndInterrupt(out, (message) => logger.log('CRITICAL', message));
-  interrupt.install();
-  let code: number;
-  try {
-    code = await run(args, out, logger, interrupt, end);
-  } catch (err) {
-    // The reader of stdout went away (a closed pipe): exit 75, run again later.
-    const error = closedOutputError(err) ?? err;
-    end.failed(error);
-    // Usage mistakes found after parsing (no --config, a bad --format) come with the usage text.
-    code = failureExit(error, (message) => logger.log('CRITICAL', message), TAP_HELP);
-  }
-  return closeRun(out, interrupt, end, code, (message) => logger.log('CRITICAL', message));
+export function main(argv: readonly string[]): Promise<number> {
+  // Usage mistakes (no arguments, an unknown option, no --config, a bad --format) come with the usage text.
+  return runCommand('tap-data-read', 'CRITICAL', TAP_HELP, (io) => run(argv, io));
 }

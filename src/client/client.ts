@@ -37,6 +37,8 @@ export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the
 export const DEFAULT_RETRY_MAX_MS = 60_000;
 /** Where the service serves its machine-readable description (API description, section 4.2). */
 export const DESCRIPTION_PATH = '/v1/openapi.json';
+/** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
+const NEVER: Promise<never> = new Promise(() => undefined);
 
 /** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
@@ -103,6 +105,10 @@ class DataReadClient implements DataReadApi {
   /** "max_retries 8", or the words of a command with its own limit (ClientOptions.retryLimit). */
   readonly #retryLimit: string;
   readonly #closing = new AbortController();
+  /** The run's stop (ClientOptions.signal). */
+  readonly #stop: AbortSignal | undefined;
+  /** Aborted by close() or the run's stop: ends the request in flight and the waits. */
+  readonly #halt: AbortSignal;
   /** A failure of the key or of the service remembered, an outage in progress: shared by every request. */
   readonly #reach: SharedReach;
   /** path -> the end of the last rate-limit wait it was told about. */
@@ -128,6 +134,8 @@ class DataReadClient implements DataReadApi {
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
     this.#reach = new SharedReach(this.#now);
+    this.#stop = o.signal;
+    this.#halt = o.signal === undefined ? this.#closing.signal : AbortSignal.any([this.#closing.signal, o.signal]);
     this.#onWait = o.onWait;
     this.#onLog = o.onLog;
     const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;
@@ -199,7 +207,17 @@ class DataReadClient implements DataReadApi {
 
   // --- one request, with its retries ---------------------------------------
 
+  /** One request with its retries; once the run is stopped, it never settles (ClientOptions.signal). */
   async #get(target: string, label: string): Promise<unknown> {
+    try {
+      return await this.#retried(target, label);
+    } catch (err) {
+      if (this.#stop?.aborted) return NEVER;
+      throw err;
+    }
+  }
+
+  async #retried(target: string, label: string): Promise<unknown> {
     const me: Prober = {};
     const started = this.#now();
     const backoff = new Backoff(this.#retryBaseMs, this.#retryMaxMs, this.#random);
@@ -304,6 +322,8 @@ class DataReadClient implements DataReadApi {
       timedOut = true;
       controller.abort();
     }, this.#timeoutMs);
+    const stop = (): void => controller.abort();
+    this.#halt.addEventListener('abort', stop, { once: true });
     let status: number;
     let headers: IncomingHttpHeaders;
     let raw: Buffer | string;
@@ -321,10 +341,11 @@ class DataReadClient implements DataReadApi {
       // A success as sent is decoded straight to text; anything else is kept as bytes.
       raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
     } catch (err) {
-      if (this.#closing.signal.aborted) throw this.#closedError();
+      if (this.#halt.aborted) throw this.#closedError();
       return { ok: false, fault: this.#netFault(err, timedOut) };
     } finally {
       clearTimeout(timer);
+      this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
     return await this.#judge(status, headers, raw);
@@ -447,7 +468,7 @@ class DataReadClient implements DataReadApi {
   }
 
   #assertOpen(): void {
-    if (this.#closing.signal.aborted) throw this.#closedError();
+    if (this.#halt.aborted) throw this.#closedError();
   }
 
   // --- waits and reports -----------------------------------------------------
@@ -482,7 +503,7 @@ class DataReadClient implements DataReadApi {
   }
 
   #timerSleep(ms: number): Promise<void> {
-    const signal = this.#closing.signal;
+    const signal = this.#halt;
     if (signal.aborted) return Promise.reject(this.#closedError());
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {

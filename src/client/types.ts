@@ -51,6 +51,12 @@ export interface ClientOptions {
   readonly now?: () => number;
   /** Injection point for tests: how the client sleeps (default: a timer, cancelled by close()). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * The run's stop (a SIGTERM/SIGINT): once aborted, the request in flight is
+   * aborted, waits end, and every request pending or made later never
+   * settles: the process is ending, and nothing after the stop is reported.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface WaitNotice {

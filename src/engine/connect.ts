@@ -13,7 +13,7 @@ import { STREAMS, type StreamDefinition } from '../streams.js';
 import { USER_AGENT } from '../process/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
-export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog'>;
+export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;
 
 export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overrides: Partial<ClientOptions> = {}): DataReadApi {
   return createClient({
@@ -109,11 +109,11 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
  * connection for the drift line: which fields the service describes that the
  * built-in schemas lack, and the other way round.
  */
-export async function checkConnection(config: Config): Promise<ConnectionCheck> {
+export async function checkConnection(config: Config, hooks: ClientHooks = {}): Promise<ConnectionCheck> {
   // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
   const future = futureStartDate(config.start_date);
   if (future) return { ok: false, message: future };
-  const client = clientFromConfig(config, {}, interactivePatience(config));
+  const client = clientFromConfig(config, hooks, interactivePatience(config));
   try {
     const result = await verifyAccount(client, config);
     if (!result.ok) return result;

@@ -128,7 +128,7 @@ export class SyncSession {
   /** Why /v1/me failed, when accountFor met it: what the next sync stops on. */
   #accountFailure: ConnectorError | undefined;
 
-  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunRecorder | undefined) {
+  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunRecorder | undefined, signal: AbortSignal | undefined) {
     this.config = config;
     this.engine = engine;
     this.report = report;
@@ -139,6 +139,7 @@ export class SyncSession {
         if (sink && stream && notice.reason === 'rate_limited') fireAndForget(() => sink.streamRunning(stream, notice.until));
       },
       onLog: (level, message) => fireAndForget(() => (this.running ? this.running.log(level, message) : log(level, message))),
+      signal,
     });
     report?.setRequestCounts(() => {
       const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = this.client.stats;
@@ -149,11 +150,13 @@ export class SyncSession {
   /**
    * A session for a validated config; the client's notes outside a sync go to
    * `log`. `report`: the command's run report, fed with every sync's streams,
-   * records, checkpoints, failures and request counts. Close it when done.
+   * records, checkpoints, failures and request counts. `signal`: the run's
+   * stop (process/interrupt.ts): once aborted, the session's requests never
+   * settle, so the sync stalls where it is and reports nothing more. Close it when done.
    */
-  static async open(config: Config, log: SessionLog, report?: RunRecorder): Promise<SyncSession> {
+  static async open(config: Config, log: SessionLog, report?: RunRecorder, signal?: AbortSignal): Promise<SyncSession> {
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
-    return new SyncSession(config, log, { connect, sync }, report);
+    return new SyncSession(config, log, { connect, sync }, report, signal);
   }
 
   /** Records per stream so far, over every sync of the session (streams started, in order). */

@@ -3,21 +3,25 @@
  * Ctrl-C). A container's PID 1 gets no default action for SIGTERM: without a
  * handler, Node ignores `docker stop` and is SIGKILLed ten seconds later.
  *
- * The first signal ends the command at once: what was written stays written,
- * later protocol writes are dropped (the engine stalls where it is), the
- * command's last words (Airbyte: INCOMPLETE statuses and an ERROR trace;
- * Singer: the final STATE) go out after whatever is already queued, stdout and
- * stderr are flushed (at most `graceMs`), and the process exits with
- * 128 + the signal number (143 for SIGTERM, 130 for SIGINT). Every STATE
- * written before the signal covers only records written before it, so the
- * next run resumes from there. A second signal exits without waiting.
+ * One handler for the whole command, installed before anything else, and one
+ * AbortController: the first signal aborts it, and whatever must react
+ * listens to its AbortSignal, handed down from the command line (the client's
+ * requests and waits, the replica's writer, the status line, the command's
+ * last words: `onStop`). Then what was written stays written, later protocol
+ * writes are dropped (the engine stalls where it is), the command's last
+ * words (Airbyte: INCOMPLETE statuses and an ERROR trace; Singer: the final
+ * STATE) go out after whatever is already queued, stdout and stderr are
+ * flushed (at most `graceMs`), and the process exits with 128 + the signal
+ * number (143 for SIGTERM, 130 for SIGINT). Every STATE written before the
+ * signal covers only records written before it, so the next run resumes from
+ * there. A second signal exits without waiting.
  */
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import type { LineWriter } from './output.js';
 
 export type StopSignal = 'SIGTERM' | 'SIGINT';
-export const STOP_SIGNALS: readonly StopSignal[] = ['SIGTERM', 'SIGINT'];
+const STOP_SIGNALS: readonly StopSignal[] = ['SIGTERM', 'SIGINT'];
 
 /** Where signals come from: the process, or an EventEmitter in tests. */
 export interface SignalSource {
@@ -25,17 +29,9 @@ export interface SignalSource {
   off(event: StopSignal, listener: (signal: StopSignal) => void): unknown;
 }
 
-/** What the running command says when it is stopped. */
-export interface LastWords {
-  /** Whole protocol lines, written after everything already queued on stdout. */
-  readonly stdout?: string | undefined;
-  /** One message for people (stderr); a generic one when absent. */
-  readonly message?: string | undefined;
-}
-
 export interface InterruptOptions {
   readonly out: LineWriter;
-  /** Logs one message on stderr (the face's logger, at its error level). */
+  /** Logs one message on stderr (the executable's logger, at its error level). */
   readonly log: (message: string) => void;
   /** Longest wait for stdout and stderr to take the last lines. */
   readonly graceMs?: number;
@@ -51,74 +47,86 @@ export function exitCodeFor(signal: StopSignal): number {
   return 128 + constants.signals[signal];
 }
 
-const DEFAULT_GRACE_MS = 3000;
+/** The reason of the command's AbortSignal once a stop signal aborted it. */
+class Stop extends Error {
+  readonly signal: StopSignal;
+  /** Whether the command said its own last words (else a generic message is said). */
+  told = false;
+  constructor(signal: StopSignal) {
+    super(`Interrupted by ${signal}.`);
+    this.signal = signal;
+    this.name = 'AbortError';
+  }
+}
 
 /**
- * SIGTERM and SIGINT handed to `handle` from install() to uninstall(), each
- * listener added at most once (the signal source is `process` unless a test
- * gives its own).
+ * The command's last words when it is stopped: `say` runs once, at the stop
+ * (not when the stop came before: the generic message was said), and says them itself (stdout through
+ * LineWriter.seal, its message on stderr), instead of the generic message.
+ * A `say` that throws is passed over: stopping must not depend on it.
+ * Returns what removes it (a command that moves on to other last words).
  */
-export abstract class SignalListener {
-  private listening = false;
-  protected abstract get signals(): SignalSource;
-  protected abstract readonly handle: (signal: StopSignal) => void;
+export function onStop(signal: AbortSignal | undefined, say: (stopSignal: StopSignal) => void): () => void {
+  if (signal === undefined) return () => undefined;
+  const run = (): void => {
+    const reason: unknown = signal.reason;
+    if (!(reason instanceof Stop)) return;
+    try {
+      say(reason.signal);
+      reason.told = true;
+    } catch {
+      // the generic message is said instead
+    }
+  };
+  signal.addEventListener('abort', run, { once: true });
+  return () => signal.removeEventListener('abort', run);
+}
 
+const DEFAULT_GRACE_MS = 3000;
+
+export class Interrupt {
+  private readonly options: InterruptOptions;
+  private readonly controller = new AbortController();
+  private listening = false;
+
+  constructor(options: InterruptOptions) {
+    this.options = options;
+  }
+
+  /** Aborted by the first stop signal: hand it to everything that must stop. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Listen for SIGTERM and SIGINT (once, however often called) until uninstall(). */
   install(): this {
-    if (!this.listening) for (const signal of STOP_SIGNALS) this.signals.on(signal, this.handle);
+    const source = this.options.signals ?? process;
+    if (!this.listening) for (const signal of STOP_SIGNALS) source.on(signal, this.handle);
     this.listening = true;
     return this;
   }
 
   uninstall(): void {
-    if (this.listening) for (const signal of STOP_SIGNALS) this.signals.off(signal, this.handle);
+    const source = this.options.signals ?? process;
+    if (this.listening) for (const signal of STOP_SIGNALS) source.off(signal, this.handle);
     this.listening = false;
   }
-}
 
-export class Interrupt extends SignalListener {
-  private readonly options: InterruptOptions;
-  private lastWords: ((signal: StopSignal) => LastWords) | undefined;
-  private stopping = false;
-
-  constructor(options: InterruptOptions) {
-    super();
-    this.options = options;
-  }
-
-  protected get signals(): SignalSource {
-    return this.options.signals ?? process;
-  }
-
-  /** Set what the running command says when stopped (replaces any earlier one). */
-  setLastWords(lastWords: (signal: StopSignal) => LastWords): void {
-    this.lastWords = lastWords;
-  }
-
-  /** True once a signal has been received. */
-  get interrupted(): boolean {
-    return this.stopping;
-  }
-
-  protected readonly handle = (signal: StopSignal): void => {
+  private readonly handle = (signal: StopSignal): void => {
     const exit = this.options.exit ?? ((code: number) => process.exit(code));
     const code = exitCodeFor(signal);
-    if (this.stopping) {
+    if (this.signal.aborted) {
       exit(code);
       return;
     }
-    this.stopping = true;
     try {
       this.options.onSignal?.(signal);
     } catch {
       // the same: stopping must not depend on it
     }
-    let words: LastWords = {};
-    try {
-      words = this.lastWords?.(signal) ?? {};
-    } catch {
-      // The last words are a courtesy: stopping must not depend on them.
-    }
-    this.options.log(words.message ?? `Interrupted by ${signal}: stopped before the command finished.`);
+    const stop = new Stop(signal);
+    this.controller.abort(stop);
+    if (!stop.told) this.options.log(`Interrupted by ${signal}: stopped before the command finished.`);
     let done = false;
     const finish = (): void => {
       if (done) return;
@@ -132,6 +140,6 @@ export class Interrupt extends SignalListener {
       if (stderr.writableEnded || stderr.destroyed) resolve();
       else stderr.write('', () => resolve());
     });
-    void Promise.all([this.options.out.seal(words.stdout), stderrFlushed]).then(finish, finish);
+    void Promise.all([this.options.out.seal(), stderrFlushed]).then(finish, finish);
   };
 }

@@ -1,12 +1,14 @@
 /**
- * Stopping on SIGTERM/SIGINT, in-process: signals from an EventEmitter, stdout
- * and stderr as in-memory streams, exit recorded instead of taken. The real
- * executables under real signals: test/e2e/all-faces/interrupt.test.ts.
+ * Stopping on SIGTERM/SIGINT, in-process (src/process/interrupt.ts): signals
+ * from an EventEmitter, stdout and stderr as in-memory streams, exit recorded
+ * instead of taken. One AbortSignal for the command: what listens to it
+ * reacts, a command's last words (onStop) replace the generic message. The
+ * real executables under real signals: test/e2e/all-faces/interrupt.test.ts.
  */
 import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { Interrupt, exitCodeFor, type LastWords, type StopSignal } from '../../src/process/interrupt.js';
+import { Interrupt, exitCodeFor, onStop, type StopSignal } from '../../src/process/interrupt.js';
 import { LineWriter } from '../../src/process/output.js';
 import { AirbyteSink } from '../../src/faces/airbyte/sink.js';
 import { STREAMS } from '../../src/streams.js';
@@ -24,16 +26,19 @@ interface Harness {
   out: LineWriter;
   stdout: () => string;
   logs: string[];
+  told: StopSignal[];
   exited: Promise<number>;
   exits: number[];
   interrupt: Interrupt;
 }
 
-function harness(options: { stdout?: Writable; graceMs?: number; lastWords?: (signal: StopSignal) => LastWords } = {}): Harness {
+/** An Interrupt installed on an EventEmitter; `lastWords`, when given, are the command's (written to stdout, said in `logs`). */
+function harness(options: { stdout?: Writable; graceMs?: number; lastWords?: (signal: StopSignal) => { stdout: string; message: string } } = {}): Harness {
   const signals = new EventEmitter();
   const mem = memory();
   const out = new LineWriter(options.stdout ?? mem.stream);
   const logs: string[] = [];
+  const told: StopSignal[] = [];
   const exits: number[] = [];
   let resolveExit: (code: number) => void = () => undefined;
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
@@ -43,13 +48,21 @@ function harness(options: { stdout?: Writable; graceMs?: number; lastWords?: (si
     signals,
     stderr: new PassThrough(),
     graceMs: options.graceMs ?? 5000,
+    onSignal: (signal) => told.push(signal),
     exit: (code) => {
       exits.push(code);
       resolveExit(code);
     },
   }).install();
-  if (options.lastWords) interrupt.setLastWords(options.lastWords);
-  return { signals, out, stdout: mem.text, logs, exited, exits, interrupt };
+  const { lastWords } = options;
+  if (lastWords) {
+    onStop(interrupt.signal, (signal) => {
+      const words = lastWords(signal);
+      void out.seal(words.stdout);
+      logs.push(words.message);
+    });
+  }
+  return { signals, out, stdout: mem.text, logs, told, exited, exits, interrupt };
 }
 
 const settled = async (p: Promise<unknown>): Promise<boolean> => {
@@ -67,17 +80,23 @@ describe('exit status', () => {
 });
 
 describe('Interrupt', () => {
-  it('on SIGTERM: the last words follow what was written, later writes are dropped, exit 143', async () => {
+  it('on SIGTERM: the report told first, the signal aborted, the last words after what was written, later writes dropped, exit 143', async () => {
     const h = harness({ lastWords: (signal) => ({ stdout: `{"last":"${signal}"}\n`, message: `stopped by ${signal}` }) });
+    const heard: unknown[] = [];
+    h.interrupt.signal.addEventListener('abort', () => heard.push(h.told.length));
     await h.out.write('{"n":1}\n');
+    expect(h.interrupt.signal.aborted).toBe(false);
     h.signals.emit('SIGTERM', 'SIGTERM');
     const late = h.out.write('{"n":2}\n');
     expect(await h.exited).toBe(143);
+    expect(h.told).toEqual(['SIGTERM']);
+    // What listens to the signal hears of the stop after the report was told.
+    expect(heard).toEqual([1]);
     expect(h.stdout()).toBe('{"n":1}\n{"last":"SIGTERM"}\n');
     expect(h.logs).toEqual(['stopped by SIGTERM']);
     // The writer that came too late stalls: its promise never settles.
     expect(await settled(late)).toBe(false);
-    expect(h.interrupt.interrupted).toBe(true);
+    expect(h.interrupt.signal.aborted).toBe(true);
   });
 
   it('on SIGINT exits 130 and says something even without last words', async () => {
@@ -98,7 +117,7 @@ describe('Interrupt', () => {
         setTimeout(done, 5);
       },
     });
-    const h = harness({ stdout: slow, lastWords: () => ({ stdout: 'LAST\n' }) });
+    const h = harness({ stdout: slow, lastWords: () => ({ stdout: 'LAST\n', message: 'stopped' }) });
     const lines = ['aaaaaaaaa\n', 'bbbbbbbbb\n', 'ccccccccc\n']; // each over the pipe's 8 bytes: every write waits for 'drain'
     const pending = lines.map((l) => h.out.write(l));
     h.signals.emit('SIGTERM', 'SIGTERM');
@@ -109,7 +128,7 @@ describe('Interrupt', () => {
 
   it('exits after the grace period when stdout never takes the last words', async () => {
     const stuck = new Writable({ highWaterMark: 1, write: () => undefined }); // never calls back
-    const h = harness({ stdout: stuck, graceMs: 50, lastWords: () => ({ stdout: 'LAST\n' }) });
+    const h = harness({ stdout: stuck, graceMs: 50, lastWords: () => ({ stdout: 'LAST\n', message: 'stopped' }) });
     h.signals.emit('SIGTERM', 'SIGTERM');
     expect(await h.exited).toBe(143);
     expect(h.exits).toEqual([143]);
@@ -122,9 +141,10 @@ describe('Interrupt', () => {
     h.signals.emit('SIGINT', 'SIGINT');
     expect(await h.exited).toBe(130);
     expect(h.exits).toEqual([130]);
+    expect(h.told).toEqual(['SIGTERM']);
   });
 
-  it('stops even when the last words throw', async () => {
+  it('stops even when the last words throw: the generic message instead', async () => {
     const h = harness({
       lastWords: () => {
         throw new Error('boom');
@@ -132,7 +152,24 @@ describe('Interrupt', () => {
     });
     h.signals.emit('SIGTERM', 'SIGTERM');
     expect(await h.exited).toBe(143);
-    expect(h.logs[0]).toMatch(/Interrupted by SIGTERM/);
+    expect(h.logs).toEqual(['Interrupted by SIGTERM: stopped before the command finished.']);
+  });
+
+  it('last words removed, or set after the stop, are not said: the generic message is', async () => {
+    const h = harness();
+    const said: string[] = [];
+    const remove = onStop(h.interrupt.signal, () => said.push('removed'));
+    remove();
+    h.signals.emit('SIGTERM', 'SIGTERM');
+    onStop(h.interrupt.signal, () => said.push('late'));
+    expect(await h.exited).toBe(143);
+    expect(said).toEqual([]);
+    expect(h.logs).toEqual(['Interrupted by SIGTERM: stopped before the command finished.']);
+    // Only the stop's own abort counts: another abort reason is not a stop signal.
+    const other = new AbortController();
+    onStop(other.signal, () => said.push('other'));
+    other.abort();
+    expect(said).toEqual([]);
   });
 
   it('uninstall removes its listeners; install is idempotent', () => {

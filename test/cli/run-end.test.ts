@@ -1,17 +1,21 @@
 /**
  * The run's end as the command line keeps it (src/cli/run-end.ts): the report
  * exists as soon as a sync command starts, before anything is awaited, so a
- * signal at start-up is recorded and the summary written.
+ * signal at start-up is recorded and the summary written; the stop handler
+ * is there from a command's first moment to the end of its run.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { RunEnd } from '../../src/cli/run-end.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { RunEnd, runCommand } from '../../src/cli/run-end.js';
+import { captureStderr } from '../helpers/stderr.js';
 import { RunSummarySchema } from '../../src/engine/run-summary-schema.js';
 import { tempDir } from '../helpers/cli.js';
 
 const dir = tempDir('run-end-');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const stderr = captureStderr();
+afterEach(() => vi.restoreAllMocks());
 
 describe('RunEnd', () => {
   it('a signal while the report is starting: the summary says interrupted, with the exit status', async () => {
@@ -37,5 +41,37 @@ describe('RunEnd', () => {
     end.interrupted('SIGINT');
     end.finish(130);
     expect(RunSummarySchema.parse(JSON.parse(readFileSync(path, 'utf8')))).toMatchObject({ status: 'succeeded', exit_code: 0 });
+  });
+});
+
+describe('runCommand', () => {
+  it('listens for SIGTERM from the command\'s first moment: the command\'s signal aborted, the summary interrupted, exit 143; the listener gone after', async () => {
+    const path = join(dir, 'command.json');
+    const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
+    const before = process.listenerCount('SIGTERM');
+    let aborted = false;
+    const code = await runCommand('test-executable', 'ERROR', 'usage', async ({ end, signal }) => {
+      expect(process.listenerCount('SIGTERM')).toBe(before + 1);
+      const starting = end.start('read', path);
+      process.emit('SIGTERM', 'SIGTERM');
+      aborted = signal.aborted;
+      await starting;
+      await vi.waitFor(() => expect(exit).toHaveBeenCalledWith(143));
+      return 0;
+    });
+    expect(aborted).toBe(true);
+    expect(exit).toHaveBeenCalledTimes(1);
+    // The exit wrote the summary first; the command's own end changes nothing.
+    expect(code).toBe(0);
+    expect(RunSummarySchema.parse(JSON.parse(readFileSync(path, 'utf8')))).toMatchObject({ status: 'interrupted', exit_code: 143 });
+    expect(stderr.join('')).toMatch(/ERROR test-executable: Interrupted by SIGTERM: stopped before the command finished\.\n/);
+    expect(process.listenerCount('SIGTERM')).toBe(before);
+  });
+
+  it('tells a usage mistake with the usage text, exit 2', async () => {
+    const { UsageError } = await import('../../src/cli/usage.js');
+    const code = await runCommand('test-executable', 'CRITICAL', 'Usage: test-executable --x', () => Promise.reject(new UsageError('No arguments given.')));
+    expect(code).toBe(2);
+    expect(stderr.join('')).toMatch(/CRITICAL test-executable: No arguments given\.\n\nUsage: test-executable --x\n$/);
   });
 });

@@ -6,8 +6,11 @@ export function captureStderr(): string[] {
   const written: string[] = [];
   beforeEach(() => {
     written.length = 0;
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, encoding?: unknown, callback?: unknown) => {
+      if (String(chunk) !== '') written.push(String(chunk));
+      // Told written at once, as a write to a file or a pipe is.
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
       return true;
     });
   });

@@ -9,7 +9,7 @@ import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
 import { readJsonFile } from '../../config/files.js';
-import type { Interrupt } from '../../process/interrupt.js';
+import { onStop } from '../../process/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
@@ -32,8 +32,8 @@ export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-dat
 export interface CommandContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
-  /** Stopping on SIGTERM/SIGINT; `read` says its last words through it. */
-  readonly interrupt?: Interrupt | undefined;
+  /** Aborted by SIGTERM/SIGINT (process/interrupt.ts): requests end, and `read` says its last words. */
+  readonly signal?: AbortSignal | undefined;
   /** `read`: the run's report, fed with what the read did (for --summary). */
   readonly report?: RunRecorder | undefined;
 }
@@ -88,7 +88,7 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
   }
   // The HTTP client (undici) is loaded only by the commands that talk to the API: spec starts faster.
   const { checkConnection } = await import('../../engine/connect.js');
-  const result = await checkConnection(config);
+  const result = await checkConnection(config, { signal: ctx.signal });
   if (result.drift) await sink.log(result.drift.level, result.drift.message);
   await ctx.out.write(ctx.logger.redact(msg.connectionStatus(result.ok ? 'SUCCEEDED' : 'FAILED', result.message)));
   return 0;
@@ -108,7 +108,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     const { config } = parsed;
     const [{ discoverCatalog }, { loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/connect.js')]);
     // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
-    const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined) });
+    const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined), signal: ctx.signal });
     for (const note of loaded.notes) await sink.log(note.level, note.message);
     const { treatedSchemasFor } = await import('../../personal-data/treatments.js');
     const warnings: string[] = [];
@@ -162,13 +162,14 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
   ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
   let progress: Progress | undefined;
-  ctx.interrupt?.setLastWords((signal) => {
+  onStop(ctx.signal, (signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
     const words = sink.interrupted(signal);
-    return { stdout: words.lines, message: words.message };
+    void ctx.out.seal(words.lines);
+    ctx.logger.log('ERROR', words.message);
   });
   const { SyncSession } = await import('../../engine/session.js');
-  const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report);
+  const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report, ctx.signal);
   try {
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
     for (const note of await session.accountFor(states, streams)) await sink.log(note.level, note.message);

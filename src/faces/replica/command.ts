@@ -10,7 +10,7 @@
  * the final summary go to stderr. Exit 0 when every stream completed, else
  * the status of the failure (exit-status.ts: 78 config_error, 75
  * transient_error or the file locked by a live run, 70 system_error), the
- * cause named; 143/130 when stopped by SIGTERM/SIGINT.
+ * cause named; 143/130 when stopped by SIGTERM/SIGINT (the run's AbortSignal).
  * The replica belongs to the account of the key that built it: a config
  * whose key reads another account is refused (78) before the file changes.
  * After a pause longer than the service keeps
@@ -30,6 +30,7 @@ import type { StderrLogger } from '../../process/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
+import { onStop } from '../../process/interrupt.js';
 import { Progress, plainEveryMsFromEnv } from '../../progress/progress.js';
 import { observedSink } from '../progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
@@ -42,16 +43,13 @@ export interface ReplicateContext {
   readonly logger: StderrLogger;
   /** The run's report, fed with what the run wrote (for --summary). */
   readonly report?: RunRecorder | undefined;
-  /** Told when a stop signal arrives, before anything else. */
-  readonly onSignal?: ((signal: 'SIGTERM' | 'SIGINT') => void) | undefined;
-  /** Called with the exit status right before the process exits on a signal (the summary is written there). */
-  readonly beforeExit?: ((code: number) => void) | undefined;
   /**
-   * Told true once replicate's own SIGTERM/SIGINT handlers are installed, false
-   * once they are removed (the last after its final awaits): the caller's
-   * handler stops the run in between, so no signal meets the default action.
+   * Aborted by SIGTERM/SIGINT (process/interrupt.ts, which then exits 143/130):
+   * requests end, the writer commits the group it holds, and the run says so.
    */
-  readonly handlesSignals?: ((own: boolean) => void) | undefined;
+  readonly signal?: AbortSignal | undefined;
+  /** Called with the exit status right before the process exits because another run took the lock over (the summary is written there). */
+  readonly beforeExit?: ((code: number) => void) | undefined;
   /**
    * The writer lock's settings where they are not the defaults and this
    * host's name: only tests give them (shorter intervals, another host name),
@@ -113,10 +111,9 @@ async function openRun(
   logger: StderrLogger,
   config: Config,
   dbPath: string,
-  report: RunRecorder | undefined,
-  lock: Partial<LockSettings> = {},
+  { report, signal, lock = {} }: ReplicateContext,
 ): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | Refusal> {
-  const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report);
+  const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report, signal);
   const refuse = async (error: ConnectorError): Promise<Refusal> => {
     report?.fail(error);
     logger.log('ERROR', `Cannot replicate: ${error.message}`);
@@ -166,54 +163,33 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   // Every stream is replicated: a run refused before it reads its states still lists them (skipped).
   report?.plan(REPLICA_STREAMS.map(({ stream }) => ({ name: stream.name })));
   // Stopped before the replica is opened (the account check): nothing written yet; the summary says so.
-  const stopEarly = (signal: NodeJS.Signals): void => {
-    ctx.onSignal?.(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
-    logger.log('WARN', `Interrupted (${signal}) before the replica was opened; nothing was written.`);
-    const code = signal === 'SIGINT' ? 130 : 143;
-    ctx.beforeExit?.(code);
-    process.exit(code);
-  };
-  process.once('SIGINT', stopEarly);
-  process.once('SIGTERM', stopEarly);
-  ctx.handlesSignals?.(true);
-  let opened: Awaited<ReturnType<typeof openRun>>;
+  const stopEarly = onStop(ctx.signal, (signal) => logger.log('WARN', `Interrupted (${signal}) before the replica was opened; nothing was written.`));
   let config: Config;
   try {
-    try {
-      config = prepare(logger, configPath, dbPath);
-    } catch (err) {
-      const error = toConnectorError(err);
-      report?.fail(error);
-      logger.log('ERROR', `Cannot replicate: ${error.message}`);
-      return exitStatusFor(error.failureType);
-    }
-    report?.setRedact((text) => logger.redact(text));
-    opened = await openRun(logger, config, dbPath, report, ctx.lock);
-    if ('code' in opened) return opened.code;
-  } finally {
-    process.off('SIGINT', stopEarly);
-    process.off('SIGTERM', stopEarly);
-    ctx.handlesSignals?.(false);
+    config = prepare(logger, configPath, dbPath);
+  } catch (err) {
+    const error = toConnectorError(err);
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    return exitStatusFor(error.failureType);
   }
+  report?.setRedact((text) => logger.redact(text));
+  const opened = await openRun(logger, config, dbPath, ctx);
+  if ('code' in opened) return opened.code;
   const { session, store } = opened;
 
-  const writer = new ReplicaWriter(store);
+  // A stop: writes are synchronous, so it comes between two checkpoints; the writer commits the group
+  // it holds (whole checkpoints) on its own, then the run says what it kept (these words come after it).
+  const writer = new ReplicaWriter(store, { signal: ctx.signal });
   const sink = new ReplicaSink(writer, { log: (level, message) => logger.log(level, message), changed: () => undefined });
   const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
-  const observed = observedSink(sink, progress);
-  // Ctrl-C or a stop request: writes are synchronous, so the handler runs between two checkpoints;
-  // the group held is committed (whole checkpoints), then the run stops.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    ctx.onSignal?.(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
+  stopEarly();
+  onStop(ctx.signal, (signal) => {
     progress.stop();
-    writer.stopNow();
     reportWritten(report, sink.tallies);
     store.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
-    const code = signal === 'SIGINT' ? 130 : 143;
-    ctx.beforeExit?.(code);
-    process.exit(code);
-  };
+  });
   // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
   // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
   store.onLockLost = () => {
@@ -226,9 +202,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     ctx.beforeExit?.(EXIT_TEMPFAIL);
     process.exit(EXIT_TEMPFAIL);
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  ctx.handlesSignals?.(true);
+  const observed = observedSink(sink, progress);
   try {
     for (const m of store.migrations) logger.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
@@ -312,12 +286,9 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     return exitStatusFor(error.failureType);
   } finally {
     progress.stop();
-    // The handlers stay while the run closes (a signal there still commits, writes the summary, exits 143/130).
+    // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
     await writer.close().catch(() => undefined);
     store.close();
     await session.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    ctx.handlesSignals?.(false);
   }
 }

@@ -59,7 +59,12 @@ export interface WriterOptions {
   readonly walThreadAfterBytes?: number;
   /** WAL size past which the writer makes the WAL start over (WAL_RESTART_BYTES). */
   readonly walRestartBytes?: number;
+  /** The run's stop (process/interrupt.ts): once aborted, the writer stops (stopNow). */
+  readonly signal?: AbortSignal | undefined;
 }
+
+/** What a checkpoint that came after a stop wrote: nothing (the process is ending; the next run reads it again). */
+const DROPPED: CommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0 };
 
 export class ReplicaWriter implements CheckpointTarget {
   private readonly store: ReplicaStore;
@@ -88,6 +93,10 @@ export class ReplicaWriter implements CheckpointTarget {
   private startedThread = false;
   /** Told when the open group is committed: each checkpoint's result, in order (dropped with a lost group). */
   private onCommit: (() => void)[] = [];
+  /** Stopped by a stop signal: later checkpoints are dropped, as stdout's lines are after a stop. */
+  private stopped = false;
+  private readonly signal: AbortSignal | undefined;
+  private readonly onStop = (): void => this.stopNow();
 
   constructor(store: ReplicaStore, options: WriterOptions = {}) {
     this.store = store;
@@ -101,6 +110,8 @@ export class ReplicaWriter implements CheckpointTarget {
     tuneForWriting(store.db);
     this.writer = new TableWriter(store.db, store.tables, store.inFirstSave);
     this.walThreadUrl = options.walThread === undefined ? new URL('./wal-thread.js', import.meta.url) : options.walThread;
+    this.signal = options.signal;
+    this.signal?.addEventListener('abort', this.onStop, { once: true });
   }
 
   private error(cause: string): ConnectorError {
@@ -137,6 +148,7 @@ export class ReplicaWriter implements CheckpointTarget {
    * group's time (groupTimeMs), and `committed` told its result then.
    */
   write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
+    if (this.stopped) return DROPPED;
     if (this.lost) throw this.lost;
     let result: CommitResult;
     try {
@@ -270,6 +282,7 @@ export class ReplicaWriter implements CheckpointTarget {
 
   /** Commit, and stop the WAL thread (the store's last close copies what it left). Throws when a commit failed. */
   async close(): Promise<void> {
+    this.signal?.removeEventListener('abort', this.onStop);
     try {
       this.commit(true);
     } finally {
@@ -303,8 +316,9 @@ export class ReplicaWriter implements CheckpointTarget {
     void thread?.terminate();
   }
 
-  /** For a stop signal: commit what is held (whole checkpoints), end the thread at once. */
+  /** For a stop signal: commit what is held (whole checkpoints), end the thread at once; later checkpoints are dropped. */
   stopNow(): void {
+    this.stopped = true;
     this.commitQuietly(true);
     const thread = this.walThread;
     this.walThread = undefined;

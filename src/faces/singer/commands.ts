@@ -9,7 +9,7 @@ import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
-import type { Interrupt } from '../../process/interrupt.js';
+import { onStop } from '../../process/interrupt.js';
 import { closedOutputError, type LineWriter, type StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
@@ -34,8 +34,8 @@ export interface TapContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
   readonly env: NodeJS.ProcessEnv;
-  /** Stopping on SIGTERM/SIGINT; a sync says its last words (the final STATE) through it. */
-  readonly interrupt?: Interrupt | undefined;
+  /** Aborted by SIGTERM/SIGINT (process/interrupt.ts): requests end, and a sync says its last words (the final STATE). */
+  readonly signal?: AbortSignal | undefined;
   /** A sync: the run's report, fed with what the sync did (for --summary). */
   readonly report?: RunRecorder | undefined;
 }
@@ -91,7 +91,7 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
     for (const w of warnings) ctx.logger.log('WARNING', w);
     // Loaded here: --about and a sync need no client to declare schemas.
     const { loadStreamSchemas } = await import('../../engine/connect.js');
-    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx) }), config);
+    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config);
     await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
     return 0;
   } catch (err) {
@@ -150,7 +150,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
-  const session = await SyncSession.open(config, logTo(ctx), ctx.report);
+  const session = await SyncSession.open(config, logTo(ctx), ctx.report, ctx.signal);
   let plans: StreamPlan[];
   try {
     // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
@@ -166,13 +166,12 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
 
-  let progress: Progress | undefined;
-  ctx.interrupt?.setLastWords((signal) => {
-    progress?.stop(); // the last words are printed under a cleared status line
-    return {
-      stdout: sink.interruptedState(),
-      message: `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`,
-    };
+  // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
+  const progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
+  onStop(ctx.signal, (signal) => {
+    progress.stop(); // the last words are printed under a cleared status line
+    void ctx.out.seal(sink.interruptedState());
+    ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
   });
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   // A tombstone declares every property the target was told about that may be null (all null), then the deleted-at column.
@@ -180,8 +179,6 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
       .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
       .map(([name]) => name);
-  // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
     const result = await session.run(
