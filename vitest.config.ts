@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // The tests start their own proxies on loopback; a proxy configured for this machine (HTTPS_PROXY, ...)
@@ -5,6 +6,14 @@ import { defineConfig } from 'vitest/config';
 for (const name of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY', 'no_proxy', 'NO_PROXY']) delete process.env[name];
 
 export default defineConfig({
+  // The tests run on the sources of both packages, as `npm run typecheck` reads them (tsconfig.json's paths):
+  // the connector's schemas entry (the emulator's one import of it) and the emulator package.
+  resolve: {
+    alias: [
+      { find: /^source-data-read\/schemas$/, replacement: fileURLToPath(new URL('./src/schemas/resources.ts', import.meta.url)) },
+      { find: /^data-read-emulator$/, replacement: fileURLToPath(new URL('./packages/emulator/src/index.ts', import.meta.url)) },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

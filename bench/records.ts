@@ -9,7 +9,7 @@
  * the page number, so every record of a run has its own id while pages are
  * rendered only once.
  */
-import { Prng } from '../src/emulator/prng.js';
+import { Prng } from 'data-read-emulator';
 
 /** Uniform floats in [0, 1) from a seed (the emulator's PRNG). */
 export function prng(seed: number): () => number {

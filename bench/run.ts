@@ -45,7 +45,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createEmulator, startEmulator } from '../src/emulator/index.js';
+import { createEmulator, startEmulator } from 'data-read-emulator';
 import { startForwardProxy, type ForwardProxy } from '../test/helpers/forward-proxy.js';
 import {
   API_KEY, BENCH_DIST, HAS_TIME, NODE, PageServer, ROOT, SOURCE_BIN, catalogFor, machine, measure, median, removeDir, tempDir,

@@ -12,7 +12,7 @@
  * for comparison in the same run.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { startEmulator } from '../src/emulator/index.js';
+import { startEmulator } from 'data-read-emulator';
 import { SOURCE_BIN, catalogFor, measure, median, removeDir, tempDir, writeJson, type Measured } from './lib.js';
 
 export interface SharedKeyPlan {

@@ -8,9 +8,9 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { dayOfActivity, startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT } from '../scripts/root.js';
 import { PROXY_VARIABLES } from '../src/network/proxy-env.js';
-import { dayOfActivity, startEmulator, type Emulator } from '../src/emulator/index.js';
 import { replicaRecords } from '../src/faces/replica/records.js';
 import { replicaSummary } from './dashboard.js';
 import { seededLines } from './seeded.js';

@@ -7,7 +7,7 @@
  * object_type in deletions (with tombstones on) is not an error: it is reported
  * once and no tombstone is guessed for it.
  */
-import type { FaultRule } from '../src/emulator/index.js';
+import type { FaultRule } from 'data-read-emulator';
 import { Lab, airbyteCheck, errorTraces, inPool, logs, protocolProblems, streamStatuses } from './harness.js';
 import { MemoryDestination, lostOf } from '../test/helpers/destination.js';
 

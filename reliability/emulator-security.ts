@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { startEmulator, type Emulator } from '../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { SOURCE_BIN } from '../test/helpers/cli.js';
 
 export interface SecurityCheck {

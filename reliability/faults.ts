@@ -5,7 +5,7 @@
  * emulator's dump; a run may instead stop with a clear transient error, and
  * then the next run, from the state it left, must complete the round.
  */
-import type { FaultRule } from '../src/emulator/index.js';
+import type { FaultRule } from 'data-read-emulator';
 import { Lab, airbyteCheck, errorTraces, protocolProblems, runSummary } from './harness.js';
 import { MemoryDestination, lostOf } from '../test/helpers/destination.js';
 

@@ -6,9 +6,9 @@
  * the config and stream tables, meltano.yml's settings). `npm run generate`
  * writes them; a test fails when a copy drifts.
  */
+import { buildOpenApiDocument } from 'data-read-emulator';
 import { configJsonSchema } from '../src/config/config.js';
 import { runSummaryJsonSchema } from '../src/engine/run-summary-schema.js';
-import { buildOpenApiDocument } from '../src/emulator/openapi.js';
 import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
 import { specPayload } from '../src/faces/airbyte/protocol.js';
@@ -42,7 +42,7 @@ export function generatedArtifacts(): Map<string, string> {
     'catalog/spec.json',
     pretty(specPayload(configJsonSchema(), DOCUMENTATION_URL)),
   );
-  files.set('schemas/openapi.json', pretty(buildOpenApiDocument()));
+  files.set('packages/emulator/openapi.json', pretty(buildOpenApiDocument()));
   files.set('schemas/run-summary.json', pretty(runSummaryJsonSchema()));
   for (const [page, text] of generatedPages(ROOT)) files.set(page, text);
   return files;

@@ -1,7 +1,7 @@
 /** Numbers exactly as written: the pre-scan never misses a number JSON.parse would change. */
 import { describe, expect, it } from 'vitest';
 import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../src/json/exact-json.js';
-import { Prng } from '../src/emulator/prng.js';
+import { Prng } from 'data-read-emulator';
 
 /** Every JSON number form: integers of every length, fractions with and without trailing zeros, exponents, tiny values, -0. */
 function randomNumberText(p: Prng): string {

@@ -13,7 +13,7 @@ import { createClient, type CreateClientOptions } from '../../src/client/client.
 import { ApiError } from '../../src/client/api-error.js';
 import type { DataReadApi } from '../../src/client/types.js';
 import { ConnectorError } from '../../src/errors.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { type TestCa } from '../helpers/certificates.js';
 import { closedPort, startForwardProxy, type ForwardProxy, type ProxyLogEntry } from '../helpers/forward-proxy.js';
 

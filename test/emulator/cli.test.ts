@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HELP, main, parseArgs, parseFault } from '../../src/emulator/cli.js';
+import { HELP, main, parseArgs, parseFault } from '../../packages/emulator/src/cli.js';
 import { makeTestCa } from '../helpers/certificates.js';
 import { tempDir } from '../helpers/cli.js';
 import { get } from './helpers.js';
@@ -46,7 +46,7 @@ describe('emulator CLI', () => {
     for (const argv of [['--bogus', '1'], ['--port'], ['--per-minute', 'lots'], ['--fault', 'meteor:0.1'], ['--fault', '500:2'], ['stray'], ['--tls-cert', 'api.crt']]) {
       const err = sink();
       expect(await main(argv, { stderr: err, stdout: sink() }), argv.join(' ')).toBe(2);
-      expect(err.text()).toMatch(/^emulator: /);
+      expect(err.text()).toMatch(/^data-read-emulator: /);
     }
   });
 
@@ -108,7 +108,7 @@ describe('emulator CLI', () => {
     const err = sink();
     const file = join(tempDir('sdr-ready-'), 'no', 'such', 'emulator.json');
     expect(await main(['--port', '0', '--ready-file', file], { stdout: sink(), stderr: err })).toBe(1);
-    expect(err.text()).toMatch(new RegExp(`^emulator: cannot write --ready-file "${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}": ENOENT`));
+    expect(err.text()).toMatch(new RegExp(`^data-read-emulator: cannot write --ready-file "${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}": ENOENT`));
   });
 
   it('--tls-cert and --tls-key: serves HTTPS with that certificate; an unreadable file cannot start it', async () => {
@@ -132,6 +132,6 @@ describe('emulator CLI', () => {
     expect(await running).toBe(0);
     const err = sink();
     expect(await main(['--tls-cert', join(ca.dir, 'missing.crt'), '--tls-key', join(ca.dir, 'server.key')], { stdout: sink(), stderr: err })).toBe(1);
-    expect(err.text()).toMatch(/^emulator: cannot start: .*missing\.crt/);
+    expect(err.text()).toMatch(/^data-read-emulator: cannot start: .*missing\.crt/);
   });
 });

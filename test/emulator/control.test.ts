@@ -1,6 +1,6 @@
 /** The control interface over HTTP, request counters, and the dump as the truth of a full read. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Dump, Emulator } from '../../src/emulator/index.js';
+import type { Dump, Emulator } from '../../packages/emulator/src/index.js';
 import { control, expectProblem, get, readAll, records, setup, sleep } from './helpers.js';
 
 let emu: Emulator | undefined;

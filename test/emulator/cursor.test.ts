@@ -1,7 +1,7 @@
 /** Opaque, signed cursors bound to account and list. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorSetup } from '../helpers/suite.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { startEmulator, type Emulator } from '../../packages/emulator/src/index.js';
 import { asPage, expectProblem, get, type Setup } from './helpers.js';
 
 let s: Setup;

@@ -2,7 +2,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { seededDump } from '../helpers/emulator-data.js';
 import { Contact, Conversation, Deletion, Me, PageEnvelope, PipelineStage, Problem, StageEvent } from '../../src/schemas/resources.js';
-import { createEmulator, type ContactRecord, type ConversationRecord, type DeletionRecord, type StageEventRecord } from '../../src/emulator/index.js';
+import { createEmulator, type ContactRecord, type ConversationRecord, type DeletionRecord, type StageEventRecord } from '../../packages/emulator/src/index.js';
 import type { Contact as ContactT, Conversation as ConversationT, Deletion as DeletionT, StageEvent as StageEventT } from '../../src/schemas/resources.js';
 import { get, readAll, setup } from './helpers.js';
 

@@ -8,10 +8,10 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { parseArgs } from '../../src/emulator/cli.js';
-import { extraValue, parseExtraField, type ExtraField } from '../../src/emulator/extra-fields.js';
-import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
-import { parseKeepingNumbers } from '../../src/emulator/raw-json.js';
+import { parseArgs } from '../../packages/emulator/src/cli.js';
+import { extraValue, parseExtraField, type ExtraField } from '../../packages/emulator/src/extra-fields.js';
+import { buildOpenApiDocument } from '../../packages/emulator/src/openapi.js';
+import { parseKeepingNumbers } from '../../packages/emulator/src/raw-json.js';
 import { control, get, readAll, setup } from './helpers.js';
 
 type Doc = { paths: Record<string, unknown>; components: { schemas: Record<string, { properties: Record<string, unknown> }> } };

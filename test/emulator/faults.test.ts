@@ -1,7 +1,7 @@
 /** Fault injection: every kind, schedules, paths, counters. */
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Emulator, FaultRule } from '../../src/emulator/index.js';
+import type { Emulator, FaultRule } from '../../packages/emulator/src/index.js';
 import { asPage, expectProblem, get, readAll, setup, type Setup } from './helpers.js';
 
 let emu: Emulator | undefined;

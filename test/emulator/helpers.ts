@@ -1,7 +1,7 @@
 /** Shared helpers of the emulator tests: start an emulator with an account and key, GET over HTTP, read whole lists. */
 import { request } from 'undici';
 import { expect } from 'vitest';
-import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/index.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../packages/emulator/src/index.js';
 
 export interface Setup {
   readonly emu: Emulator;

@@ -1,6 +1,6 @@
 /** Per-key request limits and the RateLimit-* headers. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Emulator } from '../../src/emulator/index.js';
+import type { Emulator } from '../../packages/emulator/src/index.js';
 import { expectProblem, get, setup, sleep, type Got } from './helpers.js';
 
 let emu: Emulator | undefined;

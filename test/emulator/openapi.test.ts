@@ -2,7 +2,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../../src/emulator/index.js';
+import { buildOpenApiDocument } from '../../packages/emulator/src/index.js';
 import { Contact, Conversation } from '../../src/schemas/resources.js';
 import { get, readAll, setup } from './helpers.js';
 

@@ -1,6 +1,6 @@
 /** Service rules: test environment, deletions and their retention, stage history, won/lost dates. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Dump, Emulator } from '../../src/emulator/index.js';
+import type { Dump, Emulator } from '../../packages/emulator/src/index.js';
 import { expectProblem, get, readAll, records, setup, type Setup } from './helpers.js';
 
 const DAY = 86_400_000;

@@ -1,6 +1,6 @@
 /** Removing and adding pipeline stages through the control API (typed and HTTP): the list serves the change at once. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import { startEmulator, type Emulator } from '../../packages/emulator/src/server.js';
 
 describe('pipeline stages through the control API', () => {
   let emu: Emulator;

@@ -1,6 +1,6 @@
 /** Incremental reads on a virtual clock: look-back, dates, mid-read changes, watermarks. */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Emulator } from '../../src/emulator/index.js';
+import type { Emulator } from '../../packages/emulator/src/index.js';
 import { asPage, get, readAll, records, setup } from './helpers.js';
 
 const MIN = 60_000;

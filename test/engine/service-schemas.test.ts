@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
 import { ConfigSchema } from '../../src/config/config.js';
-import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
+import { buildOpenApiDocument } from 'data-read-emulator';
 import { ContractError } from '../../src/errors.js';
 import { describeStreams, loadStreamSchemas } from '../../src/engine/connect.js';
 import { driftNote, type LoadedSchemas } from '../../src/engine/service-schemas.js';

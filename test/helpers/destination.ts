@@ -13,7 +13,7 @@
  *   also delete the rows they name (a destination that applies the log
  *   itself); with 'tombstones' only tombstones delete.
  */
-import type { Dump } from '../../src/emulator/index.js';
+import type { Dump } from 'data-read-emulator';
 import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
 import { SINGER_DELETED_AT } from '../../src/faces/singer/protocol.js';
 import { STREAMS, findDeletionLog, findDeletionTarget, findStream } from '../../src/streams.js';

@@ -1,5 +1,5 @@
 /** The emulator's generated data, without a server: one account seeded and dumped. */
-import { createEmulator, type Dump } from '../../src/emulator/index.js';
+import { createEmulator, type Dump } from 'data-read-emulator';
 
 /** The dump of an account of `contacts` contacts, drawn from `seed`. */
 export function seededDump(seed: number, contacts: number): Dump {

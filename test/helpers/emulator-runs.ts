@@ -2,10 +2,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEmulator, type Emulator } from '../../src/emulator/server.js';
-import type { Dump } from '../../src/emulator/control.js';
-import { Prng } from '../../src/emulator/prng.js';
-import type { Mutation } from '../../src/emulator/mutations.js';
+import { startEmulator, Prng, type Emulator, type Dump, type Mutation } from 'data-read-emulator';
 import { replicaRecords } from '../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, writeJson } from './cli.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { setup, type Setup } from '../emulator/helpers.js';
 import { emulatorAccount, requireBuild, type Account } from './emulator-runs.js';
-import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from 'data-read-emulator';
 import { makeTestCa, type TestCa } from './certificates.js';
 import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';
 import { tempDir, writeJson } from './cli.js';

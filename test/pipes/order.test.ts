@@ -9,7 +9,7 @@ import { parseUserConfig } from '../../src/config/config.js';
 import type { SyncSink } from '../../src/engine/events.js';
 import { RunRecorder } from '../../src/engine/run-report.js';
 import { SyncSession } from '../../src/engine/session.js';
-import { startEmulator, type Emulator } from '../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { STREAMS } from '../../src/streams.js';
 
 let emu: Emulator;

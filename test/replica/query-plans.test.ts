@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
+import { buildOpenApiDocument } from 'data-read-emulator';
 import { describeStreams } from '../../src/engine/connect.js';
 import { ReplicaStore } from '../../src/faces/replica/store.js';
 import { summarize } from '../../demo/dashboard.js';

@@ -4,7 +4,7 @@
  * nullability, and a reason for every document that says nothing usable.
  */
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../../src/emulator/openapi.js';
+import { buildOpenApiDocument } from 'data-read-emulator';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { readServiceDescription, type Description } from '../../src/schemas/service-description.js';
 import { STREAMS, findStream } from '../../src/streams.js';

@@ -3,7 +3,7 @@
  * /v1/contacts and /v1/conversations (limit=200) over loopback with undici,
  * and print records/s.
  *
- *   node bench/emulator.ts [contacts]        (Node 24; no build step)
+ *   node packages/emulator/bench/emulator.ts [contacts]   (Node 24; the connector built: npm run build)
  *
  * The emulator runs in a child process, so client and server do not share a
  * core; besides wall-clock records/s the bench prints records per second of
@@ -41,7 +41,7 @@ interface Ready {
 const cpuMs = (u: NodeJS.CpuUsage): number => (u.user + u.system) / 1000;
 
 async function serve(contacts: number): Promise<void> {
-  const { startEmulator } = await import('../src/emulator/server.js');
+  const { startEmulator } = await import('../src/server.js');
   const emu = await startEmulator({ seed: 42, limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
   const account = emu.control.createAccount({ name: 'Bench' });
   const { key } = emu.control.createKey(account.id);

@@ -1,5 +1,5 @@
 /**
- * `source-data-read emulator [options]`: start a local Data-Read API, print one
+ * `data-read-emulator [options]`: start a local Data-Read API, print one
  * JSON line {url, control_url, control_token, api_key, account_id} on stdout
  * (and into --ready-file, once it serves), and serve until SIGINT/SIGTERM.
  */
@@ -10,7 +10,7 @@ import type { LimitOverrides } from './limits.js';
 import { removeReadyFile, writeReadyFile } from './ready-file.js';
 import { startEmulator } from './server.js';
 
-export const HELP = `Usage: source-data-read emulator [options]
+export const HELP = `Usage: data-read-emulator [options]
 
 Starts a local emulator of the Data-Read API with one default account and key,
 prints one JSON line {"url", "control_url", "control_token", "api_key",
@@ -20,7 +20,7 @@ To wait for it from a script, give --ready-file: the same line is written
 there once the emulator serves (whole, under a temporary name first, then
 renamed), and the file is removed when it stops:
   rm -f emulator.json
-  source-data-read emulator --contacts 500 --ready-file emulator.json > /dev/null &
+  data-read-emulator --contacts 500 --ready-file emulator.json > /dev/null &
   until [ -s emulator.json ] || ! kill -0 $! 2>/dev/null; do sleep 0.2; done
 
 Options:
@@ -203,7 +203,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
     args = parseArgs(argv);
   } catch (err) {
     if (!(err instanceof OptionError)) throw err;
-    stderr.write(`emulator: ${err.message}\n`);
+    stderr.write(`data-read-emulator: ${err.message}\n`);
     return 2;
   }
   if (args.help) {
@@ -221,7 +221,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
       ...(args.clockStart === undefined ? {} : { clockStart: args.clockStart }),
     });
   } catch (err) {
-    stderr.write(`emulator: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+    stderr.write(`data-read-emulator: cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
   try {
@@ -234,7 +234,7 @@ export async function main(argv: string[], io: MainIo = {}): Promise<number> {
     stdout.write(line);
     if (args.readyFile !== undefined) writeReadyFile(args.readyFile, line);
   } catch (err) {
-    stderr.write(`emulator: ${err instanceof Error ? err.message : String(err)}\n`);
+    stderr.write(`data-read-emulator: ${err instanceof Error ? err.message : String(err)}\n`);
     await emu.close();
     return 1;
   }

@@ -11,7 +11,7 @@
  * written with a trailing zero (raw JSON numbers, served digit for digit).
  */
 import { z } from 'zod';
-import { instant } from '../schemas/resources.js';
+import { instant } from 'source-data-read/schemas';
 import { ProblemError } from './problem.js';
 import { hashSeed } from './prng.js';
 import { LIST_NAMES, type ListName } from './records.js';

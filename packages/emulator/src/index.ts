@@ -9,5 +9,7 @@ export type { SeedOptions, SeedResult } from './seed.js';
 export { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 export { DEFAULT_LIMITS, type Limits, type LimitOverrides } from './limits.js';
 export { buildOpenApiDocument } from './openapi.js';
+export type { ExtraField, ExtraFieldType } from './extra-fields.js';
+export { Prng } from './prng.js';
 export type { ContactRecord, ConversationRecord, StageEventRecord, DeletionRecord, PipelineStageRecord } from './records.js';
 export { main } from './cli.js';

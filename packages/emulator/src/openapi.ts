@@ -6,7 +6,7 @@
  * 2020-12, the dialect of OpenAPI 3.1.
  */
 import { z } from 'zod';
-import { Me, Problem } from '../schemas/resources.js';
+import { Me, Problem } from 'source-data-read/schemas';
 import { extraFieldSchema, type ExtraField } from './extra-fields.js';
 import { PROBLEM_TITLES } from './problem.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './query.js';

@@ -4,7 +4,7 @@
  * gives them (the API description documents only their id).
  */
 import { z } from 'zod';
-import { Contact, Conversation, Deletion, PipelineStage, StageEvent } from '../schemas/resources.js';
+import { Contact, Conversation, Deletion, PipelineStage, StageEvent } from 'source-data-read/schemas';
 import type { ListName } from './records.js';
 
 /** Pipeline stages as the emulator serves them (resources.ts documents only id). */

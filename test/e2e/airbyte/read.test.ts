@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dayOfActivity, startEmulator, type Emulator, type FaultRule } from '../../../src/emulator/index.js';
+import { dayOfActivity, startEmulator, type Emulator, type FaultRule } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type StreamStates } from '../../helpers/destination.js';
 

@@ -6,7 +6,7 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { SOURCE_BIN, parseLines, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 import { requireBuild } from '../../helpers/emulator-runs.js';
 

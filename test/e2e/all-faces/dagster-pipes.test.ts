@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, protocolCheckAsync, ROOT, runAndSignal, runCli, SOURCE_BIN, TAP_BIN, tempDir, writeJson } from '../../helpers/cli.js';
 import { pipesEnv, readPipes, VERSION_FIELD, type PipesRead } from '../../helpers/pipes-reader.js';
 

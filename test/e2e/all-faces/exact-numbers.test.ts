@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import type { Dump } from '../../../src/emulator/index.js';
+import type { Dump } from 'data-read-emulator';
 import { isRawNumber, parseExactJson } from '../../../src/json/exact-json.js';
 import { replicaRecords } from '../../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli } from '../../helpers/cli.js';

@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../../helpers/destination.js';
 

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
-import type { ExtraField } from '../../../src/emulator/extra-fields.js';
+import type { ExtraField } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheckAsync, runCli, writeJson } from '../../helpers/cli.js';
 import { airbyteStateFile } from '../../helpers/destination.js';
 import { replicate, type Account } from '../../helpers/emulator-runs.js';

@@ -13,7 +13,7 @@ import { symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withProxyLab } from '../../helpers/suite.js';
-import { type Emulator } from '../../../src/emulator/index.js';
+import type { Emulator } from 'data-read-emulator';
 import { type TestCa } from '../../helpers/certificates.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { closedPort, startForwardProxy, type ForwardProxy } from '../../helpers/forward-proxy.js';

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import type { ExtraField } from '../../../src/emulator/extra-fields.js';
+import type { ExtraField } from 'data-read-emulator';
 import { parseExactJson } from '../../../src/json/exact-json.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, writeJson } from '../../helpers/cli.js';
 import type { Account } from '../../helpers/emulator-runs.js';

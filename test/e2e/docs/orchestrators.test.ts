@@ -27,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { RECIPE_NAME, cronJob, dockerRun, manifests, podSpec, recipeYaml } from '../../../scripts/pod-options.js';
-import { startEmulator, type Emulator } from '../../../src/emulator/index.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, ROOT, runCli, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { pipesEnv, readPipes } from '../../helpers/pipes-reader.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
-import { startEmulator } from '../../../src/emulator/server.js';
+import { startEmulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { lockHolder } from '../../helpers/sqlite.js';

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withAccount, withTempDir } from '../../helpers/suite.js';
-import type { ExtraField } from '../../../src/emulator/extra-fields.js';
+import type { ExtraField } from 'data-read-emulator';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';
 

@@ -4,7 +4,7 @@
  * replica that must equal the emulator's dump. Needs `npm run build`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Dump, type Emulator, type Mutation } from '../../../src/emulator/index.js';
+import { startEmulator, type Dump, type Emulator, type Mutation } from 'data-read-emulator';
 import type { CatalogEntry } from '../../../src/faces/singer/catalog.js';
 import { parseLines, protocolCheck, runCli, TAP_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, type SingerStateValue } from '../../helpers/destination.js';
