@@ -20,16 +20,18 @@ WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 
-COPY tsconfig.json tsconfig.build.json README.md LICENSE metadata.yaml icon.svg ./
+COPY tsconfig.json tsconfig.build.json tsconfig.schemas.json README.md LICENSE metadata.yaml icon.svg ./
 COPY bin ./bin
 COPY src ./src
 COPY schemas ./schemas
 COPY catalog ./catalog
 
-# Compile, then pack what npm would publish (no tests, no sources), unpack it
-# as the runtime tree and install the production dependencies only: the
-# locked versions, no typescript or test tools, no lifecycle scripts.
-RUN npm run build \
+# Compile the connector (not the emulator workspace of the repository, which
+# is not in the build context: npm ci skips it), then pack what npm would
+# publish (no tests, no sources), unpack it as the runtime tree and install
+# the production dependencies only: the locked versions, no typescript or
+# test tools, no emulator, no lifecycle scripts.
+RUN npm run build:connector \
  && mkdir -p /pack /out/integration_code \
  && npm pack --ignore-scripts --pack-destination /pack \
  && tar -xzf /pack/source-data-read-*.tgz -C /out/integration_code --strip-components=1 --no-same-owner \

@@ -5,8 +5,8 @@
 // a newer one, the run summary a sync command was asked for (--summary FILE),
 // exit 78 (EX_CONFIG: the machine must change, see src/process/exit-status.ts),
 // before any of the connector's code is loaded), then the compiled
-// entry point (ESM, in dist/: cli/source.js, cli/tap.js or, for the
-// emulator command, emulator/cli.js), whose main() gives the exit status. A
+// entry point (ESM, in dist/: cli/source.js or cli/tap.js), whose main()
+// gives the exit status. A
 // checkout that was never built gets one line saying how to build (78 too). Plain ES5
 // and CommonJS (bin/package.json) on purpose: every Node.js parses it.
 'use strict';

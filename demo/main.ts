@@ -1,6 +1,6 @@
 /**
- * `npm run demo`: the main job, with no account needed. Starts the bundled
- * emulator on 127.0.0.1, seeds an account, runs the real executables (check,
+ * `npm run demo`: the main job, with no account needed. Starts the emulator
+ * (the data-read-emulator workspace package) on 127.0.0.1, seeds an account, runs the real executables (check,
  * discover, a full read), changes and deletes records, runs an incremental
  * read from the saved state, then builds a SQLite replica and prints a short
  * summary. Raw protocol output is kept in demo-output/.

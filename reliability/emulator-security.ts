@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import { SOURCE_BIN } from '../test/helpers/cli.js';
+import { EMULATOR_BIN } from '../test/helpers/cli.js';
 
 export interface SecurityCheck {
   readonly name: string;
@@ -61,10 +61,10 @@ function b64(value: string): string {
   return Buffer.from(value, 'utf8').toString('base64url');
 }
 
-/** `source-data-read emulator` with default options: the URL it prints, then it is stopped. */
+/** `data-read-emulator` with default options: the URL it prints, then it is stopped. */
 function cliEmulatorUrl(): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SOURCE_BIN, 'emulator', '--contacts', '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [EMULATOR_BIN, '--contacts', '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     child.stdout.on('data', (b: Buffer) => {
@@ -201,7 +201,7 @@ export async function runEmulatorSecurity(): Promise<SecurityCheck[]> {
     const bound = typeof address === 'object' && address !== null ? address.address : String(address);
     check('startEmulator() binds 127.0.0.1 by default', bound === '127.0.0.1' && emu.url.startsWith('http://127.0.0.1:'), bound);
     const cliUrl = await cliEmulatorUrl();
-    check('`source-data-read emulator` binds 127.0.0.1 by default', cliUrl.startsWith('http://127.0.0.1:'), cliUrl);
+    check('`data-read-emulator` binds 127.0.0.1 by default', cliUrl.startsWith('http://127.0.0.1:'), cliUrl);
   } finally {
     await emu.close();
     await other.close();

@@ -72,7 +72,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ------------------------------------------------------------------ prerequisites
-[ -f "$ROOT/dist/cli/source.js" ] || fail "no dist/: run scripts/with-node npm run build first (npm ci builds nothing; the emulator runs from the checkout)"
+[ -f "$ROOT/packages/emulator/dist/cli.js" ] || fail "the emulator is not built: run scripts/with-node npm run build first (npm ci builds nothing; the emulator runs from the checkout, outside the image)"
 command -v python3 >/dev/null || fail "python3 is needed"
 [ -d "$ROOT/node_modules/ajv" ] || fail "no node_modules/: run scripts/with-node npm ci first (the protocol checker needs the devDependencies)"
 (cd "$ROOT" && npm run --silent build:dev) >&2 \

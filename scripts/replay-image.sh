@@ -45,6 +45,7 @@ version="$("$node_bin" -p 'process.versions.node')"
 "$node_bin" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)' \
   || fail "node $version is older than 22.19 (try scripts/with-node scripts/replay-image.sh)"
 [ -d "$root/node_modules/ajv" ] || fail "no node_modules/ in $root: run npm ci first (the protocol checker needs the devDependencies)"
+[ -f "$root/packages/emulator/dist/cli.js" ] || fail "the emulator is not built: run npm run build first (it runs from the checkout, outside the image)"
 (cd "$root" && npm run --silent build:dev) >&2 || fail "npm run build:dev failed: the protocol checker (scripts/protocol-check.ts) did not compile"
 export npm_config_prefer_offline=true npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
@@ -190,7 +191,9 @@ tarball="$(ls "$work"/root/pack/*.tgz 2>/dev/null | head -n 1)"
 [ -n "$tarball" ] || fail "the build stage made no tarball in /pack"
 tarball_bytes="$(wc -c <"$tarball" | tr -d ' ')"
 tar -tzf "$tarball" | sed 's|^package/||' | sort >"$work/tarball-files.txt"
-if grep -E '^(test|bench|src|scripts|docs|\.ci|node_modules|dist/tools)/|\.ts$|\.test\.js$|^tsconfig|^vitest' "$work/tarball-files.txt" >&2; then
+# No sources (the type declarations of the package's exports, dist/**/*.d.ts, excepted), no tests, no emulator.
+if grep -vE '^dist/.*\.d\.ts$' "$work/tarball-files.txt" \
+  | grep -E '^(test|bench|src|scripts|docs|packages|\.ci|node_modules|dist/tools)/|\.ts$|\.test\.js$|^tsconfig|^vitest|emulator|openapi' >&2; then
   fail "the tarball carries files that do not run (above)"
 fi
 say "tarball: $(basename "$tarball"), $tarball_bytes bytes, $(wc -l <"$work/tarball-files.txt" | tr -d ' ') files"
@@ -208,6 +211,10 @@ code_dir="$(dirname "$(dirname "${entry[-1]}")")"   # /airbyte/integration_code,
 [ -d "$code_dir/node_modules" ] || fail "no production node_modules in $code_dir"
 for dev in typescript vitest nock ajv; do
   [ ! -e "$code_dir/node_modules/$dev" ] || fail "devDependency $dev is in the runtime tree"
+done
+# The connector alone: no emulator package, and no link to it or back to the package itself (npm ci skips a missing workspace).
+for part in packages node_modules/data-read-emulator node_modules/source-data-read dist/emulator; do
+  [ ! -e "$code_dir/$part" ] && [ ! -L "$code_dir/$part" ] || fail "the runtime tree holds $part (the emulator's, not the connector's)"
 done
 
 # Like the platform: another working directory (/source), HOME=/airbyte, the image's ENV.
@@ -230,10 +237,10 @@ assert msg["type"] == "SPEC" and msg["spec"] == json.load(open(sys.argv[2]))
 PY
 say "spec: SPEC, equal to the packed catalog/spec.json"
 
-# The emulator, from the project's own bin (one JSON line with url and api_key),
+# The emulator, from its own package in the checkout (one JSON line with url and api_key),
 # seeded with enough contacts for a read of more than one page.
 # --ready-file: the line is written there whole once the emulator serves.
-"$node_bin" "$root/bin/source-data-read" emulator --port 0 --contacts 300 --seed 7 --ready-file "$work/emulator.json" >/dev/null 2>"$work/emulator.err" &
+"$node_bin" "$root/packages/emulator/bin/data-read-emulator" --port 0 --contacts 300 --seed 7 --ready-file "$work/emulator.json" >/dev/null 2>"$work/emulator.err" &
 emulator_pid=$!
 for _ in $(seq 1 300); do
   [ -s "$work/emulator.json" ] && break

@@ -21,7 +21,7 @@
 emulator_start() { # LOG_DIR
   local logs="$1" i ready="$1/emulator.json"
   # --ready-file: the emulator writes its line there whole (under a temporary name, then renamed), readable by its owner only.
-  "$ROOT/scripts/with-node" node "$ROOT/bin/source-data-read" emulator --port 0 --contacts 400 --seed 11 \
+  "$ROOT/scripts/with-node" node "$ROOT/packages/emulator/bin/data-read-emulator" --port 0 --contacts 400 --seed 11 \
     --account-name "Image check" --ready-file "$ready" >/dev/null 2>"$logs/emulator.err" &
   EMU_PID=$!
   for i in $(seq 1 300); do

@@ -1,8 +1,7 @@
 /**
  * `source-data-read`: the Airbyte protocol commands, plus `replicate` (a
  * local SQLite replica). Commands are loaded on demand so `spec` and `check`
- * start fast. `emulator` (the local Data-Read API) is started by
- * bin/source-data-read itself: the connector never loads the emulator.
+ * start fast.
  */
 import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
@@ -25,7 +24,6 @@ Usage:
   source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json] [--summary FILE]
   source-data-read replicate --config CONFIG.json --db REPLICA.db [--summary FILE]
                             (a local SQLite replica; state kept in it; one writer at a time)
-  source-data-read emulator [options]        (a local Data-Read API; emulator --help)
   source-data-read --version | --help
 
 stdout carries Airbyte protocol messages only, one JSON object a line, logs as LOG messages.
@@ -57,6 +55,9 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     return 0;
   }
   if (command === undefined) throw new UsageError('No command given.');
+  if (command === 'emulator') {
+    throw new UsageError('"emulator" is not a command of source-data-read: the local Data-Read API is its own package in the source checkout, packages/emulator/bin/data-read-emulator.');
+  }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;

@@ -8,7 +8,7 @@ import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
 
-const PAGES = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'src/emulator/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'packages/emulator/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
 /** The text without fenced code blocks. */
 function withoutFences(markdown: string): string {

@@ -10,6 +10,8 @@ import type { CheckSummary } from './protocol/summary.js';
 
 export { ROOT };
 export const SOURCE_BIN = join(ROOT, 'bin', 'source-data-read');
+/** The emulator package's command (packages/emulator, built by `npm run build`). */
+export const EMULATOR_BIN = join(ROOT, 'packages', 'emulator', 'bin', 'data-read-emulator');
 export const TAP_BIN = join(ROOT, 'bin', 'tap-data-read');
 
 export interface CliResult {

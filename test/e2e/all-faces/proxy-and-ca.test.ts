@@ -324,8 +324,7 @@ describe('the recipe of docs/networking.md', () => {
   it('runs as written (its proxy address replaced by this test\'s proxy): FAILED without the CA, SUCCEEDED with it and through the proxy', async () => {
     const recipeProxy = await startForwardProxy({ auth: { user: 'etl', password: 's3cret' } });
     const checkout = tempDir('sdr-recipe-');
-    symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'));
-    symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
+    for (const name of ['bin', 'scripts', 'packages']) symlinkSync(join(ROOT, name), join(checkout, name));
     const script = docRecipe('docs/networking.md', 'private-ca-proxy').replace('proxy.example.com:3128', `127.0.0.1:${recipeProxy.port}`);
     try {
       const result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });

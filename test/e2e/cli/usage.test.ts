@@ -1,7 +1,8 @@
 /**
  * What both executables print around their usage: the usage text on stdout
  * only when asked for (--help), on stderr with exit 2 for every usage mistake
- * (no arguments, an unknown command or option); one `--version` format.
+ * (no arguments, an unknown command or option; `emulator`, the emulator
+ * package's own command); one `--version` format.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,5 +69,15 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
       expect(lines, args.join(' ')).toHaveLength(1);
       expect(lines[0]).toMatch(new RegExp(`^\\S+ ${level} ${name}: ${message.replace(/[?.]/g, '\\$&')} Run with --help to see the options\\.$`));
     }
+  });
+});
+
+describe('source-data-read emulator', () => {
+  it('is no command of the connector: a usage mistake (exit 2) that names the emulator package', async () => {
+    const run = await runCli(SOURCE_BIN, ['emulator', '--contacts', '10']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('"emulator" is not a command of source-data-read');
+    expect(run.stderr).toContain('packages/emulator/bin/data-read-emulator');
   });
 });

@@ -40,8 +40,7 @@ describe('docs/singer.md: the Singer worked example, pasted', () => {
 
   beforeAll(async () => {
     checkout = tempDir('sdr-readme-singer-');
-    symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'));
-    symlinkSync(join(ROOT, 'scripts'), join(checkout, 'scripts'));
+    for (const name of ['bin', 'scripts', 'packages']) symlinkSync(join(ROOT, name), join(checkout, name));
     const tools = join(checkout, '.tools');
     mkdirSync(tools);
     installTargetJsonl(tools, 'last');
@@ -70,7 +69,7 @@ describe('docs/singer.md: the Singer worked example, pasted', () => {
   });
 
   it('keeps its files in example/, not in the checkout root', () => {
-    expect(readdirSync(checkout).sort()).toEqual(['.cache', '.tools', 'bin', 'example', 'scripts'].filter((f) => f !== '.cache' || oldNodeMajor !== undefined));
+    expect(readdirSync(checkout).sort()).toEqual(['.cache', '.tools', 'bin', 'example', 'packages', 'scripts'].filter((f) => f !== '.cache' || oldNodeMajor !== undefined));
     const example = join(checkout, 'example');
     for (const file of ['config.json', 'catalog.json', 'run-1.jsonl', 'run-2.jsonl', 'state.json', 'target.json', 'states.jsonl']) expect(existsSync(join(example, file)), file).toBe(true);
   });

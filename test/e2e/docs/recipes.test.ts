@@ -18,10 +18,10 @@ import { setup, type Setup } from '../../emulator/helpers.js';
 import { parseLines, protocolCheck, ROOT, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
 
-/** A folder laid out like a clone for what the recipes use (bin/, scripts/, catalog/). */
+/** A folder laid out like a clone for what the recipes use (bin/, scripts/, catalog/, the emulator's packages/). */
 function checkout(prefix: string): string {
   const dir = tempDir(prefix);
-  for (const name of ['bin', 'scripts', 'catalog']) symlinkSync(join(ROOT, name), join(dir, name));
+  for (const name of ['bin', 'scripts', 'catalog', 'packages']) symlinkSync(join(ROOT, name), join(dir, name));
   return dir;
 }
 

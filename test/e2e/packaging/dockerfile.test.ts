@@ -66,11 +66,14 @@ describe('Dockerfile', () => {
     expect(final.name).not.toBe('build');
   });
 
-  it('builds with npm ci and npm run build, then keeps production dependencies only', () => {
+  it('builds with npm ci and npm run build:connector, then keeps production dependencies only', () => {
     if (build === undefined) throw new Error('no build stage');
     const script = runs(build);
     expect(script).toMatch(/\bnpm ci\b/);
-    expect(script).toMatch(/\bnpm run build\b/);
+    // The connector only: the emulator package (packages/) is neither in the build context nor built.
+    expect(script).toMatch(/\bnpm run build:connector\b/);
+    expect(script).not.toMatch(/\bnpm run build(?!:connector\b)|--workspace|\bpackages\//);
+    expect(build.instructions.filter((i) => i.keyword === 'COPY').map((i) => i.args).join('\n')).not.toMatch(/\bpackages\b/);
     // The runtime tree gets production dependencies only (typescript, vitest... stay behind).
     expect(script).toMatch(/npm (ci|install|prune)\b[^\n&]*--omit=dev/);
     // Dependency installs in the image run no lifecycle scripts: lifecycle scripts would need typescript.
@@ -151,7 +154,7 @@ describe('Dockerfile', () => {
 describe('.dockerignore', () => {
   const patterns = new Set(read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#')));
 
-  it.each(['node_modules', 'dist', '.git', 'test', 'bench', '.cache', 'coverage', '*.tgz'])('keeps %s out of the build context', (pattern) => {
+  it.each(['node_modules', 'dist', '.git', 'test', 'bench', 'packages', '.cache', 'coverage', '*.tgz'])('keeps %s out of the build context', (pattern) => {
     expect(patterns.has(pattern)).toBe(true);
   });
 });

@@ -15,6 +15,7 @@ interface Manifest {
   scripts?: Record<string, string>;
   bin?: Record<string, string>;
   dependencies?: Record<string, string>;
+  exports?: Record<string, unknown>;
 }
 
 const INSTALL_TIME = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'];
@@ -51,7 +52,9 @@ describe('the packed package.json', () => {
   it('has no script that runs on install; the build runs on prepack', () => {
     for (const script of INSTALL_TIME) expect(packed.scripts ?? {}, script).not.toHaveProperty(script);
     const source = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Manifest;
-    expect(source.scripts?.prepack).toBe('npm run build');
+    // prepack builds what the package holds, the connector; `npm run build` adds the emulator package.
+    expect(source.scripts?.prepack).toBe('npm run build:connector');
+    expect(source.scripts?.build).toMatch(/^npm run build:connector && /);
     // A fresh clone's `npm ci` builds nothing: the README's commands build first.
     expect(source.scripts?.demo).toMatch(/^npm run build && /);
     expect(source.scripts?.test).toMatch(/^npm run build && /);
@@ -59,6 +62,20 @@ describe('the packed package.json', () => {
 
   it('depends on undici and zod only (the emulator makes its data without a data package)', () => {
     expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['undici', 'zod']);
+  });
+
+  it('holds the connector alone: no emulator code, no OpenAPI document of the emulator', () => {
+    expect(files.filter((f) => /emulator|openapi|^packages\//.test(f))).toEqual([]);
+  });
+
+  it('has one public module entry, source-data-read/schemas (the zod resource schemas, the emulator builds on them), with its types', () => {
+    expect(packed.exports).toEqual({
+      './schemas': { types: './dist/schemas/resources.d.ts', default: './dist/schemas/resources.js' },
+      './package.json': './package.json',
+    });
+    expect(files).toEqual(expect.arrayContaining(['dist/schemas/resources.js', 'dist/schemas/resources.d.ts']));
+    // The only declarations packed are the entry's.
+    expect(files.filter((f) => f.endsWith('.d.ts'))).toEqual(['dist/schemas/resources.d.ts']);
   });
 
   it('carries the executables with their version check and launcher', () => {
@@ -75,5 +92,12 @@ describe('the packed package.json', () => {
     expect(readdirSync(join(consumer, 'node_modules', '.bin')).sort()).toEqual(['source-data-read', 'tap-data-read']);
     const version = spawnSync(join(consumer, 'node_modules', '.bin', 'tap-data-read'), ['--version'], { encoding: 'utf8' });
     expect(version.stdout).toMatch(/^tap-data-read \d+\.\d+\.\d+\n$/);
+    // The public entry loads from the installed package and parses a record; nothing else of dist/ is reachable.
+    const entry = spawnSync(
+      process.execPath,
+      ['--input-type=module', '-e', "const s = await import('source-data-read/schemas'); console.log(typeof s.Contact.parse); await import('source-data-read/dist/cli/source.js').catch((e) => console.log(e.code));"],
+      { cwd: consumer, encoding: 'utf8' },
+    );
+    expect(entry.stdout, entry.stderr).toBe('function\nERR_PACKAGE_PATH_NOT_EXPORTED\n');
   }, 120_000);
 });
