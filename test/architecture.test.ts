@@ -1,9 +1,10 @@
 /**
  * The layout keeps the architecture: a test over the import graph of src/
- * (static imports, re-exports, imports of types and lazy `import()`, comments
- * left out), no import circle, the rule that only the
- * streams table names a stream, and the Layout section of CONTRIBUTING.md naming every
- * folder. The rules are those of its Layout table.
+ * and of the emulator package's packages/emulator/src/ (static imports,
+ * re-exports, imports of types and lazy `import()`, comments left out), no
+ * import circle, the rule that only the streams table names a stream, and the
+ * Layout section of CONTRIBUTING.md naming every folder. The rules are those
+ * of its Layout table.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { STREAMS } from '../src/streams.js';
 import { ROOT, tempDir } from './helpers/cli.js';
 import { projectFolders } from './helpers/folders.js';
 
-/** Where a file of src/ belongs. */
+/** Where a file of src/ (or of the emulator package, `emulator`) belongs. */
 type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'faces' | 'faces/airbyte' | 'faces/singer' | 'faces/replica' | 'cli' | 'emulator';
 
 /** What each area may import (besides itself, node: built-ins and npm packages). */
@@ -39,11 +40,16 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
 const PACKAGES: Readonly<Record<string, readonly Area[]>> = { undici: ['client'] };
 
 const SRC = join(ROOT, 'src');
+/** The emulator package's sources: one area, `emulator`. */
+const EMULATOR = join(ROOT, 'packages', 'emulator', 'src');
+/** The workspace packages' names as imported, and the area each entry leads to: the connector's one public entry, the emulator. */
+const ENTRIES: Readonly<Record<string, Area>> = { 'source-data-read/schemas': 'schemas', 'data-read-emulator': 'emulator' };
 
 /** The folders of the shared core, besides src/*.ts (the streams table, errors): one area with one import rule. */
 const CORE_FOLDERS: readonly string[] = ['config', 'network', 'json', 'process', 'personal-data'];
 
 function areaOf(file: string): Area {
+  if (!relative(EMULATOR, file).startsWith('..')) return 'emulator';
   const rel = relative(SRC, file).split('\\').join('/');
   if (!rel.includes('/')) return 'core';
   const [top, sub] = rel.split('/');
@@ -94,13 +100,16 @@ interface Edge {
 
 function edges(): Edge[] {
   const out: Edge[] = [];
-  for (const file of sourceFiles(SRC)) {
+  for (const [root, file] of [...sourceFiles(SRC).map((f) => [SRC, f]), ...sourceFiles(EMULATOR).map((f) => [EMULATOR, f])] as [string, string][]) {
     const fromArea = areaOf(file);
     for (const { spec, kind } of specifiers(readFileSync(file, 'utf8'))) {
       if (spec.startsWith('.')) {
+        // A relative import stays inside its own package's sources.
         const target = resolve(dirname(file), spec).replace(/\.js$/, '.ts');
-        const inside = !relative(SRC, target).startsWith('..');
+        const inside = !relative(root, target).startsWith('..');
         out.push({ from: relative(ROOT, file), to: relative(ROOT, target), fromArea, toArea: inside ? areaOf(target) : undefined, pkg: undefined, kind });
+      } else if (ENTRIES[spec] !== undefined) {
+        out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: ENTRIES[spec], pkg: undefined, kind });
       } else if (!spec.startsWith('node:')) {
         const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
         out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: undefined, pkg, kind });
@@ -120,7 +129,7 @@ function forbidden(graph: readonly Edge[]): string[] {
 /** One import circle among the files of src/ (any kind of import), as the files around it, or undefined when there is none. */
 function findCycle(graph: readonly Edge[]): string[] | undefined {
   const next = new Map<string, string[]>();
-  for (const e of graph) if (e.pkg === undefined) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  for (const e of graph) if (e.pkg === undefined && ENTRIES[e.to] === undefined) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
   const done = new Set<string>();
   const path: string[] = [];
   const onPath = new Set<string>();
@@ -151,11 +160,12 @@ function fed(from: string, to: string): Edge {
   return { from, to, fromArea: area(from), toArea: area(to), pkg: undefined, kind: 'static' };
 }
 
-describe('the import graph of src/', () => {
+describe('the import graph of src/ and of the emulator package', () => {
   const all = edges();
 
   it('reads the graph (a parser that finds nothing would pass anything)', () => {
     expect(all.length).toBeGreaterThan(150);
+    expect(all.some((e) => e.from === 'packages/emulator/src/openapi.ts' && e.to === 'source-data-read/schemas' && e.toArea === 'schemas')).toBe(true);
     expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts' && e.kind === 'lazy')).toBe(true);
     expect(all.some((e) => e.from === 'src/engine/session.ts' && e.to === 'src/engine/connect.ts' && e.kind === 'type')).toBe(true);
     expect(all.some((e) => e.from === 'src/client/route.ts' && e.pkg === 'undici' && e.kind === 'static')).toBe(true);
@@ -169,11 +179,13 @@ describe('the import graph of src/', () => {
   it('catches a forbidden edge fed to the checker (the rule is not vacuous)', () => {
     const faceToClient = fed('src/faces/airbyte/commands.ts', 'src/client/client.ts');
     const clientToEngine = fed('src/client/client.ts', 'src/engine/session.ts');
-    const toEmulator = fed('src/engine/session.ts', 'src/emulator/server.ts');
-    expect(forbidden([...all, faceToClient, clientToEngine, toEmulator])).toEqual([
+    const toEmulator: Edge = { ...fed('src/engine/session.ts', 'src/engine/sync.ts'), to: 'data-read-emulator', toArea: 'emulator' };
+    const emulatorToClient = fed('packages/emulator/src/server.ts', 'src/client/client.ts');
+    expect(forbidden([...all, faceToClient, clientToEngine, toEmulator, emulatorToClient])).toEqual([
       'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
       'src/client/client.ts (client) imports src/engine/session.ts (engine)',
-      'src/engine/session.ts (engine) imports src/emulator/server.ts (emulator)',
+      'src/engine/session.ts (engine) imports data-read-emulator (emulator)',
+      'packages/emulator/src/server.ts (emulator) imports src/client/client.ts (client)',
     ]);
     for (const area of Object.keys(ALLOWED) as Area[]) if (area !== 'emulator') expect(ALLOWED[area], area).not.toContain('emulator');
     expect(ALLOWED.emulator).toEqual(['schemas']);
@@ -192,19 +204,25 @@ describe('the import graph of src/', () => {
     expect(findCycle([...all, { ...fed('src/engine/service-schemas.ts', 'src/engine/connect.ts'), kind: 'lazy' }])).toContain('src/engine/connect.ts');
   });
 
-  it('leaves src/ only for npm packages, and HTTP (undici) to the client', () => {
+  it('leaves src/ (and packages/emulator/src/) only for npm packages and the declared entries, and HTTP (undici) to the client', () => {
     expect(all.filter((e) => e.pkg === undefined && e.toArea === undefined).map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
+    // The emulator reaches the connector through its public entry alone: no deep import of source-data-read, no relative path out.
+    expect(all.filter((e) => e.pkg === 'source-data-read').map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { default?: string }> };
+    expect(manifest.exports['./schemas']?.default).toBe('./dist/schemas/resources.js');
     const misplaced = all.filter((e) => e.pkg !== undefined && PACKAGES[e.pkg] !== undefined && !PACKAGES[e.pkg]?.includes(e.fromArea));
     expect(misplaced.map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
   });
 
-  it('only bin/ starts the emulator: bin/source-data-read hands dist/emulator/cli.js its command, everything else goes to dist/cli/', () => {
+  it("bin/ starts the connector alone (dist/cli/); the emulator's command is its package's bin", () => {
     const bin = (name: string): string => readFileSync(join(ROOT, 'bin', name), 'utf8');
     expect(bin('launch.cjs')).toMatch(/import\('\.\.\/dist\/' \+ entry\)/);
-    expect(bin('source-data-read')).toMatch(/emulator \? 'emulator\/cli\.js' : 'cli\/source\.js'/);
+    expect(bin('source-data-read')).toMatch(/'cli\/source\.js'/);
     expect(bin('tap-data-read')).toMatch(/'cli\/tap\.js'/);
     const entries = readdirSync(join(ROOT, 'bin')).flatMap((name) => [...bin(name).matchAll(/'((?:cli|emulator)\/[a-z]+\.js)'/g)].map((m) => m[1]));
-    expect([...new Set(entries)].sort()).toEqual(['cli/source.js', 'cli/tap.js', 'emulator/cli.js']);
+    expect([...new Set(entries)].sort()).toEqual(['cli/source.js', 'cli/tap.js']);
+    expect(readdirSync(join(ROOT, 'bin')).join(' ')).not.toMatch(/emulator/);
+    expect(readFileSync(join(ROOT, 'packages', 'emulator', 'bin', 'data-read-emulator'), 'utf8')).toMatch(/import\('\.\.\/dist\/cli\.js'\)/);
   });
 });
 
@@ -222,12 +240,13 @@ describe('names in src/ say which is which', () => {
   const shared = (byName: Map<string, string[]>): string[] => [...byName].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`);
 
   it('no two classes share a name (one ApiError, one UsageError: the emulator names its own ProblemError and OptionError)', () => {
-    const byName = classNames(sourceFiles(SRC));
+    const byName = classNames([...sourceFiles(SRC), ...sourceFiles(EMULATOR)]);
     expect(byName.get('ApiError')).toEqual(['src/client/api-error.ts']);
+    expect(byName.get('ProblemError')).toEqual(['packages/emulator/src/problem.ts']);
     expect(shared(byName)).toEqual([]);
     // Not vacuous: the emulator's error under the client's name is caught.
-    const again = new Map(byName).set('ApiError', ['src/client/api-error.ts', 'src/emulator/problem.ts']);
-    expect(shared(again)).toEqual(['ApiError: src/client/api-error.ts, src/emulator/problem.ts']);
+    const again = new Map(byName).set('ApiError', ['src/client/api-error.ts', 'packages/emulator/src/problem.ts']);
+    expect(shared(again)).toEqual(['ApiError: src/client/api-error.ts, packages/emulator/src/problem.ts']);
   });
 
   it('no class lives in a file named types.ts', () => {
@@ -242,8 +261,8 @@ describe('the streams table is the whole truth about streams', () => {
     const found: string[] = [];
     for (const file of sourceFiles(SRC)) {
       const rel = relative(ROOT, file);
-      // The table itself, the API's resource schemas, and the emulator (it serves the API's paths, not streams).
-      if (rel === 'src/streams.ts' || rel === 'src/schemas/resources.ts' || rel.startsWith('src/emulator/')) continue;
+      // The table itself and the API's resource schemas (the emulator, outside src/, serves the API's paths, not streams).
+      if (rel === 'src/streams.ts' || rel === 'src/schemas/resources.ts') continue;
       const text = readFileSync(file, 'utf8');
       for (const name of names) {
         for (const quote of ["'", '"', '`']) if (text.includes(`${quote}${name}${quote}`)) found.push(`${rel}: ${quote}${name}${quote}`);
@@ -258,11 +277,12 @@ describe("CONTRIBUTING.md's Layout section", () => {
   const start = readme.indexOf('\n## Layout\n');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
 
-  it('names every top-level folder and every folder of src/ (those of the project: git-ignored ones are the user\'s)', () => {
+  it('names every top-level folder, every folder of src/ and every folder of the emulator package (those of the project: git-ignored ones are the user\'s)', () => {
     expect(start).toBeGreaterThan(0);
     const folders = projectFolders(ROOT);
-    const wanted = folders.filter((folder) => !folder.slice(0, -1).includes('/') || folder.startsWith('src/'));
+    const wanted = folders.filter((folder) => !folder.slice(0, -1).includes('/') || folder.startsWith('src/') || folder.startsWith('packages/'));
     expect(wanted).toContain('src/cli/');
+    expect(wanted).toContain('packages/emulator/src/locales/');
     const missing = wanted.filter((folder) => !section.includes(`\`${folder}\``));
     expect(missing).toEqual([]);
   });
@@ -286,6 +306,6 @@ describe("CONTRIBUTING.md's Layout section", () => {
   });
 
   it('states the import rule of every area of src/', () => {
-    for (const area of Object.keys(ALLOWED)) expect(section, area).toContain(area === 'core' ? '`src/*.ts`' : `\`src/${area}/\``);
+    for (const area of Object.keys(ALLOWED)) expect(section, area).toContain(area === 'core' ? '`src/*.ts`' : area === 'emulator' ? '`packages/emulator/src/`' : `\`src/${area}/\``);
   });
 });
