@@ -6,7 +6,7 @@
  * the envelope fields. It implements what the connector relies on: bearer
  * auth, limit=200, opaque cursors, next_cursor/has_more, one sync_watermark
  * per read, RateLimit-* headers (with huge limits), /v1/me and /v1/openapi.json
- * (the emulator's description, schemas/openapi.json, as check reads it for its
+ * (the emulator's description, packages/emulator/openapi.json, as check reads it for its
  * schema drift line). An optional
  * fixed delay per request makes it a slow server.
  *
@@ -137,7 +137,7 @@ interface Counters {
 const fresh = (): Counters => ({ list: {}, other: {}, badRequests: 0, inFlight: 0, maxInFlight: 0, firstAt: 0, lastAt: 0 });
 
 /** The service's description, as the emulator serves it (checked in, generated from the zod schemas). */
-const DESCRIPTION = readFileSync(join(ROOT, 'schemas', 'openapi.json'));
+const DESCRIPTION = readFileSync(join(ROOT, 'packages', 'emulator', 'openapi.json'));
 
 let streams = new Map<string, StreamPages>();
 let delayMs = 0;
