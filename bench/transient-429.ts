@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEmulator } from '../src/emulator/index.js';
+import { startEmulator } from 'data-read-emulator';
 import { STREAMS } from '../src/streams.js';
 import { ROOT, SOURCE_BIN, measure, median, removeDir, tempDir, writeJson, type Measured } from './lib.js';
 import type { Reporter } from './shared-key.js';
