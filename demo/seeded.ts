@@ -5,7 +5,7 @@
  * served, and the deletion log keeps 90 days of the 120 the seed spreads
  * deletions over.
  */
-import type { AccountInfo, SeedResult } from '../src/emulator/index.js';
+import type { AccountInfo, SeedResult } from 'data-read-emulator';
 
 const n = (count: number): string => count.toLocaleString('en-US');
 

@@ -5,7 +5,7 @@
  * difference in contacts.
  */
 import { describe, expect, it } from 'vitest';
-import { createEmulator } from '../../src/emulator/index.js';
+import { createEmulator } from 'data-read-emulator';
 import { seededLines } from '../../demo/seeded.js';
 
 describe('seededLines', () => {

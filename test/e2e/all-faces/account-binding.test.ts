@@ -17,7 +17,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../src/emulator/server.js';
+import { startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { requireBuild } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';
