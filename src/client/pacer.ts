@@ -11,10 +11,10 @@
  * pacer counts the others' requests per request of its own (this window and
  * the two before), and while others are about (and in its first window,
  * before it can know) it
- *  - spreads the key's quota over the first SPREAD part of the window (over
- *    all of it in its first window), taking its share of the steps, so that
- *    a process that starts or wakes later still finds some quota instead of
- *    a 429;
+ *  - spreads the key's quota over the first SPREAD part of the window (in
+ *    its first window over START_SPREAD_MS at least), taking its share of
+ *    the steps, so that a process that starts or wakes later still finds
+ *    some quota instead of a 429;
  *  - sends near the window's end only while a slot is still expected to be
  *    free when its request arrives (Remaining less the others' requests
  *    expected before it: the most seen between two of its own), and
@@ -108,10 +108,11 @@ const SHARE_MARGIN = 0.75;
 const SPREAD = 0.3;
 /**
  * In this client's first window it cannot tell whether others start with it:
- * the quota is spread over the whole window, so that processes started
- * together (a few hundred milliseconds apart) all find some of it.
+ * the quota is spread over at least this long (or the whole window, if
+ * shorter), so that processes started together (Node starts in a few hundred
+ * milliseconds, more on a busy machine) all find some of it.
  */
-const FIRST_SPREAD = 1;
+const START_SPREAD_MS = 2000;
 /** Windows before the current one whose counts of own and others' requests still count. */
 const HISTORY = 2;
 /** Own requests in a window without one of others' after which the others count as gone. */
@@ -263,7 +264,8 @@ export class Pacer {
     const limit = this.#limit;
     if (limit !== undefined && limit > 0 && this.#windowMs > 0) {
       // The key as a whole spends one request per step; this client, one per (1 + others per own) steps.
-      const step = (this.#windowMs * (this.#windows <= 1 ? FIRST_SPREAD : SPREAD)) / limit;
+      const spreadMs = Math.max(this.#windowMs * SPREAD, this.#windows <= 1 ? Math.min(this.#windowMs, START_SPREAD_MS) : 0);
+      const step = spreadMs / limit;
       const next = this.#lastSentAt + (1 + this.#othersPerOwn()) * step;
       if (next > now) return { until: next, cause: 'spread' };
     }

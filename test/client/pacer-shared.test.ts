@@ -50,7 +50,7 @@ describe('pacer: other users of the key', () => {
   it('with others about, spreads its requests over the window instead of spending the quota at its start', async () => {
     const r = rig();
     const sent = [await request(r, h(7)), await request(r, h(4)), await request(r, h(1))];
-    // Its first window: one request of the key every 250 ms (2 s / 8); this client takes one step in three once it counts two others per own request.
+    // Its first window, spread over 2 s at least (all of this one): one request of the key every 250 ms (2 s / 8); this client takes one step in three once it counts two others per own request.
     expect(sent).toEqual([0, 250, 1000]);
     expect(r.announced).toEqual([]); // short pauses between requests are not rate-limit waits
   });
