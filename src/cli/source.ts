@@ -44,6 +44,10 @@ const ARGS: ArgsSpec = {
 const COMMANDS = new Set(['spec', 'check', 'discover', 'read', 'replicate']);
 
 async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo, testing: TestSettings): Promise<number> {
+  // Before the options are read: the emulator's own options (--contacts, ...) are no options of the connector.
+  if (argv[0] === 'emulator') {
+    throw new UsageError('"emulator" is not a command of source-data-read: the local Data-Read API is its own package in the source checkout, packages/emulator/bin/data-read-emulator.');
+  }
   const args = readArgs(argv, ARGS);
   const [command] = args.positional;
   if (args.switches.has('help') || command === 'help') {
@@ -55,9 +59,6 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     return 0;
   }
   if (command === undefined) throw new UsageError('No command given.');
-  if (command === 'emulator') {
-    throw new UsageError('"emulator" is not a command of source-data-read: the local Data-Read API is its own package in the source checkout, packages/emulator/bin/data-read-emulator.');
-  }
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
