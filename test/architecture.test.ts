@@ -1,14 +1,25 @@
 /**
  * The layout keeps the architecture: a test over the import graph of src/
- * and of the emulator package's packages/emulator/src/ (static imports,
- * re-exports, imports of types and lazy `import()`, comments left out), no
- * import circle, the rule that only the streams table names a stream, and the
- * Layout section of CONTRIBUTING.md naming every folder. The rules are those
- * of its Layout table.
+ * and of the emulator package's packages/emulator/src/, no import circle, the
+ * rule that only the streams table names a stream, and the Layout section of
+ * CONTRIBUTING.md naming every folder. The rules are those of its Layout
+ * table.
+ *
+ * The graph is the TypeScript compiler's: it parses every file of the project
+ * (tsconfig.json) and resolves each module specifier as `tsc` does (nodenext,
+ * the `paths` of the workspace entries). An edge is any static import or
+ * re-export, an import of types, an `import()`, an `import x = require()` or a
+ * `require()` call, `typeof import()` and `import('…').T`, whatever the quotes
+ * (single, double or a template without substitutions); comments and strings
+ * are not code, so they count for nothing. A specifier that is computed or that
+ * resolves to nothing fails the test.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire, isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
+import { SyntaxKind, type Node, type SourceFile } from 'typescript/unstable/ast';
+import { API, type Project } from 'typescript/unstable/sync';
 import { describe, expect, it } from 'vitest';
 import { STREAMS } from '../src/streams.js';
 import { ROOT, tempDir } from './helpers/cli.js';
@@ -39,18 +50,28 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
 /** npm packages only some areas may load: HTTP is the client's alone. */
 const PACKAGES: Readonly<Record<string, readonly Area[]>> = { undici: ['client'] };
 
-const SRC = join(ROOT, 'src');
-/** The emulator package's sources: one area, `emulator`. */
-const EMULATOR = join(ROOT, 'packages', 'emulator', 'src');
-/** The workspace packages' names as imported, and the area each entry leads to: the connector's one public entry, the emulator. */
-const ENTRIES: Readonly<Record<string, Area>> = { 'source-data-read/schemas': 'schemas', 'data-read-emulator': 'emulator' };
+/** The workspace packages' names as imported (tsconfig.json's `paths`): the connector's one public entry, the emulator. */
+const ENTRIES: readonly string[] = ['source-data-read/schemas', 'data-read-emulator'];
 
 /** The folders of the shared core, besides src/*.ts (the streams table, errors): one area with one import rule. */
 const CORE_FOLDERS: readonly string[] = ['config', 'network', 'json', 'process', 'personal-data'];
 
-function areaOf(file: string): Area {
-  if (!relative(EMULATOR, file).startsWith('..')) return 'emulator';
-  const rel = relative(SRC, file).split('\\').join('/');
+/** A project's two trees of sources: its src/ and the emulator package's sources (one area, `emulator`). */
+interface Trees {
+  readonly root: string;
+  readonly src: string;
+  readonly emulator: string;
+}
+
+const trees = (root: string): Trees => ({ root, src: join(root, 'src'), emulator: join(root, 'packages', 'emulator', 'src') });
+const THIS: Trees = trees(ROOT);
+const SRC = THIS.src;
+
+const inside = (dir: string, file: string): boolean => !relative(dir, file).startsWith('..');
+
+function areaOf(file: string, at: Trees = THIS): Area {
+  if (inside(at.emulator, file)) return 'emulator';
+  const rel = relative(at.src, file).split('\\').join('/');
   if (!rel.includes('/')) return 'core';
   const [top, sub] = rel.split('/');
   if (CORE_FOLDERS.includes(top as string)) return 'core';
@@ -61,33 +82,12 @@ function areaOf(file: string): Area {
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
+    .sort()
     .map((f) => join(dir, f));
 }
 
 /** How a file loads a module: at its start, as types only (erased), or when it runs (`import()`). */
 type Kind = 'static' | 'type' | 'lazy';
-
-/** A file's text without its comments (string literals kept), so that a commented-out import counts for nothing. */
-function code(text: string): string {
-  return text.replace(/'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`|\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, (m) => (m.startsWith('/') ? ' '.repeat(m.length) : m));
-}
-
-/** Every module a file loads: `import … from`, `export … from`, `import '…'`, `require('…')`, `import('…')` and `typeof import('…')`, each with how. */
-function specifiers(text: string): { readonly spec: string; readonly kind: Kind }[] {
-  const out: { spec: string; kind: Kind }[] = [];
-  const source = code(text);
-  for (const m of source.matchAll(/^\s*(import|export)\s([^;]*?)from\s+'([^']+)'/gm)) {
-    const clause = (m[2] as string).trim();
-    const names = /^\{([^}]*)\}$/.exec(clause)?.[1]?.split(',').map((n) => n.trim()).filter((n) => n !== '');
-    const typeOnly = clause.startsWith('type ') || (names !== undefined && names.length > 0 && names.every((n) => n.startsWith('type ')));
-    out.push({ spec: m[3] as string, kind: typeOnly ? 'type' : 'static' });
-  }
-  for (const m of source.matchAll(/^\s*import\s+'([^']+)'/gm)) out.push({ spec: m[1] as string, kind: 'static' });
-  // createRequire's require (network/ca-certificates.ts loads node:crypto so, on first use).
-  for (const m of source.matchAll(/\brequire\(\s*'([^']+)'\s*\)/g)) out.push({ spec: m[1] as string, kind: 'static' });
-  for (const m of source.matchAll(/(\btypeof\s+)?\bimport\(\s*'([^']+)'\s*\)/g)) out.push({ spec: m[2] as string, kind: m[1] === undefined ? 'lazy' : 'type' });
-  return out;
-}
 
 interface Edge {
   readonly from: string;
@@ -98,25 +98,153 @@ interface Edge {
   readonly kind: Kind;
 }
 
-function edges(): Edge[] {
-  const out: Edge[] = [];
-  for (const [root, file] of [...sourceFiles(SRC).map((f) => [SRC, f]), ...sourceFiles(EMULATOR).map((f) => [EMULATOR, f])] as [string, string][]) {
-    const fromArea = areaOf(file);
-    for (const { spec, kind } of specifiers(readFileSync(file, 'utf8'))) {
-      if (spec.startsWith('.')) {
-        // A relative import stays inside its own package's sources.
-        const target = resolve(dirname(file), spec).replace(/\.js$/, '.ts');
-        const inside = !relative(root, target).startsWith('..');
-        out.push({ from: relative(ROOT, file), to: relative(ROOT, target), fromArea, toArea: inside ? areaOf(target) : undefined, pkg: undefined, kind });
-      } else if (ENTRIES[spec] !== undefined) {
-        out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: ENTRIES[spec], pkg: undefined, kind });
-      } else if (!spec.startsWith('node:')) {
-        const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
-        out.push({ from: relative(ROOT, file), to: spec, fromArea, toArea: undefined, pkg, kind });
+/** The import graph of a project's two trees, what could not be resolved, and the classes each file declares. */
+interface Graph {
+  readonly edges: readonly Edge[];
+  /** Specifiers that are computed (`import(name)`) or that resolve to no file, in words: each one fails the test. */
+  readonly unresolved: readonly string[];
+  /** Class names, each with the files declaring it (relative to the root). */
+  readonly classes: ReadonlyMap<string, readonly string[]>;
+}
+
+/** A module reference in a file: the specifier's node (a string literal, or whatever expression stands there) and how it loads. */
+interface Reference {
+  readonly node: Node;
+  readonly kind: Kind;
+}
+
+const isStringLike = (node: Node): node is Node & { readonly text: string } =>
+  node.kind === SyntaxKind.StringLiteral || node.kind === SyntaxKind.NoSubstitutionTemplateLiteral;
+
+/** Every module reference of a parsed file, and the names of the classes it declares, from its syntax tree. */
+function references(file: SourceFile): { readonly refs: Reference[]; readonly classes: string[] } {
+  const refs: Reference[] = [];
+  const classes: string[] = [];
+  const typeOnlyList = (elements: readonly { readonly isTypeOnly: boolean }[] | undefined): boolean =>
+    elements !== undefined && elements.length > 0 && elements.every((e) => e.isTypeOnly);
+  const visit = (node: Node): void => {
+    switch (node.kind) {
+      case SyntaxKind.ImportDeclaration: {
+        const { importClause: clause, moduleSpecifier } = node as Node & import('typescript/unstable/ast').ImportDeclaration;
+        const named = clause?.namedBindings?.kind === SyntaxKind.NamedImports ? (clause.namedBindings as import('typescript/unstable/ast').NamedImports).elements : undefined;
+        const typeOnly = clause !== undefined && (clause.phaseModifier === SyntaxKind.TypeKeyword || (clause.name === undefined && typeOnlyList(named)));
+        refs.push({ node: moduleSpecifier, kind: typeOnly ? 'type' : 'static' });
+        return;
+      }
+      case SyntaxKind.ExportDeclaration: {
+        const { moduleSpecifier, isTypeOnly, exportClause } = node as Node & import('typescript/unstable/ast').ExportDeclaration;
+        if (moduleSpecifier === undefined) return;
+        const named = exportClause?.kind === SyntaxKind.NamedExports ? (exportClause as import('typescript/unstable/ast').NamedExports).elements : undefined;
+        refs.push({ node: moduleSpecifier, kind: isTypeOnly || typeOnlyList(named) ? 'type' : 'static' });
+        return;
+      }
+      case SyntaxKind.ImportEqualsDeclaration: {
+        const { moduleReference, isTypeOnly } = node as Node & import('typescript/unstable/ast').ImportEqualsDeclaration;
+        if (moduleReference.kind === SyntaxKind.ExternalModuleReference) {
+          refs.push({ node: (moduleReference as import('typescript/unstable/ast').ExternalModuleReference).expression, kind: isTypeOnly ? 'type' : 'static' });
+        }
+        return;
+      }
+      case SyntaxKind.ImportType: {
+        // `typeof import('…')` and `import('…').Name`: types only.
+        const { argument } = node as Node & import('typescript/unstable/ast').ImportTypeNode;
+        refs.push({ node: argument.kind === SyntaxKind.LiteralType ? (argument as import('typescript/unstable/ast').LiteralTypeNode).literal : argument, kind: 'type' });
+        break;
+      }
+      case SyntaxKind.CallExpression: {
+        const call = node as Node & import('typescript/unstable/ast').CallExpression;
+        const callee = call.expression;
+        const isRequire = callee.kind === SyntaxKind.Identifier && (callee as import('typescript/unstable/ast').Identifier).text === 'require';
+        // `import(…)` loads when it runs; a `require(…)` (createRequire's) loads as surely as a static import.
+        if (callee.kind === SyntaxKind.ImportKeyword || isRequire) {
+          const first = call.arguments[0];
+          if (first !== undefined) refs.push({ node: first, kind: isRequire ? 'static' : 'lazy' });
+        }
+        break;
+      }
+      case SyntaxKind.ClassDeclaration: {
+        const name = (node as Node & import('typescript/unstable/ast').ClassDeclaration).name;
+        if (name !== undefined) classes.push(name.text);
+        break;
       }
     }
+    node.forEachChild(visit);
+  };
+  file.forEachChild(visit);
+  return { refs, classes };
+}
+
+/** The package a bare specifier names (`@scope/name` or `name`). */
+const packageOf = (spec: string): string => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
+
+/**
+ * The file a specifier leads to where the compiler does not say: a `require()` in a TypeScript module, which `tsc`
+ * leaves unresolved. A relative path resolves as `tsc` maps an emitted name to its source (`.js` to `.ts`), a bare
+ * one as Node resolves it from the file.
+ */
+function fallback(fromFile: string, spec: string): string | undefined {
+  try {
+    if (!spec.startsWith('.')) return createRequire(fromFile).resolve(spec);
+    const target = resolve(dirname(fromFile), spec).replace(/\.([cm]?)js$/, '.$1ts');
+    readFileSync(target);
+    return target;
+  } catch {
+    return undefined;
   }
-  return out;
+}
+
+/** The import graph of a project's trees, read by the compiler from the project's tsconfig.json. */
+function readGraph(project: Project, at: Trees): Graph {
+  const edges: Edge[] = [];
+  const unresolved: string[] = [];
+  const classes = new Map<string, string[]>();
+  const files = [...sourceFiles(at.src).map((f) => [at.src, f]), ...sourceFiles(at.emulator).map((f) => [at.emulator, f])] as [string, string][];
+  for (const [tree, file] of files) {
+    const from = relative(at.root, file);
+    const parsed = project.program.getSourceFile(file);
+    if (parsed === undefined) {
+      unresolved.push(`${from}: not in the project of tsconfig.json`);
+      continue;
+    }
+    const { refs, classes: declared } = references(parsed);
+    for (const name of declared) classes.set(name, [...(classes.get(name) ?? []), from]);
+    const literal = refs.filter((r) => isStringLike(r.node));
+    for (const r of refs) if (!isStringLike(r.node)) unresolved.push(`${from}: a computed module path (${parsed.text.slice(r.node.pos, r.node.end).trim()})`);
+    const symbols = literal.length === 0 ? [] : project.checker.getSymbolAtLocation(literal.map((r) => r.node));
+    literal.forEach((r, i) => {
+      const spec = (r.node as Node & { readonly text: string }).text;
+      if (spec.startsWith('node:') || isBuiltin(spec)) return;
+      const declaration = symbols[i]?.declarations[0];
+      const target = declaration?.kind === SyntaxKind.SourceFile ? declaration.path : fallback(file, spec);
+      const fromArea = areaOf(file, at);
+      if (target === undefined) {
+        unresolved.push(`${from}: '${spec}' resolves to no file`);
+      } else if (spec.startsWith('.')) {
+        // A relative path stays inside its own package's sources.
+        edges.push({ from, to: relative(at.root, target), fromArea, toArea: inside(tree, target) ? areaOf(target, at) : undefined, pkg: undefined, kind: r.kind });
+      } else if (ENTRIES.includes(spec)) {
+        edges.push({ from, to: spec, fromArea, toArea: inside(at.src, target) || inside(at.emulator, target) ? areaOf(target, at) : undefined, pkg: undefined, kind: r.kind });
+      } else {
+        edges.push({ from, to: spec, fromArea, toArea: undefined, pkg: packageOf(spec), kind: r.kind });
+      }
+    });
+  }
+  return { edges, unresolved, classes };
+}
+
+/** The graphs of several projects (each root with its tsconfig.json), read by one compiler process. */
+function readGraphs(roots: readonly string[]): Graph[] {
+  const api = new API({ cwd: ROOT });
+  try {
+    const snapshot = api.updateSnapshot({ openProjects: roots.map((root) => join(root, 'tsconfig.json')) });
+    return roots.map((root) => {
+      const project = snapshot.getProject(join(root, 'tsconfig.json'));
+      if (project === undefined) throw new Error(`no TypeScript project at ${root}`);
+      return readGraph(project, trees(root));
+    });
+  } finally {
+    api.close();
+  }
 }
 
 /** The edges that cross a boundary the Layout table does not allow, in words. */
@@ -126,10 +254,20 @@ function forbidden(graph: readonly Edge[]): string[] {
     .map((e) => `${e.from} (${e.fromArea}) imports ${e.to} (${e.toArea})`);
 }
 
+/** The edges that leave the two trees for anything but an npm package or a declared entry, in words. */
+function exits(graph: readonly Edge[]): string[] {
+  return graph.filter((e) => e.pkg === undefined && e.toArea === undefined).map((e) => `${e.from} imports ${e.to}`);
+}
+
+/** The npm packages loaded where the Layout table does not allow them (undici outside the client), in words. */
+function misplaced(graph: readonly Edge[]): string[] {
+  return graph.filter((e) => e.pkg !== undefined && PACKAGES[e.pkg] !== undefined && !PACKAGES[e.pkg]?.includes(e.fromArea)).map((e) => `${e.from} imports ${e.to}`);
+}
+
 /** One import circle among the files of src/ (any kind of import), as the files around it, or undefined when there is none. */
 function findCycle(graph: readonly Edge[]): string[] | undefined {
   const next = new Map<string, string[]>();
-  for (const e of graph) if (e.pkg === undefined && ENTRIES[e.to] === undefined) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  for (const e of graph) if (e.pkg === undefined && !ENTRIES.includes(e.to)) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
   const done = new Set<string>();
   const path: string[] = [];
   const onPath = new Set<string>();
@@ -160,16 +298,87 @@ function fed(from: string, to: string): Edge {
   return { from, to, fromArea: area(from), toArea: area(to), pkg: undefined, kind: 'static' };
 }
 
-describe('the import graph of src/ and of the emulator package', () => {
-  const all = edges();
+/**
+ * A small project laid out as this one, whose files break the rules in the ways a pattern over the text would
+ * miss: double quotes, a template, `require()`, a re-export, an import of types, a computed path, a missing file.
+ */
+function brokenProject(): string {
+  const root = tempDir('sdr-architecture-');
+  const write = (file: string, text: string): void => {
+    mkdirSync(dirname(join(root, file)), { recursive: true });
+    writeFileSync(join(root, file), text);
+  };
+  write(
+    'tsconfig.json',
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        types: [],
+        paths: { 'data-read-emulator': ['./packages/emulator/src/index.ts'] },
+      },
+      include: ['src', 'packages/emulator/src'],
+    }),
+  );
+  write('package.json', '{ "type": "module" }\n');
+  // This project's packages (undici), as a clone installs them.
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
+  write('src/client/client.ts', 'export const client = 1;\n');
+  write('src/engine/session.ts', 'export type Session = { readonly id: string };\nexport const session = 1;\n');
+  write(
+    'src/faces/airbyte/commands.ts',
+    [
+      'declare const require: (id: string) => unknown;',
+      '// import { client } from \'../../client/client.js\'; (a comment: no edge)',
+      'const text = "import { client } from \'../../client/client.js\'"; // a string: no edge',
+      'import { client } from "../../client/client.js";',
+      'export { session } from "../../engine/session.js";',
+      'export type { Session } from \'../../engine/session.js\';',
+      'const lazy = () => import(`../../client/client.js`);',
+      'const pool = require("undici");',
+      'const required = require(\'../../client/client.js\');',
+      'const name = "client";',
+      'const computed = () => import(`../../client/${name}.js`);',
+      'import "./missing.js";',
+      'export { client, text, lazy, pool, required, computed };',
+      '',
+    ].join('\n'),
+  );
+  write('src/engine/sync.ts', "import { emulator } from 'data-read-emulator';\nexport const sync = emulator;\n");
+  write('packages/emulator/src/index.ts', 'import { client } from "../../../src/client/client.js";\nexport const emulator = client;\n');
+  return root;
+}
 
-  it('reads the graph (a parser that finds nothing would pass anything)', () => {
+const [GRAPH, BROKEN] = readGraphs([ROOT, brokenProject()]) as [Graph, Graph];
+
+describe('the import graph of src/ and of the emulator package', () => {
+  const all = GRAPH.edges;
+
+  it('reads the graph (a parser that finds nothing would pass anything), and resolves every specifier', () => {
     expect(all.length).toBeGreaterThan(150);
     expect(all.some((e) => e.from === 'packages/emulator/src/openapi.ts' && e.to === 'source-data-read/schemas' && e.toArea === 'schemas')).toBe(true);
     expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts' && e.kind === 'lazy')).toBe(true);
     expect(all.some((e) => e.from === 'src/engine/session.ts' && e.to === 'src/engine/connect.ts' && e.kind === 'type')).toBe(true);
     expect(all.some((e) => e.from === 'src/client/route.ts' && e.pkg === 'undici' && e.kind === 'static')).toBe(true);
-    expect(specifiers("const { Pool } = require('undici');")).toEqual([{ spec: 'undici', kind: 'static' }]);
+    expect(GRAPH.unresolved).toEqual([]);
+  });
+
+  it('sees every way of loading a module: double quotes, templates, require(), re-exports, types; not comments or strings', () => {
+    const from = 'src/faces/airbyte/commands.ts';
+    const seen = BROKEN.edges.filter((e) => e.from === from).map((e) => `${e.kind} ${e.to}`);
+    expect(seen).toEqual([
+      'static src/client/client.ts',
+      'static src/engine/session.ts',
+      'type src/engine/session.ts',
+      'lazy src/client/client.ts',
+      'static undici',
+      'static src/client/client.ts',
+    ]);
+    expect(BROKEN.unresolved).toEqual([
+      `${from}: a computed module path (\`../../client/\${name}.js\`)`,
+      `${from}: './missing.js' resolves to no file`,
+    ]);
   });
 
   it('imports only across allowed boundaries (CONTRIBUTING.md, Layout)', () => {
@@ -191,6 +400,17 @@ describe('the import graph of src/ and of the emulator package', () => {
     expect(ALLOWED.emulator).toEqual(['schemas']);
   });
 
+  it('catches the forbidden edges of files that break the rules (double quotes, a template, require(), the emulator)', () => {
+    expect(forbidden(BROKEN.edges)).toEqual([
+      'src/engine/sync.ts (engine) imports data-read-emulator (emulator)',
+      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+    ]);
+    expect(misplaced(BROKEN.edges)).toEqual(['src/faces/airbyte/commands.ts imports undici']);
+    expect(exits(BROKEN.edges)).toEqual(['packages/emulator/src/index.ts imports src/client/client.ts']);
+  });
+
   it('has no import circle in src/ (types and import() included)', () => {
     expect(findCycle(all)).toBeUndefined();
   });
@@ -205,13 +425,14 @@ describe('the import graph of src/ and of the emulator package', () => {
   });
 
   it('leaves src/ (and packages/emulator/src/) only for npm packages and the declared entries, and HTTP (undici) to the client', () => {
-    expect(all.filter((e) => e.pkg === undefined && e.toArea === undefined).map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
+    expect(exits(all)).toEqual([]);
     // The emulator reaches the connector through its public entry alone: no deep import of source-data-read, no relative path out.
     expect(all.filter((e) => e.pkg === 'source-data-read').map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
     const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { default?: string }> };
     expect(manifest.exports['./schemas']?.default).toBe('./dist/schemas/resources.js');
-    const misplaced = all.filter((e) => e.pkg !== undefined && PACKAGES[e.pkg] !== undefined && !PACKAGES[e.pkg]?.includes(e.fromArea));
-    expect(misplaced.map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
+    const tsconfig = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8');
+    for (const entry of ENTRIES) expect(tsconfig, entry).toContain(`"${entry}":`);
+    expect(misplaced(all)).toEqual([]);
   });
 
   it("bin/ starts the connector alone (dist/cli/); the emulator's command is its package's bin", () => {
@@ -227,20 +448,11 @@ describe('the import graph of src/ and of the emulator package', () => {
 });
 
 describe('names in src/ say which is which', () => {
-  /** The classes src/ declares, by name, with the files declaring each. */
-  function classNames(files: readonly string[]): Map<string, string[]> {
-    const byName = new Map<string, string[]>();
-    for (const file of files) {
-      for (const m of code(readFileSync(file, 'utf8')).matchAll(/^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm)) {
-        byName.set(m[1] as string, [...(byName.get(m[1] as string) ?? []), relative(ROOT, file)]);
-      }
-    }
-    return byName;
-  }
-  const shared = (byName: Map<string, string[]>): string[] => [...byName].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`);
+  const shared = (byName: ReadonlyMap<string, readonly string[]>): string[] =>
+    [...byName].filter(([, files]) => files.length > 1).map(([name, files]) => `${name}: ${files.join(', ')}`);
 
   it('no two classes share a name (one ApiError, one UsageError: the emulator names its own ProblemError and OptionError)', () => {
-    const byName = classNames([...sourceFiles(SRC), ...sourceFiles(EMULATOR)]);
+    const byName = GRAPH.classes;
     expect(byName.get('ApiError')).toEqual(['src/client/api-error.ts']);
     expect(byName.get('ProblemError')).toEqual(['packages/emulator/src/problem.ts']);
     expect(shared(byName)).toEqual([]);
@@ -250,7 +462,7 @@ describe('names in src/ say which is which', () => {
   });
 
   it('no class lives in a file named types.ts', () => {
-    const inTypes = [...classNames(sourceFiles(SRC))].filter(([, files]) => files.some((f) => f.endsWith('/types.ts')));
+    const inTypes = [...GRAPH.classes].filter(([, files]) => files.some((f) => f.endsWith('/types.ts')));
     expect(inTypes).toEqual([]);
   });
 });
