@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { configJsonSchema, futureStartDate, parseConfig, parseInstant } from '../src/config/config.js';
-import { ConfigError } from '../src/errors.js';
+import { configJsonSchema, futureStartDate, parseConfig, parseInstant } from '../../src/config/config.js';
+import { ConfigError } from '../../src/errors.js';
 
 const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };
 

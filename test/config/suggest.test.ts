@@ -1,6 +1,6 @@
 /** "Did you mean": the known key a misspelled one was meant to be, and none for another word. */
 import { describe, expect, it } from 'vitest';
-import { closestName } from '../src/config/suggest.js';
+import { closestName } from '../../src/config/suggest.js';
 
 const KEYS = ['api_key', 'base_url', 'start_date', 'page_size', 'max_concurrent_requests', 'request_timeout_seconds', 'max_retries', 'max_wait_seconds', 'deletions_as_tombstones'];
 

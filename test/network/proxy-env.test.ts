@@ -7,9 +7,9 @@
  */
 import { EnvHttpProxyAgent, Pool, type buildConnector } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { envAllProxy, envNoProxy, envProxy, proxySecrets } from '../src/network/proxy-env.js';
-import { ConfigError } from '../src/errors.js';
-import { parseProxyUrl, proxyUrlSecrets } from '../src/network/proxy-url.js';
+import { envAllProxy, envNoProxy, envProxy, proxySecrets } from '../../src/network/proxy-env.js';
+import { ConfigError } from '../../src/errors.js';
+import { parseProxyUrl, proxyUrlSecrets } from '../../src/network/proxy-url.js';
 
 describe('which variable names the proxy (as undici reads them)', () => {
   const chosen = (protocol: string, env: Record<string, string>): string | undefined => envProxy(protocol, env)?.variable;

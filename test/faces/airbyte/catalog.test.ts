@@ -1,8 +1,8 @@
 /** The Airbyte catalog with merged schemas, and the configured catalog's schema carried to the type check of read. */
 import { describe, expect, it } from 'vitest';
-import { discoverCatalog, parseConfiguredCatalog } from '../../src/faces/airbyte/catalog.js';
-import { builtInSchemas, type JsonSchema } from '../../src/schemas/json-schema.js';
-import { STREAMS } from '../../src/streams.js';
+import { discoverCatalog, parseConfiguredCatalog } from '../../../src/faces/airbyte/catalog.js';
+import { builtInSchemas, type JsonSchema } from '../../../src/schemas/json-schema.js';
+import { STREAMS } from '../../../src/streams.js';
 
 describe('discoverCatalog with the stream schemas of a run', () => {
   it('declares each stream with its schema (Airbyte annotations added), built in where none is given', () => {

@@ -1,8 +1,8 @@
 /** The --state file of read: its two forms (one JSON document, JSON lines) and the shapes accepted in each. */
 import { describe, expect, it } from 'vitest';
-import { readAirbyteStateFile } from '../../src/faces/airbyte/state-file.js';
-import { parseAirbyteState } from '../../src/faces/airbyte/state-input.js';
-import { tempDir, writeJson } from '../helpers/cli.js';
+import { readAirbyteStateFile } from '../../../src/faces/airbyte/state-file.js';
+import { parseAirbyteState } from '../../../src/faces/airbyte/state-input.js';
+import { tempDir, writeJson } from '../../helpers/cli.js';
 
 const stream = (name: string, wm: string): Record<string, unknown> => ({ type: 'STREAM', stream: { stream_descriptor: { name }, stream_state: { sync_watermark: wm } } });
 const message = (name: string, wm: string): string => JSON.stringify({ type: 'STATE', state: { ...stream(name, wm), sourceStats: { recordCount: 1 } } });

@@ -7,9 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { openForWrite } from '../../src/faces/replica/database.js';
-import { withTempDatabases } from '../helpers/suite.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { openForWrite } from '../../../src/faces/replica/database.js';
+import { withTempDatabases } from '../../helpers/suite.js';
 
 const newDb = withTempDatabases('replica-mode-');
 const mode = (file: string): string => (statSync(file).mode & 0o777).toString(8);

@@ -6,14 +6,14 @@
  * the next full read starts its marks over.
  */
 import { describe, expect, it } from 'vitest';
-import { FULL_READ_TABLE, type Checkpoint } from '../../src/faces/replica/table-writer.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaStore, toRows } from '../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { ReplicaSink } from '../../src/faces/replica/sink.js';
-import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { withTempDatabases } from '../helpers/suite.js';
-import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+import { FULL_READ_TABLE, type Checkpoint } from '../../../src/faces/replica/table-writer.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { ReplicaStore, toRows } from '../../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { ReplicaSink } from '../../../src/faces/replica/sink.js';
+import { findStream, type StreamDefinition } from '../../../src/streams.js';
+import { withTempDatabases } from '../../helpers/suite.js';
+import { contact, conversation, iso, type Rec } from '../../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;

@@ -1,8 +1,8 @@
 /** When replicate heals (heal.ts): the saved states, and the service's now asked only when it decides. */
 import { describe, expect, it } from 'vitest';
-import type { StreamState } from '../../src/engine/state.js';
-import { findHeal, healDone } from '../../src/faces/replica/heal.js';
-import type { StreamDefinition } from '../../src/streams.js';
+import type { StreamState } from '../../../src/engine/state.js';
+import { findHeal, healDone } from '../../../src/faces/replica/heal.js';
+import type { StreamDefinition } from '../../../src/streams.js';
 
 const NOW = '2026-06-01T00:00:00.000Z';
 const daysBefore = (days: number): string => new Date(Date.parse(NOW) - days * 86_400_000).toISOString();

@@ -2,13 +2,13 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { evolveLayout, layoutFor, type TableLayout } from '../../src/faces/replica/layout.js';
-import { replicaRecords } from '../../src/faces/replica/records.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { builtInSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
-import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { tempDir } from '../helpers/cli.js';
-import { contact, iso } from '../helpers/fake-api.js';
+import { evolveLayout, layoutFor, type TableLayout } from '../../../src/faces/replica/layout.js';
+import { replicaRecords } from '../../../src/faces/replica/records.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { builtInSchema, type JsonSchema } from '../../../src/schemas/json-schema.js';
+import { findStream, type StreamDefinition } from '../../../src/streams.js';
+import { tempDir } from '../../helpers/cli.js';
+import { contact, iso } from '../../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const dir = tempDir('replica-layout-');

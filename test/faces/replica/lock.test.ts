@@ -2,15 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { hostname } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
-import { openForWrite } from '../../src/faces/replica/database.js';
-import { LockHeldError, acquireLock, lockSettings, releaseLock, renewLock } from '../../src/faces/replica/lock.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { withTempDatabases } from '../helpers/suite.js';
-import { checkpointsOf } from '../helpers/checkpoints.js';
-import { contact, iso } from '../helpers/fake-api.js';
-import { STREAMS } from '../../src/streams.js';
+import { openForWrite } from '../../../src/faces/replica/database.js';
+import { LockHeldError, acquireLock, lockSettings, releaseLock, renewLock } from '../../../src/faces/replica/lock.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { withTempDatabases } from '../../helpers/suite.js';
+import { checkpointsOf } from '../../helpers/checkpoints.js';
+import { contact, iso } from '../../helpers/fake-api.js';
+import { STREAMS } from '../../../src/streams.js';
 
 const newPath = withTempDatabases('lock-');
 

@@ -11,11 +11,11 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { buildOpenApiDocument } from 'data-read-emulator';
-import { describeStreams } from '../../src/engine/connect.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { summarize } from '../../demo/dashboard.js';
-import { ROOT, tempDir } from '../helpers/cli.js';
-import { FakeApi } from '../helpers/fake-api.js';
+import { describeStreams } from '../../../src/engine/connect.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { summarize } from '../../../demo/dashboard.js';
+import { ROOT, tempDir } from '../../helpers/cli.js';
+import { FakeApi } from '../../helpers/fake-api.js';
 
 const dir = tempDir('replica-plans-');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

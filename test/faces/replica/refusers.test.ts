@@ -6,13 +6,13 @@
  * transaction with it and stops the writer, loudly.
  */
 import { describe, expect, it } from 'vitest';
-import { withTempDatabases } from '../helpers/suite.js';
-import { TableWriter } from '../../src/faces/replica/table-writer.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { contact, conversation, iso } from '../helpers/fake-api.js';
-import { checkpointsOf } from '../helpers/checkpoints.js';
+import { withTempDatabases } from '../../helpers/suite.js';
+import { TableWriter } from '../../../src/faces/replica/table-writer.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { contact, conversation, iso } from '../../helpers/fake-api.js';
+import { checkpointsOf } from '../../helpers/checkpoints.js';
 
 const newDb = withTempDatabases('replica-refusers-');
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { layoutFor, type TableLayout } from '../../src/faces/replica/layout.js';
-import { insertSql, openForWrite } from '../../src/faces/replica/database.js';
-import { ensureTable } from '../../src/faces/replica/migrate.js';
-import { recordToRow, rowToRecord } from '../../src/faces/replica/rows.js';
-import { isRawNumber, parseExactJson } from '../../src/json/exact-json.js';
-import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { layoutFor, type TableLayout } from '../../../src/faces/replica/layout.js';
+import { insertSql, openForWrite } from '../../../src/faces/replica/database.js';
+import { ensureTable } from '../../../src/faces/replica/migrate.js';
+import { recordToRow, rowToRecord } from '../../../src/faces/replica/rows.js';
+import { isRawNumber, parseExactJson } from '../../../src/json/exact-json.js';
+import { findStream, type StreamDefinition } from '../../../src/streams.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { withTempDatabases } from '../helpers/suite.js';
-import { ConfigSchema } from '../../src/config/config.js';
-import { runSync } from '../../src/engine/sync.js';
-import { ApiError } from '../../src/client/api-error.js';
-import type { LogLevel } from '../../src/engine/events.js';
-import { REPLICA_STREAMS } from '../../src/faces/replica/command.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaSink } from '../../src/faces/replica/sink.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { FakeApi, contact, conversation, deletion, iso, type Rec } from '../helpers/fake-api.js';
+import { withTempDatabases } from '../../helpers/suite.js';
+import { ConfigSchema } from '../../../src/config/config.js';
+import { runSync } from '../../../src/engine/sync.js';
+import { ApiError } from '../../../src/client/api-error.js';
+import type { LogLevel } from '../../../src/engine/events.js';
+import { REPLICA_STREAMS } from '../../../src/faces/replica/command.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { ReplicaSink } from '../../../src/faces/replica/sink.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { FakeApi, contact, conversation, deletion, iso, type Rec } from '../../helpers/fake-api.js';
 
 const config = ConfigSchema.parse({ api_key: 'sdr_live_test', base_url: 'http://127.0.0.1:1', page_size: 2 });
 const newDb = withTempDatabases('replica-unit-', 'replica.db');

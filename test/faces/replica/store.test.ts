@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { withTempDatabases } from '../helpers/suite.js';
+import { withTempDatabases } from '../../helpers/suite.js';
 import { rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { layoutFor } from '../../src/faces/replica/layout.js';
-import { insertSql, openForWrite } from '../../src/faces/replica/database.js';
-import { ensureTable } from '../../src/faces/replica/migrate.js';
-import { recordToRow } from '../../src/faces/replica/rows.js';
-import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { contact, iso } from '../helpers/fake-api.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { layoutFor } from '../../../src/faces/replica/layout.js';
+import { insertSql, openForWrite } from '../../../src/faces/replica/database.js';
+import { ensureTable } from '../../../src/faces/replica/migrate.js';
+import { recordToRow } from '../../../src/faces/replica/rows.js';
+import { findStream, type StreamDefinition } from '../../../src/streams.js';
+import { contact, iso } from '../../helpers/fake-api.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const newDb = withTempDatabases('replica-store-');

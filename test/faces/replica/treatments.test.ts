@@ -9,12 +9,12 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { HashKeyCheck, recordTreatments, runTreatments, treatmentDifferences, type RunTreatments } from '../../src/faces/replica/treatments.js';
-import { treatmentPlan } from '../../src/personal-data/treatments.js';
-import { findStream, type StreamDefinition } from '../../src/streams.js';
-import { contact, iso } from '../helpers/fake-api.js';
-import { withTempDatabases } from '../helpers/suite.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { HashKeyCheck, recordTreatments, runTreatments, treatmentDifferences, type RunTreatments } from '../../../src/faces/replica/treatments.js';
+import { treatmentPlan } from '../../../src/personal-data/treatments.js';
+import { findStream, type StreamDefinition } from '../../../src/streams.js';
+import { contact, iso } from '../../helpers/fake-api.js';
+import { withTempDatabases } from '../../helpers/suite.js';
 
 const newDb = withTempDatabases('replica-treatments-');
 const contacts = findStream('contacts') as StreamDefinition;

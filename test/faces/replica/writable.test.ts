@@ -9,7 +9,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { tempDir } from '../helpers/cli.js';
+import { tempDir } from '../../helpers/cli.js';
 
 const denied = vi.hoisted(() => ({ path: '', code: '' }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -22,7 +22,7 @@ vi.mock('node:fs', async (importOriginal) => {
     },
   };
 });
-const { assertWritable } = await import('../../src/faces/replica/writable.js');
+const { assertWritable } = await import('../../../src/faces/replica/writable.js');
 
 let dir: string;
 beforeEach(() => {

@@ -4,21 +4,21 @@
  * WAL thread: run from the build, dist/faces/replica/wal-thread.js).
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { queryOne } from '../helpers/sqlite.js';
-import { withTempDatabases } from '../helpers/suite.js';
+import { queryOne } from '../../helpers/sqlite.js';
+import { withTempDatabases } from '../../helpers/suite.js';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { TableWriter } from '../../src/faces/replica/table-writer.js';
-import { replicaRecords, replicaStates } from '../../src/faces/replica/records.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../src/faces/replica/writer.js';
-import { ReplicaSink } from '../../src/faces/replica/sink.js';
-import { STREAMS } from '../../src/streams.js';
-import { ROOT } from '../helpers/cli.js';
-import { contact, conversation, iso } from '../helpers/fake-api.js';
-import { checkpointsOf } from '../helpers/checkpoints.js';
-import { requireBuild } from '../helpers/emulator-runs.js';
+import { TableWriter } from '../../../src/faces/replica/table-writer.js';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { ReplicaSink } from '../../../src/faces/replica/sink.js';
+import { STREAMS } from '../../../src/streams.js';
+import { ROOT } from '../../helpers/cli.js';
+import { contact, conversation, iso } from '../../helpers/fake-api.js';
+import { checkpointsOf } from '../../helpers/checkpoints.js';
+import { requireBuild } from '../../helpers/emulator-runs.js';
 
 const newDb = withTempDatabases('replica-writer-');
 

@@ -6,16 +6,16 @@
  */
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../src/client/api-error.js';
-import { parseConfig } from '../../src/config/config.js';
-import { runSync } from '../../src/engine/sync.js';
-import type { StreamState } from '../../src/engine/state.js';
-import { discoverCatalog } from '../../src/faces/singer/catalog.js';
-import { planAll, planFromCatalog, type StreamPlan } from '../../src/faces/singer/selection.js';
-import { SingerSink } from '../../src/faces/singer/sink.js';
-import { LineWriter, StderrLogger } from '../../src/process/output.js';
-import { parseLines, protocolCheck } from '../helpers/cli.js';
-import { FakeApi } from '../helpers/fake-api.js';
+import { ApiError } from '../../../src/client/api-error.js';
+import { parseConfig } from '../../../src/config/config.js';
+import { runSync } from '../../../src/engine/sync.js';
+import type { StreamState } from '../../../src/engine/state.js';
+import { discoverCatalog } from '../../../src/faces/singer/catalog.js';
+import { planAll, planFromCatalog, type StreamPlan } from '../../../src/faces/singer/selection.js';
+import { SingerSink } from '../../../src/faces/singer/sink.js';
+import { LineWriter, StderrLogger } from '../../../src/process/output.js';
+import { parseLines, protocolCheck } from '../../helpers/cli.js';
+import { FakeApi } from '../../helpers/fake-api.js';
 
 const VERSION = 1_790_000_000_000;
 const stage = (i: number) => ({ id: `s${i}`, key: `k${i}`, name: `Stage ${i}`, pipeline_id: 'p1', position: i, outcome: null });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { discoverCatalog, type CatalogEntry, type MetadataEntry } from '../../src/faces/singer/catalog.js';
+import { discoverCatalog, type CatalogEntry, type MetadataEntry } from '../../../src/faces/singer/catalog.js';
 
 const entry = (catalog: { streams: CatalogEntry[] }, name: string): CatalogEntry => {
   const found = catalog.streams.find((s) => s.tap_stream_id === name);

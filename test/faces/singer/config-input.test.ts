@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/config.js';
-import { configFromEnv, mergeConfigSources } from '../../src/faces/singer/config-input.js';
-import { tempDir, writeJson } from '../helpers/cli.js';
+import { parseConfig } from '../../../src/config/config.js';
+import { configFromEnv, mergeConfigSources } from '../../../src/faces/singer/config-input.js';
+import { tempDir, writeJson } from '../../helpers/cli.js';
 
 /** The two settings every config needs, as Meltano passes them. */
 const CONNECTION_ENV = {

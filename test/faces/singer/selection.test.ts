@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
-import { discoverCatalog, type CatalogEntry } from '../../src/faces/singer/catalog.js';
-import { planAll, planFromCatalog } from '../../src/faces/singer/selection.js';
-import { thrown } from '../helpers/thrown.js';
+import { ConfigError } from '../../../src/errors.js';
+import { discoverCatalog, type CatalogEntry } from '../../../src/faces/singer/catalog.js';
+import { planAll, planFromCatalog } from '../../../src/faces/singer/selection.js';
+import { thrown } from '../../helpers/thrown.js';
 
 type Catalog = { streams: CatalogEntry[] };
 

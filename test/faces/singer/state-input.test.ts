@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
-import { parseSingerState, readSingerState } from '../../src/faces/singer/state-input.js';
-import { tempDir, writeJson } from '../helpers/cli.js';
-import { thrown } from '../helpers/thrown.js';
+import { ConfigError } from '../../../src/errors.js';
+import { parseSingerState, readSingerState } from '../../../src/faces/singer/state-input.js';
+import { tempDir, writeJson } from '../../helpers/cli.js';
+import { thrown } from '../../helpers/thrown.js';
 
 const W = '2026-03-01T10:00:00.000Z';
 const W0 = '2026-02-01T10:00:00.000Z';
