@@ -14,8 +14,8 @@
  * bind the new name.
  */
 import { ConfigError, redact } from '../errors.js';
-import { STREAMS, type StreamDefinition } from '../streams.js';
-import { ForwardingSink, type LogLevel, type SyncSink } from './events.js';
+import { STREAMS } from '../streams.js';
+import type { LogLevel } from './events.js';
 import type { StateAccount, StreamState } from './state.js';
 
 /** The account a run reads: the name /v1/me gave its key, and the service's address (the config's base_url). */
@@ -91,7 +91,7 @@ const streamList = (names: readonly string[]): string => `${names.length === 1 ?
  * account: throws the ConfigError that stops the run when a stream's state
  * belongs to another account; returns what to log about states accepted
  * without their own account's name (written before the rule, or before a
- * confirmed rename). The run's saves bind them (stampedSink).
+ * confirmed rename). The run's saves bind them (the record pipeline stamps every state).
  */
 export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, current: RunAccount, renamedFrom: string | undefined): AccountNote[] {
   const unbound: string[] = [];
@@ -145,22 +145,4 @@ export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, cur
     });
   }
   return notes;
-}
-
-/** Every state passes to the face with the run's account in it: what a run saves says whose it is. */
-class StampingSink extends ForwardingSink {
-  readonly #account: RunAccount;
-
-  constructor(sink: SyncSink, account: RunAccount) {
-    super(sink);
-    this.#account = account;
-  }
-
-  override state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    return this.inner.state(stream, { ...state, account: { ...this.#account } });
-  }
-}
-
-export function stampedSink(sink: SyncSink, account: RunAccount): SyncSink {
-  return new StampingSink(sink, account);
 }

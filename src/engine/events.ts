@@ -1,8 +1,10 @@
 /**
- * What the engine tells a protocol face. A face (Airbyte, Singer, SQLite
- * replica) implements SyncSink; it knows nothing of HTTP. Every method may
- * return a promise: the engine awaits it, which is how backpressure from a
- * slow stdout or a database reaches the reader.
+ * What the engine tells a face's emitter, after the record pipeline
+ * (pipeline.ts) selected, treated, checked and counted each page. A face
+ * (Airbyte, Singer, the replica) implements SyncSink to serialize or write
+ * what it is told; it knows nothing of HTTP. Every method may return a
+ * promise: the engine awaits it, which is how backpressure from a slow
+ * stdout or a database reaches the reader.
  */
 import type { ConnectorError } from '../errors.js';
 import type { StreamDefinition } from '../streams.js';
@@ -33,53 +35,4 @@ export interface SyncSink {
    */
   runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void>;
   log(level: LogLevel, message: string): void | Promise<void>;
-}
-
-/**
- * A sink in front of another that passes every event on as it is: the
- * engine's and the command line's sinks (treating, counting, watching)
- * extend it and override only the events they look at or change.
- */
-export class ForwardingSink implements SyncSink {
-  protected readonly inner: SyncSink;
-
-  constructor(inner: SyncSink) {
-    this.inner = inner;
-  }
-
-  streamStarted(stream: StreamDefinition): void | Promise<void> {
-    return this.inner.streamStarted(stream);
-  }
-
-  streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void> {
-    return this.inner.streamRunning(stream, quotaReset);
-  }
-
-  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
-    return this.inner.records(stream, records, extractedAt);
-  }
-
-  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    return this.inner.state(stream, state);
-  }
-
-  streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void> {
-    return this.inner.streamComplete(stream, skipped);
-  }
-
-  streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
-    return this.inner.streamIncomplete(stream, error);
-  }
-
-  streamStopped(stream: StreamDefinition): void | Promise<void> {
-    return this.inner.streamStopped(stream);
-  }
-
-  runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
-    return this.inner.runFailed(error, stopped);
-  }
-
-  log(level: LogLevel, message: string): void | Promise<void> {
-    return this.inner.log(level, message);
-  }
 }

@@ -18,13 +18,14 @@ import type { StreamState } from './state.js';
 
 export interface ReadOptions {
   readonly client: DataReadApi;
+  /** Where pages and checkpoints go: the record pipeline (pipeline.ts). */
   readonly sink: SyncSink;
   readonly pageSize: number;
   /** Where a stream without state starts (start_date); undefined reads the full history. */
   readonly startDate: string | undefined;
   /** Saved state (already empty for full refresh). */
   readonly state: StreamState;
-  /** Called with each page's records after the sink took them (tombstones, counters). */
+  /** Called with each page's records after the sink took them (the deletion log's tombstones). */
   readonly onPage?: (records: readonly Data[]) => void | Promise<void>;
   /** Called once with the read's sync_watermark (the service's clock), before its first records reach the sink. */
   readonly onWatermark?: (watermark: string) => void | Promise<void>;

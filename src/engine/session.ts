@@ -1,24 +1,24 @@
 /**
  * One sync session, the same for every face: build the client from the
- * config, ask whose account the key reads (one
- * /v1/me) before the face prepares anything, and check the saved states
- * against it (account.ts), run the engine (once or more) reporting to the
- * face's sink, turn the client's wait notices into that sink's stream events
- * (a wait on a path is that stream's rate limit), count the records that went
- * through, put the account in every state the face is given, and feed the
- * run's report (run-report.ts) with what each stream did, close. A face
- * parses its own inputs (config file, catalog, state), implements the
- * SyncSink and says the summary in its own words; it never sees the HTTP
- * client.
+ * config, ask whose account the key reads (one /v1/me) before the face
+ * prepares anything, and check the saved states against it (account.ts),
+ * run the engine (once or more) through the record pipeline (pipeline.ts:
+ * the records counted, the account put in every state the face is given,
+ * the run's report (run-report.ts) fed with what each stream did), turn the
+ * client's wait notices into stream events (a wait on a path is that
+ * stream's rate limit), close. A face parses its own inputs (config file,
+ * catalog, state), implements the emitter (a SyncSink) and says the summary
+ * in its own words; it never sees the HTTP client.
  */
 import type { Config } from '../config/config.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import { ConnectorError, toConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
-import { checkStateAccounts, runAccount, stampedSink, type AccountNote, type RunAccount } from './account.js';
+import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
-import { ForwardingSink, type Data, type LogLevel, type SyncSink } from './events.js';
+import type { LogLevel, SyncSink } from './events.js';
+import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
 import type { RunRecorder } from './run-report.js';
@@ -33,7 +33,7 @@ export interface RequestCounts {
   readonly rateLimitWaits: number;
 }
 
-export type SessionRequest = Omit<SyncRequest, 'config' | 'client' | 'sink'>;
+export type SessionRequest = Omit<SyncRequest, 'config' | 'client' | 'sink' | 'pipeline'>;
 
 /** Call a sink method from a client hook, which cannot wait: a failure (stdout closed) surfaces at the next awaited write. */
 function fireAndForget(call: () => void | Promise<void>): void {
@@ -42,73 +42,6 @@ function fireAndForget(call: () => void | Promise<void>): void {
     if (pending instanceof Promise) pending.catch(() => undefined);
   } catch {
     // the same: the reader's next write reports it
-  }
-}
-
-/** Run `then` once the face's write is done (at once when it was synchronous). */
-function afterWrite(written: void | Promise<void>, then: () => void): void | Promise<void> {
-  if (written instanceof Promise) return written.then(then);
-  then();
-}
-
-/**
- * Every event passes to the face's sink; the records of each stream are
- * counted on the way (into the session's counts), and the run's report told
- * what each stream did (a tombstone is a record whose `tombstoneColumn` is set).
- */
-class CountingSink extends ForwardingSink {
-  readonly counts: Map<string, number>;
-  private readonly report: RunRecorder | undefined;
-  private readonly tombstoneColumn: string | undefined;
-
-  constructor(sink: SyncSink, counts: Map<string, number>, report?: RunRecorder, tombstoneColumn?: string) {
-    super(sink);
-    this.counts = counts;
-    this.report = report;
-    this.tombstoneColumn = tombstoneColumn;
-  }
-
-  override streamStarted(stream: StreamDefinition): void | Promise<void> {
-    if (!this.counts.has(stream.name)) this.counts.set(stream.name, 0);
-    return this.inner.streamStarted(stream);
-  }
-
-  override records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
-    this.counts.set(stream.name, (this.counts.get(stream.name) ?? 0) + records.length);
-    const written = this.inner.records(stream, records, extractedAt);
-    const report = this.report;
-    if (!report) return written;
-    const column = this.tombstoneColumn;
-    const tombstones = column === undefined ? 0 : records.reduce((n, r) => (r[column] !== undefined && r[column] !== null ? n + 1 : n), 0);
-    // Reported once the face took them: a write dropped after a stop signal never counts.
-    return afterWrite(written, () => report.records(stream.name, records.length, tombstones));
-  }
-
-  override state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    const written = this.inner.state(stream, state);
-    const report = this.report;
-    return report ? afterWrite(written, () => report.state(stream.name, state)) : written;
-  }
-
-  override async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
-    // The face first (the tap's final STATE of the stream): a listener of the report (Dagster Pipes) hears of it after.
-    await this.inner.streamComplete(stream, skipped);
-    this.report?.streamEnded(stream.name, skipped === true ? 'skipped' : 'complete');
-  }
-
-  override streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void> {
-    this.report?.streamEnded(stream.name, 'incomplete', error);
-    return this.inner.streamIncomplete(stream, error);
-  }
-
-  override streamStopped(stream: StreamDefinition): void | Promise<void> {
-    this.report?.streamEnded(stream.name, 'stopped');
-    return this.inner.streamStopped(stream);
-  }
-
-  override runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void> {
-    this.report?.fail(error);
-    return this.inner.runFailed(error, stopped);
   }
 }
 
@@ -121,8 +54,8 @@ export class SyncSession {
   private readonly client: DataReadApi;
   private readonly counts = new Map<string, number>();
   private readonly report: RunRecorder | undefined;
-  /** The sink of the sync that runs now. */
-  private running: CountingSink | undefined;
+  /** The pipeline of the sync that runs now. */
+  private running: RecordPipeline | undefined;
   /** The account the key reads, once /v1/me said: every state a sync of this session writes names it. */
   #account: RunAccount | undefined;
   /** Why /v1/me failed, when accountFor met it: what the next sync stops on. */
@@ -232,17 +165,26 @@ export class SyncSession {
     return page.sync_watermark;
   }
 
-  /** One sync of the given streams from the given states, reporting to `sink`. */
-  async run(request: SessionRequest, sink: SyncSink): Promise<SyncResult> {
-    // Tombstones are counted only when they are made: otherwise a record is a record, whatever fields it carries.
-    const face = this.#account === undefined ? sink : stampedSink(sink, this.#account);
-    const counting = new CountingSink(face, this.counts, this.report, this.config.deletions_as_tombstones ? request.tombstones?.column : undefined);
+  /**
+   * One sync of the given streams from the given states: every record through
+   * the pipeline (pipeline.ts) to the face's `emitter`; `observer` (the
+   * progress line) watches the counts.
+   */
+  async run(request: SessionRequest, emitter: SyncSink, observer?: CountObserver): Promise<SyncResult> {
+    const pipeline = new RecordPipeline(emitter, {
+      config: this.config,
+      streams: request.streams,
+      account: this.#account,
+      report: this.report,
+      counts: this.counts,
+      observer,
+    });
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),
     );
-    this.running = counting;
+    this.running = pipeline;
     try {
-      return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: counting, failed: this.#accountFailure });
+      return await this.engine.sync.runSync({ ...request, config: this.config, client: this.client, sink: emitter, pipeline, failed: this.#accountFailure });
     } catch (err) {
       this.report?.fail(toConnectorError(err));
       throw err;

@@ -1,7 +1,7 @@
 /**
  * One sync: the selected streams read side by side (the client keeps the whole
- * run under max_concurrent_requests), each from its own state, reporting to a
- * protocol face through the SyncSink. A stream that fails ends INCOMPLETE with
+ * run under max_concurrent_requests), each from its own state, every page
+ * through the record pipeline (pipeline.ts) to the face's emitter. A stream that fails ends INCOMPLETE with
  * its last checkpoint intact; the others go on. A failure of the whole run
  * (a run-wide error: the key refused, the service unreachable) stops every
  * stream instead (the client fails their requests at once, streams not begun
@@ -12,37 +12,25 @@ import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
 import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
-import type { SyncSink } from './events.js';
+import type { Data, SyncSink } from './events.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
 import { futureStartDate, parseInstant } from '../config/config.js';
 import { TombstoneEmitter } from './tombstones.js';
-import { TypeAudit } from './conformance.js';
-import type { JsonSchema } from '../schemas/json-schema.js';
-import { withheldFields } from '../personal-data/treatments.js';
-import { treatingSink } from './treating-sink.js';
+import { RecordPipeline, type PipelineStream } from './pipeline.js';
 
-export interface SelectedStream {
-  readonly stream: StreamDefinition;
+/** A stream the face selected (its field selection and declared schema: pipeline.ts), read in `mode`. */
+export interface SelectedStream extends PipelineStream {
   readonly mode: SyncMode;
-  /**
-   * The record schema the destination was told (the configured catalog's, the
-   * SCHEMA sent): values that do not fit its types are reported. Default: the
-   * stream's built-in schema.
-   */
-  readonly schema?: JsonSchema | undefined;
-  /**
-   * The face's field selection (Airbyte: the configured catalog's properties):
-   * other fields are not emitted; the key, the cursor and the tombstone
-   * column always are. Undefined: every field.
-   */
-  readonly fields?: ReadonlySet<string> | undefined;
 }
 
 export interface SyncRequest {
   readonly config: Config;
   readonly client: DataReadApi;
+  /** The face's emitter. */
   readonly sink: SyncSink;
+  /** The pipeline in front of it, when the session made one (its account, report, counts, progress); default: a bare one. */
+  readonly pipeline?: RecordPipeline | undefined;
   readonly streams: readonly SelectedStream[];
   /** Saved state per stream name (ignored for full_refresh streams). */
   readonly states: ReadonlyMap<string, StreamState>;
@@ -95,9 +83,9 @@ function targetsWithState(request: SyncRequest): string[] {
 }
 
 /** The stream's one WARN about values that do not fit their declared type, if any. */
-async function reportMisfits(sink: SyncSink, audit: TypeAudit): Promise<void> {
-  const warning = audit.warning();
-  if (warning) await sink.log('WARN', warning);
+async function reportMisfits(pipeline: RecordPipeline, stream: StreamDefinition): Promise<void> {
+  const warning = pipeline.misfits(stream);
+  if (warning) await pipeline.log('WARN', warning);
 }
 
 /**
@@ -122,8 +110,8 @@ function startDateToSend(request: SyncRequest): string | undefined {
 
 export async function runSync(request: SyncRequest): Promise<SyncResult> {
   const { config, client } = request;
-  // Personal data is treated here, once, before any face sees a record.
-  const sink = treatingSink(request.sink, config, request.streams);
+  // Every record takes the one pipeline (select, treat, check, count) before the face's emitter sees it.
+  const pipeline = request.pipeline ?? new RecordPipeline(request.sink, { config, streams: request.streams });
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();
@@ -140,13 +128,13 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         request.states.get(stream.name) ?? {},
       );
     } else {
-      await sink.log('WARN', `deletions_as_tombstones is on but the ${findDeletionLog()?.name ?? 'deletion log'} stream is not selected: no tombstones are emitted.`);
+      await pipeline.log('WARN', `deletions_as_tombstones is on but the ${findDeletionLog()?.name ?? 'deletion log'} stream is not selected: no tombstones are emitted.`);
     }
   }
 
   // Every stream is STARTED up front: tombstones may reach their target
   // streams while the deletion log is read.
-  for (const { stream } of request.streams) await sink.streamStarted(stream);
+  for (const { stream } of request.streams) await pipeline.streamStarted(stream);
 
   let runFailure: ConnectorError | undefined = request.failed;
   const stopped: StreamDefinition[] = [];
@@ -154,31 +142,27 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
     runFailure ??= error;
     failures.push({ stream, error: runFailure });
     stopped.push(stream);
-    await sink.streamStopped(stream);
+    await pipeline.streamStopped(stream);
   };
 
-  const runOne = async ({ stream, mode, schema }: SelectedStream): Promise<void> => {
+  const runOne = async ({ stream, mode }: SelectedStream): Promise<void> => {
     if (runFailure) return stop(stream, runFailure);
     const state = mode === 'incremental' ? (request.states.get(stream.name) ?? {}) : {};
-    const audit = new TypeAudit(stream, schema, withheldFields(stream, config));
     try {
       const log = isDeletionLog(stream) && mode === 'incremental' ? stream : undefined;
       let gapChecked = false;
       if (log) {
         const warning = gapWarning(request, log, gapWithoutLogState(log, state, targetsWithState(request)));
-        if (warning) await sink.log('WARN', warning);
+        if (warning) await pipeline.log('WARN', warning);
       }
-      const emitter = isDeletionLog(stream) ? tombstones : undefined;
+      const made = isDeletionLog(stream) ? tombstones : undefined;
       const outcome = await readStream(stream, {
         client,
-        sink,
+        sink: pipeline,
         pageSize: config.page_size,
         startDate,
         state,
-        onPage: (records) => {
-          audit.check(records);
-          return emitter?.emit(sink, records, Date.now());
-        },
+        ...(made ? { onPage: (records: readonly Data[]) => made.emit(pipeline, records, Date.now()) } : {}),
         // The gap is measured on the service's clock: the read's watermark against the saved one.
         ...(log
           ? {
@@ -186,21 +170,21 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
                 // Once per stream, even when a rejected resume cursor restarts the read.
                 const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, logWatermark(state), watermark));
                 gapChecked = true;
-                if (warning) await sink.log('WARN', warning);
+                if (warning) await pipeline.log('WARN', warning);
               },
             }
           : {}),
       });
-      await reportMisfits(sink, audit);
+      await reportMisfits(pipeline, stream);
       if (outcome.kind === 'complete') finalStates.set(stream.name, outcome.state);
-      else await sink.streamRunning(stream);
-      await sink.streamComplete(stream, outcome.kind === 'skipped');
+      else await pipeline.streamRunning(stream);
+      await pipeline.streamComplete(stream, outcome.kind === 'skipped');
     } catch (err) {
       const error = toConnectorError(err);
-      await reportMisfits(sink, audit).catch(() => undefined);
+      await reportMisfits(pipeline, stream).catch(() => undefined);
       if (error.runWide) return stop(stream, error);
       failures.push({ stream, error });
-      await sink.streamIncomplete(stream, error);
+      await pipeline.streamIncomplete(stream, error);
     }
   };
 
@@ -211,9 +195,9 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   await Promise.all(rest.map(runOne));
 
   const warning = tombstones?.unknownTypesWarning();
-  if (warning) await sink.log('WARN', warning);
+  if (warning) await pipeline.log('WARN', warning);
   if (runFailure) {
-    await sink.runFailed(runFailure, stopped);
+    await pipeline.runFailed(runFailure, stopped);
     return { failures, states: finalStates, runFailure };
   }
   return { failures, states: finalStates };

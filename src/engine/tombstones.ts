@@ -10,7 +10,8 @@
  * are is the log's row in the streams table.
  */
 import { STREAMS, findDeletionTarget, type DeletionLogStream, type StreamDefinition } from '../streams.js';
-import type { Data, SyncSink } from './events.js';
+import type { Data } from './events.js';
+import type { RecordPipeline } from './pipeline.js';
 import type { StreamState } from './state.js';
 
 /** The saved checkpoint of a tombstone target stream, re-emitted after its tombstones (see emit). */
@@ -63,7 +64,7 @@ export class TombstoneEmitter {
   }
 
   /** Emit the tombstones for one page of deletion records. */
-  async emit(sink: SyncSink, deletions: readonly Data[], extractedAt: number): Promise<void> {
+  async emit(sink: Pick<RecordPipeline, 'tombstones' | 'state'>, deletions: readonly Data[], extractedAt: number): Promise<void> {
     const batches = new Map<StreamDefinition, Data[]>();
     const { objectTypeField, objectIdField } = this.log.deletionLog;
     for (const deletion of deletions) {
@@ -91,7 +92,7 @@ export class TombstoneEmitter {
       batch.push(tombstone);
     }
     for (const [stream, batch] of batches) {
-      await sink.records(stream, batch, extractedAt);
+      await sink.tombstones(stream, batch, extractedAt);
       const checkpoint = this.checkpointOf?.(stream);
       if (checkpoint !== undefined) await sink.state(stream, checkpoint);
     }

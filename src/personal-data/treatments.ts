@@ -150,8 +150,12 @@ export function withheldFields(stream: StreamDefinition, config: TreatmentConfig
   return new Set([...Object.keys(stream.personal), ...treated]);
 }
 
-/** Fields no treatment may touch: the key, the cursor, the tombstone columns, and what the deletion log's tombstones are made of. */
-function untreatable(stream: StreamDefinition): Map<string, string> {
+/**
+ * Fields no treatment may touch and no field selection removes: the key, the
+ * cursor, the tombstone columns, and what the deletion log's tombstones are
+ * made of (each with why).
+ */
+export function untreatable(stream: StreamDefinition): Map<string, string> {
   const out = new Map<string, string>([[stream.primaryKey, 'its primary key']]);
   if (stream.cursorField) out.set(stream.cursorField, 'its cursor');
   if (stream.tombstoneObjectType !== null) {
@@ -282,24 +286,15 @@ interface FieldOperation {
 }
 
 /**
- * The treater of a stream's records, or undefined when it has nothing to do.
- * `keepOnly`: the face's field selection (fields not in it are removed;
- * those of `untreatable` stay). The stream's operations are made once; each
- * record is then treated field by field, dropped fields removed, and what
- * the selection leaves out removed.
+ * The treater of a stream's records (by its `treatments`), or undefined when it has nothing to do.
+ * The stream's operations are made once; each record is then treated field
+ * by field and its dropped fields removed. (The face's field selection ran
+ * before it: a field it removed is not treated.)
  */
-export function recordTreater(
-  stream: StreamDefinition,
-  treatments: StreamTreatments | undefined,
-  hashKey: string | undefined,
-  keepOnly?: ReadonlySet<string>,
-): RecordTreater | undefined {
+export function recordTreater(treatments: StreamTreatments | undefined, hashKey: string | undefined): RecordTreater | undefined {
   const fields = treatments?.fields ?? [];
-  if (fields.length === 0 && keepOnly === undefined) return undefined;
-  // What no treatment may touch no selection removes either: the key, the cursor, the tombstone columns, what deletions are applied by.
-  const kept = keepOnly === undefined ? undefined : new Set([...keepOnly, ...untreatable(stream).keys()]);
-  // A field the selection removes is not treated first.
-  const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop' && (kept === undefined || kept.has(f.field)));
+  if (fields.length === 0) return undefined;
+  const changed = fields.filter((f): f is ChangingField => f.treatment !== 'drop');
   const dropped = fields.filter((f) => f.treatment === 'drop').map((f) => f.field);
   const mac = hashKey !== undefined && changed.some((f) => f.treatment === 'hash') ? hmacSha256(hashKey) : undefined;
   const operations: readonly FieldOperation[] = changed.map((f) => ({ name: f.field, treat: valueTreatment(f, mac) }));
@@ -310,7 +305,6 @@ export function recordTreater(
         if (value !== null && value !== undefined) record[name] = treat(value);
       }
       for (const name of dropped) delete record[name];
-      if (kept !== undefined) for (const name of Object.keys(record)) if (!kept.has(name)) delete record[name];
     }
   };
 }

@@ -38,18 +38,6 @@ export interface ProgressSnapshot {
   readonly rateLimitWaits?: number;
 }
 
-/** What a sync tells the status line as it goes, by stream name. */
-export interface ProgressObserver {
-  /** The stream's read begins (again, for a second pass). */
-  started(stream: string): void;
-  /** `records` more went through: a stream that waited reads again. */
-  counted(stream: string, records: number): void;
-  /** The stream waits for the rate limit until `until` (epoch ms); undefined: it reads again. */
-  waiting(stream: string, until: number | undefined): void;
-  /** The stream was read to its end, or failed (or was stopped). */
-  ended(stream: string, outcome: 'complete' | 'failed'): void;
-}
-
 /** Where the line is drawn: process.stderr, or in tests anything with the same three members. */
 export interface ProgressOutput {
   write(text: string): unknown;
@@ -182,7 +170,8 @@ function measure(t: Tally, now: number): number | undefined {
   return ((t.count - first.count) * 1000) / (now - first.at);
 }
 
-export class Progress implements ProgressObserver {
+/** The status line; it watches a sync's counts (the record pipeline's CountObserver) by stream name. */
+export class Progress {
   /** Whether anything is shown (a status line, or plain lines). */
   readonly active: boolean;
   private readonly options: ProgressOptions;
@@ -205,6 +194,11 @@ export class Progress implements ProgressObserver {
     this.active = this.tty || options.plainEveryMs !== undefined;
     this.interval = this.tty ? REDRAW_MS : (options.plainEveryMs ?? 0);
     this.now = options.now ?? Date.now;
+  }
+
+  /** What watches a sync's counts for this display: itself, or nothing when it shows nothing. */
+  observer(): this | undefined {
+    return this.active ? this : undefined;
   }
 
   /** Show progress from now on: log lines go through the status line. */

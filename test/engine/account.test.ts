@@ -5,7 +5,8 @@
  * confirms, are accepted with a note; every state a run writes names its account.
  */
 import { describe, expect, it } from 'vitest';
-import { bindingOf, checkStateAccounts, otherAccountError, runAccount, stampedSink } from '../../src/engine/account.js';
+import { bindingOf, checkStateAccounts, otherAccountError, runAccount } from '../../src/engine/account.js';
+import { RecordPipeline } from '../../src/engine/pipeline.js';
 import { parseStreamState, type StreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -122,10 +123,10 @@ describe('the state of a stream', () => {
   });
 });
 
-describe('stampedSink', () => {
+describe('the record pipeline stamps the account', () => {
   it('passes every state on with the run\'s account in it, replacing the one a saved state carried', async () => {
     const recording = new RecordingSink();
-    const sink = stampedSink(recording, globex);
+    const sink = new RecordPipeline(recording, { config: { personal_data: 'keep', field_treatments: [] }, streams: [], account: globex });
     const contacts = findStream('contacts') as StreamDefinition;
     await sink.state(contacts, { resume: { cursor: 'c1', sync_watermark: W } });
     await sink.state(contacts, { sync_watermark: W, account: acme });

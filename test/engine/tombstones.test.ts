@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TombstoneEmitter } from '../../src/engine/tombstones.js';
+import { RecordPipeline } from '../../src/engine/pipeline.js';
 import { runSync } from '../../src/engine/sync.js';
 import { ConfigSchema } from '../../src/config/config.js';
 import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
@@ -11,12 +12,14 @@ import { FakeApi, deletion } from '../helpers/fake-api.js';
 const contacts = findStream('contacts') as StreamDefinition;
 const LOG = findDeletionLog() as DeletionLogStream;
 const propertiesOf = (s: StreamDefinition) => Object.keys(recordJsonSchema(s).properties as object);
+/** The record pipeline (nothing to select or treat) in front of a recording emitter: the way tombstones go. */
+const through = (sink: RecordingSink) => new RecordPipeline(sink, { config: { personal_data: 'keep', field_treatments: [] }, streams: [] });
 
 describe('TombstoneEmitter', () => {
   it('turns a deletion into a tombstone of the deleted object: id, updated_at = deleted_at, the deleted-at column, other fields null', async () => {
     const emitter = new TombstoneEmitter(LOG, new Set(['contacts', 'conversations', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
     const sink = new RecordingSink();
-    await emitter.emit(sink, [deletion('d1', 'contact', 'c1', 5), deletion('d2', 'conversation', 'v1', 6)], 0);
+    await emitter.emit(through(sink), [deletion('d1', 'contact', 'c1', 5), deletion('d2', 'conversation', 'v1', 6)], 0);
     const [tombstone] = sink.recordsOf('contacts');
     expect(tombstone).toMatchObject({ id: 'c1', updated_at: '2026-01-01T00:05:00.000Z', [AIRBYTE_DELETED_AT]: '2026-01-01T00:05:00.000Z', name: null, email: null });
     expect(Object.keys(tombstone ?? {}).sort()).toEqual([...propertiesOf(contacts), AIRBYTE_DELETED_AT].sort());
@@ -27,9 +30,9 @@ describe('TombstoneEmitter', () => {
   it('counts unknown object_type values (and records it cannot use) and reports them once, without guessing', async () => {
     const emitter = new TombstoneEmitter(LOG, new Set(['contacts', 'deletions']), AIRBYTE_DELETED_AT, propertiesOf);
     const sink = new RecordingSink();
-    await emitter.emit(sink, [deletion('d1', 'widget', 'x', 1), deletion('d2', 'widget', 'y', 2), deletion('d3', null, 'z', 3)], 0);
-    await emitter.emit(sink, [{ id: 'd4', object_id: 'w', deleted_at: '2026-01-01T00:00:00.000Z' }, { id: 'd5', object_type: 'contact', deleted_at: '2026-01-01T00:00:00.000Z' }], 0);
-    await emitter.emit(sink, [deletion('d6', 'conversation', 'v1', 4)], 0); // known type, stream not selected: silently nothing
+    await emitter.emit(through(sink), [deletion('d1', 'widget', 'x', 1), deletion('d2', 'widget', 'y', 2), deletion('d3', null, 'z', 3)], 0);
+    await emitter.emit(through(sink), [{ id: 'd4', object_id: 'w', deleted_at: '2026-01-01T00:00:00.000Z' }, { id: 'd5', object_type: 'contact', deleted_at: '2026-01-01T00:00:00.000Z' }], 0);
+    await emitter.emit(through(sink), [deletion('d6', 'conversation', 'v1', 4)], 0); // known type, stream not selected: silently nothing
     expect(sink.recordsOf('contacts')).toEqual([]);
     expect(sink.recordsOf('conversations')).toEqual([]);
     expect(emitter.unknownTypesWarning()).toBe(
@@ -42,7 +45,7 @@ describe('TombstoneEmitter', () => {
     const saved = { sync_watermark: '2026-01-01T00:00:00.000Z' };
     const emitter = new TombstoneEmitter(LOG, new Set(['contacts']), AIRBYTE_DELETED_AT, propertiesOf, (s) => (s.name === 'contacts' ? saved : undefined));
     const sink = new RecordingSink();
-    await emitter.emit(sink, [deletion('d1', 'contact', 'c1', 5)], 0);
+    await emitter.emit(through(sink), [deletion('d1', 'contact', 'c1', 5)], 0);
     expect(sink.events.map((e) => e.kind)).toEqual(['records', 'state']);
     expect(sink.statesOf('contacts')).toEqual([saved]);
   });

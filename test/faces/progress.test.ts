@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../helpers/stderr.js';
-import { observedSink } from '../../src/faces/progress.js';
+import { RecordPipeline } from '../../src/engine/pipeline.js';
 import { StderrLogger } from '../../src/process/output.js';
 import { Progress } from '../../src/progress/progress.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -25,11 +25,13 @@ function terminal(isTTY = true): { write(text: string): boolean; readonly isTTY:
 const printed = captureStderr();
 afterEach(() => vi.restoreAllMocks());
 
-describe('observedSink', () => {
-  it('nothing shown (not a terminal): the sink as it is', () => {
-    const inner = new RecordingSink();
+const through = (inner: RecordingSink, progress: Progress) =>
+  new RecordPipeline(inner, { config: { personal_data: 'keep', field_treatments: [] }, streams: [], observer: progress.observer() });
+
+describe('progress watches the record pipeline', () => {
+  it('nothing shown (not a terminal): no observer', () => {
     const progress = new Progress({ logger: new StderrLogger('test'), out: terminal(false), stdoutIsTerminal: false });
-    expect(observedSink(inner, progress)).toBe(inner);
+    expect(progress.observer()).toBeUndefined();
   });
 
   it('a terminal: every event reaches the sink unchanged, and the status line shows the counts, the wait and the ends', async () => {
@@ -38,8 +40,7 @@ describe('observedSink', () => {
     const out = terminal();
     let now = T0;
     const progress = new Progress({ logger, requests: () => ({ requests: 7, rateLimitWaits: 1 }), out, stdoutIsTerminal: false, now: () => now });
-    const sink = observedSink(inner, progress);
-    expect(sink).not.toBe(inner);
+    const sink = through(inner, progress);
     progress.start();
     await sink.streamStarted(contacts);
     await sink.streamStarted(deletions);

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { recordTreater, treatmentPlan, type Treatment } from '../../src/personal-data/treatments.js';
-import { findStream, type PersonalKind, type StreamDefinition } from '../../src/streams.js';
+import type { PersonalKind } from '../../src/streams.js';
 
 interface Case {
   readonly kind: PersonalKind;
@@ -24,7 +24,6 @@ interface Case {
 }
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'tokens.json'), 'utf8')) as { keys: string[]; cases: Case[] };
-const contacts = findStream('contacts') as StreamDefinition;
 /** The field of contacts each kind stands in. */
 const FIELD: Readonly<Record<PersonalKind, string>> = { email: 'email', phone: 'phone', text: 'name' };
 
@@ -35,7 +34,7 @@ const valueOf = (c: Case): unknown => (c.raw !== undefined ? rawJSON(c.raw) : st
 /** A treater of contacts applying `treatment` to the three fields. */
 function treater(treatment: Treatment, key: string | undefined): (records: Record<string, unknown>[]) => void {
   const config = { personal_data: 'keep' as const, field_treatments: Object.values(FIELD).map((field) => ({ stream: 'contacts', field, treatment })), hash_key: key };
-  const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), key);
+  const treat = recordTreater(treatmentPlan(config).get('contacts'), key);
   if (treat === undefined) throw new Error('no treater');
   return treat;
 }

@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/config.js';
+import { fieldSelector } from '../../src/engine/pipeline.js';
 import { emailDomain, hashKeyWarning, hmacSha256, normalize, recordTreater, sha256Hex, treatSchema, treatmentPlan, weakKeyReason } from '../../src/personal-data/treatments.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -64,7 +65,7 @@ describe('records', () => {
 
   it('personal_data hash: every marked field hashed under the key, null stays null, ids and cursors untouched', () => {
     const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
-    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), config.hash_key);
     const record = { id: 'c1', updated_at: '2024-01-01T00:00:00.000Z', name: ' Ana  ', first_name: null, email: ' ANA@X.COM', phone: '+55 11 9-1234', job_title: 'CEO' };
     treat?.([record]);
     expect(record).toEqual({
@@ -89,7 +90,7 @@ describe('records', () => {
         { stream: 'contacts', field: 'job_title', treatment: 'drop' },
       ],
     });
-    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), config.hash_key);
     const record: Record<string, unknown> = { id: 'c1', name: 'Ana', first_name: 'A', last_name: 'B', email: 'a@X.com', phone: '+1 415', job_title: 'CEO' };
     treat?.([record]);
     expect(record).toEqual({ id: 'c1', name: 'Ana', email: 'x.com', phone: sha256Hex('+1415') });
@@ -97,7 +98,7 @@ describe('records', () => {
 
   it('tokens stay right over many pages, values repeated or not', () => {
     const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
-    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), config.hash_key);
     const pages = Array.from({ length: 30 }, (_, p) =>
       Array.from({ length: 200 }, (_, i) => ({ id: `c${p}-${i}`, name: `Person ${p * 200 + i}`, first_name: ['Ana', 'José', 'Li'][i % 3] as string })),
     );
@@ -112,7 +113,7 @@ describe('records', () => {
 
   it('hashed text is the token of its trimmed NFC form, ASCII or not, short or past one block', () => {
     const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key });
-    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key);
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), config.hash_key);
     const long = `ARA${'0123456789abcdef'.repeat(4)}`;
     const record = { id: 'c1', name: ' Jose\u0301 Conceic\u0327a\u0303o ', first_name: 'Zo\u00eb', last_name: ` ${long} `, first_origin_ctwa_clid: 'ARAabc' };
     treat?.([record]);
@@ -121,35 +122,38 @@ describe('records', () => {
 
   it('a hashed field the selection leaves out stays out; a dropped one goes', () => {
     const { config } = parseConfig({ ...base, personal_data: 'hash', hash_key: key, field_treatments: [{ stream: 'contacts', field: 'phone', treatment: 'drop' }] });
-    const treat = recordTreater(contacts, treatmentPlan(config).get('contacts'), config.hash_key, new Set(['name', 'phone']));
+    const select = fieldSelector(contacts, new Set(['name', 'phone']));
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), config.hash_key);
     const page = [{ id: 'c1', updated_at: 't', name: 'Ana', email: 'ana@x.com', phone: '+1', job_title: 'CEO' }];
+    select?.(page);
     treat?.(page);
     expect(page).toEqual([{ id: 'c1', updated_at: 't', name: hmac('Ana') }]);
   });
 
   it('hash without a key is refused when the treater is made (never an empty key)', () => {
     const plan = treatmentPlan({ personal_data: 'hash', field_treatments: [] });
-    expect(() => recordTreater(contacts, plan.get('contacts'), undefined)).toThrow(/hash_key/);
+    expect(() => recordTreater(plan.get('contacts'), undefined)).toThrow(/hash_key/);
   });
 
   it('nothing to treat: no treater at all (the fast path)', () => {
     const { config } = parseConfig(base);
     expect(treatmentPlan(config).size).toBe(0);
-    expect(recordTreater(contacts, undefined, undefined)).toBeUndefined();
+    expect(recordTreater(undefined, undefined)).toBeUndefined();
   });
 
   it('a field selection keeps the key, the cursor and the tombstone column', () => {
-    const treat = recordTreater(contacts, undefined, undefined, new Set(['name']));
+    expect(fieldSelector(contacts)).toBeUndefined();
+    const select = fieldSelector(contacts, new Set(['name']));
     const record: Record<string, unknown> = { id: 'c1', updated_at: 't', name: 'n', email: 'e', _ab_cdc_deleted_at: null, extra: 1 };
-    treat?.([record]);
+    select?.([record]);
     expect(record).toEqual({ id: 'c1', updated_at: 't', name: 'n', _ab_cdc_deleted_at: null });
   });
 
   it("a selection leaving out the deletion log's object_type and object_id keeps them: tombstones are made from them", () => {
     const deletions = findStream('deletions') as StreamDefinition;
-    const treat = recordTreater(deletions, undefined, undefined, new Set(['id']));
+    const select = fieldSelector(deletions, new Set(['id']), new Set(['object_type']));
     const record: Record<string, unknown> = { id: 'd1', object_type: 'contact', object_id: 'c1', deleted_at: '2024-01-01T00:00:00.000Z' };
-    treat?.([record]);
+    select?.([record]);
     expect(record).toEqual({ id: 'd1', object_type: 'contact', object_id: 'c1', deleted_at: '2024-01-01T00:00:00.000Z' });
   });
 });

@@ -13,7 +13,6 @@ import { onStop } from '../../process/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { observedSink } from '../progress.js';
 import { Progress, watchedOnTerminal } from '../../progress/progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
@@ -189,7 +188,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   try {
     const result = await session.run(
       { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE },
-      observedSink(sink, progress),
+      sink,
+      progress.observer(),
     );
     progress.stop();
     const failed = result.failures.length;

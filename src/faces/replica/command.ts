@@ -32,7 +32,6 @@ import { findHeal, healDone, healStarting } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
 import { onStop } from '../../process/interrupt.js';
 import { Progress, plainEveryMsFromEnv } from '../../progress/progress.js';
-import { observedSink } from '../progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
@@ -202,7 +201,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     ctx.beforeExit?.(EXIT_TEMPFAIL);
     process.exit(EXIT_TEMPFAIL);
   };
-  const observed = observedSink(sink, progress);
+  const observer = progress.observer();
   try {
     for (const m of store.migrations) logger.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
     let states = store.loadStates();
@@ -221,7 +220,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       logger.log('INFO', healStarting(heal));
       sink.fullRead(heal.streams);
       const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, observed);
+      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink, observer);
       if (result.failures.length === 0) {
         writer.flush();
         logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
@@ -230,14 +229,14 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     }
     if (result === undefined || result.failures.length === 0) {
       // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, observed);
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, sink, observer);
       // A read interrupted last time was finished up to the watermark it started with; one more
       // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
       const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
       if (result.failures.length === 0 && resumed.length > 0) {
         logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
         writer.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, observed);
+        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, sink, observer);
       }
     }
     const unknown = sink.unknownTypesWarning();

@@ -13,7 +13,6 @@ import { onStop } from '../../process/interrupt.js';
 import { closedOutputError, type LineWriter, type StderrLogger } from '../../process/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
-import { observedSink } from '../progress.js';
 import { Progress } from '../../progress/progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
@@ -188,7 +187,8 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
         deletionGapAdvice: SINGER_GAP_ADVICE,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      observedSink(sink, progress),
+      sink,
+      progress.observer(),
     );
     progress.stop();
     await sink.finish();

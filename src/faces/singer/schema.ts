@@ -30,9 +30,11 @@ export function automaticFields(stream: StreamDefinition): string[] {
   return [stream.primaryKey, ...(stream.cursorField ? [stream.cursorField] : [])];
 }
 
-/** Fields replicated whatever the selection says: key, cursor and, with tombstones, the deleted-at column. */
+/** Fields replicated whatever the selection says: key, cursor, what deletions are applied by and, with tombstones, the deleted-at column. */
 export function alwaysKept(stream: StreamDefinition, tombstones: boolean): Set<string> {
   const kept = new Set(automaticFields(stream));
   if (hasTombstones(stream, tombstones)) kept.add(SINGER_DELETED_AT);
+  // What deletions are applied by: the record pipeline keeps them whatever the selection (tombstones are made of them).
+  if (stream.deletionLog) kept.add(stream.deletionLog.objectTypeField).add(stream.deletionLog.objectIdField);
   return kept;
 }

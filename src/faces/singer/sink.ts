@@ -47,13 +47,6 @@ interface StreamOutput {
   /** The table version of the stream's RECORDs; undefined: no ACTIVATE_VERSION. */
   readonly version: number | undefined;
   readonly serialize: Serialize;
-  readonly excluded: readonly string[];
-}
-
-function project(record: Data, excluded: readonly string[]): Data {
-  const out: Data = {};
-  for (const key in record) if (!excluded.includes(key)) out[key] = record[key];
-  return out;
 }
 
 export class SingerSink implements SyncSink {
@@ -78,7 +71,7 @@ export class SingerSink implements SyncSink {
     this.bookmarks = new Map(bookmarks);
     for (const plan of plans) {
       const v = plan.activateVersion ? version : undefined;
-      this.streams.set(plan.stream.name, { plan, version: v, serialize: msg.recordSerializer(plan.stream.name, v), excluded: [...plan.excluded] });
+      this.streams.set(plan.stream.name, { plan, version: v, serialize: msg.recordSerializer(plan.stream.name, v) });
       if (!bookmarks.has(plan.stream.name)) this.firstSync.add(plan.stream.name);
     }
   }
@@ -136,12 +129,11 @@ export class SingerSink implements SyncSink {
   async records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
     const output = this.streams.get(stream.name);
     if (!output) throw new Error(`records for stream ${stream.name}, which was not planned`);
-    const { serialize, excluded } = output;
+    const { serialize } = output;
     const timeExtracted = new Date(extractedAt).toISOString();
     let text = '';
     for (let i = 0; i < records.length; i++) {
-      const record = records[i] as Data;
-      text += serialize(excluded.length === 0 ? record : project(record, excluded), timeExtracted);
+      text += serialize(records[i], timeExtracted);
       if (text.length >= WRITE_CHUNK) {
         await this.writeLine(text);
         text = '';

@@ -47,6 +47,9 @@ describe('Singer discovery', () => {
     expect(md(contacts, ['properties', 'updated_at'])).toEqual({ inclusion: 'automatic', 'selected-by-default': true });
     expect(md(contacts, ['properties', 'email'])).toEqual({ inclusion: 'available', 'selected-by-default': true });
     expect(md(entry(catalog, 'stage_events'), ['properties', 'created_at'])?.inclusion).toBe('automatic');
+    // What deletions are applied by: the record pipeline keeps them whatever the selection says.
+    expect(md(entry(catalog, 'deletions'), ['properties', 'object_type'])?.inclusion).toBe('automatic');
+    expect(md(entry(catalog, 'deletions'), ['properties', 'object_id'])?.inclusion).toBe('automatic');
   });
 
   it('declares _sdc_deleted_at in contacts and conversations only when tombstones are on', () => {
