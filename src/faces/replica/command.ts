@@ -36,7 +36,7 @@ import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
 import { assertWritable } from './writable.js';
-import { ReplicaWriter } from './writer.js';
+import { ReplicaWriter, SqliteStore } from './writer.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
@@ -79,12 +79,12 @@ function fileSize(path: string): string {
   return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
 }
 
-function summary(tallies: ReadonlyMap<string, StreamTally>, rows: ReadonlyMap<string, number>): string {
+function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<string, number>, rows: ReadonlyMap<string, number>): string {
   const parts: string[] = [];
   let deleted = 0;
   let skipped = 0;
   for (const [name, t] of tallies) {
-    parts.push(`${name} ${rows.get(name) ?? 0} rows (${t.received} read)`);
+    parts.push(`${name} ${rows.get(name) ?? 0} rows (${read.get(name) ?? 0} read)`);
     deleted += t.deletedRows;
     skipped += t.skippedDeleted;
   }
@@ -140,8 +140,6 @@ async function openRun(
       treatments,
       ...(bound === undefined ? {} : { account: { account: bound, renamedFrom: config.account_renamed_from } }),
     });
-    if (store.lockTakeover) logger.log('WARN', store.lockTakeover);
-    if (store.accountNote) logger.log('INFO', store.accountNote);
     return { session, store, account: account.message };
   } catch (err) {
     return refuse(toConnectorError(err));
@@ -175,23 +173,24 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   report?.setRedact((text) => logger.redact(text));
   const opened = await openRun(logger, config, dbPath, ctx);
   if ('code' in opened) return opened.code;
-  const { session, store } = opened;
+  const { session, store: file } = opened;
 
   // A stop: writes are synchronous, so it comes between two checkpoints; the writer commits the group
   // it holds (whole checkpoints) on its own, then the run says what it kept (these words come after it).
-  const writer = new ReplicaWriter(store, { signal: ctx.signal });
-  const sink = new ReplicaSink(writer, { log: (level, message) => logger.log(level, message), changed: () => undefined });
+  const writer = new ReplicaWriter(file, { signal: ctx.signal });
+  const store = new SqliteStore(file, writer);
+  const sink = new ReplicaSink(store, (level, message) => logger.log(level, message));
   const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   stopEarly();
   onStop(ctx.signal, (signal) => {
     progress.stop();
     reportWritten(report, sink.tallies);
-    store.close();
+    file.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
   // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
   // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
-  store.onLockLost = () => {
+  file.onLockLost = () => {
     progress.stop();
     writer.abandon();
     reportWritten(report, sink.tallies);
@@ -203,8 +202,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   };
   const observer = progress.observer();
   try {
-    for (const m of store.migrations) logger.log('INFO', `${m.stream}: table migrated in place (${m.change}); no record changed.`);
-    let states = store.loadStates();
+    for (const note of store.notes) logger.log(note.level, note.message);
+    let states = await store.loadStates();
     // The watermarks the run starts from, before any pass (a heal pass reads from none).
     report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
     if (config.deletions_as_tombstones) {
@@ -222,9 +221,9 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
       result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink, observer);
       if (result.failures.length === 0) {
-        writer.flush();
+        await store.flush();
         logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
-        states = store.loadStates();
+        states = await store.loadStates();
       }
     }
     if (result === undefined || result.failures.length === 0) {
@@ -235,22 +234,20 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
       const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
       if (result.failures.length === 0 && resumed.length > 0) {
         logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-        writer.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: store.loadStates(), deletionGapAdvice: null }, sink, observer);
+        await store.flush();
+        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null }, sink, observer);
       }
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) logger.log('WARN', unknown);
     progress.stop();
 
-    store.unlock();
-    await writer.close();
+    const rows = await store.finish();
     reportWritten(report, sink.tallies);
-    const rows = store.rowCounts();
-    store.close();
+    await store.close();
     const stats = session.stats;
     const totals =
-      `${summary(sink.tallies, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `${summary(sink.tallies, session.records, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
@@ -286,8 +283,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   } finally {
     progress.stop();
     // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
-    await writer.close().catch(() => undefined);
-    store.close();
+    await store.close().catch(() => undefined);
     await session.close();
   }
 }

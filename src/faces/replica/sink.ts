@@ -1,34 +1,75 @@
 /**
- * The replica face of a sync: engine events become checkpoints of the
- * replica. A stream's records are turned into rows as they come and held
- * until the engine's next checkpoint for that stream (one page), then handed
- * with the checkpoint's state to the writer, which writes them in one piece
- * (node:sqlite is synchronous: checkpoints of streams read side by side never
- * interleave). A checkpoint that cannot be written fails its stream there.
+ * The replica's emitter: the record pipeline's pages become checkpoints of a
+ * store. A stream's records, as the pipeline gives them (selected, treated,
+ * checked), are held until the engine's next checkpoint for that stream
+ * (one page), then handed with the checkpoint's state to the store, which
+ * writes them whole or not at all: their rows, the deletions they carry
+ * (the deletion log's records, applied as they came), the state. A
+ * checkpoint that cannot be written fails its stream there. The emitter
+ * keeps the replica's own bookkeeping: what each stream wrote (tallies),
+ * full refreshes and full reads (heal.ts), unknown deletion types.
  */
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
 import { findDeletionLog, type StreamDefinition } from '../../streams.js';
-import type { Checkpoint, CommitResult } from './table-writer.js';
-import type { TableLayout } from './layout.js';
-import type { RowValues } from './rows.js';
-import { toRows } from './store.js';
 
-/** Where checkpoints go: the store itself (one transaction each) or a ReplicaWriter (in groups). */
-export interface CheckpointTarget {
-  layoutOf(stream: string): TableLayout;
-  /**
-   * Write one checkpoint whole, or throw and write nothing of it. `committed`
-   * is told its result once it is committed: never when its transaction is
-   * lost (a failed commit, a writer lock taken over).
-   */
-  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult;
+/** One engine checkpoint of one stream, as a store takes it. */
+export interface StoreCheckpoint {
+  readonly stream: string;
+  /** The records, as the pipeline gave them. */
+  readonly records: readonly Data[];
+  /** The stream's state, as JSON text. */
+  readonly state: string;
+  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
+  readonly replaceAll: boolean;
+  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
+  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
 }
 
+/** What a committed checkpoint did. */
+export interface CommitResult {
+  /** Rows written. */
+  readonly upserted: number;
+  /** Upserts skipped because the object was deleted at or after the record's cursor. */
+  readonly skippedDeleted: number;
+  /** Rows deleted by deletion records. */
+  readonly deletedRows: number;
+  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
+  readonly unknownTypes: readonly (readonly [string, string])[];
+  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
+  readonly sweptRows: number;
+}
+
+/**
+ * Where the replica's checkpoints go: the SQLite file (SqliteStore), a
+ * PostgreSQL schema or a DuckDB file. A store is opened by its own module
+ * (its writer lock taken, a store of another account or other treatments
+ * refused, each stream's table made or changed to the run's columns) and
+ * says what opening did in `notes`.
+ */
+export interface Store {
+  /** What opening did that the run says (a lock taken over, the account bound, tables migrated). */
+  readonly notes: readonly { readonly level: LogLevel; readonly message: string }[];
+  /** The state saved by each stream's last committed checkpoint. */
+  loadStates(): Promise<Map<string, StreamState>>;
+  /**
+   * Take one checkpoint: written whole, or refused (thrown) with nothing of
+   * it written. `committed` is told its result once it is committed: never
+   * when its transaction is lost (a failed commit, a writer lock taken over).
+   * A promise is awaited (backpressure).
+   */
+  write(checkpoint: StoreCheckpoint, committed?: (result: CommitResult) => void): void | Promise<void>;
+  /** Commit everything taken so far; rejects when a commit failed. */
+  flush(): Promise<void>;
+  /** The run is done: commit what is taken, give the lock back (with the last commit); the rows in each stream's table. */
+  finish(): Promise<Map<string, number>>;
+  /** Close (committing what is taken, if the store can still commit); again is nothing. */
+  close(): Promise<void>;
+}
+
+/** What a stream's committed checkpoints did (the records received are the pipeline's count). */
 export interface StreamTally {
-  /** Records received from the service. */
-  received: number;
   /** Rows written (received minus skipped). */
   upserted: number;
   /** Upserts skipped: the object was deleted at or after that version. */
@@ -39,21 +80,14 @@ export interface StreamTally {
   sweptRows: number;
   /** The sync_watermark of the last checkpoint committed with a watermark this run; undefined while none was. */
   savedWatermark?: string | undefined;
-  status: 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
-  /** When a rate-limit wait ends (epoch ms). */
-  quotaReset?: number;
 }
 
-export interface ReplicaEvents {
-  log(level: LogLevel, message: string): void;
-  /** Something changed that progress shows. */
-  changed(): void;
-}
+export type ReplicaLog = (level: LogLevel, message: string) => void;
 
 export class ReplicaSink implements SyncSink {
-  private readonly target: CheckpointTarget;
-  private readonly events: ReplicaEvents;
-  private readonly pending = new Map<string, RowValues[]>();
+  private readonly store: Store;
+  private readonly logger: ReplicaLog;
+  private readonly pending = new Map<string, Data[]>();
   /** Full-refresh streams whose table is emptied by their first commit of this run. */
   private readonly replaceOnCommit = new Set<string>();
   /** Streams read in full to remove the rows the read does not return (fullRead), and whether their first checkpoint was written. */
@@ -62,14 +96,14 @@ export class ReplicaSink implements SyncSink {
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
 
-  constructor(target: CheckpointTarget, events: ReplicaEvents) {
-    this.target = target;
-    this.events = events;
+  constructor(store: Store, log: ReplicaLog) {
+    this.store = store;
+    this.logger = log;
   }
 
   private tally(stream: StreamDefinition): StreamTally {
     let t = this.tallies.get(stream.name);
-    if (!t) this.tallies.set(stream.name, (t = { received: 0, upserted: 0, skippedDeleted: 0, deletedRows: 0, sweptRows: 0, status: 'waiting' }));
+    if (!t) this.tallies.set(stream.name, (t = { upserted: 0, skippedDeleted: 0, deletedRows: 0, sweptRows: 0 }));
     return t;
   }
 
@@ -77,25 +111,15 @@ export class ReplicaSink implements SyncSink {
     this.pending.set(stream.name, []);
     if (stream.cursorField === null) this.replaceOnCommit.add(stream.name);
     this.tally(stream);
-    this.events.changed();
   }
 
-  streamRunning(stream: StreamDefinition, quotaReset?: number): void {
-    const t = this.tally(stream);
-    if (t.status === 'complete' || t.status === 'failed') return;
-    t.status = quotaReset === undefined ? 'running' : 'rate_limited';
-    t.quotaReset = quotaReset;
-    this.events.changed();
-  }
+  /** Waits are the progress line's (the pipeline's observer). */
+  streamRunning(): void {}
 
   records(stream: StreamDefinition, records: readonly Data[]): void {
     let buffer = this.pending.get(stream.name);
     if (!buffer) this.pending.set(stream.name, (buffer = []));
-    for (const row of toRows(this.target.layoutOf(stream.name), records)) buffer.push(row);
-    const t = this.tally(stream);
-    t.received += records.length;
-    if (t.status === 'rate_limited' || t.status === 'waiting') t.status = 'running';
-    this.events.changed();
+    for (const record of records) buffer.push(record);
   }
 
   /**
@@ -107,16 +131,17 @@ export class ReplicaSink implements SyncSink {
     for (const stream of streams) this.fullReads.set(stream.name, { started: false });
   }
 
-  state(stream: StreamDefinition, state: StreamState): void {
-    const rows = this.pending.get(stream.name) ?? [];
+  state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
+    const records = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
     const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
-    const checkpoint: Checkpoint = { stream: stream.name, rows, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
+    const checkpoint: StoreCheckpoint = { stream: stream.name, records, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
-    this.target.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
+    const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (full) full.started = true;
     if (fullRead?.last) this.fullReads.delete(stream.name);
+    return written;
   }
 
   private count(stream: StreamDefinition, result: CommitResult, watermark: string | undefined): void {
@@ -131,33 +156,25 @@ export class ReplicaSink implements SyncSink {
       if (!ids) this.unknownTypes.set(type, (ids = new Set()));
       ids.add(id);
     }
-    this.events.changed();
   }
 
-  streamComplete(stream: StreamDefinition): void {
-    this.tally(stream).status = 'complete';
-    this.events.changed();
-  }
+  streamComplete(): void {}
 
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void {
     this.streamStopped(stream);
-    this.events.log('ERROR', `${stream.name}: ${error.message}`);
+    this.logger('ERROR', `${stream.name}: ${error.message}`);
   }
 
   streamStopped(stream: StreamDefinition): void {
     // Records after the last checkpoint are dropped: the state did not move, the next run reads them again.
     this.pending.set(stream.name, []);
-    this.tally(stream).status = 'failed';
-    this.events.changed();
   }
 
   /** The run's failure is said once, by the replicate command's final line. */
-  runFailed(): void {
-    this.events.changed();
-  }
+  runFailed(): void {}
 
   log(level: LogLevel, message: string): void {
-    this.events.log(level, message);
+    this.logger(level, message);
   }
 
   /** One warning for every deletion record whose object_type names no replicated stream; undefined when none. */

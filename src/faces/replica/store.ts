@@ -13,7 +13,7 @@ import type { Data } from '../../engine/events.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';
-import { TableWriter, type Checkpoint, type CommitResult, type TableSpec } from './table-writer.js';
+import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
@@ -22,6 +22,7 @@ import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 import { recordTreatments, refuseOtherTreatments, type RunTreatments } from './treatments.js';
 import { bindAccount, refuseOtherAccount, type ReplicaAccount } from './account.js';
+import type { CommitResult, StoreCheckpoint } from './sink.js';
 
 /** How the tables' columns are chosen when a store opens. */
 export interface ColumnOptions {
@@ -60,6 +61,11 @@ export function tableSpecs(
 /** Records of one page to rows of `layout`. */
 export function toRows(layout: TableLayout, records: readonly Data[]): RowValues[] {
   return records.map((record) => recordToRow(layout, record));
+}
+
+/** A store checkpoint as the table writer takes it: rows of the stream's table, and the deletion log's records to apply. */
+export function tableCheckpoint(spec: TableSpec, { records, ...checkpoint }: StoreCheckpoint): Checkpoint {
+  return { ...checkpoint, rows: toRows(spec.layout, records), ...(spec.deletionLog ? { deletions: records } : {}) };
 }
 
 function dbError(path: string, err: unknown): ConnectorError {
@@ -150,9 +156,7 @@ export class ReplicaStore {
   }
 
   layoutOf(stream: string): TableLayout {
-    const spec = this.tables.find((t) => t.layout.stream === stream);
-    if (!spec) throw new Error(`the replica has no table for stream "${stream}"`);
-    return spec.layout;
+    return this.specOf(stream).layout;
   }
 
   /** The state saved by the last committed checkpoint of each stream. */
@@ -196,14 +200,20 @@ export class ReplicaStore {
     return result;
   }
 
+  /** The table of `stream`, as the writer needs it. */
+  specOf(stream: string): TableSpec {
+    const spec = this.tables.find((t) => t.layout.stream === stream);
+    if (!spec) throw new Error(`the replica has no table for stream "${stream}"`);
+    return spec;
+  }
+
   /**
    * One checkpoint, in one transaction: upsert `records` into the stream's
    * table (after emptying it when `replaceAll`), apply deletion records, and
    * save `state`.
    */
   commit(stream: StreamDefinition, records: readonly Data[], state: StreamState, replaceAll = false): CommitResult {
-    const rows = toRows(this.layoutOf(stream.name), records);
-    return this.write({ stream: stream.name, rows, state: JSON.stringify(state), replaceAll });
+    return this.write(tableCheckpoint(this.specOf(stream.name), { stream: stream.name, records, state: JSON.stringify(state), replaceAll }));
   }
 
   /**

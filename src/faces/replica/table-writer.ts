@@ -20,7 +20,8 @@
  *   primary-key index page for each new row) to the savepoint's journal.
  *
  * Deletions: a record of the deletion log deletes the row it names, unless
- * that row changed after the deletion. Streams are read concurrently, so an
+ * that row changed after the deletion (applied from the records as they
+ * came, besides the log's own rows). Streams are read concurrently, so an
  * upsert can arrive after the deletion of its object: an upsert whose cursor
  * is not later than a known deletion of the same object is skipped (a deleted
  * row is never resurrected).
@@ -33,12 +34,14 @@
  * marks. A run killed before that leaves the old rows and the old state, and
  * marks that the next full read starts by clearing.
  */
-import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { Data } from '../../engine/events.js';
 import { parseInstant } from '../../config/config.js';
 import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
 import { columnNames, ident, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
-import { rowToRecord, type RowValues } from './rows.js';
+import type { RowValues } from './rows.js';
+import type { CommitResult, StoreCheckpoint } from './sink.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -49,38 +52,19 @@ export interface TableSpec {
   readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
 }
 
-/** One engine checkpoint of one stream. */
-export interface Checkpoint {
-  readonly stream: string;
+/** One engine checkpoint of one stream, as the writer takes it: the records as rows of the stream's table. */
+export interface Checkpoint extends Omit<StoreCheckpoint, 'records'> {
   /** Rows in `columnNames(layout)` order, without the `_synced_at` value (the writer adds it). */
   readonly rows: readonly RowValues[];
-  /** The stream's state, as JSON text. */
-  readonly state: string;
-  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
-  readonly replaceAll: boolean;
-  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
-  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
+  /** The deletion log's checkpoint: its records as they came, applied to the tables they delete from. */
+  readonly deletions?: readonly Data[] | undefined;
 }
 
 /** The ids a full read returned so far, per stream (only while one is under way). */
 export const FULL_READ_TABLE = '_replica_full_read';
 
-export interface CommitResult {
-  /** Rows written. */
-  readonly upserted: number;
-  /** Upserts skipped because the object was deleted at or after the record's cursor. */
-  readonly skippedDeleted: number;
-  /** Rows deleted by deletion records. */
-  readonly deletedRows: number;
-  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
-  readonly unknownTypes: readonly (readonly [string, string])[];
-  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
-  readonly sweptRows: number;
-}
-
 interface Table {
   readonly spec: TableSpec;
-  readonly names: readonly string[];
   readonly upsert: StatementSync;
   /** Position of the primary key and of the cursor in a row (-1: no cursor). */
   readonly keyAt: number;
@@ -121,7 +105,6 @@ export class TableWriter {
       const names = columnNames(layout);
       const table: Table = {
         spec,
-        names,
         upsert: db.prepare(insertSql(layout)),
         keyAt: names.indexOf(layout.primaryKey),
         cursorAt: layout.cursorField === null ? -1 : names.indexOf(layout.cursorField),
@@ -230,8 +213,7 @@ export class TableWriter {
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
-        for (const row of checkpoint.rows) {
-          const deletion = this.asRecord(table, row);
+        for (const deletion of checkpoint.deletions ?? []) {
           const outcome = this.applyDeletion(deletion, fields);
           if (outcome === 'deleted') deletedRows++;
           else if (outcome === 'unknown_type') {
@@ -313,15 +295,6 @@ export class TableWriter {
     }
   }
 
-  /** A row of `table` back as the record it was made from. */
-  private asRecord(table: Table, row: RowValues): Record<string, unknown> {
-    const byName: Record<string, SQLOutputValue> = {};
-    table.names.forEach((name, i) => {
-      byName[name] = (row[i] ?? null) as SQLOutputValue;
-    });
-    return rowToRecord(table.spec.layout, byName);
-  }
-
   /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
   private deletedSince(objectType: string, id: unknown, cursor: unknown): boolean {
     if (typeof id !== 'string' || !this.deletionsOf) return false;
@@ -334,7 +307,7 @@ export class TableWriter {
     return false;
   }
 
-  private applyDeletion(deletion: Record<string, unknown>, fields: NonNullable<TableSpec['deletionLog']>): 'deleted' | 'kept' | 'unknown_type' {
+  private applyDeletion(deletion: Data, fields: NonNullable<TableSpec['deletionLog']>): 'deleted' | 'kept' | 'unknown_type' {
     const type = deletion[fields.objectTypeField];
     const target = typeof type === 'string' ? this.targets.get(type) : undefined;
     if (target === undefined) return 'unknown_type';

@@ -24,12 +24,13 @@
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../errors.js';
-import { TableWriter, type Checkpoint, type CommitResult } from './table-writer.js';
+import { TableWriter, type Checkpoint } from './table-writer.js';
+import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
 import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
-import type { TableLayout } from './layout.js';
-import type { CheckpointTarget } from './sink.js';
-import type { ReplicaStore } from './store.js';
+import { tableCheckpoint, type ReplicaStore } from './store.js';
+import type { StreamState } from '../../engine/state.js';
+import type { LogLevel } from '../../engine/events.js';
 
 /** How long a transaction stays open to take more checkpoints, when its rows share pages. */
 export const COMMIT_EVERY_MS = 250;
@@ -66,7 +67,7 @@ export interface WriterOptions {
 /** What a checkpoint that came after a stop wrote: nothing (the process is ending; the next run reads it again). */
 const DROPPED: CommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0 };
 
-export class ReplicaWriter implements CheckpointTarget {
+export class ReplicaWriter {
   private readonly store: ReplicaStore;
   private readonly writer: TableWriter;
   private timer: NodeJS.Timeout | undefined;
@@ -137,10 +138,6 @@ export class ReplicaWriter implements CheckpointTarget {
     };
     thread.on('error', gone);
     thread.on('exit', gone);
-  }
-
-  layoutOf(stream: string): TableLayout {
-    return this.store.layoutOf(stream);
   }
 
   /**
@@ -323,5 +320,58 @@ export class ReplicaWriter implements CheckpointTarget {
     const thread = this.walThread;
     this.walThread = undefined;
     void thread?.terminate();
+  }
+}
+
+/**
+ * The SQLite file as the replica's Store (sink.ts): checkpoints written by
+ * the group writer (writer.ts) when the run has one, else one transaction
+ * each; closed with the writer's last commit, the lock given back, the WAL
+ * copied into the file.
+ */
+export class SqliteStore implements Store {
+  readonly file: ReplicaStore;
+  readonly writer: ReplicaWriter | undefined;
+
+  constructor(file: ReplicaStore, writer?: ReplicaWriter) {
+    this.file = file;
+    this.writer = writer;
+  }
+
+  get notes(): Store['notes'] {
+    const notes: { level: LogLevel; message: string }[] = [];
+    if (this.file.lockTakeover) notes.push({ level: 'WARN', message: this.file.lockTakeover });
+    if (this.file.accountNote) notes.push({ level: 'INFO', message: this.file.accountNote });
+    for (const m of this.file.migrations) notes.push({ level: 'INFO', message: `${m.stream}: table migrated in place (${m.change}); no record changed.` });
+    return notes;
+  }
+
+  loadStates(): Promise<Map<string, StreamState>> {
+    return Promise.resolve(this.file.loadStates());
+  }
+
+  write(checkpoint: StoreCheckpoint, committed?: (result: CommitResult) => void): void {
+    const rows = tableCheckpoint(this.file.specOf(checkpoint.stream), checkpoint);
+    if (this.writer) this.writer.write(rows, committed);
+    else this.file.write(rows, committed);
+  }
+
+  async flush(): Promise<void> {
+    this.writer?.flush();
+  }
+
+  /** The lock given back within the last group's commit. */
+  async finish(): Promise<Map<string, number>> {
+    this.file.unlock();
+    await this.writer?.close();
+    return this.file.rowCounts();
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.writer?.close();
+    } finally {
+      this.file.close();
+    }
   }
 }

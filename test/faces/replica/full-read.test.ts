@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { FULL_READ_TABLE, type Checkpoint } from '../../../src/faces/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
 import { ReplicaStore, toRows } from '../../../src/faces/replica/store.js';
-import { ReplicaWriter } from '../../../src/faces/replica/writer.js';
+import { ReplicaWriter, SqliteStore } from '../../../src/faces/replica/writer.js';
 import { ReplicaSink } from '../../../src/faces/replica/sink.js';
 import { findStream, type StreamDefinition } from '../../../src/streams.js';
 import { withTempDatabases } from '../../helpers/suite.js';
@@ -79,7 +79,7 @@ describe('a full read that removes what it does not return', () => {
     const store = new ReplicaStore(path);
     store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
     const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 60_000, shortGroupMs: 60_000 });
-    const sink = new ReplicaSink(writer, { log: () => undefined, changed: () => undefined });
+    const sink = new ReplicaSink(new SqliteStore(store, writer), () => undefined);
     sink.fullRead([contacts]);
     sink.streamStarted(contacts);
     sink.records(contacts, [contact('c1', 2)]);
