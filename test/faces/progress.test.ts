@@ -1,7 +1,7 @@
 /**
- * A face's sink watched for the status line (src/faces/progress.ts): every
- * event reaches the face's sink unchanged, and the status line is told what
- * it shows on the way; when nothing is shown, the face's sink is used as it is.
+ * The status line watches the record pipeline (its CountObserver): every
+ * event reaches the face's emitter unchanged, and the status line is told
+ * what it shows on the way; when nothing is shown, there is no observer.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../helpers/stderr.js';

@@ -7,11 +7,8 @@ import { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
 import type { StreamDefinition } from '../../streams.js';
-import type { LineWriter } from '../../process/output.js';
+import { writeLines, type LineWriter } from '../../process/output.js';
 import * as msg from './protocol.js';
-
-/** Characters per stdout write of RECORD lines (below V8's large-object size). */
-const WRITE_CHUNK = 64 * 1024;
 
 export class AirbyteSink implements SyncSink {
   private readonly out: LineWriter;
@@ -39,21 +36,12 @@ export class AirbyteSink implements SyncSink {
     return this.out.write(msg.streamStatus(stream.name, 'RUNNING', quotaReset));
   }
 
-  async records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
     let serialize = this.serializers.get(stream.name);
     if (!serialize) this.serializers.set(stream.name, (serialize = msg.recordSerializer(stream.name)));
     this.sinceState.set(stream.name, (this.sinceState.get(stream.name) ?? 0) + records.length);
-    // Lines go out in writes of about WRITE_CHUNK characters: few syscalls, and
-    // no page-sized (~200 KB) string and buffer per write for the GC to chase.
-    let text = '';
-    for (let i = 0; i < records.length; i++) {
-      text += serialize(records[i], extractedAt);
-      if (text.length >= WRITE_CHUNK) {
-        await this.out.write(text);
-        text = '';
-      }
-    }
-    if (text !== '') await this.out.write(text);
+    const line = serialize;
+    return writeLines((text) => this.out.write(text), records, (record) => line(record, extractedAt));
   }
 
   state(stream: StreamDefinition, state: StreamState): Promise<void> {

@@ -20,7 +20,7 @@
 import type { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
 import type { StreamState } from '../../engine/state.js';
-import type { LineWriter, StderrLogger } from '../../process/output.js';
+import { writeLines, type LineWriter, type StderrLogger } from '../../process/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';
@@ -30,15 +30,6 @@ const LEVELS: Readonly<Record<LogLevel, string>> = { DEBUG: 'DEBUG', INFO: 'INFO
 
 /** Rate-limit waits at least this long are logged (shorter ones are routine pacing). */
 const RATE_LIMIT_LOG_MS = 10_000;
-
-/**
- * Characters per stdout write of RECORD lines, as the Airbyte face writes
- * them. A page written as one string (~250 KB of lines joined by `+=`) made
- * the tap a quarter slower than `read`: turning a joined string that long
- * into bytes (stdout's Buffer.from) costs several times what the same text
- * costs in 64 KB pieces.
- */
-const WRITE_CHUNK = 64 * 1024;
 
 type Serialize = (record: unknown, timeExtracted: string) => string;
 
@@ -126,20 +117,12 @@ export class SingerSink implements SyncSink {
     this.logger.log('INFO', `${stream.name}: rate limited; waiting ${Math.ceil(waitMs / 1000)} s (until ${new Date(quotaReset).toISOString()}).`);
   }
 
-  async records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
     const output = this.streams.get(stream.name);
     if (!output) throw new Error(`records for stream ${stream.name}, which was not planned`);
     const { serialize } = output;
     const timeExtracted = new Date(extractedAt).toISOString();
-    let text = '';
-    for (let i = 0; i < records.length; i++) {
-      text += serialize(records[i], timeExtracted);
-      if (text.length >= WRITE_CHUNK) {
-        await this.writeLine(text);
-        text = '';
-      }
-    }
-    if (text !== '') await this.writeLine(text);
+    return writeLines((text) => this.writeLine(text), records, (record) => serialize(record, timeExtracted));
   }
 
   async state(stream: StreamDefinition, state: StreamState): Promise<void> {
