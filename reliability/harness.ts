@@ -22,6 +22,7 @@ import { STREAMS } from '../src/streams.js';
 import { secretForms } from '../src/errors.js';
 import { ROOT, SOURCE_BIN, protocolCheckAsync } from '../test/helpers/cli.js';
 import { airbyteStateFile, type StreamStates } from '../test/helpers/destination.js';
+import { LIMITS_OUT_OF_REACH } from '../test/helpers/emulator-runs.js';
 
 export const FULL_CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
@@ -444,8 +445,9 @@ export class Lab {
     this.dir = dir;
   }
 
+  /** An emulator on 127.0.0.1 with request limits out of reach unless `options` give others (rate-limit scenarios set theirs per account). */
   static async start(options: EmulatorOptions = {}): Promise<Lab> {
-    const emu = await startEmulator({ ...options, host: '127.0.0.1', port: 0 });
+    const emu = await startEmulator({ limits: LIMITS_OUT_OF_REACH, ...options, host: '127.0.0.1', port: 0 });
     return new Lab(emu, mkdtempSync(join(tmpdir(), 'sdr-reliability-')));
   }
 

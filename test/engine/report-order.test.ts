@@ -11,10 +11,11 @@ import { RunRecorder } from '../../src/engine/run-report.js';
 import { SyncSession } from '../../src/engine/session.js';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { STREAMS } from '../../src/streams.js';
+import { LIMITS_OUT_OF_REACH } from '../helpers/emulator-runs.js';
 
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 'pipes-order' });
+  emu = await startEmulator({ seed: 'pipes-order', limits: LIMITS_OUT_OF_REACH });
 });
 afterAll(async () => {
   await emu?.close();

@@ -24,12 +24,19 @@ export interface Account {
   dump(): Dump;
 }
 
+/**
+ * Request limits no test reaches, for emulators whose tests are not about rate limits. Under the emulator's
+ * default (1000 a minute) the connector's pacer spreads a run's requests over the minute, one every 60 ms
+ * (src/client/pacer.ts), and a test would spend most of its time waiting through that spread; on a shared key
+ * a later run even waits for the window to end. Tests of pacing and limits set their own, per account or key
+ * (they override these). With a frozen clock the windows never reset: these limits are out of reach then too.
+ */
+export const LIMITS_OUT_OF_REACH = { perMinute: 10_000_000, perDay: 100_000_000 } as const;
+
 export async function emulatorAccount(contacts: number, seed = 11): Promise<Account> {
   // A frozen clock: reproducible data, and no deletion crossing the 90-day retention mid-test. Rate-limit
   // windows follow that clock and would never reset, so the limits are set out of reach.
-  const emulator = await startEmulator({
-    host: '127.0.0.1', port: 0, seed, frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 },
-  });
+  const emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed, frozenClock: true, limits: LIMITS_OUT_OF_REACH });
   const control = emulator.control;
   const account = control.createAccount({ name: 'Replica test' });
   const key = control.createKey(account.id).key;

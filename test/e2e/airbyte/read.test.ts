@@ -9,13 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dayOfActivity, startEmulator, type Emulator, type FaultRule } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type StreamStates } from '../../helpers/destination.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 let emu: Emulator;
 let dir: string;
 
 beforeAll(async () => {
-  emu = await startEmulator({ port: 0, host: '127.0.0.1', seed: 7 });
+  emu = await startEmulator({ port: 0, host: '127.0.0.1', seed: 7, limits: LIMITS_OUT_OF_REACH });
   dir = tempDir('sdr-e2e-');
 });
 afterAll(async () => {

@@ -12,13 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, protocolCheckAsync, ROOT, runAndSignal, runCli, SOURCE_BIN, TAP_BIN, tempDir, writeJson } from '../../helpers/cli.js';
 import { pipesEnv, readPipes, VERSION_FIELD, type PipesRead } from '../../helpers/pipes-reader.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 let emu: Emulator;
 const dir = tempDir('pipes-e2e-');
 const STREAMS = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'];
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 'pipes-e2e' });
+  emu = await startEmulator({ seed: 'pipes-e2e', limits: LIMITS_OUT_OF_REACH });
 });
 afterAll(async () => {
   await emu?.close();

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../../helpers/destination.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 let emu: Emulator;
@@ -21,7 +22,7 @@ const dir = tempDir('sdr-interrupt-');
 
 beforeAll(async () => {
   // 40 ms per response: a read of a few hundred small pages lasts seconds, long enough to be interrupted.
-  emu = await startEmulator({ seed: 'interrupt', latencyMs: 40 });
+  emu = await startEmulator({ seed: 'interrupt', latencyMs: 40, limits: LIMITS_OUT_OF_REACH });
 });
 afterAll(async () => {
   await emu?.close();

@@ -31,7 +31,7 @@ import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, ROOT, runCli, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { pipesEnv, readPipes } from '../../helpers/pipes-reader.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
-import { dumpLists, replicaAsDump } from '../../helpers/emulator-runs.js';
+import { dumpLists, replicaAsDump, LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const PAGE = 'docs/orchestrators.md';
 const page = readFileSync(join(ROOT, PAGE), 'utf8');
@@ -47,7 +47,7 @@ const o = (v: unknown): Obj => v as Obj;
 
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 'orchestrators' });
+  emu = await startEmulator({ seed: 'orchestrators', limits: LIMITS_OUT_OF_REACH });
 });
 afterAll(async () => {
   await emu?.close();

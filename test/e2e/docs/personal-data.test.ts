@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, parseLines, protocolCheck, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const PAGE = 'docs/personal-data.md';
 const HASH_KEY = 'docs-recipe-key-3c0ffee';
@@ -24,7 +25,7 @@ describe('docs/personal-data.md: the recipes, pasted', () => {
   let run: Awaited<ReturnType<typeof runShell>>;
 
   beforeAll(async () => {
-    s = await setup({ contacts: 120 });
+    s = await setup({ contacts: 120, limits: LIMITS_OUT_OF_REACH });
     raw = s.emu.control.dump(s.accountId).contacts as unknown as Json[];
     dir = tempDir('sdr-docs-personal-');
     symlinkSync(join(ROOT, 'bin'), join(dir, 'bin'));

@@ -18,6 +18,7 @@ import { ROOT, parseLines, protocolCheck, runCli, SOURCE_BIN, tempDir, writeJson
 import { docRecipe, runShell } from '../../helpers/readme.js';
 import { installTargetJsonl } from '../../helpers/target-jsonl.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const OLD_NODE = '/usr/bin/node';
 const oldNodeMajor = ((): number | undefined => {
@@ -103,7 +104,7 @@ describe('docs/state.md: one read\'s output as the next read\'s state (Airbyte)'
   let dir: string;
 
   beforeAll(async () => {
-    s = await setup({ contacts: 400 });
+    s = await setup({ contacts: 400, limits: LIMITS_OUT_OF_REACH });
     dir = tempDir('sdr-readme-airbyte-');
     symlinkSync(join(ROOT, 'bin'), join(dir, 'bin'));
     symlinkSync(join(ROOT, 'catalog'), join(dir, 'catalog'));

@@ -17,6 +17,7 @@ import { STREAMS } from '../../../src/streams.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
 import { parseLines, protocolCheck, ROOT, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 /** A folder laid out like a clone for what the recipes use (bin/, scripts/, catalog/, the emulator's packages/). */
 function checkout(prefix: string): string {
@@ -99,7 +100,7 @@ describe('docs/airbyte.md: a configured catalog from discover', () => {
   let run: ShellRun;
 
   beforeAll(async () => {
-    s = await setup({ contacts: 120 });
+    s = await setup({ contacts: 120, limits: LIMITS_OUT_OF_REACH });
     dir = checkout('sdr-configured-');
     writeJson(dir, 'config.json', { api_key: s.key, base_url: s.emu.url });
     run = await runShell(docRecipe('docs/airbyte.md', 'airbyte-configured-catalog'), { cwd: dir, env: withNode() });

@@ -15,6 +15,7 @@ import { ROOT, parseLines, tempDir, writeJson } from '../../helpers/cli.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
 import { installTargetJsonl } from '../../helpers/target-jsonl.js';
 import { setup, type Setup } from '../../emulator/helpers.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 
 
@@ -22,7 +23,7 @@ let s: Setup;
 let revokedKey: string;
 
 beforeAll(async () => {
-  s = await setup({ contacts: 300 });
+  s = await setup({ contacts: 300, limits: LIMITS_OUT_OF_REACH });
   const revoked = s.emu.control.createKey(s.accountId);
   s.emu.control.revokeKey(revoked.id);
   revokedKey = revoked.key;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { runShell } from '../../helpers/readme.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 const dir = tempDir('tap-state-e2e-');
 let emu: Emulator;
@@ -56,7 +57,7 @@ function pythonDumps(value: unknown): string {
 }
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 'tap-state-input' });
+  emu = await startEmulator({ seed: 'tap-state-input', limits: LIMITS_OUT_OF_REACH });
   const account = emu.control.createAccount({ name: 'tap state input' });
   key = emu.control.createKey(account.id).key;
   emu.control.seed(account.id, { contacts: 150 });

@@ -8,12 +8,13 @@ import { startEmulator, type Dump, type Emulator, type Mutation } from 'data-rea
 import type { CatalogEntry } from '../../../src/faces/singer/catalog.js';
 import { parseLines, protocolCheck, runCli, TAP_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, type SingerStateValue } from '../../helpers/destination.js';
+import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 let emu: Emulator;
 const dir = tempDir('tap-e2e-');
 
 beforeAll(async () => {
-  emu = await startEmulator({ seed: 'singer-e2e' });
+  emu = await startEmulator({ seed: 'singer-e2e', limits: LIMITS_OUT_OF_REACH });
 });
 afterAll(async () => {
   await emu?.close();
