@@ -83,8 +83,15 @@ describe('source-data-read read, interrupted', () => {
   });
 
   it('SIGTERM while waiting on a rate limit ends the wait at once', async () => {
-    // 4 requests per minute: the sync soon waits for the next window (about a minute) and says so.
+    // 4 requests per minute, 3 of them spent by another client of the key: the sync's first request takes the
+    // last one, and its next waits for the window's end (about a minute) and says so. (Alone on a fresh key, the
+    // connector would spread the 4 over the minute before it ever waited on the limit.)
     const acc = account(200, { perMinute: 4, windowMs: 60_000 });
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${emu.url}/v1/me`, { headers: { authorization: `Bearer ${acc.key}` } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
     const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG], {
       signal: 'SIGTERM',
       count: 1,
