@@ -29,16 +29,31 @@ interface Account {
   config: (extra?: Record<string, unknown>) => string;
 }
 
-function account(contacts: number, limits?: Record<string, number>): Account {
-  const acc = emu.control.createAccount({ name: `Acme ${contacts}`, ...(limits ? { limits } : {}) });
-  emu.control.seed(acc.id, { contacts });
-  const key = emu.control.createKey(acc.id).key;
+function account(contacts: number, limits?: Record<string, number>, on: Emulator = emu): Account {
+  const acc = on.control.createAccount({ name: `Acme ${contacts}`, ...(limits ? { limits } : {}) });
+  on.control.seed(acc.id, { contacts });
+  const key = on.control.createKey(acc.id).key;
   let n = 0;
   return {
     id: acc.id,
     key,
-    config: (extra = {}) => writeJson(dir, `config-${acc.id}-${n++}.json`, { api_key: key, base_url: emu.url, ...extra }),
+    // Accounts of several emulators share the directory: the port keeps their file names apart.
+    config: (extra = {}) => writeJson(dir, `config-${new URL(on.url).port}-${acc.id}-${n++}.json`, { api_key: key, base_url: on.url, ...extra }),
   };
+}
+
+/**
+ * An emulator of the test's own, for tests that set faults or read the request counts (both the emulator's,
+ * not an account's): with it they run at the same time as each other. Their time is mostly the waits they
+ * cause (rate-limit windows, backoff, Retry-After, timeouts), which then overlap.
+ */
+async function withOwnEmulator(test: (own: Emulator) => Promise<void>): Promise<void> {
+  const own = await startEmulator({ port: 0, host: '127.0.0.1', seed: 7, limits: LIMITS_OUT_OF_REACH });
+  try {
+    await test(own);
+  } finally {
+    await own.close();
+  }
 }
 
 async function read(config: string, states?: StreamStates, catalog = CATALOG): Promise<CliResult> {
@@ -201,16 +216,18 @@ describe('read', () => {
     }
   });
 
-  it('paces on RateLimit-* instead of provoking 429 storms', async () => {
-    const acc = account(400, { perMinute: 6, windowMs: 1000 });
-    emu.control.resetStats();
+});
+
+describe.concurrent('read, each on an emulator of its own', () => {
+  it('paces on RateLimit-* instead of provoking 429 storms', () => withOwnEmulator(async (own) => {
+    const acc = account(400, { perMinute: 6, windowMs: 1000 }, own);
     const result = await read(acc.config({ page_size: 50, max_concurrent_requests: 2 }));
     expect(result.code).toBe(0);
     expectValid(result, acc.key);
-    const stats = emu.control.stats();
+    const stats = own.control.stats();
     expect(stats.total).toBeGreaterThan(12);
     expect(stats.byStatus['429'] ?? 0).toBeLessThanOrEqual(1);
-  });
+  }));
 
   const faults: FaultRule[] = [
     { kind: '500', every: 4 },
@@ -220,20 +237,17 @@ describe('read', () => {
     { kind: 'truncated', every: 4 },
     { kind: 'slow', every: 5, slowMs: 1500 },
   ];
-  it.each(faults.map((f) => [f.kind, f] as const))('completes exactly through %s faults', async (_kind, rule) => {
-    const acc = account(250);
+  it.each(faults.map((f) => [f.kind, f] as const))('completes exactly through %s faults', (_kind, rule) => withOwnEmulator(async (own) => {
+    const acc = account(250, undefined, own);
     const config = acc.config({ request_timeout_seconds: 1 });
     const replica = new MemoryDestination();
-    emu.control.setFaults([{ ...rule, paths: ['/v1/*'] }]);
-    try {
-      const result = await read(config);
-      expect(result.code, result.stdout.slice(-2000)).toBe(0);
-      expectValid(result, acc.key);
-      replica.applyAirbyte(result.stdout);
-      expect(emu.control.faults().injected.total).toBeGreaterThan(0);
-    } finally {
-      emu.control.clearFaults();
-    }
-    expect(replica.toDump()).toEqual(normalizeDump(emu.control.dump(acc.id)));
-  });
+    own.control.setFaults([{ ...rule, paths: ['/v1/*'] }]);
+    const result = await read(config);
+    expect(result.code, result.stdout.slice(-2000)).toBe(0);
+    expectValid(result, acc.key);
+    replica.applyAirbyte(result.stdout);
+    expect(own.control.faults().injected.total).toBeGreaterThan(0);
+    own.control.clearFaults();
+    expect(replica.toDump()).toEqual(normalizeDump(own.control.dump(acc.id)));
+  }));
 });
