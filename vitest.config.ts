@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -19,6 +20,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Test files in parallel, one per CPU and at least two. Vitest's own default (CPUs - 1) runs one file at a time
+    // on a 2-CPU machine, which then idles while an end-to-end file waits on its connector processes, the
+    // emulator's latency, backoffs and timeouts; a second file fills that time.
+    maxWorkers: Math.max(2, availableParallelism()),
     // One temporary folder per run (TMPDIR for the tests and what they start), removed at the end.
     globalSetup: ['test/helpers/run-tmpdir.ts'],
   },
