@@ -49,10 +49,25 @@ function usageMistake(err: unknown, argv: readonly string[], options: Options, s
 }
 
 /** The command line `argv` read as `spec` says; any mistake in it throws a UsageError. */
-export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
+function optionsOf(spec: ArgsSpec): Options {
   const options: Options = {};
   for (const name of Object.keys(spec.values)) options[name] = { type: 'string', multiple: true };
   for (const name of spec.switches) options[name] = name === 'help' ? { type: 'boolean', short: 'h' } : { type: 'boolean' };
+  return options;
+}
+
+function toParsed(parsed: { values: Record<string, unknown>; positionals: string[] }): ParsedArgs {
+  const values = new Map<string, string[]>();
+  const switches = new Set<string>();
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (Array.isArray(value)) values.set(name, value.filter((v): v is string => typeof v === 'string'));
+    else if (value === true) switches.add(name);
+  }
+  return { positional: parsed.positionals, values, switches };
+}
+
+export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
+  const options = optionsOf(spec);
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: spec.positionals > 0 });
@@ -61,13 +76,16 @@ export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
   }
   const extra = parsed.positionals[spec.positionals];
   if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
-  const values = new Map<string, string[]>();
-  const switches = new Set<string>();
-  for (const [name, value] of Object.entries(parsed.values)) {
-    if (Array.isArray(value)) values.set(name, value.map(String));
-    else if (value === true) switches.add(name);
-  }
-  return { positional: parsed.positionals, values, switches };
+  return toParsed(parsed);
+}
+
+/**
+ * What can be read of a command line that `readArgs` refused (unknown options
+ * and extra arguments passed over): enough to write the --summary of a usage
+ * mistake.
+ */
+export function readArgsLoosely(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
+  return toParsed(parseArgs({ args: [...argv], options: optionsOf(spec), strict: false, allowPositionals: true }));
 }
 
 /** The last value of a flag (a flag given twice: the later one wins), or undefined. */

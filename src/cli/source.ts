@@ -5,7 +5,7 @@
  */
 import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
-import { lastValue, readArgs, type ArgsSpec } from './args.js';
+import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';
 import type { LockSettings } from '../faces/replica/lock.js';
@@ -48,7 +48,16 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (argv[0] === 'emulator') {
     throw new UsageError('"emulator" is not a command of source-data-read: the local Data-Read API is its own package in the source checkout, packages/emulator/bin/data-read-emulator.');
   }
-  const args = readArgs(argv, ARGS);
+  let args: ParsedArgs;
+  try {
+    args = readArgs(argv, ARGS);
+  } catch (err) {
+    // A sync command's usage mistake is reported in its --summary too.
+    const loose = readArgsLoosely(argv, ARGS);
+    const [named] = loose.positional;
+    if (named === 'read' || named === 'replicate') await end.start(named, lastValue(loose, 'summary'));
+    throw err;
+  }
   const [command] = args.positional;
   if (args.switches.has('help') || command === 'help') {
     process.stdout.write(HELP);

@@ -4,7 +4,7 @@
  */
 import { exitStatusHelp } from '../process/exit-status.js';
 import { VERSION } from '../process/version.js';
-import { lastValue, readArgs, type ArgsSpec, type ParsedArgs } from './args.js';
+import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';
 
@@ -46,7 +46,15 @@ function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
 
 async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo): Promise<number> {
   if (argv.length === 0) throw new UsageError('No arguments given.');
-  const args = readArgs(argv, ARGS);
+  let args: ParsedArgs;
+  try {
+    args = readArgs(argv, ARGS);
+  } catch (err) {
+    // A sync's usage mistake is reported in its --summary too.
+    const loose = readArgsLoosely(argv, ARGS);
+    if (!loose.switches.has('about') && !loose.switches.has('discover')) await end.start('sync', lastValue(loose, 'summary'));
+    throw err;
+  }
   if (args.switches.has('help')) {
     process.stdout.write(TAP_HELP);
     return 0;

@@ -230,6 +230,21 @@ describe('--summary on other commands', () => {
     expect(run.code).toBe(2);
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 2, message: 'read needs --config FILE', streams: [] });
   });
+
+  it('an option nothing takes still writes the summary of read, replicate and the tap (exit 2)', async () => {
+    const cases: [string, string[], string][] = [
+      [SOURCE_BIN, ['read'], 'read'],
+      [SOURCE_BIN, ['replicate'], 'replicate'],
+      [TAP_BIN, ['--config', 'config.json'], 'sync'],
+    ];
+    for (const [bin, args, command] of cases) {
+      const summary = join(dir, `usage-option-${command}.json`);
+      const run = await runCli(bin, [...args, '--summary', summary, '--bogus']);
+      expect(run.code, run.stderr).toBe(2);
+      expect(summaryOf(summary)).toMatchObject({ command, status: 'failed', exit_code: 2, failure_type: 'config_error', streams: [] });
+      expect(summaryOf(summary).message).toMatch(/Unknown option --bogus/);
+    }
+  });
 });
 
 describe('a reader of stdout that goes away', () => {
