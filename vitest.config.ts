@@ -24,7 +24,8 @@ export default defineConfig({
     // on a 2-CPU machine, which then idles while an end-to-end file waits on its connector processes, the
     // emulator's latency, backoffs and timeouts; a second file fills that time.
     maxWorkers: Math.max(2, availableParallelism()),
-    // One temporary folder per run (TMPDIR for the tests and what they start), removed at the end.
-    globalSetup: ['test/helpers/run-tmpdir.ts'],
+    // One temporary folder per run (TMPDIR for the tests and what they start), removed at the end; then one
+    // PostgreSQL server for the tests of the stores (DATABASE_URL's, or a throw-away one started in the background).
+    globalSetup: ['test/helpers/run-tmpdir.ts', 'test/helpers/postgres-global.ts'],
   },
 });

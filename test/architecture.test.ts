@@ -26,7 +26,7 @@ import { ROOT, tempDir } from './helpers/cli.js';
 import { projectFolders } from './helpers/folders.js';
 
 /** Where a file of src/ (or of the emulator package, `emulator`) belongs. */
-type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'faces' | 'faces/airbyte' | 'faces/singer' | 'faces/replica' | 'cli' | 'emulator';
+type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'faces' | 'faces/airbyte' | 'faces/singer' | 'faces/replica' | 'stores' | 'stores/postgres' | 'stores/duckdb' | 'cli' | 'emulator';
 
 /** What each area may import (besides itself, node: built-ins and npm packages). */
 const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
@@ -43,12 +43,22 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
   'faces/airbyte': ['faces', 'engine', 'progress', 'core', 'schemas'],
   'faces/singer': ['faces', 'engine', 'progress', 'core', 'schemas'],
   'faces/replica': ['faces', 'engine', 'progress', 'core', 'schemas'],
+  /** src/stores/*.ts: what the PostgreSQL and DuckDB stores share (the target, typed columns and drift, rows). */
+  stores: ['core', 'schemas'],
+  'stores/postgres': ['stores', 'core', 'schemas'],
+  'stores/duckdb': ['stores', 'core', 'schemas'],
   cli: ['faces', 'faces/airbyte', 'faces/singer', 'faces/replica', 'engine', 'pipes', 'core', 'schemas'],
   emulator: ['schemas'],
 };
 
 /** npm packages only some areas may load: HTTP is the client's alone. */
-const PACKAGES: Readonly<Record<string, readonly Area[]>> = { undici: ['client'] };
+const PACKAGES: Readonly<Record<string, readonly Area[]>> = {
+  undici: ['client'],
+  // The stores' drivers: each loaded by its store alone (with import(), so that a run into SQLite never loads them).
+  pg: ['stores/postgres'],
+  'pg-copy-streams': ['stores/postgres'],
+  '@duckdb/node-api': ['stores/duckdb'],
+};
 
 /** The workspace packages' names as imported (tsconfig.json's `paths`): the connector's one public entry, the emulator. */
 const ENTRIES: readonly string[] = ['source-data-read/schemas', 'data-read-emulator'];
@@ -76,6 +86,7 @@ function areaOf(file: string, at: Trees = THIS): Area {
   const [top, sub] = rel.split('/');
   if (CORE_FOLDERS.includes(top as string)) return 'core';
   if (top === 'faces') return sub?.endsWith('.ts') ? 'faces' : (`faces/${sub}` as Area);
+  if (top === 'stores') return sub?.endsWith('.ts') ? 'stores' : (`stores/${sub}` as Area);
   return top as Area;
 }
 
@@ -433,6 +444,13 @@ describe('the import graph of src/ and of the emulator package', () => {
     const tsconfig = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8');
     for (const entry of ENTRIES) expect(tsconfig, entry).toContain(`"${entry}":`);
     expect(misplaced(all)).toEqual([]);
+  });
+
+  it("loads the stores' drivers only with import() (a run into SQLite, or an install without them, never loads them)", () => {
+    const drivers = ['pg', 'pg-copy-streams', '@duckdb/node-api'];
+    const loads = all.filter((e) => e.pkg !== undefined && drivers.includes(e.pkg));
+    expect(loads.filter((e) => e.kind === 'lazy').map((e) => e.pkg).sort()).toEqual(expect.arrayContaining(drivers));
+    expect(loads.filter((e) => e.kind === 'static').map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
   });
 
   it("bin/ starts the connector alone (dist/cli/); the emulator's command is its package's bin", () => {

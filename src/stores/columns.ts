@@ -1,0 +1,243 @@
+/**
+ * The typed columns of a stream's table in a PostgreSQL or DuckDB store, and
+ * how they follow the data (schema drift), the same for both stores:
+ *
+ * - one column per field of the stream's record schema (the built-in one,
+ *   or the one merged with the service's description), typed by its kind:
+ *   `text`, `timestamp` (a date-time field), `boolean`, `int64`, `int128`,
+ *   `number`, `json` (objects and arrays; a field of several types); plus
+ *   the bookkeeping columns `_extra`, `_absent` and `_synced_at`;
+ * - kinds only widen, along one lattice: int64 < int128 < number < text <
+ *   json, boolean < text, timestamp < text. A value that does not fit its
+ *   column (a decimal in an integer column, a string where a number was, an
+ *   object in a text column) asks for the join of the column's kind and its
+ *   own; a field without a column asks for a new column of its own kind.
+ *   Never a second "variant" column for the same field, never a failed run.
+ * - the tables change only when a store opens (before the run reads
+ *   anything): a column added (`ALTER TABLE ... ADD COLUMN`) or widened
+ *   (`ALTER COLUMN ... TYPE`), from the schema's new fields and from what
+ *   the previous run saw. Within a run a value that does not fit is kept
+ *   whole in the row's `_extra` (JSON), and what it asks for is saved as
+ *   pending drift with the rows; the next open applies it and moves those
+ *   values from `_extra` into their column. So an ALTER, which locks the
+ *   table against readers while it runs, is never taken in the middle of a
+ *   run, where a dashboard's long query would hold it (and everything
+ *   queued behind it) up.
+ */
+import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
+import type { StreamDefinition } from '../streams.js';
+
+export type StoreKind = 'text' | 'timestamp' | 'boolean' | 'int64' | 'int128' | 'number' | 'json';
+
+export const STORE_KINDS: readonly StoreKind[] = ['text', 'timestamp', 'boolean', 'int64', 'int128', 'number', 'json'];
+
+export interface StoreColumn {
+  /** The field's name in the record; also the column's name. */
+  readonly field: string;
+  readonly kind: StoreKind;
+}
+
+/** A widening a run asked for (a value that did not fit), applied when the store next opens. */
+export interface PendingDrift {
+  readonly field: string;
+  readonly kind: StoreKind;
+}
+
+export interface StoreLayout {
+  readonly stream: string;
+  /** The table's name (the stream's). */
+  readonly table: string;
+  readonly primaryKey: string;
+  /** The cursor field (updated_at, created_at, deleted_at); null for full-refresh streams. */
+  readonly cursorField: string | null;
+  readonly columns: readonly StoreColumn[];
+  /** Drift seen by a run, not yet applied to the table. */
+  readonly pending: readonly PendingDrift[];
+}
+
+/** Fields of a record kept whole as JSON: those without a column, and values their column cannot hold exactly. */
+export const EXTRA_COLUMN = '_extra';
+/** Declared fields the record did not carry at all (not even null): a JSON array. */
+export const ABSENT_COLUMN = '_absent';
+/** When the row was last written. */
+export const SYNCED_AT_COLUMN = '_synced_at';
+export const BOOKKEEPING_COLUMNS: readonly string[] = [EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN];
+
+/** How a store names columns: the key two names collide under (DuckDB ignores case), and the longest name it keeps. */
+export interface ColumnNaming {
+  readonly key: (name: string) => string;
+  readonly maxBytes: number;
+}
+
+const RANK: Readonly<Record<'int64' | 'int128' | 'number', number>> = { int64: 0, int128: 1, number: 2 };
+const isNumeric = (kind: StoreKind): kind is 'int64' | 'int128' | 'number' => kind in RANK;
+
+/** The narrowest kind that holds values of both kinds. */
+export function widen(a: StoreKind, b: StoreKind): StoreKind {
+  if (a === b) return a;
+  if (a === 'json' || b === 'json') return 'json';
+  if (isNumeric(a) && isNumeric(b)) return RANK[a] >= RANK[b] ? a : b;
+  return 'text';
+}
+
+/** Whether a column of kind `from` becomes one of kind `to` by widening (or stays). */
+export function widensTo(from: StoreKind, to: StoreKind): boolean {
+  return widen(from, to) === to;
+}
+
+function kindOfProperty(property: unknown): StoreKind {
+  if (typeof property !== 'object' || property === null) return 'json';
+  const { type: declared, format } = property as { type?: unknown; format?: unknown };
+  const types = (Array.isArray(declared) ? declared : [declared]).filter((t) => t !== 'null');
+  if (types.length !== 1) return 'json';
+  switch (types[0]) {
+    case 'string':
+      return format === 'date-time' ? 'timestamp' : 'text';
+    case 'integer':
+      return 'int64';
+    case 'number':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    default:
+      return 'json';
+  }
+}
+
+function fitsName(naming: ColumnNaming, field: string): boolean {
+  return field !== '' && !field.includes('\u0000') && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
+}
+
+/**
+ * The layout of a stream's table from its record schema (the built-in one,
+ * or `schema`). A field whose name the store cannot keep (too long, or the
+ * same as an earlier one's under the store's naming) has no column: its
+ * values go to `_extra`.
+ */
+export function storeLayoutFor(stream: StreamDefinition, naming: ColumnNaming, schema: JsonSchema = recordJsonSchema(stream)): StoreLayout {
+  const properties = (schema.properties ?? {}) as Record<string, unknown>;
+  const columns: StoreColumn[] = [];
+  const taken = new Set(BOOKKEEPING_COLUMNS.map(naming.key));
+  const key = stream.primaryKey;
+  columns.push({ field: key, kind: 'text' });
+  taken.add(naming.key(key));
+  for (const [field, property] of Object.entries(properties)) {
+    if (taken.has(naming.key(field)) || !fitsName(naming, field)) continue;
+    taken.add(naming.key(field));
+    columns.push({ field, kind: kindOfProperty(property) });
+  }
+  return { stream: stream.name, table: stream.name, primaryKey: key, cursorField: stream.cursorField, columns, pending: [] };
+}
+
+/** One change of a table's columns, as the run summary lists it. */
+export interface ColumnChange {
+  readonly stream: string;
+  readonly field: string;
+  /** The kind before (undefined: a new column). */
+  readonly from: StoreKind | undefined;
+  readonly to: StoreKind;
+}
+
+/**
+ * The layout to write with, from the one stored (undefined: a new table),
+ * the one the schema wants, and the drift the last run saw: every stored
+ * column stays, in its place, at the join of its kind and what is asked of
+ * it; new fields are appended. Kinds never narrow.
+ */
+export function evolveLayout(wanted: StoreLayout, stored: StoreLayout | undefined, naming: ColumnNaming): { layout: StoreLayout; changes: ColumnChange[] } {
+  if (stored === undefined) return { layout: { ...wanted, pending: [] }, changes: [] };
+  const asks = new Map<string, StoreKind>();
+  const ask = (field: string, kind: StoreKind): void => {
+    const before = asks.get(field);
+    asks.set(field, before === undefined ? kind : widen(before, kind));
+  };
+  for (const c of wanted.columns) ask(c.field, c.kind);
+  for (const p of stored.pending) ask(p.field, p.kind);
+  const changes: ColumnChange[] = [];
+  const columns: StoreColumn[] = stored.columns.map((c) => {
+    const asked = asks.get(c.field);
+    const kind = asked === undefined ? c.kind : widen(c.kind, asked);
+    if (kind !== c.kind) changes.push({ stream: stored.stream, field: c.field, from: c.kind, to: kind });
+    return { field: c.field, kind };
+  });
+  const taken = new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map(naming.key));
+  for (const [field, kind] of asks) {
+    if (taken.has(naming.key(field)) || !fitsName(naming, field)) continue;
+    taken.add(naming.key(field));
+    columns.push({ field, kind });
+    changes.push({ stream: stored.stream, field, from: undefined, to: kind });
+  }
+  return { layout: { ...wanted, primaryKey: stored.primaryKey, columns, pending: [] }, changes };
+}
+
+/** A layout as stored beside the tables (JSON). */
+export function serializeLayout(layout: StoreLayout): string {
+  return JSON.stringify(layout);
+}
+
+/** A stored layout back; undefined when the text is not one. */
+export function parseStoreLayout(text: string): StoreLayout | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const o = v as Record<string, unknown>;
+  if (typeof o.stream !== 'string' || typeof o.table !== 'string' || typeof o.primaryKey !== 'string') return undefined;
+  if (!(o.cursorField === null || typeof o.cursorField === 'string') || !Array.isArray(o.columns)) return undefined;
+  const column = (c: unknown): StoreColumn | undefined => {
+    if (typeof c !== 'object' || c === null) return undefined;
+    const { field, kind } = c as Record<string, unknown>;
+    return typeof field === 'string' && STORE_KINDS.includes(kind as StoreKind) ? { field, kind: kind as StoreKind } : undefined;
+  };
+  const columns = (o.columns as unknown[]).map(column);
+  const pending = (Array.isArray(o.pending) ? (o.pending as unknown[]) : []).map(column);
+  if (columns.some((c) => c === undefined) || pending.some((c) => c === undefined)) return undefined;
+  return {
+    stream: o.stream,
+    table: o.table,
+    primaryKey: o.primaryKey,
+    cursorField: o.cursorField as string | null,
+    columns: columns as StoreColumn[],
+    pending: pending as PendingDrift[],
+  };
+}
+
+/** Add `drift` to the layout's pending drift (joined with what is there); undefined when nothing new. */
+export function withPending(layout: StoreLayout, drift: ReadonlyMap<string, StoreKind>): StoreLayout | undefined {
+  const pending = new Map(layout.pending.map((p) => [p.field, p.kind]));
+  let changed = false;
+  for (const [field, kind] of drift) {
+    const before = pending.get(field);
+    const next = before === undefined ? kind : widen(before, kind);
+    if (next !== before) {
+      pending.set(field, next);
+      changed = true;
+    }
+  }
+  return changed ? { ...layout, pending: [...pending].map(([field, kind]) => ({ field, kind })) } : undefined;
+}
+
+/** Every column of the table in the order rows are written: the layout's, then the bookkeeping ones. */
+export function storeColumnNames(layout: StoreLayout): string[] {
+  return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
+}
+
+/** A quoted SQL identifier (PostgreSQL and DuckDB alike). */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** A SQL string literal (PostgreSQL with standard_conforming_strings, DuckDB). */
+export function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** The change in words for the run summary and the log: `contacts.score: new column (bigint)`, `contacts.score: bigint -> numeric`. */
+export function describeChange(change: ColumnChange, sqlType: (kind: StoreKind) => string): string {
+  return change.from === undefined
+    ? `${change.stream}.${change.field}: new column (${sqlType(change.to)})`
+    : `${change.stream}.${change.field}: ${sqlType(change.from)} -> ${sqlType(change.to)}`;
+}

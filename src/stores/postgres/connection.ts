@@ -1,0 +1,156 @@
+/**
+ * Connecting to a PostgreSQL store: the driver (`pg`, and `pg-copy-streams`
+ * for COPY) loaded when first needed, TLS as libpq's `sslmode` says, the
+ * session named after the run (`application_name`, what a second run
+ * quotes when the lock is taken), and every value read back as the
+ * server's text (no lossy parse of numerics or timestamps into JS numbers
+ * and Dates).
+ *
+ * sslmode, as libpq:
+ * - disable: no TLS.
+ * - allow: plain first; TLS (unchecked) if the server refuses a plain login.
+ * - prefer (the default): TLS if the server offers it, else plain; the
+ *   certificate is not checked.
+ * - require: TLS or nothing, and the certificate NOT checked: it protects
+ *   against eavesdropping, not against a server that poses as yours. As in
+ *   libpq, when a CA is given (sslrootcert, PGSSLROOTCERT, or
+ *   ~/.postgresql/root.crt exists) require checks the chain as verify-ca.
+ * - verify-ca: TLS, the chain checked against the CA, the host name not.
+ * - verify-full: TLS, the chain and the host name checked.
+ * The CA: `sslrootcert` (a PEM file, or `system` for the system's roots),
+ * else ~/.postgresql/root.crt; verify-ca and verify-full without one are a
+ * config_error, as in libpq.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { ConnectionOptions } from 'node:tls';
+import type { Client, ClientConfig } from 'pg';
+import { ConfigError } from '../../errors.js';
+import { missingPackageError } from '../optional-package.js';
+import { defaultRootCertPath, type PostgresTarget } from '../target.js';
+import { postgresError } from './faults.js';
+
+export type PgModule = typeof import('pg');
+export type CopyModule = typeof import('pg-copy-streams');
+
+export interface PgDriver {
+  readonly pg: PgModule;
+  readonly copy: CopyModule;
+}
+
+let driver: Promise<PgDriver> | undefined;
+
+/** The driver's modules, imported once; a missing one is a config_error naming it. */
+export function loadPgDriver(): Promise<PgDriver> {
+  driver ??= (async () => {
+    let pg: PgModule;
+    let copy: CopyModule;
+    try {
+      pg = (await import('pg')).default as unknown as PgModule;
+    } catch (err) {
+      throw missingPackageError(err, 'pg', 'PostgreSQL');
+    }
+    try {
+      copy = (await import('pg-copy-streams')).default as unknown as CopyModule;
+    } catch (err) {
+      throw missingPackageError(err, 'pg-copy-streams', 'PostgreSQL');
+    }
+    return { pg, copy };
+  })();
+  driver.catch(() => {
+    driver = undefined;
+  });
+  return driver;
+}
+
+/** The session's name in pg_stat_activity: who holds the writer lock (at most 63 bytes are kept). */
+export function applicationName(command = 'replicate'): string {
+  return `source-data-read ${command} pid ${process.pid} on ${hostname()}`.slice(0, 63);
+}
+
+/** The CA to check the server against; undefined when none is given or found. */
+function rootCertificate(target: PostgresTarget): { ca: string | undefined; given: boolean } {
+  const file = target.connection.sslrootcert;
+  if (file === 'system') return { ca: undefined, given: true };
+  const path = file ?? defaultRootCertPath();
+  if (file === undefined && !existsSync(path)) return { ca: undefined, given: false };
+  try {
+    return { ca: readFileSync(path, 'utf8'), given: true };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`Cannot read the CA file "${path}" (sslrootcert) for ${target.display}: ${code === 'ENOENT' ? 'no such file' : String(code ?? err)}.`, {
+      field: '--db',
+    });
+  }
+}
+
+/** The `ssl` settings of each attempt, in order (prefer and allow have a second one). */
+export function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
+  const { sslmode, host } = target.connection;
+  const unchecked: ConnectionOptions = { rejectUnauthorized: false };
+  if (sslmode === 'disable') return [false];
+  if (sslmode === 'allow') return [false, unchecked];
+  if (sslmode === 'prefer') return [unchecked, false];
+  const { ca, given } = rootCertificate(target);
+  const chain: ConnectionOptions = { rejectUnauthorized: true, ...(ca === undefined ? {} : { ca }) };
+  if (sslmode === 'require') return [given ? { ...chain, checkServerIdentity: () => undefined } : unchecked];
+  if (!given) {
+    throw new ConfigError(
+      `sslmode=${sslmode} checks the server's certificate, and no CA was given for ${target.display}: ` +
+        `name one with sslrootcert=FILE (or PGSSLROOTCERT, or put it at ${defaultRootCertPath()}), or sslrootcert=system for the system's trusted roots.`,
+      { field: '--db' },
+    );
+  }
+  if (sslmode === 'verify-ca') return [{ ...chain, checkServerIdentity: () => undefined }];
+  return [{ ...chain, servername: host.startsWith('/') ? undefined : host }];
+}
+
+/** Whether the next attempt of prefer/allow should follow this failure. */
+function fallsBack(err: unknown, sslmode: string): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (sslmode === 'prefer') return /does not support SSL/i.test(message);
+  if (sslmode === 'allow') return code === '28000' && /no encryption|SSL off/i.test(message);
+  return false;
+}
+
+export interface ConnectOptions {
+  /** What the session is named after (pg_stat_activity's application_name). */
+  readonly applicationName?: string;
+}
+
+/** Every value as the server's text: numerics keep their digits, timestamps their microseconds. */
+const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as ClientConfig['types'];
+
+/** An open connection to the target's database; faults as postgresError says (transient or config). */
+export async function connectPostgres(target: PostgresTarget, options: ConnectOptions = {}): Promise<Client> {
+  const { pg } = await loadPgDriver();
+  const c = target.connection;
+  const attempts = tlsAttempts(target);
+  let last: unknown;
+  for (const ssl of attempts) {
+    const client = new pg.Client({
+      host: c.host,
+      port: c.port,
+      user: c.user,
+      database: c.database,
+      ...(c.password === undefined ? {} : { password: c.password }),
+      ssl,
+      connectionTimeoutMillis: c.connectTimeoutMs,
+      keepAlive: true,
+      application_name: options.applicationName ?? applicationName(),
+      types: RAW_TEXT,
+    });
+    // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      return client;
+    } catch (err) {
+      last = err;
+      await client.end().catch(() => {});
+      if (!fallsBack(err, c.sslmode)) break;
+    }
+  }
+  throw postgresError(last, target, 'connecting to');
+}

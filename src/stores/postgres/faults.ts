@@ -1,0 +1,110 @@
+/**
+ * What a PostgreSQL error means for the run, as the exit statuses say it:
+ * - transient_error (75, run again later): the server cannot be reached
+ *   (refused, unknown or unresolvable host, a timeout), the connection
+ *   dropped mid-run, the server is shutting down or starting up (57P01,
+ *   57P02, 57P03), too many connections (53300), a serialization failure or
+ *   deadlock (40001, 40P01), a lock not had in time (55P03). Nothing
+ *   half-written stays: the open transaction dies with the connection, and
+ *   the next run resumes from the last commit.
+ * - config_error (78, the user must change something): the login refused
+ *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry), the
+ *   database missing (3D000), a privilege missing (42501), the TLS settings
+ *   (sslmode, the CA) refused by either side. The message says which role,
+ *   database and host.
+ * - anything else: a system_error.
+ * Every message shows the target's display form (the password as `***`),
+ * and is redacted of the password besides, whatever the driver wrote.
+ */
+import { ConnectorError, redact, type FailureType } from '../../errors.js';
+import type { PostgresTarget } from '../target.js';
+
+const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
+  '57P01': 'the server is shutting down (or an administrator ended the session)',
+  '57P02': 'the server crashed and is restarting',
+  '57P03': 'the server is starting up or shutting down and accepts no connections now',
+  '57P05': 'the session was idle too long and the server ended it',
+  '53300': 'the server has too many connections',
+  '53200': 'the server is out of memory',
+  '40001': 'a serialization failure (another transaction changed the same rows)',
+  '40P01': 'a deadlock with another transaction',
+  '55P03': 'a lock could not be had in time (another session holds it)',
+  '57014': 'the statement was cancelled',
+  '58030': 'the server had an I/O error',
+};
+
+const TRANSIENT_NODE_CODES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'the server refused the connection (is it running, on that port?)',
+  ENOTFOUND: 'the host name could not be resolved',
+  EAI_AGAIN: 'the host name could not be resolved (the DNS did not answer)',
+  ETIMEDOUT: 'connecting timed out',
+  ECONNRESET: 'the connection was reset',
+  EPIPE: 'the connection was closed',
+  EHOSTUNREACH: 'the host cannot be reached',
+  ENETUNREACH: 'the network cannot be reached',
+  ENOENT: 'no server socket at that path (is the server running?)',
+};
+
+const TLS_CODES = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+]);
+
+function describeError(err: unknown): { code: string | undefined; message: string } {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { code: typeof code === 'string' ? code : undefined, message: err.message };
+  }
+  return { code: undefined, message: String(err) };
+}
+
+/** What `err` means, in a ConnectorError whose message shows `target` redacted; `doing`: what the connector was doing ("connecting to", "writing to"). */
+export function postgresError(err: unknown, target: PostgresTarget, doing: string): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  const { code, message } = describeError(err);
+  const c = target.connection;
+  const where = `the PostgreSQL database ${target.display}`;
+  const said = message === '' ? '' : ` (the server said: ${message})`;
+  let failure: FailureType = 'system_error';
+  let text: string;
+  if (code === '28P01') {
+    failure = 'config_error';
+    text = `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role)${said}. Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass).`;
+  } else if (code === '28000') {
+    failure = 'config_error';
+    text = `PostgreSQL refused the login of role "${c.user}" to database "${c.database}" on ${c.host}:${c.port}${said}. Check the role, and the server's pg_hba.conf for this client and sslmode.`;
+  } else if (code === '3D000') {
+    failure = 'config_error';
+    text = `The database "${c.database}" does not exist on ${c.host}:${c.port}${said}. Create it (CREATE DATABASE) or name another one in ${where}.`;
+  } else if (code === '42501') {
+    failure = 'config_error';
+    text = `Role "${c.user}" lacks a privilege needed while ${doing} ${where}${said}. Grant it CREATE on the database (for the schema "${target.schema}") or ownership of that schema.`;
+  } else if (code !== undefined && TLS_CODES.has(code)) {
+    failure = 'config_error';
+    text = `The server's TLS certificate was refused under sslmode=${c.sslmode} while ${doing} ${where} (${code}: ${message}). Give the CA that signed it (sslrootcert=FILE or PGSSLROOTCERT), or a weaker sslmode.`;
+  } else if (/does not support SSL/i.test(message)) {
+    failure = 'config_error';
+    text = `The server of ${where} does not accept TLS, and sslmode=${c.sslmode} requires it. Use sslmode=prefer or disable, or enable TLS on the server.`;
+  } else if (code !== undefined && TRANSIENT_SQLSTATES[code] !== undefined) {
+    failure = 'transient_error';
+    text = `PostgreSQL failed while ${doing} ${where}: ${TRANSIENT_SQLSTATES[code]}${said}. Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
+  } else if ((code !== undefined && TRANSIENT_NODE_CODES[code] !== undefined) || (code !== undefined && code.startsWith('08'))) {
+    failure = 'transient_error';
+    const why = (code && TRANSIENT_NODE_CODES[code]) ?? 'the connection failed';
+    text = `Cannot reach ${where} (${c.host}:${c.port}): ${why} [${code}]. Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
+  } else if (/Connection terminated|connection timeout|timeout expired|Connection ended|not queryable|Client was closed|socket hang up/i.test(message)) {
+    failure = 'transient_error';
+    text = `The connection to ${where} was lost while ${doing} it (${message}). Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
+  } else {
+    text = `PostgreSQL failed while ${doing} ${where}${code === undefined ? '' : ` [${code}]`}: ${message}.`;
+  }
+  return new ConnectorError(failure, redact(text, target.secrets), { cause: err });
+}

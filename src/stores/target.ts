@@ -1,0 +1,261 @@
+/**
+ * Where `replicate` writes (`--db TARGET [--schema NAME]`): a SQLite file, a
+ * PostgreSQL database or a DuckDB file (connector contract, "Stores").
+ *
+ * - `postgresql://` or `postgres://`: a PostgreSQL URL as libpq reads it:
+ *   `postgresql://[user[:password]@][host][:port][/dbname][?param=value&...]`,
+ *   every part percent-decoded; the host a name, an IPv4 address, an IPv6
+ *   one in brackets, or a Unix-socket folder (`%2Fvar%2Frun%2Fpostgresql`,
+ *   or `?host=/var/run/postgresql`). A query parameter overrides the part of
+ *   the URL it names. What the URL leaves out comes from the libpq variables
+ *   PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, PGSSLROOTCERT
+ *   and PGCONNECT_TIMEOUT, then from libpq's defaults (the local socket,
+ *   5432, the system user's name, a database named after the user,
+ *   `sslmode=prefer`). Tables go into the schema `--schema` (default
+ *   `data_read`).
+ * - `duckdb:PATH`, or a path ending in `.duckdb`: a DuckDB file; tables in
+ *   `--schema` (default `main`).
+ * - anything else: a SQLite file, as before.
+ *
+ * The password is a secret: it is in no message. `display` is the target as
+ * messages show it, the password as `***`; `secrets` lists what `redact`
+ * (errors.ts) must hide from any text that could carry it (a driver's error).
+ */
+import { existsSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../errors.js';
+
+/** How TLS is used, as libpq's `sslmode` says (connection.ts applies it). */
+export type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
+
+const SSL_MODES: readonly SslMode[] = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'];
+
+export interface PostgresConnectionSettings {
+  /** A host name or address, or the folder of a Unix socket (starts with `/`). */
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Undefined when neither the URL nor PGPASSWORD gives one (the driver then reads ~/.pgpass). */
+  readonly password: string | undefined;
+  readonly database: string;
+  readonly sslmode: SslMode;
+  /** The CA file to check the server's certificate against (`sslrootcert`); 'system': the system's trusted roots. */
+  readonly sslrootcert: string | undefined;
+  /** How long connecting may take (`connect_timeout`, seconds in libpq), in ms. */
+  readonly connectTimeoutMs: number;
+}
+
+export interface SqliteTarget {
+  readonly kind: 'sqlite';
+  readonly path: string;
+  readonly display: string;
+  readonly secrets: readonly string[];
+}
+
+export interface PostgresTarget {
+  readonly kind: 'postgres';
+  readonly connection: PostgresConnectionSettings;
+  readonly schema: string;
+  readonly display: string;
+  readonly secrets: readonly string[];
+}
+
+export interface DuckdbTarget {
+  readonly kind: 'duckdb';
+  readonly path: string;
+  readonly schema: string;
+  readonly display: string;
+  readonly secrets: readonly string[];
+}
+
+export type StoreTarget = SqliteTarget | PostgresTarget | DuckdbTarget;
+
+export const POSTGRES_DEFAULT_SCHEMA = 'data_read';
+export const DUCKDB_DEFAULT_SCHEMA = 'main';
+/** libpq waits for ever by default; a connector run on a schedule should not. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/** PostgreSQL's longest identifier, in bytes. */
+const MAX_IDENTIFIER_BYTES = 63;
+
+const POSTGRES_SCHEME = /^postgres(?:ql)?:\/\//i;
+const DUCKDB_PREFIX = /^duckdb:/i;
+
+/** Query parameters of a PostgreSQL URL that the connector honours; any other is refused, as libpq refuses one it does not know. */
+const URL_PARAMETERS = new Set(['host', 'port', 'user', 'password', 'dbname', 'sslmode', 'sslrootcert', 'connect_timeout', 'application_name']);
+
+function schemaName(schema: string | undefined, fallback: string): string {
+  if (schema === undefined) return fallback;
+  if (schema === '' || schema.includes('\u0000') || Buffer.byteLength(schema, 'utf8') > MAX_IDENTIFIER_BYTES) {
+    throw new ConfigError(`--schema must be a name of 1 to ${MAX_IDENTIFIER_BYTES} bytes (got ${JSON.stringify(schema)}).`, { field: '--schema' });
+  }
+  return schema;
+}
+
+/** Which store `db` names, its connection settings and its display form. `env`: where the PG* variables are read. */
+export function parseStoreTarget(db: string, schema?: string, env: NodeJS.ProcessEnv = process.env): StoreTarget {
+  if (db.trim() === '') throw new ConfigError('--db must name a SQLite file, a postgresql:// URL or a DuckDB file.', { field: '--db' });
+  if (POSTGRES_SCHEME.test(db)) {
+    const connection = parsePostgresUrl(db, env);
+    return {
+      kind: 'postgres',
+      connection,
+      schema: schemaName(schema, POSTGRES_DEFAULT_SCHEMA),
+      display: postgresDisplay(connection),
+      secrets: connection.password === undefined ? [] : [connection.password],
+    };
+  }
+  const duckPath = DUCKDB_PREFIX.test(db) ? db.slice('duckdb:'.length) : db.toLowerCase().endsWith('.duckdb') ? db : undefined;
+  if (duckPath !== undefined) {
+    if (duckPath === '') throw new ConfigError('--db duckdb: needs a file path after "duckdb:" (duckdb:analytics.duckdb).', { field: '--db' });
+    return { kind: 'duckdb', path: duckPath, schema: schemaName(schema, DUCKDB_DEFAULT_SCHEMA), display: duckPath, secrets: [] };
+  }
+  if (schema !== undefined) {
+    throw new ConfigError(`--schema applies to PostgreSQL and DuckDB stores only; "${db}" is a SQLite file, whose tables have no schema.`, { field: '--schema' });
+  }
+  return { kind: 'sqlite', path: db, display: db, secrets: [] };
+}
+
+/** The URL's text with its password (if any) as `***`: what a message may quote of a URL that could not be parsed. */
+function maskedUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+}
+
+function decode(part: string, what: string, url: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has a badly percent-encoded ${what}.`, { field: '--db' });
+  }
+}
+
+function portOf(text: string, from: string, url: string): number {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(port >= 1 && port <= 65535)) throw new ConfigError(`Invalid port "${text}" (from ${from}) for ${maskedUrl(url)}: a number from 1 to 65535.`, { field: '--db' });
+  return port;
+}
+
+function sslModeOf(text: string, from: string): SslMode {
+  if ((SSL_MODES as readonly string[]).includes(text)) return text as SslMode;
+  throw new ConfigError(`Invalid sslmode "${text}" (from ${from}): one of ${SSL_MODES.join(', ')}.`, { field: '--db' });
+}
+
+function timeoutOf(text: string, from: string): number {
+  if (!/^\d+$/.test(text)) throw new ConfigError(`Invalid connect_timeout "${text}" (from ${from}): a whole number of seconds.`, { field: '--db' });
+  const seconds = Number(text);
+  // libpq: 0 (or none) waits for ever; a value below 2 counts as 2.
+  return seconds === 0 ? DEFAULT_CONNECT_TIMEOUT_MS : Math.max(2, seconds) * 1000;
+}
+
+/** Where libpq looks for the server's socket by default: Debian's folder, else the upstream default. */
+function defaultSocketFolder(): string {
+  return existsSync('/var/run/postgresql') ? '/var/run/postgresql' : '/tmp';
+}
+
+function systemUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'postgres';
+  }
+}
+
+const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
+
+/** A `postgresql://` URL's connection settings, completed from the PG* variables and libpq's defaults. */
+export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): PostgresConnectionSettings {
+  const rest = url.replace(POSTGRES_SCHEME, '');
+  const hashAt = rest.indexOf('#');
+  const body = hashAt >= 0 ? rest.slice(0, hashAt) : rest;
+  const queryAt = body.indexOf('?');
+  const beforeQuery = queryAt >= 0 ? body.slice(0, queryAt) : body;
+  const query = queryAt >= 0 ? body.slice(queryAt + 1) : '';
+  const slash = beforeQuery.indexOf('/');
+  const authority = slash >= 0 ? beforeQuery.slice(0, slash) : beforeQuery;
+  const path = slash >= 0 ? beforeQuery.slice(slash + 1) : '';
+  const at = authority.lastIndexOf('@');
+  const userinfo = at >= 0 ? authority.slice(0, at) : undefined;
+  const hostport = at >= 0 ? authority.slice(at + 1) : authority;
+
+  let user: string | undefined;
+  let password: string | undefined;
+  if (userinfo !== undefined) {
+    const colon = userinfo.indexOf(':');
+    user = nonEmpty(decode(colon >= 0 ? userinfo.slice(0, colon) : userinfo, 'user name', url));
+    if (colon >= 0) password = decode(userinfo.slice(colon + 1), 'password', url);
+  }
+  if (hostport.includes(',')) {
+    throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} names several hosts; give one (the connector writes to one primary server).`, { field: '--db' });
+  }
+  let host: string | undefined;
+  let port: number | undefined;
+  if (hostport.startsWith('[')) {
+    const close = hostport.indexOf(']');
+    if (close < 0) throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has an unclosed IPv6 address.`, { field: '--db' });
+    host = hostport.slice(1, close);
+    const after = hostport.slice(close + 1);
+    if (after.startsWith(':')) port = portOf(after.slice(1), 'the URL', url);
+    else if (after !== '') throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has text after its IPv6 address.`, { field: '--db' });
+  } else {
+    const colon = hostport.lastIndexOf(':');
+    const name = colon >= 0 ? hostport.slice(0, colon) : hostport;
+    if (colon >= 0 && hostport.slice(colon + 1) !== '') port = portOf(hostport.slice(colon + 1), 'the URL', url);
+    host = nonEmpty(decode(name, 'host', url));
+  }
+  let database = nonEmpty(decode(path, 'database name', url));
+
+  let sslmode: SslMode | undefined;
+  let sslrootcert: string | undefined;
+  let connectTimeoutMs: number | undefined;
+  if (query !== '') {
+    for (const pair of query.split('&')) {
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      const key = decode(eq >= 0 ? pair.slice(0, eq) : pair, 'query parameter', url);
+      const value = decode((eq >= 0 ? pair.slice(eq + 1) : '').replaceAll('+', ' '), `value of ${key}`, url);
+      if (!URL_PARAMETERS.has(key)) {
+        throw new ConfigError(
+          `The PostgreSQL URL ${maskedUrl(url)} has a query parameter the connector does not know: "${key}" (known: ${[...URL_PARAMETERS].join(', ')}).`,
+          { field: '--db' },
+        );
+      }
+      if (key === 'host') host = nonEmpty(value);
+      else if (key === 'port') port = portOf(value, 'the port parameter', url);
+      else if (key === 'user') user = nonEmpty(value);
+      else if (key === 'password') password = value;
+      else if (key === 'dbname') database = nonEmpty(value);
+      else if (key === 'sslmode') sslmode = sslModeOf(value, 'the URL');
+      else if (key === 'sslrootcert') sslrootcert = nonEmpty(value);
+      else if (key === 'connect_timeout') connectTimeoutMs = timeoutOf(value, 'the URL');
+      // application_name: the connector names its own session (connection.ts), so that a second run can name the first.
+    }
+  }
+  host ??= nonEmpty(env.PGHOST) ?? defaultSocketFolder();
+  port ??= env.PGPORT !== undefined && env.PGPORT !== '' ? portOf(env.PGPORT, 'PGPORT', url) : 5432;
+  user ??= nonEmpty(env.PGUSER) ?? systemUser();
+  password ??= nonEmpty(env.PGPASSWORD);
+  database ??= nonEmpty(env.PGDATABASE) ?? user;
+  sslmode ??= env.PGSSLMODE !== undefined && env.PGSSLMODE !== '' ? sslModeOf(env.PGSSLMODE, 'PGSSLMODE') : 'prefer';
+  sslrootcert ??= nonEmpty(env.PGSSLROOTCERT);
+  connectTimeoutMs ??= env.PGCONNECT_TIMEOUT !== undefined && env.PGCONNECT_TIMEOUT !== '' ? timeoutOf(env.PGCONNECT_TIMEOUT, 'PGCONNECT_TIMEOUT') : DEFAULT_CONNECT_TIMEOUT_MS;
+  return { host, port, user, password, database, sslmode, sslrootcert, connectTimeoutMs };
+}
+
+/** The root certificate file libpq reads when none is named. */
+export function defaultRootCertPath(): string {
+  return join(homedir(), '.postgresql', 'root.crt');
+}
+
+const enc = (text: string): string => encodeURIComponent(text);
+
+/** The URL as messages show it: every setting in force, the password (if any) as `***`. */
+export function postgresDisplay(c: PostgresConnectionSettings): string {
+  const socket = c.host.startsWith('/');
+  const host = socket ? '' : c.host.includes(':') ? `[${c.host}]` : enc(c.host);
+  const params: string[] = [];
+  if (socket) params.push(`host=${enc(c.host)}`);
+  if (c.sslmode !== 'prefer') params.push(`sslmode=${c.sslmode}`);
+  if (c.sslrootcert !== undefined) params.push(`sslrootcert=${enc(c.sslrootcert)}`);
+  const userinfo = `${enc(c.user)}${c.password === undefined ? '' : ':***'}@`;
+  return `postgresql://${userinfo}${host}:${c.port}/${enc(c.database)}${params.length > 0 ? `?${params.join('&')}` : ''}`;
+}

@@ -1,0 +1,230 @@
+/**
+ * Records to the cells of a store's row and back, losslessly, for the
+ * PostgreSQL and DuckDB stores (columns.ts says which columns there are).
+ *
+ * A value goes into its column when it fits the column's kind; its exact
+ * form also goes into `_extra` when the column would not give it back the
+ * same (a date-time written with another offset or more digits than
+ * milliseconds; in DuckDB a decimal that a double does not hold digit for
+ * digit), so the column always holds the value for SQL and `_extra` the
+ * text the service sent. A value that does not fit (or a field without a
+ * column) goes into `_extra` only, and asks for drift: the kind its column
+ * should widen to, applied when the store next opens. Declared fields the
+ * record lacks are listed in `_absent`. `decodeRow(encodeRow(r))` deep-equals
+ * `r` (numbers in JSON columns keep their value; their notation is the
+ * store's).
+ *
+ * Cells are plain: text, booleans, and numbers and instants as their
+ * decimal and ISO 8601 text (an instant as `Date#toISOString` writes it),
+ * JSON as its text; each store turns them into its own values.
+ */
+import { isRawNumber, parseExactJson, rawNumber } from '../json/exact-json.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, type StoreKind, type StoreLayout, widen } from './columns.js';
+
+export type Data = Record<string, unknown>;
+
+/** One cell: text (numbers, instants and JSON as text), a boolean, or null. */
+export type Cell = string | boolean | null;
+
+/** What a store cannot hold exactly, besides what every store shares. */
+export interface StoreDialect {
+  /** Whether a finite number written as `text` comes back with the same text from a `number` column. */
+  readonly numberExact: (text: string) => boolean;
+  /** Whether a string can be stored at all (PostgreSQL refuses U+0000 in text and jsonb). */
+  readonly storesString: (text: string) => boolean;
+}
+
+export interface EncodedRow {
+  /** One cell per column of the layout, then `_extra` (JSON text or null), then `_absent` (JSON text or null). */
+  readonly cells: Cell[];
+  /** Fields whose value did not fit: the kind each asks its column to widen to (or a new column to have). */
+  readonly drift: ReadonlyMap<string, StoreKind> | undefined;
+}
+
+const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INT128_MIN = -(2n ** 127n);
+const INT128_MAX = 2n ** 127n - 1n;
+/**
+ * An ISO 8601 date-time with a zone (years 0001-9999): what both stores parse
+ * the same. `Date.parse` then checks the calendar (no 30 February) and gives
+ * the instant.
+ */
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:?\d{2})$/;
+
+/** A JSON number's text: a raw number's own, or the one JavaScript writes. */
+function numberText(value: unknown): string | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  return isRawNumber(value) ? value.rawJSON : undefined;
+}
+
+/** The instant of a date-time string as `toISOString` writes it; undefined when it is not one both stores read alike. */
+export function canonicalInstant(text: string): string | undefined {
+  const m = DATE_TIME.exec(text);
+  if (!m || m[1] === '0000') return undefined;
+  // The calendar: Date.parse rolls 2024-02-30 over to March; the date written must be the date read.
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (mo < 1 || mo > 12 || d < 1 || d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) return undefined;
+  if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return undefined;
+  const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
+  if (!Number.isFinite(ms)) return undefined;
+  const iso = new Date(ms).toISOString();
+  return /^\d{4}-/.test(iso) ? iso : undefined;
+}
+
+/** The kind a value asks for on its own (null and undefined ask for nothing). */
+export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'string') return dialect.storesString(value) ? 'text' : 'json';
+  if (typeof value === 'boolean') return 'boolean';
+  const text = numberText(value);
+  if (text !== undefined) {
+    if (INTEGER_TEXT.test(text) && text !== '-0') {
+      const n = BigInt(text);
+      if (n >= INT64_MIN && n <= INT64_MAX) return 'int64';
+      if (n >= INT128_MIN && n <= INT128_MAX) return 'int128';
+    }
+    return 'number';
+  }
+  return 'json';
+}
+
+interface Placement {
+  /** The cell, or undefined when the value does not fit (it goes to `_extra`, and asks for drift). */
+  readonly cell: Cell | undefined;
+  /** The value also goes to `_extra` (the column does not give it back the same). */
+  readonly alsoExtra: boolean;
+}
+
+const NO_FIT: Placement = { cell: undefined, alsoExtra: false };
+
+function place(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
+  switch (kind) {
+    case 'text':
+      return typeof value === 'string' && dialect.storesString(value) ? { cell: value, alsoExtra: false } : NO_FIT;
+    case 'timestamp': {
+      if (typeof value !== 'string') return NO_FIT;
+      const iso = canonicalInstant(value);
+      return iso === undefined ? NO_FIT : { cell: iso, alsoExtra: iso !== value };
+    }
+    case 'boolean':
+      return typeof value === 'boolean' ? { cell: value, alsoExtra: false } : NO_FIT;
+    case 'int64':
+    case 'int128':
+    case 'number': {
+      const natural = naturalKind(value, dialect);
+      if (natural === undefined || !(natural === kind || widen(natural, kind) === kind)) return NO_FIT;
+      const text = numberText(value) as string;
+      return { cell: text, alsoExtra: kind === 'number' && !dialect.numberExact(text) };
+    }
+    case 'json': {
+      const text = JSON.stringify(value);
+      return text !== undefined && dialect.storesString(text) ? { cell: text, alsoExtra: false } : NO_FIT;
+    }
+  }
+}
+
+/** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
+function put(target: Data, field: string, value: unknown): void {
+  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
+}
+
+const declaredFields = new WeakMap<StoreLayout, ReadonlySet<string>>();
+
+function declaredOf(layout: StoreLayout): ReadonlySet<string> {
+  let set = declaredFields.get(layout);
+  if (!set) declaredFields.set(layout, (set = new Set(layout.columns.map((c) => c.field))));
+  return set;
+}
+
+/** A record as the cells of a row of `layout` (see EncodedRow). */
+export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDialect): EncodedRow {
+  const columns = layout.columns;
+  const cells: Cell[] = new Array<Cell>(columns.length + 2);
+  let extra: Data | undefined;
+  let absent: string[] | undefined;
+  let drift: Map<string, StoreKind> | undefined;
+  let carried = 0;
+  for (let i = 0; i < columns.length; i++) {
+    const { field, kind } = columns[i] as (typeof columns)[number];
+    if (!Object.hasOwn(record, field)) {
+      (absent ??= []).push(field);
+      cells[i] = null;
+      continue;
+    }
+    carried++;
+    const value = record[field];
+    if (value === null || value === undefined) {
+      cells[i] = null;
+      continue;
+    }
+    const { cell, alsoExtra } = place(kind, value, dialect);
+    cells[i] = cell ?? null;
+    if (cell === undefined || alsoExtra) put((extra ??= {}), field, value);
+    if (cell === undefined) {
+      const natural = naturalKind(value, dialect) ?? kind;
+      (drift ??= new Map()).set(field, widen(drift.get(field) ?? kind, widen(kind, natural)));
+    }
+  }
+  const keys = Object.keys(record);
+  if (keys.length > carried) {
+    const declared = declaredOf(layout);
+    for (const field of keys) {
+      if (declared.has(field)) continue;
+      const value = record[field];
+      put((extra ??= {}), field, value);
+      const natural = naturalKind(value, dialect);
+      if (natural !== undefined) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
+    }
+  }
+  cells[columns.length] = extra === undefined ? null : JSON.stringify(extra);
+  cells[columns.length + 1] = absent === undefined ? null : JSON.stringify(absent);
+  return { cells, drift };
+}
+
+/** A column's value as read back: text for every kind but booleans (instants as `toISOString` writes them; JSON as its text). */
+export type ReadCell = string | boolean | null;
+
+function numberOf(text: string): unknown {
+  const n = Number(text);
+  return String(n) === text ? n : rawNumber(text);
+}
+
+function decodeCell(kind: StoreKind, cell: ReadCell): unknown {
+  if (cell === null) return null;
+  switch (kind) {
+    case 'boolean':
+      return typeof cell === 'boolean' ? cell : cell === 'true' || cell === 't';
+    case 'int64':
+    case 'int128':
+    case 'number':
+      return numberOf(String(cell));
+    case 'json':
+      return parseExactJson(String(cell));
+    case 'text':
+    case 'timestamp':
+      return String(cell);
+  }
+}
+
+function parseObject(text: ReadCell | undefined): Data {
+  if (typeof text !== 'string') return {};
+  const parsed = parseExactJson(text);
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
+}
+
+/** A row read back (column name -> cell, `_extra` and `_absent` as JSON text) as the record it was made from. */
+export function decodeRow(layout: StoreLayout, row: Readonly<Record<string, ReadCell>>): Data {
+  const extra = parseObject(row[EXTRA_COLUMN]);
+  const absentText = row[ABSENT_COLUMN];
+  const absent = new Set(typeof absentText === 'string' ? (JSON.parse(absentText) as string[]) : []);
+  const record: Data = {};
+  for (const { field, kind } of layout.columns) {
+    if (absent.has(field)) continue;
+    if (Object.hasOwn(extra, field)) put(record, field, extra[field]);
+    else put(record, field, decodeCell(kind, row[field] ?? null));
+  }
+  for (const [field, value] of Object.entries(extra)) if (!Object.hasOwn(record, field)) put(record, field, value);
+  return record;
+}

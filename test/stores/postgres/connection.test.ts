@@ -1,0 +1,163 @@
+/**
+ * Connecting to a real PostgreSQL server (the run's throw-away one, or
+ * DATABASE_URL's), and what each fault means: a wrong password, a missing
+ * database or role are config errors (78) that name which, without the
+ * password; an unreachable server, a session ended by the server, and a
+ * server stopped are transient (75).
+ */
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectorError } from '../../../src/errors.js';
+import { connectPostgres } from '../../../src/stores/postgres/connection.js';
+import { postgresError } from '../../../src/stores/postgres/faults.js';
+import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/target.js';
+import { adminClient, freshDatabase, startThrowAwayServer, withDatabase, type TestDatabase } from '../../helpers/postgres.js';
+
+function target(url: string, env: NodeJS.ProcessEnv = {}): PostgresTarget {
+  const t = parseStoreTarget(url, undefined, env);
+  if (t.kind !== 'postgres') throw new Error('not postgres');
+  return t;
+}
+
+async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
+  try {
+    await run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectorError);
+    return err as ConnectorError;
+  }
+  throw new Error('no error');
+}
+
+function withPassword(url: string, password: string): string {
+  const u = new URL(url);
+  u.password = password;
+  return u.toString();
+}
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await freshDatabase('conn');
+}, 120_000);
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('connectPostgres', () => {
+  it('connects, names its session after the run, and reads values as the server writes them', async () => {
+    const client = await connectPostgres(target(db.url));
+    try {
+      const { rows } = await client.query("SELECT current_setting('application_name') AS app, 12345678901234567890.50::numeric AS n, true AS b");
+      expect(rows[0]).toEqual({ app: expect.stringMatching(new RegExp(`^source-data-read replicate pid ${process.pid} on `)), n: '12345678901234567890.50', b: 't' });
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('a wrong password is a config_error naming role and host, with no password in it', async () => {
+    const wrong = 'Wr0ng-Secret-Value';
+    const t = target(withPassword(db.url, wrong));
+    const err = await failure(() => connectPostgres(t));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/refused the login of role "postgres" on 127\.0\.0\.1:\d+: wrong password/);
+    for (const text of [err.message, err.internal ?? '', String((err.cause as Error | undefined)?.message ?? '')]) expect(text).not.toContain(wrong);
+    const real = new URL(db.url).password;
+    expect(err.message).not.toContain(real);
+  });
+
+  it('a password from PGPASSWORD is no more shown than one in the URL', async () => {
+    const u = new URL(db.url);
+    const wrong = 'An0ther-Wrong-One';
+    u.password = '';
+    const err = await failure(() => connectPostgres(target(u.toString(), { PGPASSWORD: wrong })));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).not.toContain(wrong);
+    expect(err.message).toContain('postgres:***@');
+  });
+
+  it('a missing database is a config_error naming it', async () => {
+    const err = await failure(() => connectPostgres(target(withDatabase(db.url, 'no_such_db'))));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/The database "no_such_db" does not exist on 127\.0\.0\.1:\d+/);
+    expect(err.message).not.toContain(new URL(db.url).password);
+  });
+
+  it('a missing role is a config_error naming it', async () => {
+    const u = new URL(db.url);
+    u.username = 'nobody_here';
+    const err = await failure(() => connectPostgres(target(u.toString())));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toContain('role "nobody_here"');
+  });
+
+  it('a port nobody listens on is transient', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
+      });
+    });
+    const u = new URL(db.url);
+    u.port = String(port);
+    const err = await failure(() => connectPostgres(target(u.toString())));
+    expect(err.failureType).toBe('transient_error');
+    expect(err.message).toMatch(/ECONNREFUSED/);
+    expect(err.message).not.toContain(new URL(db.url).password);
+  });
+
+  it('sslmode=require against a server without TLS is a config_error; prefer falls back to plain', async () => {
+    const require = new URL(db.url);
+    require.searchParams.set('sslmode', 'require');
+    const err = await failure(() => connectPostgres(target(require.toString())));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/does not accept TLS, and sslmode=require requires it/);
+    const prefer = new URL(db.url);
+    prefer.searchParams.set('sslmode', 'prefer');
+    const client = await connectPostgres(target(prefer.toString()));
+    await client.end();
+  });
+
+  it('verify-full without a CA is refused before connecting, as libpq does', async () => {
+    const u = new URL(db.url);
+    u.searchParams.set('sslmode', 'verify-full');
+    const err = await failure(() => connectPostgres(target(u.toString(), { HOME: '/nonexistent' })));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/no CA was given/);
+  });
+
+  it('a session ended by the server (pg_terminate_backend: 57P01) is transient', async () => {
+    const t = target(db.url);
+    const client = await connectPostgres(t);
+    const admin = await adminClient(db.url);
+    try {
+      const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as string;
+      await admin.query('SELECT pg_terminate_backend($1)', [Number(pid)]);
+      const raw = await client.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+      expect(raw).toBeDefined();
+      const err = postgresError(raw, t, 'writing to');
+      expect(err.failureType).toBe('transient_error');
+      expect(err.message).not.toContain(new URL(db.url).password);
+    } finally {
+      await admin.end();
+      await client.end().catch(() => {});
+    }
+  });
+
+  it('a server stopped under a connection is transient, and so is connecting to it afterwards', async () => {
+    const server = await startThrowAwayServer();
+    let stopped = false;
+    try {
+      const t = target(server.url);
+      const client = await connectPostgres(t);
+      await server.stop();
+      stopped = true;
+      const raw = await client.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+      expect(postgresError(raw, t, 'writing to').failureType).toBe('transient_error');
+      await client.end().catch(() => {});
+      const again = await failure(() => connectPostgres(t));
+      expect(again.failureType).toBe('transient_error');
+    } finally {
+      if (!stopped) await server.stop();
+    }
+  }, 60_000);
+});

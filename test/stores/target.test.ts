@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { parseStoreTarget, type PostgresTarget } from '../../src/stores/target.js';
+
+const NO_ENV: NodeJS.ProcessEnv = {};
+
+function pgTarget(db: string, env: NodeJS.ProcessEnv = NO_ENV, schema?: string): PostgresTarget {
+  const target = parseStoreTarget(db, schema, env);
+  if (target.kind !== 'postgres') throw new Error(`not postgres: ${target.kind}`);
+  return target;
+}
+
+function refusal(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('no error');
+}
+
+describe('parseStoreTarget: which store', () => {
+  it('a file path is SQLite, unchanged; --schema is refused for it', () => {
+    expect(parseStoreTarget('replica.db', undefined, NO_ENV)).toEqual({ kind: 'sqlite', path: 'replica.db', display: 'replica.db', secrets: [] });
+    expect(parseStoreTarget('/data/x.sqlite', undefined, NO_ENV).kind).toBe('sqlite');
+    expect(refusal(() => parseStoreTarget('replica.db', 'other', NO_ENV)).field).toBe('--schema');
+  });
+
+  it('duckdb:PATH and PATH.duckdb are DuckDB, schema main by default', () => {
+    expect(parseStoreTarget('duckdb:analytics.db', undefined, NO_ENV)).toMatchObject({ kind: 'duckdb', path: 'analytics.db', schema: 'main' });
+    expect(parseStoreTarget('/srv/Analytics.DUCKDB', 'raw', NO_ENV)).toMatchObject({ kind: 'duckdb', path: '/srv/Analytics.DUCKDB', schema: 'raw' });
+    expect(refusal(() => parseStoreTarget('duckdb:', undefined, NO_ENV)).field).toBe('--db');
+  });
+
+  it('postgresql:// and postgres:// are PostgreSQL, schema data_read by default', () => {
+    expect(pgTarget('postgresql://u@h/db').schema).toBe('data_read');
+    expect(pgTarget('postgres://u@h/db', NO_ENV, 'analytics').schema).toBe('analytics');
+    expect(pgTarget('PostgreSQL://u@h/db').connection.host).toBe('h');
+  });
+
+  it('refuses an empty --db and a schema name PostgreSQL cannot keep', () => {
+    expect(refusal(() => parseStoreTarget('', undefined, NO_ENV)).field).toBe('--db');
+    expect(refusal(() => parseStoreTarget('postgresql://h/db', '', NO_ENV)).field).toBe('--schema');
+    expect(refusal(() => parseStoreTarget('postgresql://h/db', 'x'.repeat(64), NO_ENV)).field).toBe('--schema');
+  });
+});
+
+describe('parseStoreTarget: libpq URL forms', () => {
+  it('reads user, password, host, port and database, percent-decoded', () => {
+    const { connection } = pgTarget('postgresql://ana%40corp:p%3Ass%2Fw@db.example.com:6543/ana%20lytics');
+    expect(connection).toMatchObject({ user: 'ana@corp', password: 'p:ss/w', host: 'db.example.com', port: 6543, database: 'ana lytics', sslmode: 'prefer' });
+  });
+
+  it('reads an IPv6 host in brackets', () => {
+    const { connection, display } = pgTarget('postgresql://u@[::1]:5433/db');
+    expect(connection).toMatchObject({ host: '::1', port: 5433 });
+    expect(display).toBe('postgresql://u@[::1]:5433/db');
+  });
+
+  it('reads a Unix-socket folder, percent-encoded in the host or as ?host=', () => {
+    expect(pgTarget('postgresql://u@%2Fvar%2Frun%2Fpostgresql/db').connection.host).toBe('/var/run/postgresql');
+    const t = pgTarget('postgresql:///db?host=/tmp/sockets&port=5444');
+    expect(t.connection).toMatchObject({ host: '/tmp/sockets', port: 5444, database: 'db' });
+    expect(t.display).toContain('host=%2Ftmp%2Fsockets');
+  });
+
+  it('query parameters override the URL: user, password, dbname, sslmode, sslrootcert, connect_timeout', () => {
+    const { connection } = pgTarget('postgresql://a:b@h/x?user=u2&password=p2&dbname=d2&sslmode=verify-full&sslrootcert=%2Fca.pem&connect_timeout=7');
+    expect(connection).toMatchObject({ user: 'u2', password: 'p2', database: 'd2', sslmode: 'verify-full', sslrootcert: '/ca.pem', connectTimeoutMs: 7000 });
+  });
+
+  it('takes what the URL lacks from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, PGSSLROOTCERT', () => {
+    const env = { PGHOST: 'envhost', PGPORT: '6000', PGUSER: 'envuser', PGPASSWORD: 'envpass', PGDATABASE: 'envdb', PGSSLMODE: 'require', PGSSLROOTCERT: '/etc/ca.pem' };
+    expect(pgTarget('postgresql://', env).connection).toMatchObject({
+      host: 'envhost', port: 6000, user: 'envuser', password: 'envpass', database: 'envdb', sslmode: 'require', sslrootcert: '/etc/ca.pem',
+    });
+    // The URL wins over the variables.
+    expect(pgTarget('postgresql://u:p@h:1/d?sslmode=disable', env).connection).toMatchObject({ host: 'h', port: 1, user: 'u', password: 'p', database: 'd', sslmode: 'disable' });
+  });
+
+  it("defaults as libpq: port 5432, the database named after the user, sslmode prefer", () => {
+    const { connection } = pgTarget('postgresql://someone@h');
+    expect(connection).toMatchObject({ port: 5432, user: 'someone', database: 'someone', sslmode: 'prefer', password: undefined, sslrootcert: undefined });
+  });
+
+  it('refuses a bad port, an unknown sslmode, an unknown parameter and several hosts, naming each', () => {
+    expect(refusal(() => pgTarget('postgresql://h:99999/d')).message).toMatch(/port "99999"/);
+    expect(refusal(() => pgTarget('postgresql://h/d?sslmode=sometimes')).message).toMatch(/sslmode "sometimes"/);
+    expect(refusal(() => pgTarget('postgresql://h/d?target_session_attrs=any')).message).toMatch(/"target_session_attrs"/);
+    expect(refusal(() => pgTarget('postgresql://h1,h2/d')).message).toMatch(/several hosts/);
+    expect(refusal(() => pgTarget('postgresql://h/d', { PGSSLMODE: 'bogus' })).message).toMatch(/PGSSLMODE/);
+  });
+});
+
+describe('the password is never shown', () => {
+  const SECRET = 's3cr3t-Pa55';
+
+  it('the display form shows *** for a password of the URL, of ?password= and of PGPASSWORD', () => {
+    for (const [db, env] of [
+      [`postgresql://ana:${SECRET}@h:5432/db`, NO_ENV],
+      [`postgresql://ana@h/db?password=${SECRET}`, NO_ENV],
+      ['postgresql://ana@h/db', { PGPASSWORD: SECRET }],
+    ] as const) {
+      const t = pgTarget(db, env);
+      expect(t.display).toBe('postgresql://ana:***@h:5432/db');
+      expect(t.display).not.toContain(SECRET);
+      expect(t.secrets).toEqual([SECRET]);
+    }
+  });
+
+  it('no refusal of a URL quotes its password', () => {
+    for (const db of [
+      `postgresql://ana:${SECRET}@h:99999/db`,
+      `postgresql://ana:${SECRET}@h/db?bogus=1`,
+      `postgresql://ana:${SECRET}@h1,h2/db`,
+      `postgresql://ana@h/db?password=${SECRET}&bogus=1`,
+      `postgresql://ana:${SECRET}%ZZ@h/db`,
+    ]) {
+      const err = refusal(() => pgTarget(db));
+      expect(err.message, db).not.toContain(SECRET);
+      expect(err.message).not.toContain(SECRET.slice(0, 6));
+    }
+  });
+
+  it('shows the settings that matter besides the defaults', () => {
+    expect(pgTarget('postgresql://u@h/d?sslmode=verify-ca&sslrootcert=/ca.pem').display).toBe('postgresql://u@h:5432/d?sslmode=verify-ca&sslrootcert=%2Fca.pem');
+  });
+});
