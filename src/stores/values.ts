@@ -14,9 +14,9 @@
  * `r` (numbers in JSON columns keep their value; their notation is the
  * store's).
  *
- * Cells are plain: text, booleans, and numbers and instants as their
- * decimal and ISO 8601 text (an instant as `Date#toISOString` writes it),
- * JSON as its text; each store turns them into its own values.
+ * Cells are plain: text, booleans, numbers as their decimal text, instants
+ * as the ISO 8601 text sent (with a zone; canonicalInstant checks it), JSON
+ * as its text; each store turns them into its own values.
  */
 import { isRawNumber, parseExactJson, rawNumber } from '../json/exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type StoreKind, type StoreLayout, widen } from './columns.js';
@@ -90,7 +90,7 @@ export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | 
   return 'json';
 }
 
-interface Placement {
+export interface Placement {
   /** The cell, or undefined when the value does not fit (it goes to `_extra`, and asks for drift). */
   readonly cell: Cell | undefined;
   /** The value also goes to `_extra` (the column does not give it back the same). */
@@ -99,14 +99,16 @@ interface Placement {
 
 const NO_FIT: Placement = { cell: undefined, alsoExtra: false };
 
-function place(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
+/** Where a non-null value of a column of `kind` goes: its cell, and whether `_extra` keeps it too. */
+export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
   switch (kind) {
     case 'text':
       return typeof value === 'string' && dialect.storesString(value) ? { cell: value, alsoExtra: false } : NO_FIT;
     case 'timestamp': {
+      // The text as sent (both stores read it to the microsecond); kept in _extra too when the column gives back another text.
       if (typeof value !== 'string') return NO_FIT;
       const iso = canonicalInstant(value);
-      return iso === undefined ? NO_FIT : { cell: iso, alsoExtra: iso !== value };
+      return iso === undefined ? NO_FIT : { cell: value, alsoExtra: iso !== value };
     }
     case 'boolean':
       return typeof value === 'boolean' ? { cell: value, alsoExtra: false } : NO_FIT;
@@ -159,7 +161,14 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       cells[i] = null;
       continue;
     }
-    const { cell, alsoExtra } = place(kind, value, dialect);
+    const placed = placeValue(kind, value, dialect);
+    if (placed.cell === undefined && field === layout.primaryKey) {
+      // A key that is not a string (a number id): its JSON text keys the row, its value stays exact in _extra.
+      cells[i] = JSON.stringify(value);
+      put((extra ??= {}), field, value);
+      continue;
+    }
+    const { cell, alsoExtra } = placed;
     cells[i] = cell ?? null;
     if (cell === undefined || alsoExtra) put((extra ??= {}), field, value);
     if (cell === undefined) {

@@ -1,0 +1,126 @@
+/**
+ * What the PostgreSQL and DuckDB stores write, the same for both, with the
+ * SQLite replica's meaning (src/faces/replica/table-writer.ts): one engine
+ * checkpoint of one stream (its records, the state that covers them, and
+ * how they change the table) is written whole or not at all, in one
+ * transaction with the stream's state row; the bookkeeping tables sit in the
+ * same schema as the stream tables.
+ */
+import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
+import { findDeletionLog, type StreamDefinition } from '../streams.js';
+import { evolveLayout, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
+import type { Data } from './values.js';
+
+/** The layout each stream table was written with (and the drift a run saw): `stream`, `layout` (JSON). */
+export const TABLES_TABLE = '_replica_tables';
+/** Each stream's state, committed with the rows it covers: `stream`, `state` (JSON text), `committed_at`. */
+export const STATE_TABLE = '_replica_state';
+/** The ids a full read returned so far (only while one is under way): `stream`, `id`. */
+export const FULL_READ_TABLE = '_replica_full_read';
+/** The store's own facts: `key`, `value` (FORMAT_KEY, TREATMENTS_KEY, ACCOUNT_KEY). */
+export const METADATA_TABLE = '_replica_metadata';
+
+/** The version of the tables' layout; a store written by a later version is refused. */
+export const FORMAT_KEY = 'format_version';
+export const STORE_FORMAT_VERSION = 1;
+/** The personal-data treatments the store was built with (JSON). */
+export const TREATMENTS_KEY = 'personal_data';
+/** The account the store was built from (JSON; written and checked by the account binding). */
+export const ACCOUNT_KEY = 'account';
+
+/** A stream's table, as a writer needs to know it. */
+export interface StoreTableSpec {
+  readonly layout: StoreLayout;
+  /** The object type of deletion records that delete rows of this table ('contact'); null when none do. */
+  readonly deletedAs: string | null;
+  /** When this table is the deletion log: the fields its records name the deleted objects by. */
+  readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
+}
+
+/** One engine checkpoint of one stream. */
+export interface StoreCheckpoint {
+  readonly stream: string;
+  /** The records, as the pipeline gives them (treated). */
+  readonly records: readonly Data[];
+  /** The stream's state, as JSON text. */
+  readonly state: string;
+  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
+  readonly replaceAll: boolean;
+  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
+  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
+}
+
+export interface StoreCommitResult {
+  /** Rows written. */
+  readonly upserted: number;
+  /** Upserts skipped because the object was deleted at or after the record's cursor. */
+  readonly skippedDeleted: number;
+  /** Rows deleted by deletion records. */
+  readonly deletedRows: number;
+  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
+  readonly unknownTypes: readonly (readonly [string, string])[];
+  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
+  readonly sweptRows: number;
+  /** Fields whose values did not fit their columns in this checkpoint (kept in `_extra`; their columns change at the next open). */
+  readonly drift: readonly string[];
+}
+
+/**
+ * The tables of `streams` (and of the deletion log, always kept): each
+ * stream's columns from its schema (`schemas`, else the built-in one),
+ * evolved from the layout stored (columns only added or widened), with the
+ * changes that makes.
+ */
+export function storeTableSpecs(
+  streams: readonly StreamDefinition[],
+  naming: ColumnNaming,
+  schemas: StreamSchemas | undefined,
+  stored: ReadonlyMap<string, StoreLayout>,
+): { specs: StoreTableSpec[]; changes: ColumnChange[] } {
+  const log = findDeletionLog();
+  if (!log) throw new Error('the streams table has no deletion log');
+  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
+  const changes: ColumnChange[] = [];
+  const specs = all.map((stream) => {
+    const schema: JsonSchema | undefined = schemas?.get(stream.name);
+    const evolved = evolveLayout(storeLayoutFor(stream, naming, schema), stored.get(stream.name), naming);
+    changes.push(...evolved.changes);
+    return {
+      layout: evolved.layout,
+      deletedAs: stream.tombstoneObjectType,
+      deletionLog:
+        stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
+    };
+  });
+  return { specs, changes };
+}
+
+/** Deletion records whose object type names none of `known`: [the type as JSON text, or `(missing)`; the record's id]. */
+export function unknownDeletionTypes(records: readonly Data[], spec: StoreTableSpec, known: ReadonlySet<string>): [string, string][] {
+  const fields = spec.deletionLog;
+  if (!fields) return [];
+  const out: [string, string][] = [];
+  for (const record of records) {
+    const type = record[fields.objectTypeField];
+    if (typeof type === 'string' && known.has(type)) continue;
+    out.push([type === undefined ? '(missing)' : JSON.stringify(type), String(record[spec.layout.primaryKey])]);
+  }
+  return out;
+}
+
+/**
+ * The records of a checkpoint with one per primary key (the last one wins,
+ * as upserts in order would), or the position of the first without a key.
+ */
+export function lastPerKey(records: readonly Data[], key: string): { records: Data[]; keyless: number } {
+  const byKey = new Map<string, Data>();
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] as Data;
+    const id = record[key];
+    if (id === null || id === undefined) return { records: [], keyless: i };
+    const k = typeof id === 'string' ? id : JSON.stringify(id);
+    if (byKey.has(k)) byKey.delete(k);
+    byKey.set(k, record);
+  }
+  return { records: [...byKey.values()], keyless: -1 };
+}

@@ -1,0 +1,88 @@
+/**
+ * One writer per schema: `replicate` holds a session-level advisory lock
+ * (`pg_try_advisory_lock`) on a key made from the schema's name, on the
+ * connection that writes, for the whole run. The server frees it when that
+ * session ends, however it ends: a killed run, a dropped connection or a
+ * crashed host never leave a stale lock behind, and the next run takes it
+ * at once. A second run meanwhile is refused at once (no wait) with a
+ * transient_error (exit 75: a scheduler runs it again later) that names the
+ * holder as pg_stat_activity shows it: its application_name (the run's pid
+ * and host, connection.ts), the server pid of its session, its client
+ * address and since when (a role that may not see other roles' sessions
+ * sees the pid only).
+ *
+ * Advisory locks are per database, and readers take none: dashboards query
+ * the tables while the lock is held.
+ */
+import { createHash } from 'node:crypto';
+import type { Client } from 'pg';
+import { ConnectorError } from '../../errors.js';
+import type { PostgresTarget } from '../target.js';
+
+/** The first half of every key: the connector's own (ASCII "SDRD"), so that its locks do not meet other applications'. */
+const KEY_CLASS = 0x53445244;
+
+/** The two 32-bit halves of the advisory lock key of `schema` (both positive, as pg_locks shows them). */
+export function advisoryKey(schema: string): readonly [number, number] {
+  const digest = createHash('sha256').update(`schema:${schema}`).digest();
+  return [KEY_CLASS, digest.readUInt32BE(0) & 0x7fffffff];
+}
+
+/** Another run writes the schema: run again later. */
+export class WriterLockHeldError extends ConnectorError {
+  constructor(message: string) {
+    super('transient_error', message);
+    this.name = 'WriterLockHeldError';
+  }
+}
+
+interface Holder {
+  readonly pid: string;
+  readonly application_name: string | null;
+  readonly client_addr: string | null;
+  readonly backend_start: string | null;
+}
+
+/** Who holds the key now, as far as this role may see; undefined when nobody (it was just freed). */
+async function holderOf(client: Client, key: readonly [number, number]): Promise<Holder | undefined> {
+  const { rows } = await client.query<Holder>(
+    `SELECT l.pid::text AS pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start::text AS backend_start
+       FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid
+      LIMIT 1`,
+    [key[0], key[1]],
+  );
+  return rows[0];
+}
+
+function describeHolder(holder: Holder | undefined): string {
+  if (!holder) return 'a session that has just ended';
+  const parts = [holder.application_name ? `"${holder.application_name}"` : 'a session', `server pid ${holder.pid}`];
+  if (holder.client_addr) parts.push(`from ${holder.client_addr}`);
+  if (holder.backend_start) parts.push(`connected since ${holder.backend_start}`);
+  return parts.join(', ');
+}
+
+/**
+ * Take the writer lock of `target`'s schema on `client`'s session, or throw
+ * WriterLockHeldError naming the holder.
+ */
+export async function takeWriterLock(client: Client, target: PostgresTarget): Promise<void> {
+  const key = advisoryKey(target.schema);
+  const { rows } = await client.query<{ locked: boolean | string }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [key[0], key[1]]);
+  const locked = rows[0]?.locked;
+  if (locked === true || locked === 't') return;
+  const holder = await holderOf(client, key);
+  throw new WriterLockHeldError(
+    `Another replicate run is writing the schema "${target.schema}" of ${target.display} (${describeHolder(holder)}). ` +
+      'Run again once it has finished (exit 75: a scheduler retries later); the server frees its lock as soon as its session ends, even if it was killed.',
+  );
+}
+
+/** Give the lock back (at the end of a run; a closed session frees it anyway). */
+export async function releaseWriterLock(client: Client, target: PostgresTarget): Promise<void> {
+  const key = advisoryKey(target.schema);
+  await client.query('SELECT pg_advisory_unlock($1, $2)', [key[0], key[1]]);
+}

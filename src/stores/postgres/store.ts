@@ -1,0 +1,192 @@
+/**
+ * A PostgreSQL store as a `replicate` run opens it, in this order:
+ * connect (connection.ts), take the schema's writer lock (lock.ts; a second
+ * run is refused at once, exit 75), refuse a store of a later format or
+ * built with other treatments (nothing changed then), create the schema and
+ * the bookkeeping tables if missing, make or change each stream's table
+ * (tables.ts: drift is applied here, before any write), and record the
+ * treatments of a new store. Then the run writes its checkpoints
+ * (writer.ts) and reads back its states; `close` gives the lock back and
+ * ends the session.
+ *
+ * The bookkeeping tables live in the store's schema beside the stream
+ * tables: `_replica_state`, `_replica_tables`, `_replica_metadata`,
+ * `_replica_full_read` (checkpoint.ts).
+ */
+import type { Client } from 'pg';
+import type { StreamSchemas } from '../../schemas/json-schema.js';
+import { STREAMS, type StreamDefinition } from '../../streams.js';
+import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TREATMENTS_KEY, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { refuseLaterFormat, refuseOtherTreatments } from '../metadata.js';
+import type { PostgresTarget } from '../target.js';
+import { decodeRow, type Data, type ReadCell } from '../values.js';
+import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
+import { postgresError } from './faults.js';
+import { releaseWriterLock, takeWriterLock } from './lock.js';
+import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts } from './tables.js';
+import { PostgresTableWriter } from './writer.js';
+
+export interface PostgresStoreOptions {
+  /** The streams replicated (the deletion log's table is always kept); default: all. */
+  readonly streams?: readonly StreamDefinition[];
+  /** Each stream's record schema (merged with the service's description); default: the built-in ones. */
+  readonly schemas?: StreamSchemas;
+  /** The run's personal-data treatments: a store built with others is refused. Undefined: not checked. */
+  readonly treatments?: Readonly<Record<string, string>>;
+  /** Take the writer lock (default true: every writing run does). */
+  readonly lock?: boolean;
+}
+
+async function metadataOf(client: Client, schema: string, key: string): Promise<string | undefined> {
+  const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${qualified(schema, METADATA_TABLE)} WHERE key = $1`, [key]);
+  return rows[0]?.value;
+}
+
+async function hasTables(client: Client, schema: string): Promise<boolean> {
+  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, '_replica_tables')} LIMIT 1`);
+  return rows.length > 0;
+}
+
+export class PostgresStore {
+  readonly target: PostgresTarget;
+  private readonly client: Client;
+  readonly tables: readonly StoreTableSpec[];
+  /** What opening changed in the tables (new columns, widened types), in words, for the run summary. */
+  readonly changes: readonly string[];
+  /** Changes left for the next run because a reader held a table (in words). */
+  readonly postponed: readonly string[];
+  private readonly writer: PostgresTableWriter;
+  private locked: boolean;
+  private closed = false;
+
+  private constructor(target: PostgresTarget, client: Client, driver: PgDriver, tables: readonly StoreTableSpec[], changes: string[], postponed: string[], locked: boolean) {
+    this.target = target;
+    this.client = client;
+    this.tables = tables;
+    this.changes = changes;
+    this.postponed = postponed;
+    this.locked = locked;
+    this.writer = new PostgresTableWriter(client, driver, target, tables);
+  }
+
+  /** Open (creating what is missing) the store of `target`; faults as faults.ts says, the lock as lock.ts. */
+  static async open(target: PostgresTarget, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const driver = await loadPgDriver();
+    const client = await connectPostgres(target);
+    let locked = false;
+    try {
+      if (options.lock ?? true) {
+        await takeWriterLock(client, target);
+        locked = true;
+      }
+      const schema = target.schema;
+      if (await storeExists(client, schema)) {
+        refuseLaterFormat(target.display, await metadataOf(client, schema, FORMAT_KEY));
+        if (options.treatments !== undefined) {
+          refuseOtherTreatments(target.display, await metadataOf(client, schema, TREATMENTS_KEY), options.treatments, await hasTables(client, schema));
+        }
+      }
+      await createBookkeeping(client, schema);
+      const stored = await storedLayouts(client, schema, parseStoreLayout);
+      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored);
+      const opened = await openTables(client, driver, schema, specs, stored, changes);
+      const meta = qualified(schema, METADATA_TABLE);
+      await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
+      if (options.treatments !== undefined) {
+        await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
+      }
+      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw postgresError(err, target, 'opening');
+    }
+  }
+
+  /** The SQL type of each column kind (`bigint`, `numeric`...), for messages. */
+  static sqlType = PG_TYPES;
+
+  layoutOf(stream: string): StoreLayout {
+    return this.writer.layoutOf(stream);
+  }
+
+  /** Write one checkpoint in one transaction (writer.ts). */
+  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    return this.writer.write(checkpoint);
+  }
+
+  /** The state (JSON text) saved by each stream's last committed checkpoint. */
+  async loadStates(): Promise<Map<string, string>> {
+    try {
+      const { rows } = await this.client.query<{ stream: string; state: string }>(`SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
+      return new Map(rows.map((r) => [r.stream, r.state]));
+    } catch (err) {
+      throw postgresError(err, this.target, 'reading');
+    }
+  }
+
+  /** A fact of the store's (checkpoint.ts: ACCOUNT_KEY...); undefined when none is recorded. */
+  async metadata(key: string): Promise<string | undefined> {
+    try {
+      return await metadataOf(this.client, this.target.schema, key);
+    } catch (err) {
+      throw postgresError(err, this.target, 'reading');
+    }
+  }
+
+  /** Record a fact of the store's (under the writer lock). */
+  async setMetadata(key: string, value: string): Promise<void> {
+    try {
+      await this.client.query(
+        `INSERT INTO ${qualified(this.target.schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+        [key, value],
+      );
+    } catch (err) {
+      throw postgresError(err, this.target, 'writing to');
+    }
+  }
+
+  /** Rows in each stream's table. */
+  async rowCounts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const { layout } of this.tables) {
+      const { rows } = await this.client.query<{ n: string }>(`SELECT count(*) AS n FROM ${qualified(this.target.schema, layout.table)}`);
+      counts.set(layout.stream, Number(rows[0]?.n ?? 0));
+    }
+    return counts;
+  }
+
+  /** A stream's records back, ordered by primary key, as they were written (the layout's columns, `_extra`, `_absent`). */
+  async readRecords(stream: string): Promise<Data[]> {
+    const layout = this.layoutOf(stream);
+    const select = storeColumnNames(layout)
+      .slice(0, -1)
+      .map((name) => {
+        const kind = layout.columns.find((c) => c.field === name)?.kind;
+        const column = quoteIdent(name);
+        return `${kind === 'timestamp' ? isoText(column) : `${column}::text`} AS ${column}`;
+      });
+    const { rows } = await this.client.query<Record<string, ReadCell>>(
+      `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`,
+    );
+    return rows.map((row) => decodeRow(layout, row));
+  }
+
+  /** The driver's session, for what a caller must do on it (tests, checks). */
+  get session(): Client {
+    return this.client;
+  }
+
+  /** Give the lock back and end the session (a lost session already freed its lock). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      if (this.locked && !this.writer.lostConnection) await releaseWriterLock(this.client, this.target);
+    } catch {
+      // the session ends below, which frees the lock anyway
+    }
+    this.locked = false;
+    await this.client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * The tables of a PostgreSQL store, made and changed when the store opens
+ * (never during the run's writes: an ALTER TABLE holds an ACCESS EXCLUSIVE
+ * lock, which a dashboard's running query delays and which blocks every
+ * query queued behind it; at open it waits LOCK_WAIT_MS at most, and a
+ * change it cannot make then is left for the next run, its values kept in
+ * `_extra` meanwhile).
+ *
+ * Types: text -> text, timestamp -> timestamptz, boolean -> boolean,
+ * int64 -> bigint, int128 and number -> numeric (exact: every digit of
+ * every JSON number is kept, where double precision would round a decimal
+ * and integers past 2^53), json -> jsonb. `_extra` is `json` (the JSON
+ * text as written: exact numbers, and strings with U+0000, which text and
+ * jsonb refuse), `_absent` jsonb, `_synced_at` timestamptz.
+ *
+ * A widened column is rewritten in place (`ALTER COLUMN ... TYPE ... USING`,
+ * the old values converted: a timestamp to its ISO 8601 text as the service
+ * wrote it, a boolean to true/false, a number to its digits, anything to
+ * JSON); then the values a run kept in `_extra` because they did not fit
+ * move into the column.
+ */
+import type { Client } from 'pg';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { parseExactJson } from '../../json/exact-json.js';
+import { placeValue, type Data, type StoreDialect } from '../values.js';
+import type { PgDriver } from './connection.js';
+import { copyRows } from './copy.js';
+
+export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
+  text: 'text',
+  timestamp: 'timestamptz',
+  boolean: 'boolean',
+  int64: 'bigint',
+  int128: 'numeric',
+  number: 'numeric',
+  json: 'jsonb',
+};
+
+/** What PostgreSQL cannot hold: U+0000 in text and jsonb; every JSON number fits numeric exactly. */
+export const PG_DIALECT: StoreDialect = {
+  numberExact: () => true,
+  storesString: (text) => !text.includes('\u0000'),
+};
+
+export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
+
+/** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
+export const LOCK_WAIT_MS = 5000;
+
+/** A table of the store's schema, quoted. */
+export function qualified(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+/** The ISO 8601 text of a timestamptz column, as the service writes instants (UTC, milliseconds, Z). */
+export function isoText(expr: string): string {
+  return `to_char(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
+/** A column's value as text (for comparing ids across kinds). */
+export function textOf(kind: StoreKind, expr: string): string {
+  if (kind === 'text') return expr;
+  if (kind === 'json') return `(${expr} #>> '{}')`;
+  if (kind === 'timestamp') return isoText(expr);
+  return `${expr}::text`;
+}
+
+const INSTANT_TEXT = String.raw`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}(:?\d{2})?)$`;
+
+/** A column's value as an instant (NULL when it is not one), to compare cursors and deletion times. */
+export function instantOf(kind: StoreKind, expr: string): string {
+  if (kind === 'timestamp') return expr;
+  const text = textOf(kind, expr);
+  return `(CASE WHEN ${text} ~ '${INSTANT_TEXT}' THEN (${text})::timestamptz END)`;
+}
+
+/** The bookkeeping tables, created when missing. */
+export async function createBookkeeping(client: Client, schema: string): Promise<void> {
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream text PRIMARY KEY, layout text NOT NULL)`);
+  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream text PRIMARY KEY, state text NOT NULL, committed_at timestamptz NOT NULL)`);
+  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`);
+  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream text NOT NULL, id text NOT NULL, PRIMARY KEY (stream, id))`);
+}
+
+/** Whether the schema holds the store's bookkeeping (a store was made there). */
+export async function storeExists(client: Client, schema: string): Promise<boolean> {
+  const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [`${quoteIdent(schema)}.${quoteIdent(METADATA_TABLE)}`]);
+  return rows[0]?.present === true || rows[0]?.present === 't';
+}
+
+export function createTableSql(schema: string, layout: StoreLayout): string {
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY' : ''}`);
+  columns.push(`${quoteIdent(EXTRA_COLUMN)} json`, `${quoteIdent(ABSENT_COLUMN)} jsonb`, `${quoteIdent(SYNCED_AT_COLUMN)} timestamptz NOT NULL`);
+  return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
+}
+
+/** The expression that converts a column of kind `from` to one of kind `to` (ALTER COLUMN ... TYPE ... USING). */
+function convertSql(from: StoreKind, to: StoreKind, column: string): string {
+  if (to === 'json') {
+    if (from === 'timestamp') return `to_jsonb(${isoText(column)})`;
+    return `to_jsonb(${column})`;
+  }
+  if (to === 'text') {
+    if (from === 'timestamp') return isoText(column);
+    if (from === 'boolean') return `CASE WHEN ${column} THEN 'true' WHEN NOT ${column} THEN 'false' END`;
+    return `${column}::text`;
+  }
+  return `${column}::${PG_TYPES[to]}`;
+}
+
+/** The stored layouts, by stream. */
+export async function storedLayouts(client: Client, schema: string, parse: (text: string) => StoreLayout | undefined): Promise<Map<string, StoreLayout>> {
+  const out = new Map<string, StoreLayout>();
+  const { rows } = await client.query<{ stream: string; layout: string }>(`SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`);
+  for (const row of rows) {
+    const layout = parse(row.layout);
+    if (layout) out.set(row.stream, layout);
+  }
+  return out;
+}
+
+export async function saveLayout(client: Client, schema: string, layout: StoreLayout): Promise<void> {
+  await client.query(
+    `INSERT INTO ${qualified(schema, TABLES_TABLE)} (stream, layout) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET layout = EXCLUDED.layout`,
+    [layout.stream, JSON.stringify(layout)],
+  );
+}
+
+async function tableExists(client: Client, schema: string, table: string): Promise<boolean> {
+  const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [qualified(schema, table)]);
+  return rows[0]?.present === true || rows[0]?.present === 't';
+}
+
+/**
+ * Move the values a run kept in `_extra` into `field`'s column where they
+ * now fit (the column is null there); exact forms stay in `_extra` as
+ * placeValue says.
+ */
+async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
+  const table = qualified(schema, layout.table);
+  const key = quoteIdent(layout.primaryKey);
+  const { rows } = await client.query<{ id: string; extra: string }>(
+    `SELECT ${key} AS id, ${quoteIdent(EXTRA_COLUMN)}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} -> $1 IS NOT NULL`,
+    [field],
+  );
+  if (rows.length === 0) return 0;
+  const moves: (string | null)[][] = [];
+  for (const row of rows) {
+    const extra = parseExactJson(row.extra) as Data;
+    const value = extra[field];
+    if (value === null || value === undefined) continue;
+    const placed = placeValue(kind, value, PG_DIALECT);
+    if (placed.cell === undefined) continue;
+    if (!placed.alsoExtra) delete extra[field];
+    const cell = typeof placed.cell === 'boolean' ? (placed.cell ? 't' : 'f') : placed.cell;
+    moves.push([row.id, cell, Object.keys(extra).length === 0 ? null : JSON.stringify(extra)]);
+  }
+  if (moves.length === 0) return 0;
+  await client.query('DROP TABLE IF EXISTS _replica_moves');
+  await client.query('CREATE TEMP TABLE _replica_moves (id text PRIMARY KEY, cell text, extra text) ON COMMIT DROP');
+  await copyRows(client, driver, '_replica_moves', ['id', 'cell', 'extra'], moves);
+  const result = await client.query(
+    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${quoteIdent(EXTRA_COLUMN)} = m.extra::json FROM _replica_moves m WHERE t.${key} = m.id`,
+  );
+  return result.rowCount ?? 0;
+}
+
+export interface OpenedTables {
+  /** The layout each table is written with now. */
+  readonly specs: StoreTableSpec[];
+  /** The changes made, in words (`contacts.score: bigint -> numeric`). */
+  readonly changes: string[];
+  /** Changes left for the next run (a table lock not had in time), in words. */
+  readonly postponed: string[];
+}
+
+/**
+ * Make each stream's table, or change it to `specs`' layout (from the one
+ * `stored`): one transaction per table, waiting LOCK_WAIT_MS at most for its
+ * lock; a table whose lock cannot be had keeps its stored layout (and its
+ * pending drift) until the next run.
+ */
+export async function openTables(
+  client: Client,
+  driver: PgDriver,
+  schema: string,
+  specs: readonly StoreTableSpec[],
+  stored: ReadonlyMap<string, StoreLayout>,
+  changes: readonly ColumnChange[],
+): Promise<OpenedTables> {
+  const out: StoreTableSpec[] = [];
+  const made: string[] = [];
+  const postponed: string[] = [];
+  for (const spec of specs) {
+    const { layout } = spec;
+    const before = stored.get(layout.stream);
+    const mine = changes.filter((c) => c.stream === layout.stream);
+    const words = mine.map((c) => describeChange(c, (k) => PG_TYPES[k]));
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+      if (before === undefined || !(await tableExists(client, schema, layout.table))) {
+        await client.query(createTableSql(schema, layout));
+      } else {
+        for (const change of mine) {
+          const column = quoteIdent(change.field);
+          if (change.from === undefined) {
+            await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+          } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
+            await client.query(
+              `ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`,
+            );
+          }
+        }
+        for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
+      }
+      if (spec.deletionLog) {
+        await client.query(
+          `CREATE INDEX IF NOT EXISTS ${quoteIdent(`_replica_${layout.table}_object`)} ON ${qualified(schema, layout.table)} (${quoteIdent(spec.deletionLog.objectIdField)})`,
+        );
+      }
+      await saveLayout(client, schema, layout);
+      await client.query('COMMIT');
+      out.push(spec);
+      made.push(...words);
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
+      // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
+      out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...mine.map((c) => ({ field: c.field, kind: c.to }))] } });
+      postponed.push(...words);
+    }
+  }
+  return { specs: out, changes: made, postponed };
+}
