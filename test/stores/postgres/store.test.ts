@@ -14,7 +14,8 @@ import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
 import { rawNumber } from '../../../src/json/exact-json.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
-import { at, checkpoint, contact, deletion } from '../records.js';
+import { at, checkpoint, contact } from '../records.js';
+import { storeSuite } from '../store-suite.js';
 
 let db: TestDatabase;
 let admin: pg.Client;
@@ -100,127 +101,48 @@ describe('opening', () => {
   });
 });
 
-describe('writing checkpoints', () => {
-  it('writes rows and the state in one commit, and gives the records back exactly', async () => {
-    const store = await openStore('s_write');
-    const records = [
-      contact('c1', 10),
-      contact('c2', 11, { qualification_score: rawNumber('9007199254740993'), name: 'tab\there\nnew "line" \\ back', email: null }),
-      contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00', extra_field: { nested: [1, 'two'] } }),
-    ];
-    delete (records[0] as Record<string, unknown>).phone; // an absent field stays absent
-    const result = await store.write(checkpoint('contacts', records, 12));
-    expect(result).toMatchObject({ upserted: 3, skippedDeleted: 0, deletedRows: 0, sweptRows: 0 });
-    expect(result.drift).toEqual(['extra_field']);
-    const back = await store.readRecords('contacts');
-    expect(back).toEqual(records);
-    expect(Object.hasOwn(back[0] as object, 'phone')).toBe(false);
-    // The typed column holds the instant; the exact text the service sent is kept beside it.
-    const { rows } = await admin.query("SELECT updated_at = '2026-01-01T00:12:00.123456+02:00'::timestamptz AS same, qualification_score::text AS q FROM s_write.contacts WHERE id IN ('c2', 'c3') ORDER BY id");
-    expect(rows).toEqual([{ same: false, q: '9007199254740993' }, { same: true, q: '42' }]);
-    expect(await store.loadStates()).toEqual(new Map([['contacts', JSON.stringify({ resume: { sync_watermark: at(12) } })]]));
-  });
-
-  it('keeps the last record of an id a checkpoint carries twice', async () => {
-    const store = await openStore('s_twice');
-    await store.write(checkpoint('contacts', [contact('c1', 1, { name: 'first' }), contact('c1', 2, { name: 'second' })], 2));
-    expect((await store.readRecords('contacts')).map((r) => r.name)).toEqual(['second']);
-  });
-
-  it('applies deletion records, keeps a row changed after its deletion, and reports unknown types', async () => {
-    const store = await openStore('s_delete');
-    await store.write(checkpoint('contacts', [contact('c1', 10), contact('c2', 30), contact('c3', 10)], 30));
-    const result = await store.write(
-      checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20), deletion('d3', 'invoice', 'i1', 20), deletion('d4', 'contact', 'nobody', 20)], 20),
+describe('what PostgreSQL holds', () => {
+  it('an instant in timestamptz to the microsecond (the text sent kept beside it), an integer beyond 2^53 exactly', async () => {
+    const store = await openStore('s_exact');
+    await store.write(checkpoint('contacts', [contact('c2', 11, { qualification_score: rawNumber('9007199254740993') }), contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00' })], 12));
+    const { rows } = await admin.query(
+      "SELECT id, updated_at = '2026-01-01T00:12:00.123456+02:00'::timestamptz AS same, qualification_score::text AS q, _extra::text AS extra FROM s_exact.contacts ORDER BY id",
     );
-    expect(result.deletedRows).toBe(1);
-    expect(result.unknownTypes).toEqual([['"invoice"', 'd3']]);
-    expect(await ids('s_delete', 'contacts')).toEqual(['c2', 'c3']);
-    expect(await ids('s_delete', 'deletions')).toEqual(['d1', 'd2', 'd3', 'd4']);
-  });
-
-  it('skips an upsert whose cursor is not later than a known deletion of the object (no resurrection)', async () => {
-    const store = await openStore('s_guard');
-    await store.write(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
-    const result = await store.write(checkpoint('contacts', [contact('c1', 20), contact('c2', 21), contact('c3', 5)], 21));
-    expect(result).toMatchObject({ upserted: 2, skippedDeleted: 1 });
-    expect(await ids('s_guard', 'contacts')).toEqual(['c2', 'c3']);
-  });
-
-  it('empties a full-refresh table on replaceAll, in the same transaction as the new rows', async () => {
-    const store = await openStore('s_replace');
-    await store.write(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { replaceAll: true }));
-    await store.write(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { replaceAll: true }));
-    expect(await ids('s_replace', 'pipeline_stages')).toEqual(['b', 'd']);
-    expect(await store.readRecords('pipeline_stages')).toEqual([{ id: 'b', name: 'B' }, { id: 'd' }]);
-  });
-
-  it("a full read removes at its last checkpoint the rows it did not return, and clears its marks", async () => {
-    const store = await openStore('s_sweep');
-    await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1), contact('d', 1)], 1));
-    await store.write(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
-    expect(await ids('s_sweep', 'contacts')).toEqual(['a', 'b', 'c', 'd']);
-    const last = await store.write(checkpoint('contacts', [contact('c', 2)], 3, { fullRead: { first: false, last: true } }));
-    expect(last.sweptRows).toBe(2);
-    expect(await ids('s_sweep', 'contacts')).toEqual(['a', 'c']);
-    expect((await admin.query('SELECT count(*)::int AS n FROM s_sweep._replica_full_read')).rows[0].n).toBe(0);
-  });
-
-  it('a full read that starts again drops the marks of the one a killed run left', async () => {
-    const store = await openStore('s_sweep2');
-    await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1));
-    await store.write(checkpoint('contacts', [contact('b', 2)], 2, { fullRead: { first: true, last: false } }));
-    await store.write(checkpoint('contacts', [contact('a', 3)], 3, { fullRead: { first: true, last: true } }));
-    expect(await ids('s_sweep2', 'contacts')).toEqual(['a']);
-  });
-
-  it('refuses a record without its key before writing anything of the checkpoint, then that stream only', async () => {
-    const store = await openStore('s_keyless');
-    const err = await failure(() => store.write(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
-    expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
-    await failure(() => store.write(checkpoint('contacts', [contact('b', 1)], 2)));
-    await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1));
-    expect(await ids('s_keyless', 'contacts')).toEqual([]);
-    expect(await ids('s_keyless', 'stage_events')).toEqual(['e1']);
+    expect(rows).toEqual([
+      { id: 'c2', same: false, q: '9007199254740993', extra: null },
+      { id: 'c3', same: true, q: '42', extra: '{"updated_at":"2026-01-01T00:12:00.123456+02:00"}' },
+    ]);
   });
 });
 
-describe('drift', () => {
-  it('keeps unfitting values in _extra for the run, then adds and widens columns at the next open, moving the values in', async () => {
+storeSuite({
+  open: (name, options = {}) => openStore(`suite_${name}`, options).then((store) => {
+    open.splice(open.indexOf(store), 1);
+    return store;
+  }),
+  rows: async (store, sql) => {
+    const schema = (store as PostgresStore).target.schema;
+    const { rows } = await (store as PostgresStore).session.query(sql.replaceAll('{schema}', `"${schema}"`));
+    return rows;
+  },
+  types: { int64: 'bigint', number: 'numeric', text: 'text', boolean: 'boolean' },
+});
+
+describe('drift in PostgreSQL', () => {
+  it('widens bigint to numeric for an integer beyond 64 bits, exactly', async () => {
     const schema = 's_drift';
     let store = await openStore(schema);
-    const records = [
-      contact('c1', 1, { lifecycle: 'lead', qualification_score: 7 }),
-      contact('c2', 2, { lifecycle: 'customer', qualification_score: 7.5, do_not_contact: 'unknown' }),
-      contact('c3', 3, { qualification_score: rawNumber('123456789012345678901234567890') }),
-    ];
-    const first = await store.write(checkpoint('contacts', records, 3));
-    expect(new Set(first.drift)).toEqual(new Set(['lifecycle', 'qualification_score', 'do_not_contact']));
-    expect(await store.readRecords('contacts')).toEqual(records);
-    expect(store.changes).toEqual([]);
+    const big = contact('c3', 3, { qualification_score: rawNumber('123456789012345678901234567890') });
+    await store.write(checkpoint('contacts', [contact('c1', 1), big], 3));
     await closeStore(store);
-
     store = await openStore(schema);
-    expect(store.changes).toEqual([
-      'contacts.qualification_score: bigint -> numeric',
-      'contacts.do_not_contact: boolean -> text',
-      'contacts.lifecycle: new column (text)',
-    ]);
-    expect(await columnTypes(schema, 'contacts')).toMatchObject({ qualification_score: 'numeric', do_not_contact: 'text', lifecycle: 'text' });
-    const { rows } = await admin.query(`SELECT id, qualification_score::text AS q, do_not_contact AS d, lifecycle, _extra::text AS extra FROM ${schema}.contacts ORDER BY id`);
+    expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+    const { rows } = await admin.query(`SELECT id, qualification_score::text AS q, _extra::text AS extra FROM ${schema}.contacts ORDER BY id`);
     expect(rows).toEqual([
-      { id: 'c1', q: '7', d: 'false', lifecycle: 'lead', extra: null },
-      { id: 'c2', q: '7.5', d: 'unknown', lifecycle: 'customer', extra: null },
-      { id: 'c3', q: '123456789012345678901234567890', d: 'false', lifecycle: null, extra: null },
+      { id: 'c1', q: '42', extra: null },
+      { id: 'c3', q: '123456789012345678901234567890', extra: null },
     ]);
-    // Records still come back exactly, except that a widened column gives its old values as its new type (text).
-    const back = await store.readRecords('contacts');
-    expect(back[1]).toEqual(records[1]);
-    expect(back[0]).toEqual({ ...records[0], do_not_contact: 'false' });
-    // Reported once: the next open changes nothing.
-    await closeStore(store);
-    store = await openStore(schema);
-    expect(store.changes).toEqual([]);
+    expect((await store.readRecords('contacts'))[1]).toEqual(big);
   });
 
   it("adds a column at open for a field the service's description declares", async () => {
@@ -253,7 +175,7 @@ describe('drift', () => {
   });
 });
 
-describe('one writer', () => {
+describe('one writer per schema', () => {
   it('a second run on the same schema is refused at once (75), naming the holder; another schema is not', async () => {
     const first = await openStore('s_lock');
     const err = await failure(() => PostgresStore.open(target('s_lock')));
@@ -329,19 +251,5 @@ describe('transactions', () => {
     await failure(() => store.write(checkpoint('contacts', [contact('ok', 2)], 2)));
     await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'ok', created_at: at(1) }], 1));
     expect(await ids(schema, 'stage_events')).toEqual(['e1']);
-  });
-});
-
-describe('personal data and metadata', () => {
-  it('refuses a run with other treatments before changing anything, and keeps the metadata it is given', async () => {
-    const schema = 's_treat';
-    const store = await openStore(schema, { treatments: { email: 'hash' } });
-    await store.setMetadata('account', JSON.stringify({ account_name: 'acme' }));
-    expect(await store.metadata('account')).toBe('{"account_name":"acme"}');
-    await closeStore(store);
-    const err = await failure(() => PostgresStore.open(target(schema), { treatments: {} }));
-    expect(err.failureType).toBe('config_error');
-    expect(err.message).toMatch(/other personal-data treatments than this config's \(email: hash then, keep now\)/);
-    await openStore(schema, { treatments: { email: 'hash' } });
   });
 });

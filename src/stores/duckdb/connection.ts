@@ -1,0 +1,76 @@
+/**
+ * Opening a DuckDB store's file: the driver (`@duckdb/node-api`, its binary
+ * in an npm package of its own) loaded when first needed, and DuckDB's own
+ * file lock as the one-writer rule. DuckDB lets one process at a time open
+ * a file for writing and holds an OS lock on it while it does; the lock
+ * goes with the process, however it ends (a killed run never blocks the
+ * next). A second run meets that lock when it opens the file: it is refused
+ * at once with a transient_error (exit 75) that names the holder's pid, as
+ * the SQLite replica names its lock's holder. (The same lock keeps other
+ * processes, dashboards included, from opening the file while a run
+ * writes it: DuckDB's rule, not the connector's. Within the writing
+ * process readers see each stream as of its last commit.)
+ *
+ * Extensions are never installed from the network: JSON and ICU (time
+ * zones) are built into the package's binary.
+ */
+import { ConfigError, ConnectorError } from '../../errors.js';
+import { missingPackageError } from '../optional-package.js';
+import type { DuckdbTarget } from '../target.js';
+
+export type DuckdbModule = typeof import('@duckdb/node-api');
+export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
+export type DuckdbInstance = import('@duckdb/node-api').DuckDBInstance;
+
+let driver: Promise<DuckdbModule> | undefined;
+
+/** The driver, imported once; a missing one (or a binary that cannot load here) is a config_error naming it. */
+export function loadDuckdbDriver(): Promise<DuckdbModule> {
+  driver ??= import('@duckdb/node-api').catch((err: unknown) => {
+    driver = undefined;
+    throw missingPackageError(err, '@duckdb/node-api', 'DuckDB');
+  });
+  return driver;
+}
+
+/** Another process writes the file: run again later. */
+export class DuckdbFileLockedError extends ConnectorError {
+  constructor(message: string) {
+    super('transient_error', message);
+    this.name = 'DuckdbFileLockedError';
+  }
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** What an error of opening the file means: the lock held elsewhere (75), or a file that cannot be a store (78). */
+export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
+  const message = messageOf(err);
+  if (/Could not set lock on file/i.test(message)) {
+    const pid = /PID (\d+)/.exec(message)?.[1];
+    const program = /held in (.+?) \(PID/.exec(message)?.[1];
+    const holder = pid === undefined ? 'another process' : `pid ${pid}${program ? `, ${program}` : ''}`;
+    return new DuckdbFileLockedError(
+      `Another process is writing the DuckDB file "${target.path}" (${holder}): another replicate run, or a program that opened it for writing. ` +
+        'Run again once it has finished (exit 75: a scheduler retries later); DuckDB frees its lock as soon as that process ends, even if it was killed.',
+    );
+  }
+  return new ConfigError(`Cannot open the DuckDB file "${target.path}" as a store: ${message}`, { field: '--db', cause: err });
+}
+
+/** Open the target's file for writing (created when missing) and a connection to it. */
+export async function openDuckdb(target: DuckdbTarget): Promise<{ instance: DuckdbInstance; connection: DuckdbConnection; duckdb: DuckdbModule }> {
+  const duckdb = await loadDuckdbDriver();
+  let instance: DuckdbInstance;
+  try {
+    instance = await duckdb.DuckDBInstance.create(target.path, { autoinstall_known_extensions: 'false' });
+  } catch (err) {
+    throw duckdbOpenError(err, target);
+  }
+  try {
+    return { instance, connection: await instance.connect(), duckdb };
+  } catch (err) {
+    instance.closeSync();
+    throw duckdbOpenError(err, target);
+  }
+}

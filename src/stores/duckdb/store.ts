@@ -1,0 +1,156 @@
+/**
+ * A DuckDB store as a `replicate` run opens it: the file opened for writing
+ * (connection.ts: DuckDB's file lock is the one-writer rule, a second run
+ * exits 75), a store of a later format or built with other treatments
+ * refused before anything changes, the schema and bookkeeping tables
+ * created if missing, each stream's table made or changed (tables.ts), the
+ * treatments of a new store recorded. Then checkpoints (writer.ts);
+ * `close` checkpoints DuckDB's WAL into the file and lets it go.
+ */
+import type { StreamSchemas } from '../../schemas/json-schema.js';
+import { ConnectorError } from '../../errors.js';
+import { STREAMS, type StreamDefinition } from '../../streams.js';
+import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, TREATMENTS_KEY, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { refuseLaterFormat, refuseOtherTreatments } from '../metadata.js';
+import type { DuckdbTarget } from '../target.js';
+import { decodeRow, type Data, type ReadCell } from '../values.js';
+import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
+import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts } from './tables.js';
+import { DuckdbTableWriter } from './writer.js';
+
+export interface DuckdbStoreOptions {
+  readonly streams?: readonly StreamDefinition[];
+  readonly schemas?: StreamSchemas;
+  readonly treatments?: Readonly<Record<string, string>>;
+}
+
+async function metadataOf(connection: DuckdbConnection, schema: string, key: string): Promise<string | undefined> {
+  const rows = await rowsOf(connection, `SELECT value FROM ${qualified(schema, METADATA_TABLE)} WHERE key = $1`, [key]);
+  return rows[0] === undefined ? undefined : String(rows[0].value);
+}
+
+export class DuckdbStore {
+  readonly target: DuckdbTarget;
+  private readonly instance: DuckdbInstance;
+  private readonly connection: DuckdbConnection;
+  readonly tables: readonly StoreTableSpec[];
+  /** What opening changed in the tables, in words, for the run summary. */
+  readonly changes: readonly string[];
+  private readonly writer: DuckdbTableWriter;
+  private closed = false;
+
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: DuckdbTableWriter, tables: readonly StoreTableSpec[], changes: string[]) {
+    this.target = target;
+    this.instance = instance;
+    this.connection = connection;
+    this.writer = writer;
+    this.tables = tables;
+    this.changes = changes;
+  }
+
+  static async open(target: DuckdbTarget, options: DuckdbStoreOptions = {}): Promise<DuckdbStore> {
+    const { instance, connection, duckdb } = await openDuckdb(target);
+    try {
+      const schema = target.schema;
+      if (await storeExists(connection, schema)) {
+        refuseLaterFormat(target.display, await metadataOf(connection, schema, FORMAT_KEY));
+        if (options.treatments !== undefined) {
+          const tables = await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`);
+          refuseOtherTreatments(`"${target.path}"`, await metadataOf(connection, schema, TREATMENTS_KEY), options.treatments, tables.length > 0);
+        }
+      }
+      await createBookkeeping(connection, schema);
+      const stored = await storedLayouts(connection, schema, parseStoreLayout);
+      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored);
+      const opened = await openTables(connection, schema, specs, stored, changes);
+      const meta = qualified(schema, METADATA_TABLE);
+      await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
+      if (options.treatments !== undefined) {
+        await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
+      }
+      const writer = new DuckdbTableWriter(connection, duckdb, target, opened.specs);
+      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes);
+    } catch (err) {
+      connection.closeSync();
+      instance.closeSync();
+      if (err instanceof ConnectorError) throw err;
+      throw new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+
+  static sqlType = DUCKDB_TYPES;
+
+  layoutOf(stream: string): StoreLayout {
+    return this.writer.layoutOf(stream);
+  }
+
+  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    return this.writer.write(checkpoint);
+  }
+
+  async loadStates(): Promise<Map<string, string>> {
+    const rows = await rowsOf(this.connection, `SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
+    return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
+  }
+
+  metadata(key: string): Promise<string | undefined> {
+    return metadataOf(this.connection, this.target.schema, key);
+  }
+
+  async setMetadata(key: string, value: string): Promise<void> {
+    await this.connection.run(`INSERT OR REPLACE INTO ${qualified(this.target.schema, METADATA_TABLE)} (key, value) VALUES ($1, $2)`, [key, value]);
+  }
+
+  async rowCounts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const { layout } of this.tables) {
+      const rows = await rowsOf(this.connection, `SELECT count(*) AS n FROM ${qualified(this.target.schema, layout.table)}`);
+      counts.set(layout.stream, Number(rows[0]?.n ?? 0));
+    }
+    return counts;
+  }
+
+  /** A stream's records back, ordered by primary key, as they were written. */
+  async readRecords(stream: string): Promise<Data[]> {
+    const layout = this.layoutOf(stream);
+    const select = storeColumnNames(layout)
+      .slice(0, -1)
+      .map((name) => {
+        const kind = layout.columns.find((c) => c.field === name)?.kind;
+        const column = quoteIdent(name);
+        if (kind === 'timestamp') return `${isoText(column)} AS ${column}`;
+        if (kind === 'boolean') return `${column} AS ${column}`;
+        return `CAST(${column} AS VARCHAR) AS ${column}`;
+      });
+    const rows = await rowsOf(this.connection, `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`);
+    return rows.map((row) => decodeRow(layout, numbersAsJs(layout, row as Record<string, ReadCell>)));
+  }
+
+  /** The connection, for what a caller must do on it (tests, checks). */
+  get session(): DuckdbConnection {
+    return this.connection;
+  }
+
+  /** Copy DuckDB's WAL into the file and let the file go (its lock with it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.connection.run('CHECKPOINT');
+    } catch {
+      // the next open replays the WAL
+    }
+    this.connection.closeSync();
+    this.instance.closeSync();
+  }
+}
+
+/** DuckDB writes a DOUBLE's text its own way (`1.5e+20`): the JavaScript text of the same double, which values.ts reads back. */
+function numbersAsJs(layout: StoreLayout, row: Record<string, ReadCell>): Record<string, ReadCell> {
+  for (const { field, kind } of layout.columns) {
+    const cell = row[field];
+    if (kind === 'number' && typeof cell === 'string') row[field] = String(Number(cell));
+  }
+  return row;
+}

@@ -1,0 +1,249 @@
+/**
+ * The tables of a DuckDB store, made and changed when the store opens
+ * (drift as columns.ts says; never during the run's writes).
+ *
+ * Types: text -> VARCHAR, timestamp -> TIMESTAMPTZ, boolean -> BOOLEAN,
+ * int64 -> BIGINT, int128 -> HUGEINT (exact integers to 2^127), number ->
+ * DOUBLE, json -> JSON. DuckDB has no exact decimal of any scale, so a
+ * number column holds the nearest double, and the row's `_extra` the
+ * number's exact text when the double does not give it back digit for digit
+ * (values.ts); an integer beyond HUGEINT asks for a number column the same
+ * way. `_extra` and `_absent` are JSON (kept as written), `_synced_at`
+ * TIMESTAMPTZ.
+ *
+ * A widened column is rewritten in place (`ALTER ... SET DATA TYPE ...
+ * USING`, old values converted as in the PostgreSQL store); an integer
+ * column widened to DOUBLE first copies into `_extra` the exact text of each
+ * value a double cannot hold. Then the values a run kept in `_extra`
+ * because they did not fit move into the column.
+ */
+import { parseExactJson, rawNumber } from '../../json/exact-json.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
+import type { DuckdbConnection } from './connection.js';
+
+export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
+  text: 'VARCHAR',
+  timestamp: 'TIMESTAMPTZ',
+  boolean: 'BOOLEAN',
+  int64: 'BIGINT',
+  int128: 'HUGEINT',
+  number: 'DOUBLE',
+  json: 'JSON',
+};
+
+/** A number is exact in a DOUBLE when JavaScript writes the double back with the same text. */
+export const DUCKDB_DIALECT: StoreDialect = {
+  numberExact: (text) => String(Number(text)) === text,
+  storesString: (text) => !text.includes('\u0000'),
+};
+
+/** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
+export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
+
+export function qualified(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+/** The ISO 8601 text of a TIMESTAMPTZ column, as the service writes instants (UTC, milliseconds, Z). */
+export function isoText(expr: string): string {
+  return `strftime(${expr} AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%gZ')`;
+}
+
+/** A column's value as text (to compare ids across kinds). */
+export function textOf(kind: StoreKind, expr: string): string {
+  if (kind === 'text') return expr;
+  if (kind === 'json') return `json_extract_string(${expr}, '$')`;
+  if (kind === 'timestamp') return isoText(expr);
+  return `CAST(${expr} AS VARCHAR)`;
+}
+
+/** A column's value as an instant (NULL when it is not one). */
+export function instantOf(kind: StoreKind, expr: string): string {
+  return kind === 'timestamp' ? expr : `TRY_CAST(${textOf(kind, expr)} AS TIMESTAMPTZ)`;
+}
+
+/** Rows of a query, as JS values (BIGINTs as bigint). */
+export async function rowsOf(connection: DuckdbConnection, sql: string, values?: (string | number | boolean | null)[]): Promise<Record<string, unknown>[]> {
+  const reader = await connection.runAndReadAll(sql, values);
+  return reader.getRowObjectsJS() as Record<string, unknown>[];
+}
+
+export async function createBookkeeping(connection: DuckdbConnection, schema: string): Promise<void> {
+  await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream VARCHAR PRIMARY KEY, layout VARCHAR NOT NULL)`);
+  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, committed_at TIMESTAMPTZ NOT NULL)`);
+  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`);
+  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (stream, id))`);
+}
+
+async function tableExists(connection: DuckdbConnection, schema: string, table: string): Promise<boolean> {
+  const rows = await rowsOf(connection, 'SELECT 1 AS x FROM duckdb_tables() WHERE schema_name = $1 AND table_name = $2 AND NOT temporary', [schema, table]);
+  return rows.length > 0;
+}
+
+/** Whether the schema holds the store's bookkeeping. */
+export async function storeExists(connection: DuckdbConnection, schema: string): Promise<boolean> {
+  return tableExists(connection, schema, METADATA_TABLE);
+}
+
+export function createTableSql(schema: string, layout: StoreLayout): string {
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY' : ''}`);
+  columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
+  return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
+}
+
+function convertSql(from: StoreKind, to: StoreKind, column: string): string {
+  if (to === 'json') return from === 'timestamp' ? `to_json(${isoText(column)})` : `to_json(${column})`;
+  if (to === 'text') {
+    if (from === 'timestamp') return isoText(column);
+    if (from === 'boolean') return `CASE WHEN ${column} THEN 'true' WHEN NOT ${column} THEN 'false' END`;
+    return `CAST(${column} AS VARCHAR)`;
+  }
+  return `CAST(${column} AS ${DUCKDB_TYPES[to]})`;
+}
+
+export async function storedLayouts(connection: DuckdbConnection, schema: string, parse: (text: string) => StoreLayout | undefined): Promise<Map<string, StoreLayout>> {
+  const out = new Map<string, StoreLayout>();
+  for (const row of await rowsOf(connection, `SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`)) {
+    const layout = parse(String(row.layout));
+    if (layout) out.set(String(row.stream), layout);
+  }
+  return out;
+}
+
+export async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout): Promise<void> {
+  await connection.run(`INSERT OR REPLACE INTO ${qualified(schema, TABLES_TABLE)} (stream, layout) VALUES ($1, $2)`, [layout.stream, JSON.stringify(layout)]);
+}
+
+/** Set `field` and `_extra` of the rows named (by primary key) through a staging table: [id, cell as text, _extra text]. */
+async function rewriteRows(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind, rows: readonly (readonly [string, Cell | undefined, string | null])[]): Promise<void> {
+  if (rows.length === 0) return;
+  await connection.run('CREATE OR REPLACE TEMP TABLE _replica_moves (id VARCHAR, cell VARCHAR, extra VARCHAR, keep BOOLEAN)');
+  const appender = await connection.createAppender('_replica_moves', 'main', 'temp');
+  for (const [id, cell, extra] of rows) {
+    appender.appendVarchar(id);
+    if (cell === undefined || cell === null) appender.appendNull();
+    else appender.appendVarchar(typeof cell === 'boolean' ? String(cell) : cell);
+    if (extra === null) appender.appendNull();
+    else appender.appendVarchar(extra);
+    appender.appendBoolean(cell === undefined);
+    appender.endRow();
+  }
+  appender.flushSync();
+  appender.closeSync();
+  const column = quoteIdent(field);
+  const value = kind === 'timestamp' ? 'CAST(m.cell AS TIMESTAMPTZ)' : `CAST(m.cell AS ${DUCKDB_TYPES[kind]})`;
+  await connection.run(
+    `UPDATE ${qualified(schema, layout.table)} AS t SET ${column} = CASE WHEN m.keep THEN t.${column} ELSE ${value} END, ${quoteIdent(EXTRA_COLUMN)} = CAST(m.extra AS JSON) ` +
+      `FROM _replica_moves m WHERE t.${quoteIdent(layout.primaryKey)} = m.id`,
+  );
+  await connection.run('DROP TABLE _replica_moves');
+}
+
+function parseExtra(text: unknown): Data {
+  if (typeof text !== 'string') return {};
+  const parsed = parseExactJson(text);
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
+}
+
+const extraText = (extra: Data): string | null => (Object.keys(extra).length === 0 ? null : JSON.stringify(extra));
+
+/** Before an integer column becomes DOUBLE: the exact text of each value a double cannot hold goes to `_extra`. */
+async function keepExactIntegers(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
+  const column = quoteIdent(field);
+  const rows = await rowsOf(
+    connection,
+    `SELECT ${quoteIdent(layout.primaryKey)} AS id, CAST(${column} AS VARCHAR) AS v, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
+      `WHERE ${column} IS NOT NULL AND abs(${column}) > 9007199254740992`,
+  );
+  const updates = rows.map((row) => {
+    const extra = parseExtra(row.extra);
+    extra[field] = rawNumber(String(row.v));
+    return [String(row.id), undefined, extraText(extra)] as const;
+  });
+  await rewriteRows(connection, schema, layout, field, kind, updates);
+}
+
+/** Move the values a run kept in `_extra` into `field`'s column where they now fit (exact forms stay in `_extra` as placeValue says). */
+async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
+  const rows = await rowsOf(
+    connection,
+    `SELECT ${quoteIdent(layout.primaryKey)} AS id, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
+      `WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} IS NOT NULL`,
+  );
+  const updates: (readonly [string, Cell | undefined, string | null])[] = [];
+  for (const row of rows) {
+    const extra = parseExtra(row.extra);
+    const value = extra[field];
+    if (value === null || value === undefined) continue;
+    const placed = placeValue(kind, value, DUCKDB_DIALECT);
+    if (placed.cell === undefined) continue;
+    if (!placed.alsoExtra) delete extra[field];
+    updates.push([String(row.id), placed.cell, extraText(extra)]);
+  }
+  await rewriteRows(connection, schema, layout, field, kind, updates);
+}
+
+export interface OpenedTables {
+  readonly specs: StoreTableSpec[];
+  /** The changes made, in words (`contacts.score: BIGINT -> DOUBLE`). */
+  readonly changes: string[];
+}
+
+/** Make each stream's table, or change it to `specs`' layout (from the one `stored`), one transaction per table. */
+export async function openTables(
+  connection: DuckdbConnection,
+  schema: string,
+  specs: readonly StoreTableSpec[],
+  stored: ReadonlyMap<string, StoreLayout>,
+  changes: readonly ColumnChange[],
+): Promise<OpenedTables> {
+  const made: string[] = [];
+  for (const spec of specs) {
+    const { layout } = spec;
+    const before = stored.get(layout.stream);
+    const mine = changes.filter((c) => c.stream === layout.stream);
+    if (before !== undefined) {
+      // In a transaction of its own: DuckDB cannot commit an UPDATE and an ALTER of the same table together.
+      // Should the ALTER then fail, an exact text in _extra beside its column is still a valid row.
+      for (const change of mine) {
+        if (change.from !== undefined && change.to === 'number' && DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
+          await connection.run('BEGIN TRANSACTION');
+          try {
+            await keepExactIntegers(connection, schema, layout, change.field, change.from);
+            await connection.run('COMMIT');
+          } catch (err) {
+            await connection.run('ROLLBACK').catch(() => {});
+            throw err;
+          }
+        }
+      }
+    }
+    await connection.run('BEGIN TRANSACTION');
+    try {
+      if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
+        await connection.run(createTableSql(schema, layout));
+      } else {
+        const table = qualified(schema, layout.table);
+        for (const change of mine) {
+          const column = quoteIdent(change.field);
+          if (change.from === undefined) {
+            await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${DUCKDB_TYPES[change.to]}`);
+          } else if (DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
+            await connection.run(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DATA TYPE ${DUCKDB_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`);
+          }
+        }
+        for (const change of mine) await moveFromExtra(connection, schema, layout, change.field, change.to);
+      }
+      await saveLayout(connection, schema, layout);
+      await connection.run('COMMIT');
+      made.push(...mine.map((c) => describeChange(c, (k) => DUCKDB_TYPES[k])));
+    } catch (err) {
+      await connection.run('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  }
+  return { specs: [...specs], changes: made };
+}

@@ -1,0 +1,185 @@
+/**
+ * The DuckDB store on real files: the suite every store passes, DuckDB's
+ * types (HUGEINT, DOUBLE with the exact text kept), its file lock between
+ * two processes (75 at once), and a writer killed at random moments
+ * leaving whole checkpoints only. The processes run the built store
+ * (`dist/`: `npm test` builds it first).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectorError } from '../../../src/errors.js';
+import { rawNumber } from '../../../src/json/exact-json.js';
+import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
+import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
+import { ROOT, tempDir } from '../../helpers/cli.js';
+import { checkpoint, contact } from '../records.js';
+import { storeSuite, type SuiteStore } from '../store-suite.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = tempDir('sdr-duckdb-');
+});
+afterAll(() => {
+  // the run's temporary folder goes at the end of the run
+});
+
+function target(name: string, schema?: string): DuckdbTarget {
+  const t = parseStoreTarget(`duckdb:${join(dir, `${name}.duckdb`)}`, schema, {});
+  if (t.kind !== 'duckdb') throw new Error('not duckdb');
+  return t;
+}
+
+async function rows(store: DuckdbStore, sql: string): Promise<Record<string, unknown>[]> {
+  const reader = await store.session.runAndReadAll(sql.replaceAll('{schema}', `"${store.target.schema}"`));
+  return reader.getRowObjectsJS() as Record<string, unknown>[];
+}
+
+async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
+  try {
+    await run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectorError);
+    return err as ConnectorError;
+  }
+  throw new Error('no error');
+}
+
+storeSuite({
+  open: (name, options = {}) => DuckdbStore.open(target(name), options),
+  rows: (store: SuiteStore, sql) => rows(store as DuckdbStore, sql),
+  types: { int64: 'BIGINT', number: 'DOUBLE', text: 'VARCHAR', boolean: 'BOOLEAN' },
+});
+
+describe('what DuckDB holds', () => {
+  it('typed tables in the schema (main by default, or --schema), primary key id', async () => {
+    const store = await DuckdbStore.open(target('types', 'raw'));
+    try {
+      const columns = await rows(store, "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'raw' AND table_name = 'contacts'");
+      expect(Object.fromEntries(columns.map((c) => [c.column_name, c.data_type]))).toMatchObject({
+        id: 'VARCHAR',
+        updated_at: 'TIMESTAMP WITH TIME ZONE',
+        qualification_score: 'BIGINT',
+        do_not_contact: 'BOOLEAN',
+        _extra: 'JSON',
+        _synced_at: 'TIMESTAMP WITH TIME ZONE',
+      });
+      const keys = await rows(store, "SELECT constraint_column_names AS c FROM duckdb_constraints() WHERE schema_name = 'raw' AND table_name = 'contacts' AND constraint_type = 'PRIMARY KEY'");
+      expect(keys.map((k) => k.c)).toEqual([['id']]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('an integer beyond 64 bits widens BIGINT to HUGEINT exactly; a decimal then to DOUBLE, the exact texts kept in _extra', async () => {
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
+    let store = await DuckdbStore.open(target('widen'));
+    await store.write(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await store.close();
+    store = await DuckdbStore.open(target('widen'));
+    try {
+      expect(store.changes).toEqual(['contacts.qualification_score: BIGINT -> HUGEINT']);
+      expect(await rows(store, 'SELECT CAST(qualification_score AS VARCHAR) AS q, _extra FROM {schema}.contacts ORDER BY id')).toEqual([
+        { q: '42', _extra: null },
+        { q: '123456789012345678901234567890', _extra: null },
+      ]);
+      await store.write(checkpoint('contacts', [contact('c3', 3, { qualification_score: rawNumber('0.10000000000000000001') })], 3));
+    } finally {
+      await store.close();
+    }
+    store = await DuckdbStore.open(target('widen'));
+    try {
+      expect(store.changes).toEqual(['contacts.qualification_score: HUGEINT -> DOUBLE']);
+      const back = await store.readRecords('contacts');
+      expect(back.map((r) => r.qualification_score)).toEqual([42, rawNumber('123456789012345678901234567890'), rawNumber('0.10000000000000000001')]);
+      expect(await rows(store, 'SELECT qualification_score AS q FROM {schema}.contacts ORDER BY id')).toEqual([{ q: 42 }, { q: 1.2345678901234568e29 }, { q: 0.1 }]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+/** A process that opens the store (the built one) and writes checkpoints until killed; it prints `open` once it holds the file. */
+function writerProcess(path: string, mode: 'hold' | 'write', run = 0): ChildProcess {
+  const store = join(ROOT, 'dist', 'stores', 'duckdb', 'store.js');
+  const targetModule = join(ROOT, 'dist', 'stores', 'target.js');
+  const code = `
+    const { DuckdbStore } = await import(${JSON.stringify(store)});
+    const { parseStoreTarget } = await import(${JSON.stringify(targetModule)});
+    const s = await DuckdbStore.open(parseStoreTarget(${JSON.stringify(`duckdb:${path}`)}, undefined, {}));
+    process.stdout.write('open\\n');
+    if (${JSON.stringify(mode)} === 'hold') { setInterval(() => {}, 1000); }
+    else {
+      for (let i = 0; ; i++) {
+        const records = [];
+        for (let j = 0; j < 200; j++) records.push({ id: 'k${run}_' + i + '_' + j, contact_id: 'c', created_at: new Date(Date.UTC(2026, 0, 1) + i * 60000).toISOString() });
+        await s.write({ stream: 'stage_events', records, state: JSON.stringify({ run: ${run}, n: i }), replaceAll: false });
+        if (i === 0) process.stdout.write('wrote\\n');
+      }
+    }`;
+  return spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+function said(child: ChildProcess, word: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.includes(`${word}\n`)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the writer process exited (${code}) before saying ${word}`)));
+  });
+}
+
+function killed(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve();
+      return;
+    }
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+describe('one writer per file', () => {
+  it("a second process is refused at once (75) naming the first's pid; once that process is gone (killed), the file opens", async () => {
+    const path = join(dir, 'locked.duckdb');
+    const holder = writerProcess(path, 'hold');
+    try {
+      await said(holder, 'open');
+      const err = await failure(() => DuckdbStore.open(target('locked')));
+      expect(err.failureType).toBe('transient_error');
+      expect(err.message).toContain(`Another process is writing the DuckDB file "${path}" (pid ${holder.pid}`);
+      expect(err.message).toMatch(/Run again once it has finished \(exit 75/);
+    } finally {
+      await killed(holder);
+    }
+    const store = await DuckdbStore.open(target('locked'));
+    await store.close();
+  }, 60_000);
+});
+
+describe('a writer killed at any moment', () => {
+  it('leaves whole checkpoints with their state, which the next run resumes from', async () => {
+    const path = join(dir, 'killed.duckdb');
+    const written: number[] = [];
+    for (const [run, delayMs] of [0, 150, 400].entries()) {
+      const writer = writerProcess(path, 'write', run);
+      await said(writer, 'wrote');
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await killed(writer);
+      const store = await DuckdbStore.open(target('killed'));
+      try {
+        const state = JSON.parse((await store.loadStates()).get('stage_events') ?? '{}') as { run: number; n: number };
+        expect(state.run).toBe(run);
+        written.push(state.n + 1);
+        // Every run's rows are exactly its committed checkpoints, whole: none half-written, none past the state.
+        const counts = await rows(store, "SELECT split_part(id, '_', 1) AS run, count(*) AS n, max(CAST(split_part(id, '_', 2) AS INTEGER)) AS last FROM {schema}.stage_events GROUP BY 1 ORDER BY 1");
+        expect(counts.map((c) => [c.run, Number(c.n), Number(c.last)])).toEqual(written.map((n, k) => [`k${k}`, n * 200, n - 1]));
+      } finally {
+        await store.close();
+      }
+    }
+  }, 120_000);
+});

@@ -1,0 +1,188 @@
+/**
+ * What every store keeps, tested the same way on each (PostgreSQL and
+ * DuckDB): checkpoints with their state, exact records, deletions and their
+ * guard, full refreshes, the full read's sweep, keyless records, drift
+ * applied at the next open, and the treatments refused.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConnectorError } from '../../src/errors.js';
+import { rawNumber } from '../../src/json/exact-json.js';
+import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
+import type { Data } from '../../src/stores/values.js';
+import { at, checkpoint, contact, deletion } from './records.js';
+
+/** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
+export interface SuiteStore {
+  readonly changes: readonly string[];
+  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult>;
+  readRecords(stream: string): Promise<Data[]>;
+  loadStates(): Promise<Map<string, string>>;
+  metadata(key: string): Promise<string | undefined>;
+  setMetadata(key: string, value: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StoreHarness {
+  /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
+  open(name: string, options?: { treatments?: Readonly<Record<string, string>> }): Promise<SuiteStore>;
+  /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
+  rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
+  /** The SQL types of kinds, as the store reports them in its changes. */
+  readonly types: { readonly int64: string; readonly number: string; readonly text: string; readonly boolean: string };
+}
+
+async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
+  try {
+    await run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectorError);
+    return err as ConnectorError;
+  }
+  throw new Error('no error');
+}
+
+export function storeSuite(h: StoreHarness): void {
+  const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
+    (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
+
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { treatments?: Readonly<Record<string, string>> }): Promise<T> {
+    const store = await h.open(name, options);
+    try {
+      return await run(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  describe('writing checkpoints', () => {
+    it('writes rows and the state in one commit, and gives the records back exactly', () =>
+      withStore('write', async (store) => {
+        const records = [
+          contact('c1', 10),
+          contact('c2', 11, { qualification_score: rawNumber('9007199254740993'), name: 'tab\there\nnew "line" \\ back', email: null }),
+          contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00', extra_field: { nested: [1, 'two', rawNumber('1.50')] } }),
+        ];
+        delete (records[0] as Record<string, unknown>).phone;
+        const result = await store.write(checkpoint('contacts', records, 12));
+        expect(result).toMatchObject({ upserted: 3, skippedDeleted: 0, deletedRows: 0, sweptRows: 0, drift: ['extra_field'] });
+        const back = await store.readRecords('contacts');
+        expect(back).toEqual(records);
+        expect(JSON.stringify(back)).toBe(JSON.stringify(records));
+        expect(await store.loadStates()).toEqual(new Map([['contacts', JSON.stringify({ resume: { sync_watermark: at(12) } })]]));
+      }));
+
+    it('keeps the last record of an id a checkpoint carries twice', () =>
+      withStore('twice', async (store) => {
+        await store.write(checkpoint('contacts', [contact('c1', 1, { name: 'first' }), contact('c1', 2, { name: 'second' })], 2));
+        expect((await store.readRecords('contacts')).map((r) => r.name)).toEqual(['second']);
+      }));
+
+    it('applies deletion records, keeps a row changed after its deletion, and reports unknown types', () =>
+      withStore('delete', async (store) => {
+        await store.write(checkpoint('contacts', [contact('c1', 10), contact('c2', 30), contact('c3', 10)], 30));
+        const result = await store.write(
+          checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20), deletion('d3', 'invoice', 'i1', 20), deletion('d4', 'contact', 'nobody', 20)], 20),
+        );
+        expect(result.deletedRows).toBe(1);
+        expect(result.unknownTypes).toEqual([['"invoice"', 'd3']]);
+        expect(await ids(store, 'contacts')).toEqual(['c2', 'c3']);
+        expect(await ids(store, 'deletions')).toEqual(['d1', 'd2', 'd3', 'd4']);
+      }));
+
+    it('skips an upsert whose cursor is not later than a known deletion of the object (no resurrection)', () =>
+      withStore('guard', async (store) => {
+        await store.write(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
+        const result = await store.write(checkpoint('contacts', [contact('c1', 20), contact('c2', 21), contact('c3', 5)], 21));
+        expect(result).toMatchObject({ upserted: 2, skippedDeleted: 1 });
+        expect(await ids(store, 'contacts')).toEqual(['c2', 'c3']);
+      }));
+
+    it('empties a full-refresh table on replaceAll, in the same transaction as the new rows', () =>
+      withStore('replace', async (store) => {
+        await store.write(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { replaceAll: true }));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { replaceAll: true }));
+        expect(await ids(store, 'pipeline_stages')).toEqual(['b', 'd']);
+        expect(await store.readRecords('pipeline_stages')).toEqual([{ id: 'b', name: 'B' }, { id: 'd' }]);
+      }));
+
+    it('a full read removes at its last checkpoint the rows it did not return, and clears its marks', () =>
+      withStore('sweep', async (store) => {
+        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1), contact('d', 1)], 1));
+        await store.write(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
+        expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'c', 'd']);
+        const last = await store.write(checkpoint('contacts', [contact('c', 2)], 3, { fullRead: { first: false, last: true } }));
+        expect(last.sweptRows).toBe(2);
+        expect(await ids(store, 'contacts')).toEqual(['a', 'c']);
+        expect(await h.rows(store, 'SELECT id FROM {schema}."_replica_full_read"')).toEqual([]);
+      }));
+
+    it('a full read that starts again drops the marks a killed run left', () =>
+      withStore('sweep2', async (store) => {
+        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1));
+        await store.write(checkpoint('contacts', [contact('b', 2)], 2, { fullRead: { first: true, last: false } }));
+        await store.write(checkpoint('contacts', [contact('a', 3)], 3, { fullRead: { first: true, last: true } }));
+        expect(await ids(store, 'contacts')).toEqual(['a']);
+      }));
+
+    it('refuses a record without its key before writing anything of the checkpoint, then that stream only', () =>
+      withStore('keyless', async (store) => {
+        const err = await failure(() => store.write(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
+        expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
+        await failure(() => store.write(checkpoint('contacts', [contact('b', 1)], 2)));
+        await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1));
+        expect(await ids(store, 'contacts')).toEqual([]);
+        expect(await ids(store, 'stage_events')).toEqual(['e1']);
+      }));
+  });
+
+  describe('drift', () => {
+    it('keeps unfitting values in _extra for the run, then adds and widens columns at the next open, moving the values in', async () => {
+      const records = [
+        contact('c1', 1, { lifecycle: 'lead', qualification_score: 7 }),
+        contact('c2', 2, { lifecycle: 'customer', qualification_score: 7.5, do_not_contact: 'unknown' }),
+      ];
+      await withStore('drift', async (store) => {
+        const first = await store.write(checkpoint('contacts', records, 3));
+        expect(new Set(first.drift)).toEqual(new Set(['lifecycle', 'qualification_score', 'do_not_contact']));
+        expect(await store.readRecords('contacts')).toEqual(records);
+        expect(store.changes).toEqual([]);
+      });
+      await withStore('drift', async (store) => {
+        expect(store.changes).toEqual([
+          `contacts.qualification_score: ${h.types.int64} -> ${h.types.number}`,
+          `contacts.do_not_contact: ${h.types.boolean} -> ${h.types.text}`,
+          `contacts.lifecycle: new column (${h.types.text})`,
+        ]);
+        const rows = await h.rows(store, 'SELECT id, CAST(qualification_score AS VARCHAR) AS q, do_not_contact AS d, lifecycle, CAST(_extra AS VARCHAR) AS extra FROM {schema}.contacts ORDER BY id');
+        expect(rows).toEqual([
+          { id: 'c1', q: expect.stringMatching(/^7(\.0)?$/), d: 'false', lifecycle: 'lead', extra: null },
+          { id: 'c2', q: '7.5', d: 'unknown', lifecycle: 'customer', extra: null },
+        ]);
+        const back = await store.readRecords('contacts');
+        expect(back[1]).toEqual(records[1]);
+        // A widened column gives its old values back as its new type: the text of a boolean.
+        expect(back[0]).toEqual({ ...records[0], do_not_contact: 'false' });
+      });
+      await withStore('drift', async (store) => {
+        expect(store.changes).toEqual([]);
+      });
+    });
+  });
+
+  describe('personal data and metadata', () => {
+    it('refuses a run with other treatments before changing anything, and keeps the metadata it is given', async () => {
+      await withStore(
+        'treat',
+        async (store) => {
+          await store.setMetadata('account', JSON.stringify({ account_name: 'acme' }));
+          expect(await store.metadata('account')).toBe('{"account_name":"acme"}');
+        },
+        { treatments: { email: 'hash' } },
+      );
+      const err = await failure(() => h.open('treat', { treatments: {} }));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(/other personal-data treatments than this config's \(email: hash then, keep now\)/);
+      await withStore('treat', async () => {}, { treatments: { email: 'hash' } });
+    });
+  });
+}
