@@ -10,8 +10,11 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } f
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ROOT } from '../../scripts/root.js';
 
 const NOBODY = 65534;
+/** Run from its source file by Node (the same from vitest and from the compiled bench). */
+const SERVER_SCRIPT = join(ROOT, 'test', 'helpers', 'postgres-server.ts');
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -44,7 +47,7 @@ export async function launchServer(): Promise<LaunchedServer> {
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
   const info = join(dir, 'info.json');
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'postgres-server.ts'), JSON.stringify({ dir, port, password, info })], {
+  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify({ dir, port, password, info })], {
     stdio: ['pipe', 'ignore', 'inherit'],
     ...(root ? { uid: NOBODY, gid: NOBODY } : {}),
     env: { ...process.env, TMPDIR: dir, NODE_NO_WARNINGS: '1' },

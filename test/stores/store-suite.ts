@@ -14,7 +14,7 @@ import { at, checkpoint, contact, deletion } from './records.js';
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
 export interface SuiteStore {
   readonly changes: readonly string[];
-  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult>;
+  commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult>;
   readRecords(stream: string): Promise<Data[]>;
   loadStates(): Promise<Map<string, string>>;
   metadata(key: string): Promise<string | undefined>;
@@ -63,7 +63,7 @@ export function storeSuite(h: StoreHarness): void {
           contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00', extra_field: { nested: [1, 'two', rawNumber('1.50')] } }),
         ];
         delete (records[0] as Record<string, unknown>).phone;
-        const result = await store.write(checkpoint('contacts', records, 12));
+        const result = await store.commit(checkpoint('contacts', records, 12));
         expect(result).toMatchObject({ upserted: 3, skippedDeleted: 0, deletedRows: 0, sweptRows: 0, drift: ['extra_field'] });
         const back = await store.readRecords('contacts');
         expect(back).toEqual(records);
@@ -73,14 +73,14 @@ export function storeSuite(h: StoreHarness): void {
 
     it('keeps the last record of an id a checkpoint carries twice', () =>
       withStore('twice', async (store) => {
-        await store.write(checkpoint('contacts', [contact('c1', 1, { name: 'first' }), contact('c1', 2, { name: 'second' })], 2));
+        await store.commit(checkpoint('contacts', [contact('c1', 1, { name: 'first' }), contact('c1', 2, { name: 'second' })], 2));
         expect((await store.readRecords('contacts')).map((r) => r.name)).toEqual(['second']);
       }));
 
     it('applies deletion records, keeps a row changed after its deletion, and reports unknown types', () =>
       withStore('delete', async (store) => {
-        await store.write(checkpoint('contacts', [contact('c1', 10), contact('c2', 30), contact('c3', 10)], 30));
-        const result = await store.write(
+        await store.commit(checkpoint('contacts', [contact('c1', 10), contact('c2', 30), contact('c3', 10)], 30));
+        const result = await store.commit(
           checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20), deletion('d3', 'invoice', 'i1', 20), deletion('d4', 'contact', 'nobody', 20)], 20),
         );
         expect(result.deletedRows).toBe(1);
@@ -91,26 +91,26 @@ export function storeSuite(h: StoreHarness): void {
 
     it('skips an upsert whose cursor is not later than a known deletion of the object (no resurrection)', () =>
       withStore('guard', async (store) => {
-        await store.write(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
-        const result = await store.write(checkpoint('contacts', [contact('c1', 20), contact('c2', 21), contact('c3', 5)], 21));
+        await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
+        const result = await store.commit(checkpoint('contacts', [contact('c1', 20), contact('c2', 21), contact('c3', 5)], 21));
         expect(result).toMatchObject({ upserted: 2, skippedDeleted: 1 });
         expect(await ids(store, 'contacts')).toEqual(['c2', 'c3']);
       }));
 
     it('empties a full-refresh table on replaceAll, in the same transaction as the new rows', () =>
       withStore('replace', async (store) => {
-        await store.write(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { replaceAll: true }));
-        await store.write(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { replaceAll: true }));
+        await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { replaceAll: true }));
+        await store.commit(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { replaceAll: true }));
         expect(await ids(store, 'pipeline_stages')).toEqual(['b', 'd']);
         expect(await store.readRecords('pipeline_stages')).toEqual([{ id: 'b', name: 'B' }, { id: 'd' }]);
       }));
 
     it('a full read removes at its last checkpoint the rows it did not return, and clears its marks', () =>
       withStore('sweep', async (store) => {
-        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1), contact('d', 1)], 1));
-        await store.write(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
+        await store.commit(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1), contact('d', 1)], 1));
+        await store.commit(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
         expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'c', 'd']);
-        const last = await store.write(checkpoint('contacts', [contact('c', 2)], 3, { fullRead: { first: false, last: true } }));
+        const last = await store.commit(checkpoint('contacts', [contact('c', 2)], 3, { fullRead: { first: false, last: true } }));
         expect(last.sweptRows).toBe(2);
         expect(await ids(store, 'contacts')).toEqual(['a', 'c']);
         expect(await h.rows(store, 'SELECT id FROM {schema}."_replica_full_read"')).toEqual([]);
@@ -118,18 +118,18 @@ export function storeSuite(h: StoreHarness): void {
 
     it('a full read that starts again drops the marks a killed run left', () =>
       withStore('sweep2', async (store) => {
-        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1));
-        await store.write(checkpoint('contacts', [contact('b', 2)], 2, { fullRead: { first: true, last: false } }));
-        await store.write(checkpoint('contacts', [contact('a', 3)], 3, { fullRead: { first: true, last: true } }));
+        await store.commit(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1));
+        await store.commit(checkpoint('contacts', [contact('b', 2)], 2, { fullRead: { first: true, last: false } }));
+        await store.commit(checkpoint('contacts', [contact('a', 3)], 3, { fullRead: { first: true, last: true } }));
         expect(await ids(store, 'contacts')).toEqual(['a']);
       }));
 
     it('refuses a record without its key before writing anything of the checkpoint, then that stream only', () =>
       withStore('keyless', async (store) => {
-        const err = await failure(() => store.write(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
+        const err = await failure(() => store.commit(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
         expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
-        await failure(() => store.write(checkpoint('contacts', [contact('b', 1)], 2)));
-        await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1));
+        await failure(() => store.commit(checkpoint('contacts', [contact('b', 1)], 2)));
+        await store.commit(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1));
         expect(await ids(store, 'contacts')).toEqual([]);
         expect(await ids(store, 'stage_events')).toEqual(['e1']);
       }));
@@ -142,7 +142,7 @@ export function storeSuite(h: StoreHarness): void {
         contact('c2', 2, { lifecycle: 'customer', qualification_score: 7.5, do_not_contact: 'unknown' }),
       ];
       await withStore('drift', async (store) => {
-        const first = await store.write(checkpoint('contacts', records, 3));
+        const first = await store.commit(checkpoint('contacts', records, 3));
         expect(new Set(first.drift)).toEqual(new Set(['lifecycle', 'qualification_score', 'do_not_contact']));
         expect(await store.readRecords('contacts')).toEqual(records);
         expect(store.changes).toEqual([]);

@@ -4,8 +4,9 @@
  * exits 75), a store of a later format or built with other treatments
  * refused before anything changes, the schema and bookkeeping tables
  * created if missing, each stream's table made or changed (tables.ts), the
- * treatments of a new store recorded. Then checkpoints (writer.ts);
- * `close` checkpoints DuckDB's WAL into the file and lets it go.
+ * treatments of a new store recorded. Then checkpoints, in groups
+ * (group-writer.ts, writer.ts); `close` commits what is gathered,
+ * checkpoints DuckDB's WAL into the file and lets it go.
  */
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError } from '../../errors.js';
@@ -17,12 +18,15 @@ import type { DuckdbTarget } from '../target.js';
 import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts } from './tables.js';
-import { DuckdbTableWriter } from './writer.js';
+import { DuckdbSql } from './writer.js';
+import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 export interface DuckdbStoreOptions {
   readonly streams?: readonly StreamDefinition[];
   readonly schemas?: StreamSchemas;
   readonly treatments?: Readonly<Record<string, string>>;
+  /** How checkpoints are grouped into transactions (group-writer.ts). */
+  readonly groups?: GroupOptions;
 }
 
 async function metadataOf(connection: DuckdbConnection, schema: string, key: string): Promise<string | undefined> {
@@ -37,10 +41,10 @@ export class DuckdbStore {
   readonly tables: readonly StoreTableSpec[];
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
-  private readonly writer: DuckdbTableWriter;
+  private readonly writer: GroupWriter;
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: DuckdbTableWriter, tables: readonly StoreTableSpec[], changes: string[]) {
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[]) {
     this.target = target;
     this.instance = instance;
     this.connection = connection;
@@ -69,7 +73,7 @@ export class DuckdbStore {
       if (options.treatments !== undefined) {
         await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
       }
-      const writer = new DuckdbTableWriter(connection, duckdb, target, opened.specs);
+      const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), opened.specs, options.groups);
       return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes);
     } catch (err) {
       connection.closeSync();
@@ -85,8 +89,24 @@ export class DuckdbStore {
     return this.writer.layoutOf(stream);
   }
 
-  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    return this.writer.write(checkpoint);
+  /** Take one checkpoint; committed with its group (group-writer.ts), `committed` told its stream's result then. */
+  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
+    return this.writer.write(checkpoint, committed);
+  }
+
+  /** Commit everything taken so far. */
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
+  commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    return this.writer.commit(checkpoint);
+  }
+
+  /** A stream failed (its later checkpoints are refused): told once per stream. */
+  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
+    this.writer.onStreamFailed = listener;
   }
 
   async loadStates(): Promise<Map<string, string>> {
@@ -132,15 +152,32 @@ export class DuckdbStore {
     return this.connection;
   }
 
-  /** Copy DuckDB's WAL into the file and let the file go (its lock with it). */
+  /** Commit what is gathered, copy DuckDB's WAL into the file and let the file go (its lock with it). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    let lost: unknown;
+    const reported = this.writer.lost;
+    try {
+      await this.writer.flush();
+    } catch (err) {
+      // A loss already reported to a write is not reported again.
+      if (err !== reported) lost = err;
+    }
     try {
       await this.connection.run('CHECKPOINT');
     } catch {
       // the next open replays the WAL
     }
+    this.connection.closeSync();
+    this.instance.closeSync();
+    if (lost !== undefined) throw lost;
+  }
+
+  /** Let the file go without committing what is gathered (a run stopped): the next run reads it again. */
+  abandon(): void {
+    this.writer.abandon();
+    this.closed = true;
     this.connection.closeSync();
     this.instance.closeSync();
   }

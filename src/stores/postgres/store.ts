@@ -5,9 +5,9 @@
  * built with other treatments (nothing changed then), create the schema and
  * the bookkeeping tables if missing, make or change each stream's table
  * (tables.ts: drift is applied here, before any write), and record the
- * treatments of a new store. Then the run writes its checkpoints
- * (writer.ts) and reads back its states; `close` gives the lock back and
- * ends the session.
+ * treatments of a new store. Then the run writes its checkpoints in
+ * groups (group-writer.ts, writer.ts) and reads back its states; `close`
+ * writes what is gathered, gives the lock back and ends the session.
  *
  * The bookkeeping tables live in the store's schema beside the stream
  * tables: `_replica_state`, `_replica_tables`, `_replica_metadata`,
@@ -24,8 +24,10 @@ import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
+import { ConnectorError } from '../../errors.js';
 import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts } from './tables.js';
-import { PostgresTableWriter } from './writer.js';
+import { PostgresSql } from './writer.js';
+import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 export interface PostgresStoreOptions {
   /** The streams replicated (the deletion log's table is always kept); default: all. */
@@ -36,6 +38,8 @@ export interface PostgresStoreOptions {
   readonly treatments?: Readonly<Record<string, string>>;
   /** Take the writer lock (default true: every writing run does). */
   readonly lock?: boolean;
+  /** How checkpoints are grouped into transactions (group-writer.ts). */
+  readonly groups?: GroupOptions;
 }
 
 async function metadataOf(client: Client, schema: string, key: string): Promise<string | undefined> {
@@ -56,18 +60,27 @@ export class PostgresStore {
   readonly changes: readonly string[];
   /** Changes left for the next run because a reader held a table (in words). */
   readonly postponed: readonly string[];
-  private readonly writer: PostgresTableWriter;
+  private readonly writer: GroupWriter;
   private locked: boolean;
   private closed = false;
 
-  private constructor(target: PostgresTarget, client: Client, driver: PgDriver, tables: readonly StoreTableSpec[], changes: string[], postponed: string[], locked: boolean) {
+  private constructor(
+    target: PostgresTarget,
+    client: Client,
+    driver: PgDriver,
+    tables: readonly StoreTableSpec[],
+    changes: string[],
+    postponed: string[],
+    locked: boolean,
+    groups: GroupOptions | undefined,
+  ) {
     this.target = target;
     this.client = client;
     this.tables = tables;
     this.changes = changes;
     this.postponed = postponed;
     this.locked = locked;
-    this.writer = new PostgresTableWriter(client, driver, target, tables);
+    this.writer = new GroupWriter(new PostgresSql(client, driver, target), tables, groups);
   }
 
   /** Open (creating what is missing) the store of `target`; faults as faults.ts says, the lock as lock.ts. */
@@ -96,7 +109,7 @@ export class PostgresStore {
       if (options.treatments !== undefined) {
         await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
       }
-      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked);
+      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');
@@ -110,9 +123,28 @@ export class PostgresStore {
     return this.writer.layoutOf(stream);
   }
 
-  /** Write one checkpoint in one transaction (writer.ts). */
-  write(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    return this.writer.write(checkpoint);
+  /**
+   * Take one checkpoint; it is committed with its group (group-writer.ts),
+   * and `committed` told its stream's result then. Resolves once taken
+   * (backpressure); rejects for a checkpoint refused or a store lost.
+   */
+  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
+    return this.writer.write(checkpoint, committed);
+  }
+
+  /** Commit everything taken so far. */
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
+  commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    return this.writer.commit(checkpoint);
+  }
+
+  /** A stream failed (its later checkpoints are refused): told once per stream. */
+  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
+    this.writer.onStreamFailed = listener;
   }
 
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
@@ -177,16 +209,36 @@ export class PostgresStore {
     return this.client;
   }
 
-  /** Give the lock back and end the session (a lost session already freed its lock). */
+  /**
+   * Commit what is gathered, give the lock back and end the session (a lost
+   * session already freed its lock). Rejects with the store's loss when the
+   * last group could not be committed; the session ends either way.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    let lost: unknown;
+    const reported = this.writer.lost;
     try {
-      if (this.locked && !this.writer.lostConnection) await releaseWriterLock(this.client, this.target);
+      await this.writer.flush();
+    } catch (err) {
+      // A loss already reported to a write is not reported again.
+      if (err !== reported) lost = err;
+    }
+    try {
+      if (this.locked && !this.writer.lost) await releaseWriterLock(this.client, this.target);
     } catch {
       // the session ends below, which frees the lock anyway
     }
     this.locked = false;
+    await this.client.end().catch(() => {});
+    if (lost !== undefined) throw lost;
+  }
+
+  /** End the session without committing what is gathered (a run stopped): the next run reads it again. */
+  async abandon(): Promise<void> {
+    this.writer.abandon();
+    this.closed = true;
     await this.client.end().catch(() => {});
   }
 }

@@ -74,7 +74,7 @@ describe('what DuckDB holds', () => {
   it('an integer beyond 64 bits widens BIGINT to HUGEINT exactly; a decimal then to DOUBLE, the exact texts kept in _extra', async () => {
     const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
     let store = await DuckdbStore.open(target('widen'));
-    await store.write(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
     await store.close();
     store = await DuckdbStore.open(target('widen'));
     try {
@@ -83,7 +83,7 @@ describe('what DuckDB holds', () => {
         { q: '42', _extra: null },
         { q: '123456789012345678901234567890', _extra: null },
       ]);
-      await store.write(checkpoint('contacts', [contact('c3', 3, { qualification_score: rawNumber('0.10000000000000000001') })], 3));
+      await store.commit(checkpoint('contacts', [contact('c3', 3, { qualification_score: rawNumber('0.10000000000000000001') })], 3));
     } finally {
       await store.close();
     }
@@ -114,7 +114,7 @@ function writerProcess(path: string, mode: 'hold' | 'write', run = 0): ChildProc
         const records = [];
         for (let j = 0; j < 200; j++) records.push({ id: 'k${run}_' + i + '_' + j, contact_id: 'c', created_at: new Date(Date.UTC(2026, 0, 1) + i * 60000).toISOString() });
         await s.write({ stream: 'stage_events', records, state: JSON.stringify({ run: ${run}, n: i }), replaceAll: false });
-        if (i === 0) process.stdout.write('wrote\\n');
+        if (i === 0) { await s.flush(); process.stdout.write('wrote\\n'); }
       }
     }`;
   return spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -104,7 +104,7 @@ describe('opening', () => {
 describe('what PostgreSQL holds', () => {
   it('an instant in timestamptz to the microsecond (the text sent kept beside it), an integer beyond 2^53 exactly', async () => {
     const store = await openStore('s_exact');
-    await store.write(checkpoint('contacts', [contact('c2', 11, { qualification_score: rawNumber('9007199254740993') }), contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00' })], 12));
+    await store.commit(checkpoint('contacts', [contact('c2', 11, { qualification_score: rawNumber('9007199254740993') }), contact('c3', 12, { updated_at: '2026-01-01T00:12:00.123456+02:00' })], 12));
     const { rows } = await admin.query(
       "SELECT id, updated_at = '2026-01-01T00:12:00.123456+02:00'::timestamptz AS same, qualification_score::text AS q, _extra::text AS extra FROM s_exact.contacts ORDER BY id",
     );
@@ -133,7 +133,7 @@ describe('drift in PostgreSQL', () => {
     const schema = 's_drift';
     let store = await openStore(schema);
     const big = contact('c3', 3, { qualification_score: rawNumber('123456789012345678901234567890') });
-    await store.write(checkpoint('contacts', [contact('c1', 1), big], 3));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 3));
     await closeStore(store);
     store = await openStore(schema);
     expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
@@ -160,7 +160,7 @@ describe('drift in PostgreSQL', () => {
   it('widens a timestamp column to text with the instants written as the service wrote them, and an object turns a text column into jsonb', async () => {
     const schema = 's_widen';
     let store = await openStore(schema);
-    await store.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 2, { won_at: 'not a date', job_title: { title: 'Buyer', level: 2 } })], 2));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2, { won_at: 'not a date', job_title: { title: 'Buyer', level: 2 } })], 2));
     await closeStore(store);
     store = await openStore(schema);
     expect(store.changes).toEqual(['contacts.job_title: text -> jsonb', 'contacts.won_at: timestamptz -> text']);
@@ -198,7 +198,7 @@ describe('one writer per schema', () => {
     await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
     await openStore('s_lock_kill');
     // The first run's next write fails as transient: its connection is gone, and with it its open transaction.
-    const err = await failure(() => first.write(checkpoint('contacts', [contact('x', 1)], 1)));
+    const err = await failure(() => first.commit(checkpoint('contacts', [contact('x', 1)], 1)));
     expect(err.failureType).toBe('transient_error');
   });
 });
@@ -207,16 +207,16 @@ describe('transactions', () => {
   it('a checkpoint killed before its commit leaves nothing, and readers meanwhile see the last commit', async () => {
     const schema = 's_kill';
     const store = await openStore(schema);
-    await store.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
     // Hold c1 so that the next checkpoint's upsert waits inside its transaction (after its COPY).
     const blocker = await adminClient(db.url);
     await blocker.query('BEGIN');
     await blocker.query(`SELECT 1 FROM ${schema}.contacts WHERE id = 'c1' FOR UPDATE`);
-    const writing = store.write(checkpoint('contacts', [contact('c1', 5), contact('c3', 5)], 5)).then(
+    const pid = (await store.session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    const writing = store.commit(checkpoint('contacts', [contact('c1', 5), contact('c3', 5)], 5)).then(
       () => undefined,
       (e: unknown) => e,
     );
-    const pid = (await store.session.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
     for (let i = 0; i < 200; i++) {
       const { rows } = await admin.query("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [pid]);
       if (rows[0]?.wait_event_type === 'Lock') break;
@@ -239,17 +239,24 @@ describe('transactions', () => {
     expect((await next.loadStates()).get('contacts')).toBe(JSON.stringify({ resume: { sync_watermark: at(1) } }));
   });
 
-  it('a checkpoint the server refuses (a trigger someone added) is rolled back whole; its stream stops, the others go on', async () => {
+  it('a stream the server refuses (a trigger someone added) is rolled back whole and stops; its group is written again without it', async () => {
     const schema = 's_refused';
     const store = await openStore(schema);
     await admin.query(`CREATE FUNCTION ${schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 'bad' THEN RAISE EXCEPTION 'refused %', NEW.id; END IF; RETURN NEW; END $$`);
     await admin.query(`CREATE TRIGGER refuse BEFORE INSERT ON ${schema}.contacts FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse()`);
-    const err = await failure(() => store.write(checkpoint('contacts', [contact('ok', 1), contact('bad', 1)], 1)));
-    expect(err.message).toMatch(/refused bad/);
-    expect(await ids(schema, 'contacts')).toEqual([]);
-    expect((await store.loadStates()).has('contacts')).toBe(false);
-    await failure(() => store.write(checkpoint('contacts', [contact('ok', 2)], 2)));
+    // One group: the refused stream's checkpoints and another stream's; the group is written again without the refused one.
+    const failed: string[] = [];
+    store.onStreamFailed = (stream, error) => failed.push(`${stream}: ${error.message}`);
+    await store.write(checkpoint('contacts', [contact('ok', 1), contact('bad', 1)], 1));
     await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'ok', created_at: at(1) }], 1));
+    await store.flush();
+    expect(failed).toEqual([expect.stringMatching(/^contacts: .*refused bad/)]);
+    expect(await ids(schema, 'contacts')).toEqual([]);
     expect(await ids(schema, 'stage_events')).toEqual(['e1']);
+    expect([...(await store.loadStates()).keys()]).toEqual(['stage_events']);
+    const err = await failure(() => store.commit(checkpoint('contacts', [contact('ok', 2)], 2)));
+    expect(err.message).toMatch(/An earlier checkpoint of contacts could not be written .*refused bad/);
+    await store.commit(checkpoint('stage_events', [{ id: 'e2', contact_id: 'ok', created_at: at(2) }], 2));
+    expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
   });
 });

@@ -1,0 +1,440 @@
+/**
+ * How the PostgreSQL and DuckDB stores write checkpoints: gathered into
+ * groups, each group written in ONE transaction with the states of the
+ * checkpoints it holds, so that whatever is committed is whole checkpoints
+ * (a run killed at any moment leaves every stream at a checkpoint it had
+ * reached, and the next run resumes from there), while the statements and
+ * the commit are paid once per group instead of once per page: a page of
+ * 200 records costs a PostgreSQL round trip or a DuckDB index merge of its
+ * own, and those dominate when each page is its own transaction
+ * (bench/stores.ts).
+ *
+ * A group is written while the next one gathers (the read goes on
+ * meanwhile); `write` waits only when a full group is waiting behind the
+ * one being written (backpressure: at most two groups of records in
+ * memory). A group is written as soon as the writer is idle and it is
+ * GROUP_MS old, or it holds MAX_GROUP_ROWS rows, or `flush` is called.
+ *
+ * Within a group the records of a stream are merged per id (the last
+ * wins, as upserts in order would), and the group's statements run in this
+ * order, whose result is the same as the checkpoints' one by one (the
+ * deletion guard and the deletion rule commute: a row goes iff its cursor
+ * is not later than a known deletion of its object, whichever came first):
+ *  1. `DELETE FROM` each table a full-refresh stream replaces (DELETE, not
+ *     TRUNCATE: readers keep reading the old rows until the commit);
+ *  2. each stream's rows into its staging table (the store's COPY or
+ *     appender);
+ *  3. the deletion log's rows merged, then its records delete the rows
+ *     they name unless the row changed after the deletion;
+ *  4. every other stream: the guard drops staged rows whose object was
+ *     deleted at or after the row's cursor, then `INSERT ... SELECT ... ON
+ *     CONFLICT (id) DO UPDATE`; a full read's ids marked, and at its last
+ *     checkpoint the rows it did not return swept;
+ *  5. the drift the rows asked for (applied at the next open), each
+ *     stream's last state; COMMIT.
+ * A checkpoint that starts a full refresh or a full read starts a new group
+ * when the group holds its stream already, and the last checkpoint of a
+ * full read ends its group: a stream's rows in a group are then all of one
+ * kind, and a sweep never meets rows of a later read.
+ *
+ * Failures: a record without its key refuses its checkpoint at once
+ * (nothing of it is written) and its stream stops. A group the store
+ * refuses (a statement failed: a trigger, a constraint someone added) is
+ * rolled back; its failing stream stops (its later checkpoints are
+ * refused, so its state never moves past lost rows) and the rest of the
+ * group is written again without it. A lost connection (or a DuckDB
+ * database invalidated) stops everything: what was not committed is read
+ * again by the next run.
+ */
+import { ConnectorError } from '../errors.js';
+import { quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
+import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, lastPerKey, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
+
+/** How long a group gathers checkpoints at least, when the writer is idle. */
+export const GROUP_MS = 250;
+/** Rows after which a group is written without waiting. */
+export const MAX_GROUP_ROWS = 20_000;
+
+/** A stream's staging table, as a store makes and fills it. */
+export interface StageTable {
+  /** Its name (a temporary table of the session, unqualified). */
+  readonly name: string;
+  readonly layout: StoreLayout;
+  /** The staged columns: the layout's, then `_extra` and `_absent` (not `_synced_at`). */
+  readonly columns: readonly string[];
+}
+
+/** What the group writer needs of a store: its SQL, its staging, its faults. */
+export interface StoreSql {
+  readonly schema: string;
+  readonly dialect: StoreDialect;
+  /** A table of the store's schema, quoted. */
+  qualified(table: string): string;
+  /** A column of `kind` as text, and as an instant (NULL when not one). */
+  textOf(kind: StoreKind, expr: string): string;
+  instantOf(kind: StoreKind, expr: string): string;
+  /** Run a statement ($1... parameters); the rows it changed. */
+  run(sql: string, params?: readonly (string | null)[]): Promise<number>;
+  /** Whether a query returns a row. */
+  any(sql: string): Promise<boolean>;
+  /** Make the staging table of `stage` (once per session). */
+  createStage(stage: StageTable): Promise<void>;
+  /** Empty `stage` and fill it with `cells`. */
+  fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void>;
+  /** Whether the store must stop after this error (the connection lost, the database invalidated). */
+  isFatal(err: unknown): boolean;
+  /** The error as the run reports it (a message with the store's display form). */
+  error(err: unknown): ConnectorError;
+}
+
+interface Table {
+  spec: StoreTableSpec;
+  readonly stage: StageTable;
+  readonly kinds: ReadonlyMap<string, StoreKind>;
+}
+
+/** The checkpoints of one stream in a group. */
+interface StreamPart {
+  readonly stream: string;
+  /** Records by primary key (the last one wins). */
+  readonly records: Map<string, Data>;
+  replaceAll: boolean;
+  fullRead: { first: boolean; last: boolean } | undefined;
+  state: string;
+  /** Each checkpoint's callback, told once the group is committed. */
+  readonly committed: ((result: StoreCommitResult) => void)[];
+}
+
+interface Group {
+  readonly parts: Map<string, StreamPart>;
+  rows: number;
+  /** Ends after its last checkpoint (a full read's last). */
+  closed: boolean;
+  readonly openedAt: number;
+}
+
+const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
+
+const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
+
+export interface GroupOptions {
+  readonly groupMs?: number;
+  readonly maxGroupRows?: number;
+}
+
+export class GroupWriter {
+  private readonly sql: StoreSql;
+  private readonly tables = new Map<string, Table>();
+  private readonly targets = new Map<string, Table>();
+  private readonly log: Table | undefined;
+  private readonly groupMs: number;
+  private readonly maxGroupRows: number;
+  private prepared = false;
+  private deletionsKnown = false;
+  private gathering: Group | undefined;
+  /** The group being written, and the groups waiting (closed, or full). */
+  private writing: Promise<void> | undefined;
+  private readonly waiting: Group[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly failedStreams = new Map<string, string>();
+  private broken: ConnectorError | undefined;
+  /** Told of a stream that failed (its later checkpoints are refused). */
+  onStreamFailed: ((stream: string, error: ConnectorError) => void) | undefined;
+
+  constructor(sql: StoreSql, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
+    this.sql = sql;
+    this.groupMs = options.groupMs ?? GROUP_MS;
+    this.maxGroupRows = options.maxGroupRows ?? MAX_GROUP_ROWS;
+    let n = 0;
+    let log: Table | undefined;
+    for (const spec of specs) {
+      const stage: StageTable = { name: `_replica_stage_${n++}`, layout: spec.layout, columns: storeColumnNames(spec.layout).slice(0, -1) };
+      const table: Table = { spec, stage, kinds: new Map(spec.layout.columns.map((c) => [c.field, c.kind])) };
+      this.tables.set(spec.layout.stream, table);
+      if (spec.deletedAs !== null) this.targets.set(spec.deletedAs, table);
+      if (spec.deletionLog) log = table;
+    }
+    this.log = log;
+  }
+
+  layoutOf(stream: string): StoreLayout {
+    const table = this.tables.get(stream);
+    if (!table) throw new Error(`the store has no table for stream "${stream}"`);
+    return table.spec.layout;
+  }
+
+  /** Why nothing more is written (the store was lost). */
+  get lost(): ConnectorError | undefined {
+    return this.broken;
+  }
+
+  /**
+   * Take one checkpoint into the gathering group; `committed` is told its
+   * stream's result once the group holding it is committed. Resolves once
+   * the checkpoint is taken (it waits while a full group waits to be
+   * written); rejects at once for a checkpoint refused (no key, its stream
+   * failed before, the store lost).
+   */
+  async write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
+    if (this.broken) throw this.broken;
+    const earlier = this.failedStreams.get(checkpoint.stream);
+    if (earlier !== undefined) {
+      throw new ConnectorError('system_error', `An earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either.`);
+    }
+    const table = this.tables.get(checkpoint.stream);
+    if (!table) throw new Error(`the store has no table for stream "${checkpoint.stream}"`);
+    const { records, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
+    if (keyless >= 0) {
+      const cause = `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`;
+      this.failedStreams.set(checkpoint.stream, cause);
+      throw new ConnectorError('system_error', `${cause}, so nothing of that checkpoint is written.`);
+    }
+    while (this.waiting.length > 0 && this.writing) {
+      await this.writing;
+      if (this.broken) throw this.broken;
+    }
+    let group = this.gathering;
+    const startsOver = checkpoint.replaceAll || checkpoint.fullRead?.first === true;
+    if (group && (group.closed || (startsOver && group.parts.has(checkpoint.stream)))) {
+      this.enqueue(group);
+      group = undefined;
+    }
+    if (!group) {
+      group = { parts: new Map(), rows: 0, closed: false, openedAt: Date.now() };
+      this.gathering = group;
+    }
+    let part = group.parts.get(checkpoint.stream);
+    if (!part) {
+      part = { stream: checkpoint.stream, records: new Map(), replaceAll: false, fullRead: undefined, state: checkpoint.state, committed: [] };
+      group.parts.set(checkpoint.stream, part);
+    }
+    if (checkpoint.replaceAll) {
+      part.records.clear();
+      part.replaceAll = true;
+    }
+    if (checkpoint.fullRead) {
+      part.fullRead = { first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first, last: checkpoint.fullRead.last };
+      if (checkpoint.fullRead.last) group.closed = true;
+    }
+    const key = table.spec.layout.primaryKey;
+    for (const record of records) {
+      const k = keyOf(record[key]);
+      if (part.records.delete(k)) group.rows--;
+      part.records.set(k, record);
+      group.rows++;
+    }
+    part.state = checkpoint.state;
+    if (committed) part.committed.push(committed);
+    if (group.closed || group.rows >= this.maxGroupRows) this.enqueue(group);
+    this.pump();
+  }
+
+  /** Write everything taken so far and wait for its commit; rejects with the store's loss. */
+  async flush(): Promise<void> {
+    if (this.gathering) this.enqueue(this.gathering);
+    this.pump();
+    while (this.writing) await this.writing;
+    if (this.broken) throw this.broken;
+  }
+
+  /** Write one checkpoint and wait for its commit (with whatever was gathered before it): its result. */
+  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    let result: StoreCommitResult | undefined;
+    await this.write(checkpoint, (r) => {
+      result = r;
+    });
+    await this.flush();
+    if (result === undefined) {
+      const failed = this.failedStreams.get(checkpoint.stream);
+      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${checkpoint.stream} could not be written: ${failed ?? 'its group was refused'}.`);
+    }
+    return result;
+  }
+
+  /** Stop: what is not committed is dropped (a run that stops early). */
+  abandon(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.gathering = undefined;
+    this.waiting.length = 0;
+  }
+
+  private enqueue(group: Group): void {
+    if (this.gathering === group) this.gathering = undefined;
+    if (group.parts.size > 0) this.waiting.push(group);
+  }
+
+  /** Start writing the next group if the writer is idle: a waiting one, or the gathering one once GROUP_MS old. */
+  private pump(): void {
+    if (this.writing || this.broken) return;
+    if (this.waiting.length === 0 && this.gathering) {
+      const age = Date.now() - this.gathering.openedAt;
+      if (age < this.groupMs) {
+        this.timer ??= setTimeout(() => {
+          this.timer = undefined;
+          this.pump();
+        }, this.groupMs - age);
+        return;
+      }
+      this.enqueue(this.gathering);
+    }
+    const group = this.waiting.shift();
+    if (!group) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.writing = this.writeGroup(group).finally(() => {
+      this.writing = undefined;
+      this.pump();
+    });
+  }
+
+  private async prepare(): Promise<void> {
+    if (this.prepared) return;
+    for (const table of this.tables.values()) await this.sql.createStage(table.stage);
+    if (this.log) this.deletionsKnown = await this.sql.any(`SELECT 1 FROM ${this.sql.qualified(this.log.spec.layout.table)} LIMIT 1`);
+    this.prepared = true;
+  }
+
+  /** Write a group; on a refusal, again without the failing stream (which stops). */
+  private async writeGroup(group: Group): Promise<void> {
+    let parts = [...group.parts.values()].filter((p) => !this.failedStreams.has(p.stream));
+    for (let attempt = 0; parts.length > 0; attempt++) {
+      let failing: string | undefined;
+      try {
+        await this.prepare();
+        const results = await this.transaction(parts, (stream) => {
+          failing = stream;
+        });
+        for (const part of parts) {
+          const result = results.get(part.stream) ?? ZERO;
+          part.committed.forEach((tell, i) => tell(i === part.committed.length - 1 ? result : ZERO));
+        }
+        return;
+      } catch (err) {
+        const error = this.sql.error(err);
+        if (this.sql.isFatal(err) || failing === undefined || attempt > 0) {
+          this.broken ??= error;
+          return;
+        }
+        this.failedStreams.set(failing, error.message);
+        this.onStreamFailed?.(failing, error);
+        parts = parts.filter((p) => p.stream !== failing);
+      }
+    }
+  }
+
+  /** One transaction for `parts`; `at` is told the stream each step works on (the one to blame if it fails). */
+  private async transaction(parts: readonly StreamPart[], at: (stream: string) => void): Promise<Map<string, StoreCommitResult>> {
+    const sql = this.sql;
+    const results = new Map<string, StoreCommitResult>();
+    const encoded = new Map<string, { cells: Cell[][]; drift: Map<string, StoreKind> }>();
+    for (const part of parts) {
+      const table = this.tables.get(part.stream) as Table;
+      const cells: Cell[][] = [];
+      const drift = new Map<string, StoreKind>();
+      for (const record of part.records.values()) {
+        const row = encodeRow(table.spec.layout, record, sql.dialect);
+        cells.push(row.cells);
+        if (row.drift) for (const [field, kind] of row.drift) drift.set(field, widen(drift.get(field) ?? kind, kind));
+      }
+      encoded.set(part.stream, { cells, drift });
+    }
+    // The deletion log first: its records are known to the guard of every other stream of the group.
+    const ordered = [...parts].sort((a, b) => Number(this.tables.get(b.stream)?.spec.deletionLog != null) - Number(this.tables.get(a.stream)?.spec.deletionLog != null));
+    // The guard is needed once the log holds a record: from before, or of this group (written first).
+    const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.records.size > 0);
+    const guard = this.deletionsKnown || logRows;
+    await sql.run('BEGIN');
+    try {
+      for (const part of ordered) {
+        at(part.stream);
+        const table = this.tables.get(part.stream) as Table;
+        const { cells, drift } = encoded.get(part.stream) as { cells: Cell[][]; drift: Map<string, StoreKind> };
+        results.set(part.stream, await this.writePart(table, part, cells, drift, guard));
+      }
+      await sql.run('COMMIT');
+      if (logRows) this.deletionsKnown = true;
+    } catch (err) {
+      await sql.run('ROLLBACK').catch(() => 0);
+      throw err;
+    }
+    for (const part of ordered) {
+      const table = this.tables.get(part.stream) as Table;
+      const drift = encoded.get(part.stream)?.drift;
+      const pending = drift && drift.size > 0 ? withPending(table.spec.layout, drift) : undefined;
+      if (pending) table.spec = { ...table.spec, layout: pending };
+    }
+    return results;
+  }
+
+  private async writePart(table: Table, part: StreamPart, cells: readonly Cell[][], drift: ReadonlyMap<string, StoreKind>, guard: boolean): Promise<StoreCommitResult> {
+    const sql = this.sql;
+    const { layout } = table.spec;
+    const name = sql.qualified(layout.table);
+    const key = quoteIdent(layout.primaryKey);
+    if (part.replaceAll) await sql.run(`DELETE FROM ${name}`);
+    await sql.fillStage(table.stage, cells);
+    const stage = table.stage.name;
+
+    let skippedDeleted = 0;
+    const log = this.log;
+    if (guard && log && log !== table && table.spec.deletedAs !== null && layout.cursorField !== null && cells.length > 0) {
+      const fields = log.spec.deletionLog as NonNullable<StoreTableSpec['deletionLog']>;
+      const k = log.kinds;
+      skippedDeleted = await sql.run(
+        `DELETE FROM ${stage} s USING ${sql.qualified(log.spec.layout.table)} d
+          WHERE ${sql.textOf(k.get(fields.objectTypeField) ?? 'text', `d.${quoteIdent(fields.objectTypeField)}`)} = $1
+            AND ${sql.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}
+            AND (${sql.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`)} > ${sql.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+        [table.spec.deletedAs],
+      );
+    }
+
+    let upserted = 0;
+    if (cells.length > 0) {
+      const names = table.stage.columns.map(quoteIdent);
+      const updates = [...table.stage.columns, '_synced_at'].filter((n) => n !== layout.primaryKey).map((n) => `${quoteIdent(n)} = EXCLUDED.${quoteIdent(n)}`);
+      upserted = await sql.run(
+        `INSERT INTO ${name} (${names.join(', ')}, "_synced_at") SELECT ${names.join(', ')}, now() FROM ${stage} ON CONFLICT (${key}) DO UPDATE SET ${updates.join(', ')}`,
+      );
+    }
+
+    let sweptRows = 0;
+    if (part.fullRead) {
+      const marks = sql.qualified(FULL_READ_TABLE);
+      if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
+      if (cells.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [part.stream]);
+      if (part.fullRead.last) {
+        sweptRows = await sql.run(`DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})`, [part.stream]);
+        await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
+      }
+    }
+
+    let deletedRows = 0;
+    let unknownTypes: [string, string][] = [];
+    const fields = table.spec.deletionLog;
+    if (fields && cells.length > 0) {
+      unknownTypes = unknownDeletionTypes([...part.records.values()], table.spec, new Set(this.targets.keys()));
+      for (const [type, target] of this.targets) {
+        const cursor = target.spec.layout.cursorField;
+        if (cursor === null) continue;
+        deletedRows += await sql.run(
+          `DELETE FROM ${sql.qualified(target.spec.layout.table)} t USING ${stage} s
+            WHERE ${sql.textOf(table.kinds.get(fields.objectTypeField) ?? 'text', `s.${quoteIdent(fields.objectTypeField)}`)} = $1
+              AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}
+              AND (${sql.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`)} > ${sql.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+          [type],
+        );
+      }
+    }
+
+    const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
+    if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [layout.stream, JSON.stringify(pending)]);
+    await sql.run(
+      `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
+      [part.stream, part.state],
+    );
+    return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows, drift: [...drift.keys()] };
+  }
+}
