@@ -122,16 +122,17 @@ describe('markers', () => {
 });
 
 describe('the dependencies the docs name', () => {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; optionalDependencies: Record<string, string> };
   const pages = ['README.md', 'CONTRIBUTING.md', 'docs/docker.md'];
 
   it("are package.json's production dependencies, and no other (the image ships no data package)", () => {
     const deps = Object.keys(pkg.dependencies).sort();
-    expect(deps).toEqual(['undici', 'zod']);
+    expect(deps).toEqual(['pg', 'pg-copy-streams', 'undici', 'zod']);
+    expect(Object.keys(pkg.optionalDependencies)).toEqual(['@duckdb/node-api']);
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
     const contributing = readFileSync(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
-    expect(readme).toContain(`its only dependencies are ${deps.map((d) => `\`${d}\``).join(' and ')}`);
-    for (const dep of deps) expect(contributing).toContain(`\`${dep}\``);
+    expect(readme).toContain('its dependencies are `undici`, `zod`, `pg` and `pg-copy-streams`, and `@duckdb/node-api` as an optional one');
+    for (const dep of [...deps, '@duckdb/node-api']) expect(contributing).toContain(`\`${dep}\``);
     for (const page of pages) expect(readFileSync(join(ROOT, page), 'utf8'), page).not.toMatch(/faker/i);
   });
 });

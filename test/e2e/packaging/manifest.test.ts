@@ -16,6 +16,7 @@ interface Manifest {
   bin?: Record<string, string>;
   dependencies?: Record<string, string>;
   exports?: Record<string, unknown>;
+  optionalDependencies?: Record<string, string>;
 }
 
 const INSTALL_TIME = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'];
@@ -60,8 +61,10 @@ describe('the packed package.json', () => {
     expect(source.scripts?.test).toMatch(/^npm run build && /);
   });
 
-  it('depends on undici and zod only (the emulator makes its data without a data package)', () => {
-    expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['undici', 'zod']);
+  it("depends on undici and zod, and the stores' drivers: pg and pg-copy-streams, @duckdb/node-api as an optional dependency", () => {
+    expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['pg', 'pg-copy-streams', 'undici', 'zod']);
+    // Optional: installed by default (and into the image, whose npm ci --omit=dev keeps it), left out by --omit=optional.
+    expect(Object.keys(packed.optionalDependencies ?? {})).toEqual(['@duckdb/node-api']);
   });
 
   it('holds the connector alone: no emulator code, no OpenAPI document of the emulator', () => {
@@ -90,6 +93,8 @@ describe('the packed package.json', () => {
     expect(install.status, install.output).toBe(0);
     expect(install.output).not.toMatch(/install.?scripts?|prepare/i);
     expect(readdirSync(join(consumer, 'node_modules', '.bin')).sort()).toEqual(['source-data-read', 'tap-data-read']);
+    // Both stores' drivers come with a default install.
+    for (const driver of ['pg', 'pg-copy-streams', '@duckdb/node-api']) expect(readdirSync(join(consumer, 'node_modules', driver)), driver).toContain('package.json');
     const version = spawnSync(join(consumer, 'node_modules', '.bin', 'tap-data-read'), ['--version'], { encoding: 'utf8' });
     expect(version.stdout).toMatch(/^tap-data-read \d+\.\d+\.\d+\n$/);
     // The public entry loads from the installed package and parses a record; nothing else of dist/ is reachable.
