@@ -14,10 +14,11 @@
  * starts; only the writes are timed. Rows per second, each store in the same
  * run (a shared machine: compare the ratios).
  *
- * Then DuckDB's three ways of merging a staged page, on the same data:
- * INSERT ... ON CONFLICT DO UPDATE, INSERT OR REPLACE, and MERGE INTO.
+ * Then DuckDB's ways of merging a staged group of pages into a table with a
+ * primary key, on the same data: INSERT ... ON CONFLICT DO UPDATE, INSERT OR
+ * REPLACE, DELETE then INSERT (what the store does), and MERGE INTO.
  *
- *   npm run build && tsc -p tsconfig.bench.json && node .build/bench/bench/stores.js [--rows 200000]
+ *   npm run build && tsc -p tsconfig.bench.json && node .build/bench/bench/stores.js [--rows 200000] [--only sqlite,postgres,duckdb,merges]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,12 +30,18 @@ import { PostgresStore } from '../src/stores/postgres/store.js';
 import { parseStoreTarget, type DuckdbTarget, type PostgresTarget } from '../src/stores/target.js';
 import { findStream } from '../src/streams.js';
 import type { StoreCheckpoint } from '../src/stores/checkpoint.js';
+import { MAX_GROUP_ROWS } from '../src/stores/group-writer.js';
 import { launchServer, waitUntilReady, type LaunchedServer } from '../test/helpers/postgres-launch.js';
 import { GENERATORS, PAGE_SLOT, prng } from './records.js';
 
 const argv = process.argv.slice(2);
 const ROWS = Number(argv[argv.indexOf('--rows') + 1] ?? 0) || 200_000;
 const PAGE = 200;
+const onlyAt = argv.indexOf('--only');
+/** `--only sqlite,postgres,duckdb,merges`: some parts only. */
+const ONLY = new Set((onlyAt >= 0 ? (argv[onlyAt + 1] ?? '') : 'sqlite,postgres,duckdb,merges').split(','));
+/** Pages per group in the merge comparison: the group writer's MAX_GROUP_ROWS. */
+const GROUP_PAGES = MAX_GROUP_ROWS / PAGE;
 
 type Data = Record<string, unknown>;
 
@@ -142,7 +149,7 @@ async function duckdb(dir: string, batches: Record<string, Data[][]>): Promise<T
   return out;
 }
 
-/** DuckDB's merges of a staged page into the table, one transaction per page, on the same pages. */
+/** DuckDB's merges of a staged group (GROUP_PAGES pages) into the table, one transaction per group, as the store writes them. */
 async function duckdbMerges(dir: string, batches: Record<string, Data[][]>): Promise<Timing[]> {
   const { DuckDBInstance, DuckDBTimestampTZValue } = await import('@duckdb/node-api');
   const sample = batches.new?.[0]?.[0];
@@ -156,6 +163,7 @@ async function duckdbMerges(dir: string, batches: Record<string, Data[][]>): Pro
   const merges: Record<string, string> = {
     'INSERT ... ON CONFLICT DO UPDATE': `INSERT INTO t (${names}) SELECT ${names} FROM s ON CONFLICT (id) DO UPDATE SET ${sets}`,
     'INSERT OR REPLACE': `INSERT OR REPLACE INTO t (${names}) SELECT ${names} FROM s`,
+    'DELETE, then INSERT': `DELETE FROM t WHERE id IN (SELECT id FROM s); INSERT INTO t (${names}) SELECT ${names} FROM s`,
     'MERGE INTO': `MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET ${mergeSets} WHEN NOT MATCHED THEN INSERT (${names}) VALUES (${fields.map((f) => `s."${f}"`).join(', ')})`,
   };
   const out: Timing[] = [];
@@ -168,11 +176,11 @@ async function duckdbMerges(dir: string, batches: Record<string, Data[][]>): Pro
     for (const [phase, data] of Object.entries(batches)) {
       out.push(
         await timed(`DuckDB ${name}`, phase, async () => {
-          for (const page of data) {
+          for (let g = 0; g < data.length; g += GROUP_PAGES) {
             await c.run('BEGIN TRANSACTION');
             await c.run('DELETE FROM s');
             const a = await c.createAppender('s', 'main', 'temp');
-            for (const record of page) {
+            for (const record of data.slice(g, g + GROUP_PAGES).flat()) {
               for (const f of fields) {
                 const v = record[f];
                 if (v === null || v === undefined) a.appendNull();
@@ -185,7 +193,7 @@ async function duckdbMerges(dir: string, batches: Record<string, Data[][]>): Pro
             }
             a.flushSync();
             a.closeSync();
-            await c.run(sql);
+            for (const statement of sql.split('; ')) await c.run(statement);
             await c.run('COMMIT');
           }
         }),
@@ -203,10 +211,10 @@ async function main(): Promise<void> {
     console.log(`making ${ROWS} contacts in pages of ${PAGE}...`);
     const batches = { new: pages(ROWS, 0), update: pages(ROWS, 3_600_000) };
     const timings: Timing[] = [];
-    timings.push(...(await sqlite(dir, batches)));
-    timings.push(...(await postgres(batches)));
-    timings.push(...(await duckdb(dir, batches)));
-    if (!argv.includes('--no-merges')) timings.push(...(await duckdbMerges(dir, batches)));
+    if (ONLY.has('sqlite')) timings.push(...(await sqlite(dir, batches)));
+    if (ONLY.has('postgres')) timings.push(...(await postgres(batches)));
+    if (ONLY.has('duckdb')) timings.push(...(await duckdb(dir, batches)));
+    if (ONLY.has('merges')) timings.push(...(await duckdbMerges(dir, batches)));
     const sqliteMs = new Map(timings.filter((t) => t.store === 'SQLite replica').map((t) => [t.phase, t.ms]));
     console.log(`\n${ROWS} contacts, checkpoints of ${PAGE}, ${new Date().toISOString().slice(0, 10)}`);
     console.log(`${'store'.padEnd(44)} ${'phase'.padEnd(7)} ${'seconds'.padStart(8)} ${'rows/s'.padStart(9)}  vs SQLite`);

@@ -27,9 +27,9 @@
  *  3. the deletion log's rows merged, then its records delete the rows
  *     they name unless the row changed after the deletion;
  *  4. every other stream: the guard drops staged rows whose object was
- *     deleted at or after the row's cursor, then `INSERT ... SELECT ... ON
- *     CONFLICT (id) DO UPDATE`; a full read's ids marked, and at its last
- *     checkpoint the rows it did not return swept;
+ *     deleted at or after the row's cursor, then the staged rows replace
+ *     those of the same id (the store's upsertSql); a full read's ids
+ *     marked, and at its last checkpoint the rows it did not return swept;
  *  5. the drift the rows asked for (applied at the next open), each
  *     stream's last state; COMMIT.
  * A checkpoint that starts a full refresh or a full read starts a new group
@@ -78,6 +78,13 @@ export interface StoreSql {
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
   /** Whether a query returns a row. */
   any(sql: string): Promise<boolean>;
+  /**
+   * The statements that put the staged rows into the table, replacing the
+   * rows of the same key (`table` and `stage` quoted, `columns` the staged
+   * ones quoted, `key` the primary key quoted); the last one's changed rows
+   * are the rows written.
+   */
+  upsertSql(table: string, stage: string, columns: readonly string[], key: string): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
   /** Empty `stage` and fill it with `cells`. */
@@ -393,11 +400,7 @@ export class GroupWriter {
 
     let upserted = 0;
     if (cells.length > 0) {
-      const names = table.stage.columns.map(quoteIdent);
-      const updates = [...table.stage.columns, '_synced_at'].filter((n) => n !== layout.primaryKey).map((n) => `${quoteIdent(n)} = EXCLUDED.${quoteIdent(n)}`);
-      upserted = await sql.run(
-        `INSERT INTO ${name} (${names.join(', ')}, "_synced_at") SELECT ${names.join(', ')}, now() FROM ${stage} ON CONFLICT (${key}) DO UPDATE SET ${updates.join(', ')}`,
-      );
+      for (const statement of sql.upsertSql(name, stage, table.stage.columns.map(quoteIdent), key)) upserted = await sql.run(statement);
     }
 
     let sweptRows = 0;

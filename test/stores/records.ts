@@ -1,4 +1,6 @@
 /** Records and checkpoints for the stores' tests, shaped as the service sends them. */
+import { expect } from 'vitest';
+import { ConnectorError } from '../../src/errors.js';
 import type { StoreCheckpoint } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
 
@@ -51,4 +53,15 @@ export function deletion(id: string, objectType: string | null, objectId: string
 /** A checkpoint of `stream` whose state names `minute`. */
 export function checkpoint(stream: string, records: readonly Data[], minute: number, extra: Partial<StoreCheckpoint> = {}): StoreCheckpoint {
   return { stream, records, state: JSON.stringify({ resume: { sync_watermark: at(minute) } }), replaceAll: false, ...extra };
+}
+
+/** The ConnectorError `run` rejects with (fails the test when it resolves, or rejects with something else). */
+export async function connectorFailure(run: () => Promise<unknown>): Promise<ConnectorError> {
+  try {
+    await run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectorError);
+    return err as ConnectorError;
+  }
+  throw new Error('expected a ConnectorError, and nothing was thrown');
 }

@@ -5,16 +5,17 @@
  * applied at the next open, and the treatments refused.
  */
 import { describe, expect, it } from 'vitest';
-import { ConnectorError } from '../../src/errors.js';
 import { rawNumber } from '../../src/json/exact-json.js';
 import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
-import { at, checkpoint, contact, deletion } from './records.js';
+import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
 export interface SuiteStore {
   readonly changes: readonly string[];
   commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult>;
+  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void>;
+  flush(): Promise<void>;
   readRecords(stream: string): Promise<Data[]>;
   loadStates(): Promise<Map<string, string>>;
   metadata(key: string): Promise<string | undefined>;
@@ -31,15 +32,6 @@ export interface StoreHarness {
   readonly types: { readonly int64: string; readonly number: string; readonly text: string; readonly boolean: string };
 }
 
-async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
-  try {
-    await run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectorError);
-    return err as ConnectorError;
-  }
-  throw new Error('no error');
-}
 
 export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
@@ -126,12 +118,62 @@ export function storeSuite(h: StoreHarness): void {
 
     it('refuses a record without its key before writing anything of the checkpoint, then that stream only', () =>
       withStore('keyless', async (store) => {
-        const err = await failure(() => store.commit(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
+        const err = await connectorFailure(() => store.commit(checkpoint('contacts', [contact('a', 1), { name: 'no id' }], 1)));
         expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
-        await failure(() => store.commit(checkpoint('contacts', [contact('b', 1)], 2)));
+        await connectorFailure(() => store.commit(checkpoint('contacts', [contact('b', 1)], 2)));
         await store.commit(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1));
         expect(await ids(store, 'contacts')).toEqual([]);
         expect(await ids(store, 'stage_events')).toEqual(['e1']);
+      }));
+  });
+
+  describe('checkpoints gathered into one transaction', () => {
+    it('writes a group whole, each stream its last state, its results told to its last checkpoint', () =>
+      withStore('group', async (store) => {
+        const told: string[] = [];
+        const tell = (name: string) => (r: StoreCommitResult) => told.push(`${name}:${r.upserted}`);
+        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1), tell('c1'));
+        await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1) }], 1), tell('s1'));
+        await store.write(checkpoint('contacts', [contact('b', 2, { name: 'later' }), contact('c', 2)], 2), tell('c2'));
+        expect(told).toEqual([]);
+        await store.flush();
+        expect(told.sort()).toEqual(['c1:0', 'c2:3', 's1:1']);
+        expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'c']);
+        expect((await store.readRecords('contacts')).find((r) => r.id === 'b')?.name).toBe('later');
+        const states = await store.loadStates();
+        expect(states.get('contacts')).toBe(JSON.stringify({ resume: { sync_watermark: at(2) } }));
+        expect(states.get('stage_events')).toBe(JSON.stringify({ resume: { sync_watermark: at(1) } }));
+      }));
+
+    it('a deletion and an upsert of one object in one group end as they would one by one, in either order', () =>
+      withStore('group_delete', async (store) => {
+        await store.commit(checkpoint('contacts', [contact('x', 1), contact('y', 1)], 1));
+        // The upsert first, then its deletion (later than its cursor): the row goes.
+        await store.write(checkpoint('contacts', [contact('x', 5)], 5));
+        await store.write(checkpoint('deletions', [deletion('dx', 'contact', 'x', 6)], 6));
+        // The deletion first, then an upsert of a later change: the object came back, the row stays.
+        await store.write(checkpoint('deletions', [deletion('dy', 'contact', 'y', 7)], 7));
+        await store.write(checkpoint('contacts', [contact('y', 8)], 8));
+        // A deletion, then an upsert read before it: never resurrected.
+        await store.write(checkpoint('deletions', [deletion('dz', 'contact', 'z', 9)], 9));
+        await store.write(checkpoint('contacts', [contact('z', 9)], 9));
+        await store.flush();
+        expect(await ids(store, 'contacts')).toEqual(['y']);
+      }));
+
+    it('a full refresh or a full read starting again begins a new group; a full read\'s last checkpoint ends its group', () =>
+      withStore('group_rules', async (store) => {
+        await store.write(checkpoint('pipeline_stages', [{ id: 'old' }], 1, { replaceAll: true }));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'p1' }], 2, { replaceAll: true }));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'p2' }], 3));
+        await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1)], 1));
+        await store.write(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
+        await store.write(checkpoint('contacts', [contact('b', 2)], 3, { fullRead: { first: false, last: true } }));
+        // After the sweep, in a later group: an incremental checkpoint whose row the sweep must not remove.
+        await store.write(checkpoint('contacts', [contact('d', 4)], 4));
+        await store.flush();
+        expect(await ids(store, 'pipeline_stages')).toEqual(['p1', 'p2']);
+        expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'd']);
       }));
   });
 
@@ -179,7 +221,7 @@ export function storeSuite(h: StoreHarness): void {
         },
         { treatments: { email: 'hash' } },
       );
-      const err = await failure(() => h.open('treat', { treatments: {} }));
+      const err = await connectorFailure(() => h.open('treat', { treatments: {} }));
       expect(err.failureType).toBe('config_error');
       expect(err.message).toMatch(/other personal-data treatments than this config's \(email: hash then, keep now\)/);
       await withStore('treat', async () => {}, { treatments: { email: 'hash' } });

@@ -24,6 +24,9 @@ export type DuckdbInstance = import('@duckdb/node-api').DuckDBInstance;
 
 let driver: Promise<DuckdbModule> | undefined;
 
+/** The WAL size past which DuckDB copies it into the file during a run (see openDuckdb). */
+const WAL_COPY_THRESHOLD = '1GB';
+
 /** The driver, imported once; a missing one (or a binary that cannot load here) is a config_error naming it. */
 export function loadDuckdbDriver(): Promise<DuckdbModule> {
   driver ??= import('@duckdb/node-api').catch((err: unknown) => {
@@ -68,7 +71,12 @@ export async function openDuckdb(target: DuckdbTarget): Promise<{ instance: Duck
     throw duckdbOpenError(err, target);
   }
   try {
-    return { instance, connection: await instance.connect(), duckdb };
+    const connection = await instance.connect();
+    // DuckDB copies its WAL into the file past 16 MB by default, rewriting every row group a group of
+    // updates touched: for updates spread over a large table, the whole table again at each copy.
+    // The run's WAL is copied once, when the store closes (store.ts), or replayed by the next open.
+    await connection.run(`SET checkpoint_threshold = '${WAL_COPY_THRESHOLD}'`);
+    return { instance, connection, duckdb };
   } catch (err) {
     instance.closeSync();
     throw duckdbOpenError(err, target);

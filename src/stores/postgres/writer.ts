@@ -8,7 +8,7 @@
  */
 import type { Client } from 'pg';
 import type { ConnectorError } from '../../errors.js';
-import { quoteIdent, type StoreKind } from '../columns.js';
+import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
@@ -40,16 +40,11 @@ export class PostgresSql implements StoreSql {
     this.schema = target.schema;
   }
 
+  readonly textOf = textOf;
+  readonly instantOf = instantOf;
+
   qualified(table: string): string {
     return qualified(this.schema, table);
-  }
-
-  textOf(kind: StoreKind, expr: string): string {
-    return textOf(kind, expr);
-  }
-
-  instantOf(kind: StoreKind, expr: string): string {
-    return instantOf(kind, expr);
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
@@ -59,6 +54,12 @@ export class PostgresSql implements StoreSql {
 
   async any(sql: string): Promise<boolean> {
     return (await this.client.query(sql)).rows.length > 0;
+  }
+
+  /** `INSERT ... ON CONFLICT DO UPDATE`: one statement (a MERGE is slower on PostgreSQL for this). */
+  upsertSql(table: string, stage: string, columns: readonly string[], key: string): string[] {
+    const updates = [...columns, '"_synced_at"'].filter((n) => n !== key).map((n) => `${n} = EXCLUDED.${n}`);
+    return [`INSERT INTO ${table} (${columns.join(', ')}, "_synced_at") SELECT ${columns.join(', ')}, now() FROM ${stage} ON CONFLICT (${key}) DO UPDATE SET ${updates.join(', ')}`];
   }
 
   async createStage(stage: StageTable): Promise<void> {

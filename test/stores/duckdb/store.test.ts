@@ -8,12 +8,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorError } from '../../../src/errors.js';
 import { rawNumber } from '../../../src/json/exact-json.js';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
 import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
 import { ROOT, tempDir } from '../../helpers/cli.js';
-import { checkpoint, contact } from '../records.js';
+import { checkpoint, connectorFailure, contact } from '../records.js';
 import { storeSuite, type SuiteStore } from '../store-suite.js';
 
 let dir: string;
@@ -35,15 +34,6 @@ async function rows(store: DuckdbStore, sql: string): Promise<Record<string, unk
   return reader.getRowObjectsJS() as Record<string, unknown>[];
 }
 
-async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
-  try {
-    await run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectorError);
-    return err as ConnectorError;
-  }
-  throw new Error('no error');
-}
 
 storeSuite({
   open: (name, options = {}) => DuckdbStore.open(target(name), options),
@@ -148,7 +138,7 @@ describe('one writer per file', () => {
     const holder = writerProcess(path, 'hold');
     try {
       await said(holder, 'open');
-      const err = await failure(() => DuckdbStore.open(target('locked')));
+      const err = await connectorFailure(() => DuckdbStore.open(target('locked')));
       expect(err.failureType).toBe('transient_error');
       expect(err.message).toContain(`Another process is writing the DuckDB file "${path}" (pid ${holder.pid}`);
       expect(err.message).toMatch(/Run again once it has finished \(exit 75/);

@@ -7,10 +7,10 @@
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorError } from '../../../src/errors.js';
 import { connectPostgres } from '../../../src/stores/postgres/connection.js';
 import { postgresError } from '../../../src/stores/postgres/faults.js';
 import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/target.js';
+import { connectorFailure } from '../records.js';
 import { adminClient, freshDatabase, startThrowAwayServer, withDatabase, type TestDatabase } from '../../helpers/postgres.js';
 
 function target(url: string, env: NodeJS.ProcessEnv = {}): PostgresTarget {
@@ -19,15 +19,6 @@ function target(url: string, env: NodeJS.ProcessEnv = {}): PostgresTarget {
   return t;
 }
 
-async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
-  try {
-    await run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectorError);
-    return err as ConnectorError;
-  }
-  throw new Error('no error');
-}
 
 function withPassword(url: string, password: string): string {
   const u = new URL(url);
@@ -57,7 +48,7 @@ describe('connectPostgres', () => {
   it('a wrong password is a config_error naming role and host, with no password in it', async () => {
     const wrong = 'Wr0ng-Secret-Value';
     const t = target(withPassword(db.url, wrong));
-    const err = await failure(() => connectPostgres(t));
+    const err = await connectorFailure(() => connectPostgres(t));
     expect(err.failureType).toBe('config_error');
     expect(err.message).toMatch(/refused the login of role "postgres" on 127\.0\.0\.1:\d+: wrong password/);
     for (const text of [err.message, err.internal ?? '', String((err.cause as Error | undefined)?.message ?? '')]) expect(text).not.toContain(wrong);
@@ -69,14 +60,14 @@ describe('connectPostgres', () => {
     const u = new URL(db.url);
     const wrong = 'An0ther-Wrong-One';
     u.password = '';
-    const err = await failure(() => connectPostgres(target(u.toString(), { PGPASSWORD: wrong })));
+    const err = await connectorFailure(() => connectPostgres(target(u.toString(), { PGPASSWORD: wrong })));
     expect(err.failureType).toBe('config_error');
     expect(err.message).not.toContain(wrong);
     expect(err.message).toContain('postgres:***@');
   });
 
   it('a missing database is a config_error naming it', async () => {
-    const err = await failure(() => connectPostgres(target(withDatabase(db.url, 'no_such_db'))));
+    const err = await connectorFailure(() => connectPostgres(target(withDatabase(db.url, 'no_such_db'))));
     expect(err.failureType).toBe('config_error');
     expect(err.message).toMatch(/The database "no_such_db" does not exist on 127\.0\.0\.1:\d+/);
     expect(err.message).not.toContain(new URL(db.url).password);
@@ -85,7 +76,7 @@ describe('connectPostgres', () => {
   it('a missing role is a config_error naming it', async () => {
     const u = new URL(db.url);
     u.username = 'nobody_here';
-    const err = await failure(() => connectPostgres(target(u.toString())));
+    const err = await connectorFailure(() => connectPostgres(target(u.toString())));
     expect(err.failureType).toBe('config_error');
     expect(err.message).toContain('role "nobody_here"');
   });
@@ -99,7 +90,7 @@ describe('connectPostgres', () => {
     });
     const u = new URL(db.url);
     u.port = String(port);
-    const err = await failure(() => connectPostgres(target(u.toString())));
+    const err = await connectorFailure(() => connectPostgres(target(u.toString())));
     expect(err.failureType).toBe('transient_error');
     expect(err.message).toMatch(/ECONNREFUSED/);
     expect(err.message).not.toContain(new URL(db.url).password);
@@ -108,7 +99,7 @@ describe('connectPostgres', () => {
   it('sslmode=require against a server without TLS is a config_error; prefer falls back to plain', async () => {
     const require = new URL(db.url);
     require.searchParams.set('sslmode', 'require');
-    const err = await failure(() => connectPostgres(target(require.toString())));
+    const err = await connectorFailure(() => connectPostgres(target(require.toString())));
     expect(err.failureType).toBe('config_error');
     expect(err.message).toMatch(/does not accept TLS, and sslmode=require requires it/);
     const prefer = new URL(db.url);
@@ -120,7 +111,7 @@ describe('connectPostgres', () => {
   it('verify-full without a CA is refused before connecting, as libpq does', async () => {
     const u = new URL(db.url);
     u.searchParams.set('sslmode', 'verify-full');
-    const err = await failure(() => connectPostgres(target(u.toString(), { HOME: '/nonexistent' })));
+    const err = await connectorFailure(() => connectPostgres(target(u.toString(), { HOME: '/nonexistent' })));
     expect(err.failureType).toBe('config_error');
     expect(err.message).toMatch(/no CA was given/);
   });
@@ -154,7 +145,7 @@ describe('connectPostgres', () => {
       const raw = await client.query('SELECT 1').then(() => undefined, (e: unknown) => e);
       expect(postgresError(raw, t, 'writing to').failureType).toBe('transient_error');
       await client.end().catch(() => {});
-      const again = await failure(() => connectPostgres(t));
+      const again = await connectorFailure(() => connectPostgres(t));
       expect(again.failureType).toBe('transient_error');
     } finally {
       if (!stopped) await server.stop();

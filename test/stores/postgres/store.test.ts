@@ -14,7 +14,7 @@ import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
 import { rawNumber } from '../../../src/json/exact-json.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
-import { at, checkpoint, contact } from '../records.js';
+import { at, checkpoint, connectorFailure, contact } from '../records.js';
 import { storeSuite } from '../store-suite.js';
 
 let db: TestDatabase;
@@ -50,15 +50,6 @@ async function closeStore(store: PostgresStore): Promise<void> {
   await store.close();
 }
 
-async function failure(run: () => Promise<unknown>): Promise<ConnectorError> {
-  try {
-    await run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectorError);
-    return err as ConnectorError;
-  }
-  throw new Error('no error');
-}
 
 async function columnTypes(schema: string, table: string): Promise<Record<string, string>> {
   const { rows } = await admin.query<{ column_name: string; data_type: string }>(
@@ -178,7 +169,7 @@ describe('drift in PostgreSQL', () => {
 describe('one writer per schema', () => {
   it('a second run on the same schema is refused at once (75), naming the holder; another schema is not', async () => {
     const first = await openStore('s_lock');
-    const err = await failure(() => PostgresStore.open(target('s_lock')));
+    const err = await connectorFailure(() => PostgresStore.open(target('s_lock')));
     expect(err.failureType).toBe('transient_error');
     expect(err.message).toMatch(new RegExp(`Another replicate run is writing the schema "s_lock" of postgresql://postgres:\\*\\*\\*@127\\.0\\.0\\.1:\\d+/${db.name}\\?sslmode=disable \\("source-data-read replicate pid ${process.pid} on [^"]+", server pid \\d+, from 127\\.0\\.0\\.1`));
     expect(err.message).not.toContain(new URL(db.url).password);
@@ -198,7 +189,7 @@ describe('one writer per schema', () => {
     await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
     await openStore('s_lock_kill');
     // The first run's next write fails as transient: its connection is gone, and with it its open transaction.
-    const err = await failure(() => first.commit(checkpoint('contacts', [contact('x', 1)], 1)));
+    const err = await connectorFailure(() => first.commit(checkpoint('contacts', [contact('x', 1)], 1)));
     expect(err.failureType).toBe('transient_error');
   });
 });
@@ -254,7 +245,7 @@ describe('transactions', () => {
     expect(await ids(schema, 'contacts')).toEqual([]);
     expect(await ids(schema, 'stage_events')).toEqual(['e1']);
     expect([...(await store.loadStates()).keys()]).toEqual(['stage_events']);
-    const err = await failure(() => store.commit(checkpoint('contacts', [contact('ok', 2)], 2)));
+    const err = await connectorFailure(() => store.commit(checkpoint('contacts', [contact('ok', 2)], 2)));
     expect(err.message).toMatch(/An earlier checkpoint of contacts could not be written .*refused bad/);
     await store.commit(checkpoint('stage_events', [{ id: 'e2', contact_id: 'ok', created_at: at(2) }], 2));
     expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
