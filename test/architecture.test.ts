@@ -42,11 +42,12 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
   faces: ['engine', 'progress', 'core', 'schemas'],
   'faces/airbyte': ['faces', 'engine', 'progress', 'core', 'schemas'],
   'faces/singer': ['faces', 'engine', 'progress', 'core', 'schemas'],
-  'faces/replica': ['faces', 'engine', 'progress', 'core', 'schemas'],
-  /** src/stores/*.ts: what the PostgreSQL and DuckDB stores share (the target, typed columns and drift, rows). */
-  stores: ['core', 'schemas'],
-  'stores/postgres': ['stores', 'core', 'schemas'],
-  'stores/duckdb': ['stores', 'core', 'schemas'],
+  /** The replica's command opens its store: the SQLite file, or (by import()) a PostgreSQL or DuckDB store. */
+  'faces/replica': ['faces', 'stores', 'stores/postgres', 'stores/duckdb', 'engine', 'progress', 'core', 'schemas'],
+  /** src/stores/*.ts: what the stores share (the Store interface, the target, typed columns and drift, rows); the engine's types of states and records. */
+  stores: ['engine', 'core', 'schemas'],
+  'stores/postgres': ['stores', 'engine', 'core', 'schemas'],
+  'stores/duckdb': ['stores', 'engine', 'core', 'schemas'],
   cli: ['faces', 'faces/airbyte', 'faces/singer', 'faces/replica', 'engine', 'pipes', 'core', 'schemas'],
   emulator: ['schemas'],
 };

@@ -9,7 +9,10 @@
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
 import { findDeletionLog, type StreamDefinition } from '../streams.js';
 import { evolveLayout, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
+import type { CommitResult } from './store.js';
 import type { Data } from './values.js';
+
+export type { StoreCheckpoint } from './store.js';
 
 /** The layout each stream table was written with (and the drift a run saw): `stream`, `layout` (JSON). */
 export const TABLES_TABLE = '_replica_tables';
@@ -17,16 +20,12 @@ export const TABLES_TABLE = '_replica_tables';
 export const STATE_TABLE = '_replica_state';
 /** The ids a full read returned so far (only while one is under way): `stream`, `id`. */
 export const FULL_READ_TABLE = '_replica_full_read';
-/** The store's own facts: `key`, `value` (FORMAT_KEY, TREATMENTS_KEY, ACCOUNT_KEY). */
+/** The store's own facts: `key`, `value` (FORMAT_KEY, and the run's facts: store.ts, StoreFacts). */
 export const METADATA_TABLE = '_replica_metadata';
 
 /** The version of the tables' layout; a store written by a later version is refused. */
 export const FORMAT_KEY = 'format_version';
 export const STORE_FORMAT_VERSION = 1;
-/** The personal-data treatments the store was built with (JSON). */
-export const TREATMENTS_KEY = 'personal_data';
-/** The account the store was built from (JSON; written and checked by the account binding). */
-export const ACCOUNT_KEY = 'account';
 
 /** A stream's table, as a writer needs to know it. */
 export interface StoreTableSpec {
@@ -37,30 +36,8 @@ export interface StoreTableSpec {
   readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
 }
 
-/** One engine checkpoint of one stream. */
-export interface StoreCheckpoint {
-  readonly stream: string;
-  /** The records, as the pipeline gives them (treated). */
-  readonly records: readonly Data[];
-  /** The stream's state, as JSON text. */
-  readonly state: string;
-  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
-  readonly replaceAll: boolean;
-  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
-  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
-}
-
-export interface StoreCommitResult {
-  /** Rows written. */
-  readonly upserted: number;
-  /** Upserts skipped because the object was deleted at or after the record's cursor. */
-  readonly skippedDeleted: number;
-  /** Rows deleted by deletion records. */
-  readonly deletedRows: number;
-  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
-  readonly unknownTypes: readonly (readonly [string, string])[];
-  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
-  readonly sweptRows: number;
+/** What a committed checkpoint did, with what the PostgreSQL and DuckDB stores add. */
+export interface StoreCommitResult extends CommitResult {
   /** Fields whose values did not fit their columns in this checkpoint (kept in `_extra`; their columns change at the next open). */
   readonly drift: readonly string[];
 }

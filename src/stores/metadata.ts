@@ -1,13 +1,13 @@
 /**
- * The store's own facts, kept in its metadata table beside the tables
- * (checkpoint.ts names the keys): the format version of its layout, the
- * personal-data treatments it was built with, the account it was built
- * from. Checked when the store opens, under the writer lock, before
- * anything in it changes.
+ * The store's own facts, kept in its metadata table beside the tables: the
+ * format version of its layout (checkpoint.ts), and the run's facts
+ * (store.ts, StoreFacts: the account, the personal-data treatments).
+ * Checked when the store opens, under the writer lock, before anything in
+ * it changes.
  */
 import { ConfigError } from '../errors.js';
-import { treatmentDifferences } from '../personal-data/treatments.js';
-import { STORE_FORMAT_VERSION } from './checkpoint.js';
+import { FORMAT_KEY, STORE_FORMAT_VERSION } from './checkpoint.js';
+import type { StoreFacts, StoreNote } from './store.js';
 
 /** The refusal of a store written by a later version of the connector (its tables may be laid out otherwise). */
 export function refuseLaterFormat(display: string, stored: string | undefined): void {
@@ -21,26 +21,10 @@ export function refuseLaterFormat(display: string, stored: string | undefined): 
   );
 }
 
-/**
- * The refusal of a store built with other personal-data treatments than this
- * run's: rows treated both ways would sit side by side unnoticed (raw
- * e-mails beside tokens, or tokens of two keys that never join). `stored`:
- * the store's treatments (JSON text); undefined for a new store, and a
- * store with tables but none recorded counts as all kept.
- */
-export function refuseOtherTreatments(display: string, stored: string | undefined, treatments: Readonly<Record<string, string>>, hasTables: boolean): void {
-  let was: Record<string, string> | undefined;
-  if (stored !== undefined) {
-    const parsed: unknown = JSON.parse(stored);
-    was = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, string>) : {};
-  } else if (hasTables) was = {};
-  if (was === undefined) return;
-  const differences = treatmentDifferences(was, treatments);
-  if (differences.length === 0) return;
-  throw new ConfigError(
-    `The store ${display} was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
-      'Its rows would mix values treated both ways. Nothing was changed in it. ' +
-      'Restore the treatments it was built with, or replicate into another schema or file (--schema, --db).',
-    { field: 'field_treatments' },
-  );
+/** The facts a run records in a store, and what to say, once `facts` accepted what the store holds (a new store holds none). */
+export function checkFacts(facts: StoreFacts | undefined, stored: ReadonlyMap<string, string>, written: boolean): { record: ReadonlyMap<string, string>; notes: readonly StoreNote[] } {
+  if (facts === undefined) return { record: new Map(), notes: [] };
+  const { record, notes } = facts.check(new Map([...stored].filter(([key]) => key !== FORMAT_KEY)), written);
+  if (record.has(FORMAT_KEY)) throw new Error(`${FORMAT_KEY} is the store's own fact`);
+  return { record, notes };
 }

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { rawNumber } from '../../src/json/exact-json.js';
 import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
+import type { StoreFacts } from '../../src/stores/store.js';
+import { replicaFacts } from '../../src/faces/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
@@ -17,7 +19,7 @@ export interface SuiteStore {
   write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void>;
   flush(): Promise<void>;
   readRecords(stream: string): Promise<Data[]>;
-  loadStates(): Promise<Map<string, string>>;
+  savedStates(): Promise<Map<string, string>>;
   metadata(key: string): Promise<string | undefined>;
   setMetadata(key: string, value: string): Promise<void>;
   close(): Promise<void>;
@@ -25,7 +27,7 @@ export interface SuiteStore {
 
 export interface StoreHarness {
   /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
-  open(name: string, options?: { treatments?: Readonly<Record<string, string>> }): Promise<SuiteStore>;
+  open(name: string, options?: { facts?: StoreFacts }): Promise<SuiteStore>;
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
@@ -33,11 +35,14 @@ export interface StoreHarness {
 }
 
 
+/** The facts of a run with these treatments (no hash key, no account). */
+const treated = (record: Record<string, string>): { facts: StoreFacts } => ({ facts: replicaFacts('"treat"', { record, key: undefined }) });
+
 export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
-  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { treatments?: Readonly<Record<string, string>> }): Promise<T> {
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts }): Promise<T> {
     const store = await h.open(name, options);
     try {
       return await run(store);
@@ -60,7 +65,7 @@ export function storeSuite(h: StoreHarness): void {
         const back = await store.readRecords('contacts');
         expect(back).toEqual(records);
         expect(JSON.stringify(back)).toBe(JSON.stringify(records));
-        expect(await store.loadStates()).toEqual(new Map([['contacts', JSON.stringify({ resume: { sync_watermark: at(12) } })]]));
+        expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify({ resume: { sync_watermark: at(12) } })]]));
       }));
 
     it('keeps the last record of an id a checkpoint carries twice', () =>
@@ -140,7 +145,7 @@ export function storeSuite(h: StoreHarness): void {
         expect(told.sort()).toEqual(['c1:0', 'c2:3', 's1:1']);
         expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'c']);
         expect((await store.readRecords('contacts')).find((r) => r.id === 'b')?.name).toBe('later');
-        const states = await store.loadStates();
+        const states = await store.savedStates();
         expect(states.get('contacts')).toBe(JSON.stringify({ resume: { sync_watermark: at(2) } }));
         expect(states.get('stage_events')).toBe(JSON.stringify({ resume: { sync_watermark: at(1) } }));
       }));
@@ -219,12 +224,12 @@ export function storeSuite(h: StoreHarness): void {
           await store.setMetadata('account', JSON.stringify({ account_name: 'acme' }));
           expect(await store.metadata('account')).toBe('{"account_name":"acme"}');
         },
-        { treatments: { email: 'hash' } },
+        treated({ email: 'hash' }),
       );
-      const err = await connectorFailure(() => h.open('treat', { treatments: {} }));
+      const err = await connectorFailure(() => h.open('treat', treated({})));
       expect(err.failureType).toBe('config_error');
       expect(err.message).toMatch(/other personal-data treatments than this config's \(email: hash then, keep now\)/);
-      await withStore('treat', async () => {}, { treatments: { email: 'hash' } });
+      await withStore('treat', async () => {}, treated({ email: 'hash' }));
     });
   });
 }

@@ -14,59 +14,8 @@ import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
 import { findDeletionLog, type StreamDefinition } from '../../streams.js';
 
-/** One engine checkpoint of one stream, as a store takes it. */
-export interface StoreCheckpoint {
-  readonly stream: string;
-  /** The records, as the pipeline gave them. */
-  readonly records: readonly Data[];
-  /** The stream's state, as JSON text. */
-  readonly state: string;
-  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
-  readonly replaceAll: boolean;
-  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
-  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
-}
-
-/** What a committed checkpoint did. */
-export interface CommitResult {
-  /** Rows written. */
-  readonly upserted: number;
-  /** Upserts skipped because the object was deleted at or after the record's cursor. */
-  readonly skippedDeleted: number;
-  /** Rows deleted by deletion records. */
-  readonly deletedRows: number;
-  /** Deletion records whose object type names no replicated stream: [object type as JSON text, deletion id]. */
-  readonly unknownTypes: readonly (readonly [string, string])[];
-  /** Rows removed because the full read they belong to did not return them (its last checkpoint). */
-  readonly sweptRows: number;
-}
-
-/**
- * Where the replica's checkpoints go: the SQLite file (SqliteStore), a
- * PostgreSQL schema or a DuckDB file. A store is opened by its own module
- * (its writer lock taken, a store of another account or other treatments
- * refused, each stream's table made or changed to the run's columns) and
- * says what opening did in `notes`.
- */
-export interface Store {
-  /** What opening did that the run says (a lock taken over, the account bound, tables migrated). */
-  readonly notes: readonly { readonly level: LogLevel; readonly message: string }[];
-  /** The state saved by each stream's last committed checkpoint. */
-  loadStates(): Promise<Map<string, StreamState>>;
-  /**
-   * Take one checkpoint: written whole, or refused (thrown) with nothing of
-   * it written. `committed` is told its result once it is committed: never
-   * when its transaction is lost (a failed commit, a writer lock taken over).
-   * A promise is awaited (backpressure).
-   */
-  write(checkpoint: StoreCheckpoint, committed?: (result: CommitResult) => void): void | Promise<void>;
-  /** Commit everything taken so far; rejects when a commit failed. */
-  flush(): Promise<void>;
-  /** The run is done: commit what is taken, give the lock back (with the last commit); the rows in each stream's table. */
-  finish(): Promise<Map<string, number>>;
-  /** Close (committing what is taken, if the store can still commit); again is nothing. */
-  close(): Promise<void>;
-}
+export type { CommitResult, Store, StoreCheckpoint } from '../../stores/store.js';
+import type { CommitResult, Store, StoreCheckpoint } from '../../stores/store.js';
 
 /** What a stream's committed checkpoints did (the records received are the pipeline's count). */
 export interface StreamTally {

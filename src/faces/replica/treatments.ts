@@ -112,6 +112,12 @@ export function runTreatments(plan: TreatmentPlan, hashKey: string | undefined):
   return { record, key: hashing && hashKey !== undefined ? new HashKeyCheck(hashKey) : undefined };
 }
 
+/** The treatments as a replica records them: the record, with a new fingerprint of the key when something is hashed. */
+export function recordedForm(treatments: RunTreatments): Record<string, string> {
+  const { key } = treatments;
+  return key === undefined ? { ...treatments.record } : { ...treatments.record, [KEY_ENTRY]: key.fingerprint() };
+}
+
 /** What differs between the treatments a replica was built with and those of this run, in words; empty when none. */
 export function treatmentDifferences(stored: Readonly<Record<string, string>>, now: RunTreatments): string[] {
   const out: string[] = [];
@@ -193,8 +199,7 @@ export function recordTreatments(db: DatabaseSync, path: string, treatments: Run
   const { key } = treatments;
   if (stored === undefined) {
     // Written when new only: an ordinary run adds no page to the WAL.
-    const record = key === undefined ? treatments.record : { ...treatments.record, [KEY_ENTRY]: key.fingerprint() };
-    db.prepare(`INSERT INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`).run(JSON.stringify(record));
+    db.prepare(`INSERT INTO ${TREATMENTS_TABLE} (id, treatments) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`).run(JSON.stringify(recordedForm(treatments)));
     return undefined;
   }
   if (key === undefined || !isOldFingerprint(stored.treatments[KEY_ENTRY])) return undefined;

@@ -12,8 +12,11 @@ import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, TREATMENTS_KEY, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
-import { refuseLaterFormat, refuseOtherTreatments } from '../metadata.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { checkFacts, refuseLaterFormat } from '../metadata.js';
+import { changeNotes, parseSavedStates } from '../notes.js';
+import type { Store, StoreFacts, StoreNote } from '../store.js';
+import type { StreamState } from '../../engine/state.js';
 import type { DuckdbTarget } from '../target.js';
 import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
@@ -24,7 +27,8 @@ import { GroupWriter, type GroupOptions } from '../group-writer.js';
 export interface DuckdbStoreOptions {
   readonly streams?: readonly StreamDefinition[];
   readonly schemas?: StreamSchemas;
-  readonly treatments?: Readonly<Record<string, string>>;
+  /** The run's facts (the account, the treatments), checked and recorded before anything changes. */
+  readonly facts?: StoreFacts;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
   readonly groups?: GroupOptions;
 }
@@ -34,17 +38,20 @@ async function metadataOf(connection: DuckdbConnection, schema: string, key: str
   return rows[0] === undefined ? undefined : String(rows[0].value);
 }
 
-export class DuckdbStore {
+export class DuckdbStore implements Store {
   readonly target: DuckdbTarget;
   private readonly instance: DuckdbInstance;
   private readonly connection: DuckdbConnection;
   readonly tables: readonly StoreTableSpec[];
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
+  /** What opening did that the run says (the facts' notes, the tables changed). */
+  readonly notes: readonly StoreNote[];
   private readonly writer: GroupWriter;
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[]) {
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[]) {
+    this.notes = [...notes, ...changeNotes(target.display, changes, [])];
     this.target = target;
     this.instance = instance;
     this.connection = connection;
@@ -57,24 +64,26 @@ export class DuckdbStore {
     const { instance, connection, duckdb } = await openDuckdb(target);
     try {
       const schema = target.schema;
+      let held = new Map<string, string>();
+      let written = false;
       if (await storeExists(connection, schema)) {
-        refuseLaterFormat(target.display, await metadataOf(connection, schema, FORMAT_KEY));
-        if (options.treatments !== undefined) {
-          const tables = await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`);
-          refuseOtherTreatments(`"${target.path}"`, await metadataOf(connection, schema, TREATMENTS_KEY), options.treatments, tables.length > 0);
-        }
+        const rows = await rowsOf(connection, `SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
+        held = new Map(rows.map((r) => [String(r.key), String(r.value)]));
+        refuseLaterFormat(target.display, held.get(FORMAT_KEY));
+        written = (await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
       }
+      const facts = checkFacts(options.facts, held, written);
       await createBookkeeping(connection, schema);
       const stored = await storedLayouts(connection, schema, parseStoreLayout);
       const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored);
       const opened = await openTables(connection, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-      if (options.treatments !== undefined) {
-        await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
+      for (const [key, value] of facts.record) {
+        if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
       }
       const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), opened.specs, options.groups);
-      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes);
+      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes, facts.notes);
     } catch (err) {
       connection.closeSync();
       instance.closeSync();
@@ -109,7 +118,13 @@ export class DuckdbStore {
     this.writer.onStreamFailed = listener;
   }
 
-  async loadStates(): Promise<Map<string, string>> {
+  /** The state saved by each stream's last committed checkpoint. */
+  async loadStates(): Promise<Map<string, StreamState>> {
+    return parseSavedStates(this.target.display, await this.savedStates());
+  }
+
+  /** The state (JSON text) saved by each stream's last committed checkpoint. */
+  async savedStates(): Promise<Map<string, string>> {
     const rows = await rowsOf(this.connection, `SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
     return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
   }
@@ -145,6 +160,12 @@ export class DuckdbStore {
       });
     const rows = await rowsOf(this.connection, `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`);
     return rows.map((row) => decodeRow(layout, numbersAsJs(layout, row as Record<string, ReadCell>)));
+  }
+
+  /** The run is done: commit what is gathered; the rows in each stream's table. */
+  async finish(): Promise<Map<string, number>> {
+    await this.writer.flush();
+    return this.rowCounts();
   }
 
   /** The connection, for what a caller must do on it (tests, checks). */

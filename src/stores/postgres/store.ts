@@ -17,8 +17,11 @@ import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TREATMENTS_KEY, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
-import { refuseLaterFormat, refuseOtherTreatments } from '../metadata.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { checkFacts, refuseLaterFormat } from '../metadata.js';
+import { changeNotes, parseSavedStates } from '../notes.js';
+import type { Store, StoreFacts, StoreNote } from '../store.js';
+import type { StreamState } from '../../engine/state.js';
 import type { PostgresTarget } from '../target.js';
 import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
@@ -34,8 +37,8 @@ export interface PostgresStoreOptions {
   readonly streams?: readonly StreamDefinition[];
   /** Each stream's record schema (merged with the service's description); default: the built-in ones. */
   readonly schemas?: StreamSchemas;
-  /** The run's personal-data treatments: a store built with others is refused. Undefined: not checked. */
-  readonly treatments?: Readonly<Record<string, string>>;
+  /** The run's facts (the account, the treatments), checked and recorded under the lock before anything changes. */
+  readonly facts?: StoreFacts;
   /** Take the writer lock (default true: every writing run does). */
   readonly lock?: boolean;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
@@ -47,12 +50,17 @@ async function metadataOf(client: Client, schema: string, key: string): Promise<
   return rows[0]?.value;
 }
 
+async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
+  const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
+  return new Map(rows.map((r) => [r.key, r.value]));
+}
+
 async function hasTables(client: Client, schema: string): Promise<boolean> {
   const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, '_replica_tables')} LIMIT 1`);
   return rows.length > 0;
 }
 
-export class PostgresStore {
+export class PostgresStore implements Store {
   readonly target: PostgresTarget;
   private readonly client: Client;
   readonly tables: readonly StoreTableSpec[];
@@ -60,6 +68,8 @@ export class PostgresStore {
   readonly changes: readonly string[];
   /** Changes left for the next run because a reader held a table (in words). */
   readonly postponed: readonly string[];
+  /** What opening did that the run says (the facts' notes, the tables changed). */
+  readonly notes: readonly StoreNote[];
   private readonly writer: GroupWriter;
   private locked: boolean;
   private closed = false;
@@ -73,7 +83,9 @@ export class PostgresStore {
     postponed: string[],
     locked: boolean,
     groups: GroupOptions | undefined,
+    notes: readonly StoreNote[],
   ) {
+    this.notes = [...notes, ...changeNotes(target.display, changes, postponed)];
     this.target = target;
     this.client = client;
     this.tables = tables;
@@ -94,22 +106,25 @@ export class PostgresStore {
         locked = true;
       }
       const schema = target.schema;
+      let held = new Map<string, string>();
+      let written = false;
       if (await storeExists(client, schema)) {
-        refuseLaterFormat(target.display, await metadataOf(client, schema, FORMAT_KEY));
-        if (options.treatments !== undefined) {
-          refuseOtherTreatments(target.display, await metadataOf(client, schema, TREATMENTS_KEY), options.treatments, await hasTables(client, schema));
-        }
+        held = await allMetadata(client, schema);
+        refuseLaterFormat(target.display, held.get(FORMAT_KEY));
+        written = await hasTables(client, schema);
       }
+      const facts = checkFacts(options.facts, held, written);
       await createBookkeeping(client, schema);
       const stored = await storedLayouts(client, schema, parseStoreLayout);
       const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored);
       const opened = await openTables(client, driver, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-      if (options.treatments !== undefined) {
-        await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [TREATMENTS_KEY, JSON.stringify(options.treatments)]);
+      for (const [key, value] of facts.record) {
+        if (held.get(key) === value) continue;
+        await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value]);
       }
-      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups);
+      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups, facts.notes);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');
@@ -147,8 +162,13 @@ export class PostgresStore {
     this.writer.onStreamFailed = listener;
   }
 
+  /** The state saved by each stream's last committed checkpoint (a state the store holds that is not one is a config_error naming it). */
+  async loadStates(): Promise<Map<string, StreamState>> {
+    return parseSavedStates(this.target.display, await this.savedStates());
+  }
+
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
-  async loadStates(): Promise<Map<string, string>> {
+  async savedStates(): Promise<Map<string, string>> {
     try {
       const { rows } = await this.client.query<{ stream: string; state: string }>(`SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
       return new Map(rows.map((r) => [r.stream, r.state]));
@@ -202,6 +222,16 @@ export class PostgresStore {
       `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`,
     );
     return rows.map((row) => decodeRow(layout, row));
+  }
+
+  /** The run is done: commit what is gathered, give the lock back; the rows in each stream's table. */
+  async finish(): Promise<Map<string, number>> {
+    await this.writer.flush();
+    try {
+      return await this.rowCounts();
+    } catch (err) {
+      throw postgresError(err, this.target, 'reading');
+    }
   }
 
   /** The driver's session, for what a caller must do on it (tests, checks). */

@@ -161,7 +161,7 @@ describe('a writer killed at any moment', () => {
       await killed(writer);
       const store = await DuckdbStore.open(target('killed'));
       try {
-        const state = JSON.parse((await store.loadStates()).get('stage_events') ?? '{}') as { run: number; n: number };
+        const state = JSON.parse((await store.savedStates()).get('stage_events') ?? '{}') as { run: number; n: number };
         expect(state.run).toBe(run);
         written.push(state.n + 1);
         // Every run's rows are exactly its committed checkpoints, whole: none half-written, none past the state.

@@ -227,7 +227,7 @@ describe('transactions', () => {
     await closeStore(store);
     // The next run resumes from that commit.
     const next = await openStore(schema);
-    expect((await next.loadStates()).get('contacts')).toBe(JSON.stringify({ resume: { sync_watermark: at(1) } }));
+    expect((await next.savedStates()).get('contacts')).toBe(JSON.stringify({ resume: { sync_watermark: at(1) } }));
   });
 
   it('a stream the server refuses (a trigger someone added) is rolled back whole and stops; its group is written again without it', async () => {
@@ -244,7 +244,7 @@ describe('transactions', () => {
     expect(failed).toEqual([expect.stringMatching(/^contacts: .*refused bad/)]);
     expect(await ids(schema, 'contacts')).toEqual([]);
     expect(await ids(schema, 'stage_events')).toEqual(['e1']);
-    expect([...(await store.loadStates()).keys()]).toEqual(['stage_events']);
+    expect([...(await store.savedStates()).keys()]).toEqual(['stage_events']);
     const err = await connectorFailure(() => store.commit(checkpoint('contacts', [contact('ok', 2)], 2)));
     expect(err.message).toMatch(/An earlier checkpoint of contacts could not be written .*refused bad/);
     await store.commit(checkpoint('stage_events', [{ id: 'e2', contact_id: 'ok', created_at: at(2) }], 2));
