@@ -22,8 +22,10 @@ Usage:
   source-data-read check    --config CONFIG.json
   source-data-read discover --config CONFIG.json
   source-data-read read     --config CONFIG.json --catalog CATALOG.json [--state STATE.json] [--summary FILE]
-  source-data-read replicate --config CONFIG.json --db REPLICA.db [--summary FILE]
-                            (a local SQLite replica; state kept in it; one writer at a time)
+  source-data-read replicate --config CONFIG.json --db TARGET [--schema NAME] [--summary FILE]
+                            (a replica with its state kept in it; one writer at a time. TARGET:
+                            a SQLite file (replica.db), a postgresql://user@host/db URL (PG* variables
+                            honoured; --schema default data_read) or a DuckDB file (x.duckdb, duckdb:PATH))
   source-data-read --version | --help
 
 stdout carries Airbyte protocol messages only, one JSON object a line, logs as LOG messages.
@@ -37,7 +39,7 @@ every STATE written before it is safe to resume from. check exits 0 with CONNECT
 ${exitStatusHelp(true)}`;
 
 const ARGS: ArgsSpec = {
-  values: { config: 'a file path', catalog: 'a file path', state: 'a file path', db: 'a file path', summary: 'a file path' },
+  values: { config: 'a file path', catalog: 'a file path', state: 'a file path', db: 'a file path or a postgresql:// URL', schema: 'a schema name', summary: 'a file path' },
   switches: ['help', 'version'],
   positionals: 1,
 };
@@ -72,6 +74,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
   if (report === undefined && args.values.has('summary')) throw new UsageError(`--summary is an option of read and replicate, not of ${command}.`);
+  if (command !== 'replicate' && args.values.has('schema')) throw new UsageError(`--schema is an option of replicate, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
     if (value === undefined) throw new UsageError(`${command} needs --${flag} FILE`);
@@ -82,7 +85,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
       throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
     const replica = await import('../faces/replica/command.js');
-    return replica.replicate({ logger, report, signal, beforeExit: (code) => end.finish(code), lock: testing.replicaLock }, need('config'), need('db'));
+    return replica.replicate({ logger, report, signal, beforeExit: (code) => end.finish(code), lock: testing.replicaLock }, need('config'), need('db'), lastValue(args, 'schema'));
   }
   const airbyte = await import('../faces/airbyte/commands.js');
   const ctx = { out, logger, signal, report };

@@ -93,6 +93,8 @@ export interface RunOptions {
   readonly killAfterStderrBytes?: number;
   readonly env?: NodeJS.ProcessEnv;
   readonly timeoutMs?: number;
+  /** Told the stderr carried so far, at each chunk (to start something once the run says a line). */
+  readonly onStderr?: (stderr: string) => void;
 }
 
 /** Run `source-data-read replicate`, maybe killing it with SIGKILL part-way. */
@@ -116,6 +118,7 @@ export function replicate(configPath: string, dbPath: string, options: RunOption
       err.push(b);
       errBytes += b.length;
       if (options.killAfterStderrBytes !== undefined && errBytes >= options.killAfterStderrBytes) kill();
+      options.onStderr?.(Buffer.concat(err).toString('utf8'));
     });
     const killTimer = options.killAfterMs === undefined ? undefined : setTimeout(kill, options.killAfterMs);
     const guard = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);

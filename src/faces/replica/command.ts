@@ -16,6 +16,13 @@
  * After a pause longer than the service keeps
  * deletions, contacts and conversations are first read in full and the rows
  * the service no longer has removed (heal.ts), with one WARN.
+ *
+ * `--db` may name another store (stores/target.ts): a `postgresql://` URL (a
+ * schema of a PostgreSQL database, `--schema`, default data_read) or a
+ * DuckDB file (`duckdb:PATH` or `*.duckdb`). The same sink writes into it
+ * with the same promises (stores/store.ts); its module and driver are
+ * loaded by import() only then, and the URL's password is a secret of the
+ * run's logger (every line shows it as ***).
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../../config/config.js';
@@ -37,6 +44,9 @@ import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
 import { assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
+import { parseStoreTarget, type StoreTarget } from '../../stores/target.js';
+import type { Store } from '../../stores/store.js';
+import { replicaFacts } from './store-facts.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
@@ -92,13 +102,33 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<st
   return `${parts.join(', ')}${deletions}`;
 }
 
-/** Parse the config and refuse a --db that cannot be written, before any request and without creating anything. */
-function prepare(logger: StderrLogger, configPath: string, dbPath: string): Config {
+/**
+ * Parse the config and the target, and refuse a SQLite --db that cannot be
+ * written, before any request and without creating anything. A password the
+ * target holds is hidden from every line logged from then on.
+ */
+function prepare(logger: StderrLogger, configPath: string, db: string, schema: string | undefined): { config: Config; target: StoreTarget } {
+  const target = parseStoreTarget(db, schema);
+  for (const secret of target.secrets) logger.addSecret(secret);
   const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
   for (const w of loaded.warnings) logger.log('WARN', w);
-  assertWritable(dbPath);
-  return loaded.config;
+  if (target.kind === 'sqlite') assertWritable(target.path);
+  return { config: loaded.config, target };
 }
+
+/** Open a PostgreSQL or DuckDB store (its module, and its driver, loaded now), checking and recording the run's facts. */
+async function openOtherStore(target: Exclude<StoreTarget, { kind: 'sqlite' }>, options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts> }): Promise<Store> {
+  const opening = { streams: STREAMS, schemas: options.schemas, facts: options.facts };
+  if (target.kind === 'postgres') {
+    const { PostgresStore } = await import('../../stores/postgres/store.js');
+    return PostgresStore.open(target, opening);
+  }
+  const { DuckdbStore } = await import('../../stores/duckdb/store.js');
+  return DuckdbStore.open(target, opening);
+}
+
+/** The store the run opened: the SQLite file (written by the replica's own writer), or another store. */
+type Opened = { readonly file: ReplicaStore; readonly other?: undefined } | { readonly file?: undefined; readonly other: Store };
 
 /**
  * The account is checked (the run's own client: its full retry and rate-limit
@@ -109,9 +139,9 @@ function prepare(logger: StderrLogger, configPath: string, dbPath: string): Conf
 async function openRun(
   logger: StderrLogger,
   config: Config,
-  dbPath: string,
+  target: StoreTarget,
   { report, signal, lock = {} }: ReplicateContext,
-): Promise<{ session: SyncSession; store: ReplicaStore; account: string } | Refusal> {
+): Promise<({ session: SyncSession; account: string } & Opened) | Refusal> {
   const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report, signal);
   const refuse = async (error: ConnectorError): Promise<Refusal> => {
     report?.fail(error);
@@ -133,14 +163,19 @@ async function openRun(
     const treatments = runTreatments(treatmentPlan(config), config.hash_key);
     // The file belongs to one account: another account's replica is refused untouched, one of none is bound to this one.
     const bound = session.account;
-    const store = new ReplicaStore(dbPath, STREAMS, {
+    if (target.kind !== 'sqlite') {
+      const facts = replicaFacts(target.display, treatments, bound === undefined ? undefined : { account: bound, renamedFrom: config.account_renamed_from });
+      const other = await openOtherStore(target, { schemas: treated, facts });
+      return { session, other, account: account.message };
+    }
+    const store = new ReplicaStore(target.path, STREAMS, {
       lock,
       schemas: treated,
       retype: schemas.source === 'service',
       treatments,
       ...(bound === undefined ? {} : { account: { account: bound, renamedFrom: config.account_renamed_from } }),
     });
-    return { session, store, account: account.message };
+    return { session, file: store, account: account.message };
   } catch (err) {
     return refuse(toConnectorError(err));
   }
@@ -154,7 +189,7 @@ function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<str
 
 const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);
 
-export async function replicate(ctx: ReplicateContext, configPath: string, dbPath: string): Promise<number> {
+export async function replicate(ctx: ReplicateContext, configPath: string, db: string, schema?: string): Promise<number> {
   const { logger, report } = ctx;
   const started = Date.now();
   // Every stream is replicated: a run refused before it reads its states still lists them (skipped).
@@ -162,8 +197,9 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
   // Stopped before the replica is opened (the account check): nothing written yet; the summary says so.
   const stopEarly = onStop(ctx.signal, (signal) => logger.log('WARN', `Interrupted (${signal}) before the replica was opened; nothing was written.`));
   let config: Config;
+  let target: StoreTarget;
   try {
-    config = prepare(logger, configPath, dbPath);
+    ({ config, target } = prepare(logger, configPath, db, schema));
   } catch (err) {
     const error = toConnectorError(err);
     report?.fail(error);
@@ -171,35 +207,40 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     return exitStatusFor(error.failureType);
   }
   report?.setRedact((text) => logger.redact(text));
-  const opened = await openRun(logger, config, dbPath, ctx);
+  const opened = await openRun(logger, config, target, ctx);
   if ('code' in opened) return opened.code;
-  const { session, store: file } = opened;
+  const { session, file } = opened;
+  const where = target.display;
 
   // A stop: writes are synchronous, so it comes between two checkpoints; the writer commits the group
   // it holds (whole checkpoints) on its own, then the run says what it kept (these words come after it).
-  const writer = new ReplicaWriter(file, { signal: ctx.signal });
-  const store = new SqliteStore(file, writer);
+  // Another store's group under way is rolled back by its server (PostgreSQL) or file (DuckDB) as the
+  // process exits: the next run reads it again.
+  const writer = file === undefined ? undefined : new ReplicaWriter(file, { signal: ctx.signal });
+  const store: Store = file === undefined ? opened.other : new SqliteStore(file, writer);
   const sink = new ReplicaSink(store, (level, message) => logger.log(level, message));
   const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   stopEarly();
   onStop(ctx.signal, (signal) => {
     progress.stop();
     reportWritten(report, sink.tallies);
-    file.close();
+    file?.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
   // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
   // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
-  file.onLockLost = () => {
-    progress.stop();
-    writer.abandon();
-    reportWritten(report, sink.tallies);
-    const error = lockLostError(dbPath);
-    report?.fail(error);
-    logger.log('ERROR', error.message);
-    ctx.beforeExit?.(EXIT_TEMPFAIL);
-    process.exit(EXIT_TEMPFAIL);
-  };
+  if (file !== undefined && writer !== undefined) {
+    file.onLockLost = () => {
+      progress.stop();
+      writer.abandon();
+      reportWritten(report, sink.tallies);
+      const error = lockLostError(file.path);
+      report?.fail(error);
+      logger.log('ERROR', error.message);
+      ctx.beforeExit?.(EXIT_TEMPFAIL);
+      process.exit(EXIT_TEMPFAIL);
+    };
+  }
   const observer = progress.observer();
   try {
     for (const note of store.notes) logger.log(note.level, note.message);
@@ -209,7 +250,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     if (config.deletions_as_tombstones) {
       logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
     }
-    logger.log('INFO', `${opened.account} Replicating into ${dbPath}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    logger.log('INFO', `${opened.account} Replicating into ${where}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
     // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
     // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
@@ -248,7 +289,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, dbPat
     const stats = session.stats;
     const totals =
       `${summary(sink.tallies, session.records, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
-      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${dbPath} ${fileSize(dbPath)}.`;
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
       return EXIT_OK;

@@ -1,0 +1,290 @@
+/**
+ * One end-to-end suite for the three stores of `replicate` (SQLite, a
+ * PostgreSQL schema on the tests' real server, a DuckDB file), the same
+ * test code for each, against the emulator: the store equals the service
+ * after a full run and incremental runs with changes and deletions, and
+ * after SIGKILLs at random points; a second writer exits 75 at once; a
+ * field the service adds becomes a column; hashed personal data leaves no
+ * raw value in the tables; the long pause is healed. PostgreSQL alone: a
+ * wrong password (78, no password in any output), a server that cannot be
+ * reached (75).
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ExtraField } from 'data-read-emulator';
+import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
+import { PostgresStore } from '../../../src/stores/postgres/store.js';
+import { parseStoreTarget } from '../../../src/stores/target.js';
+import { replicaStates } from '../../../src/faces/replica/records.js';
+import type { StreamState } from '../../../src/engine/state.js';
+import { LISTS, changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
+import { readDatabase } from '../../helpers/sqlite.js';
+import { withEmulatorAccount } from '../../helpers/suite.js';
+
+const DAY_MS = 86_400_000;
+
+/** A store as the suite sees it: a new one's --db, and what it holds. */
+interface StoreKind {
+  readonly name: 'sqlite' | 'postgres' | 'duckdb';
+  /** The --db of a new, empty store named `label` (in `dir` for a file). */
+  fresh(dir: string, label: string): Promise<string>;
+  /** Every list's records, in the dump's shape and order (each list by id). */
+  dump(db: string): Promise<Record<string, unknown[]>>;
+  /** The state saved by each stream's last commit. */
+  states(db: string): Promise<Map<string, StreamState>>;
+  /** The columns of a table. */
+  columns(db: string, table: string): Promise<string[]>;
+}
+
+/** The databases the PostgreSQL runs made, dropped at the end. */
+const databases: TestDatabase[] = [];
+afterAll(async () => {
+  for (const db of databases.splice(0)) await db.drop();
+});
+
+async function readStore<T>(open: () => Promise<PostgresStore | DuckdbStore>, read: (store: PostgresStore | DuckdbStore) => Promise<T>): Promise<T> {
+  const store = await open();
+  try {
+    return await read(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function asDump(store: PostgresStore | DuckdbStore): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const list of LISTS) out[list] = await store.readRecords(list);
+  return out;
+}
+
+const pgTarget = (url: string) => parseStoreTarget(url, undefined, {});
+const openPg = (url: string) => () => PostgresStore.open(pgTarget(url) as Parameters<typeof PostgresStore.open>[0], { lock: false });
+const openDuck = (path: string) => () => DuckdbStore.open(parseStoreTarget(`duckdb:${path}`, undefined, {}) as Parameters<typeof DuckdbStore.open>[0]);
+
+const STORES: readonly StoreKind[] = [
+  {
+    name: 'sqlite',
+    fresh: async (dir, label) => join(dir, `${label}.db`),
+    dump: async (db) => replicaAsDump(db),
+    states: async (db) => replicaStates(db),
+    columns: async (db, table) => readDatabase(db, (h) => h.prepare(`SELECT name FROM pragma_table_info('${table}')`).all().map((r) => String(r.name))),
+  },
+  {
+    name: 'postgres',
+    fresh: async (_dir, label) => {
+      const db = await freshDatabase(`e2e_${label.replace(/\W/g, '_')}`);
+      databases.push(db);
+      return db.url;
+    },
+    dump: (db) => readStore(openPg(db), asDump),
+    states: (db) => readStore(openPg(db), (s) => s.loadStates()),
+    columns: async (db, table) => {
+      const client = await adminClient(db);
+      try {
+        const { rows } = await client.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_schema = 'data_read' AND table_name = $1", [table]);
+        return rows.map((r) => r.column_name);
+      } finally {
+        await client.end();
+      }
+    },
+  },
+  {
+    name: 'duckdb',
+    fresh: async (dir, label) => join(dir, `${label}.duckdb`),
+    dump: (db) => readStore(openDuck(db), asDump),
+    states: (db) => readStore(openDuck(db), (s) => s.loadStates()),
+    columns: (db) => readStore(openDuck(db), async (s) => s.layoutOf('contacts').columns.map((c) => c.field)),
+  },
+];
+
+describe.each(STORES)('replicate into $name', (store) => {
+  describe('equals the service', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount(`stores-${store.name}-`, { contacts: 300, seed: 41 }, (s) => ({ account, dir } = s));
+
+    it('after a full run and after incremental runs with changes and deletions', { timeout: 180_000 }, async () => {
+      const config = account.config(dir);
+      const db = await store.fresh(dir, 'exact');
+      const first = await replicate(config, db);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stdout).toBe('');
+      expect(first.stderr).toMatch(/Replica up to date: contacts \d+ rows/);
+      expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+      for (let round = 0; round < 2; round++) {
+        changeRound(account);
+        const run = await replicate(config, db);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stderr).toContain('continuing from its saved state');
+        expect(run.stderr).toMatch(/deletions applied: \d+ rows removed/);
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+      }
+      const states = await store.states(db);
+      for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions']) {
+        expect(states.get(stream)?.sync_watermark, stream).toMatch(/^\d{4}-\d\d-\d\dT/);
+        expect(states.get(stream)?.resume, stream).toBeUndefined();
+      }
+    });
+
+    it('a field the service adds becomes a column on the next run', { timeout: 120_000 }, async () => {
+      const config = account.config(dir);
+      const db = await store.fresh(dir, 'drift');
+      expect((await replicate(config, db)).code).toBe(0);
+      const field: ExtraField = { list: 'contacts', name: `score_${store.name}`, type: 'integer' };
+      account.emulator.control.addExtraField(field);
+      account.mutate({ op: 'update_contacts', count: 30 });
+      const run = await replicate(config, db);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain(field.name);
+      expect(await store.columns(db, 'contacts')).toContain(field.name);
+      // Every row equals the service's record; a contact not read again since the field appeared has it not yet
+      // (SQLite lists it in the row's _absent; PostgreSQL and DuckDB hold NULL in the new column).
+      const held = await store.dump(db);
+      const truth = dumpLists(account.dump());
+      let readAgain = 0;
+      const without = (record: Record<string, unknown>): Record<string, unknown> => {
+        const { [field.name]: _added, ...before } = record;
+        return before;
+      };
+      const heldContacts = (held.contacts as Record<string, unknown>[]).map((row) => {
+        if (row[field.name] === undefined || row[field.name] === null) return without(row);
+        readAgain++;
+        return row;
+      });
+      const contacts = (truth.contacts as Record<string, unknown>[]).map((record, i) => (Object.hasOwn(heldContacts[i] ?? {}, field.name) ? record : without(record)));
+      expect(readAgain).toBeGreaterThanOrEqual(20);
+      held.contacts = heldContacts;
+      expect(held).toStrictEqual({ ...truth, contacts });
+    });
+
+    it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {
+      const config = account.config(dir, { page_size: 10, max_concurrent_requests: 1 });
+      const db = await store.fresh(dir, 'writers');
+      account.emulator.control.setLatency(20);
+      let second: Promise<Awaited<ReturnType<typeof replicate>>> | undefined;
+      const first = replicate(config, db, {
+        onStderr: (text) => {
+          if (second === undefined && /Replicating into/.test(text)) second = replicate(config, db);
+        },
+      });
+      const one = await first;
+      account.emulator.control.setLatency(0);
+      expect(second).toBeDefined();
+      const two = await (second as Promise<Awaited<ReturnType<typeof replicate>>>);
+      expect(one.code, one.stderr).toBe(0);
+      expect(two.code, two.stderr).toBe(75);
+      expect(two.stderr).toMatch(/another|Another|locked|lock/);
+      expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+    });
+  });
+
+  describe('killed at random points', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount(`stores-kill-${store.name}-`, { contacts: 800, seed: 43 }, (s) => ({ account, dir } = s));
+
+    it('SIGKILLs mid-run with changes in between, then a run to completion: exact', { timeout: 240_000 }, async () => {
+      const seed = Number(process.env.REPLICA_KILL_SEED ?? Date.now() % 100_000);
+      const random = prng(seed);
+      const config = account.config(dir, { page_size: 20, max_concurrent_requests: 2 });
+      const db = await store.fresh(dir, 'kill');
+      account.emulator.control.setLatency(6);
+      const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
+      const kills: string[] = [];
+      let midRun = 0;
+      for (let i = 0; i < 4; i++) {
+        const point = i % 2 === 1 ? { killAfterStderrBytes: 300 + Math.floor(random() * 4000) } : { killAfterMs: 400 + Math.floor(random() * 1500) };
+        const run = await replicate(config, db, { ...point, env });
+        kills.push(`${JSON.stringify(point)} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
+        if (run.killed) midRun++;
+        else expect(run.code, run.stderr).toBe(0);
+        if (i % 2 === 1) changeRound(account, 2);
+      }
+      expect(midRun, `seed ${seed}: ${kills.join('; ')}`).toBeGreaterThanOrEqual(2);
+      account.emulator.control.setLatency(0);
+      const last = await replicate(config, db, { env });
+      expect(last.code, last.stderr).toBe(0);
+      expect(await store.dump(db), `seed ${seed}: ${kills.join('; ')}`).toStrictEqual(dumpLists(account.dump()));
+    });
+  });
+
+  describe('personal data hashed', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount(`stores-hash-${store.name}-`, { contacts: 60, seed: 47 }, (s) => ({ account, dir } = s));
+
+    it('no raw value in the tables; a run with other treatments is refused (78), nothing changed', { timeout: 120_000 }, async () => {
+      const db = await store.fresh(dir, 'hashed');
+      const hashKey = 'k3y-for-the-stores-suite-0123456789abcdef';
+      const run = await replicate(account.config(dir, { personal_data: 'hash', hash_key: hashKey }), db);
+      expect(run.code, run.stderr).toBe(0);
+      const held = JSON.stringify(await store.dump(db));
+      const emails = account.dump().contacts.map((c) => (c as Record<string, unknown>).email).filter((e): e is string => typeof e === 'string' && e !== '');
+      expect(emails.length).toBeGreaterThan(10);
+      for (const email of emails) expect(held).not.toContain(email);
+      const before = await store.dump(db);
+      const other = await replicate(account.config(dir), db);
+      expect(other.code, other.stderr).toBe(78);
+      expect(other.stderr).toMatch(/other personal-data treatments/);
+      expect(await store.dump(db)).toStrictEqual(before);
+    });
+  });
+
+  describe('after a pause longer than the deletion retention', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount(`stores-pause-${store.name}-`, { contacts: 120, seed: 53 }, (s) => ({ account, dir } = s));
+
+    it('reads contacts and conversations in full and removes what the service no longer has', { timeout: 180_000 }, async () => {
+      const control = account.emulator.control;
+      const config = account.config(dir, { page_size: 20 });
+      const db = await store.fresh(dir, 'pause');
+      expect((await replicate(config, db)).code).toBe(0);
+      control.advanceClock(10 * DAY_MS);
+      const gone = account.dump().contacts.slice(0, 4).map((c) => c.id);
+      account.mutate({ op: 'delete_contacts', ids: gone });
+      control.advanceClock(95 * DAY_MS);
+      account.mutate({ op: 'update_contacts', count: 5 });
+      const run = await replicate(config, db);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/WARN/);
+      const held = await store.dump(db);
+      const truth = dumpLists(account.dump());
+      for (const list of ['contacts', 'conversations', 'stage_events', 'pipeline_stages']) expect(held[list], list).toStrictEqual(truth[list]);
+      const ids = new Set((held.contacts as { id: string }[]).map((c) => c.id));
+      for (const id of gone) expect(ids.has(id)).toBe(false);
+    });
+  });
+});
+
+describe('replicate into PostgreSQL: faults', () => {
+  let account: Account;
+  let dir: string;
+  withEmulatorAccount('stores-pg-faults-', { contacts: 20, seed: 59 }, (s) => ({ account, dir } = s));
+
+  it('a wrong password: 78, naming the refused login, the password in no output', { timeout: 60_000 }, async () => {
+    const url = new URL(await STORES[1]!.fresh(dir, 'password'));
+    const wrong = 'not-the-Password-42';
+    url.password = wrong;
+    const run = await replicate(account.config(dir), url.toString());
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/password|login|authentication/i);
+    expect(run.stderr).toContain('***');
+    expect(`${run.stdout}${run.stderr}`).not.toContain(wrong);
+  });
+
+  it('a missing database: 78, naming the database', { timeout: 60_000 }, async () => {
+    const url = new URL(await STORES[1]!.fresh(dir, 'missing'));
+    url.pathname = '/no_such_database_here';
+    const run = await replicate(account.config(dir), url.toString());
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toContain('no_such_database_here');
+  });
+
+  it('a server that cannot be reached: 75', { timeout: 60_000 }, async () => {
+    const run = await replicate(account.config(dir), 'postgresql://someone:secret-pw@127.0.0.1:1/analytics?connect_timeout=2');
+    expect(run.code, run.stderr).toBe(75);
+    expect(`${run.stdout}${run.stderr}`).not.toContain('secret-pw');
+  });
+});
