@@ -20,6 +20,7 @@ import type { StreamState } from '../../../src/engine/state.js';
 import { LISTS, changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
 import { readDatabase } from '../../helpers/sqlite.js';
+import { writeJson } from '../../helpers/cli.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
@@ -156,6 +157,21 @@ describe.each(STORES)('replicate into $name', (store) => {
       expect(readAgain).toBeGreaterThanOrEqual(20);
       held.contacts = heldContacts;
       expect(held).toStrictEqual({ ...truth, contacts });
+    });
+
+    it('a key of another account is refused (78) naming both accounts, nothing changed', { timeout: 60_000 }, async () => {
+      const db = await store.fresh(dir, 'account');
+      expect((await replicate(account.config(dir), db)).code).toBe(0);
+      const before = await store.dump(db);
+      const control = account.emulator.control;
+      const other = control.createAccount({ name: 'Another company' });
+      control.seed(other.id, { contacts: 10 });
+      const config = writeJson(dir, 'other-account.json', { api_key: control.createKey(other.id).key, base_url: account.emulator.url, page_size: 100 });
+      const run = await replicate(config, db);
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toContain('"Replica test"');
+      expect(run.stderr).toContain('"Another company"');
+      expect(await store.dump(db)).toStrictEqual(before);
     });
 
     it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {

@@ -1,0 +1,80 @@
+/**
+ * The recipes of docs/stores-postgresql.md and docs/stores-duckdb.md, run as
+ * written against the emulator: `replicate` into the tests' PostgreSQL
+ * server (DATABASE_URL) and into a DuckDB file, then each page's dashboard
+ * query, whose counts add up to the service's contacts.
+ */
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ROOT, tempDir, writeJson } from '../../helpers/cli.js';
+import { emulatorAccount, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
+import { docRecipe, runShell } from '../../helpers/readme.js';
+
+let account: Account;
+let dir: string;
+beforeAll(async () => {
+  requireBuild();
+  account = await emulatorAccount(80, 61);
+  dir = tempDir('sdr-docs-stores-');
+  symlinkSync(join(ROOT, 'bin'), join(dir, 'bin'));
+  writeJson(dir, 'config.json', { api_key: account.key, base_url: account.emulator.url });
+});
+afterAll(async () => {
+  await account?.emulator.close();
+});
+
+interface Row {
+  temperature: unknown;
+  contacts: unknown;
+  do_not_contact: unknown;
+}
+
+function checkCounts(rows: readonly Row[]): void {
+  const contacts = account.dump().contacts as unknown as { temperature: string | null; do_not_contact: boolean }[];
+  expect(rows.reduce((n, r) => n + Number(r.contacts), 0)).toBe(contacts.length);
+  expect(rows.reduce((n, r) => n + Number(r.do_not_contact), 0)).toBe(contacts.filter((c) => c.do_not_contact).length);
+  expect(rows.length).toBe(new Set(contacts.map((c) => c.temperature)).size);
+}
+
+describe('docs/stores-postgresql.md', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase('docs');
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('replicates into the schema data_read, and the dashboard query counts every contact', { timeout: 60_000 }, async () => {
+    const run = await runShell(docRecipe('docs/stores-postgresql.md', 'postgres-replicate'), { cwd: dir, env: { ...process.env, DATABASE_URL: db.url } });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/Replica up to date/);
+    expect(run.stderr).not.toContain(new URL(db.url).password);
+    const client = await adminClient(db.url);
+    try {
+      const { rows } = await client.query<Row>(docRecipe('docs/stores-postgresql.md', 'postgres-dashboard', 'sql'));
+      checkCounts(rows);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe('docs/stores-duckdb.md', () => {
+  it('replicates into analytics.duckdb, and the dashboard query counts every contact', { timeout: 60_000 }, async () => {
+    const run = await runShell(docRecipe('docs/stores-duckdb.md', 'duckdb-replicate'), { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const instance = await DuckDBInstance.create(join(dir, 'analytics.duckdb'), { access_mode: 'READ_ONLY' });
+    const connection = await instance.connect();
+    try {
+      const reader = await connection.runAndReadAll(docRecipe('docs/stores-duckdb.md', 'duckdb-dashboard', 'sql'));
+      checkCounts(reader.getRowObjectsJS() as unknown as Row[]);
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+  });
+});
