@@ -5,7 +5,7 @@
  *
  *   npm run bench               full run (100k and 1M records; about 5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
- *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,personal,singer
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer
  *   npm run bench -- --only pacing,shared,transient     the rate-limit sections alone (about two minutes)
  *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
@@ -29,6 +29,8 @@
  *     a figure for context).
  *  8. replica: `replicate` into a new file and incrementally, and its memory,
  *     each against `read` of the same records (bench/replica.ts).
+ *  9. stores: `replicate` into a new PostgreSQL schema and a new DuckDB file,
+ *     and their memory, against `read` of the same records (bench/stores-replicate.ts).
  *  9. personal data: `read` of contacts with `personal_data: hash` against
  *     the same read with `keep`, alternated in the same run: at full speed
  *     from the page server (medians of 5; CPU per record stated, no target),
@@ -53,6 +55,7 @@ import {
 } from './lib.js';
 import { findStreamByPath } from '../src/streams.js';
 import { REPLICA_TARGETS, replicaBench } from './replica.js';
+import { STORES_TARGETS, storesBench } from './stores-replicate.js';
 import { SHARED_KEY_TARGETS, sharedKeyBench } from './shared-key.js';
 import { SINGER_TARGETS, singerBench } from './singer.js';
 import { TRANSIENT_429_TARGETS, transient429Bench } from './transient-429.js';
@@ -63,7 +66,7 @@ const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
-const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,personal,singer').split(','));
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer').split(','));
 const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
@@ -75,9 +78,9 @@ const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_event
 
 const PLAN = QUICK
   ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, transient: { contacts: 1200, probability: 0.05, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3, personalPaced: { contacts: 30_000, repeats: 1 },
-      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, singer: { size: 100_000, repeats: 3 } }
+      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, stores: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const }, singer: { size: 100_000, repeats: 3 } }
   : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, transient: { contacts: 1200, probability: 0.05, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5, personalPaced: { contacts: 30_000, repeats: 2 },
-      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, singer: { size: 200_000, repeats: 5 } };
+      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, stores: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const }, singer: { size: 200_000, repeats: 5 } };
 
 const TARGETS = {
   throughputRatio: 0.85,
@@ -522,6 +525,7 @@ async function main(): Promise<void> {
     if (want('startup')) await startup(server, f);
     if (want('seed')) seeding();
     if (want('replica')) raw.replica = await replicaBench(server, f.dir, PLAN.replica, { row, log });
+    if (want('stores')) raw.stores = await storesBench(server, f.dir, PLAN.stores, { row, log });
     if (want('personal')) await personalData(server, f);
     if (want('singer')) raw.singer = await singerBench(server, f.dir, PLAN.singer, { row, log });
     if (proxy !== undefined) {
@@ -538,7 +542,7 @@ async function main(): Promise<void> {
   const elapsedS = (Date.now() - started) / 1000;
   const out = table();
   process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
-  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, transient429: TRANSIENT_429_TARGETS, replica: REPLICA_TARGETS, singer: SINGER_TARGETS }, rows, raw };
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, transient429: TRANSIENT_429_TARGETS, replica: REPLICA_TARGETS, stores: STORES_TARGETS, singer: SINGER_TARGETS }, rows, raw };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
   log('wrote bench/results.json and bench/results.md');
