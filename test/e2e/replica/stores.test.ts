@@ -9,7 +9,9 @@
  * wrong password (78, no password in any output), a server that cannot be
  * reached (75).
  */
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ExtraField } from 'data-read-emulator';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
@@ -103,7 +105,7 @@ describe.each(STORES)('replicate into $name', (store) => {
   describe('equals the service', () => {
     let account: Account;
     let dir: string;
-    withEmulatorAccount(`stores-${store.name}-`, { contacts: 300, seed: 41 }, (s) => ({ account, dir } = s));
+    withEmulatorAccount(`stores-${store.name}-`, { contacts: 200, seed: 41 }, (s) => ({ account, dir } = s));
 
     it('after a full run and after incremental runs with changes and deletions', { timeout: 180_000 }, async () => {
       const config = account.config(dir);
@@ -198,7 +200,7 @@ describe.each(STORES)('replicate into $name', (store) => {
   describe('killed at random points', () => {
     let account: Account;
     let dir: string;
-    withEmulatorAccount(`stores-kill-${store.name}-`, { contacts: 800, seed: 43 }, (s) => ({ account, dir } = s));
+    withEmulatorAccount(`stores-kill-${store.name}-`, { contacts: 500, seed: 43 }, (s) => ({ account, dir } = s));
 
     it('SIGKILLs mid-run with changes in between, then a run to completion: exact', { timeout: 240_000 }, async () => {
       const seed = Number(process.env.REPLICA_KILL_SEED ?? Date.now() % 100_000);
@@ -298,9 +300,78 @@ describe('replicate into PostgreSQL: faults', () => {
     expect(run.stderr).toContain('no_such_database_here');
   });
 
+  it('the connection dropped mid-run (the server ends the session): 75, nothing half-written; the next run is exact', { timeout: 120_000 }, async () => {
+    const url = await STORES[1]!.fresh(dir, 'dropped');
+    const database = new URL(url).pathname.slice(1);
+    const config = account.config(dir, { page_size: 5, max_concurrent_requests: 1 });
+    account.mutate({ op: 'create_contacts', count: 200, withConversation: true });
+    account.emulator.control.setLatency(15);
+    const admin = await adminClient(url);
+    let terminated = 0;
+    let asked = false;
+    try {
+      const run = await replicate(config, url, {
+        onStderr: (text) => {
+          if (asked || !/Replicating into/.test(text)) return;
+          asked = true;
+          // Once the run has committed something, its session is ended by the server, as a restart or a failover would.
+          const end = async (): Promise<void> => {
+            for (let i = 0; i < 200 && terminated === 0; i++) {
+              const { rows } = await admin.query<{ n: string }>('SELECT count(*) AS n FROM data_read._replica_state').catch(() => ({ rows: [{ n: '0' }] }));
+              if (Number(rows[0]?.n) > 0) {
+                const ended = await admin.query(
+                  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name LIKE 'source-data-read%'",
+                  [database],
+                );
+                terminated = ended.rowCount ?? 0;
+              } else await new Promise((r) => setTimeout(r, 25));
+            }
+          };
+          void end();
+        },
+      });
+      expect(terminated, run.stderr).toBeGreaterThan(0);
+      expect(run.code, run.stderr).toBe(75);
+      expect(run.stderr).toMatch(/run replicate again|Run replicate again/);
+    } finally {
+      await admin.end();
+      account.emulator.control.setLatency(0);
+    }
+    const again = await replicate(config, url);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain('continuing from its saved state');
+    expect(await STORES[1]!.dump(url)).toStrictEqual(dumpLists(account.dump()));
+  });
+
   it('a server that cannot be reached: 75', { timeout: 60_000 }, async () => {
     const run = await replicate(account.config(dir), 'postgresql://someone:secret-pw@127.0.0.1:1/analytics?connect_timeout=2');
     expect(run.code, run.stderr).toBe(75);
     expect(`${run.stdout}${run.stderr}`).not.toContain('secret-pw');
+  });
+});
+
+describe('replicate into DuckDB without its optional package', () => {
+  let account: Account;
+  let dir: string;
+  withEmulatorAccount('stores-no-driver-', { contacts: 10, seed: 67 }, (s) => ({ account, dir } = s));
+
+  it('is a config_error (78) naming the package, and creates no file', { timeout: 60_000 }, async () => {
+    // The package made unresolvable, as after npm install --omit=optional.
+    const hook = join(dir, 'no-duckdb.mjs');
+    writeFileSync(
+      hook,
+      "import { registerHooks } from 'node:module';\n" +
+        'registerHooks({ resolve(specifier, context, next) {\n' +
+        "  if (specifier === '@duckdb/node-api') throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });\n" +
+        '  return next(specifier, context);\n' +
+        '} });\n',
+    );
+    const db = join(dir, 'none.duckdb');
+    const run = await replicate(account.config(dir), db, { env: { NODE_OPTIONS: `--import=${pathToFileURL(hook).href}` } });
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toContain('@duckdb/node-api');
+    expect(existsSync(db)).toBe(false);
+    // A run into SQLite under the same hook never needs it.
+    expect((await replicate(account.config(dir), join(dir, 'plain.db'), { env: { NODE_OPTIONS: `--import=${pathToFileURL(hook).href}` } })).code).toBe(0);
   });
 });
