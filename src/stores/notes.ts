@@ -1,10 +1,12 @@
 /**
  * What the PostgreSQL and DuckDB stores say and read back alike: the
- * changes opening made to the tables (schema drift), one line each, and the
- * states saved in the store, checked as a state file's are.
+ * changes opening made to the tables (schema drift), one line each; a value
+ * a run met that did not fit its column, once per field; and the states
+ * saved in the store, checked as a state file's are.
  */
 import { ConfigError } from '../errors.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
+import type { LogLevel } from '../engine/events.js';
 import type { StoreNote } from './store.js';
 
 /** One INFO per table change made (`contacts.score: bigint -> numeric`), one WARN per change left for the next run. */
@@ -33,4 +35,31 @@ export function parseSavedStates(display: string, saved: ReadonlyMap<string, str
     out.set(stream, parseStreamState(stream, parsed));
   }
   return out;
+}
+
+export type DriftLog = (level: LogLevel, message: string) => void;
+
+/** Tells `log`, once per field, that committed values did not fit their column: kept in `_extra` until the next run widens it. */
+export class DriftTeller {
+  private readonly told = new Set<string>();
+  private readonly display: string;
+  private readonly log: DriftLog | undefined;
+
+  constructor(display: string, log: DriftLog | undefined) {
+    this.display = display;
+    this.log = log;
+  }
+
+  tell(stream: string, fields: readonly string[]): void {
+    if (this.log === undefined) return;
+    for (const field of fields) {
+      const name = `${stream}.${field}`;
+      if (this.told.has(name)) continue;
+      this.told.add(name);
+      this.log(
+        'INFO',
+        `Schema drift in ${this.display}: ${name} got values its column cannot hold (a new field, or a wider type); they are kept whole in _extra, and the next run adds or widens the column and moves them into it.`,
+      );
+    }
+  }
 }

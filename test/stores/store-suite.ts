@@ -9,6 +9,7 @@ import { rawNumber } from '../../src/json/exact-json.js';
 import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
 import type { StoreFacts } from '../../src/stores/store.js';
+import type { DriftLog } from '../../src/stores/notes.js';
 import { replicaFacts } from '../../src/faces/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
@@ -27,7 +28,7 @@ export interface SuiteStore {
 
 export interface StoreHarness {
   /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
-  open(name: string, options?: { facts?: StoreFacts }): Promise<SuiteStore>;
+  open(name: string, options?: { facts?: StoreFacts; log?: DriftLog }): Promise<SuiteStore>;
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
@@ -42,7 +43,7 @@ export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
-  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts }): Promise<T> {
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts; log?: DriftLog }): Promise<T> {
     const store = await h.open(name, options);
     try {
       return await run(store);
@@ -213,6 +214,22 @@ export function storeSuite(h: StoreHarness): void {
       await withStore('drift', async (store) => {
         expect(store.changes).toEqual([]);
       });
+    });
+  });
+
+  describe('drift met during a run', () => {
+    it('is told once per field, when its checkpoint is committed', async () => {
+      const lines: string[] = [];
+      await withStore(
+        'told',
+        async (store) => {
+          await store.commit(checkpoint('contacts', [contact('t1', 1, { surprise: { a: 1 } })], 1));
+          await store.commit(checkpoint('contacts', [contact('t2', 2, { surprise: { a: 2 } })], 2));
+        },
+        { log: (level, message) => lines.push(`${level} ${message}`) },
+      );
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^INFO Schema drift in .*contacts\.surprise got values its column cannot hold.*next run adds or widens the column/);
     });
   });
 

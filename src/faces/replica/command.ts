@@ -46,6 +46,7 @@ import { assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../../stores/target.js';
 import type { Store } from '../../stores/store.js';
+import type { LogLevel } from '../../engine/events.js';
 import { replicaFacts } from './store-facts.js';
 
 export interface ReplicateContext {
@@ -117,8 +118,11 @@ function prepare(logger: StderrLogger, configPath: string, db: string, schema: s
 }
 
 /** Open a PostgreSQL or DuckDB store (its module, and its driver, loaded now), checking and recording the run's facts. */
-async function openOtherStore(target: Exclude<StoreTarget, { kind: 'sqlite' }>, options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts> }): Promise<Store> {
-  const opening = { streams: STREAMS, schemas: options.schemas, facts: options.facts };
+async function openOtherStore(
+  target: Exclude<StoreTarget, { kind: 'sqlite' }>,
+  options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger },
+): Promise<Store> {
+  const opening = { streams: STREAMS, schemas: options.schemas, facts: options.facts, log: (level: LogLevel, message: string) => options.logger.log(level, message) };
   if (target.kind === 'postgres') {
     const { PostgresStore } = await import('../../stores/postgres/store.js');
     return PostgresStore.open(target, opening);
@@ -165,7 +169,7 @@ async function openRun(
     const bound = session.account;
     if (target.kind !== 'sqlite') {
       const facts = replicaFacts(target.display, treatments, bound === undefined ? undefined : { account: bound, renamedFrom: config.account_renamed_from });
-      const other = await openOtherStore(target, { schemas: treated, facts });
+      const other = await openOtherStore(target, { schemas: treated, facts, logger });
       return { session, other, account: account.message };
     }
     const store = new ReplicaStore(target.path, STREAMS, {

@@ -14,7 +14,7 @@ import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
 import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
-import { changeNotes, parseSavedStates } from '../notes.js';
+import { DriftTeller, changeNotes, parseSavedStates, type DriftLog } from '../notes.js';
 import type { Store, StoreFacts, StoreNote } from '../store.js';
 import type { StreamState } from '../../engine/state.js';
 import type { DuckdbTarget } from '../target.js';
@@ -31,6 +31,8 @@ export interface DuckdbStoreOptions {
   readonly facts?: StoreFacts;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
   readonly groups?: GroupOptions;
+  /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
+  readonly log?: DriftLog;
 }
 
 async function metadataOf(connection: DuckdbConnection, schema: string, key: string): Promise<string | undefined> {
@@ -48,10 +50,12 @@ export class DuckdbStore implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
   private readonly writer: GroupWriter;
+  private readonly drift: DriftTeller;
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[]) {
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[], log: DriftLog | undefined) {
     this.notes = [...notes, ...changeNotes(target.display, changes, [])];
+    this.drift = new DriftTeller(target.display, log);
     this.target = target;
     this.instance = instance;
     this.connection = connection;
@@ -83,7 +87,7 @@ export class DuckdbStore implements Store {
         if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
       }
       const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), opened.specs, options.groups);
-      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes, facts.notes);
+      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes, facts.notes, options.log);
     } catch (err) {
       connection.closeSync();
       instance.closeSync();
@@ -100,7 +104,10 @@ export class DuckdbStore implements Store {
 
   /** Take one checkpoint; committed with its group (group-writer.ts), `committed` told its stream's result then. */
   write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
-    return this.writer.write(checkpoint, committed);
+    return this.writer.write(checkpoint, (result) => {
+      this.drift.tell(checkpoint.stream, result.drift);
+      committed?.(result);
+    });
   }
 
   /** Commit everything taken so far. */
@@ -109,8 +116,10 @@ export class DuckdbStore implements Store {
   }
 
   /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
-  commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    return this.writer.commit(checkpoint);
+  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    const result = await this.writer.commit(checkpoint);
+    this.drift.tell(checkpoint.stream, result.drift);
+    return result;
   }
 
   /** A stream failed (its later checkpoints are refused): told once per stream. */

@@ -19,7 +19,7 @@ import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
 import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
-import { changeNotes, parseSavedStates } from '../notes.js';
+import { DriftTeller, changeNotes, parseSavedStates, type DriftLog } from '../notes.js';
 import type { Store, StoreFacts, StoreNote } from '../store.js';
 import type { StreamState } from '../../engine/state.js';
 import type { PostgresTarget } from '../target.js';
@@ -43,6 +43,8 @@ export interface PostgresStoreOptions {
   readonly lock?: boolean;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
   readonly groups?: GroupOptions;
+  /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
+  readonly log?: DriftLog;
 }
 
 async function metadataOf(client: Client, schema: string, key: string): Promise<string | undefined> {
@@ -71,6 +73,7 @@ export class PostgresStore implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
   private readonly writer: GroupWriter;
+  private readonly drift: DriftTeller;
   private locked: boolean;
   private closed = false;
 
@@ -84,8 +87,10 @@ export class PostgresStore implements Store {
     locked: boolean,
     groups: GroupOptions | undefined,
     notes: readonly StoreNote[],
+    log: DriftLog | undefined,
   ) {
     this.notes = [...notes, ...changeNotes(target.display, changes, postponed)];
+    this.drift = new DriftTeller(target.display, log);
     this.target = target;
     this.client = client;
     this.tables = tables;
@@ -124,7 +129,7 @@ export class PostgresStore implements Store {
         if (held.get(key) === value) continue;
         await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value]);
       }
-      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups, facts.notes);
+      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups, facts.notes, options.log);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');
@@ -144,7 +149,10 @@ export class PostgresStore implements Store {
    * (backpressure); rejects for a checkpoint refused or a store lost.
    */
   write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
-    return this.writer.write(checkpoint, committed);
+    return this.writer.write(checkpoint, (result) => {
+      this.drift.tell(checkpoint.stream, result.drift);
+      committed?.(result);
+    });
   }
 
   /** Commit everything taken so far. */
@@ -153,8 +161,10 @@ export class PostgresStore implements Store {
   }
 
   /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
-  commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    return this.writer.commit(checkpoint);
+  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    const result = await this.writer.commit(checkpoint);
+    this.drift.tell(checkpoint.stream, result.drift);
+    return result;
   }
 
   /** A stream failed (its later checkpoints are refused): told once per stream. */
