@@ -10,7 +10,7 @@ import { futureStartDate, type Config } from '../config/config.js';
 import { toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
-import { USER_AGENT } from '../process/version.js';
+import { USER_AGENT } from '../runtime/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;

@@ -11,7 +11,7 @@
  * is ever copied in; the message is redacted of the secrets.
  */
 import type { ConnectorError } from '../errors.js';
-import { exitStatusFor } from '../process/exit-status.js';
+import { exitStatusFor } from '../runtime/exit-status.js';
 import type { RunStatus, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 import type { StreamState } from './state.js';
 

@@ -17,7 +17,7 @@ import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
 import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
-import type { LogLevel, SyncSink } from './events.js';
+import type { LogLevel, SyncSink } from './sync-sink.js';
 import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';

@@ -6,7 +6,7 @@
  * The faces wrap it in their own envelopes; this module validates the content.
  */
 import { z } from 'zod';
-import { parseInstant } from '../config/config.js';
+import { parseInstant } from '../time.js';
 import { ConfigError } from '../errors.js';
 
 const WATERMARK = 'must be an ISO 8601 date-time with zone, as the service wrote it';

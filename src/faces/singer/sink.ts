@@ -18,9 +18,9 @@
  * A read that does not complete activates nothing.
  */
 import type { ConnectorError } from '../../errors.js';
-import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
-import { writeLines, type LineWriter, type StderrLogger } from '../../process/output.js';
+import { writeLines, type LineWriter, type StderrLogger } from '../../runtime/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';

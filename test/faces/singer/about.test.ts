@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { about, aboutMarkdown } from '../../../src/faces/singer/about.js';
-import { VERSION } from '../../../src/process/version.js';
+import { VERSION } from '../../../src/runtime/version.js';
 
 describe('--about', () => {
   it("has Meltano's shape and claims only what the tap implements", () => {
