@@ -89,9 +89,12 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
     // Loaded here: --about and a sync need no client to declare schemas.
-    const { loadStreamSchemas } = await import('../../engine/connect.js');
-    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config);
-    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
+    const { loadAccountsSchemas, loadStreamSchemas } = await import('../../engine/connect.js');
+    const hooks = { onLog: logTo(ctx), signal: ctx.signal };
+    // With accounts: the description is read once, with the first account whose key works.
+    const loaded = config.accounts === undefined ? await loadStreamSchemas(config, hooks) : await loadAccountsSchemas(config, hooks);
+    const schemas = tellSchemaNotes(ctx, loaded, config);
+    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas, config.accounts !== undefined))}\n`);
     return 0;
   } catch (err) {
     return critical(ctx, err);
@@ -118,17 +121,19 @@ function treatedPlans(config: Config, plans: readonly StreamPlan[], warn: (messa
 }
 
 /** The plans of a --catalog (or --properties) file, refusing an Airbyte catalog with a word on the one needed. */
-function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void): StreamPlan[] {
+function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void, manyAccounts: boolean): StreamPlan[] {
   const input = readJsonFile(file.path, file.flag);
   expectCatalogKind(input, 'singer', file);
-  return planFromCatalog(input, tombstones, warn);
+  return planFromCatalog(input, tombstones, warn, manyAccounts);
 }
 
 /** Config, the catalog's plans and state, read from their files. */
 function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
-  const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn) : undefined;
+  const fromCatalog = inputs.catalog
+    ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn, parsed.config.accounts !== undefined)
+    : undefined;
   const states = inputs.state === undefined ? new Map<string, StreamState>() : readSingerState(inputs.state, warn);
   for (const w of parsed.warnings) warn(w);
   return { parsed, fromCatalog, states };
@@ -149,6 +154,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
+  if (config.accounts !== undefined) return syncAccounts(ctx, config, fromCatalog, states);
   const session = await SyncSession.open(config, logTo(ctx), ctx.report, ctx.signal);
   let plans: StreamPlan[];
   try {
@@ -207,5 +213,70 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
   } finally {
     progress.stop();
     await session.close();
+  }
+}
+
+/**
+ * A sync of a config with `accounts` (engine/accounts.ts): the same streams
+ * and SCHEMA for every account, each RECORD with its `account`, one bookmark
+ * per stream holding every account's; an account that fails stops alone, and
+ * one CRITICAL line at the end names each failed account and why.
+ */
+async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: StreamPlan[] | undefined, states: Map<string, StreamState>): Promise<number> {
+  let plans: StreamPlan[];
+  try {
+    if (fromCatalog) plans = treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w));
+    else {
+      // No catalog: every stream, with the schemas discover would declare (the description read once, by the first account that answers).
+      const { loadAccountsSchemas } = await import('../../engine/connect.js');
+      plans = planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await loadAccountsSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config), true);
+    }
+  } catch (err) {
+    return critical(ctx, err);
+  }
+  const names = (config.accounts ?? []).map((a) => a.name);
+  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
+  const { AccountsRun } = await import('../../engine/accounts.js');
+  const run = new AccountsRun(config, ctx.report, ctx.signal);
+  const progress = new Progress({ logger: ctx.logger, requests: () => run.stats });
+  onStop(ctx.signal, (signal) => {
+    progress.stop();
+    void ctx.out.seal(sink.interruptedState());
+    ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
+  });
+  const planned = new Map(plans.map((p) => [p.stream.name, p]));
+  const tombstoneProperties = (stream: StreamDefinition): string[] =>
+    Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
+      .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
+      .map(([name]) => name);
+  progress.start();
+  try {
+    const result = await run.run(
+      {
+        streams: plans,
+        states,
+        deletionGapAdvice: SINGER_GAP_ADVICE,
+        ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
+      },
+      sink,
+      progress.observer(),
+    );
+    progress.stop();
+    await sink.finish();
+    const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
+    ctx.logger.log(
+      failed.length === 0 ? 'INFO' : 'CRITICAL',
+      `Sync ${failed.length === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; the others are complete and the last STATE is safe to resume from`}: ` +
+        `${run.summary()}.`,
+    );
+    return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+  } catch (err) {
+    progress.stop();
+    const code = critical(ctx, err);
+    await sink.finish().catch(() => undefined);
+    return code;
+  } finally {
+    progress.stop();
+    await run.close();
   }
 }
