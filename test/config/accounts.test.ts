@@ -2,19 +2,16 @@
 import { describe, expect, it } from 'vitest';
 import { entryConfig, parseConfig, parseUserConfig } from '../../src/config/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { thrown } from '../helpers/thrown.js';
 
 const base = { base_url: 'https://api.example.com' };
 const acme = { name: 'acme-br', api_key: 'acme_live_s3cr3tACME' };
 const globex = { name: 'globex.mx_2', api_key: 'glob_live_s3cr3tGLOBEX' };
 
 function errorOf(input: unknown): ConfigError {
-  try {
-    parseConfig(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
+  const error = thrown(() => parseConfig(input));
+  expect(error).toBeInstanceOf(ConfigError);
+  return error as ConfigError;
 }
 
 describe('accounts', () => {
@@ -57,12 +54,7 @@ describe('accounts', () => {
   it('never prints a key of an entry, even one given in the wrong place or shape', () => {
     const secrets: string[] = [];
     const input = { ...base, accounts: [acme, globex.api_key, { name: 7, api_key: 'zed_live_s3cr3tZED' }] };
-    let message = '';
-    try {
-      parseUserConfig(input, { addSecret: (s) => secrets.push(s) }, {});
-    } catch (err) {
-      message = (err as Error).message;
-    }
+    const message = (thrown(() => parseUserConfig(input, { addSecret: (s) => secrets.push(s) }, {})) as Error).message;
     expect(message).toMatch(/accounts\.1/);
     for (const key of [acme.api_key, globex.api_key, 'zed_live_s3cr3tZED']) expect(message).not.toContain(key);
     expect(secrets).toEqual(expect.arrayContaining([acme.api_key, 'zed_live_s3cr3tZED']));

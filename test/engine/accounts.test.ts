@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { accountStates, mostActionable } from '../../src/engine/accounts.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
+import { thrown } from '../helpers/thrown.js';
 
 const W = '2026-01-01T00:00:00.000Z';
 const entries = [{ name: 'acme', api_key: 'a_live_1' }, { name: 'globex', api_key: 'g_live_2' }];
@@ -32,12 +33,7 @@ describe('the state of many accounts', () => {
     const byStream = accountStates(states, entries);
     expect([...byStream.keys()]).toEqual(['contacts']);
     expect(byStream.get('contacts')?.get('acme')).toEqual({ sync_watermark: W });
-    let error: unknown;
-    try {
-      accountStates(new Map([['contacts', { sync_watermark: W, account: { name: 'Acme' } }]]), entries);
-    } catch (err) {
-      error = err;
-    }
+    const error = thrown(() => accountStates(new Map([['contacts', { sync_watermark: W, account: { name: 'Acme' } }]]), entries));
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/The state of stream "contacts" is the state of one account \(of account "Acme"\).*\{"accounts": \{"acme": \{"sync_watermark": \.\.\.\}\}\}/);
   });

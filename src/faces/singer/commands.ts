@@ -4,7 +4,8 @@ import { parseUserConfig, type Config, type ParsedConfig } from '../../config/co
 import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
-import { SyncSession } from '../../engine/session.js';
+import { SyncSession, type SessionRequest } from '../../engine/session.js';
+import type { CountObserver } from '../../engine/pipeline.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
@@ -170,9 +171,43 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return critical(ctx, err);
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
+  return syncWith(ctx, sink, config, { plans, states }, { stats: () => session.stats, close: () => session.close() }, async (request, observer) => {
+    const result = await session.run(request, sink, observer);
+    const failed = result.failures.length;
+    return {
+      ok: failed === 0,
+      line:
+        `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
+        `${session.summary()}.`,
+      code: failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType)),
+    };
+  });
+}
 
+/** How a sync ended: its last log line, and its exit status. */
+interface SyncEnd {
+  readonly ok: boolean;
+  readonly line: string;
+  readonly code: number;
+}
+
+/**
+ * The run of a sync, the same with one account or many: the progress line
+ * (told the requests by `runner.stats`), the stop handler's last words, the
+ * tombstones' properties, `run` with the engine's request, then the final
+ * STATE, the closing log line, and `runner.close`.
+ */
+async function syncWith(
+  ctx: TapContext,
+  sink: SingerSink,
+  config: Config,
+  input: { readonly plans: readonly StreamPlan[]; readonly states: ReadonlyMap<string, StreamState> },
+  runner: { readonly stats: () => { requests: number; retries: number; rateLimitWaits: number }; readonly close: () => Promise<void> },
+  run: (request: SessionRequest, observer: CountObserver | undefined) => Promise<SyncEnd>,
+): Promise<number> {
+  const { plans, states } = input;
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  const progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
+  const progress = new Progress({ logger: ctx.logger, requests: runner.stats });
   onStop(ctx.signal, (signal) => {
     progress.stop(); // the last words are printed under a cleared status line
     void ctx.out.seal(sink.interruptedState());
@@ -186,25 +221,19 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       .map(([name]) => name);
   progress.start();
   try {
-    const result = await session.run(
+    const end = await run(
       {
         streams: plans,
         states,
         deletionGapAdvice: SINGER_GAP_ADVICE,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      sink,
       progress.observer(),
     );
     progress.stop();
     await sink.finish();
-    const failed = result.failures.length;
-    ctx.logger.log(
-      failed === 0 ? 'INFO' : 'CRITICAL',
-      `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-        `${session.summary()}.`,
-    );
-    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
+    ctx.logger.log(end.ok ? 'INFO' : 'CRITICAL', end.line);
+    return end.code;
   } catch (err) {
     progress.stop();
     const code = critical(ctx, err);
@@ -212,7 +241,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return code;
   } finally {
     progress.stop();
-    await session.close();
+    await runner.close();
   }
 }
 
@@ -237,46 +266,16 @@ async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: Stream
   const names = (config.accounts ?? []).map((a) => a.name);
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
   const { AccountsRun } = await import('../../engine/accounts.js');
-  const run = new AccountsRun(config, ctx.report, ctx.signal);
-  const progress = new Progress({ logger: ctx.logger, requests: () => run.stats });
-  onStop(ctx.signal, (signal) => {
-    progress.stop();
-    void ctx.out.seal(sink.interruptedState());
-    ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
-  });
-  const planned = new Map(plans.map((p) => [p.stream.name, p]));
-  const tombstoneProperties = (stream: StreamDefinition): string[] =>
-    Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
-      .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
-      .map(([name]) => name);
-  progress.start();
-  try {
-    const result = await run.run(
-      {
-        streams: plans,
-        states,
-        deletionGapAdvice: SINGER_GAP_ADVICE,
-        ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
-      },
-      sink,
-      progress.observer(),
-    );
-    progress.stop();
-    await sink.finish();
+  const accounts = new AccountsRun(config, ctx.report, ctx.signal);
+  return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close() }, async (request, observer) => {
+    const result = await accounts.run(request, sink, observer);
     const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
-    ctx.logger.log(
-      failed.length === 0 ? 'INFO' : 'CRITICAL',
-      `Sync ${failed.length === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; the others are complete and the last STATE is safe to resume from`}: ` +
-        `${run.summary()}.`,
-    );
-    return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
-  } catch (err) {
-    progress.stop();
-    const code = critical(ctx, err);
-    await sink.finish().catch(() => undefined);
-    return code;
-  } finally {
-    progress.stop();
-    await run.close();
-  }
+    return {
+      ok: failed.length === 0,
+      line:
+        `Sync ${failed.length === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; the others are complete and the last STATE is safe to resume from`}: ` +
+        `${accounts.summary()}.`,
+      code: result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType),
+    };
+  });
 }
