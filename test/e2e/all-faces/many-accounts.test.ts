@@ -14,6 +14,7 @@
  *   replicate refusing accounts;
  * - several keys rate-limited at once: no 429 beyond one per key.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -438,5 +439,70 @@ describe('many keys rate-limited at once', () => {
       expect(ids.size, t.entry).toBe(dump.contacts.length);
     }
     expect(stats.byPath['/v1/contacts']?.['200']).toBe(limited.length * 6);
+  }, 120_000);
+});
+
+describe('a key revoked mid-run', () => {
+  let own: Emulator;
+  afterAll(async () => {
+    await own?.close();
+  });
+
+  it('stops that account at its last checkpoint; the others exact; the next run resumes it and reads the others incrementally', async () => {
+    // A running clock and 4 requests a second per account: each account's read spans several windows.
+    own = await startEmulator({ host: '127.0.0.1', port: 0, seed: 93, limits: LIMITS_OUT_OF_REACH });
+    const control = own.control;
+    const made = ['first', 'victim', 'last'].map((entry) => {
+      const account = control.createAccount({ name: `Mid ${entry}`, limits: { perMinute: 4, windowMs: 1000, perDay: 1_000_000 } });
+      const { key, id: keyId } = control.createKey(account.id);
+      control.seed(account.id, { contacts: 400, deletedFraction: 0 });
+      return { entry, id: account.id, key, keyId };
+    });
+    const victim = made[1] as (typeof made)[number];
+    const catalog = writeJson(dir, `catalog-${++files}.json`, {
+      streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+    });
+    const configOf = (): string =>
+      writeJson(dir, `config-${++files}.json`, { base_url: own.url, page_size: 50, max_concurrent_accounts: 3, accounts: made.map((t) => ({ name: t.entry, api_key: t.key })) });
+
+    // Revoke the victim's key once its first records went out.
+    const first = await new Promise<CliResult>((resolvePromise, reject) => {
+      const child = spawn(process.execPath, [SOURCE_BIN, 'read', '--config', configOf(), '--catalog', catalog], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let revoked = false;
+      child.stdout.on('data', (b: Buffer) => {
+        out.push(b);
+        if (!revoked && b.toString('utf8').includes('"account":"victim"')) {
+          revoked = true;
+          control.revokeKey(victim.keyId);
+        }
+      });
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolvePromise({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    });
+    expect(first.code, first.stdout.slice(-1000)).toBe(78);
+    const errors = traceErrors(first.stdout);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/^1 of 3 accounts failed .*account "victim": .*\(HTTP 401\).*revoked/);
+    const victimRead = recordsOf(first.stdout, 'victim');
+    expect(victimRead).toBeGreaterThan(0);
+    expect(victimRead).toBeLessThan(400);
+    const destinations = new Map(made.map((t) => [t.entry, new MemoryDestination()]));
+    for (const t of made) destinations.get(t.entry)?.applyAirbyte(airbyteShare(first.stdout, t.entry));
+    const contactsOf = (t: (typeof made)[number]): string[] => control.dump(t.id).contacts.map((c) => String((c as Row).id)).sort();
+    for (const t of made.filter((m) => m !== victim)) expect([...(destinations.get(t.entry)?.table('contacts').keys() ?? [])].sort(), t.entry).toEqual(contactsOf(t));
+    // The victim's state is its last checkpoint: a read in progress.
+    expect(streamStates(first.stdout).get('contacts')?.accounts.victim).toMatchObject({ resume: { cursor: expect.any(String) } });
+
+    victim.key = control.createKey(victim.id).key;
+    const second = await read(configOf(), catalog, stateLines(first.stdout));
+    expect(second.code, second.stdout.slice(-1000)).toBe(0);
+    for (const t of made) destinations.get(t.entry)?.applyAirbyte(airbyteShare(second.stdout, t.entry));
+    for (const t of made) expect([...(destinations.get(t.entry)?.table('contacts').keys() ?? [])].sort(), t.entry).toEqual(contactsOf(t));
+    // The victim resumed where it stopped, the others went on incrementally.
+    expect(recordsOf(second.stdout, 'victim')).toBeLessThanOrEqual(400 - victimRead + 50);
+    expect(recordsOf(second.stdout, 'first')).toBeLessThan(50);
   }, 120_000);
 });
