@@ -244,9 +244,9 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
       ok: false,
       ...(type ? { failureType: type } : {}),
       message:
-        `${failed.length} of ${entries.length} accounts failed the check: ` +
-        `${failed.map((f) => `account "${f.entry.name}": ${f.result.message}`).join('; ')}` +
-        (failed.length < entries.length ? ` (the other ${entries.length - failed.length} connected).` : ''),
+        `${failed.length} of ${entries.length} accounts failed the check` +
+        (failed.length < entries.length ? ` (the other ${entries.length - failed.length} connected)` : '') +
+        `: ${failed.map((f) => `account "${f.entry.name}": ${f.result.message}`).join('; ')}`,
       ...(drift ? { drift } : {}),
     };
   }
