@@ -248,10 +248,16 @@ const accounts = z
   .max(MAX_ACCOUNTS, { error: `accounts holds at most ${MAX_ACCOUNTS} entries` })
   .superRefine((entries, ctx) => {
     const seen = new Map<string, number>();
+    const keys = new Map<string, number>();
     for (const [index, entry] of entries.entries()) {
       const first = seen.get(entry.name);
       if (first !== undefined) ctx.addIssue({ code: 'custom', message: `name "${entry.name}" is given twice (entries ${first} and ${index}); names must be unique`, path: [index, 'name'] });
       else seen.set(entry.name, index);
+      // The same key twice would read one account twice, under two names (the message never quotes the key).
+      const sameKey = keys.get(entry.api_key);
+      if (sameKey !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `entries ${sameKey} and ${index} give the same api_key: each entry is one account, with its own key`, path: [index, 'api_key'] });
+      } else keys.set(entry.api_key, index);
     }
   })
   .meta(ui(

@@ -41,6 +41,7 @@ describe('accounts', () => {
     [{ ...base, accounts: [{ name: 'a', api_key: 'nope' }] }, /accounts\.0\.api_key: api_key must look like/],
     [{ ...base, accounts: Array.from({ length: 1001 }, (_, i) => ({ name: `a${i}`, api_key: `k_live_${i}` })) }, /accounts holds at most 1000 entries/],
     [{ ...base, accounts: [acme], max_concurrent_accounts: 0 }, /max_concurrent_accounts must be an integer from 1 to 64/],
+    [{ ...base, accounts: [acme, { ...globex, api_key: acme.api_key }] }, /accounts\.1\.api_key: entries 0 and 1 give the same api_key/],
     [{ ...base, accounts: [acme], account_renamed_from: 'Old' }, /account_renamed_from applies to one account: with accounts, give it inside the entry/],
   ])('refuses %j', (input, message) => {
     expect(errorOf(input).message).toMatch(message);
