@@ -388,8 +388,8 @@ describe('Singer tap with accounts', () => {
       destination.applySinger(singerShare(second.stdout, t.entry));
       expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
     }
-    // Incremental per account.
-    expect(recordsOf(second.stdout, 'north', 'contacts')).toBe(0);
+    // Incremental per account (the service's 5-minute look-back may bring a few again).
+    expect(recordsOf(second.stdout, 'north', 'contacts')).toBeLessThan(5);
 
     // One account failing: no ACTIVATE_VERSION (its rows keep their version), the other's records and bookmarks saved, 78.
     emulator.control.revokeKey(south.keyId);
@@ -398,6 +398,14 @@ describe('Singer tap with accounts', () => {
     expect(parseLines(third.stdout).filter((m) => m.type === 'ACTIVATE_VERSION')).toHaveLength(0);
     expect(third.stderr).toMatch(/CRITICAL tap-data-read: 1 of 2 accounts failed \(the other 1 were read and their states saved\): account "south": .*401/);
     expect(recordsOf(third.stdout, 'north', 'pipeline_stages')).toBeGreaterThan(0);
+
+    // South removed from the config: its bookmark stays, and no ACTIVATE_VERSION would remove its rows.
+    const fourth = await tap(config([north]), stateLines(third.stdout).at(-1)?.value);
+    expect(fourth.code, fourth.stderr.slice(-800)).toBe(0);
+    expect(parseLines(fourth.stdout).filter((m) => m.type === 'ACTIVATE_VERSION')).toHaveLength(0);
+    expect(fourth.stderr).toMatch(/WARNING tap-data-read: pipeline_stages: no ACTIVATE_VERSION: the bookmark holds an account no longer in the config \(south\)/);
+    const kept = stateLines(fourth.stdout).at(-1)?.value as { bookmarks: Record<string, { accounts: Record<string, unknown> }> };
+    expect(Object.keys(kept.bookmarks.pipeline_stages?.accounts ?? {})).toEqual(['north', 'south']);
   });
 });
 
