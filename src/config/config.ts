@@ -218,8 +218,57 @@ const accountRenamedFrom = z
     15,
   ));
 
+/** The most entries `accounts` takes. */
+export const MAX_ACCOUNTS = 1000;
+const ACCOUNT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const accountEntry = z
+  .object(
+    {
+      name: z
+        .string({ error: 'name must be a string: the label of the account, 1 to 64 characters of A-Z a-z 0-9 _ . -' })
+        .regex(ACCOUNT_NAME, { error: 'name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (the label every record of the account carries in its account field)' })
+        .meta({ title: 'Name', description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.', order: 0 }),
+      api_key: apiKey.meta({ title: 'API key', description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.', airbyte_secret: true, order: 1 }),
+      account_renamed_from: accountRenamedFrom
+        .meta({
+          title: 'Account renamed from',
+          description: 'Only after this account was renamed in Data-Read: its former name, as the saved state names it (see account_renamed_from).',
+          order: 2,
+        })
+        .optional(),
+    },
+    { error: 'each entry of accounts must be an object {"name": ..., "api_key": ...}' },
+  )
+  .meta({ title: 'Account' });
+
+const accounts = z
+  .array(accountEntry, { error: 'accounts must be a list of {"name", "api_key"} objects' })
+  .min(1, { error: 'accounts must hold at least one {"name", "api_key"} entry' })
+  .max(MAX_ACCOUNTS, { error: `accounts holds at most ${MAX_ACCOUNTS} entries` })
+  .superRefine((entries, ctx) => {
+    const seen = new Map<string, number>();
+    const keys = new Map<string, number>();
+    for (const [index, entry] of entries.entries()) {
+      const first = seen.get(entry.name);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', message: `name "${entry.name}" is given twice (entries ${first} and ${index}); names must be unique`, path: [index, 'name'] });
+      else seen.set(entry.name, index);
+      // The same key twice would read one account twice, under two names (the message never quotes the key).
+      const sameKey = keys.get(entry.api_key);
+      if (sameKey !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `entries ${sameKey} and ${index} give the same api_key: each entry is one account, with its own key`, path: [index, 'api_key'] });
+      } else keys.set(entry.api_key, index);
+    }
+  })
+  .meta(ui(
+    'Accounts',
+    'Many accounts in one run, instead of api_key: each {name, api_key} (the keys are kept secret: never printed). Every record carries its account\'s name in the field account; ' +
+      'the primary key of every stream becomes [account, id]. base_url and every other setting apply to all.',
+    16,
+  ));
+
 export const ConfigSchema = z.object({
-  api_key: apiKey,
+  api_key: apiKey.optional(),
   base_url: baseUrl,
   start_date: startDate.optional(),
   page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),
@@ -246,11 +295,40 @@ export const ConfigSchema = z.object({
   field_treatments: fieldTreatments,
   hash_key: hashKey.optional(),
   account_renamed_from: accountRenamedFrom.optional(),
+  accounts: accounts.optional(),
+  max_concurrent_accounts: boundedInt('max_concurrent_accounts', 1, 64, 4).meta(ui(
+    'Maximum concurrent accounts',
+    'With accounts: how many accounts are read at the same time (1 to 64). Each key is paced on its own rate budget, under max_concurrent_requests.',
+    17,
+  )),
 }).superRefine((config, ctx) => {
+  if (config.api_key !== undefined && config.accounts !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'give either api_key (one account) or accounts (many accounts), not both', path: ['accounts'] });
+  } else if (config.api_key === undefined && config.accounts === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'api_key is required: the account API key, <prefix>_live_<secret> (or accounts, a list of {"name", "api_key"}, for many accounts)', path: ['api_key'] });
+  }
+  if (config.accounts !== undefined && config.account_renamed_from !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'account_renamed_from applies to one account: with accounts, give it inside the entry of the renamed account', path: ['account_renamed_from'] });
+  }
   for (const message of treatmentProblems(config)) ctx.addIssue({ code: 'custom', message, path: [message.startsWith('field_treatments') ? 'field_treatments' : 'hash_key'] });
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** One entry of `accounts`. */
+export type AccountEntry = NonNullable<Config['accounts']>[number];
+
+/** A config that reads one account: `api_key` given (a config with `api_key`, or one entry of `accounts`). */
+export type AccountConfig = Config & { readonly api_key: string };
+
+/**
+ * The config of one entry of `accounts`: its key and its account_renamed_from,
+ * every other setting shared; no `accounts` list.
+ */
+export function entryConfig(config: Config, entry: AccountEntry): AccountConfig {
+  const { accounts: _accounts, account_renamed_from: _renamed, ...shared } = config;
+  return { ...shared, api_key: entry.api_key, ...(entry.account_renamed_from === undefined ? {} : { account_renamed_from: entry.account_renamed_from }) };
+}
 
 const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
 
@@ -260,6 +338,12 @@ function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
   for (const key of ['api_key', 'hash_key'] as const) {
     const value = given[key];
     if (typeof value === 'string') out.push(value, value.trim());
+  }
+  if (Array.isArray(given.accounts)) {
+    for (const entry of given.accounts as unknown[]) {
+      const value = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined;
+      if (typeof value === 'string') out.push(value, value.trim());
+    }
   }
   return out;
 }
@@ -273,7 +357,7 @@ export interface ParsedConfig {
 }
 
 /** Keys whose value is a secret: a message may name the type of their value, never the value. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url']);
+const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url', 'accounts']);
 
 /** The JSON type of a value, with its article: "a string", "an array", "null". */
 function jsonType(value: unknown): string {
