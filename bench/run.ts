@@ -5,7 +5,7 @@
  *
  *   npm run bench               full run (100k and 1M records; about 5 minutes on 2 cores)
  *   npm run bench -- --quick    100k only, fewer repeats (about a minute)
- *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer
+ *   npm run bench -- --only throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer,accounts
  *   npm run bench -- --only pacing,shared,transient     the rate-limit sections alone (about two minutes)
  *   npm run bench -- --proxy    every connector run through a forward proxy (http_proxy)
  *
@@ -38,6 +38,10 @@
  *     after 60 ms: 1,000 requests a minute; wall time hash / keep).
  * 10. Singer: the tap syncing 200k contacts FULL_TABLE against `read` of the
  *     same pages, alternated in the same run (medians of 5; bench/singer.ts).
+ * 11. Many accounts (bench/accounts.ts): 20 accounts each limited to 4
+ *     requests per 2 s read together against one alone; 50 accounts of
+ *     2,000 contacts at full speed (records/s) and the peak RSS of 50
+ *     accounts against 5.
  *
  * With --proxy, a forward proxy (test/helpers/forward-proxy.ts, in this
  * process) carries every request of the connector as absolute-form requests
@@ -58,6 +62,7 @@ import { REPLICA_TARGETS, replicaBench } from './replica.js';
 import { STORES_TARGETS, storesBench } from './stores-replicate.js';
 import { SHARED_KEY_TARGETS, sharedKeyBench } from './shared-key.js';
 import { SINGER_TARGETS, singerBench } from './singer.js';
+import { ACCOUNTS_TARGETS, accountsBench } from './accounts.js';
 import { TRANSIENT_429_TARGETS, transient429Bench } from './transient-429.js';
 
 // ---------------------------------------------------------------- options
@@ -66,7 +71,7 @@ const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const onlyArg = argv.find((a) => a.startsWith('--only'));
 const onlyValue = onlyArg === undefined ? undefined : onlyArg.includes('=') ? onlyArg.split('=')[1] : argv[argv.indexOf(onlyArg) + 1];
-const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer').split(','));
+const ONLY = new Set((onlyValue ?? 'throughput,memory,slow,requests,pacing,shared,transient,parallel,startup,seed,replica,stores,personal,singer,accounts').split(','));
 const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
@@ -78,9 +83,11 @@ const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_event
 
 const PLAN = QUICK
   ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, transient: { contacts: 1200, probability: 0.05, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3, personalPaced: { contacts: 30_000, repeats: 1 },
-      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, stores: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const }, singer: { size: 100_000, repeats: 3 } }
+      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, stores: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const }, singer: { size: 100_000, repeats: 3 },
+      accounts: { limited: { accounts: 20, contacts: 1000, limit: 4, windowMs: 2000, rounds: 2 }, scale: { small: 5, large: 50, contacts: 2000, repeats: 1 } } }
   : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, transient: { contacts: 1200, probability: 0.05, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5, personalPaced: { contacts: 30_000, repeats: 2 },
-      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, stores: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const }, singer: { size: 200_000, repeats: 5 } };
+      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, stores: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const }, singer: { size: 200_000, repeats: 5 },
+      accounts: { limited: { accounts: 20, contacts: 1000, limit: 4, windowMs: 2000, rounds: 3 }, scale: { small: 5, large: 50, contacts: 2000, repeats: 3 } } };
 
 const TARGETS = {
   throughputRatio: 0.85,
@@ -528,6 +535,7 @@ async function main(): Promise<void> {
     if (want('stores')) raw.stores = await storesBench(server, f.dir, PLAN.stores, { row, log });
     if (want('personal')) await personalData(server, f);
     if (want('singer')) raw.singer = await singerBench(server, f.dir, PLAN.singer, { row, log });
+    if (want('accounts')) raw.accounts = await accountsBench(PLAN.accounts, { row, log });
     if (proxy !== undefined) {
       const carried = proxy.log.length;
       const answered = proxy.log.filter((e) => e.status === 200).length;
@@ -542,7 +550,7 @@ async function main(): Promise<void> {
   const elapsedS = (Date.now() - started) / 1000;
   const out = table();
   process.stdout.write(`\n${out}\n\n${rows.filter((r) => r.pass === false).length} of ${rows.filter((r) => r.pass !== null).length} targets missed; ${elapsedS.toFixed(0)} s.\n`);
-  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, transient429: TRANSIENT_429_TARGETS, replica: REPLICA_TARGETS, stores: STORES_TARGETS, singer: SINGER_TARGETS }, rows, raw };
+  const result = { date: new Date().toISOString(), mode: QUICK ? 'quick' : 'full', machine: m, node: NODE, elapsedSeconds: elapsedS, targets: { ...TARGETS, sharedKey: SHARED_KEY_TARGETS, transient429: TRANSIENT_429_TARGETS, replica: REPLICA_TARGETS, stores: STORES_TARGETS, singer: SINGER_TARGETS, accounts: ACCOUNTS_TARGETS }, rows, raw };
   writeFileSync(join(ROOT, 'bench', 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(ROOT, 'bench', 'results.md'), markdown(m, elapsedS));
   log('wrote bench/results.json and bench/results.md');

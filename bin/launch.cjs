@@ -3,7 +3,7 @@
 // replica uses it, unflagged with its busy timeout and transaction state,
 // needs 22.16; on an older Node one line on stderr saying so and how to get
 // a newer one, the run summary a sync command was asked for (--summary FILE),
-// exit 78 (EX_CONFIG: the machine must change, see src/process/exit-status.ts),
+// exit 78 (EX_CONFIG: the machine must change, see src/runtime/exit-status.ts),
 // before any of the connector's code is loaded), then the compiled
 // entry point (ESM, in dist/: cli/source.js or cli/tap.js), whose main()
 // gives the exit status. A

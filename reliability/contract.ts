@@ -53,7 +53,9 @@ export async function runContractCase(c: ContractCase, seed: number): Promise<Co
     const acc = lab.account({ contacts: 80 });
     if (c.tombstones === true) lab.emu.control.mutate(acc.id, { op: 'delete_contacts', count: 3 });
     lab.emu.control.setFaults([c.rule]);
-    const config = { page_size: 20, max_retries: 1, request_timeout_seconds: 1, deletions_as_tombstones: c.tombstones === true };
+    // No case is about slowness: a timeout long enough that a busy machine does not turn a slow answer into a retry
+    // (which would move the breach to another request, or spend the one retry).
+    const config = { page_size: 20, max_retries: 1, request_timeout_seconds: 15, deletions_as_tombstones: c.tombstones === true };
     const run = await lab.read(acc, config, { label });
     const faults = lab.emu.control.faults().injected.total;
     if (faults === 0) problems.push(`${label}: the emulator injected nothing`);

@@ -65,7 +65,7 @@ const PACKAGES: Readonly<Record<string, readonly Area[]>> = {
 const ENTRIES: readonly string[] = ['source-data-read/schemas', 'data-read-emulator'];
 
 /** The folders of the shared core, besides src/*.ts (the streams table, errors): one area with one import rule. */
-const CORE_FOLDERS: readonly string[] = ['config', 'network', 'json', 'process', 'personal-data'];
+const CORE_FOLDERS: readonly string[] = ['config', 'network', 'runtime', 'personal-data'];
 
 /** A project's two trees of sources: its src/ and the emulator package's sources (one area, `emulator`). */
 interface Trees {

@@ -11,11 +11,11 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
-import { EXIT_TEMPFAIL } from '../process/exit-status.js';
-import { Interrupt, type StopSignal } from '../process/interrupt.js';
-import { LineWriter, StderrLogger, closedOutputError } from '../process/output.js';
+import { EXIT_TEMPFAIL } from '../runtime/exit-status.js';
+import { Interrupt, type StopSignal } from '../runtime/interrupt.js';
+import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
 import type { PipesReport } from '../pipes/index.js';
-import { VERSION } from '../process/version.js';
+import { VERSION } from '../runtime/version.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 

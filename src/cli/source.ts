@@ -3,8 +3,8 @@
  * local SQLite replica). Commands are loaded on demand so `spec` and `check`
  * start fast.
  */
-import { exitStatusHelp } from '../process/exit-status.js';
-import { VERSION } from '../process/version.js';
+import { exitStatusHelp } from '../runtime/exit-status.js';
+import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';

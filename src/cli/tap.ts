@@ -2,8 +2,8 @@
  * `tap-data-read`: the Singer tap. Modes: --about, --discover, and sync (the
  * default). Protocol output on stdout only; logs on stderr.
  */
-import { exitStatusHelp } from '../process/exit-status.js';
-import { VERSION } from '../process/version.js';
+import { exitStatusHelp } from '../runtime/exit-status.js';
+import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';

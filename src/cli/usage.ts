@@ -8,8 +8,8 @@
  */
 import { closestName } from '../config/suggest.js';
 import { toConnectorError } from '../errors.js';
-import { EXIT_USAGE, exitStatusFor } from '../process/exit-status.js';
-import { VERSION } from '../process/version.js';
+import { EXIT_USAGE, exitStatusFor } from '../runtime/exit-status.js';
+import { VERSION } from '../runtime/version.js';
 
 /** A mistake in the command line: told on stderr with the usage text (or alone, when `brief`), exit 2. */
 export class UsageError extends Error {

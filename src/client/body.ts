@@ -5,8 +5,8 @@
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { parseExactJson } from '../json/exact-json.js';
-import type { Clean } from './text.js';
+import { parseExactJson } from '../exact-json.js';
+import type { Clean } from './redact.js';
 
 const gunzipAsync = promisify(gunzip);
 const inflateAsync = promisify(inflate);

@@ -20,7 +20,7 @@ import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type Failu
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
 import { ProxyError, proxyAuthFailure } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
-import { cleaner, duration, isoTime, type Clean } from './text.js';
+import { cleaner, duration, isoTime, type Clean } from './redact.js';
 import { chooseRoute, openDispatcher, reachHint, trustHint, type Route } from './route.js';
 import { ApiError } from './api-error.js';
 import type { ClientOptions, ClientStats, DataReadApi, ListQuery, RawPage, WaitNotice } from './types.js';

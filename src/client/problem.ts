@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Problem } from '../schemas/resources.js';
 import { parseJson } from './body.js';
 import { headerValue } from './headers.js';
-import type { Clean } from './text.js';
+import type { Clean } from './redact.js';
 
 /** What the service said about an error, cleaned; each part only when it was given. */
 export interface ProblemInfo {

@@ -10,7 +10,7 @@ import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { ProxyEndpoint } from '../network/proxy-url.js';
 import { errorCode } from './retry.js';
-import { duration } from './text.js';
+import { duration } from './redact.js';
 
 /**
  * How a request failed at the proxy: unreachable (down, or it cannot reach

@@ -3,8 +3,8 @@
  * Retry-After, and classifying network faults. Which faults are retried is
  * the failure policy (policy.ts).
  */
-import type { Clean } from './text.js';
-import { duration } from './text.js';
+import type { Clean } from './redact.js';
+import { duration } from './redact.js';
 
 /**
  * Growing, jittered waits ("decorrelated jitter"): each wait is drawn between

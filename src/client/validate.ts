@@ -5,7 +5,7 @@
  */
 import { Me, PageEnvelope } from '../schemas/resources.js';
 import { ContractError } from '../errors.js';
-import type { Clean } from './text.js';
+import type { Clean } from './redact.js';
 import type { RawPage } from './types.js';
 
 const ENVELOPE_FIELDS = ['data', 'next_cursor', 'has_more', 'sync_watermark'] as const;

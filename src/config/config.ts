@@ -10,63 +10,9 @@ import { parseProxyUrl } from '../network/proxy-url.js';
 import { closestName } from './suggest.js';
 import { PERSONAL_DATA_CHOICES, TREATMENTS, hashKeyWarning, treatmentProblems } from '../personal-data/treatments.js';
 import { STREAMS } from '../streams.js';
+import { parseInstant, readInstant } from '../time.js';
 
 const STREAM_NAMES = STREAMS.map((s) => s.name) as [string, ...string[]];
-
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
-/** Days of `month` (1-12) in `year`, leap years included. */
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-/** Epoch ms of a UTC calendar time (years below 100 included, which Date.UTC would shift to 19xx). */
-function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, ms);
-  return date.getTime();
-}
-
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-
-type Reading = { readonly ms: number } | { readonly problem: string | undefined };
-
-/**
- * Read `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time with zone (`Z`,
- * `±HH:MM` or the basic form `±HHMM`; seconds and up to 9 fraction digits
- * optional). Fields out of range (year 0000, month 13, February 30, hour 24)
- * are what the service refuses: `problem` says which; undefined when the
- * shape itself is wrong.
- */
-function readInstant(value: string): Reading {
-  const dt = DATE_TIME_WITH_ZONE.exec(value);
-  const d = dt ?? DATE_ONLY.exec(value);
-  if (d === null) return { problem: undefined };
-  const [year, month, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
-  if (year < 1) return { problem: 'year 0000 does not exist for the service (years run from 0001 to 9999)' };
-  if (month < 1 || month > 12) return { problem: `there is no month ${d[2]}` };
-  if (day < 1 || day > daysInMonth(year, month)) return { problem: `${MONTHS[month - 1]} ${d[1]} has no day ${d[3]}` };
-  if (dt === null) return { ms: utcMs(year, month, day, 0, 0, 0, 0) };
-  const [hour, minute, second] = [Number(dt[4]), Number(dt[5]), Number(dt[6] ?? '0')];
-  if (hour > 23 || minute > 59 || second > 59) return { problem: `${dt[4]}:${dt[5]}${dt[6] === undefined ? '' : `:${dt[6]}`} is not a time of day` };
-  const zone = (dt[8] ?? 'Z').toUpperCase();
-  let offsetMinutes = 0;
-  if (zone !== 'Z') {
-    const [oh, om] = [Number(zone.slice(1, 3)), Number(zone.slice(-2))];
-    if (oh > 23 || om > 59) return { problem: `${zone} is not a UTC offset` };
-    offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
-  }
-  const ms = Number(`${dt[7] ?? ''}000`.slice(0, 3));
-  return { ms: utcMs(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000 };
-}
-
-/** Parse `YYYY-MM-DD` (midnight UTC) or an ISO date-time with zone (`Z`, `±HH:MM`, `±HHMM`); NaN when neither, or out of range. */
-export function parseInstant(value: string): number {
-  const reading = readInstant(value);
-  return 'ms' in reading ? reading.ms : Number.NaN;
-}
 
 /** How far ahead of now a start_date may be: a user ahead of UTC types today's date, up to a day ahead of UTC. */
 const START_DATE_LEEWAY_MS = 24 * 3600 * 1000;
@@ -272,8 +218,57 @@ const accountRenamedFrom = z
     15,
   ));
 
+/** The most entries `accounts` takes. */
+export const MAX_ACCOUNTS = 1000;
+const ACCOUNT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const accountEntry = z
+  .object(
+    {
+      name: z
+        .string({ error: 'name must be a string: the label of the account, 1 to 64 characters of A-Z a-z 0-9 _ . -' })
+        .regex(ACCOUNT_NAME, { error: 'name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (the label every record of the account carries in its account field)' })
+        .meta({ title: 'Name', description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.', order: 0 }),
+      api_key: apiKey.meta({ title: 'API key', description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.', airbyte_secret: true, order: 1 }),
+      account_renamed_from: accountRenamedFrom
+        .meta({
+          title: 'Account renamed from',
+          description: 'Only after this account was renamed in Data-Read: its former name, as the saved state names it (see account_renamed_from).',
+          order: 2,
+        })
+        .optional(),
+    },
+    { error: 'each entry of accounts must be an object {"name": ..., "api_key": ...}' },
+  )
+  .meta({ title: 'Account' });
+
+const accounts = z
+  .array(accountEntry, { error: 'accounts must be a list of {"name", "api_key"} objects' })
+  .min(1, { error: 'accounts must hold at least one {"name", "api_key"} entry' })
+  .max(MAX_ACCOUNTS, { error: `accounts holds at most ${MAX_ACCOUNTS} entries` })
+  .superRefine((entries, ctx) => {
+    const seen = new Map<string, number>();
+    const keys = new Map<string, number>();
+    for (const [index, entry] of entries.entries()) {
+      const first = seen.get(entry.name);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', message: `name "${entry.name}" is given twice (entries ${first} and ${index}); names must be unique`, path: [index, 'name'] });
+      else seen.set(entry.name, index);
+      // The same key twice would read one account twice, under two names (the message never quotes the key).
+      const sameKey = keys.get(entry.api_key);
+      if (sameKey !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `entries ${sameKey} and ${index} give the same api_key: each entry is one account, with its own key`, path: [index, 'api_key'] });
+      } else keys.set(entry.api_key, index);
+    }
+  })
+  .meta(ui(
+    'Accounts',
+    'Many accounts in one run, instead of api_key: each {name, api_key} (the keys are kept secret: never printed). Every record carries its account\'s name in the field account; ' +
+      'the primary key of every stream becomes [account, id]. base_url and every other setting apply to all.',
+    16,
+  ));
+
 export const ConfigSchema = z.object({
-  api_key: apiKey,
+  api_key: apiKey.optional(),
   base_url: baseUrl,
   start_date: startDate.optional(),
   page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),
@@ -300,11 +295,40 @@ export const ConfigSchema = z.object({
   field_treatments: fieldTreatments,
   hash_key: hashKey.optional(),
   account_renamed_from: accountRenamedFrom.optional(),
+  accounts: accounts.optional(),
+  max_concurrent_accounts: boundedInt('max_concurrent_accounts', 1, 64, 4).meta(ui(
+    'Maximum concurrent accounts',
+    'With accounts: how many accounts are read at the same time (1 to 64). Each key is paced on its own rate budget, under max_concurrent_requests.',
+    17,
+  )),
 }).superRefine((config, ctx) => {
+  if (config.api_key !== undefined && config.accounts !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'give either api_key (one account) or accounts (many accounts), not both', path: ['accounts'] });
+  } else if (config.api_key === undefined && config.accounts === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'api_key is required: the account API key, <prefix>_live_<secret> (or accounts, a list of {"name", "api_key"}, for many accounts)', path: ['api_key'] });
+  }
+  if (config.accounts !== undefined && config.account_renamed_from !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'account_renamed_from applies to one account: with accounts, give it inside the entry of the renamed account', path: ['account_renamed_from'] });
+  }
   for (const message of treatmentProblems(config)) ctx.addIssue({ code: 'custom', message, path: [message.startsWith('field_treatments') ? 'field_treatments' : 'hash_key'] });
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** One entry of `accounts`. */
+export type AccountEntry = NonNullable<Config['accounts']>[number];
+
+/** A config that reads one account: `api_key` given (a config with `api_key`, or one entry of `accounts`). */
+export type AccountConfig = Config & { readonly api_key: string };
+
+/**
+ * The config of one entry of `accounts`: its key and its account_renamed_from,
+ * every other setting shared; no `accounts` list.
+ */
+export function entryConfig(config: Config, entry: AccountEntry): AccountConfig {
+  const { accounts: _accounts, account_renamed_from: _renamed, ...shared } = config;
+  return { ...shared, api_key: entry.api_key, ...(entry.account_renamed_from === undefined ? {} : { account_renamed_from: entry.account_renamed_from }) };
+}
 
 const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
 
@@ -314,6 +338,12 @@ function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
   for (const key of ['api_key', 'hash_key'] as const) {
     const value = given[key];
     if (typeof value === 'string') out.push(value, value.trim());
+  }
+  if (Array.isArray(given.accounts)) {
+    for (const entry of given.accounts as unknown[]) {
+      const value = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined;
+      if (typeof value === 'string') out.push(value, value.trim());
+    }
   }
   return out;
 }
@@ -327,7 +357,7 @@ export interface ParsedConfig {
 }
 
 /** Keys whose value is a secret: a message may name the type of their value, never the value. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url']);
+const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url', 'accounts']);
 
 /** The JSON type of a value, with its article: "a string", "an array", "null". */
 function jsonType(value: unknown): string {

@@ -15,7 +15,7 @@
  */
 import { ConfigError, redact } from '../errors.js';
 import { STREAMS } from '../streams.js';
-import type { LogLevel } from './events.js';
+import type { LogLevel } from './sync-sink.js';
 import type { StateAccount, StreamState } from './state.js';
 
 /** The account a run reads: the name /v1/me gave its key, and the service's address (the config's base_url). */

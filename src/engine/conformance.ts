@@ -10,10 +10,10 @@
  * look-up and a `typeof` per field; only a record that does not fit takes the
  * slow path that says why.
  */
-import { isRawNumber, type RawNumber } from '../json/exact-json.js';
+import { isRawNumber, type RawNumber } from '../exact-json.js';
 import { builtInSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
-import type { Data } from './events.js';
+import type { Data } from './sync-sink.js';
 
 type JsonType = 'null' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
 

@@ -6,19 +6,33 @@
 import { createClient } from '../client/client.js';
 import { ApiError } from '../client/api-error.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
-import { futureStartDate, type Config } from '../config/config.js';
-import { toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
+import { entryConfig, futureStartDate, type AccountEntry, type Config } from '../config/config.js';
+import { ConfigError, toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
-import { USER_AGENT } from '../process/version.js';
+import { USER_AGENT } from '../runtime/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
 export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;
 
+/**
+ * The key of a config that reads one account. A config with `accounts` is
+ * read one entry at a time (accounts.ts gives each its own config); a command
+ * that reads one account only (replicate, for now) refuses it here.
+ */
+export function singleKey(config: Config): string {
+  if (config.api_key !== undefined) return config.api_key;
+  throw new ConfigError(
+    'replicate does not take "accounts" yet: a replica is built from one account. Replicate each account into a file of its own, ' +
+      'with a config that gives its api_key; read (Airbyte) and the Singer tap read many accounts in one run.',
+    { field: 'accounts' },
+  );
+}
+
 export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overrides: Partial<ClientOptions> = {}): DataReadApi {
   return createClient({
     baseUrl: config.base_url,
-    apiKey: config.api_key,
+    apiKey: singleKey(config),
     userAgent: USER_AGENT,
     timeoutMs: config.request_timeout_seconds * 1000,
     maxRetries: config.max_retries,
@@ -179,4 +193,83 @@ export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {},
   } finally {
     await client.close();
   }
+}
+
+/** Run `work` on every item, at most `limit` at a time; the results in the items' order. */
+async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
+
+/**
+ * `check` of a config with `accounts`: every key checked (/v1/me, with the
+ * interactive patience, max_concurrent_accounts at a time), each failing one
+ * named with why; the schema drift line from the first account that works.
+ */
+export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Promise<ConnectionCheck> {
+  const entries = config.accounts ?? [];
+  const future = futureStartDate(config.start_date);
+  if (future) return { ok: false, message: future };
+  const results = await pooled(entries, config.max_concurrent_accounts, async (entry) => {
+    const one = entryConfig(config, entry);
+    const client = clientFromConfig(one, hooks, interactivePatience(one));
+    try {
+      return await verifyAccount(client, one);
+    } finally {
+      await client.close();
+    }
+  });
+  const failed = entries.flatMap((entry, i) => (results[i]?.ok === true ? [] : [{ entry, result: results[i] as CheckResult }]));
+  const firstOk = entries.findIndex((_, i) => results[i]?.ok === true);
+  let drift: ConnectionCheck['drift'];
+  if (firstOk >= 0) {
+    // The description and the treated fields once, with the first key that works.
+    const checked = await checkConnection(entryConfig(config, entries[firstOk] as AccountEntry), hooks);
+    drift = checked.drift;
+    // A treatment of a field the service does not describe either: the config's mistake, whichever account.
+    if (!checked.ok && checked.message.startsWith('Invalid config')) return { ok: false, message: checked.message, ...(drift ? { drift } : {}) };
+  }
+  if (failed.length > 0) {
+    const types = failed.map((f) => f.result.failureType ?? 'system_error');
+    const type = (['config_error', 'transient_error', 'system_error'] as const).find((t) => types.includes(t));
+    return {
+      ok: false,
+      ...(type ? { failureType: type } : {}),
+      message:
+        `${failed.length} of ${entries.length} accounts failed the check` +
+        (failed.length < entries.length ? ` (the other ${entries.length - failed.length} connected)` : '') +
+        `: ${failed.map((f) => `account "${f.entry.name}": ${f.result.message}`).join('; ')}`,
+      ...(drift ? { drift } : {}),
+    };
+  }
+  const names = entries.map((entry, i) => `"${entry.name}" (account "${results[i]?.account ?? '?'}")`);
+  return { ok: true, message: `Connected to all ${entries.length} accounts: ${names.join(', ')}.`, ...(drift ? { drift } : {}) };
+}
+
+/**
+ * The schemas to declare with a config with `accounts`: pinned (no request),
+ * or the service's description read once, with the first account whose key
+ * the service takes (a refused key: the next one is tried).
+ */
+export async function loadAccountsSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
+  const entries = config.accounts ?? [];
+  const refused: string[] = [];
+  for (const entry of entries) {
+    try {
+      return await loadStreamSchemas(entryConfig(config, entry), hooks, streams);
+    } catch (err) {
+      const error = toConnectorError(err);
+      if (!(error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden'))) throw error;
+      refused.push(`"${entry.name}": ${error.message}`);
+    }
+  }
+  throw new ConfigError(`No account of the config could read the service's description; every key was refused: ${refused.join('; ')}`, { field: 'accounts' });
 }

@@ -9,7 +9,7 @@
  * never the machine's: a machine whose clock differs from the service's
  * would see no gap, or one that is not there.
  */
-import { parseInstant } from '../config/config.js';
+import { parseInstant } from '../time.js';
 import { andList, deletionTargets, streamList, type DeletionLogStream } from '../streams.js';
 import type { StreamState } from './state.js';
 

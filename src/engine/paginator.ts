@@ -8,7 +8,7 @@
 import type { DataReadApi, ListQuery, RawPage } from '../client/types.js';
 import { ContractError } from '../errors.js';
 import type { StreamDefinition } from '../streams.js';
-import type { Data } from './events.js';
+import type { Data } from './sync-sink.js';
 
 /** Where a read starts: a resume cursor (with the watermark of the read it belongs to), or a time filter. */
 export type PageStart =

@@ -24,7 +24,7 @@ import type { JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { RunAccount } from './account.js';
 import { TypeAudit } from './conformance.js';
-import type { Data, LogLevel, SyncSink } from './events.js';
+import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { RunRecorder } from './run-report.js';
 import type { StreamState } from './state.js';
 

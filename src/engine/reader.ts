@@ -12,7 +12,7 @@ import { readAction } from '../client/policy.js';
 import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
 import { StateRules } from './state-rules.js';
-import type { Data, SyncSink } from './events.js';
+import type { Data, SyncSink } from './sync-sink.js';
 import { Paginator, type Page } from './paginator.js';
 import type { StreamState } from './state.js';
 

@@ -11,11 +11,11 @@
  * is ever copied in; the message is redacted of the secrets.
  */
 import type { ConnectorError } from '../errors.js';
-import { exitStatusFor } from '../process/exit-status.js';
-import type { RunStatus, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+import { exitStatusFor } from '../runtime/exit-status.js';
+import type { AccountSummary, RunStatus, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 import type { StreamState } from './state.js';
 
-export type { RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+export type { AccountSummary, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
@@ -61,6 +61,7 @@ export class RunRecorder {
   private readonly failures: ConnectorError[] = [];
   private signal: string | undefined;
   private counts: () => RunRequestCounts | undefined = () => undefined;
+  private accounts: (() => AccountSummary[]) | undefined;
   private redactText: (text: string) => string = (text) => text;
   private readonly endListeners: ((stream: StreamSummary) => void)[] = [];
   private finished: RunSummary | undefined;
@@ -77,6 +78,11 @@ export class RunRecorder {
   /** Redact messages with this (the logger's, once the key is known). */
   setRedact(redact: (text: string) => string): void {
     this.redactText = redact;
+  }
+
+  /** With accounts in the config: where the summary's per-account entries are read from. */
+  setAccounts(accounts: () => AccountSummary[]): void {
+    this.accounts = accounts;
   }
 
   /** Where the request counts are read from at the end (the session's client). */
@@ -211,6 +217,7 @@ export class RunRecorder {
       retries: counts?.retries ?? 0,
       rate_limit_waits: counts?.rateLimitWaits ?? 0,
       rate_limit_wait_seconds: Math.round(counts?.rateLimitWaitMs ?? 0) / 1000,
+      ...(this.accounts === undefined ? {} : { accounts: this.accounts() }),
     };
   }
 

@@ -22,6 +22,16 @@ export const StreamSummarySchema = z
   })
   .strict();
 
+export const AccountSummarySchema = z
+  .object({
+    name: z.string().describe('The name of the config\'s accounts entry'),
+    status: z.enum(['succeeded', 'failed', 'incomplete']).describe('succeeded: every stream read; failed: stopped by its own failure (the others went on); incomplete: the run ended before the account did'),
+    records: count.describe('Records the command emitted for the account, over every stream'),
+    failure_type: z.enum(FAILURE_TYPES).nullable(),
+    message: z.string().nullable().describe('Why the account failed, when it did'),
+  })
+  .strict();
+
 export const RunSummarySchema = z
   .object({
     summary_version: z.literal(1),
@@ -39,6 +49,7 @@ export const RunSummarySchema = z
     retries: count,
     rate_limit_waits: count,
     rate_limit_wait_seconds: z.number().nonnegative(),
+    accounts: z.array(AccountSummarySchema).optional().describe('With accounts in the config: one entry per account, in the config\'s order'),
   })
   .strict()
   .describe('The summary of one sync command (--summary FILE), written when the command ends, whatever the outcome.');
@@ -53,6 +64,7 @@ export function runSummaryJsonSchema(): Record<string, unknown> {
 }
 
 export type StreamSummary = z.infer<typeof StreamSummarySchema>;
+export type AccountSummary = z.infer<typeof AccountSummarySchema>;
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 export type StreamStatus = StreamSummary['status'];
 export type RunStatus = RunSummary['status'];

@@ -12,12 +12,12 @@
  */
 import type { Config } from '../config/config.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
-import { ConnectorError, toConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import type { DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
 import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
-import type { LogLevel, SyncSink } from './events.js';
+import type { LogLevel, SyncSink } from './sync-sink.js';
 import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
@@ -97,6 +97,12 @@ export class SyncSession {
     return this.counts;
   }
 
+  /** The client's counts, the time of its rate-limit waits included (ms). */
+  get clientStats(): RequestCounts & { readonly rateLimitWaitMs: number } {
+    const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = this.client.stats;
+    return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
+  }
+
   get stats(): RequestCounts {
     const { requests, retries, rateLimitWaits } = this.client.stats;
     return { requests, retries, rateLimitWaits };
@@ -111,7 +117,8 @@ export class SyncSession {
   async verifyAccount(): Promise<CheckResult> {
     const result = await this.engine.connect.verifyAccount(this.client, this.config);
     const { api_key: key, hash_key: hashKey } = this.config;
-    if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url, hashKey === undefined ? [key] : [key, hashKey]);
+    const secrets = [key, hashKey].filter((s): s is string => s !== undefined);
+    if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url, secrets);
     return result;
   }
 
@@ -134,6 +141,17 @@ export class SyncSession {
    * failure (every stream stopped, the cause said once).
    */
   async accountFor(states: ReadonlyMap<string, StreamState>, streams: readonly SelectedStream[]): Promise<AccountNote[]> {
+    const many = [...states].filter(([, state]) => state.accounts !== undefined);
+    if (many.length > 0) {
+      const [name, state] = many[0] as [string, StreamState];
+      const entries = Object.keys(state.accounts ?? {});
+      throw new ConfigError(
+        `The state of stream "${name}" holds the states of many accounts (${entries.map((e) => `"${e}"`).join(', ') || 'none'}), written by a config with accounts, ` +
+          'but this config reads one account (api_key): nothing was read. Use the config with accounts, or pass the state of one entry alone, ' +
+          `{"sync_watermark": ...} as it stands under "accounts" (e.g. jq '.accounts["${entries[0] ?? 'name'}"]' on each stream's state).`,
+        { field: `state.${name}` },
+      );
+    }
     const verified = await this.verifyAccount();
     const account = this.#account;
     if (!verified.ok || account === undefined) {

@@ -6,7 +6,7 @@
  * The faces wrap it in their own envelopes; this module validates the content.
  */
 import { z } from 'zod';
-import { parseInstant } from '../config/config.js';
+import { parseInstant } from '../time.js';
 import { ConfigError } from '../errors.js';
 
 const WATERMARK = 'must be an ISO 8601 date-time with zone, as the service wrote it';
@@ -46,16 +46,50 @@ export interface StreamState {
   resume?: { cursor: string; sync_watermark: string };
   /** Absent in a state written before states named their account. */
   account?: StateAccount;
+  /** A config with `accounts`: one state per entry (by its name), each without `accounts`; nothing else beside. */
+  accounts?: Record<string, StreamState>;
 }
 
-/** Validate one stream's saved state; throws ConfigError naming the stream and the field. */
+/**
+ * Validate one stream's saved state; throws ConfigError naming the stream and
+ * the field. A state of a config with `accounts` (`{"accounts": {"<entry>":
+ * <that entry's state>, ...}}`) holds one state per entry, each a state of
+ * one account as above.
+ */
 export function parseStreamState(stream: string, input: unknown): StreamState {
+  if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'accounts' in input) return parseAccountsState(stream, input as Record<string, unknown>);
+  return parseOneState(`"${stream}"`, input, `state.${stream}`);
+}
+
+function parseAccountsState(stream: string, input: Record<string, unknown>): StreamState {
+  const mixed = Object.keys(input).filter((key) => key === 'sync_watermark' || key === 'resume' || key === 'account');
+  const entries = input.accounts;
+  if (typeof entries !== 'object' || entries === null || Array.isArray(entries) || mixed.length > 0) {
+    throw new ConfigError(
+      `Invalid state for stream "${stream}": ` +
+        (mixed.length > 0 ? `it holds both "accounts" and ${mixed.map((k) => `"${k}"`).join(', ')}` : '"accounts" must be an object keyed by the names of the config\'s accounts entries') +
+        '. A state of many accounts is {"accounts": {"<name>": {"sync_watermark": ...}, ...}}. Pass the state the connector wrote, or no state to read from start_date.',
+      { field: `state.${stream}.accounts` },
+    );
+  }
+  const accounts: Record<string, StreamState> = {};
+  for (const [name, raw] of Object.entries(entries)) {
+    if (typeof raw === 'object' && raw !== null && 'accounts' in raw) {
+      throw new ConfigError(`Invalid state for stream "${stream}": the state of account "${name}" holds "accounts" again.`, { field: `state.${stream}.accounts.${name}` });
+    }
+    accounts[name] = parseOneState(`"${stream}" of account "${name}"`, raw, `state.${stream}.accounts.${name}`);
+  }
+  return { accounts };
+}
+
+/** One account's state; `label` names it in messages (the stream's name, quoted), `at` is its field. */
+function parseOneState(label: string, input: unknown, at: string): StreamState {
   if (input === null || input === undefined) return {};
   if (typeof input !== 'object' || Array.isArray(input)) {
     throw new ConfigError(
-      `Invalid state for stream "${stream}": a stream's state must be an object such as {"sync_watermark": "2024-01-01T00:00:00.000Z"}, ` +
+      `Invalid state for stream ${label}: a stream's state must be an object such as {"sync_watermark": "2024-01-01T00:00:00.000Z"}, ` +
         `not ${Array.isArray(input) ? 'an array' : typeof input}. Pass the state the connector wrote, or no state to read from start_date.`,
-      { field: `state.${stream}` },
+      { field: at },
     );
   }
   const result = StreamStateSchema.safeParse(input);
@@ -64,9 +98,9 @@ export function parseStreamState(stream: string, input: unknown): StreamState {
     const field = issue ? issue.path.join('.') : '';
     const what = issue?.message ?? 'invalid';
     throw new ConfigError(
-      `Invalid state for stream "${stream}": ${field ? `${field} ${what}` : what}. ` +
+      `Invalid state for stream ${label}: ${field ? `${field} ${what}` : what}. ` +
         'Pass the state the connector wrote, or no state to read from start_date.',
-      { field: field ? `state.${stream}.${field}` : `state.${stream}` },
+      { field: field ? `${at}.${field}` : at },
     );
   }
   const state: StreamState = {};

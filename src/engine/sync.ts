@@ -12,10 +12,11 @@ import type { DataReadApi } from '../client/types.js';
 import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
 import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
-import type { Data, SyncSink } from './events.js';
+import type { Data, SyncSink } from './sync-sink.js';
 import { readStream } from './reader.js';
 import type { StreamState } from './state.js';
-import { futureStartDate, parseInstant } from '../config/config.js';
+import { futureStartDate } from '../config/config.js';
+import { parseInstant } from '../time.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { RecordPipeline, type PipelineStream } from './pipeline.js';
 

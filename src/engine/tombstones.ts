@@ -10,7 +10,7 @@
  * are is the log's row in the streams table.
  */
 import { STREAMS, findDeletionTarget, type DeletionLogStream, type StreamDefinition } from '../streams.js';
-import type { Data } from './events.js';
+import type { Data } from './sync-sink.js';
 import type { RecordPipeline } from './pipeline.js';
 import type { StreamState } from './state.js';
 

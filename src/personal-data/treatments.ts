@@ -16,7 +16,7 @@
  */
 import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { ConfigError } from '../errors.js';
-import { isRawNumber } from '../json/exact-json.js';
+import { isRawNumber } from '../exact-json.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
 
 export const TREATMENTS = ['keep', 'drop', 'hash', 'sha256', 'email_domain'] as const;

@@ -44,6 +44,16 @@ export interface RecordSchemaOptions {
    * service's description, see schema-merge.ts); default: the built-in schema.
    */
   readonly base?: JsonSchema | undefined;
+  /** Declare the `account` field first, required (a config with `accounts`). */
+  readonly accountField?: boolean | undefined;
+}
+
+/** The field every record of a config with `accounts` carries: the name of its entry. */
+export const ACCOUNT_FIELD = 'account';
+
+/** A stream's primary key as key paths: [["id"]], or [["account"], ["id"]] with `accounts`. */
+export function primaryKeyPaths(stream: StreamDefinition, manyAccounts: boolean): string[][] {
+  return manyAccounts ? [[ACCOUNT_FIELD], [stream.primaryKey]] : [[stream.primaryKey]];
 }
 
 /** Each stream's record schema in the neutral form (no deleted-at column), by stream name. */
@@ -89,7 +99,10 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
       description: 'Set when the object was deleted in Data-Read (a tombstone); null otherwise',
     };
   }
-  return { ...base, properties };
+  if (!options.accountField) return { ...base, properties };
+  const account: JsonSchema = { type: 'string', description: 'The name of the config\'s accounts entry the record was read from (first part of the primary key)' };
+  const required = Array.isArray(base.required) ? base.required.filter((r) => r !== ACCOUNT_FIELD) : [];
+  return { ...base, required: [ACCOUNT_FIELD, ...required], properties: { [ACCOUNT_FIELD]: account, ...properties } };
 }
 
 

@@ -6,7 +6,7 @@
  */
 import { ConfigError } from '../errors.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
-import type { LogLevel } from '../engine/events.js';
+import type { LogLevel } from '../engine/sync-sink.js';
 import type { StoreNote } from './store.js';
 
 /** One INFO per table change made (`contacts.score: bigint -> numeric`), one WARN per change left for the next run. */

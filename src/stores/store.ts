@@ -11,7 +11,7 @@
  * facts under its writer lock, before anything in it changes; a refusal
  * leaves it as it was.
  */
-import type { Data, LogLevel } from '../engine/events.js';
+import type { Data, LogLevel } from '../engine/sync-sink.js';
 import type { StreamState } from '../engine/state.js';
 
 /** One engine checkpoint of one stream, as a store takes it. */

@@ -18,7 +18,7 @@
  * as the ISO 8601 text sent (with a zone; canonicalInstant checks it), JSON
  * as its text; each store turns them into its own values.
  */
-import { isRawNumber, parseExactJson, rawNumber } from '../json/exact-json.js';
+import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type StoreKind, type StoreLayout, widen } from './columns.js';
 
 export type Data = Record<string, unknown>;

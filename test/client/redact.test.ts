@@ -1,7 +1,7 @@
 /** Redaction: a secret is removed from output in every form it takes there. */
 import { describe, expect, it } from 'vitest';
 import { redact, secretForms } from '../../src/errors.js';
-import { cleaner } from '../../src/client/text.js';
+import { cleaner } from '../../src/client/redact.js';
 
 const KEY = 'drk_live_a"b\\c/d e';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Backoff, classifyNetError, parseRetryAfter } from '../../src/client/retry.js';
-import { cleaner } from '../../src/client/text.js';
+import { cleaner } from '../../src/client/redact.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, expectNoKey, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 

@@ -18,7 +18,12 @@ import { ROOT } from '../helpers/cli.js';
 type Json = Record<string, unknown>;
 const KEYS = Object.keys(ConfigSchema.shape);
 const SPEC = configJsonSchema().properties as Record<string, Json>;
-const SECRETS = KEYS.filter((key) => SPEC[key]?.airbyte_secret === true);
+/** A list whose entries hold a secret (accounts: their api_key) is a secret setting for Meltano and --about. */
+const holdsSecret = (prop: Json | undefined): boolean => {
+  const items = prop?.items as Json | undefined;
+  return Object.values((items?.properties as Record<string, Json> | undefined) ?? {}).some((p) => p.airbyte_secret === true);
+};
+const SECRETS = KEYS.filter((key) => SPEC[key]?.airbyte_secret === true || holdsSecret(SPEC[key]));
 
 interface MeltanoSetting {
   readonly name: string;
@@ -51,7 +56,7 @@ describe("meltano.yml's settings follow the config schema", () => {
       expect(setting.sensitive === true, setting.name).toBe(SECRETS.includes(setting.name));
       expect(setting.description, setting.name).toBeTruthy();
     }
-    expect(SECRETS).toEqual(expect.arrayContaining(['api_key', 'proxy_url']));
+    expect(SECRETS).toEqual(expect.arrayContaining(['api_key', 'proxy_url', 'accounts']));
   });
 });
 
@@ -73,7 +78,8 @@ describe('the generated tables', () => {
     const row = (key: string): string => rows.find((r) => r.startsWith(`| \`${key}\` |`)) ?? '';
     // max_wait_seconds: what the schema enforces (1 to 86400), the disagreement the hand-written tables had.
     expect(row('max_wait_seconds')).toMatch(/^\| `max_wait_seconds` \| integer 1–86400 \| `900` \|/);
-    expect(row('api_key')).toMatch(/^\| `api_key` \| string, required, secret \| – \|/);
+    // api_key or accounts: neither is required alone.
+    expect(row('api_key')).toMatch(/^\| `api_key` \| string, secret \| – \|/);
     expect(row('proxy_url')).toContain('secret');
     expect(row('page_size')).toContain('integer 1–200');
   });

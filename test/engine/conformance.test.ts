@@ -1,7 +1,7 @@
 /** Values that do not fit their declared type: passed on, and the first of each kind reported once per stream. */
 import { describe, expect, it } from 'vitest';
 import { TypeAudit, isIntegralText, jsonTypeOf } from '../../src/engine/conformance.js';
-import { parseExactJson } from '../../src/json/exact-json.js';
+import { parseExactJson } from '../../src/exact-json.js';
 import type { JsonSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 

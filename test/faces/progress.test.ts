@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../helpers/stderr.js';
 import { RecordPipeline } from '../../src/engine/pipeline.js';
-import { StderrLogger } from '../../src/process/output.js';
+import { StderrLogger } from '../../src/runtime/output.js';
 import { Progress } from '../../src/progress/progress.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { ConnectorError } from '../../src/errors.js';

@@ -1,6 +1,6 @@
 /** A SyncSink that records every event, for assertions on what a face would receive. */
 import type { ConnectorError } from '../../src/errors.js';
-import type { Data, LogLevel, SyncSink } from '../../src/engine/events.js';
+import type { Data, LogLevel, SyncSink } from '../../src/engine/sync-sink.js';
 import type { StreamState } from '../../src/engine/state.js';
 import type { StreamDefinition } from '../../src/streams.js';
 

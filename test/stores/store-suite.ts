@@ -5,7 +5,7 @@
  * applied at the next open, and the treatments refused.
  */
 import { describe, expect, it } from 'vitest';
-import { rawNumber } from '../../src/json/exact-json.js';
+import { rawNumber } from '../../src/exact-json.js';
 import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
 import type { StoreFacts } from '../../src/stores/store.js';

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
-import { builtInSchema, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
+import { builtInSchema, primaryKeyPaths, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
@@ -33,17 +33,18 @@ function withAirbyteTypes(schema: JsonSchema): JsonSchema {
  * A stream's record schema as Airbyte reads it: the shared schema (`base`, the
  * built-in one by default), annotated, with the tombstone column when on.
  */
-export function airbyteJsonSchema(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): JsonSchema {
-  return withAirbyteTypes(recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined, base }));
+export function airbyteJsonSchema(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): JsonSchema {
+  return withAirbyteTypes(recordJsonSchema(stream, { deletedAtColumn: hasTombstones(stream, tombstones) ? AIRBYTE_DELETED_AT : undefined, base, accountField: manyAccounts }));
 }
 
-export function airbyteStream(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): AirbyteStream {
-  const json_schema = airbyteJsonSchema(stream, tombstones, base);
+/** The stream as discover declares it; `manyAccounts` (a config with `accounts`): the account field, first in the primary key. */
+export function airbyteStream(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): AirbyteStream {
+  const json_schema = airbyteJsonSchema(stream, tombstones, base, manyAccounts);
   const out: AirbyteStream = {
     name: stream.name,
     json_schema,
     supported_sync_modes: [...stream.syncModes],
-    source_defined_primary_key: [[stream.primaryKey]],
+    source_defined_primary_key: primaryKeyPaths(stream, manyAccounts),
     is_resumable: stream.cursorField !== null,
     description: stream.description,
   };
@@ -55,8 +56,8 @@ export function airbyteStream(stream: StreamDefinition, tombstones: boolean, bas
 }
 
 /** Every stream, with its schema from `schemas` (built in where it has none). */
-export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): AirbyteStream[] {
-  return STREAMS.map((s) => airbyteStream(s, tombstones, schemas?.get(s.name)));
+export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas, manyAccounts = false): AirbyteStream[] {
+  return STREAMS.map((s) => airbyteStream(s, tombstones, schemas?.get(s.name), manyAccounts));
 }
 
 /**
@@ -92,9 +93,9 @@ const ConfiguredCatalog = z.object({
  * the stream's own cursor, every record carries its own key); undefined when
  * they agree or are not given.
  */
-function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: readonly string[] | undefined, primaryKey: unknown): string | undefined {
+function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: readonly string[] | undefined, primaryKey: unknown, manyAccounts: boolean): string | undefined {
   const ownCursor = stream.cursorField === null ? [] : [stream.cursorField];
-  const ownKey = [[stream.primaryKey]];
+  const ownKey = primaryKeyPaths(stream, manyAccounts);
   const asked: string[] = [];
   if (mode === 'incremental' && cursorField !== undefined && cursorField.length > 0 && JSON.stringify(cursorField) !== JSON.stringify(ownCursor)) {
     asked.push(`cursor_field ${JSON.stringify(cursorField)}`);
@@ -106,7 +107,7 @@ function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: r
   return (
     `Stream "${stream.name}": the configured catalog asks for ${asked.join(' and ')}, but this source defines its own and uses them: ` +
     `cursor ${JSON.stringify(ownCursor)}, primary key ${JSON.stringify(ownKey)} (the state follows ${stream.cursorField ?? 'no cursor'}; ` +
-    `records are keyed by ${stream.primaryKey}). Set the connection to the source-defined cursor and primary key.`
+    `records are keyed by ${ownKey.map((k) => k.join('.')).join(' and ')}). Set the connection to the source-defined cursor and primary key.`
   );
 }
 
@@ -119,6 +120,7 @@ export function parseConfiguredCatalog(
   input: unknown,
   warn: (message: string) => void = () => undefined,
   dropped: (stream: StreamDefinition) => ReadonlySet<string> = () => new Set(),
+  manyAccounts = false,
 ): SelectedStream[] {
   const parsed = ConfiguredCatalog.safeParse(input);
   if (!parsed.success) {
@@ -149,7 +151,7 @@ export function parseConfiguredCatalog(
         { field: `catalog.streams.${index}.sync_mode` },
       );
     }
-    const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key);
+    const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key, manyAccounts);
     if (warning) warn(warning);
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;

@@ -7,11 +7,13 @@ import { readFileSync } from 'node:fs';
 import type { Config, ParsedConfig } from '../../config/config.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { readJsonFile } from '../../config/files.js';
-import { onStop } from '../../process/interrupt.js';
-import type { LineWriter, StderrLogger } from '../../process/output.js';
+import { onStop } from '../../runtime/interrupt.js';
+import type { LineWriter, StderrLogger } from '../../runtime/output.js';
 import type { StreamDefinition } from '../../streams.js';
+import type { LogLevel } from '../../engine/sync-sink.js';
+import type { SessionRequest } from '../../engine/session.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress, watchedOnTerminal } from '../../progress/progress.js';
 import * as msg from './protocol.js';
@@ -86,8 +88,9 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
     return 0;
   }
   // The HTTP client (undici) is loaded only by the commands that talk to the API: spec starts faster.
-  const { checkConnection } = await import('../../engine/connect.js');
-  const result = await checkConnection(config, { signal: ctx.signal });
+  const { checkAccounts, checkConnection } = await import('../../engine/connect.js');
+  // With accounts: every key checked, each failing one named.
+  const result = config.accounts === undefined ? await checkConnection(config, { signal: ctx.signal }) : await checkAccounts(config, { signal: ctx.signal });
   if (result.drift) await sink.log(result.drift.level, result.drift.message);
   await ctx.out.write(ctx.logger.redact(msg.connectionStatus(result.ok ? 'SUCCEEDED' : 'FAILED', result.message)));
   return 0;
@@ -105,15 +108,17 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     const parsed = await loadConfig(configPath, ctx);
     await warnAbout(sink, parsed);
     const { config } = parsed;
-    const [{ discoverCatalog }, { loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/connect.js')]);
+    const [{ discoverCatalog }, { loadAccountsSchemas, loadStreamSchemas }] = await Promise.all([import('./catalog.js'), import('../../engine/connect.js')]);
     // The client's own words (a retry and why) go out as they happen; a failed write surfaces at the next awaited one.
-    const loaded = await loadStreamSchemas(config, { onLog: (level, message) => void sink.log(level, message).catch(() => undefined), signal: ctx.signal });
+    const hooks = { onLog: (level: LogLevel, message: string) => void sink.log(level, message).catch(() => undefined), signal: ctx.signal };
+    // With accounts: the description is read once, with the first account whose key works.
+    const loaded = config.accounts === undefined ? await loadStreamSchemas(config, hooks) : await loadAccountsSchemas(config, hooks);
     for (const note of loaded.notes) await sink.log(note.level, note.message);
     const { treatedSchemasFor } = await import('../../personal-data/treatments.js');
     const warnings: string[] = [];
     const schemas = treatedSchemasFor(config, loaded.schemas, loaded.source === 'service', (w) => warnings.push(w));
     for (const w of warnings) await sink.log('WARN', w);
-    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, schemas)));
+    await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, schemas, config.accounts !== undefined)));
     return 0;
   } catch (err) {
     const error = toConnectorError(err);
@@ -140,7 +145,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const plan = treatmentPlan(config);
     const dropped = (stream: StreamDefinition): ReadonlySet<string> =>
       new Set((plan.get(stream.name)?.fields ?? []).filter((f) => f.treatment === 'drop').map((f) => f.field));
-    const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w), dropped);
+    const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w), dropped, config.accounts !== undefined);
     // Fields the catalog declares may be ones only the service describes: a treatment naming one of those is fine.
     const { builtInSchema } = await import('../../schemas/json-schema.js');
     const declared = new Map(streams.map(({ stream, schema }) => [stream.name, { properties: { ...(builtInSchema(stream).properties as object), ...((schema?.properties as object | undefined) ?? {}) } }]));
@@ -159,6 +164,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   }
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
+  if (config.accounts !== undefined) return readAccounts(ctx, sink, config, { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE });
   ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
   let progress: Progress | undefined;
   onStop(ctx.signal, (signal) => {
@@ -203,5 +209,42 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   } finally {
     progress.stop();
     await session.close();
+  }
+}
+
+/**
+ * `read` of a config with `accounts` (engine/accounts.ts): one stream per
+ * resource, the records of every account (each with its `account`), one STATE
+ * per stream holding every account's state; an account that fails stops
+ * alone, and one ERROR trace at the end names each failed account and why.
+ */
+async function readAccounts(ctx: CommandContext, sink: AirbyteSink, config: Config, request: SessionRequest): Promise<number> {
+  ctx.report?.plan(request.streams.map(({ stream }) => ({ name: stream.name })));
+  let progress: Progress | undefined;
+  onStop(ctx.signal, (signal) => {
+    progress?.stop();
+    const words = sink.interrupted(signal);
+    void ctx.out.seal(words.lines);
+    ctx.logger.log('ERROR', words.message);
+  });
+  const { AccountsRun } = await import('../../engine/accounts.js');
+  const run = new AccountsRun(config, ctx.report, ctx.signal);
+  progress = new Progress({ logger: ctx.logger, requests: () => run.stats });
+  progress.start();
+  try {
+    const result = await run.run(request, sink, progress.observer());
+    progress.stop();
+    const failed = result.accounts.filter((a) => a.status === 'failed').length;
+    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed account(s)`}: ${run.summary()}.`);
+    return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+  } catch (err) {
+    progress.stop();
+    const error = toConnectorError(err);
+    ctx.report?.fail(error);
+    await sink.error(error);
+    return exitStatusFor(error.failureType);
+  } finally {
+    progress.stop();
+    await run.close();
   }
 }

@@ -3,7 +3,7 @@
  * message shapes this source emits are modelled.
  */
 import type { ConnectorError } from '../../errors.js';
-import type { LogLevel } from '../../engine/events.js';
+import type { LogLevel } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
 
 /** The column Airbyte destinations in append+dedup mode read to delete a row (a tombstone sets it). */

@@ -4,10 +4,10 @@
  * say is also told to the person watching, on stderr.
  */
 import { ConnectorError } from '../../errors.js';
-import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
 import type { StreamDefinition } from '../../streams.js';
-import { writeLines, type LineWriter } from '../../process/output.js';
+import { writeLines, type LineWriter } from '../../runtime/output.js';
 import * as msg from './protocol.js';
 
 export class AirbyteSink implements SyncSink {

@@ -31,13 +31,13 @@ import { treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments
 import type { SelectedStream, SyncResult } from '../../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
+import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { readJsonFile } from '../../config/files.js';
-import type { StderrLogger } from '../../process/output.js';
+import type { StderrLogger } from '../../runtime/output.js';
 import { STREAMS } from '../../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
-import { onStop } from '../../process/interrupt.js';
+import { onStop } from '../../runtime/interrupt.js';
 import { Progress, plainEveryMsFromEnv } from '../../progress/progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
@@ -46,7 +46,7 @@ import { assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../../stores/target.js';
 import type { Store } from '../../stores/store.js';
-import type { LogLevel } from '../../engine/events.js';
+import type { LogLevel } from '../../engine/sync-sink.js';
 import { replicaFacts } from './store-facts.js';
 
 export interface ReplicateContext {

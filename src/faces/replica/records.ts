@@ -1,6 +1,6 @@
 /** Reading a replica back as records: each row converted with the layout it was written with. */
 import type { DatabaseSync } from 'node:sqlite';
-import type { Data } from '../../engine/events.js';
+import type { Data } from '../../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConfigError } from '../../errors.js';
 import { STATE_TABLE, openForRead, storedLayouts } from './database.js';

@@ -13,8 +13,8 @@
  * Rows with such integers must be read with `setReadBigInts(true)`.
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
-import type { Data } from '../../engine/events.js';
-import { isRawNumber, parseExactJson, rawNumber } from '../../json/exact-json.js';
+import type { Data } from '../../engine/sync-sink.js';
+import { isRawNumber, parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
 
 /** Column values in the layout's order, then _extra, then _absent. */

@@ -9,7 +9,7 @@
  * keeps the replica's own bookkeeping: what each stream wrote (tallies),
  * full refreshes and full reads (heal.ts), unknown deletion types.
  */
-import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
 import type { ConnectorError } from '../../errors.js';
 import { findDeletionLog, type StreamDefinition } from '../../streams.js';

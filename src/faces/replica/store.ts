@@ -9,7 +9,7 @@
  * small scripts).
  */
 import type { DatabaseSync } from 'node:sqlite';
-import type { Data } from '../../engine/events.js';
+import type { Data } from '../../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../../streams.js';

@@ -35,8 +35,8 @@
  * marks that the next full read starts by clearing.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { Data } from '../../engine/events.js';
-import { parseInstant } from '../../config/config.js';
+import type { Data } from '../../engine/sync-sink.js';
+import { parseInstant } from '../../time.js';
 import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
 import { columnNames, ident, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';

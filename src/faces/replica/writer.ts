@@ -30,7 +30,7 @@ import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import { tableCheckpoint, type ReplicaStore } from './store.js';
 import type { StreamState } from '../../engine/state.js';
-import type { LogLevel } from '../../engine/events.js';
+import type { LogLevel } from '../../engine/sync-sink.js';
 
 /** How long a transaction stays open to take more checkpoints, when its rows share pages. */
 export const COMMIT_EVERY_MS = 250;

@@ -3,7 +3,7 @@
  * (name, description, version, capabilities, settings as JSON Schema), as
  * JSON or as Markdown for a README.
  */
-import { VERSION } from '../../process/version.js';
+import { VERSION } from '../../runtime/version.js';
 import { settingsSchema } from './settings.js';
 
 

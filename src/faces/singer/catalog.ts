@@ -6,7 +6,7 @@
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import type { JsonSchema } from './protocol.js';
-import { alwaysKept, propertiesOf, singerSchema } from './schema.js';
+import { alwaysKept, keyProperties, propertiesOf, singerSchema } from './schema.js';
 
 export interface MetadataEntry {
   breadcrumb: string[];
@@ -26,15 +26,15 @@ export interface SingerCatalog {
   streams: CatalogEntry[];
 }
 
-export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tombstones: boolean): MetadataEntry[] {
+export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tombstones: boolean, manyAccounts = false): MetadataEntry[] {
   const top: Record<string, unknown> = {
     inclusion: 'available',
     'selected-by-default': true,
-    'table-key-properties': [stream.primaryKey],
+    'table-key-properties': keyProperties(stream, manyAccounts),
   };
   if (stream.cursorField) top['valid-replication-keys'] = [stream.cursorField];
   if (!stream.syncModes.includes('incremental')) top['forced-replication-method'] = 'FULL_TABLE';
-  const automatic = alwaysKept(stream, tombstones);
+  const automatic = alwaysKept(stream, tombstones, manyAccounts);
   const fields = Object.keys(propertiesOf(schema)).map((name) => ({
     breadcrumb: ['properties', name],
     metadata: { inclusion: automatic.has(name) ? 'automatic' : 'available', 'selected-by-default': true },
@@ -42,20 +42,20 @@ export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tom
   return [{ breadcrumb: [], metadata: top }, ...fields];
 }
 
-export function catalogEntry(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema): CatalogEntry {
-  const schema = singerSchema(stream, tombstones, base);
+export function catalogEntry(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): CatalogEntry {
+  const schema = singerSchema(stream, tombstones, base, manyAccounts);
   const entry: CatalogEntry = {
     tap_stream_id: stream.name,
     stream: stream.name,
     schema,
-    key_properties: [stream.primaryKey],
-    metadata: streamMetadata(stream, schema, tombstones),
+    key_properties: keyProperties(stream, manyAccounts),
+    metadata: streamMetadata(stream, schema, tombstones, manyAccounts),
   };
   if (stream.cursorField) entry.replication_key = stream.cursorField;
   return entry;
 }
 
 /** Every stream, with its schema from `schemas` (built in where it has none). */
-export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas): SingerCatalog {
-  return { streams: STREAMS.map((s) => catalogEntry(s, tombstones, schemas?.get(s.name))) };
+export function discoverCatalog(tombstones: boolean, schemas?: StreamSchemas, manyAccounts = false): SingerCatalog {
+  return { streams: STREAMS.map((s) => catalogEntry(s, tombstones, schemas?.get(s.name), manyAccounts)) };
 }

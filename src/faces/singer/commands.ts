@@ -4,13 +4,14 @@ import { parseUserConfig, type Config, type ParsedConfig } from '../../config/co
 import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
-import { SyncSession } from '../../engine/session.js';
+import { SyncSession, type SessionRequest } from '../../engine/session.js';
+import type { CountObserver } from '../../engine/pipeline.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunRecorder } from '../../engine/run-report.js';
-import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../process/exit-status.js';
-import { onStop } from '../../process/interrupt.js';
-import { closedOutputError, type LineWriter, type StderrLogger } from '../../process/output.js';
+import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
+import { onStop } from '../../runtime/interrupt.js';
+import { closedOutputError, type LineWriter, type StderrLogger } from '../../runtime/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress } from '../../progress/progress.js';
@@ -89,9 +90,12 @@ export async function discover(ctx: TapContext, sources: readonly string[]): Pro
     const { config, warnings } = loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
     // Loaded here: --about and a sync need no client to declare schemas.
-    const { loadStreamSchemas } = await import('../../engine/connect.js');
-    const schemas = tellSchemaNotes(ctx, await loadStreamSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config);
-    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas))}\n`);
+    const { loadAccountsSchemas, loadStreamSchemas } = await import('../../engine/connect.js');
+    const hooks = { onLog: logTo(ctx), signal: ctx.signal };
+    // With accounts: the description is read once, with the first account whose key works.
+    const loaded = config.accounts === undefined ? await loadStreamSchemas(config, hooks) : await loadAccountsSchemas(config, hooks);
+    const schemas = tellSchemaNotes(ctx, loaded, config);
+    await ctx.out.write(`${JSON.stringify(discoverCatalog(config.deletions_as_tombstones, schemas, config.accounts !== undefined))}\n`);
     return 0;
   } catch (err) {
     return critical(ctx, err);
@@ -118,17 +122,19 @@ function treatedPlans(config: Config, plans: readonly StreamPlan[], warn: (messa
 }
 
 /** The plans of a --catalog (or --properties) file, refusing an Airbyte catalog with a word on the one needed. */
-function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void): StreamPlan[] {
+function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void, manyAccounts: boolean): StreamPlan[] {
   const input = readJsonFile(file.path, file.flag);
   expectCatalogKind(input, 'singer', file);
-  return planFromCatalog(input, tombstones, warn);
+  return planFromCatalog(input, tombstones, warn, manyAccounts);
 }
 
 /** Config, the catalog's plans and state, read from their files. */
 function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
   const parsed = loadConfig(ctx, inputs.configs);
-  const fromCatalog = inputs.catalog ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn) : undefined;
+  const fromCatalog = inputs.catalog
+    ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn, parsed.config.accounts !== undefined)
+    : undefined;
   const states = inputs.state === undefined ? new Map<string, StreamState>() : readSingerState(inputs.state, warn);
   for (const w of parsed.warnings) warn(w);
   return { parsed, fromCatalog, states };
@@ -149,6 +155,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
+  if (config.accounts !== undefined) return syncAccounts(ctx, config, fromCatalog, states);
   const session = await SyncSession.open(config, logTo(ctx), ctx.report, ctx.signal);
   let plans: StreamPlan[];
   try {
@@ -164,9 +171,43 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return critical(ctx, err);
   }
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
+  return syncWith(ctx, sink, config, { plans, states }, { stats: () => session.stats, close: () => session.close() }, async (request, observer) => {
+    const result = await session.run(request, sink, observer);
+    const failed = result.failures.length;
+    return {
+      ok: failed === 0,
+      line:
+        `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
+        `${session.summary()}.`,
+      code: failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType)),
+    };
+  });
+}
 
+/** How a sync ended: its last log line, and its exit status. */
+interface SyncEnd {
+  readonly ok: boolean;
+  readonly line: string;
+  readonly code: number;
+}
+
+/**
+ * The run of a sync, the same with one account or many: the progress line
+ * (told the requests by `runner.stats`), the stop handler's last words, the
+ * tombstones' properties, `run` with the engine's request, then the final
+ * STATE, the closing log line, and `runner.close`.
+ */
+async function syncWith(
+  ctx: TapContext,
+  sink: SingerSink,
+  config: Config,
+  input: { readonly plans: readonly StreamPlan[]; readonly states: ReadonlyMap<string, StreamState> },
+  runner: { readonly stats: () => { requests: number; retries: number; rateLimitWaits: number }; readonly close: () => Promise<void> },
+  run: (request: SessionRequest, observer: CountObserver | undefined) => Promise<SyncEnd>,
+): Promise<number> {
+  const { plans, states } = input;
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  const progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
+  const progress = new Progress({ logger: ctx.logger, requests: runner.stats });
   onStop(ctx.signal, (signal) => {
     progress.stop(); // the last words are printed under a cleared status line
     void ctx.out.seal(sink.interruptedState());
@@ -180,25 +221,19 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       .map(([name]) => name);
   progress.start();
   try {
-    const result = await session.run(
+    const end = await run(
       {
         streams: plans,
         states,
         deletionGapAdvice: SINGER_GAP_ADVICE,
         ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
       },
-      sink,
       progress.observer(),
     );
     progress.stop();
     await sink.finish();
-    const failed = result.failures.length;
-    ctx.logger.log(
-      failed === 0 ? 'INFO' : 'CRITICAL',
-      `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-        `${session.summary()}.`,
-    );
-    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
+    ctx.logger.log(end.ok ? 'INFO' : 'CRITICAL', end.line);
+    return end.code;
   } catch (err) {
     progress.stop();
     const code = critical(ctx, err);
@@ -206,6 +241,41 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return code;
   } finally {
     progress.stop();
-    await session.close();
+    await runner.close();
   }
+}
+
+/**
+ * A sync of a config with `accounts` (engine/accounts.ts): the same streams
+ * and SCHEMA for every account, each RECORD with its `account`, one bookmark
+ * per stream holding every account's; an account that fails stops alone, and
+ * one CRITICAL line at the end names each failed account and why.
+ */
+async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: StreamPlan[] | undefined, states: Map<string, StreamState>): Promise<number> {
+  let plans: StreamPlan[];
+  try {
+    if (fromCatalog) plans = treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w));
+    else {
+      // No catalog: every stream, with the schemas discover would declare (the description read once, by the first account that answers).
+      const { loadAccountsSchemas } = await import('../../engine/connect.js');
+      plans = planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await loadAccountsSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config), true);
+    }
+  } catch (err) {
+    return critical(ctx, err);
+  }
+  const names = (config.accounts ?? []).map((a) => a.name);
+  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
+  const { AccountsRun } = await import('../../engine/accounts.js');
+  const accounts = new AccountsRun(config, ctx.report, ctx.signal);
+  return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close() }, async (request, observer) => {
+    const result = await accounts.run(request, sink, observer);
+    const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
+    return {
+      ok: failed.length === 0,
+      line:
+        `Sync ${failed.length === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; the others are complete and the last STATE is safe to resume from`}: ` +
+        `${accounts.summary()}.`,
+      code: result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType),
+    };
+  });
 }

@@ -108,10 +108,18 @@ function cleanProperty(property: unknown): unknown {
   return rest;
 }
 
-function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Metadata, tombstones: boolean, warn: (m: string) => void, known?: JsonSchema): StreamPlan {
-  const generated = singerSchema(stream, tombstones, known);
+function planStream(
+  stream: StreamDefinition,
+  entry: Entry | undefined,
+  md: Metadata,
+  tombstones: boolean,
+  warn: (m: string) => void,
+  known?: JsonSchema,
+  manyAccounts = false,
+): StreamPlan {
+  const generated = singerSchema(stream, tombstones, known, manyAccounts);
   const base = entry?.schema && isObject(entry.schema.properties) ? entry.schema : generated;
-  const kept = alwaysKept(stream, tombstones);
+  const kept = alwaysKept(stream, tombstones, manyAccounts);
   const generatedProps = propertiesOf(generated);
   const properties: JsonSchema = {};
   const excluded = new Set<string>();
@@ -136,12 +144,12 @@ function planStream(stream: StreamDefinition, entry: Entry | undefined, md: Meta
 }
 
 /** No catalog: every stream, in its default mode, every field (the Singer convention), with its schema from `schemas` (built in where none). */
-export function planAll(tombstones: boolean, schemas?: StreamSchemas): StreamPlan[] {
-  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined, schemas?.get(s.name)));
+export function planAll(tombstones: boolean, schemas?: StreamSchemas, manyAccounts = false): StreamPlan[] {
+  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined, schemas?.get(s.name), manyAccounts));
 }
 
 /** The streams a catalog selects, in catalog order. */
-export function planFromCatalog(input: unknown, tombstones: boolean, warn: (message: string) => void): StreamPlan[] {
+export function planFromCatalog(input: unknown, tombstones: boolean, warn: (message: string) => void, manyAccounts = false): StreamPlan[] {
   const parsed = Catalog.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -168,7 +176,7 @@ export function planFromCatalog(input: unknown, tombstones: boolean, warn: (mess
     }
     if (seen.has(name)) throw new ConfigError(`The catalog selects stream "${name}" twice.`, { field: `catalog.streams.${index}` });
     seen.add(name);
-    plans.push(planStream(stream, entry, md, tombstones, warn));
+    plans.push(planStream(stream, entry, md, tombstones, warn, undefined, manyAccounts));
   }
   return plans;
 }

@@ -21,10 +21,16 @@ function withoutUiKeywords(prop: Json): Json {
   for (const [key, value] of Object.entries(rest)) {
     if (key === 'items' && isObject(value)) out[key] = withoutUiKeywords(value);
     else if (key === 'properties' && isObject(value)) {
-      out[key] = Object.fromEntries(Object.entries(value).map(([name, p]) => [name, isObject(p) ? withoutUiKeywords(p) : p]));
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, p]) => [name, isObject(p) ? nestedSetting(p) : p]));
     } else out[key] = value;
   }
   return out;
+}
+
+/** A property of a list's entries (accounts: name, api_key), a secret one marked as Meltano reads it. */
+function nestedSetting(prop: Json): Json {
+  const { airbyte_secret: secret, ...rest } = withoutUiKeywords(prop);
+  return { ...rest, ...(secret === true ? { secret: true, writeOnly: true } : {}) };
 }
 
 /** The config's JSON Schema without Airbyte's UI keywords; secrets (the key, proxy_url, hash_key) are marked the way Meltano reads them. */
@@ -34,7 +40,10 @@ export function settingsSchema(): Json {
   if (isObject(source.properties)) {
     for (const [key, prop] of Object.entries(source.properties)) {
       if (!isObject(prop)) continue;
-      const { airbyte_secret: secret, ...rest } = withoutUiKeywords(prop);
+      const { airbyte_secret: own, ...rest } = withoutUiKeywords(prop);
+      // A list whose entries hold a secret (accounts: their api_key) is a secret setting as a whole.
+      const items = prop.items;
+      const secret = own === true || (isObject(items) && isObject(items.properties) && Object.values(items.properties).some((p) => isObject(p) && p.airbyte_secret === true));
       const description = SINGER_DESCRIPTIONS[key];
       properties[key] = { ...rest, ...(description ? { description } : {}), ...(secret === true ? { secret: true, writeOnly: true } : {}) };
     }

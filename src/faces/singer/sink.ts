@@ -18,12 +18,13 @@
  * A read that does not complete activates nothing.
  */
 import type { ConnectorError } from '../../errors.js';
-import type { Data, LogLevel, SyncSink } from '../../engine/events.js';
+import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
-import { writeLines, type LineWriter, type StderrLogger } from '../../process/output.js';
+import { writeLines, type LineWriter, type StderrLogger } from '../../runtime/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';
+import { keyProperties } from './schema.js';
 
 /** Singer (Python logging) level names. */
 const LEVELS: Readonly<Record<LogLevel, string>> = { DEBUG: 'DEBUG', INFO: 'INFO', WARN: 'WARNING', ERROR: 'ERROR' };
@@ -54,11 +55,26 @@ export class SingerSink implements SyncSink {
 
   /** Streams synced for the first time (no bookmark in --state). */
   private readonly firstSync = new Set<string>();
+  /** With accounts: the names of the config's entries (bookmarks hold one state per account). */
+  private readonly accounts: ReadonlySet<string> | undefined;
 
-  /** @param version the table version of FULL_TABLE streams with ACTIVATE_VERSION: grows from sync to sync (default: now, epoch ms) */
-  constructor(out: LineWriter, logger: StderrLogger, plans: readonly StreamPlan[], bookmarks: ReadonlyMap<string, StreamState>, version: number = Date.now()) {
+  /**
+   * @param version the table version of FULL_TABLE streams with ACTIVATE_VERSION: grows from sync to sync (default: now, epoch ms)
+   * @param accounts with accounts in the config, the names of its entries: every account's RECORDs of a FULL_TABLE stream carry the
+   *   same version, activated once every account read the stream to its end (engine/accounts.ts ends it then), so one account's
+   *   version never removes another account's rows from the target
+   */
+  constructor(
+    out: LineWriter,
+    logger: StderrLogger,
+    plans: readonly StreamPlan[],
+    bookmarks: ReadonlyMap<string, StreamState>,
+    version: number = Date.now(),
+    accounts?: readonly string[],
+  ) {
     this.out = out;
     this.logger = logger;
+    this.accounts = accounts === undefined ? undefined : new Set(accounts);
     this.bookmarks = new Map(bookmarks);
     for (const plan of plans) {
       const v = plan.activateVersion ? version : undefined;
@@ -104,7 +120,7 @@ export class SingerSink implements SyncSink {
     if (!output) throw new Error(`stream ${stream.name} was not planned`);
     this.inProgress.add(stream.name);
     const { plan, version } = output;
-    const schema = msg.schema(stream.name, plan.schema, [stream.primaryKey], plan.bookmarkProperties);
+    const schema = msg.schema(stream.name, plan.schema, keyProperties(stream, this.accounts !== undefined), plan.bookmarkProperties);
     const first = version !== undefined && this.firstSync.has(stream.name) ? msg.activateVersion(stream.name, version) : '';
     return this.writeLine(schema + first);
   }
@@ -128,7 +144,8 @@ export class SingerSink implements SyncSink {
   async state(stream: StreamDefinition, state: StreamState): Promise<void> {
     this.bookmarks.set(stream.name, state);
     // A checkpoint without a resume cursor ends the read: the stream is no longer being synced.
-    if (state.resume === undefined) {
+    // (With accounts, one account's checkpoint ends nothing: streamComplete says when every account's read ended.)
+    if (state.resume === undefined && this.accounts === undefined) {
       this.inProgress.delete(stream.name);
       // The read is complete: its version becomes the table (before the STATE that says the read is done).
       const version = this.streams.get(stream.name)?.version;
@@ -137,9 +154,33 @@ export class SingerSink implements SyncSink {
     return this.writeState(this.currentlySyncing());
   }
 
-  streamComplete(stream: StreamDefinition): Promise<void> {
+  async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
     this.inProgress.delete(stream.name);
+    if (this.accounts !== undefined && skipped !== true) await this.activateAccounts(stream);
     return this.writeState(this.currentlySyncing(), true);
+  }
+
+  /**
+   * With accounts, a FULL_TABLE stream read to its end by every account: its
+   * version becomes the table. Not when the bookmark holds an account no
+   * longer in the config: its rows in the target carry an older version, and
+   * activating would remove them (an account removed keeps its rows).
+   */
+  private async activateAccounts(stream: StreamDefinition): Promise<void> {
+    const version = this.streams.get(stream.name)?.version;
+    if (version === undefined) return;
+    const held = Object.keys(this.bookmarks.get(stream.name)?.accounts ?? {});
+    const removed = held.filter((name) => !this.accounts?.has(name));
+    if (removed.length > 0) {
+      this.logger.log(
+        'WARNING',
+        `${stream.name}: no ACTIVATE_VERSION: the bookmark holds ${removed.length === 1 ? 'an account' : 'accounts'} no longer in the config (${removed.join(', ')}), ` +
+          'whose rows in the target activating this sync\'s version would remove. Rows the source removed stay in the target until then; ' +
+          `to let them go, remove those accounts from the state's ${stream.name} bookmark (their rows then go at the next sync).`,
+      );
+      return;
+    }
+    await this.writeLine(msg.activateVersion(stream.name, version));
   }
 
   async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {

@@ -17,7 +17,7 @@
  * value a double cannot hold. Then the values a run kept in `_extra`
  * because they did not fit move into the column.
  */
-import { parseExactJson, rawNumber } from '../../json/exact-json.js';
+import { parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { placeValue, type Cell, type Data, type StoreDialect } from '../values.js';

@@ -22,7 +22,7 @@
 import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
-import { parseExactJson } from '../../json/exact-json.js';
+import { parseExactJson } from '../../exact-json.js';
 import { placeValue, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';

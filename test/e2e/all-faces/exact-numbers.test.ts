@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import type { Dump } from 'data-read-emulator';
-import { isRawNumber, parseExactJson } from '../../../src/json/exact-json.js';
+import { isRawNumber, parseExactJson } from '../../../src/exact-json.js';
 import { replicaRecords } from '../../../src/faces/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli } from '../../helpers/cli.js';
 import { replicate, type Account } from '../../helpers/emulator-runs.js';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import type { ExtraField } from 'data-read-emulator';
-import { parseExactJson } from '../../../src/json/exact-json.js';
+import { parseExactJson } from '../../../src/exact-json.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, writeJson } from '../../helpers/cli.js';
 import type { Account } from '../../helpers/emulator-runs.js';
 import { EMULATOR_STAGE_PROPERTIES } from '../../helpers/stage-fields.js';

@@ -3,7 +3,7 @@ import { layoutFor, type TableLayout } from '../../../src/faces/replica/layout.j
 import { insertSql, openForWrite } from '../../../src/faces/replica/database.js';
 import { ensureTable } from '../../../src/faces/replica/migrate.js';
 import { recordToRow, rowToRecord } from '../../../src/faces/replica/rows.js';
-import { isRawNumber, parseExactJson } from '../../../src/json/exact-json.js';
+import { isRawNumber, parseExactJson } from '../../../src/exact-json.js';
 import { findStream, type StreamDefinition } from '../../../src/streams.js';
 
 const contacts = findStream('contacts') as StreamDefinition;

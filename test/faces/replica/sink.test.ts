@@ -3,7 +3,7 @@ import { withTempDatabases } from '../../helpers/suite.js';
 import { ConfigSchema } from '../../../src/config/config.js';
 import { runSync } from '../../../src/engine/sync.js';
 import { ApiError } from '../../../src/client/api-error.js';
-import type { LogLevel } from '../../../src/engine/events.js';
+import type { LogLevel } from '../../../src/engine/sync-sink.js';
 import { REPLICA_STREAMS } from '../../../src/faces/replica/command.js';
 import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
 import { ReplicaSink, type CommitResult, type StoreCheckpoint } from '../../../src/faces/replica/sink.js';

@@ -13,7 +13,7 @@ import type { StreamState } from '../../../src/engine/state.js';
 import { discoverCatalog } from '../../../src/faces/singer/catalog.js';
 import { planAll, planFromCatalog, type StreamPlan } from '../../../src/faces/singer/selection.js';
 import { SingerSink } from '../../../src/faces/singer/sink.js';
-import { LineWriter, StderrLogger } from '../../../src/process/output.js';
+import { LineWriter, StderrLogger } from '../../../src/runtime/output.js';
 import { parseLines, protocolCheck } from '../../helpers/cli.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 

@@ -3,6 +3,7 @@
  * same way in Airbyte STATE messages and Singer bookmarks:
  *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark },
  *     account?: { name: <non-empty string>, base_url: <http(s) URL> } }
+ * or, with accounts in the config, { accounts: { <entry name>: <such a state>, ... } }.
  * `account` says whose state it is; with `accountRequired` (a state the run
  * wrote itself, as every Airbyte STATE is) it must be there.
  * Written apart from src/engine/state.ts on purpose: a check that reused the
@@ -31,6 +32,18 @@ function accountProblems(where: string, account: unknown): string[] {
 /** The problems of one stream's state (empty when it has the contract's shape); `where` prefixes each. */
 export function streamStateProblems(where: string, state: unknown, options: { readonly accountRequired?: boolean } = {}): string[] {
   if (!isObject(state)) return [`${where}: a stream's state must be an object, got ${JSON.stringify(state)}`];
+  // Many accounts: {"accounts": {"<entry name>": <a state of one account>, ...}}, nothing beside.
+  if ('accounts' in state) {
+    const accounts = state.accounts;
+    if (!isObject(accounts)) return [`${where}: accounts must be an object keyed by the config's entry names, got ${JSON.stringify(accounts)}`];
+    const beside = Object.keys(state).filter((key) => key !== 'accounts');
+    const problems = beside.length > 0 ? [`${where}: a state of many accounts holds only "accounts", not ${beside.join(', ')}`] : [];
+    for (const [name, inner] of Object.entries(accounts)) {
+      if (isObject(inner) && 'accounts' in inner) problems.push(`${where}.accounts.${name}: holds accounts again`);
+      else problems.push(...streamStateProblems(`${where}.accounts.${name}`, inner, options));
+    }
+    return problems;
+  }
   const problems: string[] = [];
   if ('sync_watermark' in state && !isInstant(state.sync_watermark)) {
     problems.push(`${where}: sync_watermark ${JSON.stringify(state.sync_watermark)} is not an ISO 8601 instant with zone`);

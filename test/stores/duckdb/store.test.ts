@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawNumber } from '../../../src/json/exact-json.js';
+import { rawNumber } from '../../../src/exact-json.js';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
 import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
 import { ROOT, tempDir } from '../../helpers/cli.js';

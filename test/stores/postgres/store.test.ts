@@ -12,7 +12,7 @@ import { advisoryKey } from '../../../src/stores/postgres/lock.js';
 import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/target.js';
 import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
-import { rawNumber } from '../../../src/json/exact-json.js';
+import { rawNumber } from '../../../src/exact-json.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
 import { at, checkpoint, connectorFailure, contact } from '../records.js';
 import { storeSuite } from '../store-suite.js';

@@ -1,6 +1,6 @@
 /** Numbers exactly as written: the pre-scan never misses a number JSON.parse would change. */
 import { describe, expect, it } from 'vitest';
-import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../../src/json/exact-json.js';
+import { isRawNumber, mayHoldInexactNumber, parseExactJson } from '../src/exact-json.js';
 import { Prng } from 'data-read-emulator';
 
 /** Every JSON number form: integers of every length, fractions with and without trailing zeros, exponents, tiny values, -0. */

@@ -8,8 +8,8 @@
 import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { Interrupt, exitCodeFor, onStop, type StopSignal } from '../../src/process/interrupt.js';
-import { LineWriter } from '../../src/process/output.js';
+import { Interrupt, exitCodeFor, onStop, type StopSignal } from '../../src/runtime/interrupt.js';
+import { LineWriter } from '../../src/runtime/output.js';
 import { AirbyteSink } from '../../src/faces/airbyte/sink.js';
 import { STREAMS } from '../../src/streams.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/cli/source.js';
 import { TAP_HELP } from '../../src/cli/tap.js';
-import { exitStatusFor, exitStatusForAll, exitStatusHelp } from '../../src/process/exit-status.js';
+import { exitStatusFor, exitStatusForAll, exitStatusHelp } from '../../src/runtime/exit-status.js';
 import { ROOT } from '../helpers/cli.js';
 
 describe('exit statuses', () => {

@@ -1,0 +1,358 @@
+/**
+ * Many accounts in one run (connector contract, "Many accounts"): a config
+ * with `accounts` is read one entry at a time, up to max_concurrent_accounts
+ * entries at once, each by a session of its own (session.ts: its own client,
+ * so its own key, pacer and rate budget, its own /v1/me and account binding).
+ * Each account's engine events go through a lane that:
+ * - puts the entry's name in the `account` field of every record;
+ * - keeps the entry's state of each stream and hands the face one state per
+ *   stream holding every account's, `{"accounts": {"<entry>": <a state of one
+ *   account>, ...}}`: the states of accounts not read (yet, or any more: an
+ *   entry removed from the config) are carried over as they were;
+ * - prefixes its log lines with the account.
+ * The face sees one stream per resource: STARTED when the first account
+ * starts it, COMPLETE once every account read it to its end, INCOMPLETE when
+ * one did not. One account failing (its key refused, a service fault past
+ * its retries, a state of another account) stops only that account; once
+ * every account ended, one error names each failed account and why, with the
+ * most actionable failure type (config_error, then transient_error, then
+ * system_error).
+ */
+import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
+import { ConfigError, ConnectorError, toConnectorError, type FailureType } from '../errors.js';
+import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
+import type { StreamDefinition } from '../streams.js';
+import type { Data, LogLevel, SyncSink } from './sync-sink.js';
+import type { CountObserver } from './pipeline.js';
+import { RunRecorder, type AccountSummary } from './run-report.js';
+import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
+import type { StreamState } from './state.js';
+
+/** The failure types, most actionable first: a person must act, then run again later, then the service or a bug. */
+const ACTIONABLE: readonly FailureType[] = ['config_error', 'transient_error', 'system_error'];
+
+/** The most actionable of these failure types (78 before 75 before 70). */
+export function mostActionable(types: Iterable<FailureType>): FailureType | undefined {
+  const given = new Set(types);
+  return ACTIONABLE.find((t) => given.has(t));
+}
+
+/** A failure of one account: of one stream, or of the whole account (stream undefined). */
+export interface AccountFailure {
+  readonly account: string;
+  readonly stream: StreamDefinition | undefined;
+  readonly error: ConnectorError;
+}
+
+export interface AccountsResult {
+  /** Every failure, by account, in the order they happened. */
+  readonly failures: readonly AccountFailure[];
+  /** The one error naming each failed account, when one failed. */
+  readonly error: ConnectorError | undefined;
+  readonly accounts: readonly AccountSummary[];
+}
+
+/**
+ * The per-account states of a run's input, by stream then entry. A stream's
+ * state must be one of many accounts (`{"accounts": {...}}`) or empty: a
+ * state of one account is refused (which entry's it is cannot be told), with
+ * the shape to put it in.
+ */
+export function accountStates(states: ReadonlyMap<string, StreamState>, entries: readonly AccountEntry[]): Map<string, Map<string, StreamState>> {
+  const out = new Map<string, Map<string, StreamState>>();
+  for (const [stream, state] of states) {
+    if (state.accounts === undefined) {
+      if (Object.keys(state).length === 0) continue;
+      const owner = state.account?.name === undefined ? '' : ` (of account "${state.account.name}")`;
+      throw new ConfigError(
+        `The state of stream "${stream}" is the state of one account${owner}, but the config lists accounts: a state of many accounts holds one state per entry, ` +
+          `{"accounts": {"<name>": <that account's state>, ...}}. To go on from it, put it under the name of its entry ` +
+          `(e.g. {"accounts": {"${entries[0]?.name ?? 'name'}": {"sync_watermark": ...}}}), or pass no state to read every account from start_date.`,
+        { field: `state.${stream}` },
+      );
+    }
+    out.set(stream, new Map(Object.entries(state.accounts)));
+  }
+  return out;
+}
+
+/** The records one account sent so far, and how it ended. */
+interface AccountTrack {
+  readonly name: string;
+  records: number;
+  ended: 'succeeded' | 'failed' | undefined;
+  readonly errors: ConnectorError[];
+}
+
+/** A stream across accounts: how many accounts have yet to end it, and how those that did ended. */
+interface StreamTrack {
+  started: boolean;
+  remaining: number;
+  failed: boolean;
+  read: boolean;
+}
+
+/** What the face's summary line says of each account's failure. */
+function accountMessage(errors: readonly ConnectorError[], failures: readonly AccountFailure[]): string {
+  const said = new Set<string>();
+  const parts: string[] = [];
+  for (const error of errors) {
+    const stream = failures.find((f) => f.error === error)?.stream;
+    const text = `${stream === undefined ? '' : `${stream.name}: `}${error.message}`;
+    if (!said.has(text)) parts.push(text);
+    said.add(text);
+  }
+  return parts.join('; ');
+}
+
+const MESSAGE_MAX = 300;
+const shorten = (text: string): string => (text.length <= MESSAGE_MAX ? text : `${text.slice(0, MESSAGE_MAX - 1)}…`);
+
+/**
+ * The sync of every entry of a config with `accounts`, for a face (Airbyte
+ * read, the tap). `report`: the command's run report, fed with the streams as
+ * the face sees them, the records of every account, and one entry per
+ * account.
+ */
+export class AccountsRun {
+  readonly #config: Config;
+  readonly #entries: readonly AccountEntry[];
+  readonly #report: RunRecorder | undefined;
+  readonly #signal: AbortSignal | undefined;
+  readonly #tracks: Map<string, AccountTrack>;
+  readonly #failures: AccountFailure[] = [];
+  readonly #counts = new Map<string, number>();
+  /** The request counts of sessions closed, and the sessions open. */
+  #closedStats: RequestCounts & { rateLimitWaitMs: number } = { requests: 0, retries: 0, rateLimitWaits: 0, rateLimitWaitMs: 0 };
+  readonly #open = new Set<SyncSession>();
+
+  constructor(config: Config, report?: RunRecorder, signal?: AbortSignal) {
+    if (config.accounts === undefined) throw new Error('AccountsRun needs a config with accounts');
+    this.#config = config;
+    this.#entries = config.accounts;
+    this.#report = report;
+    this.#signal = signal;
+    this.#tracks = new Map(this.#entries.map((e) => [e.name, { name: e.name, records: 0, ended: undefined, errors: [] }]));
+    report?.setRequestCounts(() => this.#requestCounts());
+    report?.setAccounts(() => this.accountSummaries());
+  }
+
+  #requestCounts(): RequestCounts & { rateLimitWaitMs: number } {
+    const total = { ...this.#closedStats };
+    for (const session of this.#open) {
+      const s = session.clientStats;
+      total.requests += s.requests;
+      total.retries += s.retries;
+      total.rateLimitWaits += s.rateLimitWaits;
+      total.rateLimitWaitMs += s.rateLimitWaitMs;
+    }
+    return total;
+  }
+
+  /** What the run cost in requests, over every account. */
+  get stats(): RequestCounts {
+    const { requests, retries, rateLimitWaits } = this.#requestCounts();
+    return { requests, retries, rateLimitWaits };
+  }
+
+  /** Records per stream so far, over every account. */
+  get records(): ReadonlyMap<string, number> {
+    return this.#counts;
+  }
+
+  /** One entry per account of the config, in its order. */
+  accountSummaries(): AccountSummary[] {
+    return [...this.#tracks.values()].map((t) => {
+      const type = mostActionable(t.errors.map((e) => e.failureType));
+      const message = t.errors.length === 0 ? null : shorten(accountMessage(t.errors, this.#failures));
+      return {
+        name: t.name,
+        status: t.ended === undefined ? 'incomplete' : t.ended,
+        records: t.records,
+        failure_type: type ?? null,
+        message,
+      };
+    });
+  }
+
+  /** "records: contacts 10, ...; accounts: 3 (1 failed: b); requests: ..." */
+  summary(): string {
+    const counts = [...this.#counts].map(([name, n]) => `${name} ${n}`).join(', ');
+    const failed = [...this.#tracks.values()].filter((t) => t.ended === 'failed').map((t) => t.name);
+    const { requests, retries, rateLimitWaits } = this.stats;
+    return (
+      `records: ${counts}; accounts: ${this.#tracks.size}${failed.length > 0 ? ` (${failed.length} failed: ${failed.join(', ')})` : ''}; ` +
+      `requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`
+    );
+  }
+
+  /**
+   * Read every account: `request.states` are the run's input states (each
+   * stream's of many accounts, see accountStates), `emitter` the face's sink,
+   * `observer` the progress line. Throws a ConfigError, before the face is
+   * told anything, when a state is of one account.
+   */
+  async run(request: SessionRequest, emitter: SyncSink, observer?: CountObserver): Promise<AccountsResult> {
+    const input = accountStates(request.states, this.#entries);
+    const configured = new Set(this.#entries.map((e) => e.name));
+    // The order of each stream's accounts in a state: the config's, then the entries no longer in it.
+    const removed = [...new Set([...input.values()].flatMap((m) => [...m.keys()]))].filter((name) => !configured.has(name));
+    const order = [...this.#entries.map((e) => e.name), ...removed];
+    if (removed.length > 0) {
+      await emitter.log(
+        'INFO',
+        `The state holds ${removed.length === 1 ? 'an account' : 'accounts'} no longer in the config (${removed.join(', ')}): not read; ` +
+          'their states are kept as they are in every state this run writes (remove them from the state to forget them).',
+      );
+    }
+    const streams = new Map<string, StreamTrack>(request.streams.map(({ stream }) => [stream.name, { started: false, remaining: this.#entries.length, failed: false, read: false }]));
+    const combined = new Map<string, Map<string, StreamState>>(request.streams.map(({ stream }) => [stream.name, new Map(input.get(stream.name) ?? [])]));
+    const report = this.#report;
+
+    const stateOf = (name: string): StreamState => {
+      const byAccount = combined.get(name) ?? new Map<string, StreamState>();
+      const accounts: Record<string, StreamState> = {};
+      for (const entry of order) {
+        const state = byAccount.get(entry);
+        if (state !== undefined) accounts[entry] = state;
+      }
+      return { accounts };
+    };
+
+    const started = async (stream: StreamDefinition): Promise<void> => {
+      const track = streams.get(stream.name);
+      if (track === undefined || track.started) return;
+      track.started = true;
+      if (!this.#counts.has(stream.name)) this.#counts.set(stream.name, 0);
+      observer?.started(stream.name);
+      await emitter.streamStarted(stream);
+    };
+
+    const ended = async (stream: StreamDefinition, how: 'complete' | 'skipped' | 'failed'): Promise<void> => {
+      const track = streams.get(stream.name);
+      if (track === undefined) return;
+      await started(stream);
+      track.remaining -= 1;
+      if (how === 'failed') track.failed = true;
+      if (how === 'complete') track.read = true;
+      if (track.remaining > 0) return;
+      if (track.failed) {
+        observer?.ended(stream.name, 'failed');
+        report?.streamEnded(stream.name, 'stopped');
+        await emitter.streamStopped(stream);
+      } else {
+        observer?.ended(stream.name, 'complete');
+        await emitter.streamComplete(stream, !track.read);
+        report?.streamEnded(stream.name, track.read ? 'complete' : 'skipped');
+      }
+    };
+
+    const runOne = async (entry: AccountEntry): Promise<void> => {
+      const track = this.#tracks.get(entry.name) as AccountTrack;
+      const ends = new Set<string>();
+      const fail = (stream: StreamDefinition | undefined, error: ConnectorError): void => {
+        track.errors.push(error);
+        this.#failures.push({ account: entry.name, stream, error });
+      };
+      const prefix = (message: string): string => `Account "${entry.name}": ${message}`;
+      const lane: SyncSink = {
+        streamStarted: (stream) => started(stream),
+        streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
+        records: async (stream, records: readonly Data[], extractedAt) => {
+          for (const record of records) record[ACCOUNT_FIELD] = entry.name;
+          await emitter.records(stream, records, extractedAt);
+          track.records += records.length;
+          this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);
+          report?.records(stream.name, records.length);
+        },
+        state: async (stream, state) => {
+          combined.get(stream.name)?.set(entry.name, state);
+          const value = stateOf(stream.name);
+          await emitter.state(stream, value);
+          report?.state(stream.name, value);
+        },
+        streamComplete: (stream, skipped) => {
+          ends.add(stream.name);
+          return ended(stream, skipped === true ? 'skipped' : 'complete');
+        },
+        streamIncomplete: (stream, error) => {
+          ends.add(stream.name);
+          fail(stream, error);
+          return ended(stream, 'failed');
+        },
+        streamStopped: (stream) => {
+          ends.add(stream.name);
+          return ended(stream, 'failed');
+        },
+        runFailed: (error) => fail(undefined, error),
+        log: (level: LogLevel, message: string) => emitter.log(level, prefix(message)),
+      };
+      const accountObserver: CountObserver | undefined = observer && {
+        started: () => undefined,
+        counted: (stream, n) => observer.counted(stream, n),
+        waiting: (stream, until) => observer.waiting(stream, until),
+        ended: () => undefined,
+      };
+      const states = new Map<string, StreamState>();
+      for (const { stream } of request.streams) {
+        const state = input.get(stream.name)?.get(entry.name);
+        if (state !== undefined) states.set(stream.name, state);
+      }
+      let session: SyncSession | undefined;
+      try {
+        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), new RunRecorder(report?.command ?? 'read'), this.#signal);
+        this.#open.add(session);
+        for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
+        await session.run({ ...request, states }, lane, accountObserver);
+      } catch (err) {
+        // Whatever stopped this account before or while it read (a state of another account, start_date ahead), it is this account's.
+        const error = toConnectorError(err);
+        fail(undefined, error);
+      } finally {
+        if (session !== undefined) {
+          this.#open.delete(session);
+          const s = session.clientStats;
+          this.#closedStats = {
+            requests: this.#closedStats.requests + s.requests,
+            retries: this.#closedStats.retries + s.retries,
+            rateLimitWaits: this.#closedStats.rateLimitWaits + s.rateLimitWaits,
+            rateLimitWaitMs: this.#closedStats.rateLimitWaitMs + s.rateLimitWaitMs,
+          };
+          await session.close().catch(() => undefined);
+        }
+      }
+      // Every stream the account did not end (it stopped before reading it) ends as failed for it.
+      for (const { stream } of request.streams) if (!ends.has(stream.name)) await ended(stream, 'failed');
+      track.ended = track.errors.length === 0 ? 'succeeded' : 'failed';
+    };
+
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < this.#entries.length) {
+        const entry = this.#entries[next++] as AccountEntry;
+        await runOne(entry);
+      }
+    };
+    const workers = Math.max(1, Math.min(this.#config.max_concurrent_accounts, this.#entries.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+
+    const failed = [...this.#tracks.values()].filter((t) => t.errors.length > 0);
+    let error: ConnectorError | undefined;
+    if (failed.length > 0) {
+      const type = mostActionable(failed.flatMap((t) => t.errors.map((e) => e.failureType))) ?? 'system_error';
+      const ok = this.#tracks.size - failed.length;
+      const message =
+        `${failed.length} of ${this.#tracks.size} accounts failed` +
+        (ok > 0 ? ` (the other ${ok} were read and their states saved)` : '') +
+        `: ${failed.map((t) => `account "${t.name}": ${accountMessage(t.errors, this.#failures)}`).join('; ')}`;
+      error = new ConnectorError(type, message);
+      report?.fail(error);
+      await emitter.runFailed(error, []);
+    }
+    return { failures: this.#failures, error, accounts: this.accountSummaries() };
+  }
+
+  close(): Promise<void> {
+    return Promise.all([...this.#open].map((s) => s.close())).then(() => undefined);
+  }
+}

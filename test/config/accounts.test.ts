@@ -1,0 +1,63 @@
+/** The `accounts` list and max_concurrent_accounts (connector contract, "Many accounts"). */
+import { describe, expect, it } from 'vitest';
+import { entryConfig, parseConfig, parseUserConfig } from '../../src/config/config.js';
+import { ConfigError } from '../../src/errors.js';
+import { thrown } from '../helpers/thrown.js';
+
+const base = { base_url: 'https://api.example.com' };
+const acme = { name: 'acme-br', api_key: 'acme_live_s3cr3tACME' };
+const globex = { name: 'globex.mx_2', api_key: 'glob_live_s3cr3tGLOBEX' };
+
+function errorOf(input: unknown): ConfigError {
+  const error = thrown(() => parseConfig(input));
+  expect(error).toBeInstanceOf(ConfigError);
+  return error as ConfigError;
+}
+
+describe('accounts', () => {
+  it('takes a list of {name, api_key} instead of api_key, with max_concurrent_accounts 4 by default', () => {
+    const { config } = parseConfig({ ...base, accounts: [acme, globex] });
+    expect(config.api_key).toBeUndefined();
+    expect(config.accounts).toEqual([acme, globex]);
+    expect(config.max_concurrent_accounts).toBe(4);
+    expect(parseConfig({ ...base, accounts: [acme], max_concurrent_accounts: 64 }).config.max_concurrent_accounts).toBe(64);
+  });
+
+  it('gives each entry a config of its own: its key and rename, every other setting shared', () => {
+    const { config } = parseConfig({ ...base, page_size: 50, accounts: [acme, { ...globex, account_renamed_from: 'Globex old' }] });
+    const one = entryConfig(config, config.accounts?.[1] ?? acme);
+    expect(one).toMatchObject({ api_key: globex.api_key, account_renamed_from: 'Globex old', page_size: 50, base_url: base.base_url });
+    expect(one.accounts).toBeUndefined();
+  });
+
+  it.each([
+    [{ ...base, api_key: acme.api_key, accounts: [acme] }, /give either api_key \(one account\) or accounts \(many accounts\), not both/],
+    [{ ...base }, /api_key is required.*or accounts/],
+    [{ ...base, accounts: [] }, /accounts must hold at least one/],
+    [{ ...base, accounts: [acme, { ...globex, name: 'acme-br' }] }, /name "acme-br" is given twice \(entries 0 and 1\)/],
+    [{ ...base, accounts: [{ ...acme, name: 'acme br' }] }, /accounts\.0\.name: name must be 1 to 64 characters of A-Z a-z 0-9 _ \. -/],
+    [{ ...base, accounts: [{ ...acme, name: 'x'.repeat(65) }] }, /accounts\.0\.name/],
+    [{ ...base, accounts: [{ name: 'a' }] }, /accounts\.0\.api_key: api_key is required/],
+    [{ ...base, accounts: [{ name: 'a', api_key: 'nope' }] }, /accounts\.0\.api_key: api_key must look like/],
+    [{ ...base, accounts: Array.from({ length: 1001 }, (_, i) => ({ name: `a${i}`, api_key: `k_live_${i}` })) }, /accounts holds at most 1000 entries/],
+    [{ ...base, accounts: [acme], max_concurrent_accounts: 0 }, /max_concurrent_accounts must be an integer from 1 to 64/],
+    [{ ...base, accounts: [acme, { ...globex, api_key: acme.api_key }] }, /accounts\.1\.api_key: entries 0 and 1 give the same api_key/],
+    [{ ...base, accounts: [acme], account_renamed_from: 'Old' }, /account_renamed_from applies to one account: with accounts, give it inside the entry/],
+  ])('refuses %j', (input, message) => {
+    expect(errorOf(input).message).toMatch(message);
+  });
+
+  it('takes 1000 entries', () => {
+    const accounts = Array.from({ length: 1000 }, (_, i) => ({ name: `a${i}`, api_key: `k_live_${i}` }));
+    expect(parseConfig({ ...base, accounts }).config.accounts).toHaveLength(1000);
+  });
+
+  it('never prints a key of an entry, even one given in the wrong place or shape', () => {
+    const secrets: string[] = [];
+    const input = { ...base, accounts: [acme, globex.api_key, { name: 7, api_key: 'zed_live_s3cr3tZED' }] };
+    const message = (thrown(() => parseUserConfig(input, { addSecret: (s) => secrets.push(s) }, {})) as Error).message;
+    expect(message).toMatch(/accounts\.1/);
+    for (const key of [acme.api_key, globex.api_key, 'zed_live_s3cr3tZED']) expect(message).not.toContain(key);
+    expect(secrets).toEqual(expect.arrayContaining([acme.api_key, 'zed_live_s3cr3tZED']));
+  });
+});

@@ -1,0 +1,516 @@
+/**
+ * Many accounts in one run (connector contract, "Many accounts"), through the
+ * real executables against one emulator serving several accounts and keys:
+ * - Airbyte read and the Singer tap: every account's records exact (each
+ *   account's share of the output, applied to a destination, equals that
+ *   account's dump), each record with its account, one state per stream
+ *   holding every account's; then incremental per account;
+ * - an account added starts from start_date, one removed keeps its state;
+ * - one key revoked: the others exact, exit 78, one error naming it, the
+ *   summary's per-account entries; check names the failing key;
+ * - Singer FULL_TABLE: a stage removed in one account leaves the target,
+ *   the other accounts' stages stay;
+ * - states of the wrong shape refused (78), the account binding per entry,
+ *   replicate refusing accounts;
+ * - several keys rate-limited at once: no 429 beyond one per key.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from 'data-read-emulator';
+import { SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { MemoryDestination, type Row } from '../../helpers/destination.js';
+import { LIMITS_OUT_OF_REACH, requireBuild } from '../../helpers/emulator-runs.js';
+
+interface Tenant {
+  readonly entry: string;
+  readonly id: string;
+  readonly name: string;
+  key: string;
+  readonly keyId: string;
+}
+
+type Message = { readonly type: string; readonly [field: string]: unknown };
+
+let emulator: Emulator;
+let dir: string;
+let files = 0;
+
+beforeAll(async () => {
+  requireBuild();
+  dir = tempDir('many-accounts-');
+  emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 91, frozenClock: true, limits: LIMITS_OUT_OF_REACH });
+});
+
+afterAll(async () => {
+  await emulator?.close();
+});
+
+function tenant(entry: string, name: string, contacts: number, limits?: { perMinute: number; windowMs: number }): Tenant {
+  const account = emulator.control.createAccount({ name, ...(limits ? { limits: { ...limits, perDay: 1_000_000 } } : {}) });
+  const { key, id: keyId } = emulator.control.createKey(account.id);
+  emulator.control.seed(account.id, { contacts });
+  return { entry, id: account.id, name, key, keyId };
+}
+
+function config(tenants: readonly Tenant[], extra: Record<string, unknown> = {}): string {
+  return writeJson(dir, `config-${++files}.json`, {
+    base_url: emulator.url,
+    page_size: 40,
+    accounts: tenants.map((t) => ({ name: t.entry, api_key: t.key })),
+    ...extra,
+  });
+}
+
+/** The configured catalog of every stream, as discover declares it with accounts. */
+async function catalogFor(cfg: string): Promise<string> {
+  const discovered = await runCli(SOURCE_BIN, ['discover', '--config', cfg]);
+  expect(discovered.code, discovered.stderr).toBe(0);
+  const catalog = parseLines(discovered.stdout).find((m) => m.type === 'CATALOG')?.catalog as { streams: { name: string; supported_sync_modes: string[]; source_defined_primary_key: unknown }[] };
+  for (const stream of catalog.streams) expect(stream.source_defined_primary_key).toEqual([['account'], ['id']]);
+  return writeJson(dir, `catalog-${++files}.json`, {
+    streams: catalog.streams.map((stream) => ({
+      stream,
+      sync_mode: stream.supported_sync_modes.includes('incremental') ? 'incremental' : 'full_refresh',
+      destination_sync_mode: 'append_dedup',
+      primary_key: [['account'], ['id']],
+    })),
+  });
+}
+
+function read(cfg: string, catalog: string, state?: unknown, summary?: string): Promise<CliResult> {
+  const args = ['read', '--config', cfg, '--catalog', catalog];
+  if (state !== undefined) args.push('--state', writeJson(dir, `state-${++files}.json`, state));
+  if (summary !== undefined) args.push('--summary', summary);
+  return runCli(SOURCE_BIN, args, { timeoutMs: 120_000 });
+}
+
+function tap(cfg: string, state?: unknown, summary?: string): Promise<CliResult> {
+  const args = ['--config', cfg];
+  if (state !== undefined) args.push('--state', writeJson(dir, `tap-state-${++files}.json`, state));
+  if (summary !== undefined) args.push('--summary', summary);
+  return runCli(TAP_BIN, args, { timeoutMs: 120_000 });
+}
+
+/** One account's share of an Airbyte output: its records (without the account field) and each STATE narrowed to its own state. */
+function airbyteShare(stdout: string, entry: string): Message[] {
+  const out: Message[] = [];
+  for (const m of parseLines(stdout) as Message[]) {
+    if (m.type === 'RECORD') {
+      const record = m.record as { stream: string; data: Row };
+      expect(typeof record.data.account).toBe('string');
+      if (record.data.account !== entry) continue;
+      const { account: _account, ...data } = record.data;
+      out.push({ ...m, record: { ...record, data } });
+    } else if (m.type === 'STATE') {
+      const s = (m.state as { stream: { stream_descriptor: { name: string }; stream_state: { accounts: Record<string, unknown> } } }).stream;
+      out.push({ type: 'STATE', state: { type: 'STREAM', stream: { ...s, stream_state: s.stream_state.accounts[entry] ?? {} } } });
+    }
+  }
+  return out;
+}
+
+/** One account's share of a Singer output, as JSON lines. */
+function singerShare(stdout: string, entry: string): string {
+  const lines: string[] = [];
+  for (const m of parseLines(stdout)) {
+    if (m.type === 'RECORD') {
+      const record = m.record as Row;
+      expect(typeof record.account).toBe('string');
+      if (record.account !== entry) continue;
+      const { account: _account, ...rest } = record;
+      lines.push(JSON.stringify({ ...m, record: rest }));
+    } else lines.push(JSON.stringify(m));
+  }
+  return lines.join('\n');
+}
+
+/** Each stream's last stream_state in an Airbyte output. */
+function streamStates(stdout: string): Map<string, { accounts: Record<string, Record<string, unknown>> }> {
+  const out = new Map<string, { accounts: Record<string, Record<string, unknown>> }>();
+  for (const m of parseLines(stdout).filter((l) => l.type === 'STATE')) {
+    const s = (m.state as { stream: { stream_descriptor: { name: string }; stream_state: { accounts: Record<string, Record<string, unknown>> } } }).stream;
+    out.set(s.stream_descriptor.name, s.stream_state);
+  }
+  return out;
+}
+
+const stateLines = (stdout: string): Message[] => parseLines(stdout).filter((m) => m.type === 'STATE') as Message[];
+
+function traceErrors(stdout: string): { failure_type: string; message: string }[] {
+  return parseLines(stdout)
+    .filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR')
+    .map((m) => (m.trace as { error: { failure_type: string; message: string } }).error);
+}
+
+const recordsOf = (stdout: string, entry: string, stream?: string): number =>
+  parseLines(stdout).filter((m) => {
+    if (m.type !== 'RECORD') return false;
+    const r = m.record as { stream: string; data?: Row } & Row;
+    const data = (r.data ?? r) as Row;
+    // Airbyte names the stream in the record, Singer in the message.
+    return data.account === entry && (stream === undefined || (m.stream ?? r.stream) === stream);
+  }).length;
+
+interface Summary {
+  status: string;
+  rate_limit_waits: number;
+  exit_code: number;
+  failure_type: string | null;
+  message: string | null;
+  accounts?: { name: string; status: string; records: number; failure_type: string | null; message: string | null }[];
+}
+const summaryOf = (path: string): Summary => JSON.parse(readFileSync(path, 'utf8')) as Summary;
+
+describe('Airbyte read with accounts', () => {
+  let acme: Tenant;
+  let globex: Tenant;
+  let initech: Tenant;
+  let catalog: string;
+  const destinations = new Map<string, MemoryDestination>();
+  let firstRun: CliResult;
+
+  beforeAll(async () => {
+    acme = tenant('acme-br', 'Acme Brazil', 90);
+    globex = tenant('globex', 'Globex', 60);
+    initech = tenant('initech.us', 'Initech', 45);
+    catalog = await catalogFor(config([acme, globex, initech]));
+  });
+
+  it('reads every account exactly, each record with its account, one state per stream holding every account', async () => {
+    const summary = join(dir, 'summary-1.json');
+    firstRun = await read(config([acme, globex, initech]), catalog, undefined, summary);
+    expect(firstRun.code, firstRun.stdout.slice(-1500)).toBe(0);
+    expect((await protocolCheckAsync('airbyte', firstRun.stdout)).n_errors).toBe(0);
+    for (const t of [acme, globex, initech]) {
+      const destination = new MemoryDestination();
+      destination.applyAirbyte(airbyteShare(firstRun.stdout, t.entry));
+      destinations.set(t.entry, destination);
+      const diff = destination.diff(emulator.control.dump(t.id));
+      expect(diff, `${t.entry}: ${diff.examples.join('; ')}`).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+      expect(recordsOf(firstRun.stdout, t.entry)).toBeGreaterThan(0);
+    }
+    const states = streamStates(firstRun.stdout);
+    expect([...states.keys()].sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
+    for (const [, state] of states) {
+      expect(Object.keys(state.accounts)).toEqual(['acme-br', 'globex', 'initech.us']);
+      // Each account's state is a state of one account, bound to the account its key reads.
+      expect(state.accounts['acme-br']).toMatchObject({ sync_watermark: expect.any(String), account: { name: 'Acme Brazil', base_url: emulator.url } });
+      expect(state.accounts.globex?.account).toMatchObject({ name: 'Globex' });
+    }
+    // One stream status per resource, not per account.
+    const statuses = parseLines(firstRun.stdout).filter((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'STREAM_STATUS');
+    const complete = statuses.filter((m) => JSON.stringify(m).includes('"COMPLETE"'));
+    expect(complete).toHaveLength(5);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'succeeded', exit_code: 0 });
+    expect(s.accounts?.map((a) => [a.name, a.status])).toEqual([['acme-br', 'succeeded'], ['globex', 'succeeded'], ['initech.us', 'succeeded']]);
+    expect(s.accounts?.find((a) => a.name === 'globex')?.records).toBe(recordsOf(firstRun.stdout, 'globex'));
+    // No key anywhere in the output.
+    for (const t of [acme, globex, initech]) expect(firstRun.stdout + firstRun.stderr).not.toContain(t.key);
+  });
+
+  it('goes on incrementally per account: only what changed, every account exact', async () => {
+    emulator.control.advanceClock(60_000);
+    emulator.control.mutate(acme.id, { op: 'update_contacts', count: 7 });
+    emulator.control.mutate(globex.id, { op: 'create_contacts', count: 4, withConversation: true });
+    emulator.control.mutate(initech.id, { op: 'delete_contacts', count: 2 });
+    emulator.control.advanceClock(10 * 60_000);
+    const second = await read(config([acme, globex, initech]), catalog, stateLines(firstRun.stdout));
+    expect(second.code, second.stdout.slice(-1500)).toBe(0);
+    for (const t of [acme, globex, initech]) {
+      const destination = destinations.get(t.entry) as MemoryDestination;
+      destination.applyAirbyte(airbyteShare(second.stdout, t.entry));
+      const diff = destination.diff(emulator.control.dump(t.id));
+      expect(diff, `${t.entry}: ${diff.examples.join('; ')}`).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    // Incremental: far fewer contacts than the accounts hold.
+    expect(recordsOf(second.stdout, 'acme-br', 'contacts')).toBeLessThan(20);
+    expect(recordsOf(second.stdout, 'acme-br', 'contacts')).toBeGreaterThanOrEqual(7);
+    expect(recordsOf(second.stdout, 'globex', 'contacts')).toBeGreaterThanOrEqual(4);
+    expect(recordsOf(second.stdout, 'globex', 'contacts')).toBeLessThan(20);
+    firstRun = second;
+  });
+
+  it('reads an account added from start_date and keeps the state of one removed', async () => {
+    const umbrella = tenant('umbrella', 'Umbrella', 30);
+    const before = streamStates(firstRun.stdout);
+    // acme-br removed, umbrella added.
+    const run = await read(config([globex, initech, umbrella]), catalog, stateLines(firstRun.stdout));
+    expect(run.code, run.stdout.slice(-1500)).toBe(0);
+    const umbrellaDestination = new MemoryDestination();
+    umbrellaDestination.applyAirbyte(airbyteShare(run.stdout, 'umbrella'));
+    expect(umbrellaDestination.diff(emulator.control.dump(umbrella.id))).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    expect(recordsOf(run.stdout, 'acme-br')).toBe(0);
+    expect(recordsOf(run.stdout, 'globex', 'contacts')).toBeLessThan(10);
+    for (const [stream, state] of streamStates(run.stdout)) {
+      expect(Object.keys(state.accounts), stream).toEqual(['globex', 'initech.us', 'umbrella', 'acme-br']);
+      expect(state.accounts['acme-br'], stream).toEqual(before.get(stream)?.accounts['acme-br']);
+    }
+    const logs = parseLines(run.stdout).filter((m) => m.type === 'LOG').map((m) => (m.log as { message: string }).message);
+    expect(logs.some((l) => /no longer in the config \(acme-br\).*kept/.test(l))).toBe(true);
+  });
+
+  it('one key revoked: the others are read exactly and saved, exit 78, one error naming it; check names it', async () => {
+    const hooli = tenant('hooli', 'Hooli', 25);
+    const pied = tenant('pied', 'Pied Piper', 25);
+    const dunder = tenant('dunder', 'Dunder', 25);
+    emulator.control.revokeKey(pied.keyId);
+    const cfg = config([hooli, pied, dunder]);
+    const summary = join(dir, 'summary-revoked.json');
+    const run = await read(cfg, catalog, undefined, summary);
+    expect(run.code).toBe(78);
+    expect((await protocolCheckAsync('airbyte', run.stdout)).n_errors).toBe(0);
+    for (const t of [hooli, dunder]) {
+      const destination = new MemoryDestination();
+      destination.applyAirbyte(airbyteShare(run.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    const errors = traceErrors(run.stdout);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.failure_type).toBe('config_error');
+    expect(errors[0]?.message).toMatch(/^1 of 3 accounts failed \(the other 2 were read and their states saved\): account "pied": .*401/);
+    expect(errors[0]?.message).not.toMatch(/"hooli"|"dunder"/);
+    const states = streamStates(run.stdout);
+    for (const [, state] of states) expect(Object.keys(state.accounts)).toEqual(['hooli', 'dunder']);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+    expect(s.accounts).toEqual([
+      { name: 'hooli', status: 'succeeded', records: recordsOf(run.stdout, 'hooli'), failure_type: null, message: null },
+      { name: 'pied', status: 'failed', records: 0, failure_type: 'config_error', message: expect.stringMatching(/401/) },
+      { name: 'dunder', status: 'succeeded', records: recordsOf(run.stdout, 'dunder'), failure_type: null, message: null },
+    ]);
+
+    const check = await runCli(SOURCE_BIN, ['check', '--config', cfg]);
+    expect(check.code).toBe(0);
+    const status = parseLines(check.stdout).find((m) => m.type === 'CONNECTION_STATUS')?.connectionStatus as { status: string; message: string };
+    expect(status.status).toBe('FAILED');
+    expect(status.message).toMatch(/^1 of 3 accounts failed the check \(the other 2 connected\): account "pied": .*HTTP 401/);
+    expect(check.stdout).not.toContain(pied.key);
+
+    // A new key for the account: the next run reads it from start_date, the others incrementally.
+    const fresh = emulator.control.createKey(pied.id);
+    pied.key = fresh.key;
+    const next = await read(config([hooli, pied, dunder]), catalog, stateLines(run.stdout));
+    expect(next.code, next.stdout.slice(-800)).toBe(0);
+    const piedDestination = new MemoryDestination();
+    piedDestination.applyAirbyte(airbyteShare(next.stdout, 'pied'));
+    expect(piedDestination.diff(emulator.control.dump(pied.id))).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    expect(recordsOf(next.stdout, 'hooli', 'contacts')).toBeLessThan(10);
+  });
+
+  it('refuses a state of one account with accounts, and a state of many accounts with api_key (78, nothing read)', async () => {
+    const single = [{ type: 'STREAM', stream: { stream_descriptor: { name: 'contacts' }, stream_state: { sync_watermark: '2026-01-01T00:00:00.000Z' } } }];
+    const run = await read(config([acme]), catalog, single);
+    expect(run.code).toBe(78);
+    expect(recordsOf(run.stdout, 'acme-br')).toBe(0);
+    expect(traceErrors(run.stdout)[0]?.message).toMatch(/state of stream "contacts" is the state of one account.*\{"accounts": \{"acme-br"/);
+
+    const one = writeJson(dir, `config-${++files}.json`, { base_url: emulator.url, api_key: acme.key });
+    const many = stateLines(firstRun.stdout);
+    const oneCatalog = writeJson(dir, `catalog-${++files}.json`, {
+      streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+    });
+    const refused = await read(one, oneCatalog, many);
+    expect(refused.code).toBe(78);
+    expect(parseLines(refused.stdout).filter((m) => m.type === 'RECORD')).toHaveLength(0);
+    expect(traceErrors(refused.stdout)[0]?.message).toMatch(/holds the states of many accounts \("acme-br", "globex", "initech\.us"\).*this config reads one account/);
+  });
+
+  it('binds each entry to its account: an entry whose key now reads another account fails alone (78, both named)', async () => {
+    // The entry "globex" given initech's key: its state belongs to Globex.
+    const swapped = config([{ ...globex, key: initech.key }, acme]);
+    const run = await read(swapped, catalog, stateLines(firstRun.stdout));
+    expect(run.code).toBe(78);
+    const errors = traceErrors(run.stdout);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/account "globex": The state belongs to account "Globex".*reads account "Initech"/);
+    expect(recordsOf(run.stdout, 'globex')).toBe(0);
+    expect(recordsOf(run.stdout, 'acme-br')).toBeGreaterThan(0);
+  });
+
+  it('replicate refuses accounts for now (78, a config_error saying so)', async () => {
+    const run = await runCli(SOURCE_BIN, ['replicate', '--config', config([acme]), '--db', join(dir, 'replica.db')]);
+    expect(run.code).toBe(78);
+    expect(run.stdout + run.stderr).toMatch(/replicate does not take "accounts" yet/);
+  });
+});
+
+describe('Singer tap with accounts', () => {
+  it('syncs every account exactly with bookmarks per account; a stage removed in one account leaves only that account', async () => {
+    const north = tenant('north', 'North', 40);
+    const south = tenant('south', 'South', 35);
+    const cfg = config([north, south]);
+    const summary = join(dir, 'tap-summary.json');
+    const first = await tap(cfg, undefined, summary);
+    expect(first.code, first.stderr.slice(-1500)).toBe(0);
+    expect((await protocolCheckAsync('singer', first.stdout)).n_errors).toBe(0);
+    const schemas = parseLines(first.stdout).filter((m) => m.type === 'SCHEMA');
+    for (const s of schemas) expect(s.key_properties).toEqual(['account', 'id']);
+    const destinations = new Map<string, MemoryDestination>();
+    for (const t of [north, south]) {
+      const destination = new MemoryDestination();
+      destination.applySinger(singerShare(first.stdout, t.entry));
+      destinations.set(t.entry, destination);
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    const last = stateLines(first.stdout).at(-1)?.value as { bookmarks: Record<string, { accounts: Record<string, unknown> }> };
+    for (const bookmark of Object.values(last.bookmarks)) expect(Object.keys(bookmark.accounts)).toEqual(['north', 'south']);
+    expect(summaryOf(summary).accounts?.map((a) => a.status)).toEqual(['succeeded', 'succeeded']);
+
+    // A target honouring ACTIVATE_VERSION: pipeline_stages rows keyed by (account, id) with their version.
+    const table = new Map<string, number>();
+    const apply = (stdout: string): void => {
+      for (const m of parseLines(stdout)) {
+        if (m.type === 'RECORD' && m.stream === 'pipeline_stages') {
+          const r = m.record as Row;
+          table.set(`${String(r.account)}/${String(r.id)}`, m.version as number);
+        } else if (m.type === 'ACTIVATE_VERSION' && m.stream === 'pipeline_stages') {
+          for (const [key, version] of table) if (version < (m.version as number)) table.delete(key);
+        }
+      }
+    };
+    apply(first.stdout);
+    const stages = (t: Tenant): string[] => emulator.control.pipelineStages(t.id).map((s) => `${t.entry}/${s.id}`).sort();
+    expect([...table.keys()].sort()).toEqual([...stages(north), ...stages(south)].sort());
+    const removed = emulator.control.pipelineStages(north.id)[0]?.id as string;
+    emulator.control.removePipelineStage(north.id, removed);
+    emulator.control.advanceClock(10 * 60_000);
+    const second = await tap(cfg, last);
+    expect(second.code, second.stderr.slice(-800)).toBe(0);
+    expect(parseLines(second.stdout).filter((m) => m.type === 'ACTIVATE_VERSION')).toHaveLength(1);
+    apply(second.stdout);
+    expect([...table.keys()].sort()).toEqual([...stages(north), ...stages(south)].sort());
+    expect(table.has(`north/${removed}`)).toBe(false);
+    for (const t of [north, south]) {
+      const destination = destinations.get(t.entry) as MemoryDestination;
+      destination.applySinger(singerShare(second.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    // Incremental per account (the service's 5-minute look-back may bring a few again).
+    expect(recordsOf(second.stdout, 'north', 'contacts')).toBeLessThan(5);
+
+    // One account failing: no ACTIVATE_VERSION (its rows keep their version), the other's records and bookmarks saved, 78.
+    emulator.control.revokeKey(south.keyId);
+    const third = await tap(cfg, stateLines(second.stdout).at(-1)?.value);
+    expect(third.code).toBe(78);
+    expect(parseLines(third.stdout).filter((m) => m.type === 'ACTIVATE_VERSION')).toHaveLength(0);
+    expect(third.stderr).toMatch(/CRITICAL tap-data-read: 1 of 2 accounts failed \(the other 1 were read and their states saved\): account "south": .*401/);
+    expect(recordsOf(third.stdout, 'north', 'pipeline_stages')).toBeGreaterThan(0);
+
+    // South removed from the config: its bookmark stays, and no ACTIVATE_VERSION would remove its rows.
+    const fourth = await tap(config([north]), stateLines(third.stdout).at(-1)?.value);
+    expect(fourth.code, fourth.stderr.slice(-800)).toBe(0);
+    expect(parseLines(fourth.stdout).filter((m) => m.type === 'ACTIVATE_VERSION')).toHaveLength(0);
+    expect(fourth.stderr).toMatch(/WARNING tap-data-read: pipeline_stages: no ACTIVATE_VERSION: the bookmark holds an account no longer in the config \(south\)/);
+    const kept = stateLines(fourth.stdout).at(-1)?.value as { bookmarks: Record<string, { accounts: Record<string, unknown> }> };
+    expect(Object.keys(kept.bookmarks.pipeline_stages?.accounts ?? {})).toEqual(['north', 'south']);
+  });
+});
+
+describe('many keys rate-limited at once', () => {
+  let limitedEmulator: Emulator;
+  afterAll(async () => {
+    await limitedEmulator?.close();
+  });
+
+  it('paces each key on its own budget: every account exact, no 429 beyond one per key', async () => {
+    // A running clock (the rate-limit windows follow it), 4 requests per 1-second window per account.
+    limitedEmulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 92, limits: LIMITS_OUT_OF_REACH });
+    const control = limitedEmulator.control;
+    const limited = Array.from({ length: 4 }, (_, i) => {
+      const account = control.createAccount({ name: `Limited ${i}`, limits: { perMinute: 4, windowMs: 1000, perDay: 1_000_000 } });
+      const { key } = control.createKey(account.id);
+      control.seed(account.id, { contacts: 300, deletedFraction: 0 });
+      return { entry: `limited-${i}`, id: account.id, key };
+    });
+    const cfg = writeJson(dir, `config-${++files}.json`, {
+      base_url: limitedEmulator.url,
+      page_size: 50,
+      max_concurrent_accounts: 4,
+      accounts: limited.map((t) => ({ name: t.entry, api_key: t.key })),
+    });
+    const catalog = writeJson(dir, `catalog-${++files}.json`, {
+      streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+    });
+    const summary = join(dir, 'limited-summary.json');
+    const run = await read(cfg, catalog, undefined, summary);
+    expect(run.code, run.stdout.slice(-800)).toBe(0);
+    const stats = control.stats();
+    // 7 requests a key (/v1/me and 6 pages) against 4 a window: every key had to wait for its window.
+    expect(summaryOf(summary).rate_limit_waits).toBeGreaterThanOrEqual(limited.length);
+    expect(stats.byStatus['429'] ?? 0).toBeLessThanOrEqual(limited.length);
+    for (const t of limited) {
+      const dump = control.dump(t.id);
+      const ids = new Set(parseLines(run.stdout).filter((m) => m.type === 'RECORD' && (m.record as { data: Row }).data.account === t.entry).map((m) => (m.record as { data: Row }).data.id));
+      expect(ids.size, t.entry).toBe(dump.contacts.length);
+    }
+    expect(stats.byPath['/v1/contacts']?.['200']).toBe(limited.length * 6);
+  }, 120_000);
+});
+
+describe('a key revoked mid-run', () => {
+  let own: Emulator;
+  afterAll(async () => {
+    await own?.close();
+  });
+
+  it('stops that account at its last checkpoint; the others exact; the next run resumes it and reads the others incrementally', async () => {
+    // A running clock and 4 requests a second per account: each account's read spans several windows.
+    own = await startEmulator({ host: '127.0.0.1', port: 0, seed: 93, limits: LIMITS_OUT_OF_REACH });
+    const control = own.control;
+    const made = ['first', 'victim', 'last'].map((entry) => {
+      const account = control.createAccount({ name: `Mid ${entry}`, limits: { perMinute: 4, windowMs: 1000, perDay: 1_000_000 } });
+      const { key, id: keyId } = control.createKey(account.id);
+      control.seed(account.id, { contacts: 400, deletedFraction: 0 });
+      return { entry, id: account.id, key, keyId };
+    });
+    const victim = made[1] as (typeof made)[number];
+    const catalog = writeJson(dir, `catalog-${++files}.json`, {
+      streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+    });
+    const configOf = (): string =>
+      writeJson(dir, `config-${++files}.json`, { base_url: own.url, page_size: 50, max_concurrent_accounts: 3, accounts: made.map((t) => ({ name: t.entry, api_key: t.key })) });
+
+    // Revoke the victim's key once its first records went out.
+    const first = await new Promise<CliResult>((resolvePromise, reject) => {
+      const child = spawn(process.execPath, [SOURCE_BIN, 'read', '--config', configOf(), '--catalog', catalog], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let revoked = false;
+      child.stdout.on('data', (b: Buffer) => {
+        out.push(b);
+        if (!revoked && b.toString('utf8').includes('"account":"victim"')) {
+          revoked = true;
+          control.revokeKey(victim.keyId);
+        }
+      });
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolvePromise({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    });
+    expect(first.code, first.stdout.slice(-1000)).toBe(78);
+    const errors = traceErrors(first.stdout);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/^1 of 3 accounts failed .*account "victim": .*\(HTTP 401\).*revoked/);
+    const victimRead = recordsOf(first.stdout, 'victim');
+    expect(victimRead).toBeGreaterThan(0);
+    expect(victimRead).toBeLessThan(400);
+    const destinations = new Map(made.map((t) => [t.entry, new MemoryDestination()]));
+    for (const t of made) destinations.get(t.entry)?.applyAirbyte(airbyteShare(first.stdout, t.entry));
+    const contactsOf = (t: (typeof made)[number]): string[] => control.dump(t.id).contacts.map((c) => String((c as Row).id)).sort();
+    for (const t of made.filter((m) => m !== victim)) expect([...(destinations.get(t.entry)?.table('contacts').keys() ?? [])].sort(), t.entry).toEqual(contactsOf(t));
+    // The victim's state is its last checkpoint: a read in progress.
+    expect(streamStates(first.stdout).get('contacts')?.accounts.victim).toMatchObject({ resume: { cursor: expect.any(String) } });
+
+    victim.key = control.createKey(victim.id).key;
+    const second = await read(configOf(), catalog, stateLines(first.stdout));
+    expect(second.code, second.stdout.slice(-1000)).toBe(0);
+    for (const t of made) destinations.get(t.entry)?.applyAirbyte(airbyteShare(second.stdout, t.entry));
+    for (const t of made) expect([...(destinations.get(t.entry)?.table('contacts').keys() ?? [])].sort(), t.entry).toEqual(contactsOf(t));
+    // The victim resumed where it stopped, the others went on incrementally.
+    expect(recordsOf(second.stdout, 'victim')).toBeLessThanOrEqual(400 - victimRead + 50);
+    expect(recordsOf(second.stdout, 'first')).toBeLessThan(50);
+  }, 120_000);
+});
