@@ -9,7 +9,8 @@
  * docs/performance.md): the service's Remaining then falls faster than this
  * client's own sends, and a 429 comes although the pacer kept count. The
  * pacer counts the others' requests per request of its own (this window and
- * the two before), and while others are about (and in its first window,
+ * the two before; this window alone once it holds SETTLED answers of its
+ * own, as others come and go), and while others are about (and in its first window,
  * before it can know) it
  *  - spreads the key's quota over the first SPREAD part of the window (in
  *    its first window over START_SPREAD_MS at least), taking its share of
@@ -115,6 +116,8 @@ const SPREAD = 0.3;
 const START_SPREAD_MS = 2000;
 /** Windows before the current one whose counts of own and others' requests still count. */
 const HISTORY = 2;
+/** Own requests in a window after which that window's counts alone say how many others there are (they come and go). */
+const SETTLED = 2;
 /** Own requests in a window without one of others' after which the others count as gone. */
 const GONE = 3;
 /** Longest window assumed for spreading: the quota is per minute. */
@@ -182,12 +185,15 @@ export class Pacer {
 
   /**
    * Requests of others per own request, over the current window and the
-   * HISTORY windows before it; 0 once GONE own requests of the current window
+   * HISTORY windows before it, or the current window alone once SETTLED own
+   * requests of it were answered (an other that finished no longer counts
+   * against the slots left); 0 once GONE own requests of the current window
    * saw none of others (they have finished).
    */
   #othersPerOwn(): number {
     const current = this.#current();
     if (current.own >= GONE && current.others === 0) return 0;
+    if (current.own >= SETTLED) return current.others / current.own;
     let own = 0;
     let others = 0;
     for (const w of [...this.#history, current]) {
@@ -207,6 +213,7 @@ export class Pacer {
   #othersExpected(): number {
     const perOwn = this.#othersPerOwn();
     if (perOwn === 0) return 0;
+    if (this.#current().own >= SETTLED) return Math.max(perOwn, this.#gap);
     return Math.max(perOwn, this.#gap, ...this.#history.map((w) => w.gap));
   }
 

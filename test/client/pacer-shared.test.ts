@@ -47,6 +47,25 @@ describe('pacer: other users of the key', () => {
     expect(r.announced.map((w) => [w.cause, w.until])).toEqual([['shared', 2005]]);
   });
 
+  it('once a window has two of its own answers, its counts alone say how many others are about (one that left no longer counts)', async () => {
+    const r = rig();
+    await request(r, h(7));
+    await request(r, h(4));
+    await request(r, h(1)); // two others per own request in this window
+    await r.p.ready('/v1/contacts'); // waits for the window (2005): the two others take the last slot
+    expect(r.announced.map((w) => w.cause)).toEqual(['shared']);
+    const windowEnd = r.now.t + 2000;
+    await request(r, h(6)); // the next window: one of the others has finished
+    await request(r, h(4));
+    await request(r, h(2)); // one other per own request now
+    expect(r.p.view.othersPerOwn).toBe(1);
+    // Remaining 2 and one request of another expected before this one arrives: a slot is left for it, so it
+    // sends after its step in the spread instead of leaving that slot unused until the window restarts.
+    await r.p.ready('/v1/contacts');
+    expect(r.now.t).toBeLessThan(windowEnd - 1000);
+    expect(r.announced.map((w) => w.cause)).toEqual(['shared']);
+  });
+
   it('with others about, spreads its requests over the window instead of spending the quota at its start', async () => {
     const r = rig();
     const sent = [await request(r, h(7)), await request(r, h(4)), await request(r, h(1))];
