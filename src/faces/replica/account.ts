@@ -86,7 +86,8 @@ export function bindAccount(db: DatabaseSync, path: string, run: ReplicaAccount)
       'ON CONFLICT (entry) DO UPDATE SET account_name = excluded.account_name, base_url = excluded.base_url, bound_at = excluded.bound_at',
   ).run(entry, name, baseUrl, new Date().toISOString());
   if (stored === undefined) {
-    return before ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
+    // An entry of a replica of many accounts is recorded by its first run: there is no replica of entries from before the rule.
+    return before && entry === SINGLE_ACCOUNT_ENTRY ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
   }
   if (stored.name !== name) {
     return `The replica "${path}" belonged to account "${stored.name}", which account_renamed_from confirms is now "${name}": it now belongs to "${name}".`;

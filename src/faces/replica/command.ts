@@ -196,6 +196,38 @@ function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<str
   for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows, t.savedWatermark ?? null);
 }
 
+/** A run stopped by an error: said (a config_error as a refusal), the summary told what was written; its exit status. */
+function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>): number {
+  const error = toConnectorError(err);
+  report?.fail(error);
+  reportWritten(report, tallies);
+  logger.log(
+    'ERROR',
+    error.failureType === 'config_error'
+      ? `Cannot replicate: ${error.message}`
+      : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+  );
+  return exitStatusFor(error.failureType);
+}
+
+/**
+ * What a run does when another run took the lock over (this one was stalled
+ * past the staleness limit): the open group is rolled back (it was read
+ * before that run's commits), then the run stops (75).
+ */
+function lockLostExit(ctx: ReplicateContext, file: ReplicaStore, writer: ReplicaWriter, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): () => void {
+  return () => {
+    progress.stop();
+    writer.abandon();
+    reportWritten(ctx.report, tallies());
+    const error = lockLostError(file.path);
+    ctx.report?.fail(error);
+    ctx.logger.log('ERROR', error.message);
+    ctx.beforeExit?.(EXIT_TEMPFAIL);
+    process.exit(EXIT_TEMPFAIL);
+  };
+}
+
 const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);
 
 export async function replicate(ctx: ReplicateContext, configPath: string, db: string, schema?: string): Promise<number> {
@@ -252,16 +284,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
   // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
   if (file !== undefined && writer !== undefined) {
-    file.onLockLost = () => {
-      progress.stop();
-      writer.abandon();
-      reportWritten(report, sink.tallies);
-      const error = lockLostError(file.path);
-      report?.fail(error);
-      logger.log('ERROR', error.message);
-      ctx.beforeExit?.(EXIT_TEMPFAIL);
-      process.exit(EXIT_TEMPFAIL);
-    };
+    file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
   }
   const observer = progress.observer();
   try {
@@ -333,16 +356,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
     return code;
   } catch (err) {
-    const error = toConnectorError(err);
-    report?.fail(error);
-    reportWritten(report, sink.tallies);
-    logger.log(
-      'ERROR',
-      error.failureType === 'config_error'
-        ? `Cannot replicate: ${error.message}`
-        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
-    );
-    return exitStatusFor(error.failureType);
+    return stoppedBy(err, ctx, sink.tallies);
   } finally {
     progress.stop();
     // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
@@ -425,16 +439,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
     file.close();
     logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
-  file.onLockLost = () => {
-    progress.stop();
-    writer.abandon();
-    reportWritten(report, addedTallies(sinks.values()));
-    const error = lockLostError(file.path);
-    report?.fail(error);
-    logger.log('ERROR', error.message);
-    ctx.beforeExit?.(EXIT_TEMPFAIL);
-    process.exit(EXIT_TEMPFAIL);
-  };
+  file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
   // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
   const face: SyncSink = {
     streamStarted: () => undefined,
@@ -510,16 +515,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
     logger.log('ERROR', `Replication incomplete: ${result.error.message} Everything committed so far is kept; run replicate again to continue. ${totals}`);
     return exitStatusFor(result.error.failureType);
   } catch (err) {
-    const error = toConnectorError(err);
-    report?.fail(error);
-    reportWritten(report, addedTallies(sinks.values()));
-    logger.log(
-      'ERROR',
-      error.failureType === 'config_error'
-        ? `Cannot replicate: ${error.message}`
-        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
-    );
-    return exitStatusFor(error.failureType);
+    return stoppedBy(err, ctx, addedTallies(sinks.values()));
   } finally {
     progress.stop();
     await store.close().catch(() => undefined);
