@@ -8,6 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { replicaRecords } from '../../../src/faces/replica/records.js';
 import { ReplicaStore, tableCheckpoint } from '../../../src/faces/replica/store.js';
+import { builtInSchema, type JsonSchema } from '../../../src/schemas/json-schema.js';
+import { STREAMS } from '../../../src/streams.js';
 import { contact, deletion, iso, type Rec } from '../../helpers/fake-api.js';
 import { withTempDatabases } from '../../helpers/suite.js';
 
@@ -59,5 +61,27 @@ describe('a replica of many accounts', () => {
     expect(swept.sweptRows).toBe(1);
     expect(rowsOf(path, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
     store.close();
+  });
+
+  it('moves a field the schema now declares from _extra into its new column, for every account (more rows than one batch)', () => {
+    const path = newDb();
+    const first = new ReplicaStore(path, undefined, { accountKey: true });
+    // The same 600 ids in two accounts, each with a field no column holds yet (kept in _extra).
+    const records = Array.from({ length: 600 }, (_, i) => contact(`c${String(i).padStart(4, '0')}`, 1, { score_v2: i }));
+    first.write(checkpoint(first, 'contacts', 'a', records));
+    first.write(checkpoint(first, 'contacts', 'b', records.map((r) => ({ ...r, score_v2: Number(r.score_v2) + 1000 }))));
+    first.close();
+    const contacts = STREAMS.find((s) => s.name === 'contacts');
+    if (contacts === undefined) throw new Error('no contacts stream');
+    const base = builtInSchema(contacts);
+    const schema: JsonSchema = { ...base, properties: { ...(base.properties as JsonSchema), score_v2: { type: ['null', 'integer'] } } };
+    const second = new ReplicaStore(path, undefined, { accountKey: true, schemas: new Map([['contacts', schema]]) });
+    expect(second.migrated).toEqual(['contacts']);
+    const moved = second.db.prepare('SELECT account, count(*) AS n, min(score_v2) AS lo, max(score_v2) AS hi FROM contacts WHERE _extra IS NULL GROUP BY account ORDER BY account').all();
+    second.close();
+    expect(moved.map((r) => [r.account, Number(r.n), Number(r.lo), Number(r.hi)])).toEqual([
+      ['a', 600, 0, 599],
+      ['b', 600, 1000, 1599],
+    ]);
   });
 });
