@@ -10,6 +10,7 @@
  * - one key revoked: the others exact, exit 78, one error naming it;
  * - the binding per entry: an entry whose key reads another account fails
  *   alone (78), nothing of it written;
+ * - an account removed keeps its rows and state, one added is read in full;
  * - a replica of one api_key given a config with accounts, and the reverse:
  *   refused (78), the file byte for byte unchanged;
  * - killed mid-run (SIGKILL), then run again: every account exact;
@@ -187,6 +188,19 @@ describe('replicate with accounts into a SQLite file', () => {
     expect(run.stderr).toMatch(/account "globex": .*"Globex".*"Initech"/);
     expect(share(db, 'globex')).toEqual(globexRows);
     expect(share(db, 'acme-br')).toEqual(sortedDump(acme));
+  });
+
+  it('an account removed from the config keeps its rows and its state; one added starts from start_date', async () => {
+    const globexRows = share(db, 'globex');
+    const globexState = replicaStates(db).get('contacts')?.accounts?.globex;
+    expect(globexState).toBeDefined();
+    const hooli = tenant('hooli', 'Hooli', 15);
+    const run = await replicate(config([acme, hooli]), db);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/no longer in the config \(globex\)/);
+    expect(share(db, 'globex')).toEqual(globexRows);
+    expect(replicaStates(db).get('contacts')?.accounts?.globex).toEqual(globexState);
+    for (const t of [acme, hooli]) expect(share(db, t.entry)).toEqual(sortedDump(t));
   });
 
   it('a replica of one api_key given accounts, and the reverse: refused (78), the file unchanged', async () => {
