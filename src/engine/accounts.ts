@@ -76,6 +76,27 @@ export function accountStates(states: ReadonlyMap<string, StreamState>, entries:
   return out;
 }
 
+/**
+ * What a face does per account beyond the lane (the replica: a sink per
+ * account, the account bound to its entry in the store, the long-pause heal
+ * and the resumed read of each account).
+ */
+export interface AccountLanes {
+  /**
+   * The sink of one account's records, checkpoints (each with the stream's
+   * state of every account) and stream starts and stops; the face's emitter
+   * (default) still hears the streams as the face sees them and the logs.
+   */
+  sinkFor?(entry: AccountEntry): SyncSink;
+  /**
+   * Read one account with its session, once its /v1/me and states were
+   * checked (default: one `session.run(request, lane, observer)`). A throw
+   * is that account's failure. A stream ended more than once (a heal pass,
+   * then the ordinary one) counts once for the face, failed if any pass failed.
+   */
+  read?(entry: AccountEntry, session: SyncSession, request: SessionRequest, lane: SyncSink, observer: CountObserver | undefined): Promise<void>;
+}
+
 /** The records one account sent so far, and how it ended. */
 interface AccountTrack {
   readonly name: string;
@@ -192,7 +213,7 @@ export class AccountsRun {
    * `observer` the progress line. Throws a ConfigError, before the face is
    * told anything, when a state is of one account.
    */
-  async run(request: SessionRequest, emitter: SyncSink, observer?: CountObserver): Promise<AccountsResult> {
+  async run(request: SessionRequest, emitter: SyncSink, observer?: CountObserver, lanes: AccountLanes = {}): Promise<AccountsResult> {
     const input = accountStates(request.states, this.#entries);
     const configured = new Set(this.#entries.map((e) => e.name));
     // The order of each stream's accounts in a state: the config's, then the entries no longer in it.
@@ -250,17 +271,33 @@ export class AccountsRun {
     const runOne = async (entry: AccountEntry): Promise<void> => {
       const track = this.#tracks.get(entry.name) as AccountTrack;
       const ends = new Set<string>();
+      const sink = lanes.sinkFor?.(entry);
+      // A stream this account ended already (a heal pass before the ordinary one): counted once for the face.
+      const end = (stream: StreamDefinition, how: 'complete' | 'skipped' | 'failed'): Promise<void> | undefined => {
+        if (ends.has(stream.name)) {
+          if (how === 'failed') {
+            const t = streams.get(stream.name);
+            if (t !== undefined) t.failed = true;
+          }
+          return undefined;
+        }
+        ends.add(stream.name);
+        return ended(stream, how);
+      };
       const fail = (stream: StreamDefinition | undefined, error: ConnectorError): void => {
         track.errors.push(error);
         this.#failures.push({ account: entry.name, stream, error });
       };
       const prefix = (message: string): string => `Account "${entry.name}": ${message}`;
       const lane: SyncSink = {
-        streamStarted: (stream) => started(stream),
+        streamStarted: async (stream) => {
+          await sink?.streamStarted(stream);
+          await started(stream);
+        },
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
         records: async (stream, records: readonly Data[], extractedAt) => {
           for (const record of records) record[ACCOUNT_FIELD] = entry.name;
-          await emitter.records(stream, records, extractedAt);
+          await (sink ?? emitter).records(stream, records, extractedAt);
           track.records += records.length;
           this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);
           report?.records(stream.name, records.length);
@@ -268,21 +305,21 @@ export class AccountsRun {
         state: async (stream, state) => {
           combined.get(stream.name)?.set(entry.name, state);
           const value = stateOf(stream.name);
-          await emitter.state(stream, value);
+          await (sink ?? emitter).state(stream, value);
           report?.state(stream.name, value);
         },
-        streamComplete: (stream, skipped) => {
-          ends.add(stream.name);
-          return ended(stream, skipped === true ? 'skipped' : 'complete');
+        streamComplete: async (stream, skipped) => {
+          await sink?.streamComplete(stream, skipped);
+          await end(stream, skipped === true ? 'skipped' : 'complete');
         },
-        streamIncomplete: (stream, error) => {
-          ends.add(stream.name);
+        streamIncomplete: async (stream, error) => {
+          await sink?.streamStopped(stream);
           fail(stream, error);
-          return ended(stream, 'failed');
+          await end(stream, 'failed');
         },
-        streamStopped: (stream) => {
-          ends.add(stream.name);
-          return ended(stream, 'failed');
+        streamStopped: async (stream) => {
+          await sink?.streamStopped(stream);
+          await end(stream, 'failed');
         },
         runFailed: (error) => fail(undefined, error),
         log: (level: LogLevel, message: string) => emitter.log(level, prefix(message)),
@@ -303,7 +340,8 @@ export class AccountsRun {
         session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), new RunRecorder(report?.command ?? 'read'), this.#signal);
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
-        await session.run({ ...request, states }, lane, accountObserver);
+        if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
+        else await lanes.read(entry, session, { ...request, states }, lane, accountObserver);
       } catch (err) {
         // Whatever stopped this account before or while it read (a state of another account, start_date ahead), it is this account's.
         const error = toConnectorError(err);

@@ -17,14 +17,13 @@ export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;
 
 /**
  * The key of a config that reads one account. A config with `accounts` is
- * read one entry at a time (accounts.ts gives each its own config); a command
- * that reads one account only (replicate, for now) refuses it here.
+ * read one entry at a time (accounts.ts gives each its own config); a client
+ * asked for the whole config is refused here.
  */
 export function singleKey(config: Config): string {
   if (config.api_key !== undefined) return config.api_key;
   throw new ConfigError(
-    'replicate does not take "accounts" yet: a replica is built from one account. Replicate each account into a file of its own, ' +
-      'with a config that gives its api_key; read (Airbyte) and the Singer tap read many accounts in one run.',
+    'This command reads one account: give its api_key. A config with "accounts" is read one entry at a time, each with its own key.',
     { field: 'accounts' },
   );
 }

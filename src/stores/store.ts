@@ -17,6 +17,12 @@ import type { StreamState } from '../engine/state.js';
 /** One engine checkpoint of one stream, as a store takes it. */
 export interface StoreCheckpoint {
   readonly stream: string;
+  /**
+   * The entry whose records these are, in a replica of many accounts: a full
+   * table (`replaceAll`) and a full read (`fullRead`) replace that account's
+   * rows alone. Undefined for a replica of one account.
+   */
+  readonly account?: string | undefined;
   /** The records, as the pipeline gave them. */
   readonly records: readonly Data[];
   /** The stream's state, as JSON text. */

@@ -14,7 +14,8 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { bindingOf, otherAccountError, type RunAccount } from '../../engine/account.js';
 import type { StateAccount } from '../../engine/state.js';
-import { peekReadOnly, tableExists, writtenBefore } from './database.js';
+import { ConfigError } from '../../errors.js';
+import { TABLES_TABLE, peekReadOnly, storedLayouts, tableExists, writtenBefore } from './database.js';
 
 const ACCOUNT_TABLE = '_replica_account';
 
@@ -85,10 +86,35 @@ export function bindAccount(db: DatabaseSync, path: string, run: ReplicaAccount)
       'ON CONFLICT (entry) DO UPDATE SET account_name = excluded.account_name, base_url = excluded.base_url, bound_at = excluded.bound_at',
   ).run(entry, name, baseUrl, new Date().toISOString());
   if (stored === undefined) {
-    return before ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
+    // An entry of a replica of many accounts is recorded by its first run: there is no replica of entries from before the rule.
+    return before && entry === SINGLE_ACCOUNT_ENTRY ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
   }
   if (stored.name !== name) {
     return `The replica "${path}" belonged to account "${stored.name}", which account_renamed_from confirms is now "${name}": it now belongs to "${name}".`;
   }
   return undefined;
+}
+
+/**
+ * Refuse a replica built for the other kind of config, before anything
+ * opens it for writing: one built with `api_key` (tables keyed by id) given
+ * a config with `accounts` (tables keyed by account and id), or the
+ * reverse. Its rows cannot be told apart by account, so it is left byte for
+ * byte as it was and the user is told to replicate into a new file.
+ */
+export function refuseOtherShape(path: string, manyAccounts: boolean): void {
+  const keyed = peekReadOnly(path, (db) => {
+    if (!tableExists(db, TABLES_TABLE)) return undefined;
+    const layouts = [...storedLayouts(db).values()];
+    return layouts.length === 0 ? undefined : layouts.some((l) => l.accountKey === true);
+  });
+  if (keyed === undefined || keyed === manyAccounts) return;
+  throw new ConfigError(
+    keyed
+      ? `The replica "${path}" was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
+          'Nothing was changed in it. Replicate this account into a new file (--db with another path), or use the config with "accounts" (this key as one of its entries).'
+      : `The replica "${path}" was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
+          "its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into a new file (--db with another path); the old file's rows stay readable as they are.",
+    { field: manyAccounts ? 'accounts' : 'api_key' },
+  );
 }

@@ -29,7 +29,12 @@ import { parseUserConfig, type Config } from '../../config/config.js';
 import { SyncSession } from '../../engine/session.js';
 import { treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../../engine/sync.js';
-import { ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
+import { ConfigError, ConnectorError, toConnectorError, type FailureType } from '../../errors.js';
+import { AccountsRun } from '../../engine/accounts.js';
+import { loadAccountsSchemas } from '../../engine/connect.js';
+import type { StreamState } from '../../engine/state.js';
+import type { SyncSink } from '../../engine/sync-sink.js';
+import { bindAccount } from './account.js';
 import type { RunRecorder } from '../../engine/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { readJsonFile } from '../../config/files.js';
@@ -191,6 +196,38 @@ function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<str
   for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows, t.savedWatermark ?? null);
 }
 
+/** A run stopped by an error: said (a config_error as a refusal), the summary told what was written; its exit status. */
+function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>): number {
+  const error = toConnectorError(err);
+  report?.fail(error);
+  reportWritten(report, tallies);
+  logger.log(
+    'ERROR',
+    error.failureType === 'config_error'
+      ? `Cannot replicate: ${error.message}`
+      : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+  );
+  return exitStatusFor(error.failureType);
+}
+
+/**
+ * What a run does when another run took the lock over (this one was stalled
+ * past the staleness limit): the open group is rolled back (it was read
+ * before that run's commits), then the run stops (75).
+ */
+function lockLostExit(ctx: ReplicateContext, file: ReplicaStore, writer: ReplicaWriter, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): () => void {
+  return () => {
+    progress.stop();
+    writer.abandon();
+    reportWritten(ctx.report, tallies());
+    const error = lockLostError(file.path);
+    ctx.report?.fail(error);
+    ctx.logger.log('ERROR', error.message);
+    ctx.beforeExit?.(EXIT_TEMPFAIL);
+    process.exit(EXIT_TEMPFAIL);
+  };
+}
+
 const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);
 
 export async function replicate(ctx: ReplicateContext, configPath: string, db: string, schema?: string): Promise<number> {
@@ -211,6 +248,19 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     return exitStatusFor(error.failureType);
   }
   report?.setRedact((text) => logger.redact(text));
+  if (config.accounts !== undefined) {
+    if (target.kind !== 'sqlite') {
+      const error = new ConfigError(
+        `replicate with "accounts" writes into a SQLite file only for now, not into ${target.display}. ` +
+          'Replicate the accounts into a SQLite file (--db replica.db), or each account into a PostgreSQL schema or DuckDB file of its own with a config that gives its api_key.',
+        { field: 'accounts' },
+      );
+      report?.fail(error);
+      logger.log('ERROR', `Cannot replicate: ${error.message}`);
+      return exitStatusFor(error.failureType);
+    }
+    return replicateAccounts(ctx, config, target.path, started);
+  }
   const opened = await openRun(logger, config, target, ctx);
   if ('code' in opened) return opened.code;
   const { session, file } = opened;
@@ -234,16 +284,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
   // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
   if (file !== undefined && writer !== undefined) {
-    file.onLockLost = () => {
-      progress.stop();
-      writer.abandon();
-      reportWritten(report, sink.tallies);
-      const error = lockLostError(file.path);
-      report?.fail(error);
-      logger.log('ERROR', error.message);
-      ctx.beforeExit?.(EXIT_TEMPFAIL);
-      process.exit(EXIT_TEMPFAIL);
-    };
+    file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
   }
   const observer = progress.observer();
   try {
@@ -315,20 +356,169 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
     return code;
   } catch (err) {
-    const error = toConnectorError(err);
-    report?.fail(error);
-    reportWritten(report, sink.tallies);
-    logger.log(
-      'ERROR',
-      error.failureType === 'config_error'
-        ? `Cannot replicate: ${error.message}`
-        : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
-    );
-    return exitStatusFor(error.failureType);
+    return stoppedBy(err, ctx, sink.tallies);
   } finally {
     progress.stop();
     // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
     await store.close().catch(() => undefined);
     await session.close();
+  }
+}
+
+/** Each stream's state of one entry, from the states of many accounts a replica holds. */
+function entryStates(states: ReadonlyMap<string, StreamState>, entry: string): Map<string, StreamState> {
+  const out = new Map<string, StreamState>();
+  for (const [stream, state] of states) {
+    const one = state.accounts?.[entry];
+    if (one !== undefined) out.set(stream, one);
+  }
+  return out;
+}
+
+/** The tallies of every account's sink, added up per stream. */
+function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
+  const out = new Map<string, StreamTally>();
+  for (const sink of sinks) {
+    for (const [name, t] of sink.tallies) {
+      const sum = out.get(name) ?? { upserted: 0, skippedDeleted: 0, deletedRows: 0, sweptRows: 0 };
+      out.set(name, {
+        upserted: sum.upserted + t.upserted,
+        skippedDeleted: sum.skippedDeleted + t.skippedDeleted,
+        deletedRows: sum.deletedRows + t.deletedRows,
+        sweptRows: sum.sweptRows + t.sweptRows,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * `replicate` of a config with `accounts` into a SQLite file: every table
+ * keyed by (account, id), each account read by AccountsRun (its own key,
+ * pacing, /v1/me) into a sink of its own, so its checkpoints, full tables
+ * and full reads are its rows alone; each stream's state (one per account)
+ * saved with the rows it covers. Per account, inside its lane: the entry
+ * bound to the service account it reads (another account under that entry
+ * fails that entry, 78), the long-pause heal, the resumed read. One account
+ * failing does not stop the others; the run ends with the most actionable
+ * status and one error naming each failed account.
+ */
+async function replicateAccounts(ctx: ReplicateContext, config: Config, path: string, started: number): Promise<number> {
+  const { logger, report, signal, lock = {} } = ctx;
+  const refuse = (err: unknown): number => {
+    const error = toConnectorError(err);
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    return exitStatusFor(error.failureType);
+  };
+  let file: ReplicaStore;
+  try {
+    // The tables' columns: the service's description read once, with the first key it takes (or the pinned schemas).
+    const schemas = await loadAccountsSchemas(config, { onLog: (level, message) => logger.log(level, message), signal });
+    for (const note of schemas.notes) logger.log(note.level, note.message);
+    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
+    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
+    file = new ReplicaStore(path, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments, accountKey: true });
+  } catch (err) {
+    return refuse(err);
+  }
+  const writer = new ReplicaWriter(file, { signal });
+  const store: Store = new SqliteStore(file, writer);
+  const log = (level: LogLevel, message: string): void => logger.log(level, message);
+  const sinks = new Map<string, ReplicaSink>();
+  const sinkOf = (name: string): ReplicaSink => {
+    let sink = sinks.get(name);
+    if (sink === undefined) sinks.set(name, (sink = new ReplicaSink(store, (level, message) => log(level, `Account "${name}": ${message}`), name)));
+    return sink;
+  };
+  const run = new AccountsRun(config, report, signal);
+  const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
+  onStop(signal, (sig) => {
+    progress.stop();
+    reportWritten(report, addedTallies(sinks.values()));
+    file.close();
+    logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
+  });
+  file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
+  // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
+  const face: SyncSink = {
+    streamStarted: () => undefined,
+    streamRunning: () => undefined,
+    records: () => undefined,
+    state: () => undefined,
+    streamComplete: () => undefined,
+    streamIncomplete: () => undefined,
+    streamStopped: () => undefined,
+    runFailed: () => undefined,
+    log,
+  };
+  try {
+    for (const note of store.notes) logger.log(note.level, note.message);
+    const states = await store.loadStates();
+    report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
+    if (config.deletions_as_tombstones) {
+      logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
+    }
+    const entries = config.accounts ?? [];
+    logger.log('INFO', `Replicating ${entries.length} account(s) into ${path}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    progress.start();
+    const result = await run.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, face, progress.observer(), {
+      sinkFor: (entry) => sinkOf(entry.name),
+      read: async (entry, session, request, lane, observer) => {
+        const sink = sinkOf(entry.name);
+        const account = session.account;
+        let current = request.states;
+        if (account !== undefined) {
+          // The entry stays the service account it was bound to: another one under its name fails this entry alone.
+          const note = bindAccount(file.db, path, { account, renamedFrom: entry.account_renamed_from, entry: entry.name });
+          if (note !== undefined) await lane.log('INFO', note);
+          // A pause longer than the service keeps deletions, for this account: its contacts and conversations read in full first.
+          const heal = await findHeal(current, (stream, since) => session.serviceNow(stream, since));
+          if (heal) {
+            await lane.log('INFO', healStarting(heal));
+            sink.fullRead(heal.streams);
+            const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
+            const healed = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, lane, observer);
+            if (healed.failures.length > 0) return;
+            await store.flush();
+            await lane.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+            current = entryStates(await store.loadStates(), entry.name);
+          }
+        }
+        const read = await session.run({ ...request, states: current }, lane, observer);
+        // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
+        const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+        if (read.failures.length === 0 && resumed.length > 0) {
+          await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+          await store.flush();
+          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name) }, lane, observer);
+        }
+      },
+    });
+    for (const sink of sinks.values()) {
+      const unknown = sink.unknownTypesWarning();
+      if (unknown) logger.log('WARN', unknown);
+    }
+    progress.stop();
+    const rows = await store.finish();
+    const tallies = addedTallies(sinks.values());
+    reportWritten(report, tallies);
+    await store.close();
+    const stats = run.stats;
+    const totals =
+      `${summary(tallies, run.records, rows)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${path} ${fileSize(path)}.`;
+    if (result.error === undefined) {
+      logger.log('INFO', `Replica up to date: ${totals}`);
+      return EXIT_OK;
+    }
+    logger.log('ERROR', `Replication incomplete: ${result.error.message} Everything committed so far is kept; run replicate again to continue. ${totals}`);
+    return exitStatusFor(result.error.failureType);
+  } catch (err) {
+    return stoppedBy(err, ctx, addedTallies(sinks.values()));
+  } finally {
+    progress.stop();
+    await store.close().catch(() => undefined);
+    await run.close();
   }
 }

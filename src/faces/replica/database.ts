@@ -12,7 +12,7 @@
 import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, parseLayout, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 
 export const TABLES_TABLE = '_replica_tables';
@@ -174,10 +174,13 @@ export function writtenBefore(db: DatabaseSync): boolean {
 
 /** CREATE TABLE for `layout`, under the name `name` (the layout's table by default). */
 export function createTableSql(layout: TableLayout, name = layout.table): string {
+  const keys = keyColumns(layout);
+  const single = keys.length === 1;
   const columns = layout.columns.map(
-    (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY NOT NULL' : ''}`,
+    (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
   );
   columns.push(`${ident(EXTRA_COLUMN)} TEXT`, `${ident(ABSENT_COLUMN)} TEXT`, `${ident(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
+  if (!single) columns.push(`PRIMARY KEY (${keys.map(ident).join(', ')})`);
   return `CREATE TABLE ${ident(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
 }
 
@@ -204,9 +207,10 @@ export function deletionIndexName(table: string): string {
 /** The upsert of one row: values in `columnNames(layout)` order. */
 export function insertSql(layout: TableLayout): string {
   const names = columnNames(layout);
-  const updates = names.filter((n) => n !== layout.primaryKey).map((n) => `${ident(n)} = excluded.${ident(n)}`);
+  const keys = keyColumns(layout);
+  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${ident(n)} = excluded.${ident(n)}`);
   return (
     `INSERT INTO ${ident(layout.table)} (${names.map(ident).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
-    `ON CONFLICT (${ident(layout.primaryKey)}) DO UPDATE SET ${updates.join(', ')}`
+    `ON CONFLICT (${keys.map(ident).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
   );
 }

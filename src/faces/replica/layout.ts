@@ -37,6 +37,20 @@ export interface TableLayout {
   readonly cursorField: string | null;
   readonly columns: readonly ColumnSpec[];
   readonly storage: TableStorage;
+  /**
+   * The table of a replica of many accounts (a config with `accounts`): an
+   * `account` column first, the primary key (account, primaryKey). Absent
+   * for a replica of one account.
+   */
+  readonly accountKey?: true | undefined;
+}
+
+/** The column that holds the entry's name in a replica of many accounts. */
+export const ACCOUNT_COLUMN = 'account';
+
+/** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts. */
+export function keyColumns(layout: TableLayout): string[] {
+  return layout.accountKey === true ? [ACCOUNT_COLUMN, layout.primaryKey] : [layout.primaryKey];
 }
 
 /**
@@ -82,18 +96,19 @@ function kindOf(property: unknown): ColumnKind {
  * The layout of a stream's table, from its record schema: the built-in one,
  * or the one merged with the service's description (`schema`).
  */
-export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJsonSchema(stream)): TableLayout {
+export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJsonSchema(stream), accountKey = false): TableLayout {
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
-  const columns: ColumnSpec[] = [];
+  const columns: ColumnSpec[] = accountKey ? [{ field: ACCOUNT_COLUMN, kind: 'text' }] : [];
   // SQLite column names ignore case: a second field that differs only in case keeps its values in _extra.
-  const taken = new Set(BOOKKEEPING_COLUMNS.map((c) => c.toLowerCase()));
+  const taken = new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map((c) => c.toLowerCase()));
   for (const [field, property] of Object.entries(properties)) {
     if (taken.has(field.toLowerCase())) continue; // never shadow a bookkeeping column; the value goes to _extra
     taken.add(field.toLowerCase());
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
   }
-  if (!columns.some((c) => c.field === stream.primaryKey)) columns.unshift({ field: stream.primaryKey, kind: 'text' });
-  return { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
+  if (!columns.some((c) => c.field === stream.primaryKey)) columns.splice(accountKey ? 1 : 0, 0, { field: stream.primaryKey, kind: 'text' });
+  const layout: TableLayout = { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
+  return accountKey ? { ...layout, accountKey: true } : layout;
 }
 
 /**
@@ -108,7 +123,7 @@ export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJ
  * and without the description).
  */
 export function evolveLayout(wanted: TableLayout, stored: TableLayout | undefined, retype: boolean): TableLayout {
-  if (stored === undefined || stored.primaryKey !== wanted.primaryKey) return wanted;
+  if (stored === undefined || stored.primaryKey !== wanted.primaryKey || stored.accountKey !== wanted.accountKey) return wanted;
   const kinds = new Map(wanted.columns.map((c) => [c.field, c.kind]));
   const kept = stored.columns.map((c) => ({ field: c.field, kind: retype ? (kinds.get(c.field) ?? c.kind) : c.kind }));
   const names = new Set(kept.map((c) => c.field.toLowerCase()));
@@ -140,7 +155,8 @@ export function parseLayout(text: string): TableLayout | undefined {
   // A layout stored before `storage` existed describes a WITHOUT ROWID table.
   const storage = v.storage === undefined ? 'without_rowid' : v.storage;
   if (storage !== 'rowid' && storage !== 'without_rowid') return undefined;
-  return { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns, storage };
+  const layout: TableLayout = { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns, storage };
+  return v.accountKey === true ? { ...layout, accountKey: true } : layout;
 }
 
 /** Whether two layouts describe the same table (same storage, same columns in the same order). */
@@ -151,6 +167,7 @@ export function sameLayout(a: TableLayout, b: TableLayout): boolean {
     a.primaryKey === b.primaryKey &&
     a.cursorField === b.cursorField &&
     a.storage === b.storage &&
+    a.accountKey === b.accountKey &&
     a.columns.length === b.columns.length &&
     a.columns.every((c, i) => c.field === b.columns[i]?.field && c.kind === b.columns[i]?.kind)
   );

@@ -17,7 +17,7 @@
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
 import { ConfigError } from '../../errors.js';
 import { createTableSql, insertSql, saveLayout } from './database.js';
-import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, keyColumns, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
 import { recordToRow, rowToRecord } from './rows.js';
 
 export interface Migration {
@@ -70,6 +70,7 @@ function migrate(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): st
   const keepsColumns =
     stored.table === wanted.table &&
     stored.primaryKey === wanted.primaryKey &&
+    stored.accountKey === wanted.accountKey &&
     stored.columns.every((c) => wantedKinds.get(c.field) === c.kind) &&
     added.every((c) => PLAIN_FIELD.test(c.field));
   if (!keepsColumns) {
@@ -121,20 +122,24 @@ function fillAddedColumns(db: DatabaseSync, layout: TableLayout, added: readonly
   );
   added.forEach((c, i) => markAbsent.run(c.field, paths[i] ?? ''));
   // A record that carried it: its value waited in _extra; re-convert the row (row -> record -> row).
-  const pk = ident(layout.primaryKey);
+  const keys = keyColumns(layout);
+  const pk = keys.map(ident).join(', ');
   const carried = paths.map(() => `json_type(${extra}, ?) IS NOT NULL`).join(' OR ');
-  const next = db.prepare(`SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) AND ${pk} > ? ORDER BY ${pk} LIMIT ${FILL_BATCH}`);
+  const next = db.prepare(
+    `SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) AND (${pk}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`,
+  );
   const first = db.prepare(`SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`);
   // Integers beyond 2^53 move exact (rows.ts).
   next.setReadBigInts(true);
   first.setReadBigInts(true);
   const upsert = db.prepare(insertSql(layout));
-  let after: SQLOutputValue | undefined;
+  let after: SQLOutputValue[] | undefined;
   for (;;) {
-    const rows = after === undefined ? first.all(...paths) : next.all(...paths, after);
+    const rows = after === undefined ? first.all(...paths) : next.all(...paths, ...after);
     for (const row of rows) upsert.run(...recordToRow(layout, rowToRecord(layout, row)), row[SYNCED_AT_COLUMN] ?? null);
     if (rows.length < FILL_BATCH) return;
-    after = rows.at(-1)?.[layout.primaryKey];
+    const last = rows.at(-1);
+    after = keys.map((k) => last?.[k] ?? null);
   }
 }
 

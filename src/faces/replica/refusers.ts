@@ -23,8 +23,8 @@ export interface WrittenTable {
 }
 
 /** The stream tables' entry: the primary key (checked before writing) and `_synced_at` are never NULL. */
-export function streamTable(table: string, primaryKey: string, ownIndexes: readonly string[] = []): WrittenTable {
-  return { table, filledNotNull: [primaryKey, SYNCED_AT_COLUMN], ownIndexes };
+export function streamTable(table: string, keys: readonly string[], ownIndexes: readonly string[] = []): WrittenTable {
+  return { table, filledNotNull: [...keys, SYNCED_AT_COLUMN], ownIndexes };
 }
 
 /** The state table's entry: every checkpoint fills its state and commit time. */

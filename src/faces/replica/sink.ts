@@ -45,9 +45,13 @@ export class ReplicaSink implements SyncSink {
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
 
-  constructor(store: Store, log: ReplicaLog) {
+  /** The entry whose records this sink writes, in a replica of many accounts (one sink per account); undefined for one account. */
+  private readonly account: string | undefined;
+
+  constructor(store: Store, log: ReplicaLog, account?: string) {
     this.store = store;
     this.logger = log;
+    this.account = account;
   }
 
   private tally(stream: StreamDefinition): StreamTally {
@@ -85,7 +89,7 @@ export class ReplicaSink implements SyncSink {
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
     const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
-    const checkpoint: StoreCheckpoint = { stream: stream.name, records, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
+    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (full) full.started = true;

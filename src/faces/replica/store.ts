@@ -21,7 +21,7 @@ import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type Lock
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
 import { recordTreatments, refuseOtherTreatments, type RunTreatments } from './treatments.js';
-import { bindAccount, refuseOtherAccount, type ReplicaAccount } from './account.js';
+import { bindAccount, refuseOtherAccount, refuseOtherShape, type ReplicaAccount } from './account.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
 
 /** How the tables' columns are chosen when a store opens. */
@@ -35,6 +35,8 @@ export interface ColumnOptions {
    * columns keep their kinds. Columns are never dropped either way.
    */
   readonly retype?: boolean | undefined;
+  /** A replica of many accounts (a config with `accounts`): each table keyed by (account, id). */
+  readonly accountKey?: boolean | undefined;
 }
 
 /**
@@ -51,7 +53,7 @@ export function tableSpecs(
   if (!log) throw new Error('the streams table has no deletion log');
   const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
   return all.map((stream) => ({
-    layout: evolveLayout(layoutFor(stream, options.schemas?.get(stream.name)), stored.get(stream.name), options.retype ?? true),
+    layout: evolveLayout(layoutFor(stream, options.schemas?.get(stream.name), options.accountKey === true), stored.get(stream.name), options.retype ?? true),
     deletedAs: stream.tombstoneObjectType,
     deletionLog:
       stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
@@ -112,6 +114,7 @@ export class ReplicaStore {
     this.path = path;
     this.lockSettings = lockSettings(typeof options.lock === 'object' ? options.lock : {});
     // Before the file is opened for writing: one of another account, or built with other treatments, is refused untouched.
+    refuseOtherShape(path, options.accountKey === true);
     if (options.account !== undefined) refuseOtherAccount(path, options.account);
     if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);

@@ -38,7 +38,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../../engine/sync-sink.js';
 import { parseInstant } from '../../time.js';
 import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
-import { columnNames, ident, type TableLayout } from './layout.js';
+import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
@@ -68,6 +68,8 @@ interface Table {
   readonly upsert: StatementSync;
   /** Position of the primary key and of the cursor in a row (-1: no cursor). */
   readonly keyAt: number;
+  /** Position of the account in a row of a replica of many accounts; -1 in a replica of one account. */
+  readonly accountAt: number;
   readonly cursorAt: number;
   /** For tables that deletions apply to: the row's cursor, and its delete. */
   readonly cursorOf?: StatementSync;
@@ -103,15 +105,20 @@ export class TableWriter {
     for (const spec of specs) {
       const { layout } = spec;
       const names = columnNames(layout);
+      // In a replica of many accounts a row is the account's: (account, id).
+      const byKey = keyColumns(layout)
+        .map((k) => `${ident(k)} = ?`)
+        .join(' AND ');
       const table: Table = {
         spec,
         upsert: db.prepare(insertSql(layout)),
         keyAt: names.indexOf(layout.primaryKey),
+        accountAt: layout.accountKey === true ? names.indexOf(ACCOUNT_COLUMN) : -1,
         cursorAt: layout.cursorField === null ? -1 : names.indexOf(layout.cursorField),
         ...(spec.deletedAs !== null && layout.cursorField !== null
           ? {
-              cursorOf: db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
-              remove: db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${ident(layout.primaryKey)} = ?`),
+              cursorOf: db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${byKey}`),
+              remove: db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${byKey}`),
             }
           : {}),
       };
@@ -124,13 +131,14 @@ export class TableWriter {
       log && fields
         ? db.prepare(
             `SELECT ${ident(fields.deletedAtField)} AS d FROM ${ident(log.spec.layout.table)} ` +
-              `WHERE ${ident(fields.objectIdField)} = ? AND ${ident(fields.objectTypeField)} = ?`,
+              `WHERE ${ident(fields.objectIdField)} = ? AND ${ident(fields.objectTypeField)} = ?` +
+              (log.spec.layout.accountKey === true ? ` AND ${ident(ACCOUNT_COLUMN)} = ?` : ''),
           )
         : undefined;
     this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
     const written = specs.map(({ layout, deletionLog }) =>
-      streamTable(layout.table, layout.primaryKey, deletionLog ? [deletionIndexName(layout.table)] : []),
+      streamTable(layout.table, keyColumns(layout), deletionLog ? [deletionIndexName(layout.table)] : []),
     );
     this.refusers = rowRefusers(db, [...written, STATE_WRITTEN]);
   }
@@ -165,9 +173,10 @@ export class TableWriter {
     }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
-    const keyless = checkpoint.rows.findIndex((row) => row[table.keyAt] === null || row[table.keyAt] === undefined);
+    const lacks = (row: RowValues, at: number): boolean => at >= 0 && (row[at] === null || row[at] === undefined);
+    const keyless = checkpoint.rows.findIndex((row) => lacks(row, table.keyAt) || lacks(row, table.accountAt));
     if (keyless >= 0) {
-      const cause = `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`;
+      const cause = `record ${keyless + 1} of the checkpoint has no ${keyColumns(table.spec.layout).join(' or ')}`;
       this.failedStreams.set(checkpoint.stream, cause);
       throw new Error(`${cause}, so nothing of that checkpoint is written`);
     }
@@ -197,19 +206,26 @@ export class TableWriter {
     const fullRead = checkpoint.fullRead;
     try {
       if (isolated) this.db.exec('SAVEPOINT checkpoint');
-      if (checkpoint.replaceAll) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
-      const mark = fullRead ? this.marker(checkpoint.stream, fullRead.first) : undefined;
+      // In a replica of many accounts, a full table and a full read are the checkpoint's account's rows alone.
+      const account = table.accountAt >= 0 ? checkpoint.account : undefined;
+      if (table.accountAt >= 0 && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the replica keeps many`);
+      if (checkpoint.replaceAll) {
+        if (account === undefined) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
+        else this.db.prepare(`DELETE FROM ${ident(table.spec.layout.table)} WHERE ${ident(ACCOUNT_COLUMN)} = ?`).run(account);
+      }
+      const readKey = account === undefined ? checkpoint.stream : `${checkpoint.stream}/${account}`;
+      const mark = fullRead ? this.marker(readKey, fullRead.first) : undefined;
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
       for (const row of checkpoint.rows) {
-        if (guard !== undefined && this.deletedSince(guard, row[table.keyAt], row[table.cursorAt])) {
+        if (guard !== undefined && this.deletedSince(guard, row[table.keyAt], row[table.cursorAt], account)) {
           skippedDeleted++;
           continue;
         }
         table.upsert.run(...row, syncedAt);
-        mark?.run(checkpoint.stream, row[table.keyAt] as string);
+        mark?.run(readKey, row[table.keyAt] as string);
         upserted++;
       }
-      if (fullRead?.last) sweptRows = this.sweep(table, checkpoint.stream);
+      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account);
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
@@ -242,11 +258,13 @@ export class TableWriter {
   }
 
   /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
-  private sweep(table: Table, stream: string): number {
+  private sweep(table: Table, stream: string, account: string | undefined): number {
     const { table: name, primaryKey } = table.spec.layout;
-    const removed = this.db
-      .prepare(`DELETE FROM ${ident(name)} WHERE NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${ident(name)}.${ident(primaryKey)})`)
-      .run(stream);
+    const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${ident(name)}.${ident(primaryKey)})`;
+    const removed =
+      account === undefined
+        ? this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${unmarked}`).run(stream)
+        : this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${ident(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
     this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
     if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
     return Number(removed.changes);
@@ -296,10 +314,10 @@ export class TableWriter {
   }
 
   /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
-  private deletedSince(objectType: string, id: unknown, cursor: unknown): boolean {
+  private deletedSince(objectType: string, id: unknown, cursor: unknown, account: string | undefined): boolean {
     if (typeof id !== 'string' || !this.deletionsOf) return false;
     let at: number | undefined;
-    for (const row of this.deletionsOf.all(id, objectType)) {
+    for (const row of this.deletionsOf.all(id, objectType, ...(account === undefined ? [] : [account]))) {
       at ??= instantOf(cursor);
       // A record whose cursor cannot be read is not later than the deletion.
       if (!(at > instantOf(row.d))) return true;
@@ -313,11 +331,15 @@ export class TableWriter {
     if (target === undefined) return 'unknown_type';
     const id = deletion[fields.objectIdField];
     if (!target.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
-    const row = target.cursorOf.get(id);
+    // A deletion of one account removes that account's row only.
+    const account = deletion[ACCOUNT_COLUMN];
+    if (target.accountAt >= 0 && typeof account !== 'string') return 'kept';
+    const key = target.accountAt >= 0 ? [account as string, id] : [id];
+    const row = target.cursorOf.get(...key);
     if (!row) return 'kept';
     // Keep only a row known to have changed after the deletion (the object came back).
     if (instantOf(row.c) > instantOf(deletion[fields.deletedAtField])) return 'kept';
-    target.remove.run(id);
+    target.remove.run(...key);
     return 'deleted';
   }
 }

@@ -3,7 +3,7 @@
  * folder laid out like a clone, against the real emulator: three accounts
  * (the default one and two the control API adds), check, an Airbyte full
  * read and a read from its state, and the tap given the list through the
- * environment as Meltano gives it.
+ * environment as Meltano gives it, and the replica of the three accounts.
  */
 import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -35,7 +35,7 @@ describe('docs/many-accounts.md: the recipes, pasted', () => {
     requireBuild();
     checkout = tempDir('sdr-many-accounts-');
     for (const name of ['bin', 'scripts', 'packages']) symlinkSync(join(ROOT, name), join(checkout, name));
-    const script = ['many-accounts-setup', 'many-accounts-airbyte', 'many-accounts-meltano', 'many-accounts-stop'].map((name) => docRecipe(PAGE, name)).join('\n');
+    const script = ['many-accounts-setup', 'many-accounts-airbyte', 'many-accounts-meltano', 'many-accounts-replica', 'many-accounts-stop'].map((name) => docRecipe(PAGE, name)).join('\n');
     result = await runShell(script, { cwd: checkout, env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` } });
   }, 120_000);
 
@@ -58,6 +58,13 @@ describe('docs/many-accounts.md: the recipes, pasted', () => {
     expect(result.stdout).toMatch(/^main: succeeded, \d+ records\nnorth: succeeded, \d+ records\nsouth: succeeded, \d+ records$/m);
     const state = readFileSync(file('state.json'), 'utf8');
     expect(state).toContain('"stream_state":{"accounts":{"main":');
+  });
+
+  it('replicates the three accounts into one SQLite file, keyed by account and id, and goes on from its state', () => {
+    expect(result.stdout).toMatch(/^main: \d+ contacts\nnorth: \d+ contacts\nsouth: \d+ contacts$/m);
+    const summary = JSON.parse(readFileSync(file('replica-summary.json'), 'utf8')) as { accounts: { name: string; status: string }[] };
+    expect(summary.accounts.map((a) => `${a.name} ${a.status}`)).toEqual(['main succeeded', 'north succeeded', 'south succeeded']);
+    expect(result.stderr).toMatch(/Replicating 3 account\(s\) into accounts\.db \(continuing from its saved state\)/);
   });
 
   it('takes the list through the environment, as Meltano gives it, and resumes from its bookmarks', () => {

@@ -1,0 +1,277 @@
+/**
+ * `replicate` of a config with `accounts` into a SQLite file (connector
+ * contract, "Many accounts" and "Stores"), the real executable against one
+ * emulator serving several accounts and keys:
+ * - every table keyed by (account, id), each account's rows equal its dump,
+ *   each stream's state one per account, `--summary` one entry per account;
+ * - incremental per account, deletions of one account leaving the other's
+ *   rows (the emulator never gives two accounts one id: the same id in two
+ *   accounts is tested on the store, test/faces/replica/many-accounts.test.ts);
+ * - one key revoked: the others exact, exit 78, one error naming it;
+ * - the binding per entry: an entry whose key reads another account fails
+ *   alone (78), nothing of it written;
+ * - an account removed keeps its rows and state, one added is read in full;
+ * - a replica of one api_key given a config with accounts, and the reverse:
+ *   refused (78), the file byte for byte unchanged;
+ * - killed mid-run (SIGKILL), then run again: every account exact;
+ * - the long pause healed per account: one account's rows deleted in the
+ *   gap removed, the other's kept.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from 'data-read-emulator';
+import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { SOURCE_BIN, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { LIMITS_OUT_OF_REACH, LISTS, changeRound, dumpLists, replicate as replicateKilled, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { readDatabase } from '../../helpers/sqlite.js';
+
+const DAY_MS = 86_400_000;
+
+interface Tenant {
+  readonly entry: string;
+  readonly id: string;
+  readonly name: string;
+  readonly key: string;
+  readonly keyId: string;
+}
+
+let emulator: Emulator;
+let dir: string;
+let files = 0;
+
+beforeAll(async () => {
+  requireBuild();
+  dir = tempDir('replica-accounts-');
+  emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 37, frozenClock: true, limits: LIMITS_OUT_OF_REACH });
+});
+
+afterAll(async () => {
+  await emulator?.close();
+});
+
+function tenant(entry: string, name: string, contacts: number): Tenant {
+  const account = emulator.control.createAccount({ name });
+  const { key, id: keyId } = emulator.control.createKey(account.id);
+  emulator.control.seed(account.id, { contacts });
+  return { entry, id: account.id, name, key, keyId };
+}
+
+/** The emulator account of a tenant, as the helpers' changeRound takes it. */
+function asAccount(t: Tenant): Account {
+  return {
+    emulator,
+    accountId: t.id,
+    key: t.key,
+    config: () => '',
+    mutate: (m) => void emulator.control.mutate(t.id, m),
+    dump: () => emulator.control.dump(t.id),
+  };
+}
+
+function config(tenants: readonly { entry: string; key: string }[], extra: Record<string, unknown> = {}): string {
+  return writeJson(dir, `config-${++files}.json`, {
+    base_url: emulator.url,
+    page_size: 25,
+    accounts: tenants.map((t) => ({ name: t.entry, api_key: t.key })),
+    ...extra,
+  });
+}
+
+function replicate(cfg: string, db: string, summary?: string): Promise<CliResult> {
+  const args = ['replicate', '--config', cfg, '--db', db];
+  if (summary !== undefined) args.push('--summary', summary);
+  return runCli(SOURCE_BIN, args, { timeoutMs: 120_000 });
+}
+
+/** One account's rows, in the dump's shape (without the account column), each list by id. */
+function share(db: string, entry: string): Record<string, unknown[]> {
+  const records = replicaRecords(db);
+  const out: Record<string, unknown[]> = {};
+  for (const list of LISTS) {
+    out[list] = (records.get(list) ?? [])
+      .filter((r) => r.account === entry)
+      .map(({ account: _account, ...rest }) => rest)
+      .sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  }
+  return out;
+}
+
+function sortedDump(t: Tenant): Record<string, unknown[]> {
+  const lists = dumpLists(emulator.control.dump(t.id));
+  for (const list of LISTS) lists[list] = [...(lists[list] ?? [])].sort((a, b) => String((a as { id: string }).id).localeCompare(String((b as { id: string }).id)));
+  return lists;
+}
+
+const errorsOf = (stderr: string): string[] => stderr.split('\n').filter((l) => /\bERROR\b/.test(l));
+const bytes = (path: string): Buffer => readFileSync(path);
+
+describe('replicate with accounts into a SQLite file', () => {
+  let acme: Tenant;
+  let globex: Tenant;
+  let db: string;
+
+  beforeAll(() => {
+    acme = tenant('acme-br', 'Acme', 60);
+    globex = tenant('globex', 'Globex', 45);
+    db = join(dir, 'many.db');
+  });
+
+  it('keys every table by (account, id); each account exact, its state under its entry, the summary per account', async () => {
+    const summary = join(dir, 'summary-1.json');
+    const run = await replicate(config([acme, globex]), db, summary);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('');
+    for (const t of [acme, globex]) expect(share(db, t.entry)).toEqual(sortedDump(t));
+    const keys = readDatabase(db, (h) =>
+      LISTS.map((list) =>
+        h
+          .prepare(`PRAGMA table_info("${list}")`)
+          .all()
+          .filter((c) => Number(c.pk) > 0)
+          .sort((a, b) => Number(a.pk) - Number(b.pk))
+          .map((c) => String(c.name)),
+      ),
+    );
+    for (const k of keys) expect(k).toEqual(['account', 'id']);
+    const states = replicaStates(db);
+    expect(Object.keys(states.get('contacts')?.accounts ?? {}).sort()).toEqual(['acme-br', 'globex']);
+    const report = JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string; records: number }[] };
+    expect(report.accounts.map((a) => [a.name, a.status])).toEqual([
+      ['acme-br', 'succeeded'],
+      ['globex', 'succeeded'],
+    ]);
+    expect(report.accounts.every((a) => a.records > 0)).toBe(true);
+  });
+
+  it("goes on incrementally per account; deletions of one account leave the other account's rows", async () => {
+    // The emulator gives no two accounts the same id: the same id in two accounts is test/faces/replica/many-accounts.test.ts's.
+    changeRound(asAccount(acme));
+    const run = await replicate(config([acme, globex]), db);
+    expect(run.code, run.stderr).toBe(0);
+    for (const t of [acme, globex]) expect(share(db, t.entry)).toEqual(sortedDump(t));
+    // Acme's deletions removed Acme's rows only: Globex kept all of its own.
+    expect(share(db, 'globex').contacts).toHaveLength(sortedDump(globex).contacts?.length ?? -1);
+  });
+
+  it('a key revoked: the other account exact and saved, exit 78, one error naming the account', async () => {
+    changeRound(asAccount(globex));
+    changeRound(asAccount(acme));
+    const before = share(db, 'acme-br');
+    emulator.control.revokeKey(acme.keyId);
+    const summary = join(dir, 'summary-2.json');
+    const run = await replicate(config([acme, globex]), db, summary);
+    expect(run.code, run.stderr).toBe(78);
+    const errors = errorsOf(run.stderr).filter((l) => l.includes('Replication incomplete'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/1 of 2 accounts failed.*account "acme-br"/);
+    expect(share(db, 'globex')).toEqual(sortedDump(globex));
+    expect(share(db, 'acme-br')).toEqual(before);
+    const report = JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string; failure_type: string | null }[] };
+    expect(report.accounts.find((a) => a.name === 'acme-br')).toMatchObject({ status: 'failed', failure_type: 'config_error' });
+    expect(report.accounts.find((a) => a.name === 'globex')).toMatchObject({ status: 'succeeded', failure_type: null });
+    // A new key of the same account: it goes on from its own state, exact again.
+    const renewed = emulator.control.createKey(acme.id);
+    acme = { ...acme, key: renewed.key, keyId: renewed.id };
+    const again = await replicate(config([acme, globex]), db);
+    expect(again.code, again.stderr).toBe(0);
+    for (const t of [acme, globex]) expect(share(db, t.entry)).toEqual(sortedDump(t));
+  });
+
+  it('binds each entry to its account: an entry whose key reads another account fails alone (78), nothing of it written', async () => {
+    const initech = tenant('initech', 'Initech', 20);
+    changeRound(asAccount(acme));
+    const globexRows = share(db, 'globex');
+    // The entry "globex" given Initech's key.
+    const run = await replicate(config([{ entry: 'globex', key: initech.key }, acme]), db);
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/account "globex": .*"Globex".*"Initech"/);
+    expect(share(db, 'globex')).toEqual(globexRows);
+    expect(share(db, 'acme-br')).toEqual(sortedDump(acme));
+  });
+
+  it('an account removed from the config keeps its rows and its state; one added starts from start_date', async () => {
+    const globexRows = share(db, 'globex');
+    const globexState = replicaStates(db).get('contacts')?.accounts?.globex;
+    expect(globexState).toBeDefined();
+    const hooli = tenant('hooli', 'Hooli', 15);
+    const run = await replicate(config([acme, hooli]), db);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/no longer in the config \(globex\)/);
+    expect(share(db, 'globex')).toEqual(globexRows);
+    expect(replicaStates(db).get('contacts')?.accounts?.globex).toEqual(globexState);
+    for (const t of [acme, hooli]) expect(share(db, t.entry)).toEqual(sortedDump(t));
+  });
+
+  it('a replica of one api_key given accounts, and the reverse: refused (78), the file unchanged', async () => {
+    const single = join(dir, 'single.db');
+    const one = writeJson(dir, `config-${++files}.json`, { base_url: emulator.url, api_key: globex.key });
+    const built = await replicate(one, single);
+    expect(built.code, built.stderr).toBe(0);
+    const was = bytes(single);
+    const refused = await replicate(config([globex]), single);
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toMatch(/built from a config with one api_key.*Replicate the accounts into a new file/);
+    expect(bytes(single).equals(was)).toBe(true);
+
+    const manyWas = bytes(db);
+    const reverse = await replicate(one, db);
+    expect(reverse.code).toBe(78);
+    expect(reverse.stderr).toMatch(/built from a config with "accounts".*Replicate this account into a new file/);
+    expect(bytes(db).equals(manyWas)).toBe(true);
+  });
+
+  it('heals a long pause per account: the healed account exact, the rows of an account that did not read untouched', { timeout: 240_000 }, async () => {
+    const north = tenant('north', 'North', 40);
+    const south = tenant('south', 'South', 40);
+    const healDb = join(dir, 'heal.db');
+    const cfg = config([north, south]);
+    const first = await replicate(cfg, healDb);
+    expect(first.code, first.stderr).toBe(0);
+    emulator.control.advanceClock(10 * DAY_MS);
+    const gone = emulator.control.dump(north.id).contacts.slice(0, 3).map((c) => (c as { id: string }).id);
+    emulator.control.mutate(north.id, { op: 'delete_contacts', ids: gone });
+    emulator.control.advanceClock(95 * DAY_MS);
+    // South's key refused this time: its rows must stay as they were while North's heal sweeps North's.
+    const southRows = share(healDb, 'south');
+    emulator.control.revokeKey(south.keyId);
+    const run = await replicate(cfg, healDb);
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/WARN .*Account "north": deletions: .*The replica read contacts and conversations in full and removed \d+ row\(s\)/);
+    expect(run.stderr).not.toMatch(/Account "south": .*in full/);
+    expect(share(healDb, 'north')).toEqual(sortedDump(north));
+    for (const id of gone) expect(share(healDb, 'north').contacts?.some((c) => (c as { id: string }).id === id)).toBe(false);
+    expect(share(healDb, 'south')).toEqual(southRows);
+    expect(southRows.contacts?.length).toBeGreaterThan(0);
+  });
+
+  it('killed mid-run with SIGKILL, then run again: every account exact', { timeout: 240_000 }, async () => {
+    const east = tenant('east', 'East', 300);
+    const west = tenant('west', 'West', 300);
+    const killedDb = join(dir, 'killed.db');
+    const cfg = config([east, west], { page_size: 10, max_concurrent_requests: 1 });
+    // A slower service and a progress line per page: kills by bytes of stderr land inside the reads.
+    emulator.control.setLatency(6);
+    const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
+    const outcomes: string[] = [];
+    let resumed = 0;
+    try {
+      for (const bytes of [3000, 6000, 9000]) {
+        const run = await replicateKilled(cfg, killedDb, { killAfterStderrBytes: bytes, env });
+        outcomes.push(`${bytes} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
+        if (!run.killed) expect(run.code, run.stderr).toBe(0);
+        // A kill inside a read leaves that account's resume cursor, committed with the rows before it.
+        const states = [...replicaStates(killedDb).values()];
+        if (run.killed && states.some((st) => Object.values(st.accounts ?? {}).some((one) => one.resume !== undefined))) resumed++;
+      }
+    } finally {
+      emulator.control.setLatency(0);
+    }
+    expect(outcomes.filter((o) => o.endsWith('killed')).length, outcomes.join('; ')).toBeGreaterThanOrEqual(2);
+    expect(resumed, outcomes.join('; ')).toBeGreaterThanOrEqual(1);
+    changeRound(asAccount(east));
+    const last = await replicate(cfg, killedDb);
+    expect(last.code, last.stderr).toBe(0);
+    for (const t of [east, west]) expect(share(killedDb, t.entry)).toEqual(sortedDump(t));
+  });
+});
