@@ -22,6 +22,8 @@ const FRACTION = /:\d{2}\.(\d+)/;
 
 /** Microseconds since the epoch of an instant's text (canonicalInstant has checked it). */
 export function instantMicros(text: string): bigint {
+  // toISOString's form (what the service sends): milliseconds only, which Date.parse reads as is.
+  if (text.length === 24 && text[10] === 'T' && text[19] === '.' && text[23] === 'Z') return BigInt(Date.parse(text)) * 1000n;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   const fraction = FRACTION.exec(text)?.[1] ?? '';
   const subMs = fraction.length > 3 ? Number(fraction.slice(3, 6).padEnd(3, '0')) : 0;
