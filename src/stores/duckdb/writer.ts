@@ -30,7 +30,7 @@ export function instantMicros(text: string): bigint {
   return BigInt(ms) * 1000n + BigInt(subMs);
 }
 
-export class DuckdbSql implements StoreSql {
+export class DuckdbSql implements StoreSql<Cell[]> {
   readonly schema: string;
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
@@ -78,6 +78,11 @@ export class DuckdbSql implements StoreSql {
     const columns = stage.layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
     columns.push('"_extra" JSON', '"_absent" JSON');
     await this.connection.run(`CREATE OR REPLACE TEMP TABLE ${stage.name} (${columns.join(', ')})`);
+  }
+
+  /** A row as its cells (the appender takes them typed when the stage is filled). */
+  stageRow(cells: Cell[]): Cell[] {
+    return cells;
   }
 
   async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
