@@ -90,7 +90,7 @@ export class DuckdbSql implements StoreSql<Cell[]> {
     if (cells.length === 0) return;
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');
     const kinds = stage.layout.columns.map((c) => c.kind);
-    const { DuckDBTimestampTZValue } = this.duckdb;
+    const { DuckDBTimestampValue } = this.duckdb;
     try {
       for (const row of cells) {
         for (let i = 0; i < row.length; i++) {
@@ -113,7 +113,9 @@ export class DuckdbSql implements StoreSql<Cell[]> {
               appender.appendDouble(Number(cell));
               break;
             case 'timestamp':
-              appender.appendTimestampTZ(new DuckDBTimestampTZValue(instantMicros(cell as string)));
+              // The instant's microseconds go into the TIMESTAMPTZ column as they are, whatever the session's
+              // TimeZone (test/stores/duckdb): appendTimestampTZ would build a DuckDB value of each cell first.
+              appender.appendTimestamp(new DuckDBTimestampValue(instantMicros(cell as string)));
               break;
             default:
               appender.appendVarchar(cell as string);
