@@ -15,7 +15,13 @@
  * memory). A group is written as soon as the writer is idle and it is
  * GROUP_MS old, or it holds MAX_GROUP_ROWS rows, or `flush` is called.
  *
- * Within a group the records of a stream are merged per id (the last
+ * A checkpoint's records are encoded into the store's staged rows when it
+ * is taken (values.ts, then the store's own form: PostgreSQL's COPY line),
+ * and the records let go: a group holds one compact row per id, not the
+ * records' objects, which the garbage collector would otherwise trace
+ * again and again while the group gathers and is written.
+ *
+ * Within a group the rows of a stream are merged per id (the last
  * wins, as upserts in order would), and the group's statements run in this
  * order, whose result is the same as the checkpoints' one by one (the
  * deletion guard and the deletion rule commute: a row goes iff its cursor
@@ -65,8 +71,8 @@ export interface StageTable {
   readonly columns: readonly string[];
 }
 
-/** What the group writer needs of a store: its SQL, its staging, its faults. */
-export interface StoreSql {
+/** What the group writer needs of a store: its SQL, its staging, its faults; `R` is a staged row in the store's own form. */
+export interface StoreSql<R> {
   readonly schema: string;
   readonly dialect: StoreDialect;
   /** A table of the store's schema, quoted. */
@@ -87,8 +93,10 @@ export interface StoreSql {
   upsertSql(table: string, stage: string, columns: readonly string[], key: string): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
-  /** Empty `stage` and fill it with `cells`. */
-  fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void>;
+  /** A row's cells (in the stage's columns' order) in the form fillStage takes. */
+  stageRow(cells: Cell[]): R;
+  /** Empty `stage` and fill it with `rows`. */
+  fillStage(stage: StageTable, rows: readonly R[]): Promise<void>;
   /** Whether the store must stop after this error (the connection lost, the database invalidated). */
   isFatal(err: unknown): boolean;
   /** The error as the run reports it (a message with the store's display form). */
@@ -101,11 +109,20 @@ interface Table {
   readonly kinds: ReadonlyMap<string, StoreKind>;
 }
 
+/** A record of a group, encoded. */
+interface Staged<R> {
+  readonly row: R;
+  /** What the record asked of its columns (values.ts). */
+  readonly drift: ReadonlyMap<string, StoreKind> | undefined;
+  /** The record itself, kept for the deletion log only (its unknown object types are told). */
+  readonly record: Data | undefined;
+}
+
 /** The checkpoints of one stream in a group. */
-interface StreamPart {
+interface StreamPart<R> {
   readonly stream: string;
-  /** Records by primary key (the last one wins). */
-  readonly records: Map<string, Data>;
+  /** Encoded records by primary key (the last one wins). */
+  readonly records: Map<string, Staged<R>>;
   replaceAll: boolean;
   fullRead: { first: boolean; last: boolean } | undefined;
   state: string;
@@ -113,8 +130,8 @@ interface StreamPart {
   readonly committed: ((result: StoreCommitResult) => void)[];
 }
 
-interface Group {
-  readonly parts: Map<string, StreamPart>;
+interface Group<R> {
+  readonly parts: Map<string, StreamPart<R>>;
   rows: number;
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
@@ -130,8 +147,8 @@ export interface GroupOptions {
   readonly maxGroupRows?: number;
 }
 
-export class GroupWriter {
-  private readonly sql: StoreSql;
+export class GroupWriter<R> {
+  private readonly sql: StoreSql<R>;
   private readonly tables = new Map<string, Table>();
   private readonly targets = new Map<string, Table>();
   private readonly log: Table | undefined;
@@ -139,17 +156,17 @@ export class GroupWriter {
   private readonly maxGroupRows: number;
   private prepared = false;
   private deletionsKnown = false;
-  private gathering: Group | undefined;
+  private gathering: Group<R> | undefined;
   /** The group being written, and the groups waiting (closed, or full). */
   private writing: Promise<void> | undefined;
-  private readonly waiting: Group[] = [];
+  private readonly waiting: Group<R>[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly failedStreams = new Map<string, string>();
   private broken: ConnectorError | undefined;
   /** Told of a stream that failed (its later checkpoints are refused). */
   onStreamFailed: ((stream: string, error: ConnectorError) => void) | undefined;
 
-  constructor(sql: StoreSql, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
+  constructor(sql: StoreSql<R>, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
     this.sql = sql;
     this.groupMs = options.groupMs ?? GROUP_MS;
     this.maxGroupRows = options.maxGroupRows ?? MAX_GROUP_ROWS;
@@ -224,11 +241,13 @@ export class GroupWriter {
       part.fullRead = { first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first, last: checkpoint.fullRead.last };
       if (checkpoint.fullRead.last) group.closed = true;
     }
-    const key = table.spec.layout.primaryKey;
+    const { layout, deletionLog } = table.spec;
+    const key = layout.primaryKey;
     for (const record of records) {
       const k = keyOf(record[key]);
+      const { cells, drift } = encodeRow(layout, record, this.sql.dialect);
       if (part.records.delete(k)) group.rows--;
-      part.records.set(k, record);
+      part.records.set(k, { row: this.sql.stageRow(cells), drift, record: deletionLog ? record : undefined });
       group.rows++;
     }
     part.state = checkpoint.state;
@@ -267,7 +286,7 @@ export class GroupWriter {
     this.waiting.length = 0;
   }
 
-  private enqueue(group: Group): void {
+  private enqueue(group: Group<R>): void {
     if (this.gathering === group) this.gathering = undefined;
     if (group.parts.size > 0) this.waiting.push(group);
   }
@@ -304,7 +323,7 @@ export class GroupWriter {
   }
 
   /** Write a group; on a refusal, again without the failing stream (which stops). */
-  private async writeGroup(group: Group): Promise<void> {
+  private async writeGroup(group: Group<R>): Promise<void> {
     let parts = [...group.parts.values()].filter((p) => !this.failedStreams.has(p.stream));
     for (let attempt = 0; parts.length > 0; attempt++) {
       let failing: string | undefined;
@@ -332,20 +351,18 @@ export class GroupWriter {
   }
 
   /** One transaction for `parts`; `at` is told the stream each step works on (the one to blame if it fails). */
-  private async transaction(parts: readonly StreamPart[], at: (stream: string) => void): Promise<Map<string, StoreCommitResult>> {
+  private async transaction(parts: readonly StreamPart<R>[], at: (stream: string) => void): Promise<Map<string, StoreCommitResult>> {
     const sql = this.sql;
     const results = new Map<string, StoreCommitResult>();
-    const encoded = new Map<string, { cells: Cell[][]; drift: Map<string, StoreKind> }>();
+    const encoded = new Map<string, { rows: R[]; drift: Map<string, StoreKind> }>();
     for (const part of parts) {
-      const table = this.tables.get(part.stream) as Table;
-      const cells: Cell[][] = [];
+      const rows: R[] = [];
       const drift = new Map<string, StoreKind>();
-      for (const record of part.records.values()) {
-        const row = encodeRow(table.spec.layout, record, sql.dialect);
-        cells.push(row.cells);
-        if (row.drift) for (const [field, kind] of row.drift) drift.set(field, widen(drift.get(field) ?? kind, kind));
+      for (const staged of part.records.values()) {
+        rows.push(staged.row);
+        if (staged.drift) for (const [field, kind] of staged.drift) drift.set(field, widen(drift.get(field) ?? kind, kind));
       }
-      encoded.set(part.stream, { cells, drift });
+      encoded.set(part.stream, { rows, drift });
     }
     // The deletion log first: its records are known to the guard of every other stream of the group.
     const ordered = [...parts].sort((a, b) => Number(this.tables.get(b.stream)?.spec.deletionLog != null) - Number(this.tables.get(a.stream)?.spec.deletionLog != null));
@@ -357,8 +374,8 @@ export class GroupWriter {
       for (const part of ordered) {
         at(part.stream);
         const table = this.tables.get(part.stream) as Table;
-        const { cells, drift } = encoded.get(part.stream) as { cells: Cell[][]; drift: Map<string, StoreKind> };
-        results.set(part.stream, await this.writePart(table, part, cells, drift, guard));
+        const { rows, drift } = encoded.get(part.stream) as { rows: R[]; drift: Map<string, StoreKind> };
+        results.set(part.stream, await this.writePart(table, part, rows, drift, guard));
       }
       await sql.run('COMMIT');
       if (logRows) this.deletionsKnown = true;
@@ -375,18 +392,18 @@ export class GroupWriter {
     return results;
   }
 
-  private async writePart(table: Table, part: StreamPart, cells: readonly Cell[][], drift: ReadonlyMap<string, StoreKind>, guard: boolean): Promise<StoreCommitResult> {
+  private async writePart(table: Table, part: StreamPart<R>, rows: readonly R[], drift: ReadonlyMap<string, StoreKind>, guard: boolean): Promise<StoreCommitResult> {
     const sql = this.sql;
     const { layout } = table.spec;
     const name = sql.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
     if (part.replaceAll) await sql.run(`DELETE FROM ${name}`);
-    await sql.fillStage(table.stage, cells);
+    await sql.fillStage(table.stage, rows);
     const stage = table.stage.name;
 
     let skippedDeleted = 0;
     const log = this.log;
-    if (guard && log && log !== table && table.spec.deletedAs !== null && layout.cursorField !== null && cells.length > 0) {
+    if (guard && log && log !== table && table.spec.deletedAs !== null && layout.cursorField !== null && rows.length > 0) {
       const fields = log.spec.deletionLog as NonNullable<StoreTableSpec['deletionLog']>;
       const k = log.kinds;
       skippedDeleted = await sql.run(
@@ -399,7 +416,7 @@ export class GroupWriter {
     }
 
     let upserted = 0;
-    if (cells.length > 0) {
+    if (rows.length > 0) {
       for (const statement of sql.upsertSql(name, stage, table.stage.columns.map(quoteIdent), key)) upserted = await sql.run(statement);
     }
 
@@ -407,7 +424,7 @@ export class GroupWriter {
     if (part.fullRead) {
       const marks = sql.qualified(FULL_READ_TABLE);
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
-      if (cells.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [part.stream]);
+      if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [part.stream]);
       if (part.fullRead.last) {
         sweptRows = await sql.run(`DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})`, [part.stream]);
         await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
@@ -417,8 +434,8 @@ export class GroupWriter {
     let deletedRows = 0;
     let unknownTypes: [string, string][] = [];
     const fields = table.spec.deletionLog;
-    if (fields && cells.length > 0) {
-      unknownTypes = unknownDeletionTypes([...part.records.values()], table.spec, new Set(this.targets.keys()));
+    if (fields && rows.length > 0) {
+      unknownTypes = unknownDeletionTypes([...part.records.values()].map((staged) => staged.record as Data), table.spec, new Set(this.targets.keys()));
       for (const [type, target] of this.targets) {
         const cursor = target.spec.layout.cursorField;
         if (cursor === null) continue;

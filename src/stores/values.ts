@@ -53,6 +53,12 @@ const INT128_MAX = 2n ** 127n - 1n;
  */
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:?\d{2})$/;
 
+/** The days of month `mo` (1-12) of year `y` (proleptic Gregorian, as Date counts them). */
+function daysInMonth(y: number, mo: number): number {
+  if (mo === 2) return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28;
+  return mo === 4 || mo === 6 || mo === 9 || mo === 11 ? 30 : 31;
+}
+
 /** A JSON number's text: a raw number's own, or the one JavaScript writes. */
 function numberText(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
@@ -65,8 +71,10 @@ export function canonicalInstant(text: string): string | undefined {
   if (!m || m[1] === '0000') return undefined;
   // The calendar: Date.parse rolls 2024-02-30 over to March; the date written must be the date read.
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (mo < 1 || mo > 12 || d < 1 || d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) return undefined;
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
   if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return undefined;
+  // Already in toISOString's form (what the service sends): a valid one is its own canonical text.
+  if (text.length === 24 && text[10] === 'T' && text[19] === '.' && text[23] === 'Z') return text;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   if (!Number.isFinite(ms)) return undefined;
   const iso = new Date(ms).toISOString();

@@ -18,7 +18,7 @@ import { DriftTeller, changeNotes, parseSavedStates, type DriftLog } from '../no
 import type { Store, StoreFacts, StoreNote } from '../store.js';
 import type { StreamState } from '../../engine/state.js';
 import type { DuckdbTarget } from '../target.js';
-import { decodeRow, type Data, type ReadCell } from '../values.js';
+import { decodeRow, type Cell, type Data, type ReadCell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts } from './tables.js';
 import { DuckdbSql } from './writer.js';
@@ -49,11 +49,11 @@ export class DuckdbStore implements Store {
   readonly changes: readonly string[];
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
-  private readonly writer: GroupWriter;
+  private readonly writer: GroupWriter<Cell[]>;
   private readonly drift: DriftTeller;
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[], log: DriftLog | undefined) {
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter<Cell[]>, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[], log: DriftLog | undefined) {
     this.notes = [...notes, ...changeNotes(target.display, changes, [])];
     this.drift = new DriftTeller(target.display, log);
     this.target = target;

@@ -22,13 +22,15 @@ const FRACTION = /:\d{2}\.(\d+)/;
 
 /** Microseconds since the epoch of an instant's text (canonicalInstant has checked it). */
 export function instantMicros(text: string): bigint {
+  // toISOString's form (what the service sends): milliseconds only, which Date.parse reads as is.
+  if (text.length === 24 && text[10] === 'T' && text[19] === '.' && text[23] === 'Z') return BigInt(Date.parse(text)) * 1000n;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   const fraction = FRACTION.exec(text)?.[1] ?? '';
   const subMs = fraction.length > 3 ? Number(fraction.slice(3, 6).padEnd(3, '0')) : 0;
   return BigInt(ms) * 1000n + BigInt(subMs);
 }
 
-export class DuckdbSql implements StoreSql {
+export class DuckdbSql implements StoreSql<Cell[]> {
   readonly schema: string;
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
@@ -78,12 +80,17 @@ export class DuckdbSql implements StoreSql {
     await this.connection.run(`CREATE OR REPLACE TEMP TABLE ${stage.name} (${columns.join(', ')})`);
   }
 
+  /** A row as its cells (the appender takes them typed when the stage is filled). */
+  stageRow(cells: Cell[]): Cell[] {
+    return cells;
+  }
+
   async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
     await this.connection.run(`DELETE FROM ${stage.name}`);
     if (cells.length === 0) return;
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');
     const kinds = stage.layout.columns.map((c) => c.kind);
-    const { DuckDBTimestampTZValue } = this.duckdb;
+    const { DuckDBTimestampValue } = this.duckdb;
     try {
       for (const row of cells) {
         for (let i = 0; i < row.length; i++) {
@@ -106,7 +113,9 @@ export class DuckdbSql implements StoreSql {
               appender.appendDouble(Number(cell));
               break;
             case 'timestamp':
-              appender.appendTimestampTZ(new DuckDBTimestampTZValue(instantMicros(cell as string)));
+              // The instant's microseconds go into the TIMESTAMPTZ column as they are, whatever the session's
+              // TimeZone (test/stores/duckdb): appendTimestampTZ would build a DuckDB value of each cell first.
+              appender.appendTimestamp(new DuckDBTimestampValue(instantMicros(cell as string)));
               break;
             default:
               appender.appendVarchar(cell as string);

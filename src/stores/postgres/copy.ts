@@ -17,31 +17,36 @@ function copyCell(value: string | boolean | null): string {
   return value.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
-/** The COPY text of `rows` (cells in `columns` order). */
-export function copyText(rows: readonly (readonly (string | boolean | null)[])[]): string {
-  const lines = new Array<string>(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i] as readonly (string | boolean | null)[];
-    let line = '';
-    for (let j = 0; j < row.length; j++) line += (j === 0 ? '' : '\t') + copyCell(row[j] ?? null);
-    lines[i] = line;
-  }
-  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+/** One row's line of COPY text, its newline included (cells in the COPY's columns' order). */
+export function copyLine(row: readonly (string | boolean | null)[]): string {
+  // One flat string from join (a line built with += stays a tree of its pieces until something flattens it).
+  const cells = new Array<string>(row.length);
+  for (let j = 0; j < row.length; j++) cells[j] = copyCell(row[j] ?? null);
+  cells[row.length - 1] += '\n';
+  return cells.join('\t');
 }
 
-/** COPY `rows` into `table` (already quoted, or a temporary table's plain name), its `columns` named. */
-export async function copyRows(
-  client: Client,
-  driver: PgDriver,
-  table: string,
-  columns: readonly string[],
-  rows: readonly (readonly (string | boolean | null)[])[],
-): Promise<number> {
-  if (rows.length === 0) return 0;
+/** Lines per write to the COPY stream: a few hundred KB at a time, never the whole group's text as one string. */
+const LINES_PER_WRITE = 500;
+
+/** COPY `lines` (copyLine's) into `table` (already quoted, or a temporary table's plain name), its `columns` named. */
+export async function copyLines(client: Client, driver: PgDriver, table: string, columns: readonly string[], lines: readonly string[]): Promise<number> {
+  if (lines.length === 0) return 0;
   const stream = client.query(driver.copy.from(`COPY ${table} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`));
   // Rejects when the stream emits 'error' first (the server refused a row, the connection dropped).
   const done = once(stream, 'finish');
-  stream.end(copyText(rows));
+  for (let i = 0; i < lines.length; i += LINES_PER_WRITE) {
+    if (!stream.write(lines.slice(i, i + LINES_PER_WRITE).join(''))) {
+      // The socket's buffer is full: wait for it to drain (or for the error that ends the COPY).
+      await Promise.race([once(stream, 'drain'), done]);
+    }
+  }
+  stream.end();
   await done;
-  return rows.length;
+  return lines.length;
+}
+
+/** COPY `rows` (cells in `columns` order) into `table`. */
+export function copyRows(client: Client, driver: PgDriver, table: string, columns: readonly string[], rows: readonly (readonly (string | boolean | null)[])[]): Promise<number> {
+  return copyLines(client, driver, table, columns, rows.map(copyLine));
 }

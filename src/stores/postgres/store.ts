@@ -72,7 +72,7 @@ export class PostgresStore implements Store {
   readonly postponed: readonly string[];
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
-  private readonly writer: GroupWriter;
+  private readonly writer: GroupWriter<string>;
   private readonly drift: DriftTeller;
   private locked: boolean;
   private closed = false;

@@ -13,7 +13,7 @@ import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
-import { copyRows } from './copy.js';
+import { copyLine, copyLines } from './copy.js';
 import { postgresError } from './faults.js';
 import { PG_DIALECT, PG_TYPES, instantOf, qualified, textOf } from './tables.js';
 
@@ -26,7 +26,7 @@ export function connectionLost(err: unknown): boolean {
   return /Connection terminated|not queryable|Client was closed|Connection ended/i.test(messageOf(err));
 }
 
-export class PostgresSql implements StoreSql {
+export class PostgresSql implements StoreSql<string> {
   readonly schema: string;
   readonly dialect = PG_DIALECT;
   private readonly client: Client;
@@ -68,9 +68,14 @@ export class PostgresSql implements StoreSql {
     await this.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
   }
 
-  async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
+  /** A row as its line of COPY text. */
+  stageRow(cells: Cell[]): string {
+    return copyLine(cells);
+  }
+
+  async fillStage(stage: StageTable, lines: readonly string[]): Promise<void> {
     // Emptied at every commit (ON COMMIT DELETE ROWS); within a group each stream is staged once.
-    await copyRows(this.client, this.driver, stage.name, stage.columns, cells);
+    await copyLines(this.client, this.driver, stage.name, stage.columns, lines);
   }
 
   isFatal(err: unknown): boolean {

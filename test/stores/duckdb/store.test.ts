@@ -61,6 +61,22 @@ describe('what DuckDB holds', () => {
     }
   });
 
+  it('instants keep their microseconds whatever the session TimeZone (the appender writes them as they are)', async () => {
+    const store = await DuckdbStore.open(target('zones'));
+    try {
+      await store.session.run("SET TimeZone = 'America/Sao_Paulo'");
+      await store.commit(checkpoint('contacts', [contact('c1', 1, { updated_at: '2025-06-01T12:34:56.789Z' }), contact('c2', 2, { updated_at: '2025-06-01T12:34:56.789123+02:00' })], 2));
+      const got = await rows(store, 'SELECT id, epoch_us(updated_at) AS us FROM {schema}.contacts ORDER BY id');
+      expect(got).toEqual([
+        { id: 'c1', us: BigInt(Date.parse('2025-06-01T12:34:56.789Z')) * 1000n },
+        { id: 'c2', us: BigInt(Date.parse('2025-06-01T10:34:56.789Z')) * 1000n + 123n },
+      ]);
+      expect(await store.readRecords('contacts')).toMatchObject([{ id: 'c1', updated_at: '2025-06-01T12:34:56.789Z' }, { id: 'c2', updated_at: '2025-06-01T12:34:56.789123+02:00' }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('an integer beyond 64 bits widens BIGINT to HUGEINT exactly; a decimal then to DOUBLE, the exact texts kept in _extra', async () => {
     const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
     let store = await DuckdbStore.open(target('widen'));
