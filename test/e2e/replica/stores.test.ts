@@ -179,7 +179,8 @@ describe.each(STORES)('replicate into $name', (store) => {
     it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {
       const config = account.config(dir, { page_size: 10, max_concurrent_requests: 1 });
       const db = await store.fresh(dir, 'writers');
-      account.emulator.control.setLatency(20);
+      // Slow enough that the first run is still writing when the second process has started, on a busy machine too.
+      account.emulator.control.setLatency(60);
       let second: Promise<Awaited<ReturnType<typeof replicate>>> | undefined;
       const first = replicate(config, db, {
         onStderr: (text) => {
