@@ -12,16 +12,16 @@ import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
-import { DriftTeller, changeNotes, parseSavedStates, type DriftLog } from '../notes.js';
-import type { Store, StoreFacts, StoreNote } from '../store.js';
-import type { StreamState } from '../../engine/state.js';
+import { changeNotes, type DriftLog } from '../notes.js';
+import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { decodeRow, type Cell, type Data, type ReadCell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts } from './tables.js';
 import { DuckdbSql } from './writer.js';
+import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 export interface DuckdbStoreOptions {
@@ -40,26 +40,20 @@ async function metadataOf(connection: DuckdbConnection, schema: string, key: str
   return rows[0] === undefined ? undefined : String(rows[0].value);
 }
 
-export class DuckdbStore implements Store {
+export class DuckdbStore extends GroupStore<Cell[]> {
   readonly target: DuckdbTarget;
   private readonly instance: DuckdbInstance;
   private readonly connection: DuckdbConnection;
   readonly tables: readonly StoreTableSpec[];
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
-  /** What opening did that the run says (the facts' notes, the tables changed). */
-  readonly notes: readonly StoreNote[];
-  private readonly writer: GroupWriter<Cell[]>;
-  private readonly drift: DriftTeller;
   private closed = false;
 
   private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter<Cell[]>, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[], log: DriftLog | undefined) {
-    this.notes = [...notes, ...changeNotes(target.display, changes, [])];
-    this.drift = new DriftTeller(target.display, log);
+    super(target.display, writer, [...notes, ...changeNotes(target.display, changes, [])], log);
     this.target = target;
     this.instance = instance;
     this.connection = connection;
-    this.writer = writer;
     this.tables = tables;
     this.changes = changes;
   }
@@ -97,40 +91,6 @@ export class DuckdbStore implements Store {
   }
 
   static sqlType = DUCKDB_TYPES;
-
-  layoutOf(stream: string): StoreLayout {
-    return this.writer.layoutOf(stream);
-  }
-
-  /** Take one checkpoint; committed with its group (group-writer.ts), `committed` told its stream's result then. */
-  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
-    return this.writer.write(checkpoint, (result) => {
-      this.drift.tell(checkpoint.stream, result.drift);
-      committed?.(result);
-    });
-  }
-
-  /** Commit everything taken so far. */
-  flush(): Promise<void> {
-    return this.writer.flush();
-  }
-
-  /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
-  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    const result = await this.writer.commit(checkpoint);
-    this.drift.tell(checkpoint.stream, result.drift);
-    return result;
-  }
-
-  /** A stream failed (its later checkpoints are refused): told once per stream. */
-  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
-    this.writer.onStreamFailed = listener;
-  }
-
-  /** The state saved by each stream's last committed checkpoint. */
-  async loadStates(): Promise<Map<string, StreamState>> {
-    return parseSavedStates(this.target.display, await this.savedStates());
-  }
 
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
   async savedStates(): Promise<Map<string, string>> {
@@ -186,14 +146,7 @@ export class DuckdbStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    let lost: unknown;
-    const reported = this.writer.lost;
-    try {
-      await this.writer.flush();
-    } catch (err) {
-      // A loss already reported to a write is not reported again.
-      if (err !== reported) lost = err;
-    }
+    const lost = await this.flushAtClose();
     try {
       await this.connection.run('CHECKPOINT');
     } catch {

@@ -16,20 +16,19 @@
 import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, storeTableSpecs, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from '../checkpoint.js';
+import { parseStoreLayout, quoteIdent, storeColumnNames } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
-import { DriftTeller, changeNotes, parseSavedStates, type DriftLog } from '../notes.js';
-import type { Store, StoreFacts, StoreNote } from '../store.js';
-import type { StreamState } from '../../engine/state.js';
+import { changeNotes, type DriftLog } from '../notes.js';
+import type { StoreFacts, StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
 import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { ConnectorError } from '../../errors.js';
 import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts } from './tables.js';
 import { PostgresSql } from './writer.js';
+import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 export interface PostgresStoreOptions {
@@ -62,7 +61,7 @@ async function hasTables(client: Client, schema: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export class PostgresStore implements Store {
+export class PostgresStore extends GroupStore<string> {
   readonly target: PostgresTarget;
   private readonly client: Client;
   readonly tables: readonly StoreTableSpec[];
@@ -70,10 +69,6 @@ export class PostgresStore implements Store {
   readonly changes: readonly string[];
   /** Changes left for the next run because a reader held a table (in words). */
   readonly postponed: readonly string[];
-  /** What opening did that the run says (the facts' notes, the tables changed). */
-  readonly notes: readonly StoreNote[];
-  private readonly writer: GroupWriter<string>;
-  private readonly drift: DriftTeller;
   private locked: boolean;
   private closed = false;
 
@@ -89,15 +84,13 @@ export class PostgresStore implements Store {
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
   ) {
-    this.notes = [...notes, ...changeNotes(target.display, changes, postponed)];
-    this.drift = new DriftTeller(target.display, log);
+    super(target.display, new GroupWriter(new PostgresSql(client, driver, target), tables, groups), [...notes, ...changeNotes(target.display, changes, postponed)], log);
     this.target = target;
     this.client = client;
     this.tables = tables;
     this.changes = changes;
     this.postponed = postponed;
     this.locked = locked;
-    this.writer = new GroupWriter(new PostgresSql(client, driver, target), tables, groups);
   }
 
   /** Open (creating what is missing) the store of `target`; faults as faults.ts says, the lock as lock.ts. */
@@ -138,44 +131,6 @@ export class PostgresStore implements Store {
 
   /** The SQL type of each column kind (`bigint`, `numeric`...), for messages. */
   static sqlType = PG_TYPES;
-
-  layoutOf(stream: string): StoreLayout {
-    return this.writer.layoutOf(stream);
-  }
-
-  /**
-   * Take one checkpoint; it is committed with its group (group-writer.ts),
-   * and `committed` told its stream's result then. Resolves once taken
-   * (backpressure); rejects for a checkpoint refused or a store lost.
-   */
-  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
-    return this.writer.write(checkpoint, (result) => {
-      this.drift.tell(checkpoint.stream, result.drift);
-      committed?.(result);
-    });
-  }
-
-  /** Commit everything taken so far. */
-  flush(): Promise<void> {
-    return this.writer.flush();
-  }
-
-  /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
-  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
-    const result = await this.writer.commit(checkpoint);
-    this.drift.tell(checkpoint.stream, result.drift);
-    return result;
-  }
-
-  /** A stream failed (its later checkpoints are refused): told once per stream. */
-  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
-    this.writer.onStreamFailed = listener;
-  }
-
-  /** The state saved by each stream's last committed checkpoint (a state the store holds that is not one is a config_error naming it). */
-  async loadStates(): Promise<Map<string, StreamState>> {
-    return parseSavedStates(this.target.display, await this.savedStates());
-  }
 
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
   async savedStates(): Promise<Map<string, string>> {
@@ -257,14 +212,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    let lost: unknown;
-    const reported = this.writer.lost;
-    try {
-      await this.writer.flush();
-    } catch (err) {
-      // A loss already reported to a write is not reported again.
-      if (err !== reported) lost = err;
-    }
+    const lost = await this.flushAtClose();
     try {
       if (this.locked && !this.writer.lost) await releaseWriterLock(this.client, this.target);
     } catch {

@@ -1,0 +1,84 @@
+/**
+ * What the PostgreSQL and DuckDB stores share: checkpoints taken by their
+ * group writer (group-writer.ts), the drift a commit met told once per field,
+ * the states read back from the store's state table. Each store adds how it
+ * opens, reads its own tables and lets go.
+ */
+import type { ConnectorError } from '../errors.js';
+import type { StreamState } from '../engine/state.js';
+import type { StoreLayout } from './columns.js';
+import type { StoreCheckpoint, StoreCommitResult } from './checkpoint.js';
+import type { GroupWriter } from './group-writer.js';
+import { DriftTeller, parseSavedStates, type DriftLog } from './notes.js';
+import type { Store, StoreNote } from './store.js';
+
+export abstract class GroupStore<R> implements Store {
+  /** What opening did that the run says (the facts' notes, the tables changed). */
+  readonly notes: readonly StoreNote[];
+  protected readonly writer: GroupWriter<R>;
+  readonly #display: string;
+  readonly #drift: DriftTeller;
+
+  protected constructor(display: string, writer: GroupWriter<R>, notes: readonly StoreNote[], log: DriftLog | undefined) {
+    this.#display = display;
+    this.writer = writer;
+    this.notes = notes;
+    this.#drift = new DriftTeller(display, log);
+  }
+
+  layoutOf(stream: string): StoreLayout {
+    return this.writer.layoutOf(stream);
+  }
+
+  /**
+   * Take one checkpoint; it is committed with its group (group-writer.ts),
+   * and `committed` told its stream's result then. Resolves once taken
+   * (backpressure); rejects for a checkpoint refused or a store lost.
+   */
+  write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
+    return this.writer.write(checkpoint, (result) => {
+      this.#drift.tell(checkpoint.stream, result.drift);
+      committed?.(result);
+    });
+  }
+
+  /** Commit everything taken so far. */
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  /** Write one checkpoint and wait for its commit: its result (tests, small scripts). */
+  async commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult> {
+    const result = await this.writer.commit(checkpoint);
+    this.#drift.tell(checkpoint.stream, result.drift);
+    return result;
+  }
+
+  /** A stream failed (its later checkpoints are refused): told once per stream. */
+  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
+    this.writer.onStreamFailed = listener;
+  }
+
+  /** The state saved by each stream's last committed checkpoint (a state the store holds that is not one is a config_error naming it). */
+  async loadStates(): Promise<Map<string, StreamState>> {
+    return parseSavedStates(this.#display, await this.savedStates());
+  }
+
+  /** The state (JSON text) saved by each stream's last committed checkpoint. */
+  abstract savedStates(): Promise<Map<string, string>>;
+
+  /** Commit what is gathered as the store closes: the loss this meets, unless a write was already told it (undefined then). */
+  protected async flushAtClose(): Promise<unknown> {
+    const reported = this.writer.lost;
+    try {
+      await this.writer.flush();
+      return undefined;
+    } catch (err) {
+      return err === reported ? undefined : err;
+    }
+  }
+
+  abstract finish(): Promise<Map<string, number>>;
+
+  abstract close(): Promise<void>;
+}
