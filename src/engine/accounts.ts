@@ -19,7 +19,8 @@
  * system_error).
  */
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
-import { ConfigError, ConnectorError, toConnectorError, type FailureType } from '../errors.js';
+import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
+import { mostActionable } from '../runtime/exit-status.js';
 import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
@@ -27,15 +28,6 @@ import type { CountObserver } from './pipeline.js';
 import { RunRecorder, type AccountSummary } from './run-report.js';
 import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
 import type { StreamState } from './state.js';
-
-/** The failure types, most actionable first: a person must act, then run again later, then the service or a bug. */
-const ACTIONABLE: readonly FailureType[] = ['config_error', 'transient_error', 'system_error'];
-
-/** The most actionable of these failure types (78 before 75 before 70). */
-export function mostActionable(types: Iterable<FailureType>): FailureType | undefined {
-  const given = new Set(types);
-  return ACTIONABLE.find((t) => given.has(t));
-}
 
 /** A failure of one account: of one stream, or of the whole account (stream undefined). */
 export interface AccountFailure {

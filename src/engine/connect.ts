@@ -10,6 +10,7 @@ import { entryConfig, futureStartDate, type AccountEntry, type Config } from '..
 import { ConfigError, toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
+import { mostActionable } from '../runtime/exit-status.js';
 import { USER_AGENT } from '../runtime/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
@@ -130,24 +131,32 @@ export async function checkConnection(config: Config, hooks: ClientHooks = {}): 
   try {
     const result = await verifyAccount(client, config);
     if (!result.ok) return result;
-    const { driftNote } = await import('./service-schemas.js');
-    let unknownFields: string | undefined;
-    const drift = await describeStreams(client).then(
-      (loaded) => {
-        // Fields only the service describes may be treated: a field it does not describe either is a mistake.
-        if (loaded.source === 'service') unknownFields = unknownTreatedFields(config, loaded.schemas);
-        return driftNote(loaded, !config.use_service_schema);
-      },
-      // A key refused for the description alone: the drift is what cannot be told.
-      (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
-    );
-    if (unknownFields !== undefined) {
-      return { ok: false, message: `Invalid config: ${unknownFields} Name a field the stream has (a top-level field), or remove the entry.`, drift };
-    }
-    return { ...result, drift };
+    const { drift, invalid } = await describeForCheck(client, config);
+    return invalid === undefined ? { ...result, drift } : { ok: false, message: invalid, drift };
   } finally {
     await client.close();
   }
+}
+
+/**
+ * The service's description as a check reads it (after the key was
+ * verified): the drift line, and `invalid` when the config treats a field
+ * the service does not describe either (the config's mistake).
+ */
+async function describeForCheck(client: DataReadApi, config: Config): Promise<{ drift: NonNullable<ConnectionCheck['drift']>; invalid?: string }> {
+  const { driftNote } = await import('./service-schemas.js');
+  let unknownFields: string | undefined;
+  const drift = await describeStreams(client).then(
+    (loaded) => {
+      // Fields only the service describes may be treated: a field it does not describe either is a mistake.
+      if (loaded.source === 'service') unknownFields = unknownTreatedFields(config, loaded.schemas);
+      return driftNote(loaded, !config.use_service_schema);
+    },
+    // A key refused for the description alone: the drift is what cannot be told.
+    (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
+  );
+  if (unknownFields === undefined) return { drift };
+  return { drift, invalid: `Invalid config: ${unknownFields} Name a field the stream has (a top-level field), or remove the entry.` };
 }
 
 /** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */
@@ -230,15 +239,20 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
   const firstOk = entries.findIndex((_, i) => results[i]?.ok === true);
   let drift: ConnectionCheck['drift'];
   if (firstOk >= 0) {
-    // The description and the treated fields once, with the first key that works.
-    const checked = await checkConnection(entryConfig(config, entries[firstOk] as AccountEntry), hooks);
-    drift = checked.drift;
-    // A treatment of a field the service does not describe either: the config's mistake, whichever account.
-    if (!checked.ok && checked.message.startsWith('Invalid config')) return { ok: false, message: checked.message, ...(drift ? { drift } : {}) };
+    // The description and the treated fields once, with the first key that works (already verified above).
+    const one = entryConfig(config, entries[firstOk] as AccountEntry);
+    const client = clientFromConfig(one, hooks, interactivePatience(one));
+    try {
+      const described = await describeForCheck(client, one);
+      drift = described.drift;
+      // A treatment of a field the service does not describe either: the config's mistake, whichever account.
+      if (described.invalid !== undefined) return { ok: false, message: described.invalid, drift };
+    } finally {
+      await client.close();
+    }
   }
   if (failed.length > 0) {
-    const types = failed.map((f) => f.result.failureType ?? 'system_error');
-    const type = (['config_error', 'transient_error', 'system_error'] as const).find((t) => types.includes(t));
+    const type = mostActionable(failed.map((f) => f.result.failureType ?? 'system_error'));
     return {
       ok: false,
       ...(type ? { failureType: type } : {}),

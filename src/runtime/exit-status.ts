@@ -43,6 +43,21 @@ export function exitStatusForAll(failureTypes: Iterable<FailureType>): number {
 }
 
 /**
+ * The failure types, most actionable first, across accounts (connector
+ * contract, "Many accounts": 78 before 75 before 70): a person must act, then
+ * run again later, then the service or a bug. Unlike a run's streams
+ * (exitStatusForAll), an account's transient failure outranks another's
+ * system_error: waiting cures that account, and the run says so.
+ */
+const ACTIONABLE: readonly FailureType[] = ['config_error', 'transient_error', 'system_error'];
+
+/** The most actionable of these failure types across accounts; undefined for none. */
+export function mostActionable(types: Iterable<FailureType>): FailureType | undefined {
+  const given = new Set(types);
+  return ACTIONABLE.find((t) => given.has(t));
+}
+
+/**
  * The lines of `--help` that list the exit statuses: the same for both
  * executables, but for the replica's lock, which only `source-data-read`
  * (its `replicate`) has (`replica`).

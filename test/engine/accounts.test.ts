@@ -1,6 +1,6 @@
 /** engine/accounts.ts and the per-account state shape of engine/state.ts (connector contract, "Many accounts"). */
 import { describe, expect, it } from 'vitest';
-import { accountStates, mostActionable } from '../../src/engine/accounts.js';
+import { accountStates } from '../../src/engine/accounts.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { thrown } from '../helpers/thrown.js';
@@ -36,14 +36,5 @@ describe('the state of many accounts', () => {
     const error = thrown(() => accountStates(new Map([['contacts', { sync_watermark: W, account: { name: 'Acme' } }]]), entries));
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/The state of stream "contacts" is the state of one account \(of account "Acme"\).*\{"accounts": \{"acme": \{"sync_watermark": \.\.\.\}\}\}/);
-  });
-});
-
-describe('mostActionable', () => {
-  it('puts config_error before transient_error before system_error', () => {
-    expect(mostActionable(['system_error', 'transient_error'])).toBe('transient_error');
-    expect(mostActionable(['system_error', 'config_error', 'transient_error'])).toBe('config_error');
-    expect(mostActionable(['system_error'])).toBe('system_error');
-    expect(mostActionable([])).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/cli/source.js';
 import { TAP_HELP } from '../../src/cli/tap.js';
-import { exitStatusFor, exitStatusForAll, exitStatusHelp } from '../../src/runtime/exit-status.js';
+import { exitStatusFor, exitStatusForAll, exitStatusHelp, mostActionable } from '../../src/runtime/exit-status.js';
 import { ROOT } from '../helpers/cli.js';
 
 describe('exit statuses', () => {
@@ -41,5 +41,14 @@ describe('exit statuses', () => {
     for (const said of ['0 success', '2 a usage mistake', '78 a config error', '75 run again later', '70 a service or connector fault', '130/143 interrupted']) {
       expect(readme).toContain(said);
     }
+  });
+});
+
+describe('mostActionable', () => {
+  it('puts config_error before transient_error before system_error', () => {
+    expect(mostActionable(['system_error', 'transient_error'])).toBe('transient_error');
+    expect(mostActionable(['system_error', 'config_error', 'transient_error'])).toBe('config_error');
+    expect(mostActionable(['system_error'])).toBe('system_error');
+    expect(mostActionable([])).toBeUndefined();
   });
 });

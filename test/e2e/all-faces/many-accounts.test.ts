@@ -283,8 +283,12 @@ describe('Airbyte read with accounts', () => {
       { name: 'dunder', status: 'succeeded', records: recordsOf(run.stdout, 'dunder'), failure_type: null, message: null },
     ]);
 
+    emulator.control.resetStats();
     const check = await runCli(SOURCE_BIN, ['check', '--config', cfg]);
     expect(check.code).toBe(0);
+    // One /v1/me per account (the contract's allowance), the description once.
+    const me = emulator.control.stats().byPath['/v1/me'] ?? {};
+    expect(Object.values(me).reduce((a, n) => a + n, 0)).toBe(3);
     const status = parseLines(check.stdout).find((m) => m.type === 'CONNECTION_STATUS')?.connectionStatus as { status: string; message: string };
     expect(status.status).toBe('FAILED');
     expect(status.message).toMatch(/^1 of 3 accounts failed the check \(the other 2 connected\): account "pied": .*HTTP 401/);
