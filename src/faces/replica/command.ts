@@ -211,6 +211,21 @@ function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: 
 }
 
 /**
+ * What every run says and plans once its store is open: the store's notes,
+ * the states saved in it (returned: the watermarks the run starts from,
+ * before any pass; a heal pass reads from none), the tombstones option.
+ */
+async function begin({ logger, report }: ReplicateContext, config: Config, store: Store): Promise<Map<string, StreamState>> {
+  for (const note of store.notes) logger.log(note.level, note.message);
+  const states = await store.loadStates();
+  report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
+  if (config.deletions_as_tombstones) {
+    logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
+  }
+  return states;
+}
+
+/**
  * What a run does when another run took the lock over (this one was stalled
  * past the staleness limit): the open group is rolled back (it was read
  * before that run's commits), then the run stops (75).
@@ -288,13 +303,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   }
   const observer = progress.observer();
   try {
-    for (const note of store.notes) logger.log(note.level, note.message);
-    let states = await store.loadStates();
-    // The watermarks the run starts from, before any pass (a heal pass reads from none).
-    report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
-    if (config.deletions_as_tombstones) {
-      logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
-    }
+    let states = await begin(ctx, config, store);
     logger.log('INFO', `${opened.account} Replicating into ${where}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
     // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
@@ -453,12 +462,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
     log,
   };
   try {
-    for (const note of store.notes) logger.log(note.level, note.message);
-    const states = await store.loadStates();
-    report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
-    if (config.deletions_as_tombstones) {
-      logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
-    }
+    const states = await begin(ctx, config, store);
     const entries = config.accounts ?? [];
     logger.log('INFO', `Replicating ${entries.length} account(s) into ${path}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
