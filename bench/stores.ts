@@ -23,8 +23,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ReplicaStore, toRows } from '../src/faces/replica/store.js';
-import { ReplicaWriter } from '../src/faces/replica/writer.js';
+import { ReplicaStore, toRows } from '../src/replica/store.js';
+import { ReplicaWriter } from '../src/replica/writer.js';
 import { DuckdbStore } from '../src/stores/duckdb/store.js';
 import { PostgresStore } from '../src/stores/postgres/store.js';
 import { parseStoreTarget, type DuckdbTarget, type PostgresTarget } from '../src/stores/target.js';

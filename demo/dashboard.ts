@@ -7,7 +7,7 @@
  * Read-only; safe while `replicate` is writing (WAL).
  */
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
-import { openForRead } from '../src/faces/replica/database.js';
+import { openForRead } from '../src/replica/database.js';
 
 export interface Count {
   /** The value counted (null when the field is null). */

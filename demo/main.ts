@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { dayOfActivity, startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT } from '../scripts/root.js';
 import { PROXY_VARIABLES } from '../src/network/proxy-env.js';
-import { replicaRecords } from '../src/faces/replica/records.js';
+import { replicaRecords } from '../src/replica/records.js';
 import { replicaSummary } from './dashboard.js';
 import { seededLines } from './seeded.js';
 

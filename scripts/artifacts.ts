@@ -9,9 +9,9 @@
 import { buildOpenApiDocument } from 'data-read-emulator';
 import { configJsonSchema } from '../src/config/config.js';
 import { runSummaryJsonSchema } from '../src/engine/run-summary-schema.js';
-import { airbyteJsonSchema, discoverCatalog } from '../src/faces/airbyte/catalog.js';
-import { DOCUMENTATION_URL } from '../src/faces/airbyte/commands.js';
-import { specPayload } from '../src/faces/airbyte/protocol.js';
+import { airbyteJsonSchema, discoverCatalog } from '../src/protocols/airbyte/catalog.js';
+import { DOCUMENTATION_URL } from '../src/protocols/airbyte/commands.js';
+import { specPayload } from '../src/protocols/airbyte/protocol.js';
 import { STREAMS } from '../src/streams.js';
 import { generatedPages } from './doc-tables.js';
 import { ROOT } from './root.js';

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configJsonSchema } from '../src/config/config.js';
-import { settingsSchema } from '../src/faces/singer/settings.js';
+import { settingsSchema } from '../src/protocols/singer/settings.js';
 import { recordJsonSchema } from '../src/schemas/json-schema.js';
 import { STREAMS } from '../src/streams.js';
 

@@ -26,7 +26,7 @@ import { ROOT, tempDir } from './helpers/cli.js';
 import { projectFolders } from './helpers/folders.js';
 
 /** Where a file of src/ (or of the emulator package, `emulator`) belongs. */
-type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'faces' | 'faces/airbyte' | 'faces/singer' | 'faces/replica' | 'stores' | 'stores/postgres' | 'stores/duckdb' | 'cli' | 'emulator';
+type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'protocols' | 'protocols/airbyte' | 'protocols/singer' | 'replica' | 'stores' | 'stores/postgres' | 'stores/duckdb' | 'cli' | 'emulator';
 
 /** What each area may import (besides itself, node: built-ins and npm packages). */
 const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
@@ -38,17 +38,17 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
   progress: [],
   /** Dagster Pipes: the run's report (engine types) in, messages out; never the client. */
   pipes: ['engine', 'core'],
-  /** src/faces/*.ts: what the faces share (telling catalogs apart, a sync's progress at a terminal). */
-  faces: ['engine', 'progress', 'core', 'schemas'],
-  'faces/airbyte': ['faces', 'engine', 'progress', 'core', 'schemas'],
-  'faces/singer': ['faces', 'engine', 'progress', 'core', 'schemas'],
+  /** src/protocols/*.ts: what the faces share (telling catalogs and state files apart). */
+  protocols: ['engine', 'progress', 'core', 'schemas'],
+  'protocols/airbyte': ['protocols', 'engine', 'progress', 'core', 'schemas'],
+  'protocols/singer': ['protocols', 'engine', 'progress', 'core', 'schemas'],
   /** The replica's command opens its store: the SQLite file, or (by import()) a PostgreSQL or DuckDB store. */
-  'faces/replica': ['faces', 'stores', 'stores/postgres', 'stores/duckdb', 'engine', 'progress', 'core', 'schemas'],
+  replica: ['stores', 'stores/postgres', 'stores/duckdb', 'engine', 'progress', 'core', 'schemas'],
   /** src/stores/*.ts: what the stores share (the Store interface, the target, typed columns and drift, rows); the engine's types of states and records. */
   stores: ['engine', 'core', 'schemas'],
   'stores/postgres': ['stores', 'engine', 'core', 'schemas'],
   'stores/duckdb': ['stores', 'engine', 'core', 'schemas'],
-  cli: ['faces', 'faces/airbyte', 'faces/singer', 'faces/replica', 'engine', 'pipes', 'core', 'schemas'],
+  cli: ['protocols', 'protocols/airbyte', 'protocols/singer', 'replica', 'engine', 'pipes', 'core', 'schemas'],
   emulator: ['schemas'],
 };
 
@@ -86,7 +86,7 @@ function areaOf(file: string, at: Trees = THIS): Area {
   if (!rel.includes('/')) return 'core';
   const [top, sub] = rel.split('/');
   if (CORE_FOLDERS.includes(top as string)) return 'core';
-  if (top === 'faces') return sub?.endsWith('.ts') ? 'faces' : (`faces/${sub}` as Area);
+  if (top === 'protocols') return sub?.endsWith('.ts') ? 'protocols' : (`protocols/${sub}` as Area);
   if (top === 'stores') return sub?.endsWith('.ts') ? 'stores' : (`stores/${sub}` as Area);
   return top as Area;
 }
@@ -339,7 +339,7 @@ function brokenProject(): string {
   write('src/client/client.ts', 'export const client = 1;\n');
   write('src/engine/session.ts', 'export type Session = { readonly id: string };\nexport const session = 1;\n');
   write(
-    'src/faces/airbyte/commands.ts',
+    'src/protocols/airbyte/commands.ts',
     [
       'declare const require: (id: string) => unknown;',
       '// import { client } from \'../../client/client.js\'; (a comment: no edge)',
@@ -370,14 +370,14 @@ describe('the import graph of src/ and of the emulator package', () => {
   it('reads the graph (a parser that finds nothing would pass anything), and resolves every specifier', () => {
     expect(all.length).toBeGreaterThan(150);
     expect(all.some((e) => e.from === 'packages/emulator/src/openapi.ts' && e.to === 'source-data-read/schemas' && e.toArea === 'schemas')).toBe(true);
-    expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/faces/airbyte/commands.ts' && e.kind === 'lazy')).toBe(true);
+    expect(all.some((e) => e.from === 'src/cli/source.ts' && e.to === 'src/protocols/airbyte/commands.ts' && e.kind === 'lazy')).toBe(true);
     expect(all.some((e) => e.from === 'src/engine/session.ts' && e.to === 'src/engine/connect.ts' && e.kind === 'type')).toBe(true);
     expect(all.some((e) => e.from === 'src/client/route.ts' && e.pkg === 'undici' && e.kind === 'static')).toBe(true);
     expect(GRAPH.unresolved).toEqual([]);
   });
 
   it('sees every way of loading a module: double quotes, templates, require(), re-exports, types; not comments or strings', () => {
-    const from = 'src/faces/airbyte/commands.ts';
+    const from = 'src/protocols/airbyte/commands.ts';
     const seen = BROKEN.edges.filter((e) => e.from === from).map((e) => `${e.kind} ${e.to}`);
     expect(seen).toEqual([
       'static src/client/client.ts',
@@ -398,12 +398,12 @@ describe('the import graph of src/ and of the emulator package', () => {
   });
 
   it('catches a forbidden edge fed to the checker (the rule is not vacuous)', () => {
-    const faceToClient = fed('src/faces/airbyte/commands.ts', 'src/client/client.ts');
+    const faceToClient = fed('src/protocols/airbyte/commands.ts', 'src/client/client.ts');
     const clientToEngine = fed('src/client/client.ts', 'src/engine/session.ts');
     const toEmulator: Edge = { ...fed('src/engine/session.ts', 'src/engine/sync.ts'), to: 'data-read-emulator', toArea: 'emulator' };
     const emulatorToClient = fed('packages/emulator/src/server.ts', 'src/client/client.ts');
     expect(forbidden([...all, faceToClient, clientToEngine, toEmulator, emulatorToClient])).toEqual([
-      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+      'src/protocols/airbyte/commands.ts (protocols/airbyte) imports src/client/client.ts (client)',
       'src/client/client.ts (client) imports src/engine/session.ts (engine)',
       'src/engine/session.ts (engine) imports data-read-emulator (emulator)',
       'packages/emulator/src/server.ts (emulator) imports src/client/client.ts (client)',
@@ -415,11 +415,11 @@ describe('the import graph of src/ and of the emulator package', () => {
   it('catches the forbidden edges of files that break the rules (double quotes, a template, require(), the emulator)', () => {
     expect(forbidden(BROKEN.edges)).toEqual([
       'src/engine/sync.ts (engine) imports data-read-emulator (emulator)',
-      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
-      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
-      'src/faces/airbyte/commands.ts (faces/airbyte) imports src/client/client.ts (client)',
+      'src/protocols/airbyte/commands.ts (protocols/airbyte) imports src/client/client.ts (client)',
+      'src/protocols/airbyte/commands.ts (protocols/airbyte) imports src/client/client.ts (client)',
+      'src/protocols/airbyte/commands.ts (protocols/airbyte) imports src/client/client.ts (client)',
     ]);
-    expect(misplaced(BROKEN.edges)).toEqual(['src/faces/airbyte/commands.ts imports undici']);
+    expect(misplaced(BROKEN.edges)).toEqual(['src/protocols/airbyte/commands.ts imports undici']);
     expect(exits(BROKEN.edges)).toEqual(['packages/emulator/src/index.ts imports src/client/client.ts']);
   });
 

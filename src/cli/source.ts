@@ -8,7 +8,7 @@ import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';
-import type { LockSettings } from '../faces/replica/lock.js';
+import type { LockSettings } from '../replica/lock.js';
 
 /** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
 export interface TestSettings {
@@ -84,10 +84,10 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     if (args.values.has('catalog') || args.values.has('state')) {
       throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
     }
-    const replica = await import('../faces/replica/command.js');
+    const replica = await import('../replica/command.js');
     return replica.replicate({ logger, report, signal, beforeExit: (code) => end.finish(code), lock: testing.replicaLock }, need('config'), need('db'), lastValue(args, 'schema'));
   }
-  const airbyte = await import('../faces/airbyte/commands.js');
+  const airbyte = await import('../protocols/airbyte/commands.js');
   const ctx = { out, logger, signal, report };
   switch (command) {
     case 'spec':

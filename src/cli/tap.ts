@@ -67,7 +67,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
   if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
-  const singer = await import('../faces/singer/commands.js');
+  const singer = await import('../protocols/singer/commands.js');
   const ctx = { out, logger, env: process.env, signal, report };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];

@@ -3,7 +3,7 @@
  * replica and a state belong to one account"). A key belongs to one account,
  * which /v1/me names (once a run). Each stream's state says whose it is
  * (`account: {name, base_url}`, added to every state a run writes: see
- * session.ts); the replica records it in its file (faces/replica/account.ts).
+ * session.ts); the replica records it in its file (replica/account.ts).
  *
  * Something bound to another account is refused (config_error) before
  * anything is read or written: reading an account from another's watermarks

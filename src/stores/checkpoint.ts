@@ -1,6 +1,6 @@
 /**
  * What the PostgreSQL and DuckDB stores write, the same for both, with the
- * SQLite replica's meaning (src/faces/replica/table-writer.ts): one engine
+ * SQLite replica's meaning (src/replica/table-writer.ts): one engine
  * checkpoint of one stream (its records, the state that covers them, and
  * how they change the table) is written whole or not at all, in one
  * transaction with the stream's state row; the bookkeeping tables sit in the

@@ -1,7 +1,7 @@
 /**
  * What `replicate` writes into, whatever the store: the SQLite file
- * (faces/replica/writer.ts), a PostgreSQL schema (postgres/store.ts) or a
- * DuckDB file (duckdb/store.ts). The replica's emitter (faces/replica/sink.ts)
+ * (replica/writer.ts), a PostgreSQL schema (postgres/store.ts) or a
+ * DuckDB file (duckdb/store.ts). The replica's emitter (replica/sink.ts)
  * hands a store one engine checkpoint of one stream at a time; the store
  * writes it whole or not at all, with the state that covers it.
  *

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { CaCertificateError, parseCaCertificates } from '../../src/network/ca-certificates.js';
 import { configJsonSchema, parseConfig, parseUserConfig } from '../../src/config/config.js';
 import { ConfigError } from '../../src/errors.js';
-import { about } from '../../src/faces/singer/about.js';
-import { configFromEnv } from '../../src/faces/singer/config-input.js';
+import { about } from '../../src/protocols/singer/about.js';
+import { configFromEnv } from '../../src/protocols/singer/config-input.js';
 import { makeTestCa } from '../helpers/certificates.js';
 
 const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { withTempDatabases } from '../helpers/suite.js';
 import { replicaSummary } from '../../demo/dashboard.js';
-import { ReplicaStore } from '../../src/faces/replica/store.js';
+import { ReplicaStore } from '../../src/replica/store.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
 

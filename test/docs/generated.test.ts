@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configTable, fieldDictionary, fillGenerated, generatedPages, streamsTable } from '../../scripts/doc-tables.js';
 import { ConfigSchema, configJsonSchema } from '../../src/config/config.js';
-import { about } from '../../src/faces/singer/about.js';
+import { about } from '../../src/protocols/singer/about.js';
 import { STREAMS } from '../../src/streams.js';
 import { ROOT } from '../helpers/cli.js';
 

@@ -3,7 +3,7 @@ import { TombstoneEmitter } from '../../src/engine/tombstones.js';
 import { RecordPipeline } from '../../src/engine/pipeline.js';
 import { runSync } from '../../src/engine/sync.js';
 import { ConfigSchema } from '../../src/config/config.js';
-import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
+import { AIRBYTE_DELETED_AT } from '../../src/protocols/airbyte/protocol.js';
 import { recordJsonSchema } from '../../src/schemas/json-schema.js';
 import { STREAMS, findDeletionLog, findStream, type DeletionLogStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';

@@ -1,6 +1,6 @@
 /** Checkpoints for a replica store, as the engine would hand them over: a page of records and a resume state. */
-import type { Checkpoint } from '../../src/faces/replica/table-writer.js';
-import { toRows, type ReplicaStore } from '../../src/faces/replica/store.js';
+import type { Checkpoint } from '../../src/replica/table-writer.js';
+import { toRows, type ReplicaStore } from '../../src/replica/store.js';
 import { iso, type Rec } from './fake-api.js';
 
 /** A checkpoint of `stream`: `records` as rows of its table, and a state whose cursor and watermark name `minute`. */

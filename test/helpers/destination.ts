@@ -14,8 +14,8 @@
  *   itself); with 'tombstones' only tombstones delete.
  */
 import type { Dump } from 'data-read-emulator';
-import { AIRBYTE_DELETED_AT } from '../../src/faces/airbyte/protocol.js';
-import { SINGER_DELETED_AT } from '../../src/faces/singer/protocol.js';
+import { AIRBYTE_DELETED_AT } from '../../src/protocols/airbyte/protocol.js';
+import { SINGER_DELETED_AT } from '../../src/protocols/singer/protocol.js';
 import { STREAMS, findDeletionLog, findDeletionTarget, findStream } from '../../src/streams.js';
 import { parseLines } from './cli.js';
 

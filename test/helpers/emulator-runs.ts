@@ -3,13 +3,13 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, Prng, type Emulator, type Dump, type Mutation } from 'data-read-emulator';
-import { replicaRecords } from '../../src/faces/replica/records.js';
+import { replicaRecords } from '../../src/replica/records.js';
 import { ROOT, SOURCE_BIN, writeJson } from './cli.js';
 
 export const LISTS = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const;
 
 export function requireBuild(): void {
-  if (!existsSync(join(ROOT, 'dist', 'faces', 'replica', 'command.js'))) {
+  if (!existsSync(join(ROOT, 'dist', 'replica', 'command.js'))) {
     throw new Error('dist/ has no replica: run `npm run build` before the end-to-end tests');
   }
 }

@@ -10,7 +10,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Interrupt, exitCodeFor, onStop, type StopSignal } from '../../src/runtime/interrupt.js';
 import { LineWriter } from '../../src/runtime/output.js';
-import { AirbyteSink } from '../../src/faces/airbyte/sink.js';
+import { AirbyteSink } from '../../src/protocols/airbyte/sink.js';
 import { STREAMS } from '../../src/streams.js';
 
 /** Collects what is written, in order. */

@@ -10,7 +10,7 @@ import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkp
 import type { Data } from '../../src/stores/values.js';
 import type { StoreFacts } from '../../src/stores/store.js';
 import type { DriftLog } from '../../src/stores/notes.js';
-import { replicaFacts } from '../../src/faces/replica/store-facts.js';
+import { replicaFacts } from '../../src/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */

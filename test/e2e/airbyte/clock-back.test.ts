@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withTempDir } from '../../helpers/suite.js';
 import type { Dump } from 'data-read-emulator';
-import { replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaStates } from '../../../src/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../../helpers/destination.js';
 import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';

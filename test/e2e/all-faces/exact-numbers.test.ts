@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import type { Dump } from 'data-read-emulator';
 import { isRawNumber, parseExactJson } from '../../../src/exact-json.js';
-import { replicaRecords } from '../../../src/faces/replica/records.js';
+import { replicaRecords } from '../../../src/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, protocolCheck, runCli } from '../../helpers/cli.js';
 import { replicate, type Account } from '../../helpers/emulator-runs.js';
 

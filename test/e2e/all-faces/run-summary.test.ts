@@ -14,7 +14,7 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import type { RunSummary } from '../../../src/engine/run-report.js';
-import { replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaStates } from '../../../src/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 
 const validate = (() => {

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { catalogKind } from '../../../src/faces/catalog-kind.js';
+import { catalogKind } from '../../../src/protocols/catalog-kind.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 
 const KEY = 'drk_live_CATALOGKIND0TEST0KEY';

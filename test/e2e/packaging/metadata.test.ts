@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DOCUMENTATION_URL } from '../../../src/faces/airbyte/commands.js';
+import { DOCUMENTATION_URL } from '../../../src/protocols/airbyte/commands.js';
 import { STREAMS } from '../../../src/streams.js';
 import { ROOT } from '../../helpers/cli.js';
 import { parseYaml, type YamlValue } from './yaml.js';

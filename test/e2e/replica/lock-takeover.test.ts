@@ -23,8 +23,8 @@ import { ROOT, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../help
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { lockHolder } from '../../helpers/sqlite.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import { replicaStates } from '../../../src/faces/replica/records.js';
-import type { LockSettings } from '../../../src/faces/replica/lock.js';
+import { replicaStates } from '../../../src/replica/records.js';
+import type { LockSettings } from '../../../src/replica/lock.js';
 
 const OTHER_HOST = 'replica-pod-b';
 /** Whether this machine lets an unprivileged test enter a new UTS namespace (and name its host). */

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaStates } from '../../../src/replica/records.js';
 import { SOURCE_BIN } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';

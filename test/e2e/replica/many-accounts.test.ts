@@ -6,7 +6,7 @@
  *   each stream's state one per account, `--summary` one entry per account;
  * - incremental per account, deletions of one account leaving the other's
  *   rows (the emulator never gives two accounts one id: the same id in two
- *   accounts is tested on the store, test/faces/replica/many-accounts.test.ts);
+ *   accounts is tested on the store, test/replica/many-accounts.test.ts);
  * - one key revoked: the others exact, exit 78, one error naming it;
  * - the binding per entry: an entry whose key reads another account fails
  *   alone (78), nothing of it written;
@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import { replicaRecords, replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaRecords, replicaStates } from '../../../src/replica/records.js';
 import { SOURCE_BIN, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { LIMITS_OUT_OF_REACH, LISTS, changeRound, dumpLists, replicate as replicateKilled, requireBuild, type Account } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';
@@ -145,7 +145,7 @@ describe('replicate with accounts into a SQLite file', () => {
   });
 
   it("goes on incrementally per account; deletions of one account leave the other account's rows", async () => {
-    // The emulator gives no two accounts the same id: the same id in two accounts is test/faces/replica/many-accounts.test.ts's.
+    // The emulator gives no two accounts the same id: the same id in two accounts is test/replica/many-accounts.test.ts's.
     changeRound(asAccount(acme));
     const run = await replicate(config([acme, globex]), db);
     expect(run.code, run.stderr).toBe(0);

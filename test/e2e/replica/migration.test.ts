@@ -10,10 +10,10 @@ import { withEmulatorAccount } from '../../helpers/suite.js';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { insertSql } from '../../../src/faces/replica/database.js';
-import { parseLayout } from '../../../src/faces/replica/layout.js';
-import { recordToRow } from '../../../src/faces/replica/rows.js';
-import { ReplicaStore } from '../../../src/faces/replica/store.js';
+import { insertSql } from '../../../src/replica/database.js';
+import { parseLayout } from '../../../src/replica/layout.js';
+import { recordToRow } from '../../../src/replica/rows.js';
+import { ReplicaStore } from '../../../src/replica/store.js';
 import { LISTS, changeRound, dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';
 

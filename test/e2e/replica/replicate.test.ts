@@ -9,7 +9,7 @@ import { withEmulatorAccount } from '../../helpers/suite.js';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaStates } from '../../../src/replica/records.js';
 import { replicaSummary } from '../../../demo/dashboard.js';
 import { changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 

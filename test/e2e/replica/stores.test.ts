@@ -17,7 +17,7 @@ import type { ExtraField } from 'data-read-emulator';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
 import { PostgresStore } from '../../../src/stores/postgres/store.js';
 import { parseStoreTarget } from '../../../src/stores/target.js';
-import { replicaStates } from '../../../src/faces/replica/records.js';
+import { replicaStates } from '../../../src/replica/records.js';
 import type { StreamState } from '../../../src/engine/state.js';
 import { LISTS, changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';

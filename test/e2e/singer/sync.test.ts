@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Dump, type Emulator, type Mutation } from 'data-read-emulator';
-import type { CatalogEntry } from '../../../src/faces/singer/catalog.js';
+import type { CatalogEntry } from '../../../src/protocols/singer/catalog.js';
 import { parseLines, protocolCheck, runCli, TAP_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, type SingerStateValue } from '../../helpers/destination.js';
 import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';

@@ -1,0 +1,120 @@
+/**
+ * The account a replica belongs to, kept in the file (engine/account.ts has
+ * the rule): `_replica_account`, one row per account of the config, keyed by
+ * `entry` (the name of an `accounts` entry; '' for a config with `api_key`),
+ * with the name /v1/me gave (`account_name`), the address it was read from
+ * (`base_url`) and when it was bound (`bound_at`).
+ *
+ * A run whose key reads another account is refused before anything in the
+ * file changes: the row is read on a read-only connection, before the file is
+ * opened for writing. A replica written before the rule (no row) is bound by
+ * the run that opens it; a rename that account_renamed_from confirms binds
+ * the new name.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+import { bindingOf, otherAccountError, type RunAccount } from '../engine/account.js';
+import type { StateAccount } from '../engine/state.js';
+import { ConfigError } from '../errors.js';
+import { TABLES_TABLE, peekReadOnly, storedLayouts, tableExists, writtenBefore } from './database.js';
+
+const ACCOUNT_TABLE = '_replica_account';
+
+/** The entry of a config with `api_key` (no `accounts` list). */
+export const SINGLE_ACCOUNT_ENTRY = '';
+
+/** The account a run reads, as the replica checks it. */
+export interface ReplicaAccount {
+  readonly account: RunAccount;
+  /** The config's account_renamed_from. */
+  readonly renamedFrom?: string | undefined;
+  readonly entry?: string;
+}
+
+/** The account recorded for `entry`; undefined when none is (a new file, or one written before replicas recorded theirs). */
+function storedAccount(db: DatabaseSync, entry: string): StateAccount | undefined {
+  if (!tableExists(db, ACCOUNT_TABLE)) return undefined;
+  const row = db.prepare(`SELECT account_name, base_url FROM ${ACCOUNT_TABLE} WHERE entry = ?`).get(entry);
+  return row === undefined ? undefined : { name: String(row.account_name), base_url: String(row.base_url) };
+}
+
+function refuseIfOther(path: string, stored: StateAccount | undefined, run: ReplicaAccount): void {
+  if (stored === undefined || bindingOf(stored.name, run.account, run.renamedFrom) !== 'other') return;
+  const current = run.account.name;
+  throw otherAccountError(
+    {
+      subject: `The replica "${path}"`,
+      consequence:
+        `Replicating "${current}" into it would mix both accounts' rows and read "${current}" from the watermarks of "${stored.name}". ` +
+        'Nothing was changed in it.',
+      remedy: `Replicate "${current}" into a file of its own (--db with another path), or use the API key of "${stored.name}"`,
+      field: 'api_key',
+    },
+    stored,
+    run.account,
+    run.renamedFrom,
+  );
+}
+
+/**
+ * Refuse a replica of another account: a ConfigError naming both. Read on a
+ * read-only connection, before anything opens the file for writing, so a
+ * refused file is left byte for byte as it was.
+ */
+export function refuseOtherAccount(path: string, run: ReplicaAccount): void {
+  refuseIfOther(path, peekReadOnly(path, (db) => storedAccount(db, run.entry ?? SINGLE_ACCOUNT_ENTRY)), run);
+}
+
+/**
+ * Record the account under the writer lock, read again there (another run
+ * may have bound the file since refuseOtherAccount looked). Written only when
+ * it changes (a new file, one written before the rule, a confirmed rename, a
+ * new address): an ordinary run adds no page to the WAL. Returns what to log
+ * when a file that held rows is bound to an account name for the first time.
+ */
+export function bindAccount(db: DatabaseSync, path: string, run: ReplicaAccount): string | undefined {
+  const entry = run.entry ?? SINGLE_ACCOUNT_ENTRY;
+  const stored = storedAccount(db, entry);
+  refuseIfOther(path, stored, run);
+  const { name, base_url: baseUrl } = run.account;
+  if (stored?.name === name && stored.base_url === baseUrl) return undefined;
+  const before = writtenBefore(db);
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${ACCOUNT_TABLE} (entry TEXT PRIMARY KEY NOT NULL, account_name TEXT NOT NULL, base_url TEXT NOT NULL, bound_at TEXT NOT NULL)`,
+  );
+  db.prepare(
+    `INSERT INTO ${ACCOUNT_TABLE} (entry, account_name, base_url, bound_at) VALUES (?, ?, ?, ?) ` +
+      'ON CONFLICT (entry) DO UPDATE SET account_name = excluded.account_name, base_url = excluded.base_url, bound_at = excluded.bound_at',
+  ).run(entry, name, baseUrl, new Date().toISOString());
+  if (stored === undefined) {
+    // An entry of a replica of many accounts is recorded by its first run: there is no replica of entries from before the rule.
+    return before && entry === SINGLE_ACCOUNT_ENTRY ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
+  }
+  if (stored.name !== name) {
+    return `The replica "${path}" belonged to account "${stored.name}", which account_renamed_from confirms is now "${name}": it now belongs to "${name}".`;
+  }
+  return undefined;
+}
+
+/**
+ * Refuse a replica built for the other kind of config, before anything
+ * opens it for writing: one built with `api_key` (tables keyed by id) given
+ * a config with `accounts` (tables keyed by account and id), or the
+ * reverse. Its rows cannot be told apart by account, so it is left byte for
+ * byte as it was and the user is told to replicate into a new file.
+ */
+export function refuseOtherShape(path: string, manyAccounts: boolean): void {
+  const keyed = peekReadOnly(path, (db) => {
+    if (!tableExists(db, TABLES_TABLE)) return undefined;
+    const layouts = [...storedLayouts(db).values()];
+    return layouts.length === 0 ? undefined : layouts.some((l) => l.accountKey === true);
+  });
+  if (keyed === undefined || keyed === manyAccounts) return;
+  throw new ConfigError(
+    keyed
+      ? `The replica "${path}" was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
+          'Nothing was changed in it. Replicate this account into a new file (--db with another path), or use the config with "accounts" (this key as one of its entries).'
+      : `The replica "${path}" was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
+          "its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into a new file (--db with another path); the old file's rows stay readable as they are.",
+    { field: manyAccounts ? 'accounts' : 'api_key' },
+  );
+}

@@ -1,0 +1,528 @@
+/**
+ * `source-data-read replicate --config F --db FILE`: the engine writing
+ * straight into a local SQLite database, one typed column per field of the
+ * stream schemas (merged with the service's description unless
+ * use_service_schema is false; columns are added, never dropped). Every stream is replicated
+ * (incremental where the stream allows it), its state kept in the database
+ * itself, so a run continues where the last one stopped, even a killed one.
+ * Checkpoints are committed in groups (writer.ts), the WAL copied into the
+ * file by a WAL thread. stdout stays empty; progress, warnings and
+ * the final summary go to stderr. Exit 0 when every stream completed, else
+ * the status of the failure (exit-status.ts: 78 config_error, 75
+ * transient_error or the file locked by a live run, 70 system_error), the
+ * cause named; 143/130 when stopped by SIGTERM/SIGINT (the run's AbortSignal).
+ * The replica belongs to the account of the key that built it: a config
+ * whose key reads another account is refused (78) before the file changes.
+ * After a pause longer than the service keeps
+ * deletions, contacts and conversations are first read in full and the rows
+ * the service no longer has removed (heal.ts), with one WARN.
+ *
+ * `--db` may name another store (stores/target.ts): a `postgresql://` URL (a
+ * schema of a PostgreSQL database, `--schema`, default data_read) or a
+ * DuckDB file (`duckdb:PATH` or `*.duckdb`). The same sink writes into it
+ * with the same promises (stores/store.ts); its module and driver are
+ * loaded by import() only then, and the URL's password is a secret of the
+ * run's logger (every line shows it as ***).
+ */
+import { statSync } from 'node:fs';
+import { parseUserConfig, type Config } from '../config/config.js';
+import { SyncSession } from '../engine/session.js';
+import { treatedSchemasFor, treatmentPlan } from '../personal-data/treatments.js';
+import type { SelectedStream, SyncResult } from '../engine/sync.js';
+import { ConfigError, ConnectorError, toConnectorError, type FailureType } from '../errors.js';
+import { AccountsRun } from '../engine/accounts.js';
+import { loadAccountsSchemas } from '../engine/connect.js';
+import type { StreamState } from '../engine/state.js';
+import type { SyncSink } from '../engine/sync-sink.js';
+import { bindAccount } from './account.js';
+import type { RunRecorder } from '../engine/run-report.js';
+import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
+import { readJsonFile } from '../config/files.js';
+import type { StderrLogger } from '../runtime/output.js';
+import { STREAMS } from '../streams.js';
+import { findHeal, healDone, healStarting } from './heal.js';
+import { lockLostError, type LockSettings } from './lock.js';
+import { onStop } from '../runtime/interrupt.js';
+import { Progress, plainEveryMsFromEnv } from '../progress/progress.js';
+import { ReplicaSink, type StreamTally } from './sink.js';
+import { ReplicaStore } from './store.js';
+import { runTreatments } from './treatments.js';
+import { assertWritable } from './writable.js';
+import { ReplicaWriter, SqliteStore } from './writer.js';
+import { parseStoreTarget, type StoreTarget } from '../stores/target.js';
+import type { Store } from '../stores/store.js';
+import type { LogLevel } from '../engine/sync-sink.js';
+import { replicaFacts } from './store-facts.js';
+
+export interface ReplicateContext {
+  readonly logger: StderrLogger;
+  /** The run's report, fed with what the run wrote (for --summary). */
+  readonly report?: RunRecorder | undefined;
+  /**
+   * Aborted by SIGTERM/SIGINT (process/interrupt.ts, which then exits 143/130):
+   * requests end, the writer commits the group it holds, and the run says so.
+   */
+  readonly signal?: AbortSignal | undefined;
+  /** Called with the exit status right before the process exits because another run took the lock over (the summary is written there). */
+  readonly beforeExit?: ((code: number) => void) | undefined;
+  /**
+   * The writer lock's settings where they are not the defaults and this
+   * host's name: only tests give them (shorter intervals, another host name),
+   * through a test-only entry point; a production run cannot.
+   */
+  readonly lock?: Partial<LockSettings> | undefined;
+}
+
+/** What ended a run before it began syncing, with its exit status. */
+interface Refusal {
+  readonly code: number;
+}
+
+export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) => ({
+  stream,
+  mode: stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh',
+}));
+
+function fileSize(path: string): string {
+  let bytes = 0;
+  for (const file of [path, `${path}-wal`]) {
+    try {
+      bytes += statSync(file).size;
+    } catch {
+      // no such file
+    }
+  }
+  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
+}
+
+function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<string, number>, rows: ReadonlyMap<string, number>): string {
+  const parts: string[] = [];
+  let deleted = 0;
+  let skipped = 0;
+  for (const [name, t] of tallies) {
+    parts.push(`${name} ${rows.get(name) ?? 0} rows (${read.get(name) ?? 0} read)`);
+    deleted += t.deletedRows;
+    skipped += t.skippedDeleted;
+  }
+  const deletions = deleted + skipped > 0 ? `; deletions applied: ${deleted} rows removed, ${skipped} stale versions skipped` : '';
+  return `${parts.join(', ')}${deletions}`;
+}
+
+/**
+ * Parse the config and the target, and refuse a SQLite --db that cannot be
+ * written, before any request and without creating anything. A password the
+ * target holds is hidden from every line logged from then on.
+ */
+function prepare(logger: StderrLogger, configPath: string, db: string, schema: string | undefined): { config: Config; target: StoreTarget } {
+  const target = parseStoreTarget(db, schema);
+  for (const secret of target.secrets) logger.addSecret(secret);
+  const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
+  for (const w of loaded.warnings) logger.log('WARN', w);
+  if (target.kind === 'sqlite') assertWritable(target.path);
+  return { config: loaded.config, target };
+}
+
+/** Open a PostgreSQL or DuckDB store (its module, and its driver, loaded now), checking and recording the run's facts. */
+async function openOtherStore(
+  target: Exclude<StoreTarget, { kind: 'sqlite' }>,
+  options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger },
+): Promise<Store> {
+  const opening = { streams: STREAMS, schemas: options.schemas, facts: options.facts, log: (level: LogLevel, message: string) => options.logger.log(level, message) };
+  if (target.kind === 'postgres') {
+    const { PostgresStore } = await import('../stores/postgres/store.js');
+    return PostgresStore.open(target, opening);
+  }
+  const { DuckdbStore } = await import('../stores/duckdb/store.js');
+  return DuckdbStore.open(target, opening);
+}
+
+/** The store the run opened: the SQLite file (written by the replica's own writer), or another store. */
+type Opened = { readonly file: ReplicaStore; readonly other?: undefined } | { readonly file?: undefined; readonly other: Store };
+
+/**
+ * The account is checked (the run's own client: its full retry and rate-limit
+ * patience, as a cron job that meets a busy quota needs) before the database
+ * is created or opened: a refused key or a service that cannot be reached
+ * leaves no file behind. Then the store, with its writer lock.
+ */
+async function openRun(
+  logger: StderrLogger,
+  config: Config,
+  target: StoreTarget,
+  { report, signal, lock = {} }: ReplicateContext,
+): Promise<({ session: SyncSession; account: string } & Opened) | Refusal> {
+  const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report, signal);
+  const refuse = async (error: ConnectorError): Promise<Refusal> => {
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    await session.close();
+    return { code: exitStatusFor(error.failureType) };
+  };
+  // The tables' columns: the built-in schemas merged with the service's description (one request), unless
+  // pinned. Asked for while the account is checked; used only once the account is known to be good.
+  const describing = session.streamSchemas();
+  describing.catch(() => undefined); // awaited below, or dropped with the session
+  try {
+    const account = await session.verifyAccount();
+    if (!account.ok) return await refuse(new ConnectorError(account.failureType ?? 'system_error', account.message));
+    const schemas = await describing;
+    for (const note of schemas.notes) logger.log(note.level, note.message);
+    // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
+    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
+    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
+    // The file belongs to one account: another account's replica is refused untouched, one of none is bound to this one.
+    const bound = session.account;
+    if (target.kind !== 'sqlite') {
+      const facts = replicaFacts(target.display, treatments, bound === undefined ? undefined : { account: bound, renamedFrom: config.account_renamed_from });
+      const other = await openOtherStore(target, { schemas: treated, facts, logger });
+      return { session, other, account: account.message };
+    }
+    const store = new ReplicaStore(target.path, STREAMS, {
+      lock,
+      schemas: treated,
+      retype: schemas.source === 'service',
+      treatments,
+      ...(bound === undefined ? {} : { account: { account: bound, renamedFrom: config.account_renamed_from } }),
+    });
+    return { session, file: store, account: account.message };
+  } catch (err) {
+    return refuse(toConnectorError(err));
+  }
+}
+
+/** What the run wrote, told to the report: rows written per stream; the deletion log's rows removed as its tombstones. */
+function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<string, StreamTally>): void {
+  if (!report) return;
+  for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows, t.savedWatermark ?? null);
+}
+
+/** A run stopped by an error: said (a config_error as a refusal), the summary told what was written; its exit status. */
+function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>): number {
+  const error = toConnectorError(err);
+  report?.fail(error);
+  reportWritten(report, tallies);
+  logger.log(
+    'ERROR',
+    error.failureType === 'config_error'
+      ? `Cannot replicate: ${error.message}`
+      : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+  );
+  return exitStatusFor(error.failureType);
+}
+
+/**
+ * What every run says and plans once its store is open: the store's notes,
+ * the states saved in it (returned: the watermarks the run starts from,
+ * before any pass; a heal pass reads from none), the tombstones option.
+ */
+async function begin({ logger, report }: ReplicateContext, config: Config, store: Store): Promise<Map<string, StreamState>> {
+  for (const note of store.notes) logger.log(note.level, note.message);
+  const states = await store.loadStates();
+  report?.plan(REPLICA_STREAMS.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
+  if (config.deletions_as_tombstones) {
+    logger.log('INFO', 'deletions_as_tombstones does not apply to the replica: it applies deletions to its tables itself.');
+  }
+  return states;
+}
+
+/**
+ * What a run does when another run took the lock over (this one was stalled
+ * past the staleness limit): the open group is rolled back (it was read
+ * before that run's commits), then the run stops (75).
+ */
+function lockLostExit(ctx: ReplicateContext, file: ReplicaStore, writer: ReplicaWriter, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): () => void {
+  return () => {
+    progress.stop();
+    writer.abandon();
+    reportWritten(ctx.report, tallies());
+    const error = lockLostError(file.path);
+    ctx.report?.fail(error);
+    ctx.logger.log('ERROR', error.message);
+    ctx.beforeExit?.(EXIT_TEMPFAIL);
+    process.exit(EXIT_TEMPFAIL);
+  };
+}
+
+const failureTypes = (failures: readonly { readonly error: { readonly failureType: FailureType } }[]): FailureType[] => failures.map((f) => f.error.failureType);
+
+export async function replicate(ctx: ReplicateContext, configPath: string, db: string, schema?: string): Promise<number> {
+  const { logger, report } = ctx;
+  const started = Date.now();
+  // Every stream is replicated: a run refused before it reads its states still lists them (skipped).
+  report?.plan(REPLICA_STREAMS.map(({ stream }) => ({ name: stream.name })));
+  // Stopped before the replica is opened (the account check): nothing written yet; the summary says so.
+  const stopEarly = onStop(ctx.signal, (signal) => logger.log('WARN', `Interrupted (${signal}) before the replica was opened; nothing was written.`));
+  let config: Config;
+  let target: StoreTarget;
+  try {
+    ({ config, target } = prepare(logger, configPath, db, schema));
+  } catch (err) {
+    const error = toConnectorError(err);
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    return exitStatusFor(error.failureType);
+  }
+  report?.setRedact((text) => logger.redact(text));
+  if (config.accounts !== undefined) {
+    if (target.kind !== 'sqlite') {
+      const error = new ConfigError(
+        `replicate with "accounts" writes into a SQLite file only for now, not into ${target.display}. ` +
+          'Replicate the accounts into a SQLite file (--db replica.db), or each account into a PostgreSQL schema or DuckDB file of its own with a config that gives its api_key.',
+        { field: 'accounts' },
+      );
+      report?.fail(error);
+      logger.log('ERROR', `Cannot replicate: ${error.message}`);
+      return exitStatusFor(error.failureType);
+    }
+    return replicateAccounts(ctx, config, target.path, started);
+  }
+  const opened = await openRun(logger, config, target, ctx);
+  if ('code' in opened) return opened.code;
+  const { session, file } = opened;
+  const where = target.display;
+
+  // A stop: writes are synchronous, so it comes between two checkpoints; the writer commits the group
+  // it holds (whole checkpoints) on its own, then the run says what it kept (these words come after it).
+  // Another store's group under way is rolled back by its server (PostgreSQL) or file (DuckDB) as the
+  // process exits: the next run reads it again.
+  const writer = file === undefined ? undefined : new ReplicaWriter(file, { signal: ctx.signal });
+  const store: Store = file === undefined ? opened.other : new SqliteStore(file, writer);
+  const sink = new ReplicaSink(store, (level, message) => logger.log(level, message));
+  const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
+  stopEarly();
+  onStop(ctx.signal, (signal) => {
+    progress.stop();
+    reportWritten(report, sink.tallies);
+    file?.close();
+    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
+  });
+  // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
+  // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
+  if (file !== undefined && writer !== undefined) {
+    file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
+  }
+  const observer = progress.observer();
+  try {
+    let states = await begin(ctx, config, store);
+    logger.log('INFO', `${opened.account} Replicating into ${where}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    progress.start();
+    // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
+    // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
+    const heal = await findHeal(states, (stream, since) => session.serviceNow(stream, since));
+    let result: SyncResult | undefined;
+    if (heal) {
+      logger.log('INFO', healStarting(heal));
+      sink.fullRead(heal.streams);
+      const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
+      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink, observer);
+      if (result.failures.length === 0) {
+        await store.flush();
+        logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+        states = await store.loadStates();
+      }
+    }
+    if (result === undefined || result.failures.length === 0) {
+      // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, sink, observer);
+      // A read interrupted last time was finished up to the watermark it started with; one more
+      // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
+      const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+      if (result.failures.length === 0 && resumed.length > 0) {
+        logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+        await store.flush();
+        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null }, sink, observer);
+      }
+    }
+    const unknown = sink.unknownTypesWarning();
+    if (unknown) logger.log('WARN', unknown);
+    progress.stop();
+
+    const rows = await store.finish();
+    reportWritten(report, sink.tallies);
+    await store.close();
+    const stats = session.stats;
+    const totals =
+      `${summary(sink.tallies, session.records, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
+    if (result.failures.length === 0) {
+      logger.log('INFO', `Replica up to date: ${totals}`);
+      return EXIT_OK;
+    }
+    const code = exitStatusForAll(failureTypes(result.failures));
+    const keep = `Everything committed so far is kept; run replicate again to continue. ${totals}`;
+    if (result.runFailure) {
+      // One cause for every stream it stopped: said once.
+      const names = result.failures.filter((f) => f.error === result.runFailure).map((f) => f.stream.name);
+      const others = result.failures.filter((f) => f.error !== result.runFailure).map((f) => `${f.stream.name} (${f.error.message})`);
+      logger.log(
+        'ERROR',
+        `Replication stopped: ${result.runFailure.message} Streams not finished: ${names.join(', ')}.` +
+          `${others.length > 0 ? ` Failed before that: ${others.join('; ')}.` : ''} ${keep}`,
+      );
+      return code;
+    }
+    const failed = result.failures.map((f) => `${f.stream.name} (${f.error.message})`).join('; ');
+    logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
+    return code;
+  } catch (err) {
+    return stoppedBy(err, ctx, sink.tallies);
+  } finally {
+    progress.stop();
+    // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
+    await store.close().catch(() => undefined);
+    await session.close();
+  }
+}
+
+/** Each stream's state of one entry, from the states of many accounts a replica holds. */
+function entryStates(states: ReadonlyMap<string, StreamState>, entry: string): Map<string, StreamState> {
+  const out = new Map<string, StreamState>();
+  for (const [stream, state] of states) {
+    const one = state.accounts?.[entry];
+    if (one !== undefined) out.set(stream, one);
+  }
+  return out;
+}
+
+/** The tallies of every account's sink, added up per stream. */
+function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
+  const out = new Map<string, StreamTally>();
+  for (const sink of sinks) {
+    for (const [name, t] of sink.tallies) {
+      const sum = out.get(name) ?? { upserted: 0, skippedDeleted: 0, deletedRows: 0, sweptRows: 0 };
+      out.set(name, {
+        upserted: sum.upserted + t.upserted,
+        skippedDeleted: sum.skippedDeleted + t.skippedDeleted,
+        deletedRows: sum.deletedRows + t.deletedRows,
+        sweptRows: sum.sweptRows + t.sweptRows,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * `replicate` of a config with `accounts` into a SQLite file: every table
+ * keyed by (account, id), each account read by AccountsRun (its own key,
+ * pacing, /v1/me) into a sink of its own, so its checkpoints, full tables
+ * and full reads are its rows alone; each stream's state (one per account)
+ * saved with the rows it covers. Per account, inside its lane: the entry
+ * bound to the service account it reads (another account under that entry
+ * fails that entry, 78), the long-pause heal, the resumed read. One account
+ * failing does not stop the others; the run ends with the most actionable
+ * status and one error naming each failed account.
+ */
+async function replicateAccounts(ctx: ReplicateContext, config: Config, path: string, started: number): Promise<number> {
+  const { logger, report, signal, lock = {} } = ctx;
+  const refuse = (err: unknown): number => {
+    const error = toConnectorError(err);
+    report?.fail(error);
+    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    return exitStatusFor(error.failureType);
+  };
+  let file: ReplicaStore;
+  try {
+    // The tables' columns: the service's description read once, with the first key it takes (or the pinned schemas).
+    const schemas = await loadAccountsSchemas(config, { onLog: (level, message) => logger.log(level, message), signal });
+    for (const note of schemas.notes) logger.log(note.level, note.message);
+    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
+    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
+    file = new ReplicaStore(path, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments, accountKey: true });
+  } catch (err) {
+    return refuse(err);
+  }
+  const writer = new ReplicaWriter(file, { signal });
+  const store: Store = new SqliteStore(file, writer);
+  const log = (level: LogLevel, message: string): void => logger.log(level, message);
+  const sinks = new Map<string, ReplicaSink>();
+  const sinkOf = (name: string): ReplicaSink => {
+    let sink = sinks.get(name);
+    if (sink === undefined) sinks.set(name, (sink = new ReplicaSink(store, (level, message) => log(level, `Account "${name}": ${message}`), name)));
+    return sink;
+  };
+  const run = new AccountsRun(config, report, signal);
+  const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
+  onStop(signal, (sig) => {
+    progress.stop();
+    reportWritten(report, addedTallies(sinks.values()));
+    file.close();
+    logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
+  });
+  file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
+  // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
+  const face: SyncSink = {
+    streamStarted: () => undefined,
+    streamRunning: () => undefined,
+    records: () => undefined,
+    state: () => undefined,
+    streamComplete: () => undefined,
+    streamIncomplete: () => undefined,
+    streamStopped: () => undefined,
+    runFailed: () => undefined,
+    log,
+  };
+  try {
+    const states = await begin(ctx, config, store);
+    const entries = config.accounts ?? [];
+    logger.log('INFO', `Replicating ${entries.length} account(s) into ${path}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    progress.start();
+    const result = await run.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, face, progress.observer(), {
+      sinkFor: (entry) => sinkOf(entry.name),
+      read: async (entry, session, request, lane, observer) => {
+        const sink = sinkOf(entry.name);
+        const account = session.account;
+        let current = request.states;
+        if (account !== undefined) {
+          // The entry stays the service account it was bound to: another one under its name fails this entry alone.
+          const note = bindAccount(file.db, path, { account, renamedFrom: entry.account_renamed_from, entry: entry.name });
+          if (note !== undefined) await lane.log('INFO', note);
+          // A pause longer than the service keeps deletions, for this account: its contacts and conversations read in full first.
+          const heal = await findHeal(current, (stream, since) => session.serviceNow(stream, since));
+          if (heal) {
+            await lane.log('INFO', healStarting(heal));
+            sink.fullRead(heal.streams);
+            const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
+            const healed = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, lane, observer);
+            if (healed.failures.length > 0) return;
+            await store.flush();
+            await lane.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+            current = entryStates(await store.loadStates(), entry.name);
+          }
+        }
+        const read = await session.run({ ...request, states: current }, lane, observer);
+        // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
+        const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+        if (read.failures.length === 0 && resumed.length > 0) {
+          await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+          await store.flush();
+          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name) }, lane, observer);
+        }
+      },
+    });
+    for (const sink of sinks.values()) {
+      const unknown = sink.unknownTypesWarning();
+      if (unknown) logger.log('WARN', unknown);
+    }
+    progress.stop();
+    const rows = await store.finish();
+    const tallies = addedTallies(sinks.values());
+    reportWritten(report, tallies);
+    await store.close();
+    const stats = run.stats;
+    const totals =
+      `${summary(tallies, run.records, rows)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${path} ${fileSize(path)}.`;
+    if (result.error === undefined) {
+      logger.log('INFO', `Replica up to date: ${totals}`);
+      return EXIT_OK;
+    }
+    logger.log('ERROR', `Replication incomplete: ${result.error.message} Everything committed so far is kept; run replicate again to continue. ${totals}`);
+    return exitStatusFor(result.error.failureType);
+  } catch (err) {
+    return stoppedBy(err, ctx, addedTallies(sinks.values()));
+  } finally {
+    progress.stop();
+    await store.close().catch(() => undefined);
+    await run.close();
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The replica database file: opening it (WAL), its bookkeeping tables, and
+ * the SQL of a stream's table (its creation and its upsert).
+ *
+ * Bookkeeping tables:
+ *   _replica_tables (stream, layout)   the layout each stream table was written with
+ *   _replica_state  (stream, state, committed_at)  the engine's state, committed
+ *                   in the same transaction as the rows it covers
+ *   _replica_full_read (stream, id)  only while a full read that removes the rows
+ *                   it does not return is under way: the ids it returned (table-writer.ts)
+ */
+import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { ConfigError } from '../errors.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
+import { assertWritable, sideFilesGuard } from './writable.js';
+
+export const TABLES_TABLE = '_replica_tables';
+/** How long a replica connection waits for another one's lock before it gives up. */
+export const BUSY_TIMEOUT_MS = 5000;
+export const STATE_TABLE = '_replica_state';
+
+/**
+ * The writing connection's page cache (SQLite's default is 2 MB): the upper
+ * levels of the primary-key indexes and the pages a group of checkpoints
+ * touches. It is what the writer adds to the process's memory, whatever the
+ * table's size (a larger cache saved little time in the bench).
+ */
+const WRITER_CACHE_KIB = 8 * 1024;
+/**
+ * WAL frames (4 KiB pages) after which a commit copies the WAL into the
+ * database file (SQLite's default is 1000), when no WAL thread does
+ * it (writer.ts). Each checkpoint costs two fsyncs whatever its size, and an
+ * incremental sync dirties a page per changed row: fewer, larger ones. The
+ * last one is made when the run closes the file.
+ */
+export const WRITER_AUTOCHECKPOINT_PAGES = 16_000;
+/** After a checkpoint, a WAL file larger than this is truncated back to it. */
+const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The mode a new replica file is created with: it holds personal data, for its owner's eyes alone. */
+export const REPLICA_FILE_MODE = 0o600;
+
+/**
+ * Create the database file, empty, with REPLICA_FILE_MODE (less under a
+ * umask that takes more away) before SQLite opens it: SQLite creates `-wal`,
+ * `-shm` and `-journal` with the database file's mode, where it would
+ * otherwise create all of them 0644 (world-readable under the usual umask).
+ * A file that exists keeps its mode. True when this call created the file.
+ */
+function createPrivately(path: string): boolean {
+  if (path === '' || path === ':memory:' || path.startsWith('file:')) return false;
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, REPLICA_FILE_MODE));
+    return true;
+  } catch {
+    return false; // there already (its mode stays), or not creatable: SQLite's open says why
+  }
+}
+
+/** Open (creating if needed) a replica database for writing. */
+export function openForWrite(path: string): DatabaseSync {
+  assertWritable(path);
+  const removeSideFiles = sideFilesGuard(path);
+  const created = createPrivately(path);
+  const removeCreated = (): void => {
+    removeSideFiles();
+    if (created) rmSync(path, { force: true });
+  };
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    removeCreated();
+    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+  }
+  try {
+    db.exec('PRAGMA journal_mode = WAL');
+    // WAL + NORMAL: a commit survives a killed process; after a power cut the
+    // database is still consistent, at worst a few checkpoints back.
+    db.exec('PRAGMA synchronous = NORMAL');
+    db.exec(`PRAGMA journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
+    db.exec(`CREATE TABLE IF NOT EXISTS ${TABLES_TABLE} (stream TEXT PRIMARY KEY, layout TEXT NOT NULL)`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS ${STATE_TABLE} (stream TEXT PRIMARY KEY, state TEXT NOT NULL, committed_at TEXT NOT NULL)`,
+    );
+  } catch (err) {
+    db.close();
+    removeCreated();
+    throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
+  }
+  return db;
+}
+
+/**
+ * Settings of the connection that writes a sync's rows (WRITER_CACHE_KIB,
+ * WRITER_AUTOCHECKPOINT_PAGES), and where its temporary files go: memory.
+ * When each checkpoint is written inside a SAVEPOINT (table-writer.ts:
+ * a file someone added triggers or constraints to), SQLite copies every page
+ * the checkpoint changes that was already in the file (a changed row's page;
+ * the primary-key index pages new rows land in) to the savepoint's journal
+ * before changing it. That journal is a temporary file by default: a write
+ * syscall per page, as many as the WAL gets. In memory it is a copy, and it
+ * is emptied at the savepoint's release (at most the pages of one
+ * checkpoint: one page of records).
+ */
+export function tuneForWriting(db: DatabaseSync): void {
+  db.exec(`PRAGMA cache_size = -${WRITER_CACHE_KIB}`);
+  db.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+  db.exec('PRAGMA temp_store = MEMORY');
+}
+
+/**
+ * At the end of a write: copy the WAL into the database file and leave WAL
+ * mode, which removes `-wal` and `-shm` now and keeps readers from creating
+ * them later. Best effort: while another connection has the file open, SQLite
+ * refuses the change (SQLITE_BUSY) and the file simply stays in WAL mode.
+ */
+export function settleIntoOneFile(db: DatabaseSync): void {
+  try {
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA journal_mode = DELETE');
+  } catch {
+    // another connection is reading: its close (or the next replicate) takes care of the WAL
+  }
+}
+
+/** Open an existing replica database for reading only. */
+export function openForRead(path: string): DatabaseSync {
+  if (!existsSync(path)) throw new ConfigError(`No replica database at "${path}".`, { field: 'db' });
+  try {
+    return new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+  }
+}
+
+/**
+ * Read an existing replica file on a read-only connection, before anything
+ * opens it for writing (which would already touch its header): what a run
+ * refuses on (another account, other treatments) is found without a byte of
+ * the file changing. Undefined when there is no file, or when it cannot be
+ * read as a database (opening it for writing then says why).
+ */
+export function peekReadOnly<T>(path: string, read: (db: DatabaseSync) => T): T | undefined {
+  if (path === '' || path === ':memory:' || !existsSync(path)) return undefined;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  } catch {
+    return undefined;
+  }
+  try {
+    return read(db);
+  } catch {
+    return undefined;
+  } finally {
+    db.close();
+  }
+}
+
+export function tableExists(db: DatabaseSync, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
+/** Whether a run wrote the file before (a stream table recorded), as opposed to a file just created. */
+export function writtenBefore(db: DatabaseSync): boolean {
+  return tableExists(db, TABLES_TABLE) && db.prepare(`SELECT 1 FROM ${TABLES_TABLE} LIMIT 1`).get() !== undefined;
+}
+
+/** CREATE TABLE for `layout`, under the name `name` (the layout's table by default). */
+export function createTableSql(layout: TableLayout, name = layout.table): string {
+  const keys = keyColumns(layout);
+  const single = keys.length === 1;
+  const columns = layout.columns.map(
+    (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
+  );
+  columns.push(`${ident(EXTRA_COLUMN)} TEXT`, `${ident(ABSENT_COLUMN)} TEXT`, `${ident(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
+  if (!single) columns.push(`PRIMARY KEY (${keys.map(ident).join(', ')})`);
+  return `CREATE TABLE ${ident(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
+}
+
+/** The layouts stored in the database, by stream name. */
+export function storedLayouts(db: DatabaseSync): Map<string, TableLayout> {
+  const out = new Map<string, TableLayout>();
+  for (const row of db.prepare(`SELECT stream, layout FROM ${TABLES_TABLE}`).all()) {
+    const layout = parseLayout(String(row.layout));
+    if (layout) out.set(String(row.stream), layout);
+  }
+  return out;
+}
+
+/** Record `layout` as the one its table is written with. */
+export function saveLayout(db: DatabaseSync, layout: TableLayout): void {
+  db.prepare(`INSERT OR REPLACE INTO ${TABLES_TABLE} (stream, layout) VALUES (?, ?)`).run(layout.stream, JSON.stringify(layout));
+}
+
+/** The index on the deletion log's object id that applying deletions needs (store.ts creates it). */
+export function deletionIndexName(table: string): string {
+  return `_replica_${table}_object`;
+}
+
+/** The upsert of one row: values in `columnNames(layout)` order. */
+export function insertSql(layout: TableLayout): string {
+  const names = columnNames(layout);
+  const keys = keyColumns(layout);
+  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${ident(n)} = excluded.${ident(n)}`);
+  return (
+    `INSERT INTO ${ident(layout.table)} (${names.map(ident).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
+    `ON CONFLICT (${keys.map(ident).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
+  );
+}

@@ -1,0 +1,184 @@
+/**
+ * How a stream's records are laid out in a SQLite table: one typed column per
+ * field of the stream's JSON schema, plus three bookkeeping columns, in a
+ * table stored in one of two ways. The layout is stored in the database
+ * beside the tables, so rows convert back to records with the layout they
+ * were written with, whatever the code's version.
+ */
+import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
+import type { StreamDefinition } from '../streams.js';
+
+/** How one field is stored. */
+export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
+
+export interface ColumnSpec {
+  /** Field name in the record; also the column name. */
+  readonly field: string;
+  readonly kind: ColumnKind;
+}
+
+/**
+ * How SQLite stores a table's rows.
+ * - `rowid`: rows in insertion order (an ordinary table), the primary key a
+ *   unique index beside it. New rows are appended, so a sync writes pages
+ *   of rows one after the other, and the index entries are small.
+ * - `without_rowid`: rows kept in primary-key order (`WITHOUT ROWID`), what
+ *   the replica wrote up to version 0.1.0. With random UUID keys every insert
+ *   lands in a random leaf holding whole ~1 KB rows: several times slower.
+ */
+export type TableStorage = 'rowid' | 'without_rowid';
+
+export interface TableLayout {
+  readonly stream: string;
+  /** Table name (the stream name). */
+  readonly table: string;
+  readonly primaryKey: string;
+  /** Cursor field (updated_at, created_at, deleted_at), null for full-refresh streams. */
+  readonly cursorField: string | null;
+  readonly columns: readonly ColumnSpec[];
+  readonly storage: TableStorage;
+  /**
+   * The table of a replica of many accounts (a config with `accounts`): an
+   * `account` column first, the primary key (account, primaryKey). Absent
+   * for a replica of one account.
+   */
+  readonly accountKey?: true | undefined;
+}
+
+/** The column that holds the entry's name in a replica of many accounts. */
+export const ACCOUNT_COLUMN = 'account';
+
+/** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts. */
+export function keyColumns(layout: TableLayout): string[] {
+  return layout.accountKey === true ? [ACCOUNT_COLUMN, layout.primaryKey] : [layout.primaryKey];
+}
+
+/**
+ * Fields of a record that have no typed column, or whose value does not fit
+ * its column's type (kept exactly as received): a JSON object, NULL when none.
+ */
+export const EXTRA_COLUMN = '_extra';
+/** Declared fields the record did not carry at all (not even null): a JSON array, NULL when none. */
+export const ABSENT_COLUMN = '_absent';
+/** When the row was last written by the replica (ISO instant). */
+export const SYNCED_AT_COLUMN = '_synced_at';
+
+export const BOOKKEEPING_COLUMNS: readonly string[] = [EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN];
+
+export const SQL_TYPES: Readonly<Record<ColumnKind, 'TEXT' | 'INTEGER' | 'REAL'>> = {
+  text: 'TEXT',
+  integer: 'INTEGER',
+  real: 'REAL',
+  boolean: 'INTEGER',
+  json: 'TEXT',
+};
+
+function kindOf(property: unknown): ColumnKind {
+  if (typeof property !== 'object' || property === null) return 'json';
+  const declared = (property as { type?: unknown }).type;
+  const types = (Array.isArray(declared) ? declared : [declared]).filter((t) => t !== 'null');
+  if (types.length !== 1) return 'json';
+  switch (types[0]) {
+    case 'string':
+      return 'text'; // date-times included: ISO 8601 text, exactly as the service wrote it
+    case 'integer':
+      return 'integer';
+    case 'number':
+      return 'real';
+    case 'boolean':
+      return 'boolean';
+    default:
+      return 'json';
+  }
+}
+
+/**
+ * The layout of a stream's table, from its record schema: the built-in one,
+ * or the one merged with the service's description (`schema`).
+ */
+export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJsonSchema(stream), accountKey = false): TableLayout {
+  const properties = (schema.properties ?? {}) as Record<string, unknown>;
+  const columns: ColumnSpec[] = accountKey ? [{ field: ACCOUNT_COLUMN, kind: 'text' }] : [];
+  // SQLite column names ignore case: a second field that differs only in case keeps its values in _extra.
+  const taken = new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map((c) => c.toLowerCase()));
+  for (const [field, property] of Object.entries(properties)) {
+    if (taken.has(field.toLowerCase())) continue; // never shadow a bookkeeping column; the value goes to _extra
+    taken.add(field.toLowerCase());
+    columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
+  }
+  if (!columns.some((c) => c.field === stream.primaryKey)) columns.splice(accountKey ? 1 : 0, 0, { field: stream.primaryKey, kind: 'text' });
+  const layout: TableLayout = { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
+  return accountKey ? { ...layout, accountKey: true } : layout;
+}
+
+/**
+ * The layout to write a table with, given the one it was written with:
+ * merge, never lose. Every stored column stays, in its place, also when the
+ * schema no longer declares its field (a description that lost a field, a
+ * run pinned to the built-in schemas, or one whose description could not be
+ * read); the schema's new fields are appended as new columns. A stored
+ * column takes the kind the schema gives its field when `retype` (the schema
+ * is the one to follow: the service's, or the built-in one of this version),
+ * else it keeps its own (no table rewritten back and forth between runs with
+ * and without the description).
+ */
+export function evolveLayout(wanted: TableLayout, stored: TableLayout | undefined, retype: boolean): TableLayout {
+  if (stored === undefined || stored.primaryKey !== wanted.primaryKey || stored.accountKey !== wanted.accountKey) return wanted;
+  const kinds = new Map(wanted.columns.map((c) => [c.field, c.kind]));
+  const kept = stored.columns.map((c) => ({ field: c.field, kind: retype ? (kinds.get(c.field) ?? c.kind) : c.kind }));
+  const names = new Set(kept.map((c) => c.field.toLowerCase()));
+  const added = wanted.columns.filter((c) => !names.has(c.field.toLowerCase()));
+  return { ...wanted, columns: [...kept, ...added] };
+}
+
+const KINDS: readonly ColumnKind[] = ['text', 'integer', 'real', 'boolean', 'json'];
+
+/** Parse a layout stored in the database; undefined when it is not one. */
+export function parseLayout(text: string): TableLayout | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v.stream !== 'string' || typeof v.table !== 'string' || typeof v.primaryKey !== 'string') return undefined;
+  if (!(v.cursorField === null || typeof v.cursorField === 'string') || !Array.isArray(v.columns)) return undefined;
+  const columns: ColumnSpec[] = [];
+  for (const c of v.columns as unknown[]) {
+    if (typeof c !== 'object' || c === null) return undefined;
+    const { field, kind } = c as Record<string, unknown>;
+    if (typeof field !== 'string' || !KINDS.includes(kind as ColumnKind)) return undefined;
+    columns.push({ field, kind: kind as ColumnKind });
+  }
+  // A layout stored before `storage` existed describes a WITHOUT ROWID table.
+  const storage = v.storage === undefined ? 'without_rowid' : v.storage;
+  if (storage !== 'rowid' && storage !== 'without_rowid') return undefined;
+  const layout: TableLayout = { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns, storage };
+  return v.accountKey === true ? { ...layout, accountKey: true } : layout;
+}
+
+/** Whether two layouts describe the same table (same storage, same columns in the same order). */
+export function sameLayout(a: TableLayout, b: TableLayout): boolean {
+  return (
+    a.stream === b.stream &&
+    a.table === b.table &&
+    a.primaryKey === b.primaryKey &&
+    a.cursorField === b.cursorField &&
+    a.storage === b.storage &&
+    a.accountKey === b.accountKey &&
+    a.columns.length === b.columns.length &&
+    a.columns.every((c, i) => c.field === b.columns[i]?.field && c.kind === b.columns[i]?.kind)
+  );
+}
+
+/** Every column of the table, in the order rows are written: the layout's, then the bookkeeping columns. */
+export function columnNames(layout: TableLayout): string[] {
+  return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
+}
+
+/** A SQL identifier, quoted. */
+export function ident(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

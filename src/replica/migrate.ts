@@ -1,0 +1,158 @@
+/**
+ * Bringing a stream's table to this version's layout, in place and exactly:
+ * every record reads back the same after a migration as before it. One
+ * transaction per table, so a killed migration leaves the old table intact.
+ * Rows are streamed, never all held in memory.
+ *
+ * From the stored layout (what the file was written with) to the wanted one:
+ * - same columns, other storage (0.1.0 wrote WITHOUT ROWID tables): the rows
+ *   are copied by SQL into a table of the new storage, value for value;
+ * - columns added (a newer schema declares more fields): ALTER TABLE ADD
+ *   COLUMN, then the rows are brought to what the new layout would have
+ *   written: a value that waited in `_extra` moves into its column when it
+ *   fits, and a record that lacked the field gets it listed in `_absent`;
+ * - anything else (a column dropped or retyped, another primary key): the
+ *   table is rewritten record by record (row -> record -> row).
+ */
+import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
+import { ConfigError } from '../errors.js';
+import { createTableSql, insertSql, saveLayout } from './database.js';
+import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, keyColumns, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
+import { recordToRow, rowToRecord } from './rows.js';
+
+export interface Migration {
+  readonly stream: string;
+  /** What was done, for a log line. */
+  readonly change: string;
+}
+
+/** Rows re-converted per query when added columns are filled. */
+const FILL_BATCH = 500;
+/** Field names that can be written in a JSON path as they are. */
+const PLAIN_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Make sure the stream's table exists with `layout`; `stored` is the layout
+ * the database says it was written with (undefined: no table yet).
+ * Returns what was migrated, undefined when the table was created or already current.
+ */
+export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: TableLayout | undefined): Migration | undefined {
+  if (stored && sameLayout(stored, layout)) return undefined;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    let migration: Migration | undefined;
+    if (stored) {
+      migration = { stream: layout.stream, change: migrate(db, stored, layout) };
+    } else {
+      const existing = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')").get(layout.table);
+      if (existing) {
+        throw new ConfigError(
+          `The database already has a table "${layout.table}" that the replica did not create; ` +
+            'pass --db a new file or one written by replicate.',
+          { field: 'db' },
+        );
+      }
+      db.exec(createTableSql(layout));
+    }
+    saveLayout(db, layout);
+    db.exec('COMMIT');
+    return migration;
+  } catch (err) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+function migrate(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): string {
+  const wantedKinds = new Map(wanted.columns.map((c) => [c.field, c.kind]));
+  const storedFields = new Set(stored.columns.map((c) => c.field));
+  const added = wanted.columns.filter((c) => !storedFields.has(c.field));
+  const keepsColumns =
+    stored.table === wanted.table &&
+    stored.primaryKey === wanted.primaryKey &&
+    stored.accountKey === wanted.accountKey &&
+    stored.columns.every((c) => wantedKinds.get(c.field) === c.kind) &&
+    added.every((c) => PLAIN_FIELD.test(c.field));
+  if (!keepsColumns) {
+    rebuild(db, stored, wanted);
+    return 'rewritten record by record to the current column layout';
+  }
+  const changes: string[] = [];
+  if (stored.storage !== wanted.storage) {
+    copyToStorage(db, stored, wanted);
+    changes.push(`moved to ${wanted.storage === 'rowid' ? 'a rowid table, faster to write' : 'a WITHOUT ROWID table'}`);
+  } else {
+    for (const c of added) db.exec(`ALTER TABLE ${ident(wanted.table)} ADD COLUMN ${ident(c.field)} ${SQL_TYPES[c.kind]}`);
+  }
+  if (added.length > 0) {
+    fillAddedColumns(db, wanted, added);
+    changes.push(`new column${added.length > 1 ? 's' : ''} ${added.map((c) => c.field).join(', ')}`);
+  }
+  return changes.length > 0 ? changes.join('; ') : 'column order recorded';
+}
+
+function temporaryName(layout: TableLayout): string {
+  return `_replica_migrating_${layout.table}`;
+}
+
+/** Replace the stored table by `temp` under the wanted name. */
+function swap(db: DatabaseSync, stored: TableLayout, temp: string, wanted: TableLayout): void {
+  db.exec(`DROP TABLE ${ident(stored.table)}`);
+  db.exec(`ALTER TABLE ${ident(temp)} RENAME TO ${ident(wanted.table)}`);
+}
+
+/** Same columns, other storage: copy the values by SQL (each keeps its storage class). */
+function copyToStorage(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): void {
+  const temp = temporaryName(wanted);
+  db.exec(createTableSql(wanted, temp));
+  const names = [...stored.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS].map(ident).join(', ');
+  db.exec(`INSERT INTO ${ident(temp)} (${names}) SELECT ${names} FROM ${ident(stored.table)}`);
+  swap(db, stored, temp, wanted);
+}
+
+/** Rows of a table that has just gained `added` columns (all NULL), made what `layout` would have written. */
+function fillAddedColumns(db: DatabaseSync, layout: TableLayout, added: readonly ColumnSpec[]): void {
+  const table = ident(layout.table);
+  const extra = ident(EXTRA_COLUMN);
+  const paths = added.map((c) => `$."${c.field}"`);
+  // A record written before the column existed that did not carry the field: absent, not null.
+  const markAbsent = db.prepare(
+    `UPDATE ${table} SET ${ident(ABSENT_COLUMN)} = json_insert(coalesce(${ident(ABSENT_COLUMN)}, '[]'), '$[#]', ?) ` +
+      `WHERE ${extra} IS NULL OR json_type(${extra}, ?) IS NULL`,
+  );
+  added.forEach((c, i) => markAbsent.run(c.field, paths[i] ?? ''));
+  // A record that carried it: its value waited in _extra; re-convert the row (row -> record -> row).
+  const keys = keyColumns(layout);
+  const pk = keys.map(ident).join(', ');
+  const carried = paths.map(() => `json_type(${extra}, ?) IS NOT NULL`).join(' OR ');
+  const next = db.prepare(
+    `SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) AND (${pk}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`,
+  );
+  const first = db.prepare(`SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`);
+  // Integers beyond 2^53 move exact (rows.ts).
+  next.setReadBigInts(true);
+  first.setReadBigInts(true);
+  const upsert = db.prepare(insertSql(layout));
+  let after: SQLOutputValue[] | undefined;
+  for (;;) {
+    const rows = after === undefined ? first.all(...paths) : next.all(...paths, ...after);
+    for (const row of rows) upsert.run(...recordToRow(layout, rowToRecord(layout, row)), row[SYNCED_AT_COLUMN] ?? null);
+    if (rows.length < FILL_BATCH) return;
+    const last = rows.at(-1);
+    after = keys.map((k) => last?.[k] ?? null);
+  }
+}
+
+/** Anything else: a new table, written record by record. */
+function rebuild(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): void {
+  const temp = temporaryName(wanted);
+  db.exec(createTableSql(wanted, temp));
+  const insert = db.prepare(insertSql({ ...wanted, table: temp }));
+  const now = new Date().toISOString();
+  const rows = db.prepare(`SELECT * FROM ${ident(stored.table)}`);
+  rows.setReadBigInts(true); // integers beyond 2^53 move exact (rows.ts)
+  for (const row of rows.iterate()) {
+    insert.run(...recordToRow(wanted, rowToRecord(stored, row)), String(row[SYNCED_AT_COLUMN] ?? now));
+  }
+  swap(db, stored, temp, wanted);
+}

@@ -1,0 +1,43 @@
+/** Reading a replica back as records: each row converted with the layout it was written with. */
+import type { DatabaseSync } from 'node:sqlite';
+import type { Data } from '../engine/sync-sink.js';
+import { parseStreamState, type StreamState } from '../engine/state.js';
+import { ConfigError } from '../errors.js';
+import { STATE_TABLE, openForRead, storedLayouts } from './database.js';
+import { ident, keyColumns } from './layout.js';
+import { rowToRecord } from './rows.js';
+
+/** The records of one stream, ordered by primary key, exactly as the service sent them. */
+export function readRecords(db: DatabaseSync, stream: string): Data[] {
+  const layout = storedLayouts(db).get(stream);
+  if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`, { field: 'db' });
+  const select = db.prepare(`SELECT * FROM ${ident(layout.table)} ORDER BY ${keyColumns(layout).map(ident).join(', ')}`);
+  select.setReadBigInts(true); // integers beyond 2^53 come back exact
+  return select.all().map((row) => rowToRecord(layout, row));
+}
+
+/** Every replicated stream's records, by stream name. */
+export function replicaRecords(dbPath: string): Map<string, Data[]> {
+  const db = openForRead(dbPath);
+  try {
+    const out = new Map<string, Data[]>();
+    for (const stream of storedLayouts(db).keys()) out.set(stream, readRecords(db, stream));
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+/** The state saved with the last commit of each stream. */
+export function replicaStates(dbPath: string): Map<string, StreamState> {
+  const db = openForRead(dbPath);
+  try {
+    const out = new Map<string, StreamState>();
+    for (const row of db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all()) {
+      out.set(String(row.stream), parseStreamState(String(row.stream), JSON.parse(String(row.state)) as unknown));
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * The replica database as a run opens it: the writer lock, a table per stream
+ * (created, or migrated in place to this version's layout), the index the
+ * deletions need, the states saved by earlier runs, and row counts at the end.
+ *
+ * The rows of a sync are written on this connection by a TableWriter:
+ * in groups of checkpoints by a ReplicaWriter during `replicate` (writer.ts),
+ * or one checkpoint per transaction through `write` and `commit` (tests and
+ * small scripts).
+ */
+import type { DatabaseSync } from 'node:sqlite';
+import type { Data } from '../engine/sync-sink.js';
+import { parseStreamState, type StreamState } from '../engine/state.js';
+import { ConnectorError } from '../errors.js';
+import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
+import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
+import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
+import type { StreamSchemas } from '../schemas/json-schema.js';
+import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
+import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
+import { ensureTable, type Migration } from './migrate.js';
+import { recordToRow, type RowValues } from './rows.js';
+import { recordTreatments, refuseOtherTreatments, type RunTreatments } from './treatments.js';
+import { bindAccount, refuseOtherAccount, refuseOtherShape, type ReplicaAccount } from './account.js';
+import type { CommitResult, StoreCheckpoint } from './sink.js';
+
+/** How the tables' columns are chosen when a store opens. */
+export interface ColumnOptions {
+  /** Each stream's record schema (merged with the service's description); default: the built-in schemas. */
+  readonly schemas?: StreamSchemas | undefined;
+  /**
+   * Stored columns take the kinds these schemas give their fields (default):
+   * they are the ones to follow. False (the schemas are the built-in ones
+   * because of a pin or a description that could not be read): stored
+   * columns keep their kinds. Columns are never dropped either way.
+   */
+  readonly retype?: boolean | undefined;
+  /** A replica of many accounts (a config with `accounts`): each table keyed by (account, id). */
+  readonly accountKey?: boolean | undefined;
+}
+
+/**
+ * The tables of `streams` (and of the deletion log, always kept), as the
+ * writer needs them: each stream's columns from its schema, evolved from the
+ * layout its table was stored with (`stored`).
+ */
+export function tableSpecs(
+  streams: readonly StreamDefinition[],
+  options: ColumnOptions = {},
+  stored: ReadonlyMap<string, TableLayout> = new Map(),
+): TableSpec[] {
+  const log = findDeletionLog();
+  if (!log) throw new Error('the streams table has no deletion log');
+  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
+  return all.map((stream) => ({
+    layout: evolveLayout(layoutFor(stream, options.schemas?.get(stream.name), options.accountKey === true), stored.get(stream.name), options.retype ?? true),
+    deletedAs: stream.tombstoneObjectType,
+    deletionLog:
+      stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
+  }));
+}
+
+/** Records of one page to rows of `layout`. */
+export function toRows(layout: TableLayout, records: readonly Data[]): RowValues[] {
+  return records.map((record) => recordToRow(layout, record));
+}
+
+/** A store checkpoint as the table writer takes it: rows of the stream's table, and the deletion log's records to apply. */
+export function tableCheckpoint(spec: TableSpec, { records, ...checkpoint }: StoreCheckpoint): Checkpoint {
+  return { ...checkpoint, rows: toRows(spec.layout, records), ...(spec.deletionLog ? { deletions: records } : {}) };
+}
+
+function dbError(path: string, err: unknown): ConnectorError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
+}
+
+export class ReplicaStore {
+  readonly path: string;
+  readonly db: DatabaseSync;
+  readonly tables: readonly TableSpec[];
+  /** What opening changed in tables written by an older version. */
+  readonly migrations: readonly Migration[];
+  private writer: TableWriter | undefined;
+  private locked = false;
+  /** Another run took the lock over: nothing more may be committed. */
+  private lockLost = false;
+  private renewal: NodeJS.Timeout | undefined;
+  /** The writer lock's intervals and host name. */
+  private readonly lockSettings: LockSettings;
+  /** When the writer lock was taken over from a killed or stale run: the warning that names it. */
+  readonly lockTakeover: string | undefined;
+  /** When opening bound the file to its account for the first time, or to an account's new name: what to log. */
+  readonly accountNote: string | undefined;
+  /** Told once if another run takes the lock over while this one holds it (this process was stalled past the staleness limit). */
+  onLockLost: (() => void) | undefined;
+  /** What the first save writes in its transaction besides its checkpoints (the key fingerprint's upgrade), if anything. */
+  readonly inFirstSave: (() => void) | undefined;
+
+  /**
+   * Open or create the database at `path` with a table per stream, its
+   * columns from `schemas` (ColumnOptions), a table written with fewer
+   * columns migrated in place. `lock`: take the writer lock (one replicate
+   * run per file at a time), with the default settings (true) or these
+   * (tests: shorter intervals, another host name). `account`: the account
+   * the run reads; a file of another account is refused, one of none is
+   * bound to it.
+   */
+  constructor(
+    path: string,
+    streams: readonly StreamDefinition[] = STREAMS,
+    options: { lock?: boolean | Partial<LockSettings>; treatments?: RunTreatments; account?: ReplicaAccount } & ColumnOptions = {},
+  ) {
+    this.path = path;
+    this.lockSettings = lockSettings(typeof options.lock === 'object' ? options.lock : {});
+    // Before the file is opened for writing: one of another account, or built with other treatments, is refused untouched.
+    refuseOtherShape(path, options.accountKey === true);
+    if (options.account !== undefined) refuseOtherAccount(path, options.account);
+    if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
+    this.db = openForWrite(path);
+    try {
+      if (options.lock) {
+        try {
+          this.lockTakeover = acquireLock(this.db, path, this.lockSettings).takeover;
+        } catch (err) {
+          // Another run writes the file: leave its journal mode and WAL alone.
+          this.db.close();
+          throw err;
+        }
+        this.locked = true;
+        this.startRenewal();
+      }
+      // Only under the lock: a run refused because another one writes the file changes nothing in it.
+      this.accountNote = options.account === undefined ? undefined : bindAccount(this.db, path, options.account);
+      if (options.treatments !== undefined) this.inFirstSave = recordTreatments(this.db, path, options.treatments);
+      const stored = storedLayouts(this.db);
+      this.tables = tableSpecs(streams, options, stored);
+      const migrations: Migration[] = [];
+      for (const { layout } of this.tables) {
+        const migration = ensureTable(this.db, layout, stored.get(layout.stream));
+        if (migration) migrations.push(migration);
+      }
+      this.migrations = migrations;
+      for (const { layout, deletionLog } of this.tables) {
+        if (deletionLog) {
+          const index = ident(deletionIndexName(layout.table));
+          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${ident(layout.table)} (${ident(deletionLog.objectIdField)})`);
+        }
+      }
+    } catch (err) {
+      this.close();
+      throw err instanceof ConnectorError ? err : dbError(path, err);
+    }
+  }
+
+  /** Streams whose tables were migrated when opening. */
+  get migrated(): string[] {
+    return this.migrations.map((m) => m.stream);
+  }
+
+  layoutOf(stream: string): TableLayout {
+    return this.specOf(stream).layout;
+  }
+
+  /** The state saved by the last committed checkpoint of each stream. */
+  loadStates(): Map<string, StreamState> {
+    const states = new Map<string, StreamState>();
+    for (const row of this.db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all()) {
+      const stream = String(row.stream);
+      let raw: unknown;
+      try {
+        raw = JSON.parse(String(row.state));
+      } catch {
+        raw = String(row.state);
+      }
+      states.set(stream, parseStreamState(stream, raw));
+    }
+    return states;
+  }
+
+  /** Rows in each stream's table. */
+  rowCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { layout } of this.tables) {
+      const row = this.db.prepare(`SELECT count(*) AS n FROM ${ident(layout.table)}`).get();
+      counts.set(layout.stream, Number(row?.n ?? 0));
+    }
+    return counts;
+  }
+
+  /** Write one checkpoint on this connection, in its own transaction; `committed` is told its result once committed. */
+  write(checkpoint: Checkpoint, committed?: (result: CommitResult) => void): CommitResult {
+    this.writer ??= new TableWriter(this.db, this.tables, this.inFirstSave);
+    let result: CommitResult;
+    try {
+      result = this.writer.write(checkpoint);
+      this.writer.commit();
+    } catch (err) {
+      this.writer.rollback();
+      throw dbError(this.path, err);
+    }
+    committed?.(result);
+    return result;
+  }
+
+  /** The table of `stream`, as the writer needs it. */
+  specOf(stream: string): TableSpec {
+    const spec = this.tables.find((t) => t.layout.stream === stream);
+    if (!spec) throw new Error(`the replica has no table for stream "${stream}"`);
+    return spec;
+  }
+
+  /**
+   * One checkpoint, in one transaction: upsert `records` into the stream's
+   * table (after emptying it when `replaceAll`), apply deletion records, and
+   * save `state`.
+   */
+  commit(stream: StreamDefinition, records: readonly Data[], state: StreamState, replaceAll = false): CommitResult {
+    return this.write(tableCheckpoint(this.specOf(stream.name), { stream: stream.name, records, state: JSON.stringify(state), replaceAll }));
+  }
+
+  /**
+   * Give the writer lock back now. Called while the last group of checkpoints
+   * is open, the release is committed with it (no write of its own, which
+   * would also truncate the WAL the WAL thread just emptied).
+   */
+  unlock(): void {
+    this.stopRenewal();
+    if (this.locked && this.db.isOpen) {
+      let held = true;
+      try {
+        held = holdsLock(this.db, this.lockSettings.host);
+      } catch {
+        // the file is busy this moment: the release tries anyway
+      }
+      if (!held) {
+        this.loseLock();
+        return;
+      }
+      releaseLock(this.db, this.lockSettings.host);
+    }
+    this.locked = false;
+  }
+
+  /**
+   * Whether the open group may be committed: asked by the writer in the
+   * group's transaction just before its COMMIT. False once another run took
+   * the lock over (onLockLost told, once): the group must be rolled back.
+   * True for a store opened without the lock, or once it was given back.
+   */
+  confirmLock(): boolean {
+    if (this.lockLost) return false;
+    if (!this.locked || !this.db.isOpen) return true;
+    if (holdsLock(this.db, this.lockSettings.host)) return true;
+    this.loseLock();
+    return false;
+  }
+
+  /** Another run holds the lock now: stop renewing, and tell onLockLost once. */
+  private loseLock(): void {
+    this.stopRenewal();
+    this.locked = false;
+    if (this.lockLost) return;
+    this.lockLost = true;
+    this.onLockLost?.();
+  }
+
+  /** The holder renews its lock on a timer, so that long waits (rate limits) renew it too. */
+  private startRenewal(): void {
+    const { renewMs, host } = this.lockSettings;
+    this.renewal = setInterval(() => {
+      if (!this.locked || !this.db.isOpen) return;
+      let held: boolean;
+      try {
+        held = renewLock(this.db, Date.now(), host);
+      } catch {
+        return; // the file is busy this moment: the next tick renews it
+      }
+      if (!held) this.loseLock();
+    }, renewMs);
+    this.renewal.unref();
+  }
+
+  private stopRenewal(): void {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = undefined;
+  }
+
+  /**
+   * Close cleanly: the writer lock given back, the WAL copied into the file and
+   * the file left in rollback-journal mode, so that the replica at rest is one
+   * file: a reader, even a read-only one (which cannot remove them), leaves no
+   * `-wal` or `-shm` beside it. The next replicate turns WAL on again.
+   */
+  close(): void {
+    if (!this.db.isOpen) return;
+    this.unlock();
+    settleIntoOneFile(this.db);
+    this.db.close();
+  }
+}

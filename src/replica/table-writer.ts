@@ -1,0 +1,345 @@
+/**
+ * Writing checkpoints into the replica: each engine checkpoint (the rows of
+ * the page(s) it covers, the deletions they carry, and the stream's state
+ * row) is written whole or not at all. A transaction may hold several
+ * checkpoints (ReplicaWriter commits a group of them at a time); whatever is
+ * committed is always whole checkpoints, so a process killed at any point
+ * leaves the database at a checkpoint of every stream, and the next run
+ * continues from exactly there.
+ *
+ * A checkpoint that fails halfway:
+ * - when the file holds something that can refuse a row (refusers.ts: a
+ *   trigger, a CHECK constraint... someone added), each checkpoint is written
+ *   inside a SAVEPOINT, and a failing one is undone alone: its stream fails,
+ *   the others go on in the same transaction;
+ * - otherwise no row can be refused once its primary key is known not NULL,
+ *   which is checked before anything of the checkpoint is written; what can
+ *   still fail (a full disk, an I/O error) takes the transaction with it:
+ *   it is rolled back, and the writer stops. No savepoint then: SQLite would
+ *   copy every page a checkpoint changes that was already in the file (a
+ *   primary-key index page for each new row) to the savepoint's journal.
+ *
+ * Deletions: a record of the deletion log deletes the row it names, unless
+ * that row changed after the deletion (applied from the records as they
+ * came, besides the log's own rows). Streams are read concurrently, so an
+ * upsert can arrive after the deletion of its object: an upsert whose cursor
+ * is not later than a known deletion of the same object is skipped (a deleted
+ * row is never resurrected).
+ *
+ * A full read that heals a gap in the deletion log (heal.ts): each of its
+ * checkpoints marks the ids it wrote in FULL_READ_TABLE, in the same file and
+ * transaction as the rows (ids only, never another value); its last
+ * checkpoint removes the table's rows that were not marked, in the
+ * transaction that saves the state of the completed read, and clears the
+ * marks. A run killed before that leaves the old rows and the old state, and
+ * marks that the next full read starts by clearing.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { Data } from '../engine/sync-sink.js';
+import { parseInstant } from '../time.js';
+import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
+import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
+import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
+import type { RowValues } from './rows.js';
+import type { CommitResult, StoreCheckpoint } from './sink.js';
+
+/** A stream's table, as the writer needs to know it. */
+export interface TableSpec {
+  readonly layout: TableLayout;
+  /** The object type of deletion records that delete rows of this table ('contact'); null when none do. */
+  readonly deletedAs: string | null;
+  /** When this table is the deletion log (its records delete rows of the other tables): the fields its records name them by. */
+  readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
+}
+
+/** One engine checkpoint of one stream, as the writer takes it: the records as rows of the stream's table. */
+export interface Checkpoint extends Omit<StoreCheckpoint, 'records'> {
+  /** Rows in `columnNames(layout)` order, without the `_synced_at` value (the writer adds it). */
+  readonly rows: readonly RowValues[];
+  /** The deletion log's checkpoint: its records as they came, applied to the tables they delete from. */
+  readonly deletions?: readonly Data[] | undefined;
+}
+
+/** The ids a full read returned so far, per stream (only while one is under way). */
+export const FULL_READ_TABLE = '_replica_full_read';
+
+interface Table {
+  readonly spec: TableSpec;
+  readonly upsert: StatementSync;
+  /** Position of the primary key and of the cursor in a row (-1: no cursor). */
+  readonly keyAt: number;
+  /** Position of the account in a row of a replica of many accounts; -1 in a replica of one account. */
+  readonly accountAt: number;
+  readonly cursorAt: number;
+  /** For tables that deletions apply to: the row's cursor, and its delete. */
+  readonly cursorOf?: StatementSync;
+  readonly remove?: StatementSync;
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const instantOf = (value: unknown): number => (typeof value === 'string' ? parseInstant(value) : Number.NaN);
+
+export class TableWriter {
+  private readonly db: DatabaseSync;
+  private readonly tables = new Map<string, Table>();
+  /** The tables the deletion log's records delete from, by object type. */
+  private readonly targets = new Map<string, Table>();
+  private readonly deletionsOf: StatementSync | undefined;
+  /** Whether the deletion log may hold a record (false: no upsert can be a deleted object's, the guard is skipped). */
+  private deletionsKnown: boolean;
+  private readonly writeState: StatementSync;
+  private openedAt: number | undefined;
+  /** Streams a checkpoint of which could not be written: their later checkpoints are refused (a state never moves past lost rows). */
+  private readonly failedStreams = new Map<string, string>();
+  /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
+  private broken: Error | undefined;
+  /** What in the file could refuse a row (refusers.ts); when anything, each checkpoint is written in a savepoint. */
+  readonly refusers: readonly string[];
+  /** Written in each transaction this writer begins until one commits (ReplicaStore.inFirstSave). */
+  private inFirstSave: (() => void) | undefined;
+
+  constructor(db: DatabaseSync, specs: readonly TableSpec[], inFirstSave?: () => void) {
+    this.db = db;
+    this.inFirstSave = inFirstSave;
+    let log: Table | undefined;
+    for (const spec of specs) {
+      const { layout } = spec;
+      const names = columnNames(layout);
+      // In a replica of many accounts a row is the account's: (account, id).
+      const byKey = keyColumns(layout)
+        .map((k) => `${ident(k)} = ?`)
+        .join(' AND ');
+      const table: Table = {
+        spec,
+        upsert: db.prepare(insertSql(layout)),
+        keyAt: names.indexOf(layout.primaryKey),
+        accountAt: layout.accountKey === true ? names.indexOf(ACCOUNT_COLUMN) : -1,
+        cursorAt: layout.cursorField === null ? -1 : names.indexOf(layout.cursorField),
+        ...(spec.deletedAs !== null && layout.cursorField !== null
+          ? {
+              cursorOf: db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${byKey}`),
+              remove: db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${byKey}`),
+            }
+          : {}),
+      };
+      this.tables.set(layout.stream, table);
+      if (spec.deletedAs !== null) this.targets.set(spec.deletedAs, table);
+      if (spec.deletionLog) log = table;
+    }
+    const fields = log?.spec.deletionLog;
+    this.deletionsOf =
+      log && fields
+        ? db.prepare(
+            `SELECT ${ident(fields.deletedAtField)} AS d FROM ${ident(log.spec.layout.table)} ` +
+              `WHERE ${ident(fields.objectIdField)} = ? AND ${ident(fields.objectTypeField)} = ?` +
+              (log.spec.layout.accountKey === true ? ` AND ${ident(ACCOUNT_COLUMN)} = ?` : ''),
+          )
+        : undefined;
+    this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
+    this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
+    const written = specs.map(({ layout, deletionLog }) =>
+      streamTable(layout.table, keyColumns(layout), deletionLog ? [deletionIndexName(layout.table)] : []),
+    );
+    this.refusers = rowRefusers(db, [...written, STATE_WRITTEN]);
+  }
+
+  /** Whether each checkpoint is written in its own savepoint (something in the file can refuse a row). */
+  get isolatesCheckpoints(): boolean {
+    return this.refusers.length > 0;
+  }
+
+  /** Why nothing more is written: the transaction holding the last checkpoints was lost. */
+  get lostTransaction(): Error | undefined {
+    return this.broken;
+  }
+
+  /** When the open transaction began (epoch ms); undefined when none is open. */
+  get transactionStartedAt(): number | undefined {
+    return this.openedAt;
+  }
+
+  /**
+   * Write one checkpoint into the open transaction (beginning one if needed).
+   * On an error nothing of this checkpoint stays. Earlier ones of the
+   * transaction do when checkpoints are isolated (or the checkpoint was
+   * refused before anything was written); otherwise the transaction is
+   * rolled back and nothing more is written (lostTransaction).
+   */
+  write(checkpoint: Checkpoint): CommitResult {
+    if (this.broken) throw this.broken;
+    const earlier = this.failedStreams.get(checkpoint.stream);
+    if (earlier !== undefined) {
+      throw new Error(`an earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either`);
+    }
+    const table = this.tables.get(checkpoint.stream);
+    if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
+    const lacks = (row: RowValues, at: number): boolean => at >= 0 && (row[at] === null || row[at] === undefined);
+    const keyless = checkpoint.rows.findIndex((row) => lacks(row, table.keyAt) || lacks(row, table.accountAt));
+    if (keyless >= 0) {
+      const cause = `record ${keyless + 1} of the checkpoint has no ${keyColumns(table.spec.layout).join(' or ')}`;
+      this.failedStreams.set(checkpoint.stream, cause);
+      throw new Error(`${cause}, so nothing of that checkpoint is written`);
+    }
+    if (this.openedAt === undefined) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        throw err;
+      }
+      this.openedAt = Date.now();
+      try {
+        this.inFirstSave?.();
+      } catch (err) {
+        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        this.stop(err);
+        throw err;
+      }
+    }
+    const syncedAt = new Date().toISOString();
+    let upserted = 0;
+    let skippedDeleted = 0;
+    let deletedRows = 0;
+    let sweptRows = 0;
+    const unknownTypes: [string, string][] = [];
+    const isolated = this.isolatesCheckpoints;
+    const fullRead = checkpoint.fullRead;
+    try {
+      if (isolated) this.db.exec('SAVEPOINT checkpoint');
+      // In a replica of many accounts, a full table and a full read are the checkpoint's account's rows alone.
+      const account = table.accountAt >= 0 ? checkpoint.account : undefined;
+      if (table.accountAt >= 0 && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the replica keeps many`);
+      if (checkpoint.replaceAll) {
+        if (account === undefined) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
+        else this.db.prepare(`DELETE FROM ${ident(table.spec.layout.table)} WHERE ${ident(ACCOUNT_COLUMN)} = ?`).run(account);
+      }
+      const readKey = account === undefined ? checkpoint.stream : `${checkpoint.stream}/${account}`;
+      const mark = fullRead ? this.marker(readKey, fullRead.first) : undefined;
+      const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
+      for (const row of checkpoint.rows) {
+        if (guard !== undefined && this.deletedSince(guard, row[table.keyAt], row[table.cursorAt], account)) {
+          skippedDeleted++;
+          continue;
+        }
+        table.upsert.run(...row, syncedAt);
+        mark?.run(readKey, row[table.keyAt] as string);
+        upserted++;
+      }
+      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account);
+      const fields = table.spec.deletionLog;
+      if (fields) {
+        if (checkpoint.rows.length > 0) this.deletionsKnown = true;
+        for (const deletion of checkpoint.deletions ?? []) {
+          const outcome = this.applyDeletion(deletion, fields);
+          if (outcome === 'deleted') deletedRows++;
+          else if (outcome === 'unknown_type') {
+            const type = deletion[fields.objectTypeField];
+            unknownTypes.push([type === undefined ? '(missing)' : JSON.stringify(type), String(deletion[table.spec.layout.primaryKey])]);
+          }
+        }
+      }
+      this.writeState.run(checkpoint.stream, checkpoint.state, syncedAt);
+      if (isolated) this.db.exec('RELEASE checkpoint');
+    } catch (err) {
+      this.failedStreams.set(checkpoint.stream, messageOf(err));
+      if (isolated) this.undoCheckpoint(err);
+      else this.stop(err);
+      throw err;
+    }
+    return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows };
+  }
+
+  /** The statement that marks an id as returned by the stream's full read; `first`: the read begins, earlier marks go. */
+  private marker(stream: string, first: boolean): StatementSync {
+    // Created by every checkpoint: another stream's read, ending, drops it when it holds no mark.
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${FULL_READ_TABLE} (stream TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (stream, id)) WITHOUT ROWID`);
+    if (first) this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
+    return this.db.prepare(`INSERT OR IGNORE INTO ${FULL_READ_TABLE} (stream, id) VALUES (?, ?)`);
+  }
+
+  /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
+  private sweep(table: Table, stream: string, account: string | undefined): number {
+    const { table: name, primaryKey } = table.spec.layout;
+    const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${ident(name)}.${ident(primaryKey)})`;
+    const removed =
+      account === undefined
+        ? this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${unmarked}`).run(stream)
+        : this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${ident(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
+    this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
+    if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
+    return Number(removed.changes);
+  }
+
+  /**
+   * Undo the failed checkpoint only. Some errors (a full disk, an I/O error)
+   * make SQLite roll back the whole transaction: then earlier checkpoints of
+   * it are lost too, and the writer stops.
+   */
+  private undoCheckpoint(cause: unknown): void {
+    try {
+      if (!this.db.isTransaction) throw cause;
+      this.db.exec('ROLLBACK TO checkpoint');
+      this.db.exec('RELEASE checkpoint');
+    } catch (err) {
+      this.stop(err);
+    }
+  }
+
+  private stop(err: unknown): void {
+    this.broken = new Error(`the transaction holding the last checkpoints was lost: ${messageOf(err)}`);
+    this.rollback();
+  }
+
+  /** Commit the open transaction, if any. On an error it is rolled back, the writer stops, and the error is thrown. */
+  commit(): void {
+    if (this.openedAt === undefined) return;
+    this.openedAt = undefined;
+    try {
+      this.db.exec('COMMIT');
+      this.inFirstSave = undefined;
+    } catch (err) {
+      this.stop(err);
+      throw err;
+    }
+  }
+
+  /** Drop the open transaction, if any. */
+  rollback(): void {
+    this.openedAt = undefined;
+    try {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+    } catch {
+      // nothing left to undo
+    }
+  }
+
+  /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
+  private deletedSince(objectType: string, id: unknown, cursor: unknown, account: string | undefined): boolean {
+    if (typeof id !== 'string' || !this.deletionsOf) return false;
+    let at: number | undefined;
+    for (const row of this.deletionsOf.all(id, objectType, ...(account === undefined ? [] : [account]))) {
+      at ??= instantOf(cursor);
+      // A record whose cursor cannot be read is not later than the deletion.
+      if (!(at > instantOf(row.d))) return true;
+    }
+    return false;
+  }
+
+  private applyDeletion(deletion: Data, fields: NonNullable<TableSpec['deletionLog']>): 'deleted' | 'kept' | 'unknown_type' {
+    const type = deletion[fields.objectTypeField];
+    const target = typeof type === 'string' ? this.targets.get(type) : undefined;
+    if (target === undefined) return 'unknown_type';
+    const id = deletion[fields.objectIdField];
+    if (!target.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
+    // A deletion of one account removes that account's row only.
+    const account = deletion[ACCOUNT_COLUMN];
+    if (target.accountAt >= 0 && typeof account !== 'string') return 'kept';
+    const key = target.accountAt >= 0 ? [account as string, id] : [id];
+    const row = target.cursorOf.get(...key);
+    if (!row) return 'kept';
+    // Keep only a row known to have changed after the deletion (the object came back).
+    if (instantOf(row.c) > instantOf(deletion[fields.deletedAtField])) return 'kept';
+    target.remove.run(...key);
+    return 'deleted';
+  }
+}

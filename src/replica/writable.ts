@@ -1,0 +1,113 @@
+/**
+ * A replica path that cannot be written is refused before SQLite touches it.
+ * SQLite opens a read-only file read-only without a word, and in WAL mode it
+ * creates `-wal` and `-shm` files beside the database: a run would fail at its
+ * first write and leave them behind. So: the file (if it exists) and its
+ * directory must be writable, and if opening fails anyway, the side files
+ * this attempt created are removed.
+ */
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError } from '../errors.js';
+
+const SIDE_FILES = ['-wal', '-shm', '-journal'];
+
+function code(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? 'EACCES';
+}
+
+/** "uid 1000": the user this process runs as (in a container, the image's USER or --user). */
+function runningUser(): string {
+  const uid = process.getuid?.();
+  return uid === undefined ? 'this process' : `uid ${uid}`;
+}
+
+/** "owned by uid 0, mode 755" of `path`, or '' when it cannot be seen. */
+function ownership(path: string): string {
+  try {
+    const st = statSync(path);
+    return `owned by uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}`;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Why `path` cannot be written, and what to do: a read-only file system
+ * (EROFS: a volume mounted read-only) is not the same as permissions that
+ * keep this process's user out (EACCES: in a container, a volume owned by
+ * another uid than the image's user).
+ */
+function notWritable(what: string, path: string, err: unknown): { reason: string; remedy: string } {
+  const errno = code(err);
+  if (errno === 'EROFS') return { reason: `${what} is on a read-only file system (EROFS)`, remedy: `mount it read-write` };
+  const owner = ownership(path);
+  const user = runningUser();
+  return {
+    reason: `${what}${owner === '' ? '' : ` (${owner})`} is not writable by the user the connector runs as, ${user} (${errno})`,
+    remedy: `make it writable for ${user} (for a Docker volume: chown the host folder to that uid, or run the container with --user set to its owner)`,
+  };
+}
+
+/**
+ * Throws ConfigError when the folder `path` goes in does not exist, naming it
+ * (and the first of its parents that is missing, or the file standing where
+ * a folder should be): SQLite would only say "unable to open database file".
+ */
+function missingFolder(path: string): void {
+  const folder = dirname(path);
+  let missing = folder;
+  for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) missing = parent;
+  let blocker: string | undefined;
+  try {
+    if (!statSync(folder).isDirectory()) blocker = folder;
+  } catch (err) {
+    if (code(err) === 'ENOTDIR') blocker = dirname(missing);
+    else if (code(err) !== 'ENOENT') return; // not ours to explain: SQLite says what it is
+  }
+  if (blocker !== undefined) {
+    throw new ConfigError(`Cannot create the replica database "${path}": "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
+  }
+  if (existsSync(folder)) return;
+  const which = missing === folder ? `its folder "${folder}" does not exist` : `its folder "${folder}" does not exist (nor does "${missing}")`;
+  throw new ConfigError(`Cannot create the replica database "${path}": ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
+    field: 'db',
+  });
+}
+
+/** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica. */
+export function assertWritable(path: string): void {
+  if (path === '' || path === ':memory:') return;
+  const dir = dirname(resolve(path));
+  if (existsSync(path)) {
+    try {
+      accessSync(path, constants.W_OK);
+    } catch (err) {
+      const { reason, remedy } = notWritable('the file', path, err);
+      throw new ConfigError(`Cannot write the replica database "${path}": ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
+        field: 'db',
+      });
+    }
+  }
+  missingFolder(path);
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    const base = basename(path);
+    const { reason, remedy } = notWritable(`its directory "${dir}"`, dir, err);
+    throw new ConfigError(
+      `Cannot write the replica database "${path}": ${reason}, and SQLite needs to create ` +
+        `"${base}-wal" and "${base}-shm" beside the database. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
+      { field: 'db' },
+    );
+  }
+}
+
+/** The side files of `path` that do not exist now: remove them with the returned function should opening fail. */
+export function sideFilesGuard(path: string): () => void {
+  if (path === '' || path === ':memory:') return () => undefined;
+  const absent = SIDE_FILES.map((suffix) => `${path}${suffix}`).filter((file) => !existsSync(file));
+  return () => {
+    for (const file of absent) rmSync(file, { force: true });
+  };
+}

@@ -1,0 +1,51 @@
+/** The Airbyte catalog with merged schemas, and the configured catalog's schema carried to the type check of read. */
+import { describe, expect, it } from 'vitest';
+import { discoverCatalog, parseConfiguredCatalog } from '../../../src/protocols/airbyte/catalog.js';
+import { builtInSchemas, type JsonSchema } from '../../../src/schemas/json-schema.js';
+import { STREAMS } from '../../../src/streams.js';
+
+describe('discoverCatalog with the stream schemas of a run', () => {
+  it('declares each stream with its schema (Airbyte annotations added), built in where none is given', () => {
+    const contacts = builtInSchemas(STREAMS).get('contacts') as JsonSchema;
+    const merged = new Map([['contacts', { ...contacts, properties: { ...(contacts.properties as object), signed_up_at: { type: ['null', 'string'], format: 'date-time' } } }]]);
+    const streams = discoverCatalog(false, merged);
+    const props = streams[0]?.json_schema.properties as Record<string, JsonSchema>;
+    expect(props.signed_up_at).toEqual({ type: ['null', 'string'], format: 'date-time', airbyte_type: 'timestamp_with_timezone' });
+    expect(streams.slice(1)).toEqual(discoverCatalog(false).slice(1));
+    expect(discoverCatalog(true, merged)[0]?.json_schema.properties).toHaveProperty('_ab_cdc_deleted_at');
+  });
+});
+
+describe('parseConfiguredCatalog', () => {
+  it("carries each stream's json_schema (what the destination was told) to read; none declared: the built-in one", () => {
+    const told = { type: 'object', properties: { id: { type: 'string' }, lifetime_value: { type: ['null', 'integer'] } } };
+    const selected = parseConfiguredCatalog({
+      streams: [
+        { stream: { name: 'contacts', json_schema: told }, sync_mode: 'incremental' },
+        { stream: { name: 'deletions', json_schema: {} }, sync_mode: 'incremental' },
+        { stream: { name: 'pipeline_stages' }, sync_mode: 'full_refresh' },
+      ],
+    });
+    expect(selected.map((s) => [s.stream.name, s.schema])).toEqual([['contacts', told], ['deletions', undefined], ['pipeline_stages', undefined]]);
+  });
+});
+
+describe('field selection from the configured catalog', () => {
+  const contactsSchema = builtInSchemas(STREAMS).get('contacts') as JsonSchema;
+  const without = (...fields: string[]): JsonSchema => ({
+    ...contactsSchema,
+    properties: Object.fromEntries(Object.entries(contactsSchema.properties as Record<string, unknown>).filter(([name]) => !fields.includes(name))),
+  });
+  const catalog = (schema: JsonSchema) => ({ streams: [{ stream: { name: 'contacts', json_schema: schema }, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }] });
+
+  it('a field taken out of the schema selects the declared ones; every field declared selects none (fields as received)', () => {
+    expect(parseConfiguredCatalog(catalog(without('email')))[0]?.fields?.has('email')).toBe(false);
+    expect(parseConfiguredCatalog(catalog(contactsSchema))[0]?.fields).toBeUndefined();
+  });
+
+  it('a field a drop treatment removed from the discovered schema is no selection: fields the service adds later still pass', () => {
+    const dropped = () => new Set(['email', 'phone']);
+    expect(parseConfiguredCatalog(catalog(without('email', 'phone')), undefined, dropped)[0]?.fields).toBeUndefined();
+    expect(parseConfiguredCatalog(catalog(without('email', 'phone', 'name')), undefined, dropped)[0]?.fields?.has('name')).toBe(false);
+  });
+});

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/config/config.js';
+import { configFromEnv, mergeConfigSources } from '../../../src/protocols/singer/config-input.js';
+import { tempDir, writeJson } from '../../helpers/cli.js';
+
+/** The two settings every config needs, as Meltano passes them. */
+const CONNECTION_ENV = {
+  TAP_DATA_READ_API_KEY: 'dr_live_abc123',
+  TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:8080',
+};
+
+/** Settings as Meltano passes them: CONNECTION_ENV and TAP_DATA_READ_<SETTING> for each of `settings`. */
+function meltanoEnv(settings: Readonly<Record<string, string>>): Record<string, string> {
+  return { ...CONNECTION_ENV, ...Object.fromEntries(Object.entries(settings).map(([name, value]) => [`TAP_DATA_READ_${name.toUpperCase()}`, value])) };
+}
+
+describe('config sources', () => {
+  it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', () => {
+    const settings = { personal_data: 'hash', hash_key: 'a-long-enough-hash-key', field_treatments: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]' };
+    const { config } = parseConfig(configFromEnv(meltanoEnv(settings)));
+    expect(config.personal_data).toBe('hash');
+    expect(config.field_treatments).toEqual([{ stream: 'contacts', field: 'email', treatment: 'email_domain' }]);
+  });
+
+  it('reads TAP_DATA_READ_<SETTING> variables with the types of the config schema', () => {
+    const env = {
+      ...CONNECTION_ENV,
+      TAP_DATA_READ_PAGE_SIZE: '50',
+      TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true',
+      TAP_DATA_READ_USE_SERVICE_SCHEMA: 'false',
+      TAP_DATA_READ_START_DATE: '2024-01-01',
+      TAP_DATA_READ_MAX_RETRIES: '',
+      TAP_DATA_READ__SELECT: '["contacts.*"]',
+      OTHER: 'x',
+    };
+    expect(configFromEnv(env)).toEqual({
+      api_key: 'dr_live_abc123',
+      base_url: 'http://127.0.0.1:8080',
+      page_size: 50,
+      deletions_as_tombstones: true,
+      use_service_schema: false,
+      start_date: '2024-01-01',
+    });
+    expect(parseConfig(configFromEnv(env)).config.page_size).toBe(50);
+    expect(parseConfig(configFromEnv(env)).config.use_service_schema).toBe(false);
+  });
+
+  it('leaves a value that is not of the declared type to validation, which names the key', () => {
+    const raw = configFromEnv({ TAP_DATA_READ_API_KEY: 'dr_live_abc', TAP_DATA_READ_BASE_URL: 'http://localhost:1', TAP_DATA_READ_PAGE_SIZE: 'many' });
+    expect(raw.page_size).toBe('many');
+    expect(() => parseConfig(raw)).toThrow(/page_size/);
+  });
+
+  it('merges --config sources left to right, ENV among them', () => {
+    const dir = tempDir();
+    const a = writeJson(dir, 'a.json', { api_key: 'dr_live_file', base_url: 'http://127.0.0.1:1', page_size: 10 });
+    const b = writeJson(dir, 'b.json', { page_size: 20, start_date: '2024-01-01' });
+    const env = { TAP_DATA_READ_API_KEY: 'dr_live_env' };
+    expect(mergeConfigSources([a, 'ENV', b], env)).toEqual({ api_key: 'dr_live_env', base_url: 'http://127.0.0.1:1', page_size: 20, start_date: '2024-01-01' });
+    expect(mergeConfigSources(['ENV', a], env).api_key).toBe('dr_live_file');
+    const list = writeJson(dir, 'list.json', [1]);
+    expect(() => mergeConfigSources([list], env)).toThrow(/must hold a JSON object/);
+  });
+});

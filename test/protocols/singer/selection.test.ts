@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../src/errors.js';
+import { discoverCatalog, type CatalogEntry } from '../../../src/protocols/singer/catalog.js';
+import { planAll, planFromCatalog } from '../../../src/protocols/singer/selection.js';
+import { thrown } from '../../helpers/thrown.js';
+
+type Catalog = { streams: CatalogEntry[] };
+
+/** The discovered catalog edited the way Meltano's select/metadata rules edit it. */
+function select(streams: Record<string, { fields?: string[]; method?: string } | true>, tombstones = false): Catalog {
+  const catalog = discoverCatalog(tombstones);
+  for (const entry of catalog.streams) {
+    const rule = streams[entry.tap_stream_id];
+    for (const m of entry.metadata) {
+      if (m.breadcrumb.length === 0) {
+        m.metadata.selected = rule !== undefined;
+        if (rule !== undefined && rule !== true && rule.method) m.metadata['replication-method'] = rule.method;
+      } else if (rule !== undefined && rule !== true && rule.fields) {
+        m.metadata.selected = rule.fields.includes(m.breadcrumb[1] as string);
+      } else {
+        m.metadata.selected = rule !== undefined;
+      }
+    }
+  }
+  return catalog;
+}
+
+const noWarn = (m: string): void => {
+  throw new Error(`unexpected warning: ${m}`);
+};
+
+describe('stream selection', () => {
+  it('without a catalog plans every stream, incremental where supported, all fields', () => {
+    const plans = planAll(false);
+    expect(plans.map((p) => [p.stream.name, p.mode])).toEqual([
+      ['contacts', 'incremental'],
+      ['conversations', 'incremental'],
+      ['stage_events', 'incremental'],
+      ['deletions', 'incremental'],
+      ['pipeline_stages', 'full_refresh'],
+    ]);
+    expect(plans.every((p) => p.excluded.size === 0)).toBe(true);
+    expect(plans[0]?.bookmarkProperties).toEqual(['updated_at']);
+    expect(plans[4]?.bookmarkProperties).toEqual([]);
+  });
+
+  it('keeps only the streams with selected: true (Meltano select rules), in catalog order', () => {
+    const plans = planFromCatalog(select({ deletions: true, contacts: true }), false, noWarn);
+    expect(plans.map((p) => p.stream.name)).toEqual(['contacts', 'deletions']);
+  });
+
+  it('falls back to selected-by-default, and reads the legacy schema.selected of --properties files', () => {
+    const discovered = discoverCatalog(false);
+    expect(planFromCatalog(discovered, false, noWarn)).toHaveLength(5);
+    const legacy = {
+      streams: [
+        { tap_stream_id: 'contacts', stream: 'contacts', schema: { type: 'object', selected: true, properties: { id: { type: 'string' } } } },
+        { tap_stream_id: 'conversations', stream: 'conversations', schema: { type: 'object', properties: {} } },
+      ],
+    };
+    const plans = planFromCatalog(legacy, false, noWarn);
+    expect(plans.map((p) => p.stream.name)).toEqual(['contacts']);
+    expect(plans[0]?.schema).toEqual({
+      type: 'object',
+      properties: { id: { type: 'string' }, updated_at: expect.objectContaining({ format: 'date-time' }) },
+    });
+  });
+
+  it('honours replication-method FULL_TABLE and warns about methods a stream cannot do', () => {
+    const warnings: string[] = [];
+    const plans = planFromCatalog(
+      select({ contacts: { method: 'FULL_TABLE' }, pipeline_stages: { method: 'INCREMENTAL' }, deletions: { method: 'LOG_BASED' } }),
+      false,
+      (m) => warnings.push(m),
+    );
+    expect(plans.map((p) => [p.stream.name, p.mode, p.bookmarkProperties])).toEqual([
+      ['contacts', 'full_refresh', []],
+      ['deletions', 'incremental', ['deleted_at']],
+      ['pipeline_stages', 'full_refresh', []],
+    ]);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toContain('LOG_BASED');
+    expect(warnings[1]).toContain('FULL_TABLE replication only');
+  });
+
+  it('rejects a selected stream the tap does not have and a stream selected twice; ignores unselected unknown ones', () => {
+    const catalog = select({ contacts: true });
+    catalog.streams.push({ tap_stream_id: 'invoices', stream: 'invoices', schema: {}, key_properties: [], metadata: [{ breadcrumb: [], metadata: { selected: false } }] });
+    expect(planFromCatalog(catalog, false, noWarn)).toHaveLength(1);
+    catalog.streams.push({ tap_stream_id: 'invoices', stream: 'invoices', schema: {}, key_properties: [], metadata: [{ breadcrumb: [], metadata: { selected: true } }] });
+    expect(() => planFromCatalog(catalog, false, noWarn)).toThrow(/"invoices", which this tap does not have/);
+    const twice = select({ contacts: true });
+    twice.streams.push(structuredClone(twice.streams[0] as CatalogEntry));
+    expect(() => planFromCatalog(twice, false, noWarn)).toThrow(ConfigError);
+    expect(thrown(() => planFromCatalog(twice, false, noWarn))).toMatchObject({ fields: [`catalog.streams.${twice.streams.length - 1}`] });
+    expect(thrown(() => planFromCatalog({ stream: [] }, false, noWarn))).toMatchObject({ fields: ['catalog.streams'] });
+    expect(() => planFromCatalog({ stream: [] }, false, noWarn)).toThrow(/Invalid catalog/);
+  });
+
+  it('selects no stream when every stream is deselected', () => {
+    expect(planFromCatalog(select({}), false, noWarn)).toEqual([]);
+  });
+});
+
+describe('field selection', () => {
+  it('drops deselected fields from the schema and records, but keeps the key and the replication key', () => {
+    const [plan] = planFromCatalog(select({ contacts: { fields: ['email'] } }), false, noWarn);
+    expect(Object.keys(plan?.schema.properties as object)).toEqual(['id', 'updated_at', 'email']);
+    expect(plan?.excluded.has('name')).toBe(true);
+    expect(plan?.excluded.has('id')).toBe(false);
+    expect(plan?.excluded.has('updated_at')).toBe(false);
+    expect(plan?.schema.required).toEqual(['id', 'updated_at']);
+  });
+
+  it('keeps a field whose metadata carries no selected flag, and drops inclusion: unsupported', () => {
+    const catalog = select({ conversations: true });
+    const entry = catalog.streams[1] as CatalogEntry;
+    for (const m of entry.metadata) {
+      if (m.breadcrumb[1] === 'active') delete m.metadata.selected;
+      if (m.breadcrumb[1] === 'channel_id') m.metadata = { inclusion: 'unsupported' };
+    }
+    const [plan] = planFromCatalog(catalog, false, noWarn);
+    expect(plan?.excluded.has('active')).toBe(false);
+    expect(plan?.excluded.has('channel_id')).toBe(true);
+  });
+
+  it('keeps _sdc_deleted_at with tombstones on, even if the select rules leave it out', () => {
+    const [plan] = planFromCatalog(select({ contacts: { fields: ['email'] } }, true), true, noWarn);
+    expect(Object.keys(plan?.schema.properties as object)).toEqual(['id', 'updated_at', 'email', '_sdc_deleted_at']);
+  });
+
+  it('adds _sdc_deleted_at to a catalog discovered without tombstones, and removes it when they are off', () => {
+    const [on] = planFromCatalog(select({ contacts: true }, false), true, noWarn);
+    expect(Object.keys(on?.schema.properties as object)).toContain('_sdc_deleted_at');
+    const [off] = planFromCatalog(select({ contacts: true }, true), false, noWarn);
+    expect(Object.keys(off?.schema.properties as object)).not.toContain('_sdc_deleted_at');
+  });
+
+  it('uses the schema of the catalog (Meltano schema overrides), cleaned of legacy selection keys', () => {
+    const catalog = select({ stage_events: true });
+    const entry = catalog.streams[2] as CatalogEntry;
+    (entry.schema.properties as Record<string, unknown>).pipeline_id = { type: ['null', 'string'], maxLength: 64, selected: true };
+    const [plan] = planFromCatalog(catalog, false, noWarn);
+    expect((plan?.schema.properties as Record<string, unknown>).pipeline_id).toEqual({ type: ['null', 'string'], maxLength: 64 });
+  });
+});
+

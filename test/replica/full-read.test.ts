@@ -1,0 +1,104 @@
+/**
+ * A full read that removes the rows it does not return (the heal after a gap
+ * in the deletion log): its checkpoints mark ids in _replica_full_read, its
+ * last one removes the unmarked rows in the transaction that saves its state
+ * and drops the marks; a run that dies before that leaves the old rows, and
+ * the next full read starts its marks over.
+ */
+import { describe, expect, it } from 'vitest';
+import { FULL_READ_TABLE, type Checkpoint } from '../../src/replica/table-writer.js';
+import { replicaRecords, replicaStates } from '../../src/replica/records.js';
+import { ReplicaStore, toRows } from '../../src/replica/store.js';
+import { ReplicaWriter, SqliteStore } from '../../src/replica/writer.js';
+import { ReplicaSink } from '../../src/replica/sink.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { withTempDatabases } from '../helpers/suite.js';
+import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const conversations = findStream('conversations') as StreamDefinition;
+const newDb = withTempDatabases('replica-full-read-');
+
+const ids = (path: string, stream: string): string[] => (replicaRecords(path).get(stream) ?? []).map((r) => String(r.id)).sort();
+const hasMarks = (store: ReplicaStore): boolean => store.db.prepare(`SELECT 1 AS x FROM sqlite_schema WHERE name = '${FULL_READ_TABLE}'`).get() !== undefined;
+
+function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean }): Checkpoint {
+  const state = fullRead.last ? { sync_watermark: iso(minute) } : { resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } };
+  return { stream, rows: toRows(store.layoutOf(stream), records), state: JSON.stringify(state), replaceAll: false, fullRead };
+}
+
+describe('a full read that removes what it does not return', () => {
+  it('removes the unmarked rows with its last checkpoint, and drops the marks', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1), contact('c4', 1)], { sync_watermark: iso(1) });
+    store.write(checkpoint(store, 'contacts', [contact('c1', 2), contact('c3', 2)], 9, { first: true, last: false }));
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c2', 'c3', 'c4']);
+    expect(hasMarks(store)).toBe(true);
+    const result = store.write(checkpoint(store, 'contacts', [contact('c5', 3)], 9, { first: false, last: true }));
+    expect(result.sweptRows).toBe(2);
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c3', 'c5']);
+    expect(hasMarks(store)).toBe(false);
+    expect(replicaStates(path).get('contacts')).toEqual({ sync_watermark: iso(9) });
+    store.close();
+  });
+
+  it('a one-page read is first and last at once; another stream leaves the first one alone', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1)], { sync_watermark: iso(1) });
+    store.commit(conversations, [conversation('v1', 1), conversation('v2', 1)], { sync_watermark: iso(1) });
+    store.write(checkpoint(store, 'conversations', [conversation('v2', 2)], 9, { first: true, last: false }));
+    expect(store.write(checkpoint(store, 'contacts', [contact('c2', 2)], 9, { first: true, last: true })).sweptRows).toBe(1);
+    expect(hasMarks(store)).toBe(true); // conversations' read is still under way
+    expect(store.write(checkpoint(store, 'conversations', [], 9, { first: false, last: true })).sweptRows).toBe(1);
+    expect(ids(path, 'contacts')).toEqual(['c2']);
+    expect(ids(path, 'conversations')).toEqual(['v2']);
+    expect(hasMarks(store)).toBe(false);
+    store.close();
+  });
+
+  it('a run that dies before the last checkpoint leaves the old rows; the next full read starts its marks over', () => {
+    const path = newDb();
+    let store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
+    store.write(checkpoint(store, 'contacts', [contact('c1', 2), contact('c2', 2)], 9, { first: true, last: false }));
+    store.close(); // the run stops here
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c2', 'c3']);
+
+    // The next run reads in full again; c2 is gone from the service by now: the old mark of c2 must not keep it.
+    store = new ReplicaStore(path);
+    store.write(checkpoint(store, 'contacts', [contact('c1', 3)], 12, { first: true, last: false }));
+    expect(store.write(checkpoint(store, 'contacts', [contact('c3', 3)], 12, { first: false, last: true })).sweptRows).toBe(1);
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c3']);
+    store.close();
+  });
+
+  it('through the sink and a grouped writer: the sweep is committed with the state of the completed read, not before', async () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 60_000, shortGroupMs: 60_000 });
+    const sink = new ReplicaSink(new SqliteStore(store, writer), () => undefined);
+    sink.fullRead([contacts]);
+    sink.streamStarted(contacts);
+    sink.records(contacts, [contact('c1', 2)]);
+    sink.state(contacts, { resume: { cursor: 'x', sync_watermark: iso(9) } });
+    sink.records(contacts, [contact('c3', 2)]);
+    sink.state(contacts, { sync_watermark: iso(9) });
+    // Not committed yet: a reader still sees every old row and the old state.
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c2', 'c3']);
+    expect(replicaStates(path).get('contacts')).toEqual({ sync_watermark: iso(1) });
+    writer.flush();
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c3']);
+    expect(replicaStates(path).get('contacts')).toEqual({ sync_watermark: iso(9) });
+    expect(sink.tallies.get('contacts')?.sweptRows).toBe(1);
+    // The next read of the stream is an ordinary one: nothing is marked or swept.
+    sink.records(contacts, [contact('c4', 3)]);
+    sink.state(contacts, { sync_watermark: iso(12) });
+    writer.flush();
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c3', 'c4']);
+    await writer.close();
+    store.close();
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * A replica of many accounts (a config with `accounts`): each table keyed by
+ * (account, id), so the same id in two accounts is two rows, and what one
+ * account's checkpoint does (a deletion, a full table replaced, a full read
+ * that removes what it did not return) touches that account's rows alone.
+ * The emulator never gives two accounts the same id: these checkpoints do.
+ */
+import { describe, expect, it } from 'vitest';
+import { replicaRecords } from '../../src/replica/records.js';
+import { ReplicaStore, tableCheckpoint } from '../../src/replica/store.js';
+import { builtInSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
+import { STREAMS } from '../../src/streams.js';
+import { contact, deletion, iso, type Rec } from '../helpers/fake-api.js';
+import { withTempDatabases } from '../helpers/suite.js';
+
+const newDb = withTempDatabases('replica-accounts-');
+
+function checkpoint(store: ReplicaStore, stream: string, account: string, records: Rec[], more: { replaceAll?: boolean; fullRead?: { first: boolean; last: boolean } } = {}) {
+  const stamped = records.map((r) => ({ ...r, account }));
+  return tableCheckpoint(store.specOf(stream), {
+    stream,
+    account,
+    records: stamped,
+    state: JSON.stringify({ accounts: { [account]: { sync_watermark: iso(9) } } }),
+    replaceAll: more.replaceAll ?? false,
+    fullRead: more.fullRead,
+  });
+}
+
+const rowsOf = (path: string, stream: string) =>
+  (replicaRecords(path).get(stream) ?? []).map((r) => `${String(r.account)}/${String(r.id)}`).sort();
+
+describe('a replica of many accounts', () => {
+  it('keeps the same id of two accounts as two rows; a deletion of one account removes its row only', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path, undefined, { accountKey: true });
+    store.write(checkpoint(store, 'contacts', 'a', [contact('c1', 1), contact('c2', 1)]));
+    store.write(checkpoint(store, 'contacts', 'b', [contact('c1', 1), contact('c2', 1)]));
+    expect(rowsOf(path, 'contacts')).toEqual(['a/c1', 'a/c2', 'b/c1', 'b/c2']);
+    const result = store.write(checkpoint(store, 'deletions', 'a', [deletion('d1', 'contact', 'c1', 5)]));
+    expect(result.deletedRows).toBe(1);
+    expect(rowsOf(path, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
+    // B's c1, written again with a cursor older than A's deletion, is B's: the deletion of A does not skip it.
+    expect(store.write(checkpoint(store, 'contacts', 'b', [contact('c1', 2)])).upserted).toBe(1);
+    store.close();
+  });
+
+  it("replaces one account's full table and sweeps one account's full read, the other account's rows untouched", () => {
+    const path = newDb();
+    const store = new ReplicaStore(path, undefined, { accountKey: true });
+    const stage = (id: string) => ({ id, name: id, position: 1 });
+    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1'), stage('s2')], { replaceAll: true }));
+    store.write(checkpoint(store, 'pipeline_stages', 'b', [stage('s1'), stage('s2')], { replaceAll: true }));
+    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1')], { replaceAll: true }));
+    expect(rowsOf(path, 'pipeline_stages')).toEqual(['a/s1', 'b/s1', 'b/s2']);
+
+    store.write(checkpoint(store, 'contacts', 'a', [contact('c1', 1), contact('c2', 1)]));
+    store.write(checkpoint(store, 'contacts', 'b', [contact('c1', 1), contact('c2', 1)]));
+    // A full read of A that returns c2 alone: A's c1 goes, B's rows stay.
+    const swept = store.write(checkpoint(store, 'contacts', 'a', [contact('c2', 3)], { fullRead: { first: true, last: true } }));
+    expect(swept.sweptRows).toBe(1);
+    expect(rowsOf(path, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
+    store.close();
+  });
+
+  it('moves a field the schema now declares from _extra into its new column, for every account (more rows than one batch)', () => {
+    const path = newDb();
+    const first = new ReplicaStore(path, undefined, { accountKey: true });
+    // The same 600 ids in two accounts, each with a field no column holds yet (kept in _extra).
+    const records = Array.from({ length: 600 }, (_, i) => contact(`c${String(i).padStart(4, '0')}`, 1, { score_v2: i }));
+    first.write(checkpoint(first, 'contacts', 'a', records));
+    first.write(checkpoint(first, 'contacts', 'b', records.map((r) => ({ ...r, score_v2: Number(r.score_v2) + 1000 }))));
+    first.close();
+    const contacts = STREAMS.find((s) => s.name === 'contacts');
+    if (contacts === undefined) throw new Error('no contacts stream');
+    const base = builtInSchema(contacts);
+    const schema: JsonSchema = { ...base, properties: { ...(base.properties as JsonSchema), score_v2: { type: ['null', 'integer'] } } };
+    const second = new ReplicaStore(path, undefined, { accountKey: true, schemas: new Map([['contacts', schema]]) });
+    expect(second.migrated).toEqual(['contacts']);
+    const moved = second.db.prepare('SELECT account, count(*) AS n, min(score_v2) AS lo, max(score_v2) AS hi FROM contacts WHERE _extra IS NULL GROUP BY account ORDER BY account').all();
+    second.close();
+    expect(moved.map((r) => [r.account, Number(r.n), Number(r.lo), Number(r.hi)])).toEqual([
+      ['a', 600, 0, 599],
+      ['b', 600, 1000, 1599],
+    ]);
+  });
+});

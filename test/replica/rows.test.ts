@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { layoutFor, type TableLayout } from '../../src/replica/layout.js';
+import { insertSql, openForWrite } from '../../src/replica/database.js';
+import { ensureTable } from '../../src/replica/migrate.js';
+import { recordToRow, rowToRecord } from '../../src/replica/rows.js';
+import { isRawNumber, parseExactJson } from '../../src/exact-json.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+
+function roundTrip(layout: TableLayout, record: Record<string, unknown>): Record<string, unknown> {
+  const db = openForWrite(':memory:');
+  ensureTable(db, layout, undefined);
+  db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+  const select = db.prepare(`SELECT * FROM "${layout.table}"`);
+  select.setReadBigInts(true);
+  const row = select.get();
+  db.close();
+  if (!row) throw new Error('no row');
+  return rowToRecord(layout, row);
+}
+
+describe('replica layout', () => {
+  it('types the columns from the JSON schema: strings and date-times TEXT, integers INTEGER, booleans INTEGER', () => {
+    const layout = layoutFor(contacts);
+    const kinds = Object.fromEntries(layout.columns.map((c) => [c.field, c.kind]));
+    expect(kinds).toMatchObject({ id: 'text', updated_at: 'text', qualification_score: 'integer', do_not_contact: 'boolean', temperature: 'text' });
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    const cols = db.prepare(`SELECT name, type, pk FROM pragma_table_info('contacts')`).all();
+    db.close();
+    expect(cols).toContainEqual(expect.objectContaining({ name: 'qualification_score', type: 'INTEGER' }));
+    expect(cols).toContainEqual(expect.objectContaining({ name: 'do_not_contact', type: 'INTEGER' }));
+    expect(cols).toContainEqual(expect.objectContaining({ name: 'won_at', type: 'TEXT' }));
+    expect(cols).toContainEqual(expect.objectContaining({ name: 'id', pk: 1 }));
+    expect(cols.map((c) => c.name)).toEqual(expect.arrayContaining(['_extra', '_absent', '_synced_at']));
+  });
+});
+
+describe('records to rows and back', () => {
+  const layout = layoutFor(contacts);
+
+  it('stores typed values in typed columns and gives back the exact record', () => {
+    const record = {
+      id: 'c1', updated_at: '2026-01-02T03:04:05.678Z', qualification_score: 42, do_not_contact: false,
+      won_at: null, temperature: 'hot', name: 'Ana',
+    };
+    const back = roundTrip({ ...layout, columns: layout.columns.filter((c) => c.field in record) }, record);
+    expect(back).toStrictEqual(record);
+  });
+
+  it('keeps unknown fields, values of another type than declared, and tells absent fields from null ones', () => {
+    const record: Record<string, unknown> = {
+      id: 'c2',
+      updated_at: '2026-01-02T03:04:05.678Z',
+      qualification_score: '17', // a string where an integer is declared
+      do_not_contact: 1, // a number where a boolean is declared
+      email: null,
+      temperature: { nested: [1, 2] },
+      custom_fields: { plan: 'pro', seats: 3 },
+      tags: ['a', 'b'],
+      big: 2 ** 60,
+      ratio: 0.25,
+    };
+    const back = roundTrip(layout, record);
+    expect(back).toStrictEqual(record);
+    expect(Object.hasOwn(back, 'phone')).toBe(false);
+    expect(back.email).toBeNull();
+  });
+
+  it('survives awkward keys (__proto__, quotes, bookkeeping names)', () => {
+    const record = JSON.parse('{"id":"c3","updated_at":"2026-01-01T00:00:00.000Z","__proto__":{"x":1},"we\\"ird":1,"_extra":"mine"}') as Record<string, unknown>;
+    const back = roundTrip(layout, record);
+    expect(JSON.stringify(back, Object.keys(back).sort())).toBe(JSON.stringify(record, Object.keys(record).sort()));
+    expect(Object.keys(back).sort()).toEqual(Object.keys(record).sort());
+  });
+});
+
+describe('numbers digit for digit', () => {
+  const layout = layoutFor(findStream('conversations') as StreamDefinition);
+
+  it('an integer beyond 2^53 in an INTEGER column, exact; beyond 64 bits and decimals JavaScript would rewrite, exact in _extra', () => {
+    const text =
+      '{"id":"v1","updated_at":"2026-01-01T00:00:00.000Z","contact_message_count":9007199254740993,"agent_message_count":123456789012345678901234567890,' +
+      '"x_price":1.50,"x_exp":1e3,"x_neg_zero":-0,"x_max":9223372036854775807,"x_min":-9223372036854775808,"x_nested":{"n":[1.0,18446744073709551617]}}';
+    const record = parseExactJson(text) as Record<string, unknown>;
+    expect(isRawNumber(record.contact_message_count)).toBe(true);
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+    const raw = db.prepare('SELECT contact_message_count AS c, typeof(contact_message_count) AS t, agent_message_count AS a, _extra AS e FROM conversations');
+    raw.setReadBigInts(true);
+    const row = raw.get() as { c: bigint; t: string; a: null; e: string };
+    expect(row).toMatchObject({ c: 9007199254740993n, t: 'integer', a: null });
+    // The SQL face of _extra: `->` gives the exact JSON text.
+    const extra = db.prepare(`SELECT _extra -> '$.agent_message_count' AS a, _extra -> '$.x_price' AS p FROM conversations`).get();
+    expect(extra).toEqual({ a: '123456789012345678901234567890', p: '1.50' });
+    const select = db.prepare('SELECT * FROM conversations');
+    select.setReadBigInts(true);
+    const back = rowToRecord(layout, select.get() as Record<string, never>);
+    db.close();
+    const order = Object.keys(record);
+    expect(JSON.stringify(back, order)).toBe(JSON.stringify(record, order));
+    expect(JSON.stringify(back.x_nested)).toBe('{"n":[1.0,18446744073709551617]}');
+  });
+
+  it('an integer beyond 2^53 that JavaScript holds exactly (even, 9007199254740994): a plain number from the parse, still an exact INTEGER', () => {
+    const record = parseExactJson('{"id":"v2","updated_at":"2026-01-01T00:00:00.000Z","contact_message_count":9007199254740994,"agent_message_count":-9007199254809444}') as Record<string, unknown>;
+    expect(typeof record.contact_message_count).toBe('number');
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+    const select = db.prepare('SELECT contact_message_count AS c, agent_message_count AS a, _extra AS e FROM conversations');
+    select.setReadBigInts(true);
+    expect(select.get()).toEqual({ c: 9007199254740994n, a: -9007199254809444n, e: null });
+    const all = db.prepare('SELECT * FROM conversations');
+    all.setReadBigInts(true);
+    const back = rowToRecord(layout, all.get() as Record<string, never>);
+    db.close();
+    expect(back.contact_message_count).toBe(9007199254740994);
+    expect(back.agent_message_count).toBe(-9007199254809444);
+  });
+});

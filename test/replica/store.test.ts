@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { withTempDatabases } from '../helpers/suite.js';
+import { rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { DatabaseSync } from 'node:sqlite';
+import { ReplicaStore } from '../../src/replica/store.js';
+import { replicaRecords, replicaStates } from '../../src/replica/records.js';
+import { layoutFor } from '../../src/replica/layout.js';
+import { insertSql, openForWrite } from '../../src/replica/database.js';
+import { ensureTable } from '../../src/replica/migrate.js';
+import { recordToRow } from '../../src/replica/rows.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { contact, iso } from '../helpers/fake-api.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const newDb = withTempDatabases('replica-store-');
+
+describe('ReplicaStore', () => {
+  it('uses WAL and keeps the state row in the same transaction as the rows', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    expect(store.db.prepare('PRAGMA journal_mode').get()?.journal_mode).toBe('wal');
+    store.commit(contacts, [contact('c1', 1)], { resume: { cursor: 'k1', sync_watermark: iso(9) } });
+    // A commit that fails half-way leaves neither its rows nor its state.
+    store.db.exec('CREATE TRIGGER fail_c2 BEFORE INSERT ON contacts WHEN NEW.id = \'c3\' BEGIN SELECT RAISE(ABORT, \'disk on fire\'); END');
+    expect(() => store.commit(contacts, [contact('c2', 2), contact('c3', 3)], { sync_watermark: iso(9) })).toThrow(/Cannot write the replica database.*disk on fire/);
+    store.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1']);
+    expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'k1', sync_watermark: iso(9) } });
+  });
+
+  it('rewrites a table written with an older column layout without changing any record', () => {
+    const path = newDb();
+    const records = [contact('c1', 1, { email: 'a@b.c', temperature: 'hot', custom: 1 }), contact('c2', 2, { email: null })];
+    // An older version that knew neither email nor temperature wrote these rows.
+    const current = layoutFor(contacts);
+    const older = { ...current, columns: current.columns.filter((c) => c.field !== 'email' && c.field !== 'temperature') };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    expect(db.prepare('SELECT _extra FROM contacts WHERE id = ?').get('c1')?._extra).toBe('{"temperature":"hot","email":"a@b.c","custom":1}');
+    db.close();
+
+    const store = new ReplicaStore(path);
+    expect(store.migrated).toEqual(['contacts']);
+    expect(store.db.prepare('SELECT email, temperature, _extra FROM contacts WHERE id = ?').get('c1')).toEqual({ email: 'a@b.c', temperature: 'hot', _extra: '{"custom":1}' });
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+    const again = new ReplicaStore(path);
+    expect(again.migrated).toEqual([]);
+    again.close();
+  });
+
+  it('moves a WITHOUT ROWID table (0.1.0) to a rowid table and adds the columns it lacked, in one migration', () => {
+    const path = newDb();
+    const records = [
+      contact('c1', 1, { email: 'a@b.c', temperature: 'hot', custom: [1, { x: null }] }),
+      contact('c2', 2, { email: null, temperature: 7 }), // a temperature of another type than declared stays in _extra
+      contact('c3', 3),
+    ];
+    delete records[2]?.temperature;
+    const current = layoutFor(contacts);
+    const older = { ...current, storage: 'without_rowid' as const, columns: current.columns.filter((c) => c.field !== 'email' && c.field !== 'temperature') };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    db.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+
+    const store = new ReplicaStore(path);
+    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'moved to a rowid table, faster to write; new columns email, temperature' }]);
+    expect(store.db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'contacts'").get()?.sql).not.toMatch(/WITHOUT ROWID/);
+    const rows = store.db.prepare('SELECT id, email, temperature, _extra, _absent, _synced_at FROM contacts ORDER BY id').all();
+    expect(rows.map((r) => [r.id, r.email, r.temperature, r._extra === null ? null : JSON.parse(String(r._extra)), r._synced_at])).toEqual([
+      ['c1', 'a@b.c', 'hot', { custom: [1, { x: null }] }, iso(0)],
+      ['c2', null, null, { temperature: 7 }, iso(0)],
+      ['c3', null, null, null, iso(0)],
+    ]);
+    expect(JSON.parse(String(rows[2]?._absent))).toContain('temperature');
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+  });
+
+  it('rewrites a table record by record when a column changes type, without changing any record', () => {
+    const path = newDb();
+    const records = [contact('c1', 1, { qualification_score: 42 }), contact('c2', 2, { qualification_score: 'n/a' })];
+    const current = layoutFor(contacts);
+    const older = { ...current, columns: current.columns.map((c) => (c.field === 'qualification_score' ? { ...c, kind: 'json' as const } : c)) };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    db.close();
+
+    const store = new ReplicaStore(path);
+    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'rewritten record by record to the current column layout' }]);
+    expect(store.db.prepare('SELECT id, qualification_score AS q, typeof(qualification_score) AS t FROM contacts ORDER BY id').all()).toEqual([
+      { id: 'c1', q: 42, t: 'integer' },
+      { id: 'c2', q: null, t: 'null' },
+    ]);
+    expect(store.db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name LIKE '_replica_migrating_%'").get()?.n).toBe(0);
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+  });
+
+  it('lets one replicate run write a file at a time, and takes over the lock of a killed one', () => {
+    const path = newDb();
+    const first = new ReplicaStore(path, undefined, { lock: true });
+    first.close(); // released
+    const held = new ReplicaStore(path);
+    const now = new Date().toISOString();
+    held.db.prepare('INSERT INTO _replica_lock (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)').run(process.ppid, hostname(), now, now);
+    held.close();
+    expect(() => new ReplicaStore(path, undefined, { lock: true })).toThrow(
+      new RegExp(`Another replicate run is writing ".*r\\.db" \\(pid ${process.ppid} on .*, started .*, last renewed .*\\)\\. Run again once it has finished`),
+    );
+    const dead = new ReplicaStore(path);
+    dead.db.prepare('UPDATE _replica_lock SET pid = ?').run(2 ** 22 + 12345); // above any pid_max: no such process
+    dead.close();
+    const next = new ReplicaStore(path, undefined, { lock: true });
+    expect(next.db.prepare('SELECT pid FROM _replica_lock').get()?.pid).toBe(process.pid);
+    next.close();
+    const after = new ReplicaStore(path);
+    expect(after.db.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n).toBe(0);
+    after.close();
+  });
+
+  it('refuses a database that has a table of the same name it did not create', () => {
+    const path = newDb();
+    const db = new DatabaseSync(path);
+    db.exec('CREATE TABLE contacts (x)');
+    db.close();
+    expect(() => new ReplicaStore(path)).toThrow(/already has a table "contacts" that the replica did not create/);
+  });
+
+  it('names the file when it is not a database', () => {
+    const path = newDb();
+    rmSync(path, { force: true });
+    writeFileSync(path, 'this is not sqlite, just text that is long enough to be read as a header................');
+    expect(() => new ReplicaStore(path)).toThrow(/cannot be used as a replica database|Cannot open the replica database/);
+  });
+});
