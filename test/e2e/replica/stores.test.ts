@@ -5,11 +5,15 @@
  * after a full run and incremental runs with changes and deletions, and
  * after SIGKILLs at random points; a second writer exits 75 at once; a
  * field the service adds becomes a column; hashed personal data leaves no
- * raw value in the tables; the long pause is healed. PostgreSQL alone: a
- * wrong password (78, no password in any output), a server that cannot be
- * reached (75).
+ * raw value in the tables; the long pause is healed. Many accounts (a
+ * config with `accounts`) into each store: every table keyed by (account,
+ * id), each account exact after full and incremental runs with changes and
+ * deletions, one key revoked (the others exact, 78 naming the entry), an
+ * entry bound to its account, killed then resumed, and a store of the other
+ * kind of config refused unchanged. PostgreSQL alone: a wrong password (78,
+ * no password in any output), a server that cannot be reached (75).
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,12 +21,12 @@ import type { ExtraField } from 'data-read-emulator';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
 import { PostgresStore } from '../../../src/stores/postgres/store.js';
 import { parseStoreTarget } from '../../../src/stores/target.js';
-import { replicaStates } from '../../../src/replica/records.js';
+import { replicaRecords, replicaStates } from '../../../src/replica/records.js';
 import type { StreamState } from '../../../src/engine/state.js';
 import { LISTS, changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
 import { readDatabase } from '../../helpers/sqlite.js';
-import { writeJson } from '../../helpers/cli.js';
+import { SOURCE_BIN, runCli, writeJson } from '../../helpers/cli.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
@@ -38,6 +42,11 @@ interface StoreKind {
   states(db: string): Promise<Map<string, StreamState>>;
   /** The columns of a table. */
   columns(db: string, table: string): Promise<string[]>;
+  /** A store of many accounts: every list's rows (with their account column), and the states saved. */
+  accounts(db: string): Promise<Record<string, Record<string, unknown>[]>>;
+  accountStates(db: string): Promise<Map<string, StreamState>>;
+  /** The primary key's columns of a table, in order. */
+  primaryKey(db: string, table: string): Promise<string[]>;
 }
 
 /** The databases the PostgreSQL runs made, dropped at the end. */
@@ -62,16 +71,43 @@ async function asDump(store: PostgresStore | DuckdbStore): Promise<Record<string
 }
 
 const pgTarget = (url: string) => parseStoreTarget(url, undefined, {});
-const openPg = (url: string) => () => PostgresStore.open(pgTarget(url) as Parameters<typeof PostgresStore.open>[0], { lock: false });
-const openDuck = (path: string) => () => DuckdbStore.open(parseStoreTarget(`duckdb:${path}`, undefined, {}) as Parameters<typeof DuckdbStore.open>[0]);
+const openPg = (url: string, accountKey = false) => () => PostgresStore.open(pgTarget(url) as Parameters<typeof PostgresStore.open>[0], { lock: false, accountKey });
+const openDuck = (path: string, accountKey = false) => () => DuckdbStore.open(parseStoreTarget(`duckdb:${path}`, undefined, {}) as Parameters<typeof DuckdbStore.open>[0], { accountKey });
+
+async function asRows(store: PostgresStore | DuckdbStore): Promise<Record<string, Record<string, unknown>[]>> {
+  const out: Record<string, Record<string, unknown>[]> = {};
+  for (const list of LISTS) out[list] = await store.readRecords(list);
+  return out;
+}
+
+async function pgRows<T extends Record<string, unknown>>(db: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = await adminClient(db);
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
 
 const STORES: readonly StoreKind[] = [
   {
     name: 'sqlite',
     fresh: async (dir, label) => join(dir, `${label}.db`),
     dump: async (db) => replicaAsDump(db),
-    states: async (db) => replicaStates(db),
     columns: async (db, table) => readDatabase(db, (h) => h.prepare(`SELECT name FROM pragma_table_info('${table}')`).all().map((r) => String(r.name))),
+    accounts: async (db) => {
+      const records = replicaRecords(db);
+      return Object.fromEntries(LISTS.map((list) => [list, (records.get(list) ?? []) as Record<string, unknown>[]]));
+    },
+    states: async (db) => replicaStates(db),
+    accountStates: async (db) => replicaStates(db),
+    primaryKey: async (db, table) =>
+      readDatabase(db, (h) =>
+        h
+          .prepare(`SELECT name, pk FROM pragma_table_info('${table}') WHERE pk > 0 ORDER BY pk`)
+          .all()
+          .map((r) => String(r.name)),
+      ),
   },
   {
     name: 'postgres',
@@ -91,6 +127,18 @@ const STORES: readonly StoreKind[] = [
         await client.end();
       }
     },
+    accounts: (db) => readStore(openPg(db, true), asRows),
+    accountStates: (db) => readStore(openPg(db, true), (s) => s.loadStates()),
+    primaryKey: async (db, table) =>
+      (
+        await pgRows<{ name: string }>(
+          db,
+          `SELECT a.attname AS name FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+            WHERE i.indrelid = ('data_read.' || quote_ident($1))::regclass AND i.indisprimary ORDER BY k.n`,
+          [table],
+        )
+      ).map((r) => r.name),
   },
   {
     name: 'duckdb',
@@ -98,6 +146,15 @@ const STORES: readonly StoreKind[] = [
     dump: (db) => readStore(openDuck(db), asDump),
     states: (db) => readStore(openDuck(db), (s) => s.loadStates()),
     columns: (db) => readStore(openDuck(db), async (s) => s.layoutOf('contacts').columns.map((c) => c.field)),
+    accounts: (db) => readStore(openDuck(db, true), asRows),
+    accountStates: (db) => readStore(openDuck(db, true), (s) => s.loadStates()),
+    primaryKey: (db, table) =>
+      readStore(openDuck(db, true), async (s) => {
+        const reader = await (s as DuckdbStore).session.runAndReadAll(
+          `SELECT constraint_column_names AS c FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = '${table}' AND constraint_type = 'PRIMARY KEY'`,
+        );
+        return ((reader.getRowObjectsJS()[0]?.c ?? []) as unknown[]).map(String);
+      }),
   },
 ];
 
@@ -174,6 +231,12 @@ describe.each(STORES)('replicate into $name', (store) => {
       expect(run.stderr).toContain('"Replica test"');
       expect(run.stderr).toContain('"Another company"');
       expect(await store.dump(db)).toStrictEqual(before);
+      // The same store given a config with accounts (this key as one entry): its rows cannot be told apart by account.
+      const many = writeJson(dir, 'as-accounts.json', { base_url: account.emulator.url, page_size: 100, accounts: [{ name: 'main', api_key: account.key }] });
+      const refused = await replicate(many, db);
+      expect(refused.code, refused.stderr).toBe(78);
+      expect(refused.stderr).toMatch(/built from a config with one api_key .*"accounts"/);
+      expect(await store.dump(db)).toStrictEqual(before);
     });
 
     it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {
@@ -195,6 +258,176 @@ describe.each(STORES)('replicate into $name', (store) => {
       expect(two.code, two.stderr).toBe(75);
       expect(two.stderr).toMatch(/another|Another|locked|lock/);
       expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+    });
+  });
+
+  describe('many accounts', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount(`stores-accounts-${store.name}-`, { contacts: 40, seed: 71 }, (s) => ({ account, dir } = s));
+    let files = 0;
+
+    interface Tenant {
+      readonly entry: string;
+      readonly id: string;
+      readonly key: string;
+      readonly keyId?: string;
+    }
+    const tenant = (entry: string, name: string, contacts: number): Tenant => {
+      const control = account.emulator.control;
+      const created = control.createAccount({ name });
+      const { key, id: keyId } = control.createKey(created.id);
+      control.seed(created.id, { contacts });
+      return { entry, id: created.id, key, keyId };
+    };
+    const asAccount = (t: Tenant): Account => ({
+      ...account,
+      accountId: t.id,
+      key: t.key,
+      mutate: (m) => void account.emulator.control.mutate(t.id, m),
+      dump: () => account.emulator.control.dump(t.id),
+    });
+    const configOf = (tenants: readonly Tenant[], extra: Record<string, unknown> = {}): string =>
+      writeJson(dir, `accounts-${++files}.json`, { base_url: account.emulator.url, page_size: 25, accounts: tenants.map((t) => ({ name: t.entry, api_key: t.key })), ...extra });
+    const byId = (a: unknown, b: unknown): number => {
+      const x = String((a as { id: unknown }).id);
+      const y = String((b as { id: unknown }).id);
+      return x < y ? -1 : x > y ? 1 : 0;
+    };
+    /** Each account's rows in the dump's shape (without the account column), each list by id: the store read once. */
+    const shares = async (db: string): Promise<(entry: string) => Record<string, unknown[]>> => {
+      const rows = await store.accounts(db);
+      return (entry) =>
+        Object.fromEntries(
+        LISTS.map((list) => [
+          list,
+          (rows[list] ?? [])
+            .filter((r) => r.account === entry)
+            .map(({ account: _account, ...rest }) => rest)
+            .sort(byId),
+          ]),
+        );
+    };
+    const share = async (db: string, entry: string): Promise<Record<string, unknown[]>> => (await shares(db))(entry);
+    /** Every account of `tenants` equals its dump. */
+    const exact = async (db: string, tenants: readonly Tenant[]): Promise<void> => {
+      const of = await shares(db);
+      for (const t of tenants) expect(of(t.entry), t.entry).toStrictEqual(truth(t));
+    };
+    const truth = (t: Tenant): Record<string, unknown[]> => {
+      const lists = dumpLists(account.emulator.control.dump(t.id));
+      return Object.fromEntries(LISTS.map((list) => [list, [...(lists[list] ?? [])].sort(byId)]));
+    };
+    const errorLines = (stderr: string): string[] => stderr.split('\n').filter((l) => /\bERROR\b/.test(l) && l.includes('Replication incomplete'));
+
+    it(
+      'keys every table by (account, id); each account exact after full and incremental runs with changes and deletions; a key revoked; an entry bound; the other kind of config refused',
+      { timeout: 300_000 },
+      async () => {
+        const main: Tenant = { entry: 'main', id: account.accountId, key: account.key };
+        const north = tenant('north', 'North', 30);
+        let south = tenant('south', 'South', 30);
+        const db = await store.fresh(dir, 'accounts');
+        const summary = join(dir, `summary-${store.name}.json`);
+        const first = await runCli(SOURCE_BIN, ['replicate', '--config', configOf([main, north, south]), '--db', db, '--summary', summary], { timeoutMs: 120_000 });
+        expect(first.code, first.stderr).toBe(0);
+        expect(first.stdout).toBe('');
+        expect(first.stderr).toContain('Replicating 3 account(s)');
+        await exact(db, [main, north, south]);
+        for (const list of LISTS) expect(await store.primaryKey(db, list), list).toEqual(['account', 'id']);
+        expect(Object.keys((await store.accountStates(db)).get('contacts')?.accounts ?? {}).sort()).toEqual(['main', 'north', 'south']);
+        const report = JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string; records: number }[] };
+        expect(report.accounts.map((a) => [a.name, a.status])).toEqual([
+          ['main', 'succeeded'],
+          ['north', 'succeeded'],
+          ['south', 'succeeded'],
+        ]);
+        expect(report.accounts.every((a) => a.records > 0)).toBe(true);
+
+        // Changes and deletions in two accounts: each exact, the third's rows untouched by their deletions.
+        changeRound(asAccount(main));
+        changeRound(asAccount(north));
+        const southBefore = (await shares(db))('south');
+        const second = await replicate(configOf([main, north, south]), db);
+        expect(second.code, second.stderr).toBe(0);
+        expect(second.stderr).toContain('continuing from its saved state');
+        expect(second.stderr).toMatch(/deletions applied: \d+ rows removed/);
+        await exact(db, [main, north, south]);
+        expect(truth(south)).toStrictEqual(southBefore);
+
+        // South's key revoked: the others read and saved, 78, one error naming south; south's rows as they were.
+        changeRound(asAccount(north));
+        changeRound(asAccount(south));
+        const southKept = await share(db, 'south');
+        account.emulator.control.revokeKey(south.keyId as string);
+        const revokedSummary = join(dir, `summary-revoked-${store.name}.json`);
+        const revoked = await runCli(SOURCE_BIN, ['replicate', '--config', configOf([main, north, south]), '--db', db, '--summary', revokedSummary], { timeoutMs: 120_000 });
+        expect(revoked.code, revoked.stderr).toBe(78);
+        const errors = errorLines(revoked.stderr);
+        expect(errors, revoked.stderr).toHaveLength(1);
+        expect(errors[0]).toMatch(/1 of 3 accounts failed.*account "south"/);
+        const held = await shares(db);
+        for (const t of [main, north]) expect(held(t.entry), t.entry).toStrictEqual(truth(t));
+        expect(held('south')).toStrictEqual(southKept);
+        expect(truth(south)).not.toStrictEqual(southKept);
+        const failed = JSON.parse(readFileSync(revokedSummary, 'utf8')) as { accounts: { name: string; status: string; failure_type: string | null }[] };
+        expect(failed.accounts.find((a) => a.name === 'south')).toMatchObject({ status: 'failed', failure_type: 'config_error' });
+        expect(failed.accounts.find((a) => a.name === 'north')).toMatchObject({ status: 'succeeded', failure_type: null });
+        // A new key of the same account: it goes on from its own state, exact again.
+        const renewed = account.emulator.control.createKey(south.id);
+        south = { ...south, key: renewed.key, keyId: renewed.id };
+        const again = await replicate(configOf([main, north, south]), db);
+        expect(again.code, again.stderr).toBe(0);
+        await exact(db, [main, north, south]);
+
+        // The entry "north" given South's key: that entry fails alone (78, both accounts named), nothing of it written.
+        const northRows = await share(db, 'north');
+        changeRound(asAccount(main));
+        const swapped = await replicate(configOf([{ ...north, key: south.key }, main]), db);
+        expect(swapped.code, swapped.stderr).toBe(78);
+        expect(swapped.stderr).toMatch(/account "north": .*"North".*"South"/);
+        const after = await shares(db);
+        expect(after('north')).toStrictEqual(northRows);
+        expect(after('main')).toStrictEqual(truth(main));
+
+        // A config of one api_key given this store: refused (78), nothing changed.
+        const before = await store.accounts(db);
+        const one = await replicate(account.config(dir), db);
+        expect(one.code, one.stderr).toBe(78);
+        expect(one.stderr).toMatch(/built from a config with "accounts"/);
+        expect(await store.accounts(db)).toStrictEqual(before);
+      },
+    );
+
+    it('killed mid-run with SIGKILL, then run again: every account exact', { timeout: 240_000 }, async () => {
+      const east = tenant('east', 'East', 300);
+      const west = tenant('west', 'West', 300);
+      const db = await store.fresh(dir, 'accounts-killed');
+      const cfg = configOf([east, west], { page_size: 10, max_concurrent_requests: 1 });
+      // A slower service and a progress line per page: kills by bytes of stderr land inside the reads, after commits
+      // (PostgreSQL and DuckDB commit a group of checkpoints every 250 ms at least).
+      account.emulator.control.setLatency(10);
+      const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
+      const outcomes: string[] = [];
+      let resumed = 0;
+      try {
+        for (const bytes of [6000, 12000, 18000]) {
+          const run = await replicate(cfg, db, { killAfterStderrBytes: bytes, env });
+          outcomes.push(`${bytes} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
+          if (!run.killed) expect(run.code, run.stderr).toBe(0);
+          // A kill inside a read leaves that account's resume cursor, committed with the rows before it.
+          const states = [...(await store.accountStates(db)).values()];
+          if (run.killed && states.some((st) => Object.values(st.accounts ?? {}).some((one) => one.resume !== undefined))) resumed++;
+        }
+      } finally {
+        account.emulator.control.setLatency(0);
+      }
+      expect(outcomes.filter((o) => o.endsWith('killed')).length, outcomes.join('; ')).toBeGreaterThanOrEqual(2);
+      expect(resumed, outcomes.join('; ')).toBeGreaterThanOrEqual(1);
+      changeRound(asAccount(east));
+      const last = await replicate(cfg, db);
+      expect(last.code, last.stderr).toBe(0);
+      await exact(db, [east, west]);
     });
   });
 
