@@ -88,8 +88,20 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
   return tableExists(connection, schema, METADATA_TABLE);
 }
 
+/**
+ * A stream's table. Its key column is NOT NULL but carries no PRIMARY KEY
+ * constraint: DuckDB keeps a key's index (ART) in memory, whole, for as
+ * long as the file is open, and checks it on every insert, so that a
+ * constraint made the run's memory grow with the table (21 MB of index
+ * for 300k contacts) and made each group's INSERT about three times slower.
+ * Ids stay unique because the store is their only writer (the file lock)
+ * and each group replaces the rows of its ids in one transaction: the group
+ * holds one row per id (group-writer.ts), its DELETE takes the table's rows
+ * of those ids, its INSERT puts the new ones (writer.ts). Tables made by
+ * earlier versions keep their constraint; both are written the same way.
+ */
 export function createTableSql(schema: string, layout: StoreLayout): string {
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY' : ''}`);
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${c.field === layout.primaryKey ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
