@@ -95,12 +95,14 @@ export interface RunOptions {
   readonly timeoutMs?: number;
   /** Told the stderr carried so far, at each chunk (to start something once the run says a line). */
   readonly onStderr?: (stderr: string) => void;
+  /** More arguments after `--db` (`--summary FILE`). */
+  readonly args?: readonly string[];
 }
 
 /** Run `source-data-read replicate`, maybe killing it with SIGKILL part-way. */
 export function replicate(configPath: string, dbPath: string, options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', configPath, '--db', dbPath], {
+    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', configPath, '--db', dbPath, ...(options.args ?? [])], {
       env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
