@@ -202,6 +202,8 @@ export interface OpenedTables {
   readonly specs: StoreTableSpec[];
   /** The changes made, in words (`contacts.score: BIGINT -> DOUBLE`). */
   readonly changes: string[];
+  /** The changes made, for the run summary. */
+  readonly applied: ColumnChange[];
 }
 
 /** Make each stream's table, or change it to `specs`' layout (from the one `stored`), one transaction per table. */
@@ -213,6 +215,7 @@ export async function openTables(
   changes: readonly ColumnChange[],
 ): Promise<OpenedTables> {
   const made: string[] = [];
+  const applied: ColumnChange[] = [];
   for (const spec of specs) {
     const { layout } = spec;
     const before = stored.get(layout.stream);
@@ -252,10 +255,11 @@ export async function openTables(
       await saveLayout(connection, schema, layout);
       await connection.run('COMMIT');
       made.push(...mine.map((c) => describeChange(c, (k) => DUCKDB_TYPES[k])));
+      applied.push(...mine);
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => {});
       throw err;
     }
   }
-  return { specs: [...specs], changes: made };
+  return { specs: [...specs], changes: made, applied };
 }
