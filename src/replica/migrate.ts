@@ -19,11 +19,29 @@ import { ConfigError } from '../errors.js';
 import { createTableSql, insertSql, saveLayout } from './database.js';
 import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, keyColumns, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
 import { recordToRow, rowToRecord } from './rows.js';
+import type { SchemaChange } from '../stores/store.js';
 
 export interface Migration {
   readonly stream: string;
   /** What was done, for a log line. */
   readonly change: string;
+  /** The columns added or retyped, for the run summary. */
+  readonly columns: readonly SchemaChange[];
+}
+
+/** The columns `wanted` adds to `stored` or gives another SQL type. */
+function columnChanges(stored: TableLayout, wanted: TableLayout): SchemaChange[] {
+  const before = new Map(stored.columns.map((c) => [c.field, SQL_TYPES[c.kind]]));
+  const out: SchemaChange[] = [];
+  for (const c of wanted.columns) {
+    const from = before.get(c.field);
+    const to = SQL_TYPES[c.kind];
+    if (from === to) continue;
+    // TEXT holds whatever a column held, REAL every INTEGER: those widen; a newer version's layout may change a type otherwise.
+    const change = from === undefined ? 'added' : to === 'TEXT' || (from === 'INTEGER' && to === 'REAL') ? 'widened' : 'retyped';
+    out.push({ stream: wanted.stream, column: c.field, change, from: from ?? null, to });
+  }
+  return out;
 }
 
 /** Rows re-converted per query when added columns are filled. */
@@ -42,7 +60,7 @@ export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: Table
   try {
     let migration: Migration | undefined;
     if (stored) {
-      migration = { stream: layout.stream, change: migrate(db, stored, layout) };
+      migration = { stream: layout.stream, change: migrate(db, stored, layout), columns: columnChanges(stored, layout) };
     } else {
       const existing = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')").get(layout.table);
       if (existing) {

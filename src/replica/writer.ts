@@ -26,6 +26,7 @@ import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../errors.js';
 import { TableWriter, type Checkpoint } from './table-writer.js';
 import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
+import type { SchemaChange } from '../stores/store.js';
 import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
 import { tableCheckpoint, type ReplicaStore } from './store.js';
@@ -344,6 +345,11 @@ export class SqliteStore implements Store {
     if (this.file.accountNote) notes.push({ level: 'INFO', message: this.file.accountNote });
     for (const m of this.file.migrations) notes.push({ level: 'INFO', message: `${m.stream}: table migrated in place (${m.change}); no record changed.` });
     return notes;
+  }
+
+  /** The columns opening added or retyped (SQLite leaves nothing for the next run: a value that does not fit stays in `_extra`). */
+  schemaChanges(): SchemaChange[] {
+    return this.file.migrations.flatMap((m) => m.columns);
   }
 
   loadStates(): Promise<Map<string, StreamState>> {

@@ -6,12 +6,12 @@
  */
 import type { ConnectorError } from '../errors.js';
 import type { StreamState } from '../engine/state.js';
-import type { StoreLayout } from './columns.js';
+import type { ColumnChange, StoreKind, StoreLayout } from './columns.js';
 import type { StoreCheckpoint, StoreCommitResult } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
-import { DriftTeller, parseSavedStates, type DriftLog } from './notes.js';
+import { DriftTeller, parseSavedStates, schemaChanges, type DriftLog } from './notes.js';
 import { checkFacts } from './metadata.js';
-import type { Store, StoreFacts, StoreNote } from './store.js';
+import type { SchemaChange, Store, StoreFacts, StoreNote } from './store.js';
 
 export abstract class GroupStore<R> implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
@@ -19,12 +19,29 @@ export abstract class GroupStore<R> implements Store {
   protected readonly writer: GroupWriter<R>;
   readonly #display: string;
   readonly #drift: DriftTeller;
+  readonly #made: readonly ColumnChange[];
+  readonly #types: Readonly<Record<StoreKind, string>>;
 
-  protected constructor(display: string, writer: GroupWriter<R>, notes: readonly StoreNote[], log: DriftLog | undefined) {
+  /** `made`: the column changes opening made; `types`: the store's SQL type of each kind. */
+  protected constructor(
+    display: string,
+    writer: GroupWriter<R>,
+    notes: readonly StoreNote[],
+    log: DriftLog | undefined,
+    made: readonly ColumnChange[],
+    types: Readonly<Record<StoreKind, string>>,
+  ) {
     this.#display = display;
     this.writer = writer;
     this.notes = notes;
     this.#drift = new DriftTeller(display, log);
+    this.#made = made;
+    this.#types = types;
+  }
+
+  /** The column changes opening made, then those left for the next run (postponed, or met by this run's commits). */
+  schemaChanges(): SchemaChange[] {
+    return schemaChanges(this.#made, this.writer.layouts(), this.#types);
   }
 
   layoutOf(stream: string): StoreLayout {

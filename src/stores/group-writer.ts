@@ -197,6 +197,11 @@ export class GroupWriter<R> {
     return table.spec.layout;
   }
 
+  /** Every table's layout now (with the drift its commits met, pending for the next run). */
+  layouts(): StoreLayout[] {
+    return [...this.tables.values()].map((t) => t.spec.layout);
+  }
+
   /** Why nothing more is written (the store was lost). */
   get lost(): ConnectorError | undefined {
     return this.broken;

@@ -7,7 +7,8 @@
 import { ConfigError } from '../errors.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import type { LogLevel } from '../engine/sync-sink.js';
-import type { StoreNote } from './store.js';
+import { widen, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
+import type { SchemaChange, StoreNote } from './store.js';
 
 /** One INFO per table change made (`contacts.score: bigint -> numeric`), one WARN per change left for the next run. */
 export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[]): StoreNote[] {
@@ -18,6 +19,32 @@ export function changeNotes(display: string, changes: readonly string[], postpon
       message: `Schema drift in ${display}: ${change} is left for the next run (a reader held the table); until then the values that do not fit are kept in _extra.`,
     })),
   ];
+}
+
+/**
+ * The run's schema changes as the summary lists them: those opening `made`,
+ * then what each table's layout holds pending now (left for the next run,
+ * which gives the column the join of its kind and the asked one). A change
+ * whose SQL type stays the same (PostgreSQL's numeric for wide and
+ * fractional numbers alike) is no change a reader sees, and is not listed.
+ */
+export function schemaChanges(made: readonly ColumnChange[], layouts: readonly StoreLayout[], types: Readonly<Record<StoreKind, string>>): SchemaChange[] {
+  const out: SchemaChange[] = [];
+  for (const c of made) {
+    const from = c.from === undefined ? null : types[c.from];
+    if (from === types[c.to]) continue;
+    out.push({ stream: c.stream, column: c.field, change: from === null ? 'added' : 'widened', from, to: types[c.to] });
+  }
+  for (const layout of layouts) {
+    for (const p of layout.pending) {
+      const column = layout.columns.find((c) => c.field === p.field);
+      const from = column === undefined ? null : types[column.kind];
+      const to = types[column === undefined ? p.kind : widen(column.kind, p.kind)];
+      if (from === to) continue;
+      out.push({ stream: layout.stream, column: p.field, change: 'left_for_next_run', from, to });
+    }
+  }
+  return out;
 }
 
 /** The states a store holds (JSON text by stream), as the engine reads them; a broken one is a config_error that names the store. */

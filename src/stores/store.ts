@@ -72,6 +72,25 @@ export interface Store {
   finish(): Promise<Map<string, number>>;
   /** Close (committing what is taken, if the store can still commit); again is nothing. */
   close(): Promise<void>;
+  /** The changes of the tables' columns this run made, and those it leaves for the next run (after `finish`: all of them); none when absent. */
+  schemaChanges?(): readonly SchemaChange[];
+}
+
+/**
+ * One change of a table's columns, as the run summary lists it: a column
+ * added, a column's type widened (or otherwise changed: a SQLite table
+ * rewritten to a newer version's layout), or a change the run met but leaves for
+ * the next run (a reader held the table; values that did not fit their
+ * column, kept in `_extra` until then). Types are the store's SQL types.
+ */
+export interface SchemaChange {
+  readonly stream: string;
+  readonly column: string;
+  readonly change: 'added' | 'widened' | 'retyped' | 'left_for_next_run';
+  /** The column's type before (null: no column yet). */
+  readonly from: string | null;
+  /** Its type after (left for the next run: the type the next run gives it). */
+  readonly to: string;
 }
 
 

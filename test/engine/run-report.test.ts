@@ -155,4 +155,32 @@ describe('RunRecorder', () => {
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(SUMMARY_MAX_BYTES);
     expect(RunSummarySchema.parse(JSON.parse(text))).toMatchObject({ exit_code: 70 });
   });
+
+  it("lists a stream's schema changes (replicate), and leaves the last of the longest lists out, counted, to fit 4 KiB", () => {
+    const r = new RunRecorder('replicate');
+    r.plan([{ name: 'contacts' }, { name: 'deletions' }]);
+    const added = (n: number) => Array.from({ length: n }, (_, i) => ({ column: `field_${String(i).padStart(3, '0')}`, change: 'added' as const, from_type: null, to_type: 'bigint' }));
+    r.schemaChanges('contacts', added(2));
+    r.schemaChanges('deletions', []);
+    const small = RunSummarySchema.parse(JSON.parse(summaryJson(r.finish(0))));
+    expect(small.streams.map((s) => [s.name, s.schema_changes, s.schema_changes_omitted])).toEqual([
+      ['contacts', added(2), undefined],
+      ['deletions', [], undefined],
+    ]);
+
+    const big = new RunRecorder('replicate');
+    big.plan([{ name: 'contacts' }, { name: 'deletions' }]);
+    big.schemaChanges('contacts', added(80));
+    big.schemaChanges('deletions', added(3));
+    const text = summaryJson(big.finish(0));
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(SUMMARY_MAX_BYTES);
+    const [contacts, deletions] = RunSummarySchema.parse(JSON.parse(text)).streams;
+    const kept = contacts?.schema_changes?.length ?? 0;
+    expect(kept).toBeGreaterThan(10);
+    expect(contacts?.schema_changes).toEqual(added(kept));
+    expect(contacts?.schema_changes_omitted).toBe(80 - kept);
+    expect(deletions?.schema_changes).toEqual(added(3));
+    // The recorder's own summary is whole.
+    expect(big.finish(0).streams[0]?.schema_changes).toHaveLength(80);
+  });
 });

@@ -95,12 +95,16 @@ export interface RunOptions {
   readonly timeoutMs?: number;
   /** Told the stderr carried so far, at each chunk (to start something once the run says a line). */
   readonly onStderr?: (stderr: string) => void;
+  /** SIGKILL once this says yes to the stderr carried so far (asked at each chunk). */
+  readonly killWhen?: (stderr: string) => boolean;
+  /** More arguments after `--db` (`--summary FILE`). */
+  readonly args?: readonly string[];
 }
 
 /** Run `source-data-read replicate`, maybe killing it with SIGKILL part-way. */
 export function replicate(configPath: string, dbPath: string, options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', configPath, '--db', dbPath], {
+    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', configPath, '--db', dbPath, ...(options.args ?? [])], {
       env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -118,7 +122,11 @@ export function replicate(configPath: string, dbPath: string, options: RunOption
       err.push(b);
       errBytes += b.length;
       if (options.killAfterStderrBytes !== undefined && errBytes >= options.killAfterStderrBytes) kill();
-      options.onStderr?.(Buffer.concat(err).toString('utf8'));
+      if (options.onStderr || options.killWhen) {
+        const text = Buffer.concat(err).toString('utf8');
+        options.onStderr?.(text);
+        if (options.killWhen?.(text)) kill();
+      }
     });
     const killTimer = options.killAfterMs === undefined ? undefined : setTimeout(kill, options.killAfterMs);
     const guard = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);

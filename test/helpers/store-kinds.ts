@@ -131,10 +131,11 @@ const STORES: readonly StoreKind[] = [
     accountStates: (db) => readStore(openDuck(db, true), (s) => s.loadStates()),
     primaryKey: (db, table) =>
       readStore(openDuck(db, true), async (s) => {
+        // DuckDB's stream tables carry no PRIMARY KEY constraint (duckdb/tables.ts): their key is the NOT NULL columns before the bookkeeping ones.
         const reader = await (s as DuckdbStore).session.runAndReadAll(
-          `SELECT constraint_column_names AS c FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = '${table}' AND constraint_type = 'PRIMARY KEY'`,
+          `SELECT c.column_name AS c FROM duckdb_columns() c WHERE c.schema_name = 'main' AND c.table_name = '${table}' AND NOT c.is_nullable AND NOT starts_with(c.column_name, '_') ORDER BY c.column_index`,
         );
-        return ((reader.getRowObjectsJS()[0]?.c ?? []) as unknown[]).map(String);
+        return reader.getRowObjectsJS().map((r) => String(r.c));
       }),
   },
 ];

@@ -56,7 +56,9 @@ describe('ReplicaStore with the stream schemas of a run', () => {
 
     const schemas = new Map([[contacts.name, schemaWith({ lifetime_value: { type: ['null', 'integer'] } })]]);
     const described = new ReplicaStore(path, undefined, { schemas, retype: true });
-    expect(described.migrations).toEqual([{ stream: 'contacts', change: 'new column lifetime_value' }]);
+    expect(described.migrations).toEqual([
+      { stream: 'contacts', change: 'new column lifetime_value', columns: [{ stream: 'contacts', column: 'lifetime_value', change: 'added', from: null, to: 'INTEGER' }] },
+    ]);
     expect(described.db.prepare('SELECT id, lifetime_value, _extra FROM contacts ORDER BY id').all()).toEqual([
       { id: 'c1', lifetime_value: 12, _extra: null },
       { id: 'c2', lifetime_value: null, _extra: null },

@@ -68,7 +68,16 @@ describe('ReplicaStore', () => {
     expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
 
     const store = new ReplicaStore(path);
-    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'moved to a rowid table, faster to write; new columns email, temperature' }]);
+    expect(store.migrations).toEqual([
+      {
+        stream: 'contacts',
+        change: 'moved to a rowid table, faster to write; new columns email, temperature',
+        columns: [
+          { stream: 'contacts', column: 'email', change: 'added', from: null, to: 'TEXT' },
+          { stream: 'contacts', column: 'temperature', change: 'added', from: null, to: 'TEXT' },
+        ],
+      },
+    ]);
     expect(store.db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'contacts'").get()?.sql).not.toMatch(/WITHOUT ROWID/);
     const rows = store.db.prepare('SELECT id, email, temperature, _extra, _absent, _synced_at FROM contacts ORDER BY id').all();
     expect(rows.map((r) => [r.id, r.email, r.temperature, r._extra === null ? null : JSON.parse(String(r._extra)), r._synced_at])).toEqual([
@@ -92,7 +101,13 @@ describe('ReplicaStore', () => {
     db.close();
 
     const store = new ReplicaStore(path);
-    expect(store.migrations).toEqual([{ stream: 'contacts', change: 'rewritten record by record to the current column layout' }]);
+    expect(store.migrations).toEqual([
+      {
+        stream: 'contacts',
+        change: 'rewritten record by record to the current column layout',
+        columns: [{ stream: 'contacts', column: 'qualification_score', change: 'retyped', from: 'TEXT', to: 'INTEGER' }],
+      },
+    ]);
     expect(store.db.prepare('SELECT id, qualification_score AS q, typeof(qualification_score) AS t FROM contacts ORDER BY id').all()).toEqual([
       { id: 'c1', q: 42, t: 'integer' },
       { id: 'c2', q: null, t: 'null' },

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { rawNumber } from '../../src/exact-json.js';
 import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkpoint.js';
 import type { Data } from '../../src/stores/values.js';
-import type { StoreFacts } from '../../src/stores/store.js';
+import type { SchemaChange, StoreFacts } from '../../src/stores/store.js';
 import type { DriftLog } from '../../src/stores/notes.js';
 import { entryFacts, replicaFacts } from '../../src/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
@@ -16,6 +16,7 @@ import { at, checkpoint, connectorFailure, contact, deletion } from './records.j
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
 export interface SuiteStore {
   readonly changes: readonly string[];
+  schemaChanges(): readonly SchemaChange[];
   commit(checkpoint: StoreCheckpoint): Promise<StoreCommitResult>;
   write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void>;
   flush(): Promise<void>;
@@ -41,6 +42,12 @@ export interface StoreHarness {
 const treated = (record: Record<string, string>): { facts: StoreFacts } => ({ facts: replicaFacts('"treat"', { record, key: undefined }) });
 
 export function storeSuite(h: StoreHarness): void {
+  /** The store's schema changes of contacts, by column. */
+  const contactChanges = (store: SuiteStore): SchemaChange[] =>
+    store
+      .schemaChanges()
+      .filter((c) => c.stream === 'contacts')
+      .sort((a, b) => a.column.localeCompare(b.column));
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
@@ -195,12 +202,23 @@ export function storeSuite(h: StoreHarness): void {
         expect(new Set(first.drift)).toEqual(new Set(['lifecycle', 'qualification_score', 'do_not_contact']));
         expect(await store.readRecords('contacts')).toEqual(records);
         expect(store.changes).toEqual([]);
+        // The run summary's list: what the next run will do.
+        expect(contactChanges(store)).toEqual([
+          { stream: 'contacts', column: 'do_not_contact', change: 'left_for_next_run', from: h.types.boolean, to: h.types.text },
+          { stream: 'contacts', column: 'lifecycle', change: 'left_for_next_run', from: null, to: h.types.text },
+          { stream: 'contacts', column: 'qualification_score', change: 'left_for_next_run', from: h.types.int64, to: h.types.number },
+        ]);
       });
       await withStore('drift', async (store) => {
         expect(store.changes).toEqual([
           `contacts.qualification_score: ${h.types.int64} -> ${h.types.number}`,
           `contacts.do_not_contact: ${h.types.boolean} -> ${h.types.text}`,
           `contacts.lifecycle: new column (${h.types.text})`,
+        ]);
+        expect(contactChanges(store)).toEqual([
+          { stream: 'contacts', column: 'do_not_contact', change: 'widened', from: h.types.boolean, to: h.types.text },
+          { stream: 'contacts', column: 'lifecycle', change: 'added', from: null, to: h.types.text },
+          { stream: 'contacts', column: 'qualification_score', change: 'widened', from: h.types.int64, to: h.types.number },
         ]);
         const rows = await h.rows(store, 'SELECT id, CAST(qualification_score AS VARCHAR) AS q, do_not_contact AS d, lifecycle, CAST(_extra AS VARCHAR) AS extra FROM {schema}.contacts ORDER BY id');
         expect(rows).toEqual([
@@ -214,6 +232,7 @@ export function storeSuite(h: StoreHarness): void {
       });
       await withStore('drift', async (store) => {
         expect(store.changes).toEqual([]);
+        expect(store.schemaChanges()).toEqual([]);
       });
     });
   });

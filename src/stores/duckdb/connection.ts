@@ -15,6 +15,7 @@
  * zones) are built into the package's binary.
  */
 import { ConfigError, ConnectorError } from '../../errors.js';
+import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
 
@@ -26,6 +27,27 @@ let driver: Promise<DuckdbModule> | undefined;
 
 /** The WAL size past which DuckDB copies it into the file during a run (see openDuckdb). */
 const WAL_COPY_THRESHOLD = '1GB';
+/**
+ * DuckDB's own memory in the connector's process (see openDuckdb): its
+ * buffers, beyond which it writes what it holds to a temporary folder next
+ * to the store's file (`FILE.tmp`, removed when the store closes).
+ */
+export const DUCKDB_MEMORY_LIMIT = '64MB';
+/** DuckDB's worker threads: one, beside the connector's own thread, which reads and encodes. */
+export const DUCKDB_THREADS = '1';
+/**
+ * Rows per row group in the file: a quarter of DuckDB's default (122,880).
+ * Copying the WAL into the file compresses a row group at a time, in memory
+ * outside the buffers' limit: for contacts of about 1 KB a default row group
+ * took some 120 MB more at the store's close, this one about 30 MB.
+ */
+export const DUCKDB_ROW_GROUP_SIZE = 30_720;
+/**
+ * The store's file as the connection's default database (see openDuckdb):
+ * a name no schema of the store is likely to have (DuckDB refuses a name
+ * that is both a database and a schema).
+ */
+const STORE_CATALOG = '_replica_file';
 
 /** The driver, imported once; a missing one (or a binary that cannot load here) is a config_error naming it. */
 export function loadDuckdbDriver(): Promise<DuckdbModule> {
@@ -61,23 +83,43 @@ export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorEr
   return new ConfigError(`Cannot open the DuckDB file "${target.path}" as a store: ${message}`, { field: '--db', cause: err });
 }
 
-/** Open the target's file for writing (created when missing) and a connection to it. */
+/**
+ * Open the target's file for writing (created when missing) and a connection
+ * to it. The file is attached to an instance of its own, and made the
+ * connection's default database, because the row group size is an option of
+ * ATTACH only; everything else sees the file as if opened directly (its
+ * schemas, its lock: a second writer's ATTACH meets the same lock).
+ */
 export async function openDuckdb(target: DuckdbTarget): Promise<{ instance: DuckdbInstance; connection: DuckdbConnection; duckdb: DuckdbModule }> {
   const duckdb = await loadDuckdbDriver();
   let instance: DuckdbInstance;
   try {
-    instance = await duckdb.DuckDBInstance.create(target.path, { autoinstall_known_extensions: 'false' });
+    // Until the WAL is copied into the file (below), committed rows live in DuckDB's buffers, which by
+    // default may take most of the machine's memory: the run's memory would follow the rows written.
+    // Past the limit DuckDB moves them to its temporary folder, and the run's memory stays flat.
+    // One thread: a second one (DuckDB's default on two cores) competes with the connector's read for
+    // the same cores and doubles the memory DuckDB takes when it copies the WAL at close.
+    instance = await duckdb.DuckDBInstance.create(':memory:', {
+      autoinstall_known_extensions: 'false',
+      memory_limit: DUCKDB_MEMORY_LIMIT,
+      threads: DUCKDB_THREADS,
+      temp_directory: `${target.path}.tmp`,
+    });
   } catch (err) {
     throw duckdbOpenError(err, target);
   }
+  let connection: DuckdbConnection | undefined;
   try {
-    const connection = await instance.connect();
+    connection = await instance.connect();
+    await connection.run(`ATTACH ${quoteLiteral(target.path)} AS ${quoteIdent(STORE_CATALOG)} (ROW_GROUP_SIZE ${DUCKDB_ROW_GROUP_SIZE})`);
+    await connection.run(`USE ${quoteIdent(STORE_CATALOG)}`);
     // DuckDB copies its WAL into the file past 16 MB by default, rewriting every row group a group of
     // updates touched: for updates spread over a large table, the whole table again at each copy.
     // The run's WAL is copied once, when the store closes (store.ts), or replayed by the next open.
     await connection.run(`SET checkpoint_threshold = '${WAL_COPY_THRESHOLD}'`);
     return { instance, connection, duckdb };
   } catch (err) {
+    connection?.closeSync();
     instance.closeSync();
     throw duckdbOpenError(err, target);
   }

@@ -19,7 +19,7 @@ import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { decodeRow, type Cell, type Data, type ReadCell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
-import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts } from './tables.js';
+import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { DuckdbSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -51,13 +51,13 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   readonly changes: readonly string[];
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter<Cell[]>, tables: readonly StoreTableSpec[], changes: string[], notes: readonly StoreNote[], log: DriftLog | undefined) {
-    super(target.display, writer, [...notes, ...changeNotes(target.display, changes, [])], log);
+  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter<Cell[]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
+    super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [])], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
     this.instance = instance;
     this.connection = connection;
-    this.tables = tables;
-    this.changes = changes;
+    this.tables = opened.specs;
+    this.changes = opened.changes;
   }
 
   static async open(target: DuckdbTarget, options: DuckdbStoreOptions = {}): Promise<DuckdbStore> {
@@ -84,7 +84,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
         if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
       }
       const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), opened.specs, options.groups);
-      return new DuckdbStore(target, instance, connection, writer, opened.specs, opened.changes, facts.notes, options.log);
+      return new DuckdbStore(target, instance, connection, writer, opened, facts.notes, options.log);
     } catch (err) {
       connection.closeSync();
       instance.closeSync();

@@ -88,11 +88,23 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
   return tableExists(connection, schema, METADATA_TABLE);
 }
 
+/**
+ * A stream's table. Its key columns (the id; the account and the id in a
+ * store of many accounts) are NOT NULL but carry no PRIMARY KEY
+ * constraint: DuckDB keeps a key's index (ART) in memory, whole, for as
+ * long as the file is open, and checks it on every insert, so that a
+ * constraint made the run's memory grow with the table (21 MB of index
+ * for 300k contacts) and made each group's INSERT about three times slower.
+ * Ids stay unique because the store is their only writer (the file lock)
+ * and each group replaces the rows of its ids in one transaction: the group
+ * holds one row per id (group-writer.ts), its DELETE takes the table's rows
+ * of those ids, its INSERT puts the new ones (writer.ts). Tables made by
+ * earlier versions keep their constraint; both are written the same way.
+ */
 export function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
-  if (keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
@@ -192,6 +204,8 @@ export interface OpenedTables {
   readonly specs: StoreTableSpec[];
   /** The changes made, in words (`contacts.score: BIGINT -> DOUBLE`). */
   readonly changes: string[];
+  /** The changes made, for the run summary. */
+  readonly applied: ColumnChange[];
 }
 
 /** Make each stream's table, or change it to `specs`' layout (from the one `stored`), one transaction per table. */
@@ -203,6 +217,7 @@ export async function openTables(
   changes: readonly ColumnChange[],
 ): Promise<OpenedTables> {
   const made: string[] = [];
+  const applied: ColumnChange[] = [];
   for (const spec of specs) {
     const { layout } = spec;
     const before = stored.get(layout.stream);
@@ -242,10 +257,11 @@ export async function openTables(
       await saveLayout(connection, schema, layout);
       await connection.run('COMMIT');
       made.push(...mine.map((c) => describeChange(c, (k) => DUCKDB_TYPES[k])));
+      applied.push(...mine);
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => {});
       throw err;
     }
   }
-  return { specs: [...specs], changes: made };
+  return { specs: [...specs], changes: made, applied };
 }

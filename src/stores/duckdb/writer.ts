@@ -90,7 +90,9 @@ export class DuckdbSql implements StoreSql<Cell[]> {
   }
 
   async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
-    await this.connection.run(`DELETE FROM ${stage.name}`);
+    // Made again rather than emptied: DuckDB's DELETE only marks rows, and a staging table emptied
+    // group after group kept every group's rows in the run's memory (or its temporary folder).
+    await this.createStage(stage);
     if (cells.length === 0) return;
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');
     const kinds = stage.layout.columns.map((c) => c.kind);

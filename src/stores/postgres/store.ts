@@ -26,7 +26,7 @@ import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts } from './tables.js';
+import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -78,20 +78,25 @@ export class PostgresStore extends GroupStore<string> {
     target: PostgresTarget,
     client: Client,
     driver: PgDriver,
-    tables: readonly StoreTableSpec[],
-    changes: string[],
-    postponed: string[],
+    opened: OpenedTables,
     locked: boolean,
     groups: GroupOptions | undefined,
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
   ) {
-    super(target.display, new GroupWriter(new PostgresSql(client, driver, target), tables, groups), [...notes, ...changeNotes(target.display, changes, postponed)], log);
+    super(
+      target.display,
+      new GroupWriter(new PostgresSql(client, driver, target), opened.specs, groups),
+      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed)],
+      log,
+      opened.applied,
+      PG_TYPES,
+    );
     this.target = target;
     this.client = client;
-    this.tables = tables;
-    this.changes = changes;
-    this.postponed = postponed;
+    this.tables = opened.specs;
+    this.changes = opened.changes;
+    this.postponed = opened.postponed;
     this.locked = locked;
   }
 
@@ -125,7 +130,7 @@ export class PostgresStore extends GroupStore<string> {
         if (held.get(key) === value) continue;
         await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value]);
       }
-      return new PostgresStore(target, client, driver, opened.specs, opened.changes, opened.postponed, locked, options.groups, facts.notes, options.log);
+      return new PostgresStore(target, client, driver, opened, locked, options.groups, facts.notes, options.log);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');

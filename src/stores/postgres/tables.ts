@@ -175,6 +175,8 @@ export interface OpenedTables {
   readonly changes: string[];
   /** Changes left for the next run (a table lock not had in time), in words. */
   readonly postponed: string[];
+  /** The changes made, for the run summary. */
+  readonly applied: ColumnChange[];
 }
 
 /**
@@ -193,6 +195,7 @@ export async function openTables(
 ): Promise<OpenedTables> {
   const out: StoreTableSpec[] = [];
   const made: string[] = [];
+  const applied: ColumnChange[] = [];
   const postponed: string[] = [];
   for (const spec of specs) {
     const { layout } = spec;
@@ -226,6 +229,7 @@ export async function openTables(
       await client.query('COMMIT');
       out.push(spec);
       made.push(...words);
+      applied.push(...mine);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
@@ -234,5 +238,5 @@ export async function openTables(
       postponed.push(...words);
     }
   }
-  return { specs: out, changes: made, postponed };
+  return { specs: out, changes: made, postponed, applied };
 }

@@ -9,6 +9,10 @@
  * - systemd: the recipe writes its units (a stand-in `systemctl` records its
  *   calls); ExecStart runs in WorkingDirectory as systemd runs it (no shell,
  *   systemd's PATH);
+ * - into PostgreSQL: the systemd recipe's units; ExecStart runs as systemd
+ *   runs it with the page's EnvironmentFile (PG* variables) filled in with
+ *   the tests' server: the replica equals the service, and the password is
+ *   in no command line, log line or summary;
  * - Kubernetes: the YAML parses and says what the page promises (Forbid, the
  *   Secret, the claim, the restricted security context, podFailurePolicy on
  *   the exit statuses, the summary as termination message); its docker options
@@ -31,7 +35,10 @@ import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, ROOT, runCli, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { pipesEnv, readPipes } from '../../helpers/pipes-reader.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
-import { dumpLists, replicaAsDump, LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
+import { dumpLists, replicaAsDump, LIMITS_OUT_OF_REACH, LISTS } from '../../helpers/emulator-runs.js';
+import { freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
+import { PostgresStore } from '../../../src/stores/postgres/store.js';
+import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/target.js';
 
 const PAGE = 'docs/orchestrators.md';
 const page = readFileSync(join(ROOT, PAGE), 'utf8');
@@ -95,6 +102,24 @@ function run(argv: readonly string[], options: { cwd: string; env: NodeJS.Proces
 }
 
 const summaryOf = (path: string): Obj => JSON.parse(readFileSync(path, 'utf8')) as Obj;
+
+/** A systemd unit's KEY=VALUE lines (the last of a key wins). */
+function systemdUnit(path: string): Map<string, string> {
+  const text = readFileSync(path, 'utf8');
+  return new Map(text.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+/** The variables of an EnvironmentFile as systemd reads it: KEY=VALUE lines, comments and blank lines skipped, one pair of quotes taken off. */
+function environmentOf(path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#') || trimmed.startsWith(';') || !trimmed.includes('=')) continue;
+    const value = trimmed.slice(trimmed.indexOf('=') + 1).trim();
+    out[trimmed.slice(0, trimmed.indexOf('=')).trim()] = /^(["']).*\1$/.test(value) ? value.slice(1, -1) : value;
+  }
+  return out;
+}
 
 /** PATH as cron gives it to its commands, and systemd (user manager) to its services: neither has the user's Node nor the connector. */
 const CRON_PATH = '/usr/bin:/bin';
@@ -172,10 +197,7 @@ describe('docs/orchestrators.md: systemd timer', () => {
     expect(installed.code).toBe(0);
     expect(readFileSync(join(home, 'systemctl.calls'), 'utf8')).toBe('--user daemon-reload\n--user enable --now data-read-replicate.timer\n');
 
-    const unit = (name: string): Map<string, string> => {
-      const text = readFileSync(join(home, '.config', 'systemd', 'user', name), 'utf8');
-      return new Map(text.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-    };
+    const unit = (name: string): Map<string, string> => systemdUnit(join(home, '.config', 'systemd', 'user', name));
     const service = unit('data-read-replicate.service');
     const timer = unit('data-read-replicate.timer');
     expect(service.get('Type')).toBe('oneshot');
@@ -194,6 +216,75 @@ describe('docs/orchestrators.md: systemd timer', () => {
     expect(ran.stderr).toContain('Replica up to date');
     expect(ran.code).toBe(0);
     expect(summaryOf(join(cwd, 'last-run.json'))).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe('docs/orchestrators.md: into PostgreSQL', () => {
+  let db: TestDatabase | undefined;
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('the systemd service takes the server from its EnvironmentFile (PG* variables): the replica equals the service, the password in no command line or output', { timeout: 120_000 }, async () => {
+    db = await freshDatabase('orchestrators');
+    const home = tempDir('orchestrators-postgres-');
+    const systemctl = '#!/bin/sh\n# stand-in: records its arguments\necho "$*" >> "$HOME/systemctl.calls"\n';
+    const installed = await runShell(docRecipe(PAGE, 'systemd-postgres'), { cwd: home, env: { ...process.env, HOME: home, PATH: pathWith({ systemctl }) } });
+    expect(installed.stderr).toBe('');
+    expect(installed.code).toBe(0);
+    expect(readFileSync(join(home, 'systemctl.calls'), 'utf8')).toBe('--user daemon-reload\n--user enable --now data-read-postgres.timer\n');
+    const units = join(home, '.config', 'systemd', 'user');
+    const service = systemdUnit(join(units, 'data-read-postgres.service'));
+    const timer = systemdUnit(join(units, 'data-read-postgres.timer'));
+    expect(service.get('Type')).toBe('oneshot');
+    expect(service.get('SuccessExitStatus')).toBe('75');
+    expect(timer.get('OnCalendar')).toBe('*:0/15');
+    expect(timer.get('WantedBy')).toBe('timers.target');
+
+    // The page's environment file, with this test server's values (as a user fills it in), where the service reads it.
+    const url = new URL(db.url);
+    const ours: Record<string, string> = {
+      PGHOST: url.hostname,
+      PGPORT: url.port,
+      PGDATABASE: decodeURIComponent(url.pathname.slice(1)),
+      PGUSER: decodeURIComponent(url.username),
+      PGPASSWORD: decodeURIComponent(url.password),
+      PGSSLMODE: 'disable', // the test server listens on loopback without TLS
+    };
+    const written = docRecipe(PAGE, 'postgres-env', 'ini')
+      .split('\n')
+      .filter((line) => line.includes('='))
+      .map((line) => {
+        const key = line.slice(0, line.indexOf('='));
+        expect(Object.keys(ours), key).toContain(key);
+        return `${key}=${ours[key]}`;
+      });
+    expect(written).toHaveLength(Object.keys(ours).length);
+    const cwd = (service.get('WorkingDirectory') as string).replace('%h', home);
+    const environmentFile = (service.get('EnvironmentFile') as string).replace('%h', home);
+    writeFileSync(environmentFile, `${written.join('\n')}\n`, { mode: 0o600 });
+    configIn(cwd);
+
+    // As systemd runs it: no shell, its PATH, the EnvironmentFile's variables added.
+    const execStart = (service.get('ExecStart') as string).split(/\s+/);
+    expect(execStart.join(' ')).not.toContain(ours.PGPASSWORD);
+    const env = { ...schedulerEnv(home, SYSTEMD_PATH), ...environmentOf(environmentFile) };
+    const ran = await run(execStart, { cwd, env });
+    expect(ran.stderr).toContain('Replica up to date');
+    expect(ran.code, ran.stderr).toBe(0);
+    const summary = readFileSync(join(cwd, 'last-run.json'), 'utf8');
+    expect(JSON.parse(summary)).toMatchObject({ command: 'replicate', status: 'succeeded' });
+    for (const text of [ran.stdout, ran.stderr, summary]) expect(text).not.toContain(ours.PGPASSWORD);
+    expect(ran.stderr).toContain(`postgresql://${ours.PGUSER}:***@`);
+
+    const store = await PostgresStore.open(parseStoreTarget('postgresql://', undefined, environmentOf(environmentFile)) as PostgresTarget, { lock: false });
+    try {
+      const held: Record<string, unknown[]> = {};
+      for (const list of LISTS) held[list] = await store.readRecords(list);
+      expect(held).toStrictEqual(dumpLists(emu.control.dump(lastAccountId)));
+    } finally {
+      await store.close();
+    }
   });
 });
 

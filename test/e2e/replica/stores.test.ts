@@ -11,11 +11,12 @@
  * cannot be reached (75). Many accounts into each store:
  * stores-accounts.test.ts.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ExtraField } from 'data-read-emulator';
+import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
 import { changeRound, dumpLists, prng, replicate, type Account } from '../../helpers/emulator-runs.js';
 import { adminClient } from '../../helpers/postgres.js';
 import { writeJson } from '../../helpers/cli.js';
@@ -23,6 +24,8 @@ import { storeKinds } from '../../helpers/store-kinds.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
+/** The column type each store gives an integer field the service adds. */
+const INTEGER_TYPE = { sqlite: 'INTEGER', postgres: 'bigint', duckdb: 'BIGINT' } as const;
 
 const STORES = storeKinds();
 
@@ -62,10 +65,22 @@ describe.each(STORES)('replicate into $name', (store) => {
       const field: ExtraField = { list: 'contacts', name: `score_${store.name}`, type: 'integer' };
       account.emulator.control.addExtraField(field);
       account.mutate({ op: 'update_contacts', count: 30 });
-      const run = await replicate(config, db);
+      const summaryFile = join(dir, `drift-${store.name}.json`);
+      const run = await replicate(config, db, { args: ['--summary', summaryFile] });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr).toContain(field.name);
       expect(await store.columns(db, 'contacts')).toContain(field.name);
+      // The summary lists the change on its stream (and none on the others); the final line names it.
+      const summary = RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8')));
+      const changes = Object.fromEntries(summary.streams.map((s) => [s.name, s.schema_changes]));
+      expect(changes.contacts).toStrictEqual([{ column: field.name, change: 'added', from_type: null, to_type: INTEGER_TYPE[store.name] }]);
+      for (const stream of ['conversations', 'stage_events', 'deletions', 'pipeline_stages']) expect(changes[stream], stream).toStrictEqual([]);
+      expect(run.stderr).toMatch(new RegExp(`Replica up to date: .*schema changes: contacts\\.${field.name} added \\(${INTEGER_TYPE[store.name]}\\)`));
+      // A run that changes nothing lists nothing.
+      const quiet = await replicate(config, db, { args: ['--summary', summaryFile] });
+      expect(quiet.code, quiet.stderr).toBe(0);
+      expect(quiet.stderr).not.toContain('schema changes:');
+      for (const s of RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8'))).streams) expect(s.schema_changes, s.name).toStrictEqual([]);
       // Every row equals the service's record; a contact not read again since the field appeared has it not yet
       // (SQLite lists it in the row's _absent; PostgreSQL and DuckDB hold NULL in the new column).
       const held = await store.dump(db);
@@ -155,7 +170,10 @@ describe.each(STORES)('replicate into $name', (store) => {
       account.emulator.control.setLatency(0);
       const last = await replicate(config, db, { env });
       expect(last.code, last.stderr).toBe(0);
-      expect(await store.dump(db), `seed ${seed}: ${kills.join('; ')}`).toStrictEqual(dumpLists(account.dump()));
+      const held = await store.dump(db);
+      // One row per id in every table (DuckDB's tables have no key constraint: the writes keep them unique).
+      for (const [list, records] of Object.entries(held)) expect(new Set(records.map((r) => (r as { id: unknown }).id)).size, list).toBe(records.length);
+      expect(held, `seed ${seed}: ${kills.join('; ')}`).toStrictEqual(dumpLists(account.dump()));
     });
   });
 

@@ -42,7 +42,7 @@ storeSuite({
 });
 
 describe('what DuckDB holds', () => {
-  it('typed tables in the schema (main by default, or --schema), primary key id', async () => {
+  it('typed tables in the schema (main by default, or --schema), key id NOT NULL without a constraint', async () => {
     const store = await DuckdbStore.open(target('types', 'raw'));
     try {
       const columns = await rows(store, "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'raw' AND table_name = 'contacts'");
@@ -54,8 +54,8 @@ describe('what DuckDB holds', () => {
         _extra: 'JSON',
         _synced_at: 'TIMESTAMP WITH TIME ZONE',
       });
-      const keys = await rows(store, "SELECT constraint_column_names AS c FROM duckdb_constraints() WHERE schema_name = 'raw' AND table_name = 'contacts' AND constraint_type = 'PRIMARY KEY'");
-      expect(keys.map((k) => k.c)).toEqual([['id']]);
+      const keys = await rows(store, "SELECT constraint_type AS t, constraint_column_names AS c FROM duckdb_constraints() WHERE schema_name = 'raw' AND table_name = 'contacts' AND list_contains(constraint_column_names, 'id')");
+      expect(keys).toEqual([{ t: 'NOT NULL', c: ['id'] }]);
     } finally {
       await store.close();
     }
@@ -105,8 +105,47 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('ids unique without a key constraint', () => {
+  // Stream tables carry no PRIMARY KEY (tables.ts): each group replaces the rows of its ids in one transaction.
+  // Pages of 200 ids that overlap by half and wrap around 1,000 ids, in groups that merge pages and across
+  // groups, in writers killed at random moments and resumed: one row per id, each from the last page committed.
+  const IDS = 1000;
+  const pageIds = (page: number): string[] => Array.from({ length: 200 }, (_, j) => `e${String((page * 100 + j) % IDS).padStart(4, '0')}`);
+
+  it('overlapping pages, kills and resumes leave one row per id, the last committed page', async () => {
+    const path = join(dir, 'overlap.duckdb');
+    const expected = new Map<string, string>();
+    let store = await DuckdbStore.open(target('overlap'));
+    try {
+      const keys = await rows(store, "SELECT count(*) AS n FROM duckdb_constraints() WHERE table_name = 'stage_events' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')");
+      expect(Number(keys[0]?.n)).toBe(0);
+    } finally {
+      await store.close();
+    }
+    for (const [run, delayMs] of [0, 120, 300, 60].entries()) {
+      const writer = writerProcess(path, 'overlap', run);
+      await said(writer, 'wrote');
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await killed(writer);
+      store = await DuckdbStore.open(target('overlap'));
+      try {
+        const state = JSON.parse((await store.savedStates()).get('stage_events') ?? '{}') as { run: number; n: number };
+        expect(state.run).toBe(run);
+        for (let page = 0; page <= state.n; page++) for (const id of pageIds(page)) expected.set(id, `r${run}_${page}`);
+        const counts = await rows(store, 'SELECT count(*) AS n, count(DISTINCT id) AS ids FROM {schema}.stage_events');
+        expect(counts.map((c) => [Number(c.n), Number(c.ids)])).toEqual([[expected.size, expected.size]]);
+        const held = await rows(store, 'SELECT id, contact_id FROM {schema}.stage_events ORDER BY id');
+        expect(new Map(held.map((r) => [String(r.id), String(r.contact_id)]))).toEqual(new Map([...expected].sort()));
+      } finally {
+        await store.close();
+      }
+    }
+    expect(expected.size).toBe(IDS);
+  }, 120_000);
+});
+
 /** A process that opens the store (the built one) and writes checkpoints until killed; it prints `open` once it holds the file. */
-function writerProcess(path: string, mode: 'hold' | 'write', run = 0): ChildProcess {
+function writerProcess(path: string, mode: 'hold' | 'write' | 'overlap', run = 0): ChildProcess {
   const store = join(ROOT, 'dist', 'stores', 'duckdb', 'store.js');
   const targetModule = join(ROOT, 'dist', 'stores', 'target.js');
   const code = `
@@ -118,9 +157,16 @@ function writerProcess(path: string, mode: 'hold' | 'write', run = 0): ChildProc
     else {
       for (let i = 0; ; i++) {
         const records = [];
-        for (let j = 0; j < 200; j++) records.push({ id: 'k${run}_' + i + '_' + j, contact_id: 'c', created_at: new Date(Date.UTC(2026, 0, 1) + i * 60000).toISOString() });
+        for (let j = 0; j < 200; j++) {
+          const created_at = new Date(Date.UTC(2026, 0, 1) + i * 60000).toISOString();
+          if (${JSON.stringify(mode)} === 'overlap') records.push({ id: 'e' + String((i * 100 + j) % 1000).padStart(4, '0'), contact_id: 'r${run}_' + i, created_at });
+          else records.push({ id: 'k${run}_' + i + '_' + j, contact_id: 'c', created_at });
+        }
         await s.write({ stream: 'stage_events', records, state: JSON.stringify({ run: ${run}, n: i }), replaceAll: false });
-        if (i === 0) { await s.flush(); process.stdout.write('wrote\\n'); }
+        // pages arrive from the network: the group writer's timer runs between them
+        if (${JSON.stringify(mode)} === 'overlap') await new Promise((resolve) => setTimeout(resolve, 2));
+        // 'wrote' once the first page is committed (with overlap, the first 13: every id at least once)
+        if (i === (${JSON.stringify(mode)} === 'overlap' ? 12 : 0)) { await s.flush(); process.stdout.write('wrote\\n'); }
       }
     }`;
   return spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
