@@ -29,12 +29,12 @@ import { parseUserConfig, type Config } from '../config/config.js';
 import { SyncSession } from '../engine/session.js';
 import { treatedSchemasFor, treatmentPlan } from '../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../engine/sync.js';
-import { ConfigError, ConnectorError, toConnectorError, type FailureType } from '../errors.js';
+import { ConnectorError, toConnectorError, type FailureType } from '../errors.js';
 import { AccountsRun } from '../engine/accounts.js';
 import { loadAccountsSchemas } from '../engine/connect.js';
 import type { StreamState } from '../engine/state.js';
 import type { SyncSink } from '../engine/sync-sink.js';
-import { bindAccount } from './account.js';
+import { bindAccount, type ReplicaAccount } from './account.js';
 import type { RunRecorder } from '../engine/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
 import { readJsonFile } from '../config/files.js';
@@ -50,9 +50,10 @@ import { runTreatments } from './treatments.js';
 import { assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../stores/target.js';
-import type { SchemaChange, Store } from '../stores/store.js';
+import type { SchemaChange, Store, StoreNote } from '../stores/store.js';
+import type { GroupStore } from '../stores/group-store.js';
 import type { LogLevel } from '../engine/sync-sink.js';
-import { replicaFacts } from './store-facts.js';
+import { entryFacts, replicaFacts } from './store-facts.js';
 
 export interface ReplicateContext {
   readonly logger: StderrLogger;
@@ -125,9 +126,15 @@ function prepare(logger: StderrLogger, configPath: string, db: string, schema: s
 /** Open a PostgreSQL or DuckDB store (its module, and its driver, loaded now), checking and recording the run's facts. */
 async function openOtherStore(
   target: Exclude<StoreTarget, { kind: 'sqlite' }>,
-  options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger },
-): Promise<Store> {
-  const opening = { streams: STREAMS, schemas: options.schemas, facts: options.facts, log: (level: LogLevel, message: string) => options.logger.log(level, message) };
+  options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger; accountKey?: boolean },
+): Promise<GroupStore<unknown>> {
+  const opening = {
+    streams: STREAMS,
+    schemas: options.schemas,
+    facts: options.facts,
+    accountKey: options.accountKey === true,
+    log: (level: LogLevel, message: string) => options.logger.log(level, message),
+  };
   if (target.kind === 'postgres') {
     const { PostgresStore } = await import('../stores/postgres/store.js');
     return PostgresStore.open(target, opening);
@@ -137,7 +144,7 @@ async function openOtherStore(
 }
 
 /** The store the run opened: the SQLite file (written by the replica's own writer), or another store. */
-type Opened = { readonly file: ReplicaStore; readonly other?: undefined } | { readonly file?: undefined; readonly other: Store };
+type Opened = { readonly file: ReplicaStore; readonly other?: undefined } | { readonly file?: undefined; readonly other: GroupStore<unknown> };
 
 /**
  * The account is checked (the run's own client: its full retry and rate-limit
@@ -289,17 +296,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   }
   report?.setRedact((text) => logger.redact(text));
   if (config.accounts !== undefined) {
-    if (target.kind !== 'sqlite') {
-      const error = new ConfigError(
-        `replicate with "accounts" writes into a SQLite file only for now, not into ${target.display}. ` +
-          'Replicate the accounts into a SQLite file (--db replica.db), or each account into a PostgreSQL schema or DuckDB file of its own with a config that gives its api_key.',
-        { field: 'accounts' },
-      );
-      report?.fail(error);
-      logger.log('ERROR', `Cannot replicate: ${error.message}`);
-      return exitStatusFor(error.failureType);
-    }
-    return replicateAccounts(ctx, config, target.path, started);
+    return replicateAccounts(ctx, config, target, started);
   }
   const opened = await openRun(logger, config, target, ctx);
   if ('code' in opened) return opened.code;
@@ -427,7 +424,7 @@ function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
 }
 
 /**
- * `replicate` of a config with `accounts` into a SQLite file: every table
+ * `replicate` of a config with `accounts`, into any store: every table
  * keyed by (account, id), each account read by AccountsRun (its own key,
  * pacing, /v1/me) into a sink of its own, so its checkpoints, full tables
  * and full reads are its rows alone; each stream's state (one per account)
@@ -435,29 +432,42 @@ function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
  * bound to the service account it reads (another account under that entry
  * fails that entry, 78), the long-pause heal, the resumed read. One account
  * failing does not stop the others; the run ends with the most actionable
- * status and one error naming each failed account.
+ * status and one error naming each failed account. The store is the SQLite
+ * file, or a PostgreSQL or DuckDB store (the same Store interface); only
+ * where each keeps an entry's account differs.
  */
-async function replicateAccounts(ctx: ReplicateContext, config: Config, path: string, started: number): Promise<number> {
+async function replicateAccounts(ctx: ReplicateContext, config: Config, target: StoreTarget, started: number): Promise<number> {
   const { logger, report, signal, lock = {} } = ctx;
+  const where = target.display;
   const refuse = (err: unknown): number => {
     const error = toConnectorError(err);
     report?.fail(error);
     logger.log('ERROR', `Cannot replicate: ${error.message}`);
     return exitStatusFor(error.failureType);
   };
-  let file: ReplicaStore;
+  let opened: Opened;
   try {
     // The tables' columns: the service's description read once, with the first key it takes (or the pinned schemas).
     const schemas = await loadAccountsSchemas(config, { onLog: (level, message) => logger.log(level, message), signal });
     for (const note of schemas.notes) logger.log(note.level, note.message);
     const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
     const treatments = runTreatments(treatmentPlan(config), config.hash_key);
-    file = new ReplicaStore(path, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments, accountKey: true });
+    opened =
+      target.kind === 'sqlite'
+        ? { file: new ReplicaStore(target.path, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments, accountKey: true }) }
+        : { other: await openOtherStore(target, { schemas: treated, facts: replicaFacts(where, treatments), logger, accountKey: true }) };
   } catch (err) {
     return refuse(err);
   }
-  const writer = new ReplicaWriter(file, { signal });
-  const store: Store = new SqliteStore(file, writer);
+  const { file, other } = opened;
+  const writer = file === undefined ? undefined : new ReplicaWriter(file, { signal });
+  const store: Store = file === undefined ? other : new SqliteStore(file, writer);
+  // Each entry stays the service account it was bound to: the SQLite file keeps it in a table of its own, another store in its facts.
+  const bindEntry = async (run: ReplicaAccount): Promise<readonly StoreNote[]> => {
+    if (file === undefined) return other.recordFacts(entryFacts(where, run));
+    const note = bindAccount(file.db, target.display, run);
+    return note === undefined ? [] : [{ level: 'INFO', message: note }];
+  };
   const log = (level: LogLevel, message: string): void => logger.log(level, message);
   const sinks = new Map<string, ReplicaSink>();
   const sinkOf = (name: string): ReplicaSink => {
@@ -470,10 +480,10 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
   onStop(signal, (sig) => {
     progress.stop();
     reportWritten(report, addedTallies(sinks.values()), store);
-    file.close();
+    file?.close();
     logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
   });
-  file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
+  if (file !== undefined && writer !== undefined) file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
   // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
   const face: SyncSink = {
     streamStarted: () => undefined,
@@ -489,7 +499,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
   try {
     const states = await begin(ctx, config, store);
     const entries = config.accounts ?? [];
-    logger.log('INFO', `Replicating ${entries.length} account(s) into ${path}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
+    logger.log('INFO', `Replicating ${entries.length} account(s) into ${where}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
     const result = await run.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, face, progress.observer(), {
       sinkFor: (entry) => sinkOf(entry.name),
@@ -499,8 +509,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
         let current = request.states;
         if (account !== undefined) {
           // The entry stays the service account it was bound to: another one under its name fails this entry alone.
-          const note = bindAccount(file.db, path, { account, renamedFrom: entry.account_renamed_from, entry: entry.name });
-          if (note !== undefined) await lane.log('INFO', note);
+          for (const note of await bindEntry({ account, renamedFrom: entry.account_renamed_from, entry: entry.name })) await lane.log(note.level, note.message);
           // A pause longer than the service keeps deletions, for this account: its contacts and conversations read in full first.
           const heal = await findHeal(current, (stream, since) => session.serviceNow(stream, since));
           if (heal) {
@@ -536,7 +545,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, path: st
     const stats = run.stats;
     const totals =
       `${summary(tallies, run.records, rows)}${changesLine(store)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
-      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${path} ${fileSize(path)}.`;
+      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
     if (result.error === undefined) {
       logger.log('INFO', `Replica up to date: ${totals}`);
       return EXIT_OK;

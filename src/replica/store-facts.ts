@@ -56,7 +56,8 @@ function checkAccount(display: string, stored: string | undefined, written: bool
   }
   if (bound?.name === current.name && bound.base_url === current.base_url) return;
   record.set(accountFact(run.entry), JSON.stringify({ account_name: current.name, base_url: current.base_url, bound_at: new Date().toISOString() }));
-  if (bound === undefined && written) {
+  // An entry of a store of many accounts is recorded by its first run: there is no store of entries from before the rule.
+  if (bound === undefined && written && (run.entry ?? SINGLE_ACCOUNT_ENTRY) === SINGLE_ACCOUNT_ENTRY) {
     notes.push({ level: 'INFO', message: `The store ${display} recorded no account: it now belongs to account "${current.name}".` });
   } else if (binding === 'renamed' && bound !== undefined) {
     notes.push({ level: 'INFO', message: `The store ${display} belonged to account "${bound.name}", which account_renamed_from confirms is now "${current.name}": it now belongs to "${current.name}".` });
@@ -80,6 +81,22 @@ function checkTreatments(display: string, stored: string | undefined, written: b
       'Restore the treatments it was built with, or replicate into another store (another --schema, or another --db).',
     { field: 'field_treatments' },
   );
+}
+
+/**
+ * The account of one entry of a config with `accounts`, checked and
+ * recorded once the entry's /v1/me answered (GroupStore.recordFacts): the
+ * entry stays the service account it was first bound to.
+ */
+export function entryFacts(display: string, account: ReplicaAccount): StoreFacts {
+  return {
+    check(stored, written) {
+      const record = new Map<string, string>();
+      const notes: StoreNote[] = [];
+      checkAccount(display, stored.get(accountFact(account.entry)), written, account, record, notes);
+      return { record, notes };
+    },
+  };
 }
 
 /** The facts of a run: its treatments, and its account when the run knows it (undefined: not checked). */

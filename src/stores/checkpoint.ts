@@ -6,6 +6,7 @@
  * transaction with the stream's state row; the bookkeeping tables sit in the
  * same schema as the stream tables.
  */
+import { ConfigError } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
 import { findDeletionLog, type StreamDefinition } from '../streams.js';
 import { evolveLayout, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
@@ -18,7 +19,7 @@ export type { StoreCheckpoint } from './store.js';
 export const TABLES_TABLE = '_replica_tables';
 /** Each stream's state, committed with the rows it covers: `stream`, `state` (JSON text), `committed_at`. */
 export const STATE_TABLE = '_replica_state';
-/** The ids a full read returned so far (only while one is under way): `stream`, `id`. */
+/** The ids a full read returned so far (only while one is under way): `stream` (`stream/account` in a store of many accounts), `id`. */
 export const FULL_READ_TABLE = '_replica_full_read';
 /** The store's own facts: `key`, `value` (FORMAT_KEY, and the run's facts: store.ts, StoreFacts). */
 export const METADATA_TABLE = '_replica_metadata';
@@ -53,6 +54,7 @@ export function storeTableSpecs(
   naming: ColumnNaming,
   schemas: StreamSchemas | undefined,
   stored: ReadonlyMap<string, StoreLayout>,
+  accountKey = false,
 ): { specs: StoreTableSpec[]; changes: ColumnChange[] } {
   const log = findDeletionLog();
   if (!log) throw new Error('the streams table has no deletion log');
@@ -60,7 +62,7 @@ export function storeTableSpecs(
   const changes: ColumnChange[] = [];
   const specs = all.map((stream) => {
     const schema: JsonSchema | undefined = schemas?.get(stream.name);
-    const evolved = evolveLayout(storeLayoutFor(stream, naming, schema), stored.get(stream.name), naming);
+    const evolved = evolveLayout(storeLayoutFor(stream, naming, schema, accountKey), stored.get(stream.name), naming);
     changes.push(...evolved.changes);
     return {
       layout: evolved.layout,
@@ -70,6 +72,27 @@ export function storeTableSpecs(
     };
   });
   return { specs, changes };
+}
+
+/**
+ * Refuse a store built for the other kind of config, before anything in it
+ * changes: one built with `api_key` (tables keyed by id) given a config
+ * with `accounts` (tables keyed by account and id), or the reverse. Its rows
+ * cannot be told apart by account.
+ */
+export function refuseOtherShape(display: string, stored: ReadonlyMap<string, StoreLayout>, accountKey: boolean): void {
+  const layouts = [...stored.values()];
+  if (layouts.length === 0) return;
+  const keyed = layouts.some((l) => l.accountKey === true);
+  if (keyed === accountKey) return;
+  throw new ConfigError(
+    keyed
+      ? `The store ${display} was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
+          'Nothing was changed in it. Replicate this account into another store (another --schema, or another --db), or use the config with "accounts" (this key as one of its entries).'
+      : `The store ${display} was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
+          "its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into another store (another --schema, or another --db); the old store's rows stay readable as they are.",
+    { field: accountKey ? 'accounts' : 'api_key' },
+  );
 }
 
 /** Deletion records whose object type names none of `known`: [the type as JSON text, or `(missing)`; the record's id]. */

@@ -24,7 +24,7 @@
  *   run, where a dashboard's long query would hold it (and everything
  *   queued behind it) up.
  */
-import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 
 export type StoreKind = 'text' | 'timestamp' | 'boolean' | 'int64' | 'int128' | 'number' | 'json';
@@ -53,6 +53,31 @@ export interface StoreLayout {
   readonly columns: readonly StoreColumn[];
   /** Drift seen by a run, not yet applied to the table. */
   readonly pending: readonly PendingDrift[];
+  /**
+   * The table of a store of many accounts (a config with `accounts`): an
+   * `account` column first, the primary key (account, primaryKey). Absent
+   * for a store of one account.
+   */
+  readonly accountKey?: true | undefined;
+}
+
+/** The column that holds the entry's name in a store of many accounts. */
+export const ACCOUNT_COLUMN = ACCOUNT_FIELD;
+
+/** The primary key's columns: [primaryKey], or [account, primaryKey] in a store of many accounts. */
+export function keyColumns(layout: StoreLayout): string[] {
+  return layout.accountKey === true ? [ACCOUNT_COLUMN, layout.primaryKey] : [layout.primaryKey];
+}
+
+/**
+ * One text that names a row of the table (`alias.` before each column when
+ * given): its id, or `account/id` in a store of many accounts (an entry's
+ * name has no `/`, so the text names one row).
+ */
+export function rowKeySql(layout: StoreLayout, alias?: string): string {
+  const at = alias === undefined ? '' : `${alias}.`;
+  const id = `${at}${quoteIdent(layout.primaryKey)}`;
+  return layout.accountKey === true ? `(${at}${quoteIdent(ACCOUNT_COLUMN)} || '/' || ${id})` : id;
 }
 
 /** Fields of a record kept whole as JSON: those without a column, and values their column cannot hold exactly. */
@@ -114,10 +139,15 @@ function fitsName(naming: ColumnNaming, field: string): boolean {
  * same as an earlier one's under the store's naming) has no column: its
  * values go to `_extra`.
  */
-export function storeLayoutFor(stream: StreamDefinition, naming: ColumnNaming, schema: JsonSchema = recordJsonSchema(stream)): StoreLayout {
+export function storeLayoutFor(stream: StreamDefinition, naming: ColumnNaming, schema: JsonSchema = recordJsonSchema(stream), accountKey = false): StoreLayout {
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
   const columns: StoreColumn[] = [];
   const taken = new Set(BOOKKEEPING_COLUMNS.map(naming.key));
+  if (accountKey) {
+    // A store of many accounts: the entry's name first, then the id (the primary key's order).
+    columns.push({ field: ACCOUNT_COLUMN, kind: 'text' });
+    taken.add(naming.key(ACCOUNT_COLUMN));
+  }
   const key = stream.primaryKey;
   columns.push({ field: key, kind: 'text' });
   taken.add(naming.key(key));
@@ -126,7 +156,8 @@ export function storeLayoutFor(stream: StreamDefinition, naming: ColumnNaming, s
     taken.add(naming.key(field));
     columns.push({ field, kind: kindOfProperty(property) });
   }
-  return { stream: stream.name, table: stream.name, primaryKey: key, cursorField: stream.cursorField, columns, pending: [] };
+  const layout: StoreLayout = { stream: stream.name, table: stream.name, primaryKey: key, cursorField: stream.cursorField, columns, pending: [] };
+  return accountKey ? { ...layout, accountKey: true } : layout;
 }
 
 /** One change of a table's columns, as the run summary lists it. */
@@ -202,6 +233,7 @@ export function parseStoreLayout(text: string): StoreLayout | undefined {
     cursorField: o.cursorField as string | null,
     columns: columns as StoreColumn[],
     pending: pending as PendingDrift[],
+    ...(o.accountKey === true ? { accountKey: true as const } : {}),
   };
 }
 

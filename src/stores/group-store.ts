@@ -10,7 +10,8 @@ import type { ColumnChange, StoreKind, StoreLayout } from './columns.js';
 import type { StoreCheckpoint, StoreCommitResult } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
 import { DriftTeller, parseSavedStates, schemaChanges, type DriftLog } from './notes.js';
-import type { SchemaChange, Store, StoreNote } from './store.js';
+import { checkFacts } from './metadata.js';
+import type { SchemaChange, Store, StoreFacts, StoreNote } from './store.js';
 
 export abstract class GroupStore<R> implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
@@ -83,6 +84,28 @@ export abstract class GroupStore<R> implements Store {
 
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
   abstract savedStates(): Promise<Map<string, string>>;
+
+  /** Every fact the store holds (its metadata table). */
+  abstract allMetadata(): Promise<Map<string, string>>;
+
+  /** Record a fact of the store's (under the writer lock). */
+  abstract setMetadata(key: string, value: string): Promise<void>;
+
+  /**
+   * Check facts learnt during the run against those the store holds, and
+   * record them (an entry's account, in a store of many accounts, once its
+   * /v1/me answered): throws (a ConfigError) to refuse, with nothing
+   * recorded; otherwise what to say. The store holds tables by then.
+   */
+  recordFacts(facts: StoreFacts): Promise<readonly StoreNote[]> {
+    // Between two groups: on the writer's own session, never inside (or beside) a group's transaction.
+    return this.writer.between(async () => {
+      const held = await this.allMetadata();
+      const checked = checkFacts(facts, held, true);
+      for (const [key, value] of checked.record) if (held.get(key) !== value) await this.setMetadata(key, value);
+      return checked.notes;
+    });
+  }
 
   /** Commit what is gathered as the store closes: the loss this meets, unless a write was already told it (undefined then). */
   protected async flushAtClose(): Promise<unknown> {

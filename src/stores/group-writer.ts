@@ -53,7 +53,7 @@
  * again by the next run.
  */
 import { ConnectorError } from '../errors.js';
-import { quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
+import { ACCOUNT_COLUMN, keyColumns, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
 import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, lastPerKey, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
@@ -87,10 +87,10 @@ export interface StoreSql<R> {
   /**
    * The statements that put the staged rows into the table, replacing the
    * rows of the same key (`table` and `stage` quoted, `columns` the staged
-   * ones quoted, `key` the primary key quoted); the last one's changed rows
-   * are the rows written.
+   * ones quoted, `keys` the primary key's columns quoted: the id, or the
+   * account then the id); the last one's changed rows are the rows written.
    */
-  upsertSql(table: string, stage: string, columns: readonly string[], key: string): string[];
+  upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
   /** A row's cells (in the stage's columns' order) in the form fillStage takes. */
@@ -118,20 +118,24 @@ interface Staged<R> {
   readonly record: Data | undefined;
 }
 
-/** The checkpoints of one stream in a group. */
+/** The checkpoints of one stream in a group (of one account's, in a store of many accounts). */
 interface StreamPart<R> {
   readonly stream: string;
+  /** The entry whose rows these are, in a store of many accounts. */
+  readonly account: string | undefined;
   /** Encoded records by primary key (the last one wins). */
   readonly records: Map<string, Staged<R>>;
   replaceAll: boolean;
   fullRead: { first: boolean; last: boolean } | undefined;
-  state: string;
   /** Each checkpoint's callback, told once the group is committed. */
   readonly committed: ((result: StoreCommitResult) => void)[];
 }
 
 interface Group<R> {
+  /** By stream, or by stream and account in a store of many accounts (partKey). */
   readonly parts: Map<string, StreamPart<R>>;
+  /** Each stream's state as its last checkpoint of the group gave it (holding every account's, in a store of many accounts). */
+  readonly states: Map<string, string>;
   rows: number;
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
@@ -139,6 +143,9 @@ interface Group<R> {
 }
 
 const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
+
+/** A part's key in its group: the stream, or the stream and the account. */
+const partKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
 
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
@@ -162,6 +169,8 @@ export class GroupWriter<R> {
   private readonly waiting: Group<R>[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly failedStreams = new Map<string, string>();
+  /** The stages filled in the transaction under way. */
+  private readonly staged = new Set<string>();
   private broken: ConnectorError | undefined;
   /** Told of a stream that failed (its later checkpoints are refused). */
   onStreamFailed: ((stream: string, error: ConnectorError) => void) | undefined;
@@ -213,9 +222,17 @@ export class GroupWriter<R> {
     }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the store has no table for stream "${checkpoint.stream}"`);
+    // In a store of many accounts, a part is one account's rows (its full table, its full read); the records carry that account.
+    const manyAccounts = table.spec.layout.accountKey === true;
+    const account = manyAccounts ? checkpoint.account : undefined;
+    if (manyAccounts && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the store keeps many`);
     const { records, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
-    if (keyless >= 0) {
-      const cause = `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`;
+    const otherAccount = account === undefined ? -1 : records.findIndex((r) => r[ACCOUNT_COLUMN] !== account);
+    if (keyless >= 0 || otherAccount >= 0) {
+      const cause =
+        keyless >= 0
+          ? `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`
+          : `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(records[otherAccount]?.[ACCOUNT_COLUMN] ?? null)}`;
       this.failedStreams.set(checkpoint.stream, cause);
       throw new ConnectorError('system_error', `${cause}, so nothing of that checkpoint is written.`);
     }
@@ -225,18 +242,19 @@ export class GroupWriter<R> {
     }
     let group = this.gathering;
     const startsOver = checkpoint.replaceAll || checkpoint.fullRead?.first === true;
-    if (group && (group.closed || (startsOver && group.parts.has(checkpoint.stream)))) {
+    const key = partKey(checkpoint.stream, account);
+    if (group && (group.closed || (startsOver && group.parts.has(key)))) {
       this.enqueue(group);
       group = undefined;
     }
     if (!group) {
-      group = { parts: new Map(), rows: 0, closed: false, openedAt: Date.now() };
+      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now() };
       this.gathering = group;
     }
-    let part = group.parts.get(checkpoint.stream);
+    let part = group.parts.get(key);
     if (!part) {
-      part = { stream: checkpoint.stream, records: new Map(), replaceAll: false, fullRead: undefined, state: checkpoint.state, committed: [] };
-      group.parts.set(checkpoint.stream, part);
+      part = { stream: checkpoint.stream, account, records: new Map(), replaceAll: false, fullRead: undefined, committed: [] };
+      group.parts.set(key, part);
     }
     if (checkpoint.replaceAll) {
       part.records.clear();
@@ -247,15 +265,14 @@ export class GroupWriter<R> {
       if (checkpoint.fullRead.last) group.closed = true;
     }
     const { layout, deletionLog } = table.spec;
-    const key = layout.primaryKey;
     for (const record of records) {
-      const k = keyOf(record[key]);
+      const k = keyOf(record[layout.primaryKey]);
       const { cells, drift } = encodeRow(layout, record, this.sql.dialect);
       if (part.records.delete(k)) group.rows--;
       part.records.set(k, { row: this.sql.stageRow(cells), drift, record: deletionLog ? record : undefined });
       group.rows++;
     }
-    part.state = checkpoint.state;
+    group.states.set(checkpoint.stream, checkpoint.state);
     if (committed) part.committed.push(committed);
     if (group.closed || group.rows >= this.maxGroupRows) this.enqueue(group);
     this.pump();
@@ -281,6 +298,28 @@ export class GroupWriter<R> {
       throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${checkpoint.stream} could not be written: ${failed ?? 'its group was refused'}.`);
     }
     return result;
+  }
+
+  /**
+   * Run `task` on the store's session between two groups (none is written
+   * meanwhile): a statement of its own never lands inside a group's
+   * transaction, nor runs beside it on the same connection.
+   */
+  async between<T>(task: () => Promise<T>): Promise<T> {
+    while (this.writing) await this.writing;
+    if (this.broken) throw this.broken;
+    const running = task();
+    const done = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writing = done;
+    try {
+      return await running;
+    } finally {
+      if (this.writing === done) this.writing = undefined;
+      this.pump();
+    }
   }
 
   /** Stop: what is not committed is dropped (a run that stops early). */
@@ -334,11 +373,11 @@ export class GroupWriter<R> {
       let failing: string | undefined;
       try {
         await this.prepare();
-        const results = await this.transaction(parts, (stream) => {
+        const results = await this.transaction(parts, group.states, (stream) => {
           failing = stream;
         });
         for (const part of parts) {
-          const result = results.get(part.stream) ?? ZERO;
+          const result = results.get(part) ?? ZERO;
           part.committed.forEach((tell, i) => tell(i === part.committed.length - 1 ? result : ZERO));
         }
         return;
@@ -356,10 +395,10 @@ export class GroupWriter<R> {
   }
 
   /** One transaction for `parts`; `at` is told the stream each step works on (the one to blame if it fails). */
-  private async transaction(parts: readonly StreamPart<R>[], at: (stream: string) => void): Promise<Map<string, StoreCommitResult>> {
+  private async transaction(parts: readonly StreamPart<R>[], states: ReadonlyMap<string, string>, at: (stream: string) => void): Promise<Map<StreamPart<R>, StoreCommitResult>> {
     const sql = this.sql;
-    const results = new Map<string, StoreCommitResult>();
-    const encoded = new Map<string, { rows: R[]; drift: Map<string, StoreKind> }>();
+    const results = new Map<StreamPart<R>, StoreCommitResult>();
+    const encoded = new Map<StreamPart<R>, { rows: R[]; drift: Map<string, StoreKind> }>();
     for (const part of parts) {
       const rows: R[] = [];
       const drift = new Map<string, StoreKind>();
@@ -367,7 +406,7 @@ export class GroupWriter<R> {
         rows.push(staged.row);
         if (staged.drift) for (const [field, kind] of staged.drift) drift.set(field, widen(drift.get(field) ?? kind, kind));
       }
-      encoded.set(part.stream, { rows, drift });
+      encoded.set(part, { rows, drift });
     }
     // The deletion log first: its records are known to the guard of every other stream of the group.
     const ordered = [...parts].sort((a, b) => Number(this.tables.get(b.stream)?.spec.deletionLog != null) - Number(this.tables.get(a.stream)?.spec.deletionLog != null));
@@ -375,12 +414,30 @@ export class GroupWriter<R> {
     const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.records.size > 0);
     const guard = this.deletionsKnown || logRows;
     await sql.run('BEGIN');
+    this.staged.clear();
     try {
+      const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
         at(part.stream);
         const table = this.tables.get(part.stream) as Table;
-        const { rows, drift } = encoded.get(part.stream) as { rows: R[]; drift: Map<string, StoreKind> };
-        results.set(part.stream, await this.writePart(table, part, rows, drift, guard));
+        const { rows, drift } = encoded.get(part) as { rows: R[]; drift: Map<string, StoreKind> };
+        results.set(part, await this.writePart(table, part, rows, drift, guard));
+        const all = drifts.get(part.stream) ?? new Map<string, StoreKind>();
+        for (const [field, kind] of drift) all.set(field, widen(all.get(field) ?? kind, kind));
+        drifts.set(part.stream, all);
+      }
+      // Each stream's last state (and the drift its rows asked for) once, after its rows: of every account, in a store of many.
+      for (const [stream, drift] of drifts) {
+        at(stream);
+        const layout = (this.tables.get(stream) as Table).spec.layout;
+        const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
+        if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
+        const state = states.get(stream);
+        if (state === undefined) continue;
+        await sql.run(
+          `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
+          [stream, state],
+        );
       }
       await sql.run('COMMIT');
       if (logRows) this.deletionsKnown = true;
@@ -390,7 +447,7 @@ export class GroupWriter<R> {
     }
     for (const part of ordered) {
       const table = this.tables.get(part.stream) as Table;
-      const drift = encoded.get(part.stream)?.drift;
+      const drift = encoded.get(part)?.drift;
       const pending = drift && drift.size > 0 ? withPending(table.spec.layout, drift) : undefined;
       if (pending) table.spec = { ...table.spec, layout: pending };
     }
@@ -402,7 +459,16 @@ export class GroupWriter<R> {
     const { layout } = table.spec;
     const name = sql.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
-    if (part.replaceAll) await sql.run(`DELETE FROM ${name}`);
+    // In a store of many accounts every statement keeps to the part's account: its full table, its full read, its deletions.
+    const account = part.account;
+    const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
+    if (part.replaceAll) {
+      if (account === undefined) await sql.run(`DELETE FROM ${name}`);
+      else await sql.run(`DELETE FROM ${name} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = $1`, [account]);
+    }
+    // A stage holds one part's rows: staged again in the same transaction (another account's part), it is emptied first.
+    if (this.staged.has(table.stage.name)) await sql.run(`DELETE FROM ${table.stage.name}`);
+    this.staged.add(table.stage.name);
     await sql.fillStage(table.stage, rows);
     const stage = table.stage.name;
 
@@ -414,7 +480,7 @@ export class GroupWriter<R> {
       skippedDeleted = await sql.run(
         `DELETE FROM ${stage} s USING ${sql.qualified(log.spec.layout.table)} d
           WHERE ${sql.textOf(k.get(fields.objectTypeField) ?? 'text', `d.${quoteIdent(fields.objectTypeField)}`)} = $1
-            AND ${sql.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}
+            AND ${sql.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}${sameAccount('d', 's')}
             AND (${sql.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`)} > ${sql.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
         [table.spec.deletedAs],
       );
@@ -422,17 +488,21 @@ export class GroupWriter<R> {
 
     let upserted = 0;
     if (rows.length > 0) {
-      for (const statement of sql.upsertSql(name, stage, table.stage.columns.map(quoteIdent), key)) upserted = await sql.run(statement);
+      for (const statement of sql.upsertSql(name, stage, table.stage.columns.map(quoteIdent), keyColumns(layout).map(quoteIdent))) upserted = await sql.run(statement);
     }
 
     let sweptRows = 0;
     if (part.fullRead) {
       const marks = sql.qualified(FULL_READ_TABLE);
-      if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
-      if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [part.stream]);
+      const read = account === undefined ? part.stream : `${part.stream}/${account}`;
+      if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
+      if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
       if (part.fullRead.last) {
-        sweptRows = await sql.run(`DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})`, [part.stream]);
-        await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [part.stream]);
+        sweptRows = await sql.run(
+          `DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $2`}`,
+          account === undefined ? [read] : [read, account],
+        );
+        await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       }
     }
 
@@ -447,19 +517,12 @@ export class GroupWriter<R> {
         deletedRows += await sql.run(
           `DELETE FROM ${sql.qualified(target.spec.layout.table)} t USING ${stage} s
             WHERE ${sql.textOf(table.kinds.get(fields.objectTypeField) ?? 'text', `s.${quoteIdent(fields.objectTypeField)}`)} = $1
-              AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}
+              AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}${sameAccount('t', 's')}
               AND (${sql.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`)} > ${sql.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
           [type],
         );
       }
     }
-
-    const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
-    if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [layout.stream, JSON.stringify(pending)]);
-    await sql.run(
-      `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
-      [part.stream, part.state],
-    );
     return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows, drift: [...drift.keys()] };
   }
 }

@@ -10,7 +10,7 @@ import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkp
 import type { Data } from '../../src/stores/values.js';
 import type { SchemaChange, StoreFacts } from '../../src/stores/store.js';
 import type { DriftLog } from '../../src/stores/notes.js';
-import { replicaFacts } from '../../src/replica/store-facts.js';
+import { entryFacts, replicaFacts } from '../../src/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
 /** The face of a store the suite uses (PostgresStore and DuckdbStore both have it). */
@@ -24,12 +24,13 @@ export interface SuiteStore {
   savedStates(): Promise<Map<string, string>>;
   metadata(key: string): Promise<string | undefined>;
   setMetadata(key: string, value: string): Promise<void>;
+  recordFacts(facts: StoreFacts): Promise<readonly { level: string; message: string }[]>;
   close(): Promise<void>;
 }
 
 export interface StoreHarness {
   /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
-  open(name: string, options?: { facts?: StoreFacts; log?: DriftLog }): Promise<SuiteStore>;
+  open(name: string, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<SuiteStore>;
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
@@ -50,7 +51,7 @@ export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
-  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts; log?: DriftLog }): Promise<T> {
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<T> {
     const store = await h.open(name, options);
     try {
       return await run(store);
@@ -267,5 +268,142 @@ export function storeSuite(h: StoreHarness): void {
       expect(err.message).toMatch(/other personal-data treatments than this config's \(email: hash then, keep now\)/);
       await withStore('treat', async () => {}, treated({ email: 'hash' }));
     });
+  });
+
+  describe('many accounts (a config with accounts): each table keyed by (account, id)', () => {
+    const many = { accountKey: true };
+    /** A checkpoint of one account: its records carry the account, its state holds every account's. */
+    const of = (account: string, stream: string, records: readonly Data[], minute: number, extra: Partial<StoreCheckpoint> = {}): StoreCheckpoint => ({
+      ...checkpoint(stream, records.map((r) => ({ ...r, account })), minute, extra),
+      account,
+      state: JSON.stringify({ accounts: { [account]: { sync_watermark: at(minute) } } }),
+    });
+    const keys = async (store: SuiteStore, table: string): Promise<string[]> =>
+      (await h.rows(store, `SELECT account, id FROM {schema}."${table}" ORDER BY account, id`)).map((r) => `${String(r.account)}/${String(r.id)}`);
+
+    it('keeps the same id of two accounts as two rows; a deletion of one account removes its row only, and guards its own rows only', () =>
+      withStore(
+        'accounts',
+        async (store) => {
+          await store.commit(of('a', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));
+          await store.commit(of('b', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));
+          expect(await keys(store, 'contacts')).toEqual(['a/c1', 'a/c2', 'b/c1', 'b/c2']);
+          const deleted = await store.commit(of('a', 'deletions', [deletion('d1', 'contact', 'c1', 5)], 5));
+          expect(deleted.deletedRows).toBe(1);
+          expect(await keys(store, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
+          // B's c1 written again with a cursor older than A's deletion is B's: A's deletion does not skip it; A's own is skipped.
+          expect(await store.commit(of('b', 'contacts', [contact('c1', 2)], 2))).toMatchObject({ upserted: 1, skippedDeleted: 0 });
+          expect(await store.commit(of('a', 'contacts', [contact('c1', 2)], 2))).toMatchObject({ upserted: 0, skippedDeleted: 1 });
+          expect(await keys(store, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
+          const back = await store.readRecords('contacts');
+          expect(back.map((r) => `${String(r.account)}/${String(r.id)}`)).toEqual(['a/c2', 'b/c1', 'b/c2']);
+          expect(back[1]).toEqual({ ...contact('c1', 2), account: 'b' });
+        },
+        many,
+      ));
+
+    it("replaces one account's full table and sweeps one account's full read, the other account's rows untouched", () =>
+      withStore(
+        'accounts-full',
+        async (store) => {
+          const stage = (id: string): Data => ({ id, name: id, position: 1 });
+          await store.commit(of('a', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { replaceAll: true }));
+          await store.commit(of('b', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { replaceAll: true }));
+          await store.commit(of('a', 'pipeline_stages', [stage('s1')], 2, { replaceAll: true }));
+          expect(await keys(store, 'pipeline_stages')).toEqual(['a/s1', 'b/s1', 'b/s2']);
+          await store.commit(of('a', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));
+          await store.commit(of('b', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));
+          const swept = await store.commit(of('a', 'contacts', [contact('c2', 3)], 3, { fullRead: { first: true, last: true } }));
+          expect(swept.sweptRows).toBe(1);
+          expect(await keys(store, 'contacts')).toEqual(['a/c2', 'b/c1', 'b/c2']);
+        },
+        many,
+      ));
+
+    it("gathers two accounts' checkpoints of a stream in one group: each account's rows, the stream's last state", () =>
+      withStore(
+        'accounts-group',
+        async (store) => {
+          const told: string[] = [];
+          const tell = (name: string) => (r: StoreCommitResult) => told.push(`${name}:${r.upserted}`);
+          await store.write(of('a', 'contacts', [contact('c1', 1)], 1), tell('a1'));
+          await store.write(of('b', 'contacts', [contact('c1', 1), contact('c2', 1)], 1), tell('b1'));
+          const last = { accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } };
+          await store.write({ ...of('b', 'contacts', [contact('c3', 2)], 2), state: JSON.stringify(last) }, tell('b2'));
+          await store.flush();
+          expect(told).toEqual(['a1:1', 'b1:0', 'b2:3']);
+          expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2', 'b/c3']);
+          expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify(last)]]));
+        },
+        many,
+      ));
+
+    it('refuses a record of another account than its checkpoint, and a checkpoint that names none', () =>
+      withStore(
+        'accounts-refused',
+        async (store) => {
+          const err = await connectorFailure(() => store.commit({ ...of('a', 'contacts', [contact('c1', 1)], 1), records: [{ ...contact('c1', 1), account: 'b' }] }));
+          expect(err.message).toMatch(/checkpoint of account "a" has account "b"/);
+          await expect(store.commit(checkpoint('stage_events', [{ id: 'e1', contact_id: 'a', created_at: at(1), account: 'a' }], 1))).rejects.toThrow(/names no account/);
+          expect(await keys(store, 'contacts')).toEqual([]);
+        },
+        many,
+      ));
+
+    it('moves values from _extra into a widened column per (account, id)', async () => {
+      await withStore(
+        'accounts-drift',
+        async (store) => {
+          await store.commit(of('a', 'contacts', [contact('c1', 1, { qualification_score: 7.5 })], 1));
+          await store.commit(of('b', 'contacts', [contact('c1', 1, { qualification_score: 8.25 })], 1));
+        },
+        many,
+      );
+      await withStore(
+        'accounts-drift',
+        async (store) => {
+          expect(store.changes).toEqual([`contacts.qualification_score: ${h.types.int64} -> ${h.types.number}`]);
+          const rows = await h.rows(store, 'SELECT account, CAST(qualification_score AS VARCHAR) AS q, CAST(_extra AS VARCHAR) AS extra FROM {schema}.contacts ORDER BY account');
+          expect(rows).toEqual([
+            { account: 'a', q: '7.5', extra: null },
+            { account: 'b', q: '8.25', extra: null },
+          ]);
+        },
+        many,
+      );
+    });
+
+    it('a store of one account given accounts, and the reverse: refused (config_error), nothing changed', async () => {
+      await withStore('one-key', async (store) => {
+        await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+      });
+      const one = await connectorFailure(() => h.open('one-key', many));
+      expect(one.failureType).toBe('config_error');
+      expect(one.message).toMatch(/built from a config with one api_key .* lists "accounts"/);
+      await withStore('one-key', async (store) => expect(await ids(store, 'contacts')).toEqual(['c1']));
+      await withStore('accounts-shape', async (store) => void (await store.commit(of('a', 'contacts', [contact('c1', 1)], 1))), many);
+      const reverse = await connectorFailure(() => h.open('accounts-shape'));
+      expect(reverse.failureType).toBe('config_error');
+      expect(reverse.message).toMatch(/built from a config with "accounts" .* gives one api_key/);
+      await withStore('accounts-shape', async (store) => expect(await keys(store, 'contacts')).toEqual(['a/c1']), many);
+    });
+
+    it('binds each entry to its service account: another account under an entry is refused, a new entry recorded', () =>
+      withStore(
+        'accounts-bound',
+        async (store) => {
+          const acme = { account: { name: 'Acme', base_url: 'http://127.0.0.1:1' }, entry: 'acme-br' };
+          expect(await store.recordFacts(entryFacts('"bound"', acme))).toEqual([]);
+          expect(JSON.parse((await store.metadata('account:acme-br')) ?? '{}')).toMatchObject({ account_name: 'Acme' });
+          expect(await store.recordFacts(entryFacts('"bound"', acme))).toEqual([]);
+          const err = await connectorFailure(() => store.recordFacts(entryFacts('"bound"', { ...acme, account: { ...acme.account, name: 'Globex' } })));
+          expect(err.failureType).toBe('config_error');
+          expect(err.message).toMatch(/"Acme".*"Globex"|"Globex".*"Acme"/);
+          expect(JSON.parse((await store.metadata('account:acme-br')) ?? '{}')).toMatchObject({ account_name: 'Acme' });
+          await store.recordFacts(entryFacts('"bound"', { account: { name: 'Globex', base_url: 'http://127.0.0.1:1' }, entry: 'globex' }));
+          expect(JSON.parse((await store.metadata('account:globex')) ?? '{}')).toMatchObject({ account_name: 'Globex' });
+        },
+        many,
+      ));
   });
 }

@@ -11,8 +11,8 @@
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { keyColumns, parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
@@ -30,6 +30,8 @@ export interface DuckdbStoreOptions {
   /** The run's facts (the account, the treatments), checked and recorded before anything changes. */
   readonly facts?: StoreFacts;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
+  /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
+  readonly accountKey?: boolean;
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
   readonly log?: DriftLog;
@@ -73,7 +75,8 @@ export class DuckdbStore extends GroupStore<Cell[]> {
       const facts = checkFacts(options.facts, held, written);
       await createBookkeeping(connection, schema);
       const stored = await storedLayouts(connection, schema, parseStoreLayout);
-      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored);
+      refuseOtherShape(target.display, stored, options.accountKey === true);
+      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored, options.accountKey === true);
       const opened = await openTables(connection, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
@@ -96,6 +99,12 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   async savedStates(): Promise<Map<string, string>> {
     const rows = await rowsOf(this.connection, `SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
     return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
+  }
+
+  /** Every fact of the store's (its metadata table). */
+  async allMetadata(): Promise<Map<string, string>> {
+    const rows = await rowsOf(this.connection, `SELECT key, value FROM ${qualified(this.target.schema, METADATA_TABLE)}`);
+    return new Map(rows.map((r) => [String(r.key), String(r.value)]));
   }
 
   metadata(key: string): Promise<string | undefined> {
@@ -127,7 +136,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
         if (kind === 'boolean') return `${column} AS ${column}`;
         return `CAST(${column} AS VARCHAR) AS ${column}`;
       });
-    const rows = await rowsOf(this.connection, `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`);
+    const rows = await rowsOf(this.connection, `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`);
     return rows.map((row) => decodeRow(layout, numbersAsJs(layout, row as Record<string, ReadCell>)));
   }
 

@@ -18,7 +18,7 @@
  * because they did not fit move into the column.
  */
 import { parseExactJson, rawNumber } from '../../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
@@ -89,7 +89,8 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
 }
 
 /**
- * A stream's table. Its key column is NOT NULL but carries no PRIMARY KEY
+ * A stream's table. Its key columns (the id; the account and the id in a
+ * store of many accounts) are NOT NULL but carry no PRIMARY KEY
  * constraint: DuckDB keeps a key's index (ART) in memory, whole, for as
  * long as the file is open, and checks it on every insert, so that a
  * constraint made the run's memory grow with the table (21 MB of index
@@ -101,7 +102,8 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
  * earlier versions keep their constraint; both are written the same way.
  */
 export function createTableSql(schema: string, layout: StoreLayout): string {
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${c.field === layout.primaryKey ? ' NOT NULL' : ''}`);
+  const keys = keyColumns(layout);
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
@@ -149,7 +151,7 @@ async function rewriteRows(connection: DuckdbConnection, schema: string, layout:
   const value = kind === 'timestamp' ? 'CAST(m.cell AS TIMESTAMPTZ)' : `CAST(m.cell AS ${DUCKDB_TYPES[kind]})`;
   await connection.run(
     `UPDATE ${qualified(schema, layout.table)} AS t SET ${column} = CASE WHEN m.keep THEN t.${column} ELSE ${value} END, ${quoteIdent(EXTRA_COLUMN)} = CAST(m.extra AS JSON) ` +
-      `FROM _replica_moves m WHERE t.${quoteIdent(layout.primaryKey)} = m.id`,
+      `FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
   );
   await connection.run('DROP TABLE _replica_moves');
 }
@@ -167,7 +169,7 @@ async function keepExactIntegers(connection: DuckdbConnection, schema: string, l
   const column = quoteIdent(field);
   const rows = await rowsOf(
     connection,
-    `SELECT ${quoteIdent(layout.primaryKey)} AS id, CAST(${column} AS VARCHAR) AS v, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
+    `SELECT ${rowKeySql(layout)} AS id, CAST(${column} AS VARCHAR) AS v, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
       `WHERE ${column} IS NOT NULL AND abs(${column}) > 9007199254740992`,
   );
   const updates = rows.map((row) => {
@@ -182,7 +184,7 @@ async function keepExactIntegers(connection: DuckdbConnection, schema: string, l
 async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
   const rows = await rowsOf(
     connection,
-    `SELECT ${quoteIdent(layout.primaryKey)} AS id, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
+    `SELECT ${rowKeySql(layout)} AS id, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
       `WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} IS NOT NULL`,
   );
   const updates: (readonly [string, Cell | undefined, string | null])[] = [];

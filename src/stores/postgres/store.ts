@@ -16,8 +16,8 @@
 import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { parseStoreLayout, quoteIdent, storeColumnNames } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { keyColumns, parseStoreLayout, quoteIdent, storeColumnNames } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
@@ -40,6 +40,8 @@ export interface PostgresStoreOptions {
   readonly facts?: StoreFacts;
   /** Take the writer lock (default true: every writing run does). */
   readonly lock?: boolean;
+  /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
+  readonly accountKey?: boolean;
   /** How checkpoints are grouped into transactions (group-writer.ts). */
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
@@ -119,7 +121,8 @@ export class PostgresStore extends GroupStore<string> {
       const facts = checkFacts(options.facts, held, written);
       await createBookkeeping(client, schema);
       const stored = await storedLayouts(client, schema, parseStoreLayout);
-      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored);
+      refuseOtherShape(target.display, stored, options.accountKey === true);
+      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored, options.accountKey === true);
       const opened = await openTables(client, driver, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
@@ -142,6 +145,15 @@ export class PostgresStore extends GroupStore<string> {
     try {
       const { rows } = await this.client.query<{ stream: string; state: string }>(`SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
       return new Map(rows.map((r) => [r.stream, r.state]));
+    } catch (err) {
+      throw postgresError(err, this.target, 'reading');
+    }
+  }
+
+  /** Every fact of the store's (its metadata table). */
+  async allMetadata(): Promise<Map<string, string>> {
+    try {
+      return await allMetadata(this.client, this.target.schema);
     } catch (err) {
       throw postgresError(err, this.target, 'reading');
     }
@@ -189,7 +201,7 @@ export class PostgresStore extends GroupStore<string> {
         return `${kind === 'timestamp' ? isoText(column) : `${column}::text`} AS ${column}`;
       });
     const { rows } = await this.client.query<Record<string, ReadCell>>(
-      `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${quoteIdent(layout.primaryKey)}`,
+      `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`,
     );
     return rows.map((row) => decodeRow(layout, row));
   }

@@ -20,7 +20,7 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, quoteIdent, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { placeValue, type Data, type StoreDialect } from '../values.js';
@@ -91,8 +91,10 @@ export async function storeExists(client: Client, schema: string): Promise<boole
 }
 
 export function createTableSql(schema: string, layout: StoreLayout): string {
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${c.field === layout.primaryKey ? ' PRIMARY KEY' : ''}`);
+  const keys = keyColumns(layout);
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} json`, `${quoteIdent(ABSENT_COLUMN)} jsonb`, `${quoteIdent(SYNCED_AT_COLUMN)} timestamptz NOT NULL`);
+  if (keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
@@ -140,9 +142,8 @@ async function tableExists(client: Client, schema: string, table: string): Promi
  */
 async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
   const table = qualified(schema, layout.table);
-  const key = quoteIdent(layout.primaryKey);
   const { rows } = await client.query<{ id: string; extra: string }>(
-    `SELECT ${key} AS id, ${quoteIdent(EXTRA_COLUMN)}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} -> $1 IS NOT NULL`,
+    `SELECT ${rowKeySql(layout)} AS id, ${quoteIdent(EXTRA_COLUMN)}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} -> $1 IS NOT NULL`,
     [field],
   );
   if (rows.length === 0) return 0;
@@ -162,7 +163,7 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
   await client.query('CREATE TEMP TABLE _replica_moves (id text PRIMARY KEY, cell text, extra text) ON COMMIT DROP');
   await copyRows(client, driver, '_replica_moves', ['id', 'cell', 'extra'], moves);
   const result = await client.query(
-    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${quoteIdent(EXTRA_COLUMN)} = m.extra::json FROM _replica_moves m WHERE t.${key} = m.id`,
+    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${quoteIdent(EXTRA_COLUMN)} = m.extra::json FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
   );
   return result.rowCount ?? 0;
 }

@@ -57,9 +57,9 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   /** `INSERT ... ON CONFLICT DO UPDATE`: one statement (a MERGE is slower on PostgreSQL for this). */
-  upsertSql(table: string, stage: string, columns: readonly string[], key: string): string[] {
-    const updates = [...columns, '"_synced_at"'].filter((n) => n !== key).map((n) => `${n} = EXCLUDED.${n}`);
-    return [`INSERT INTO ${table} (${columns.join(', ')}, "_synced_at") SELECT ${columns.join(', ')}, now() FROM ${stage} ON CONFLICT (${key}) DO UPDATE SET ${updates.join(', ')}`];
+  upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[] {
+    const updates = [...columns, '"_synced_at"'].filter((n) => !keys.includes(n)).map((n) => `${n} = EXCLUDED.${n}`);
+    return [`INSERT INTO ${table} (${columns.join(', ')}, "_synced_at") SELECT ${columns.join(', ')}, now() FROM ${stage} ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')}`];
   }
 
   async createStage(stage: StageTable): Promise<void> {

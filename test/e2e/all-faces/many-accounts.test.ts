@@ -10,13 +10,13 @@
  *   summary's per-account entries; check names the failing key;
  * - Singer FULL_TABLE: a stage removed in one account leaves the target,
  *   the other accounts' stages stay;
- * - states of the wrong shape refused (78), the account binding per entry,
- *   replicate refusing accounts into a store other than SQLite (the SQLite
- *   replica of many accounts: test/e2e/replica/many-accounts.test.ts);
+ * - states of the wrong shape refused (78), the account binding per entry
+ *   (the replica of many accounts: test/e2e/replica/many-accounts.test.ts
+ *   for a SQLite file, test/e2e/replica/stores.test.ts for every store);
  * - several keys rate-limited at once: no 429 beyond one per key.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
@@ -333,13 +333,6 @@ describe('Airbyte read with accounts', () => {
     expect(errors[0]?.message).toMatch(/account "globex": The state belongs to account "Globex".*reads account "Initech"/);
     expect(recordsOf(run.stdout, 'globex')).toBe(0);
     expect(recordsOf(run.stdout, 'acme-br')).toBeGreaterThan(0);
-  });
-
-  it('replicate with accounts into a DuckDB file is refused for now (78, a config_error saying so; SQLite takes them)', async () => {
-    const run = await runCli(SOURCE_BIN, ['replicate', '--config', config([acme]), '--db', `duckdb:${join(dir, 'replica.duckdb')}`]);
-    expect(run.code).toBe(78);
-    expect(run.stdout + run.stderr).toMatch(/replicate with "accounts" writes into a SQLite file only for now/);
-    expect(existsSync(join(dir, 'replica.duckdb'))).toBe(false);
   });
 });
 

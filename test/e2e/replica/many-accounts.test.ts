@@ -13,9 +13,10 @@
  * - an account removed keeps its rows and state, one added is read in full;
  * - a replica of one api_key given a config with accounts, and the reverse:
  *   refused (78), the file byte for byte unchanged;
- * - killed mid-run (SIGKILL), then run again: every account exact;
  * - the long pause healed per account: one account's rows deleted in the
  *   gap removed, the other's kept.
+ * Killed mid-run then resumed, and the rest again for every store (SQLite,
+ * PostgreSQL, DuckDB): test/e2e/replica/stores.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { replicaRecords, replicaStates } from '../../../src/replica/records.js';
 import { SOURCE_BIN, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
-import { LIMITS_OUT_OF_REACH, LISTS, changeRound, dumpLists, replicate as replicateKilled, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { LIMITS_OUT_OF_REACH, LISTS, changeRound, dumpLists, requireBuild, type Account } from '../../helpers/emulator-runs.js';
 import { readDatabase } from '../../helpers/sqlite.js';
 
 const DAY_MS = 86_400_000;
@@ -243,35 +244,5 @@ describe('replicate with accounts into a SQLite file', () => {
     for (const id of gone) expect(share(healDb, 'north').contacts?.some((c) => (c as { id: string }).id === id)).toBe(false);
     expect(share(healDb, 'south')).toEqual(southRows);
     expect(southRows.contacts?.length).toBeGreaterThan(0);
-  });
-
-  it('killed mid-run with SIGKILL, then run again: every account exact', { timeout: 240_000 }, async () => {
-    const east = tenant('east', 'East', 300);
-    const west = tenant('west', 'West', 300);
-    const killedDb = join(dir, 'killed.db');
-    const cfg = config([east, west], { page_size: 10, max_concurrent_requests: 1 });
-    // A slower service and a progress line per page: kills by bytes of stderr land inside the reads.
-    emulator.control.setLatency(6);
-    const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
-    const outcomes: string[] = [];
-    let resumed = 0;
-    try {
-      for (const bytes of [3000, 6000, 9000]) {
-        const run = await replicateKilled(cfg, killedDb, { killAfterStderrBytes: bytes, env });
-        outcomes.push(`${bytes} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
-        if (!run.killed) expect(run.code, run.stderr).toBe(0);
-        // A kill inside a read leaves that account's resume cursor, committed with the rows before it.
-        const states = [...replicaStates(killedDb).values()];
-        if (run.killed && states.some((st) => Object.values(st.accounts ?? {}).some((one) => one.resume !== undefined))) resumed++;
-      }
-    } finally {
-      emulator.control.setLatency(0);
-    }
-    expect(outcomes.filter((o) => o.endsWith('killed')).length, outcomes.join('; ')).toBeGreaterThanOrEqual(2);
-    expect(resumed, outcomes.join('; ')).toBeGreaterThanOrEqual(1);
-    changeRound(asAccount(east));
-    const last = await replicate(cfg, killedDb);
-    expect(last.code, last.stderr).toBe(0);
-    for (const t of [east, west]) expect(share(killedDb, t.entry)).toEqual(sortedDump(t));
   });
 });

@@ -5,104 +5,29 @@
  * after a full run and incremental runs with changes and deletions, and
  * after SIGKILLs at random points; a second writer exits 75 at once; a
  * field the service adds becomes a column; hashed personal data leaves no
- * raw value in the tables; the long pause is healed. PostgreSQL alone: a
- * wrong password (78, no password in any output), a server that cannot be
- * reached (75).
+ * raw value in the tables; the long pause is healed; a store of one
+ * api_key given a config with accounts is refused unchanged. PostgreSQL
+ * alone: a wrong password (78, no password in any output), a server that
+ * cannot be reached (75). Many accounts into each store:
+ * stores-accounts.test.ts.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExtraField } from 'data-read-emulator';
-import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
-import { PostgresStore } from '../../../src/stores/postgres/store.js';
-import { parseStoreTarget } from '../../../src/stores/target.js';
-import { replicaStates } from '../../../src/replica/records.js';
-import type { StreamState } from '../../../src/engine/state.js';
 import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
-import { LISTS, changeRound, dumpLists, prng, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
-import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
-import { readDatabase } from '../../helpers/sqlite.js';
+import { changeRound, dumpLists, prng, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { adminClient } from '../../helpers/postgres.js';
 import { writeJson } from '../../helpers/cli.js';
+import { storeKinds } from '../../helpers/store-kinds.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 
 const DAY_MS = 86_400_000;
 /** The column type each store gives an integer field the service adds. */
 const INTEGER_TYPE = { sqlite: 'INTEGER', postgres: 'bigint', duckdb: 'BIGINT' } as const;
 
-/** A store as the suite sees it: a new one's --db, and what it holds. */
-interface StoreKind {
-  readonly name: 'sqlite' | 'postgres' | 'duckdb';
-  /** The --db of a new, empty store named `label` (in `dir` for a file). */
-  fresh(dir: string, label: string): Promise<string>;
-  /** Every list's records, in the dump's shape and order (each list by id). */
-  dump(db: string): Promise<Record<string, unknown[]>>;
-  /** The state saved by each stream's last commit. */
-  states(db: string): Promise<Map<string, StreamState>>;
-  /** The columns of a table. */
-  columns(db: string, table: string): Promise<string[]>;
-}
-
-/** The databases the PostgreSQL runs made, dropped at the end. */
-const databases: TestDatabase[] = [];
-afterAll(async () => {
-  for (const db of databases.splice(0)) await db.drop();
-});
-
-async function readStore<T>(open: () => Promise<PostgresStore | DuckdbStore>, read: (store: PostgresStore | DuckdbStore) => Promise<T>): Promise<T> {
-  const store = await open();
-  try {
-    return await read(store);
-  } finally {
-    await store.close();
-  }
-}
-
-async function asDump(store: PostgresStore | DuckdbStore): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const list of LISTS) out[list] = await store.readRecords(list);
-  return out;
-}
-
-const pgTarget = (url: string) => parseStoreTarget(url, undefined, {});
-const openPg = (url: string) => () => PostgresStore.open(pgTarget(url) as Parameters<typeof PostgresStore.open>[0], { lock: false });
-const openDuck = (path: string) => () => DuckdbStore.open(parseStoreTarget(`duckdb:${path}`, undefined, {}) as Parameters<typeof DuckdbStore.open>[0]);
-
-const STORES: readonly StoreKind[] = [
-  {
-    name: 'sqlite',
-    fresh: async (dir, label) => join(dir, `${label}.db`),
-    dump: async (db) => replicaAsDump(db),
-    states: async (db) => replicaStates(db),
-    columns: async (db, table) => readDatabase(db, (h) => h.prepare(`SELECT name FROM pragma_table_info('${table}')`).all().map((r) => String(r.name))),
-  },
-  {
-    name: 'postgres',
-    fresh: async (_dir, label) => {
-      const db = await freshDatabase(`e2e_${label.replace(/\W/g, '_')}`);
-      databases.push(db);
-      return db.url;
-    },
-    dump: (db) => readStore(openPg(db), asDump),
-    states: (db) => readStore(openPg(db), (s) => s.loadStates()),
-    columns: async (db, table) => {
-      const client = await adminClient(db);
-      try {
-        const { rows } = await client.query<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_schema = 'data_read' AND table_name = $1", [table]);
-        return rows.map((r) => r.column_name);
-      } finally {
-        await client.end();
-      }
-    },
-  },
-  {
-    name: 'duckdb',
-    fresh: async (dir, label) => join(dir, `${label}.duckdb`),
-    dump: (db) => readStore(openDuck(db), asDump),
-    states: (db) => readStore(openDuck(db), (s) => s.loadStates()),
-    columns: (db) => readStore(openDuck(db), async (s) => s.layoutOf('contacts').columns.map((c) => c.field)),
-  },
-];
+const STORES = storeKinds();
 
 describe.each(STORES)('replicate into $name', (store) => {
   describe('equals the service', () => {
@@ -188,6 +113,12 @@ describe.each(STORES)('replicate into $name', (store) => {
       expect(run.code, run.stderr).toBe(78);
       expect(run.stderr).toContain('"Replica test"');
       expect(run.stderr).toContain('"Another company"');
+      expect(await store.dump(db)).toStrictEqual(before);
+      // The same store given a config with accounts (this key as one entry): its rows cannot be told apart by account.
+      const many = writeJson(dir, 'as-accounts.json', { base_url: account.emulator.url, page_size: 100, accounts: [{ name: 'main', api_key: account.key }] });
+      const refused = await replicate(many, db);
+      expect(refused.code, refused.stderr).toBe(78);
+      expect(refused.stderr).toMatch(/built from a config with one api_key .*"accounts"/);
       expect(await store.dump(db)).toStrictEqual(before);
     });
 
