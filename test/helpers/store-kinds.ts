@@ -2,7 +2,7 @@
  * The three stores of `replicate` as the end-to-end suites see them (a
  * SQLite file, a PostgreSQL database on the tests' server, a DuckDB file):
  * a new store's --db, and what a store holds read back, the same way for
- * each (test/e2e/replica/stores.test.ts, stores-accounts.test.ts).
+ * each (test/e2e/replica/stores/).
  */
 import { afterAll } from 'vitest';
 import { join } from 'node:path';

@@ -12,7 +12,7 @@
  *   the other accounts' stages stay;
  * - states of the wrong shape refused (78), the account binding per entry
  *   (the replica of many accounts: test/e2e/replica/many-accounts.test.ts
- *   for a SQLite file, test/e2e/replica/stores.test.ts for every store);
+ *   for a SQLite file, test/e2e/replica/stores/ for every store);
  * - several keys rate-limited at once: no 429 beyond one per key.
  */
 import { spawn } from 'node:child_process';

@@ -16,7 +16,7 @@
  * - the long pause healed per account: one account's rows deleted in the
  *   gap removed, the other's kept.
  * Killed mid-run then resumed, and the rest again for every store (SQLite,
- * PostgreSQL, DuckDB): test/e2e/replica/stores.test.ts.
+ * PostgreSQL, DuckDB): test/e2e/replica/stores/.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,0 +1,227 @@
+/**
+ * Many accounts (a config with `accounts`) into each of the three stores of
+ * `replicate` (SQLite, a PostgreSQL schema on the tests' real server, a
+ * DuckDB file), the same test code for each, against one emulator serving
+ * several accounts: every table keyed by (account, id), each account exact
+ * after full and incremental runs with changes and deletions, states and
+ * `--summary` per account; one key revoked (the others exact, 78 naming
+ * the entry); an entry bound to its account; killed then resumed; the long
+ * pause healed per account; and a store of the other kind of config
+ * refused unchanged (a store of one api_key given accounts:
+ * suite.ts). Run by one file per store (sqlite.test.ts, ...).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LISTS, changeRound, dumpLists, replicate, type Account } from '../../../helpers/emulator-runs.js';
+import { SOURCE_BIN, runCli, writeJson } from '../../../helpers/cli.js';
+import type { StoreKind } from '../../../helpers/store-kinds.js';
+import { withEmulatorAccount } from '../../../helpers/suite.js';
+
+const DAY_MS = 86_400_000;
+
+/** Many accounts into a store, the same code for each. */
+export function accountsSuite(store: StoreKind): void {
+  describe(`replicate with accounts into ${store.name}`, () => {
+    describe('many accounts', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-accounts-${store.name}-`, { contacts: 40, seed: 71 }, (s) => ({ account, dir } = s));
+      let files = 0;
+
+      interface Tenant {
+        readonly entry: string;
+        readonly id: string;
+        readonly key: string;
+        readonly keyId?: string;
+      }
+      const tenant = (entry: string, name: string, contacts: number): Tenant => {
+        const control = account.emulator.control;
+        const created = control.createAccount({ name });
+        const { key, id: keyId } = control.createKey(created.id);
+        control.seed(created.id, { contacts });
+        return { entry, id: created.id, key, keyId };
+      };
+      const asAccount = (t: Tenant): Account => ({
+        ...account,
+        accountId: t.id,
+        key: t.key,
+        mutate: (m) => void account.emulator.control.mutate(t.id, m),
+        dump: () => account.emulator.control.dump(t.id),
+      });
+      const configOf = (tenants: readonly Tenant[], extra: Record<string, unknown> = {}): string =>
+        writeJson(dir, `accounts-${++files}.json`, { base_url: account.emulator.url, page_size: 25, accounts: tenants.map((t) => ({ name: t.entry, api_key: t.key })), ...extra });
+      const byId = (a: unknown, b: unknown): number => {
+        const x = String((a as { id: unknown }).id);
+        const y = String((b as { id: unknown }).id);
+        return x < y ? -1 : x > y ? 1 : 0;
+      };
+      /** Each account's rows in the dump's shape (without the account column), each list by id: the store read once. */
+      const shares = async (db: string): Promise<(entry: string) => Record<string, unknown[]>> => {
+        const rows = await store.accounts(db);
+        return (entry) =>
+          Object.fromEntries(
+          LISTS.map((list) => [
+            list,
+            (rows[list] ?? [])
+              .filter((r) => r.account === entry)
+              .map(({ account: _account, ...rest }) => rest)
+              .sort(byId),
+            ]),
+          );
+      };
+      const share = async (db: string, entry: string): Promise<Record<string, unknown[]>> => (await shares(db))(entry);
+      /** Every account of `tenants` equals its dump. */
+      const exact = async (db: string, tenants: readonly Tenant[]): Promise<void> => {
+        const of = await shares(db);
+        for (const t of tenants) expect(of(t.entry), t.entry).toStrictEqual(truth(t));
+      };
+      const truth = (t: Tenant): Record<string, unknown[]> => {
+        const lists = dumpLists(account.emulator.control.dump(t.id));
+        return Object.fromEntries(LISTS.map((list) => [list, [...(lists[list] ?? [])].sort(byId)]));
+      };
+      const errorLines = (stderr: string): string[] => stderr.split('\n').filter((l) => /\bERROR\b/.test(l) && l.includes('Replication incomplete'));
+
+      it(
+        'keys every table by (account, id); each account exact after full and incremental runs with changes and deletions; a key revoked; an entry bound; the other kind of config refused',
+        { timeout: 300_000 },
+        async () => {
+          const main: Tenant = { entry: 'main', id: account.accountId, key: account.key };
+          const north = tenant('north', 'North', 30);
+          let south = tenant('south', 'South', 30);
+          const db = await store.fresh(dir, 'accounts');
+          const summary = join(dir, `summary-${store.name}.json`);
+          const first = await runCli(SOURCE_BIN, ['replicate', '--config', configOf([main, north, south]), '--db', db, '--summary', summary], { timeoutMs: 120_000 });
+          expect(first.code, first.stderr).toBe(0);
+          expect(first.stdout).toBe('');
+          expect(first.stderr).toContain('Replicating 3 account(s)');
+          await exact(db, [main, north, south]);
+          for (const list of LISTS) expect(await store.primaryKey(db, list), list).toEqual(['account', 'id']);
+          expect(Object.keys((await store.accountStates(db)).get('contacts')?.accounts ?? {}).sort()).toEqual(['main', 'north', 'south']);
+          const report = JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string; records: number }[] };
+          expect(report.accounts.map((a) => [a.name, a.status])).toEqual([
+            ['main', 'succeeded'],
+            ['north', 'succeeded'],
+            ['south', 'succeeded'],
+          ]);
+          expect(report.accounts.every((a) => a.records > 0)).toBe(true);
+
+          // Changes and deletions in two accounts: each exact, the third's rows untouched by their deletions.
+          changeRound(asAccount(main));
+          changeRound(asAccount(north));
+          const southBefore = (await shares(db))('south');
+          const second = await replicate(configOf([main, north, south]), db);
+          expect(second.code, second.stderr).toBe(0);
+          expect(second.stderr).toContain('continuing from its saved state');
+          expect(second.stderr).toMatch(/deletions applied: \d+ rows removed/);
+          await exact(db, [main, north, south]);
+          expect(truth(south)).toStrictEqual(southBefore);
+
+          // South's key revoked: the others read and saved, 78, one error naming south; south's rows as they were.
+          changeRound(asAccount(north));
+          changeRound(asAccount(south));
+          const southKept = await share(db, 'south');
+          account.emulator.control.revokeKey(south.keyId as string);
+          const revokedSummary = join(dir, `summary-revoked-${store.name}.json`);
+          const revoked = await runCli(SOURCE_BIN, ['replicate', '--config', configOf([main, north, south]), '--db', db, '--summary', revokedSummary], { timeoutMs: 120_000 });
+          expect(revoked.code, revoked.stderr).toBe(78);
+          const errors = errorLines(revoked.stderr);
+          expect(errors, revoked.stderr).toHaveLength(1);
+          expect(errors[0]).toMatch(/1 of 3 accounts failed.*account "south"/);
+          const held = await shares(db);
+          for (const t of [main, north]) expect(held(t.entry), t.entry).toStrictEqual(truth(t));
+          expect(held('south')).toStrictEqual(southKept);
+          expect(truth(south)).not.toStrictEqual(southKept);
+          const failed = JSON.parse(readFileSync(revokedSummary, 'utf8')) as { accounts: { name: string; status: string; failure_type: string | null }[] };
+          expect(failed.accounts.find((a) => a.name === 'south')).toMatchObject({ status: 'failed', failure_type: 'config_error' });
+          expect(failed.accounts.find((a) => a.name === 'north')).toMatchObject({ status: 'succeeded', failure_type: null });
+          // A new key of the same account: it goes on from its own state, exact again.
+          const renewed = account.emulator.control.createKey(south.id);
+          south = { ...south, key: renewed.key, keyId: renewed.id };
+          const again = await replicate(configOf([main, north, south]), db);
+          expect(again.code, again.stderr).toBe(0);
+          await exact(db, [main, north, south]);
+
+          // The entry "north" given South's key: that entry fails alone (78, both accounts named), nothing of it written.
+          const northRows = await share(db, 'north');
+          changeRound(asAccount(main));
+          const swapped = await replicate(configOf([{ ...north, key: south.key }, main]), db);
+          expect(swapped.code, swapped.stderr).toBe(78);
+          expect(swapped.stderr).toMatch(/account "north": .*"North".*"South"/);
+          const after = await shares(db);
+          expect(after('north')).toStrictEqual(northRows);
+          expect(after('main')).toStrictEqual(truth(main));
+
+          // A config of one api_key given this store: refused (78), nothing changed.
+          const before = await store.accounts(db);
+          const one = await replicate(account.config(dir), db);
+          expect(one.code, one.stderr).toBe(78);
+          expect(one.stderr).toMatch(/built from a config with "accounts"/);
+          expect(await store.accounts(db)).toStrictEqual(before);
+        },
+      );
+
+      it('killed mid-run with SIGKILL, then run again: every account exact', { timeout: 240_000 }, async () => {
+        const east = tenant('east', 'East', 300);
+        const west = tenant('west', 'West', 300);
+        const db = await store.fresh(dir, 'accounts-killed');
+        const cfg = configOf([east, west], { page_size: 10, max_concurrent_requests: 1 });
+        // A slower service and a progress line per page: kills by bytes of stderr land inside the reads, after commits
+        // (PostgreSQL and DuckDB commit a group of checkpoints every 250 ms at least).
+        account.emulator.control.setLatency(15);
+        const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
+        const outcomes: string[] = [];
+        let killed = 0;
+        let resumed = 0;
+        try {
+          // Kills later and later (each run goes on from the last commit) until two landed, one of them after a commit inside a read.
+          for (let bytes = 5000; bytes <= 30000 && (killed < 2 || resumed < 1); bytes += 5000) {
+            const run = await replicate(cfg, db, { killAfterStderrBytes: bytes, env });
+            outcomes.push(`${bytes} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
+            if (!run.killed) expect(run.code, run.stderr).toBe(0);
+            if (run.killed) killed++;
+            // A kill inside a read leaves that account's resume cursor, committed with the rows before it.
+            const states = [...(await store.accountStates(db)).values()];
+            if (run.killed && states.some((st) => Object.values(st.accounts ?? {}).some((one) => one.resume !== undefined))) resumed++;
+          }
+        } finally {
+          account.emulator.control.setLatency(0);
+        }
+        expect(killed, outcomes.join('; ')).toBeGreaterThanOrEqual(2);
+        expect(resumed, outcomes.join('; ')).toBeGreaterThanOrEqual(1);
+        changeRound(asAccount(east));
+        const last = await replicate(cfg, db);
+        expect(last.code, last.stderr).toBe(0);
+        await exact(db, [east, west]);
+      });
+
+      // Last in this emulator's suite: it moves the emulator's clock past the deletion log's retention.
+      it('heals a long pause per account: the healed account exact, the rows of an account that did not read untouched', { timeout: 180_000 }, async () => {
+        const control = account.emulator.control;
+        const up = tenant('up', 'Up', 40);
+        const down = tenant('down', 'Down', 40);
+        const db = await store.fresh(dir, 'accounts-heal');
+        const cfg = configOf([up, down]);
+        const first = await replicate(cfg, db);
+        expect(first.code, first.stderr).toBe(0);
+        control.advanceClock(10 * DAY_MS);
+        const gone = control.dump(up.id).contacts.slice(0, 3).map((c) => (c as { id: string }).id);
+        control.mutate(up.id, { op: 'delete_contacts', ids: gone });
+        control.advanceClock(95 * DAY_MS);
+        // Down's key refused this time: its rows must stay as they were while Up's heal sweeps Up's.
+        const downRows = await share(db, 'down');
+        control.revokeKey(down.keyId as string);
+        const run = await replicate(cfg, db);
+        expect(run.code, run.stderr).toBe(78);
+        expect(run.stderr).toMatch(/WARN .*Account "up": deletions: .*The replica read contacts and conversations in full and removed \d+ row\(s\)/);
+        expect(run.stderr).not.toMatch(/Account "down": .*in full/);
+        const held = await shares(db);
+        // The deletion log keeps what the service has forgotten since: the other lists equal the service's.
+        for (const list of ['contacts', 'conversations', 'stage_events', 'pipeline_stages']) expect(held('up')[list], list).toStrictEqual(truth(up)[list]);
+        for (const id of gone) expect((held('up').contacts as { id: string }[]).some((c) => c.id === id)).toBe(false);
+        expect(held('down')).toStrictEqual(downRows);
+        expect(downRows.contacts?.length).toBeGreaterThan(0);
+      });
+    });
+  });
+}

@@ -1,0 +1,335 @@
+/**
+ * One end-to-end suite for the three stores of `replicate` (SQLite, a
+ * PostgreSQL schema on the tests' real server, a DuckDB file), the same
+ * test code for each, against the emulator: the store equals the service
+ * after a full run and incremental runs with changes and deletions, and
+ * after SIGKILLs at random points; a second writer exits 75 at once; a
+ * field the service adds becomes a column; hashed personal data leaves no
+ * raw value in the tables; the long pause is healed; a store of one
+ * api_key given a config with accounts is refused unchanged. PostgreSQL
+ * alone: a wrong password (78, no password in any output), a server that
+ * cannot be reached (75). Many accounts into each store: accounts-suite.ts.
+ * Run by one file per store (sqlite.test.ts, postgres.test.ts,
+ * duckdb.test.ts).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { ExtraField } from 'data-read-emulator';
+import { RunSummarySchema } from '../../../../src/engine/run-summary-schema.js';
+import { changeRound, dumpLists, prng, replicate, type Account } from '../../../helpers/emulator-runs.js';
+import { adminClient } from '../../../helpers/postgres.js';
+import { writeJson } from '../../../helpers/cli.js';
+import type { StoreKind } from '../../../helpers/store-kinds.js';
+import { withEmulatorAccount } from '../../../helpers/suite.js';
+
+const DAY_MS = 86_400_000;
+/** The column type each store gives an integer field the service adds. */
+const INTEGER_TYPE = { sqlite: 'INTEGER', postgres: 'bigint', duckdb: 'BIGINT' } as const;
+
+/** The suite every store passes, the same code for each. */
+export function storeSuite(store: StoreKind): void {
+  describe(`replicate into ${store.name}`, () => {
+    describe('equals the service', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-${store.name}-`, { contacts: 200, seed: 41 }, (s) => ({ account, dir } = s));
+
+      it('after a full run and after incremental runs with changes and deletions', { timeout: 180_000 }, async () => {
+        const config = account.config(dir);
+        const db = await store.fresh(dir, 'exact');
+        const first = await replicate(config, db);
+        expect(first.code, first.stderr).toBe(0);
+        expect(first.stdout).toBe('');
+        expect(first.stderr).toMatch(/Replica up to date: contacts \d+ rows/);
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+        for (let round = 0; round < 2; round++) {
+          changeRound(account);
+          const run = await replicate(config, db);
+          expect(run.code, run.stderr).toBe(0);
+          expect(run.stderr).toContain('continuing from its saved state');
+          expect(run.stderr).toMatch(/deletions applied: \d+ rows removed/);
+          expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+        }
+        const states = await store.states(db);
+        for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions']) {
+          expect(states.get(stream)?.sync_watermark, stream).toMatch(/^\d{4}-\d\d-\d\dT/);
+          expect(states.get(stream)?.resume, stream).toBeUndefined();
+        }
+      });
+
+      it('a field the service adds becomes a column on the next run', { timeout: 120_000 }, async () => {
+        const config = account.config(dir);
+        const db = await store.fresh(dir, 'drift');
+        expect((await replicate(config, db)).code).toBe(0);
+        const field: ExtraField = { list: 'contacts', name: `score_${store.name}`, type: 'integer' };
+        account.emulator.control.addExtraField(field);
+        account.mutate({ op: 'update_contacts', count: 30 });
+        const summaryFile = join(dir, `drift-${store.name}.json`);
+        const run = await replicate(config, db, { args: ['--summary', summaryFile] });
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stderr).toContain(field.name);
+        expect(await store.columns(db, 'contacts')).toContain(field.name);
+        // The summary lists the change on its stream (and none on the others); the final line names it.
+        const summary = RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8')));
+        const changes = Object.fromEntries(summary.streams.map((s) => [s.name, s.schema_changes]));
+        expect(changes.contacts).toStrictEqual([{ column: field.name, change: 'added', from_type: null, to_type: INTEGER_TYPE[store.name] }]);
+        for (const stream of ['conversations', 'stage_events', 'deletions', 'pipeline_stages']) expect(changes[stream], stream).toStrictEqual([]);
+        expect(run.stderr).toMatch(new RegExp(`Replica up to date: .*schema changes: contacts\\.${field.name} added \\(${INTEGER_TYPE[store.name]}\\)`));
+        // A run that changes nothing lists nothing.
+        const quiet = await replicate(config, db, { args: ['--summary', summaryFile] });
+        expect(quiet.code, quiet.stderr).toBe(0);
+        expect(quiet.stderr).not.toContain('schema changes:');
+        for (const s of RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8'))).streams) expect(s.schema_changes, s.name).toStrictEqual([]);
+        // Every row equals the service's record; a contact not read again since the field appeared has it not yet
+        // (SQLite lists it in the row's _absent; PostgreSQL and DuckDB hold NULL in the new column).
+        const held = await store.dump(db);
+        const truth = dumpLists(account.dump());
+        let readAgain = 0;
+        const without = (record: Record<string, unknown>): Record<string, unknown> => {
+          const { [field.name]: _added, ...before } = record;
+          return before;
+        };
+        const heldContacts = (held.contacts as Record<string, unknown>[]).map((row) => {
+          if (row[field.name] === undefined || row[field.name] === null) return without(row);
+          readAgain++;
+          return row;
+        });
+        const contacts = (truth.contacts as Record<string, unknown>[]).map((record, i) => (Object.hasOwn(heldContacts[i] ?? {}, field.name) ? record : without(record)));
+        expect(readAgain).toBeGreaterThanOrEqual(20);
+        held.contacts = heldContacts;
+        expect(held).toStrictEqual({ ...truth, contacts });
+      });
+
+      it('a key of another account is refused (78) naming both accounts, nothing changed', { timeout: 60_000 }, async () => {
+        const db = await store.fresh(dir, 'account');
+        expect((await replicate(account.config(dir), db)).code).toBe(0);
+        const before = await store.dump(db);
+        const control = account.emulator.control;
+        const other = control.createAccount({ name: 'Another company' });
+        control.seed(other.id, { contacts: 10 });
+        const config = writeJson(dir, 'other-account.json', { api_key: control.createKey(other.id).key, base_url: account.emulator.url, page_size: 100 });
+        const run = await replicate(config, db);
+        expect(run.code, run.stderr).toBe(78);
+        expect(run.stderr).toContain('"Replica test"');
+        expect(run.stderr).toContain('"Another company"');
+        expect(await store.dump(db)).toStrictEqual(before);
+        // The same store given a config with accounts (this key as one entry): its rows cannot be told apart by account.
+        const many = writeJson(dir, 'as-accounts.json', { base_url: account.emulator.url, page_size: 100, accounts: [{ name: 'main', api_key: account.key }] });
+        const refused = await replicate(many, db);
+        expect(refused.code, refused.stderr).toBe(78);
+        expect(refused.stderr).toMatch(/built from a config with one api_key .*"accounts"/);
+        expect(await store.dump(db)).toStrictEqual(before);
+      });
+
+      it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {
+        const config = account.config(dir, { page_size: 10, max_concurrent_requests: 1 });
+        const db = await store.fresh(dir, 'writers');
+        // Slow enough that the first run is still writing when the second process has started, on a busy machine too.
+        account.emulator.control.setLatency(60);
+        let second: Promise<Awaited<ReturnType<typeof replicate>>> | undefined;
+        const first = replicate(config, db, {
+          onStderr: (text) => {
+            if (second === undefined && /Replicating into/.test(text)) second = replicate(config, db);
+          },
+        });
+        const one = await first;
+        account.emulator.control.setLatency(0);
+        expect(second).toBeDefined();
+        const two = await (second as Promise<Awaited<ReturnType<typeof replicate>>>);
+        expect(one.code, one.stderr).toBe(0);
+        expect(two.code, two.stderr).toBe(75);
+        expect(two.stderr).toMatch(/another|Another|locked|lock/);
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+      });
+    });
+
+    describe('killed at random points', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-kill-${store.name}-`, { contacts: 500, seed: 43 }, (s) => ({ account, dir } = s));
+
+      it('SIGKILLs mid-run with changes in between, then a run to completion: exact', { timeout: 240_000 }, async () => {
+        const seed = Number(process.env.REPLICA_KILL_SEED ?? Date.now() % 100_000);
+        const random = prng(seed);
+        const config = account.config(dir, { page_size: 20, max_concurrent_requests: 2 });
+        const db = await store.fresh(dir, 'kill');
+        account.emulator.control.setLatency(6);
+        const env = { SOURCE_DATA_READ_PROGRESS_MS: '0' };
+        const kills: string[] = [];
+        let midRun = 0;
+        for (let i = 0; i < 4; i++) {
+          const point = i % 2 === 1 ? { killAfterStderrBytes: 300 + Math.floor(random() * 4000) } : { killAfterMs: 400 + Math.floor(random() * 1500) };
+          const run = await replicate(config, db, { ...point, env });
+          kills.push(`${JSON.stringify(point)} -> ${run.killed ? 'killed' : `exit ${run.code}`}`);
+          if (run.killed) midRun++;
+          else expect(run.code, run.stderr).toBe(0);
+          if (i % 2 === 1) changeRound(account, 2);
+        }
+        expect(midRun, `seed ${seed}: ${kills.join('; ')}`).toBeGreaterThanOrEqual(2);
+        account.emulator.control.setLatency(0);
+        const last = await replicate(config, db, { env });
+        expect(last.code, last.stderr).toBe(0);
+        const held = await store.dump(db);
+        // One row per id in every table (DuckDB's tables have no key constraint: the writes keep them unique).
+        for (const [list, records] of Object.entries(held)) expect(new Set(records.map((r) => (r as { id: unknown }).id)).size, list).toBe(records.length);
+        expect(held, `seed ${seed}: ${kills.join('; ')}`).toStrictEqual(dumpLists(account.dump()));
+      });
+    });
+
+    describe('personal data hashed', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-hash-${store.name}-`, { contacts: 60, seed: 47 }, (s) => ({ account, dir } = s));
+
+      it('no raw value in the tables; a run with other treatments is refused (78), nothing changed', { timeout: 120_000 }, async () => {
+        const db = await store.fresh(dir, 'hashed');
+        const hashKey = 'k3y-for-the-stores-suite-0123456789abcdef';
+        const run = await replicate(account.config(dir, { personal_data: 'hash', hash_key: hashKey }), db);
+        expect(run.code, run.stderr).toBe(0);
+        const held = JSON.stringify(await store.dump(db));
+        const emails = account.dump().contacts.map((c) => (c as Record<string, unknown>).email).filter((e): e is string => typeof e === 'string' && e !== '');
+        expect(emails.length).toBeGreaterThan(10);
+        for (const email of emails) expect(held).not.toContain(email);
+        const before = await store.dump(db);
+        const other = await replicate(account.config(dir), db);
+        expect(other.code, other.stderr).toBe(78);
+        expect(other.stderr).toMatch(/other personal-data treatments/);
+        expect(await store.dump(db)).toStrictEqual(before);
+      });
+    });
+
+    describe('after a pause longer than the deletion retention', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-pause-${store.name}-`, { contacts: 120, seed: 53 }, (s) => ({ account, dir } = s));
+
+      it('reads contacts and conversations in full and removes what the service no longer has', { timeout: 180_000 }, async () => {
+        const control = account.emulator.control;
+        const config = account.config(dir, { page_size: 20 });
+        const db = await store.fresh(dir, 'pause');
+        expect((await replicate(config, db)).code).toBe(0);
+        control.advanceClock(10 * DAY_MS);
+        const gone = account.dump().contacts.slice(0, 4).map((c) => c.id);
+        account.mutate({ op: 'delete_contacts', ids: gone });
+        control.advanceClock(95 * DAY_MS);
+        account.mutate({ op: 'update_contacts', count: 5 });
+        const run = await replicate(config, db);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stderr).toMatch(/WARN/);
+        const held = await store.dump(db);
+        const truth = dumpLists(account.dump());
+        for (const list of ['contacts', 'conversations', 'stage_events', 'pipeline_stages']) expect(held[list], list).toStrictEqual(truth[list]);
+        const ids = new Set((held.contacts as { id: string }[]).map((c) => c.id));
+        for (const id of gone) expect(ids.has(id)).toBe(false);
+      });
+    });
+  });
+}
+
+/** PostgreSQL alone: its server's faults. */
+export function postgresFaults(postgres: StoreKind): void {
+  describe('replicate into PostgreSQL: faults', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount('stores-pg-faults-', { contacts: 20, seed: 59 }, (s) => ({ account, dir } = s));
+
+    it('a wrong password: 78, naming the refused login, the password in no output', { timeout: 60_000 }, async () => {
+      const url = new URL(await postgres.fresh(dir, 'password'));
+      const wrong = 'not-the-Password-42';
+      url.password = wrong;
+      const run = await replicate(account.config(dir), url.toString());
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toMatch(/password|login|authentication/i);
+      expect(run.stderr).toContain('***');
+      expect(`${run.stdout}${run.stderr}`).not.toContain(wrong);
+    });
+
+    it('a missing database: 78, naming the database', { timeout: 60_000 }, async () => {
+      const url = new URL(await postgres.fresh(dir, 'missing'));
+      url.pathname = '/no_such_database_here';
+      const run = await replicate(account.config(dir), url.toString());
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toContain('no_such_database_here');
+    });
+
+    it('the connection dropped mid-run (the server ends the session): 75, nothing half-written; the next run is exact', { timeout: 120_000 }, async () => {
+      const url = await postgres.fresh(dir, 'dropped');
+      const database = new URL(url).pathname.slice(1);
+      const config = account.config(dir, { page_size: 5, max_concurrent_requests: 1 });
+      account.mutate({ op: 'create_contacts', count: 200, withConversation: true });
+      account.emulator.control.setLatency(15);
+      const admin = await adminClient(url);
+      let terminated = 0;
+      let asked = false;
+      try {
+        const run = await replicate(config, url, {
+          onStderr: (text) => {
+            if (asked || !/Replicating into/.test(text)) return;
+            asked = true;
+            // Once the run has committed something, its session is ended by the server, as a restart or a failover would.
+            const end = async (): Promise<void> => {
+              for (let i = 0; i < 200 && terminated === 0; i++) {
+                const { rows } = await admin.query<{ n: string }>('SELECT count(*) AS n FROM data_read._replica_state').catch(() => ({ rows: [{ n: '0' }] }));
+                if (Number(rows[0]?.n) > 0) {
+                  const ended = await admin.query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name LIKE 'source-data-read%'",
+                    [database],
+                  );
+                  terminated = ended.rowCount ?? 0;
+                } else await new Promise((r) => setTimeout(r, 25));
+              }
+            };
+            void end();
+          },
+        });
+        expect(terminated, run.stderr).toBeGreaterThan(0);
+        expect(run.code, run.stderr).toBe(75);
+        expect(run.stderr).toMatch(/run replicate again|Run replicate again/);
+      } finally {
+        await admin.end();
+        account.emulator.control.setLatency(0);
+      }
+      const again = await replicate(config, url);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toContain('continuing from its saved state');
+      expect(await postgres.dump(url)).toStrictEqual(dumpLists(account.dump()));
+    });
+
+    it('a server that cannot be reached: 75', { timeout: 60_000 }, async () => {
+      const run = await replicate(account.config(dir), 'postgresql://someone:secret-pw@127.0.0.1:1/analytics?connect_timeout=2');
+      expect(run.code, run.stderr).toBe(75);
+      expect(`${run.stdout}${run.stderr}`).not.toContain('secret-pw');
+    });
+  });
+}
+
+/** DuckDB alone: its optional package missing. */
+export function duckdbWithoutPackage(): void {
+  describe('replicate into DuckDB without its optional package', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount('stores-no-driver-', { contacts: 10, seed: 67 }, (s) => ({ account, dir } = s));
+
+    it('is a config_error (78) naming the package, and creates no file', { timeout: 60_000 }, async () => {
+      // The package made unresolvable, as after npm install --omit=optional.
+      const hook = join(dir, 'no-duckdb.mjs');
+      writeFileSync(
+        hook,
+        "import { registerHooks } from 'node:module';\n" +
+          'registerHooks({ resolve(specifier, context, next) {\n' +
+          "  if (specifier === '@duckdb/node-api') throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });\n" +
+          '  return next(specifier, context);\n' +
+          '} });\n',
+      );
+      const db = join(dir, 'none.duckdb');
+      const run = await replicate(account.config(dir), db, { env: { NODE_OPTIONS: `--import=${pathToFileURL(hook).href}` } });
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toContain('@duckdb/node-api');
+      expect(existsSync(db)).toBe(false);
+      // A run into SQLite under the same hook never needs it.
+      expect((await replicate(account.config(dir), join(dir, 'plain.db'), { env: { NODE_OPTIONS: `--import=${pathToFileURL(hook).href}` } })).code).toBe(0);
+    });
+  });
+}
