@@ -105,6 +105,81 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('hostile values', () => {
+  // Text that a loader with quoting, escapes or a NULL marker could mistake, exact integers at their limits,
+  // instants to the microsecond: each back as it was sent, in its column and in readRecords, before and after
+  // the drift they ask for is applied.
+  const tricky = 'a "quoted", \'single\'\nline\r\nthen\ttab \\ back \\N ,;|';
+  const records = [
+    contact('h1', 1, {
+      name: tricky,
+      first_name: '\\N',
+      last_name: '',
+      email: null,
+      phone: 'NULL',
+      job_title: '\u0001\u0007\u001b\u007f\u0085 controls',
+      company_name: 'Ação 😀 中文 \u2028\u2029 e\u0301',
+      source_detail: '"',
+      temperature: '""',
+      qualification_score: rawNumber('-9223372036854775808'),
+      updated_at: '2026-01-01T00:01:00.123456Z',
+      extra_field: { [tricky]: [tricky, '\\N', '', null, rawNumber('1.50'), rawNumber('-0')] },
+    }),
+    contact('h2', 2, {
+      name: '\n',
+      first_name: ',',
+      last_name: '\\',
+      qualification_score: rawNumber('170141183460469231731687303715884105727'),
+      updated_at: '2026-01-01t00:02:00.999999-03:00',
+      extra_field: '',
+    }),
+    contact('h3', 3, { name: ' ', first_name: '\t', last_name: '\r', qualification_score: rawNumber('9223372036854775807'), updated_at: '0001-01-01T00:00:00.000001Z', extra_field: { '\\N': null } }),
+  ];
+
+  it('come back exactly, empty strings and nulls apart, the NULL marker a string', async () => {
+    let store = await DuckdbStore.open(target('hostile'));
+    try {
+      await store.session.run("SET TimeZone = 'Asia/Kolkata'");
+      await store.commit(checkpoint('contacts', records, 3));
+      expect(await store.readRecords('contacts')).toEqual(records);
+    } finally {
+      await store.close();
+    }
+    store = await DuckdbStore.open(target('hostile'));
+    try {
+      expect(store.changes).toEqual(['contacts.qualification_score: BIGINT -> HUGEINT', 'contacts.extra_field: new column (JSON)']);
+      const back = await store.readRecords('contacts');
+      expect(back).toEqual(records);
+      expect(JSON.stringify(back)).toBe(JSON.stringify(records));
+      const cells = await rows(
+        store,
+        'SELECT id, name, first_name, last_name, email IS NULL AS no_email, phone, job_title, company_name, source_detail, temperature, ' +
+          'CAST(qualification_score AS VARCHAR) AS score, epoch_us(updated_at) AS us FROM {schema}.contacts ORDER BY id',
+      );
+      expect(cells).toEqual([
+        {
+          id: 'h1', name: tricky, first_name: '\\N', last_name: '', no_email: true, phone: 'NULL', job_title: '\u0001\u0007\u001b\u007f\u0085 controls',
+          company_name: 'Ação 😀 中文 \u2028\u2029 e\u0301', source_detail: '"', temperature: '""', score: '-9223372036854775808',
+          us: BigInt(Date.parse('2026-01-01T00:01:00.123Z')) * 1000n + 456n,
+        },
+        {
+          id: 'h2', name: '\n', first_name: ',', last_name: '\\', no_email: false, phone: '+5511999990000', job_title: 'Buyer', company_name: 'Acme',
+          source_detail: null, temperature: 'warm', score: '170141183460469231731687303715884105727', us: BigInt(Date.parse('2026-01-01T03:02:00.999Z')) * 1000n + 999n,
+        },
+        {
+          id: 'h3', name: ' ', first_name: '\t', last_name: '\r', no_email: false, phone: '+5511999990000', job_title: 'Buyer', company_name: 'Acme',
+          source_detail: null, temperature: 'warm', score: '9223372036854775807', us: BigInt(Date.parse('0001-01-01T00:00:00.000Z')) * 1000n + 1n,
+        },
+      ]);
+      // Written again into the widened column: the same rows.
+      await store.commit(checkpoint('contacts', records, 4));
+      expect(await store.readRecords('contacts')).toEqual(records);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('ids unique without a key constraint', () => {
   // Stream tables carry no PRIMARY KEY (tables.ts): each group replaces the rows of its ids in one transaction.
   // Pages of 200 ids that overlap by half and wrap around 1,000 ids, in groups that merge pages and across
