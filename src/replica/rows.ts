@@ -15,6 +15,7 @@
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
+import { declaredOf, put } from '../stores/values.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
 
 /** Column values in the layout's order, then _extra, then _absent. */
@@ -90,20 +91,6 @@ function fromSql(kind: ColumnKind, value: SQLOutputValue): unknown {
     case 'text':
       return value;
   }
-}
-
-/** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
-function put(target: Data, field: string, value: unknown): void {
-  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
-}
-
-/** Declared field names of each layout (built once: recordToRow runs for every record of a sync). */
-const declaredFields = new WeakMap<TableLayout, ReadonlySet<string>>();
-
-function declaredOf(layout: TableLayout): ReadonlySet<string> {
-  let set = declaredFields.get(layout);
-  if (!set) declaredFields.set(layout, (set = new Set(layout.columns.map((c) => c.field))));
-  return set;
 }
 
 export function recordToRow(layout: TableLayout, record: Data): RowValues {

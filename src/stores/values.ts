@@ -136,13 +136,15 @@ export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialec
 }
 
 /** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
-function put(target: Data, field: string, value: unknown): void {
+export function put(target: Data, field: string, value: unknown): void {
   Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
 }
 
-const declaredFields = new WeakMap<StoreLayout, ReadonlySet<string>>();
+/** Declared field names of each layout (built once: rows are encoded for every record of a sync). */
+const declaredFields = new WeakMap<object, ReadonlySet<string>>();
 
-function declaredOf(layout: StoreLayout): ReadonlySet<string> {
+/** The field names a layout declares (a store's or the SQLite replica's). */
+export function declaredOf(layout: { readonly columns: readonly { readonly field: string }[] }): ReadonlySet<string> {
   let set = declaredFields.get(layout);
   if (!set) declaredFields.set(layout, (set = new Set(layout.columns.map((c) => c.field))));
   return set;
