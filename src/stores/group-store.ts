@@ -79,7 +79,8 @@ export abstract class GroupStore<R> implements Store {
 
   /** The state saved by each stream's last committed checkpoint (a state the store holds that is not one is a config_error naming it). */
   async loadStates(): Promise<Map<string, StreamState>> {
-    return parseSavedStates(this.#display, await this.savedStates());
+    // Between two groups: with many accounts, another account's group may be open on the store's session.
+    return parseSavedStates(this.#display, await this.writer.between(() => this.savedStates()));
   }
 
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
