@@ -5,7 +5,7 @@
  * beside the tables, so rows convert back to records with the layout they
  * were written with, whatever the code's version.
  */
-import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 
 /** How one field is stored. */
@@ -45,8 +45,8 @@ export interface TableLayout {
   readonly accountKey?: true | undefined;
 }
 
-/** The column that holds the entry's name in a replica of many accounts. */
-export const ACCOUNT_COLUMN = 'account';
+/** The column that holds the entry's name in a replica of many accounts: the records' account field. */
+export const ACCOUNT_COLUMN = ACCOUNT_FIELD;
 
 /** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts. */
 export function keyColumns(layout: TableLayout): string[] {

@@ -32,16 +32,16 @@ const WAL_COPY_THRESHOLD = '1GB';
  * buffers, beyond which it writes what it holds to a temporary folder next
  * to the store's file (`FILE.tmp`, removed when the store closes).
  */
-export const DUCKDB_MEMORY_LIMIT = '64MB';
+const DUCKDB_MEMORY_LIMIT = '64MB';
 /** DuckDB's worker threads: one, beside the connector's own thread, which reads and encodes. */
-export const DUCKDB_THREADS = '1';
+const DUCKDB_THREADS = '1';
 /**
  * Rows per row group in the file: a quarter of DuckDB's default (122,880).
  * Copying the WAL into the file compresses a row group at a time, in memory
  * outside the buffers' limit: for contacts of about 1 KB a default row group
  * took some 120 MB more at the store's close, this one about 30 MB.
  */
-export const DUCKDB_ROW_GROUP_SIZE = 30_720;
+const DUCKDB_ROW_GROUP_SIZE = 30_720;
 /**
  * The store's file as the connection's default database (see openDuckdb):
  * a name no schema of the store is likely to have (DuckDB refuses a name

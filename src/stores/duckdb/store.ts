@@ -42,6 +42,12 @@ async function metadataOf(connection: DuckdbConnection, schema: string, key: str
   return rows[0] === undefined ? undefined : String(rows[0].value);
 }
 
+/** Every fact of a store's metadata table. */
+async function allMetadataOf(connection: DuckdbConnection, schema: string): Promise<Map<string, string>> {
+  const rows = await rowsOf(connection, `SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
+  return new Map(rows.map((r) => [String(r.key), String(r.value)]));
+}
+
 export class DuckdbStore extends GroupStore<Cell[]> {
   readonly target: DuckdbTarget;
   private readonly instance: DuckdbInstance;
@@ -67,8 +73,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
       let held = new Map<string, string>();
       let written = false;
       if (await storeExists(connection, schema)) {
-        const rows = await rowsOf(connection, `SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
-        held = new Map(rows.map((r) => [String(r.key), String(r.value)]));
+        held = await allMetadataOf(connection, schema);
         refuseLaterFormat(target.display, held.get(FORMAT_KEY));
         written = (await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
       }
@@ -102,9 +107,8 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   }
 
   /** Every fact of the store's (its metadata table). */
-  async allMetadata(): Promise<Map<string, string>> {
-    const rows = await rowsOf(this.connection, `SELECT key, value FROM ${qualified(this.target.schema, METADATA_TABLE)}`);
-    return new Map(rows.map((r) => [String(r.key), String(r.value)]));
+  allMetadata(): Promise<Map<string, string>> {
+    return allMetadataOf(this.connection, this.target.schema);
   }
 
   metadata(key: string): Promise<string | undefined> {
