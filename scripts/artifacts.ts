@@ -8,7 +8,7 @@
  */
 import { buildOpenApiDocument } from 'data-read-emulator';
 import { configJsonSchema } from '../src/config/config.js';
-import { runSummaryJsonSchema } from '../src/engine/run-summary-schema.js';
+import { runSummaryJsonSchema } from '../src/report/run-summary-schema.js';
 import { airbyteJsonSchema, discoverCatalog } from '../src/protocols/airbyte/catalog.js';
 import { DOCUMENTATION_URL } from '../src/protocols/airbyte/commands.js';
 import { specPayload } from '../src/protocols/airbyte/protocol.js';

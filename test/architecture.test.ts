@@ -26,7 +26,7 @@ import { ROOT, tempDir } from './helpers/cli.js';
 import { projectFolders } from './helpers/folders.js';
 
 /** Where a file of src/ (or of the emulator package, `emulator`) belongs. */
-type Area = 'core' | 'schemas' | 'client' | 'engine' | 'progress' | 'pipes' | 'protocols' | 'protocols/airbyte' | 'protocols/singer' | 'replica' | 'stores' | 'stores/postgres' | 'stores/duckdb' | 'cli' | 'emulator';
+type Area = 'core' | 'schemas' | 'client' | 'engine' | 'report' | 'progress' | 'pipes' | 'protocols' | 'protocols/airbyte' | 'protocols/singer' | 'replica' | 'stores' | 'stores/postgres' | 'stores/duckdb' | 'cli' | 'emulator';
 
 /** What each area may import (besides itself, node: built-ins and npm packages). */
 const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
@@ -34,21 +34,23 @@ const ALLOWED: Readonly<Record<Area, readonly Area[]>> = {
   schemas: ['core'],
   client: ['core', 'schemas'],
   engine: ['client', 'core', 'schemas'],
+  /** The run's report: what the engine tells (its RunObserver, its types of states) in, the summary out, for the command line and Pipes. */
+  report: ['engine', 'core', 'schemas'],
   /** The status line for people: plain data in, nothing imported. */
   progress: [],
-  /** Dagster Pipes: the run's report (engine types) in, messages out; never the client. */
-  pipes: ['engine', 'core'],
+  /** Dagster Pipes: the run's report in, messages out; never the client nor the engine. */
+  pipes: ['report', 'core'],
   /** src/protocols/*.ts: what the faces share (telling catalogs and state files apart). */
   protocols: ['engine', 'progress', 'core', 'schemas'],
   'protocols/airbyte': ['protocols', 'engine', 'progress', 'core', 'schemas'],
   'protocols/singer': ['protocols', 'engine', 'progress', 'core', 'schemas'],
   /** The replica's command opens its store: the SQLite file, or (by import()) a PostgreSQL or DuckDB store. */
-  replica: ['stores', 'stores/postgres', 'stores/duckdb', 'engine', 'progress', 'core', 'schemas'],
+  replica: ['stores', 'stores/postgres', 'stores/duckdb', 'engine', 'report', 'progress', 'core', 'schemas'],
   /** src/stores/*.ts: what the stores share (the Store interface, the target, typed columns and drift, rows); the engine's types of states and records. */
   stores: ['engine', 'core', 'schemas'],
   'stores/postgres': ['stores', 'engine', 'core', 'schemas'],
   'stores/duckdb': ['stores', 'engine', 'core', 'schemas'],
-  cli: ['protocols', 'protocols/airbyte', 'protocols/singer', 'replica', 'engine', 'pipes', 'core', 'schemas'],
+  cli: ['protocols', 'protocols/airbyte', 'protocols/singer', 'replica', 'engine', 'report', 'pipes', 'core', 'schemas'],
   emulator: ['schemas'],
 };
 

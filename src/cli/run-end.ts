@@ -1,6 +1,6 @@
 /**
  * The end of a sync command (Airbyte `read`, the tap's sync, `replicate`) as
- * the command line sees it: the command's run report (engine/run-report.ts)
+ * the command line sees it: the command's run report (report/run-report.ts)
  * is started once the command is known, fed by the face and its session,
  * and finished with the exit status, however the command ends (returned,
  * thrown, a usage mistake, a signal), then written to `--summary FILE`. A
@@ -10,7 +10,7 @@
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
 import { ConfigError, toConnectorError } from '../errors.js';
-import { RunRecorder, summaryJson, type RunCommand } from '../engine/run-report.js';
+import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
 import { EXIT_TEMPFAIL } from '../runtime/exit-status.js';
 import { Interrupt, type StopSignal } from '../runtime/interrupt.js';
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';

@@ -1,5 +1,5 @@
 /**
- * `--summary FILE`: the run's summary (engine/run-report.ts) written when the
+ * `--summary FILE`: the run's summary (report/run-report.ts) written when the
  * command ends, whatever the outcome. Written atomically where the file
  * system allows: a temporary file in the same directory, flushed, then
  * renamed over FILE, so a reader sees the old summary or the new one, never

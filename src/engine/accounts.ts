@@ -25,7 +25,7 @@ import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
-import { RunRecorder, type AccountSummary } from './run-report.js';
+import type { AccountOutcome, RunObserver } from './run-observer.js';
 import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
 import type { StreamState } from './state.js';
 
@@ -41,7 +41,7 @@ export interface AccountsResult {
   readonly failures: readonly AccountFailure[];
   /** The one error naming each failed account, when one failed. */
   readonly error: ConnectorError | undefined;
-  readonly accounts: readonly AccountSummary[];
+  readonly accounts: readonly AccountOutcome[];
 }
 
 /**
@@ -130,7 +130,7 @@ const shorten = (text: string): string => (text.length <= MESSAGE_MAX ? text : `
 export class AccountsRun {
   readonly #config: Config;
   readonly #entries: readonly AccountEntry[];
-  readonly #report: RunRecorder | undefined;
+  readonly #report: RunObserver | undefined;
   readonly #signal: AbortSignal | undefined;
   readonly #tracks: Map<string, AccountTrack>;
   readonly #failures: AccountFailure[] = [];
@@ -139,7 +139,7 @@ export class AccountsRun {
   #closedStats: RequestCounts & { rateLimitWaitMs: number } = { requests: 0, retries: 0, rateLimitWaits: 0, rateLimitWaitMs: 0 };
   readonly #open = new Set<SyncSession>();
 
-  constructor(config: Config, report?: RunRecorder, signal?: AbortSignal) {
+  constructor(config: Config, report?: RunObserver, signal?: AbortSignal) {
     if (config.accounts === undefined) throw new Error('AccountsRun needs a config with accounts');
     this.#config = config;
     this.#entries = config.accounts;
@@ -174,7 +174,7 @@ export class AccountsRun {
   }
 
   /** One entry per account of the config, in its order. */
-  accountSummaries(): AccountSummary[] {
+  accountSummaries(): AccountOutcome[] {
     return [...this.#tracks.values()].map((t) => {
       const type = mostActionable(t.errors.map((e) => e.failureType));
       const message = t.errors.length === 0 ? null : shorten(accountMessage(t.errors, this.#failures));
@@ -329,7 +329,7 @@ export class AccountsRun {
       }
       let session: SyncSession | undefined;
       try {
-        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), new RunRecorder(report?.command ?? 'read'), this.#signal);
+        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal);
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);

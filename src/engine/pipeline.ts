@@ -25,7 +25,7 @@ import type { StreamDefinition } from '../streams.js';
 import type { RunAccount } from './account.js';
 import { TypeAudit } from './conformance.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
-import type { RunRecorder } from './run-report.js';
+import type { RunObserver } from './run-observer.js';
 import type { StreamState } from './state.js';
 
 /** Who watches the counts go by, by stream name (the progress line): told, never waited for. */
@@ -57,7 +57,7 @@ export interface PipelineOptions {
   /** The account every state given to the emitter names (account.ts). */
   readonly account?: RunAccount | undefined;
   /** The command's run report. */
-  readonly report?: RunRecorder | undefined;
+  readonly report?: RunObserver | undefined;
   /** Records per stream, kept over every sync of a session. */
   readonly counts?: Map<string, number> | undefined;
   readonly observer?: CountObserver | undefined;

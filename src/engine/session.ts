@@ -4,7 +4,7 @@
  * prepares anything, and check the saved states against it (account.ts),
  * run the engine (once or more) through the record pipeline (pipeline.ts:
  * the records counted, the account put in every state the face is given,
- * the run's report (run-report.ts) fed with what each stream did), turn the
+ * the run's observer (run-observer.ts) told what each stream did), turn the
  * client's wait notices into stream events (a wait on a path is that
  * stream's rate limit), close. A face parses its own inputs (config file,
  * catalog, state), implements the emitter (a SyncSink) and says the summary
@@ -21,7 +21,7 @@ import type { LogLevel, SyncSink } from './sync-sink.js';
 import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
-import type { RunRecorder } from './run-report.js';
+import type { RunObserver } from './run-observer.js';
 
 // The client and the engine are loaded by `open`.
 type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
@@ -53,7 +53,7 @@ export class SyncSession {
   private readonly engine: Engine;
   private readonly client: DataReadApi;
   private readonly counts = new Map<string, number>();
-  private readonly report: RunRecorder | undefined;
+  private readonly report: RunObserver | undefined;
   /** The pipeline of the sync that runs now. */
   private running: RecordPipeline | undefined;
   /** The account the key reads, once /v1/me said: every state a sync of this session writes names it. */
@@ -61,7 +61,7 @@ export class SyncSession {
   /** Why /v1/me failed, when accountFor met it: what the next sync stops on. */
   #accountFailure: ConnectorError | undefined;
 
-  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunRecorder | undefined, signal: AbortSignal | undefined) {
+  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunObserver | undefined, signal: AbortSignal | undefined) {
     this.config = config;
     this.engine = engine;
     this.report = report;
@@ -87,7 +87,7 @@ export class SyncSession {
    * stop (process/interrupt.ts): once aborted, the session's requests never
    * settle, so the sync stalls where it is and reports nothing more. Close it when done.
    */
-  static async open(config: Config, log: SessionLog, report?: RunRecorder, signal?: AbortSignal): Promise<SyncSession> {
+  static async open(config: Config, log: SessionLog, report?: RunObserver, signal?: AbortSignal): Promise<SyncSession> {
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
     return new SyncSession(config, log, { connect, sync }, report, signal);
   }

@@ -3,7 +3,7 @@
  * `replicate`): the session the environment asks for, fed by the run's
  * report, closed at exit if the command could not close it itself.
  */
-import type { RunCommand, RunRecorder } from '../engine/run-report.js';
+import type { RunCommand, RunRecorder } from '../report/run-report.js';
 import { PipesReport } from './report.js';
 import { PipesSession } from './session.js';
 

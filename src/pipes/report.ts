@@ -1,12 +1,12 @@
 /**
- * Dagster Pipes fed by the run's report (engine/run-report.ts): a stream that
+ * Dagster Pipes fed by the run's report (report/run-report.ts): a stream that
  * ends complete is reported as a materialization with its records and its
  * sync_watermark after the run; when the command ends, `closed`, with the
  * exception when the run did not succeed. `replicate` may read a stream twice
  * in one run (finishing a read interrupted last time, then what changed
  * since): its streams are reported from the final summary instead, once.
  */
-import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../engine/run-report.js';
+import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../report/run-report.js';
 import type { PipesSession } from './session.js';
 
 export class PipesReport {

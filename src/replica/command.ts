@@ -35,7 +35,7 @@ import { loadAccountsSchemas } from '../engine/connect.js';
 import type { StreamState } from '../engine/state.js';
 import type { SyncSink } from '../engine/sync-sink.js';
 import { bindAccount, type ReplicaAccount } from './account.js';
-import type { RunRecorder } from '../engine/run-report.js';
+import type { RunRecorder } from '../report/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
 import { readJsonFile } from '../config/files.js';
 import type { StderrLogger } from '../runtime/output.js';

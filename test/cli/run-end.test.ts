@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RunEnd, runCommand } from '../../src/cli/run-end.js';
 import { captureStderr } from '../helpers/stderr.js';
-import { RunSummarySchema } from '../../src/engine/run-summary-schema.js';
+import { RunSummarySchema } from '../../src/report/run-summary-schema.js';
 import { tempDir } from '../helpers/cli.js';
 
 const dir = tempDir('run-end-');

@@ -14,7 +14,7 @@ import { loadContext } from '../../src/pipes/context.js';
 import { decodeParam, encodeParam, PipesSetupError } from '../../src/pipes/params.js';
 import { PipesSession } from '../../src/pipes/session.js';
 import { PipesReport } from '../../src/pipes/report.js';
-import { RunRecorder } from '../../src/engine/run-report.js';
+import { RunRecorder } from '../../src/report/run-report.js';
 import { ConnectorError } from '../../src/errors.js';
 import { tempDir } from '../helpers/cli.js';
 import { encodePipesParam, pipesEnv, readPipes } from '../helpers/pipes-reader.js';

@@ -13,7 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunRecorder } from '../../src/engine/run-report.js';
+import { RunRecorder } from '../../src/report/run-report.js';
 import { replicate } from '../../src/replica/command.js';
 import { Interrupt } from '../../src/runtime/interrupt.js';
 import { LineWriter, StderrLogger } from '../../src/runtime/output.js';

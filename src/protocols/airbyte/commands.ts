@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config, ParsedConfig } from '../../config/config.js';
 import { toConnectorError } from '../../errors.js';
-import type { RunRecorder } from '../../engine/run-report.js';
+import type { RunObserver } from '../../engine/run-observer.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { readJsonFile } from '../../config/files.js';
 import { onStop } from '../../runtime/interrupt.js';
@@ -36,7 +36,7 @@ export interface CommandContext {
   /** Aborted by SIGTERM/SIGINT (process/interrupt.ts): requests end, and `read` says its last words. */
   readonly signal?: AbortSignal | undefined;
   /** `read`: the run's report, fed with what the read did (for --summary). */
-  readonly report?: RunRecorder | undefined;
+  readonly report?: RunObserver | undefined;
 }
 
 /** Read and validate the config file; the key becomes a secret before anything can print it. */

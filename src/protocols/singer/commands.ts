@@ -8,7 +8,7 @@ import { SyncSession, type SessionRequest } from '../../engine/session.js';
 import type { CountObserver } from '../../engine/pipeline.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
-import type { RunRecorder } from '../../engine/run-report.js';
+import type { RunObserver } from '../../engine/run-observer.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { onStop } from '../../runtime/interrupt.js';
 import { closedOutputError, type LineWriter, type StderrLogger } from '../../runtime/output.js';
@@ -37,7 +37,7 @@ export interface TapContext {
   /** Aborted by SIGTERM/SIGINT (process/interrupt.ts): requests end, and a sync says its last words (the final STATE). */
   readonly signal?: AbortSignal | undefined;
   /** A sync: the run's report, fed with what the sync did (for --summary). */
-  readonly report?: RunRecorder | undefined;
+  readonly report?: RunObserver | undefined;
 }
 
 export interface SyncInputs {

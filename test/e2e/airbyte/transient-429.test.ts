@@ -11,7 +11,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import type { RunSummary } from '../../../src/engine/run-summary-schema.js';
+import type { RunSummary } from '../../../src/report/run-summary-schema.js';
 import { STREAMS } from '../../../src/streams.js';
 import { ROOT, SOURCE_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 import { MemoryDestination, normalizeDump } from '../../helpers/destination.js';

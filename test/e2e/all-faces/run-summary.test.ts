@@ -13,7 +13,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import type { RunSummary } from '../../../src/engine/run-report.js';
+import type { RunSummary } from '../../../src/report/run-report.js';
 import { replicaStates } from '../../../src/replica/records.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 

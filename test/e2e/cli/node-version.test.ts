@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
+import { RunSummarySchema } from '../../../src/report/run-summary-schema.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../../helpers/cli.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;

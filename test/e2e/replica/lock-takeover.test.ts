@@ -17,7 +17,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
-import { RunSummarySchema } from '../../../src/engine/run-summary-schema.js';
+import { RunSummarySchema } from '../../../src/report/run-summary-schema.js';
 import { startEmulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ExtraField } from 'data-read-emulator';
-import { RunSummarySchema } from '../../../../src/engine/run-summary-schema.js';
+import { RunSummarySchema } from '../../../../src/report/run-summary-schema.js';
 import { changeRound, dumpLists, prng, replicate, type Account } from '../../../helpers/emulator-runs.js';
 import { adminClient } from '../../../helpers/postgres.js';
 import { writeJson } from '../../../helpers/cli.js';

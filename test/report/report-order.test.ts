@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import type { SyncSink } from '../../src/engine/sync-sink.js';
-import { RunRecorder } from '../../src/engine/run-report.js';
+import { RunRecorder } from '../../src/report/run-report.js';
 import { SyncSession } from '../../src/engine/session.js';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { STREAMS } from '../../src/streams.js';

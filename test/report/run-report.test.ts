@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, ConnectorError } from '../../src/errors.js';
-import { RunRecorder, SUMMARY_MAX_BYTES, summaryJson, type StreamSummary } from '../../src/engine/run-report.js';
-import { RunSummarySchema } from '../../src/engine/run-summary-schema.js';
+import { RunRecorder, SUMMARY_MAX_BYTES, summaryJson, type StreamSummary } from '../../src/report/run-report.js';
+import { RunSummarySchema } from '../../src/report/run-summary-schema.js';
 
 function clock(start = Date.parse('2026-03-01T10:00:00.000Z')): { now: () => number; advance: (ms: number) => void } {
   let t = start;

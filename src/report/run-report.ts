@@ -3,34 +3,25 @@
  * `replicate`): what each stream did (status, records emitted or written,
  * tombstones, the watermark before and after, of the last STATE), what the
  * run cost in requests and rate-limit waits, and how it ended (status, exit
- * status, failure type and message, start and end). The face starts a
- * RunRecorder when the command starts, the session feeds it as events go
- * through (records, checkpoints, stream ends, the run's failure), and the
- * command line finishes it with the exit status. Every writer of a summary
+ * status, failure type and message, start and end). The command line
+ * starts a RunRecorder when the command starts, the engine tells it what
+ * happens as a RunObserver (records, checkpoints, stream ends, the run's
+ * failure), `replicate` adds what its store wrote, and the command line
+ * finishes it with the exit status. Every writer of a summary
  * (`--summary FILE`, Dagster Pipes) reads the same RunSummary. No config value
  * is ever copied in; the message is redacted of the secrets.
  */
 import type { ConnectorError } from '../errors.js';
 import { exitStatusFor } from '../runtime/exit-status.js';
-import type { AccountSummary, RunStatus, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
-import type { StreamState } from './state.js';
+import type { RunStatus, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+import type { AccountOutcome, RunObserver, RunRequestCounts, StreamEnd } from '../engine/run-observer.js';
+import type { StreamState } from '../engine/state.js';
 
 export type { AccountSummary, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
 
-/** The request counts the client keeps, as the report reads them. */
-export interface RunRequestCounts {
-  readonly requests: number;
-  readonly retries: number;
-  readonly rateLimitWaits: number;
-  /** Total time of the rate-limit waits (RateLimit-* pacing, Retry-After), ms. */
-  readonly rateLimitWaitMs: number;
-}
-
-/** How a stream ended, as the engine tells it. */
-export type StreamEnd = 'complete' | 'incomplete' | 'stopped' | 'skipped';
 
 interface StreamTrack {
   readonly name: string;
@@ -54,7 +45,7 @@ function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
 }
 
-export class RunRecorder {
+export class RunRecorder implements RunObserver {
   readonly command: RunCommand;
   private readonly now: () => number;
   private readonly startedAt: number;
@@ -63,7 +54,7 @@ export class RunRecorder {
   private readonly failures: ConnectorError[] = [];
   private signal: string | undefined;
   private counts: () => RunRequestCounts | undefined = () => undefined;
-  private accounts: (() => AccountSummary[]) | undefined;
+  private accounts: (() => AccountOutcome[]) | undefined;
   private redactText: (text: string) => string = (text) => text;
   private readonly endListeners: ((stream: StreamSummary) => void)[] = [];
   private finished: RunSummary | undefined;
@@ -83,7 +74,7 @@ export class RunRecorder {
   }
 
   /** With accounts in the config: where the summary's per-account entries are read from. */
-  setAccounts(accounts: () => AccountSummary[]): void {
+  setAccounts(accounts: () => AccountOutcome[]): void {
     this.accounts = accounts;
   }
 
