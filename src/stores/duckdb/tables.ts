@@ -180,6 +180,21 @@ async function keepExactIntegers(connection: DuckdbConnection, schema: string, l
   await rewriteRows(connection, schema, layout, field, kind, updates);
 }
 
+/**
+ * After `field`'s column was added: the rows whose record did not carry the
+ * field (no value of it kept in `_extra`) list it in `_absent`, so that they
+ * read back without it, as they were written, rather than with a null.
+ */
+async function markAbsent(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string): Promise<void> {
+  const absent = quoteIdent(ABSENT_COLUMN);
+  const extra = quoteIdent(EXTRA_COLUMN);
+  await connection.run(
+    `UPDATE ${qualified(schema, layout.table)} SET ${absent} = CAST(list_append(coalesce(CAST(${absent} AS VARCHAR[]), []), $1) AS JSON) ` +
+      `WHERE ${extra} IS NULL OR NOT list_contains(json_keys(${extra}), $1)`,
+    [field],
+  );
+}
+
 /** Move the values a run kept in `_extra` into `field`'s column where they now fit (exact forms stay in `_extra` as placeValue says). */
 async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
   const rows = await rowsOf(
@@ -248,6 +263,7 @@ export async function openTables(
           const column = quoteIdent(change.field);
           if (change.from === undefined) {
             await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${DUCKDB_TYPES[change.to]}`);
+            await markAbsent(connection, schema, layout, change.field);
           } else if (DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
             await connection.run(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DATA TYPE ${DUCKDB_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`);
           }

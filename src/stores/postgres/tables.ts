@@ -140,6 +140,20 @@ async function tableExists(client: Client, schema: string, table: string): Promi
  * now fit (the column is null there); exact forms stay in `_extra` as
  * placeValue says.
  */
+/**
+ * After `field`'s column was added: the rows whose record did not carry the
+ * field (no value of it kept in `_extra`) list it in `_absent`, so that they
+ * read back without it, as they were written, rather than with a null.
+ */
+async function markAbsent(client: Client, schema: string, layout: StoreLayout, field: string): Promise<void> {
+  const absent = quoteIdent(ABSENT_COLUMN);
+  const extra = quoteIdent(EXTRA_COLUMN);
+  await client.query(
+    `UPDATE ${qualified(schema, layout.table)} SET ${absent} = coalesce(${absent}, '[]'::jsonb) || to_jsonb($1::text) WHERE ${extra} IS NULL OR ${extra} -> $1 IS NULL`,
+    [field],
+  );
+}
+
 async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
   const table = qualified(schema, layout.table);
   const { rows } = await client.query<{ id: string; extra: string }>(
@@ -212,6 +226,7 @@ export async function openTables(
           const column = quoteIdent(change.field);
           if (change.from === undefined) {
             await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+            await markAbsent(client, schema, layout, change.field);
           } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
             await client.query(
               `ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`,
