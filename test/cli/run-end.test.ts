@@ -56,7 +56,7 @@ describe('runCommand', () => {
       process.emit('SIGTERM', 'SIGTERM');
       aborted = signal.aborted;
       await starting;
-      await vi.waitFor(() => expect(exit).toHaveBeenCalledWith(143));
+      await vi.waitFor(() => expect(exit).toHaveBeenCalledWith(143), { timeout: 20_000 });
       return 0;
     });
     expect(aborted).toBe(true);

@@ -20,6 +20,9 @@ import { contact, conversation, iso } from '../helpers/fake-api.js';
 import { checkpointsOf } from '../helpers/checkpoints.js';
 import { requireBuild } from '../helpers/emulator-runs.js';
 
+/** What vi.waitFor waits for a thread or a timer: vitest's 1 s is too short on a loaded machine (a worker thread takes longer to start). */
+const WAIT = { timeout: 20_000 };
+
 const newDb = withTempDatabases('replica-writer-');
 
 /** A replica with its tables, and checkpoints for it. */
@@ -111,7 +114,7 @@ describe('ReplicaWriter', () => {
     expect(visible(path2)).toBe(1);
     const timed = new ReplicaWriter(second.store, { walThread: null, commitEveryMs: 20, shortGroupMs: 20 });
     timed.write(second.checkpoint('contacts', [contact('c2', 2)], 2));
-    await vi.waitFor(() => expect(visible(path2)).toBe(2));
+    await vi.waitFor(() => expect(visible(path2)).toBe(2), WAIT);
     await timed.close();
     await eager.close();
     second.store.close();
@@ -163,7 +166,7 @@ describe('ReplicaWriter', () => {
     // The thread starts with the first commit (a run that stops before writing starts none).
     expect(writer.checkpointing).toBe(false);
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
-    await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
+    await vi.waitFor(() => expect(writer.checkpointing).toBe(true), WAIT);
     expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(0);
     for (let page = 0; page < 20; page++) {
       writer.write(checkpoint('contacts', Array.from({ length: 100 }, (_, i) => contact(`c${page}-${i}`, page)), page));
@@ -179,7 +182,7 @@ describe('ReplicaWriter', () => {
     const { store, checkpoint } = replica(path);
     const writer = new ReplicaWriter(store, { walThread, commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0, walRestartBytes: 1 << 20 });
     writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
-    await vi.waitFor(() => expect(writer.checkpointing).toBe(true));
+    await vi.waitFor(() => expect(writer.checkpointing).toBe(true), WAIT);
     let largest = 0;
     const pages = 180;
     for (let page = 0; page < pages; page++) {
@@ -202,7 +205,7 @@ describe('ReplicaWriter', () => {
     const { store, checkpoint } = replica(path);
     const writer = new ReplicaWriter(store, { walThread: new URL(`file://${join(ROOT, 'no-such-thread.js')}`), commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0 });
     writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
-    await vi.waitFor(() => expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(16_000));
+    await vi.waitFor(() => expect(store.db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint).toBe(16_000), WAIT);
     expect(writer.checkpointing).toBe(false);
     writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
     await writer.close();
