@@ -140,6 +140,8 @@ interface Group<R> {
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
   readonly openedAt: number;
+  /** Its place in the writing order, once queued (1, 2, ...). */
+  seq: number;
 }
 
 const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
@@ -167,6 +169,11 @@ export class GroupWriter<R> {
   /** The group being written, and the groups waiting (closed, or full). */
   private writing: Promise<void> | undefined;
   private readonly waiting: Group<R>[] = [];
+  /** The last group queued, and the last one written (or dropped): groups are written in the order they are queued. */
+  private queued = 0;
+  private done = 0;
+  /** Tasks of `between`, each run before the next group. */
+  private readonly tasks: { run: () => Promise<void>; fail: (error: ConnectorError) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly failedStreams = new Map<string, string>();
   /** The stages filled in the transaction under way. */
@@ -248,7 +255,7 @@ export class GroupWriter<R> {
       group = undefined;
     }
     if (!group) {
-      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now() };
+      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now(), seq: 0 };
       this.gathering = group;
     }
     let part = group.parts.get(key);
@@ -278,11 +285,23 @@ export class GroupWriter<R> {
     this.pump();
   }
 
-  /** Write everything taken so far and wait for its commit; rejects with the store's loss. */
+  /**
+   * Write everything taken so far and wait for its commit; rejects with the
+   * store's loss. Waits for the groups holding what was taken before the
+   * call, not for the writer to be idle: with many accounts the other
+   * accounts' checkpoints keep filling groups (a full one always waiting
+   * behind the one written), and a flush waiting for idleness would wait for
+   * every other account to end.
+   */
   async flush(): Promise<void> {
     if (this.gathering) this.enqueue(this.gathering);
+    const upTo = this.queued;
     this.pump();
-    while (this.writing) await this.writing;
+    while (this.done < upTo && !this.broken) {
+      if (!this.writing) this.pump();
+      if (!this.writing) break;
+      await this.writing;
+    }
     if (this.broken) throw this.broken;
   }
 
@@ -306,20 +325,15 @@ export class GroupWriter<R> {
    * transaction, nor runs beside it on the same connection.
    */
   async between<T>(task: () => Promise<T>): Promise<T> {
-    while (this.writing) await this.writing;
     if (this.broken) throw this.broken;
-    const running = task();
-    const done = running.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.writing = done;
-    try {
-      return await running;
-    } finally {
-      if (this.writing === done) this.writing = undefined;
+    // Queued before the groups waiting: run as soon as the group being written ends, even while other accounts keep feeding groups.
+    return new Promise<T>((resolve, reject) => {
+      this.tasks.push({
+        run: () => Promise.resolve().then(task).then(resolve, reject),
+        fail: reject,
+      });
       this.pump();
-    }
+    });
   }
 
   /** Stop: what is not committed is dropped (a run that stops early). */
@@ -328,16 +342,31 @@ export class GroupWriter<R> {
     this.timer = undefined;
     this.gathering = undefined;
     this.waiting.length = 0;
+    this.done = this.queued;
   }
 
   private enqueue(group: Group<R>): void {
     if (this.gathering === group) this.gathering = undefined;
-    if (group.parts.size > 0) this.waiting.push(group);
+    if (group.parts.size === 0) return;
+    group.seq = ++this.queued;
+    this.waiting.push(group);
   }
 
   /** Start writing the next group if the writer is idle: a waiting one, or the gathering one once GROUP_MS old. */
   private pump(): void {
-    if (this.writing || this.broken) return;
+    if (this.writing) return;
+    if (this.broken) {
+      for (const task of this.tasks.splice(0)) task.fail(this.broken);
+      return;
+    }
+    const task = this.tasks.shift();
+    if (task) {
+      this.writing = task.run().finally(() => {
+        this.writing = undefined;
+        this.pump();
+      });
+      return;
+    }
     if (this.waiting.length === 0 && this.gathering) {
       const age = Date.now() - this.gathering.openedAt;
       if (age < this.groupMs) {
@@ -354,6 +383,7 @@ export class GroupWriter<R> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.writing = this.writeGroup(group).finally(() => {
+      this.done = group.seq;
       this.writing = undefined;
       this.pump();
     });

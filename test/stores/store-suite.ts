@@ -10,6 +10,8 @@ import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkp
 import type { Data } from '../../src/stores/values.js';
 import type { SchemaChange, StoreFacts } from '../../src/stores/store.js';
 import type { DriftLog } from '../../src/stores/notes.js';
+import type { GroupOptions } from '../../src/stores/group-writer.js';
+import type { StreamState } from '../../src/engine/state.js';
 import { entryFacts, replicaFacts } from '../../src/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
@@ -22,15 +24,23 @@ export interface SuiteStore {
   flush(): Promise<void>;
   readRecords(stream: string): Promise<Data[]>;
   savedStates(): Promise<Map<string, string>>;
+  loadStates(): Promise<Map<string, StreamState>>;
   metadata(key: string): Promise<string | undefined>;
   setMetadata(key: string, value: string): Promise<void>;
   recordFacts(facts: StoreFacts): Promise<readonly { level: string; message: string }[]>;
   close(): Promise<void>;
 }
 
+export interface OpenOptions {
+  readonly facts?: StoreFacts;
+  readonly log?: DriftLog;
+  readonly accountKey?: boolean;
+  readonly groups?: GroupOptions;
+}
+
 export interface StoreHarness {
   /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
-  open(name: string, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<SuiteStore>;
+  open(name: string, options?: OpenOptions): Promise<SuiteStore>;
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
@@ -51,7 +61,7 @@ export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
-  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<T> {
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: OpenOptions): Promise<T> {
     const store = await h.open(name, options);
     try {
       return await run(store);
@@ -189,6 +199,52 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'pipeline_stages')).toEqual(['p1', 'p2']);
         expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'd']);
       }));
+  });
+
+  describe('waiting for a commit while checkpoints keep coming', () => {
+    /** Write checkpoints of two rows each (a full group each) until `stop` says so, at most `max`: how many. */
+    const feed = async (store: SuiteStore, stop: () => boolean, max: number): Promise<number> => {
+      let fed = 0;
+      for (; fed < max && !stop(); fed++) {
+        const records = [0, 1].map((i) => ({ id: `e${fed}_${i}`, contact_id: 'a', created_at: at(1) }));
+        await store.write({ ...checkpoint('stage_events', records, 1), state: JSON.stringify({ sync_watermark: at(1) }) });
+      }
+      return fed;
+    };
+    const MAX = 60;
+
+    it('a flush, and reading the saved states, wait for what came before them, not for the writer to be idle', () =>
+      withStore(
+        'busy',
+        async (store) => {
+          await store.write({ ...checkpoint('contacts', [contact('a', 1)], 1), state: JSON.stringify({ sync_watermark: at(1) }) });
+          let stop = false;
+          const feeders: Promise<number>[] = [];
+          try {
+            const feeding = feed(store, () => stop, MAX);
+            feeders.push(feeding);
+            await store.flush();
+            stop = true;
+            // Groups were written back to back all along (a full one waiting behind each): the feeder was still going.
+            expect(await feeding).toBeLessThan(MAX);
+            expect(await ids(store, 'contacts')).toEqual(['a']);
+
+            stop = false;
+            const again = feed(store, () => stop, MAX);
+            feeders.push(again);
+            await new Promise((resolve) => setImmediate(resolve));
+            const states = await store.loadStates();
+            stop = true;
+            expect(await again).toBeLessThan(MAX);
+            expect(states.get('contacts')).toEqual({ sync_watermark: at(1) });
+            await store.flush();
+          } finally {
+            stop = true;
+            await Promise.allSettled(feeders);
+          }
+        },
+        { groups: { groupMs: 0, maxGroupRows: 2 } },
+      ));
   });
 
   describe('drift', () => {
