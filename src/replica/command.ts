@@ -475,6 +475,12 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
     if (sink === undefined) sinks.set(name, (sink = new ReplicaSink(store, (level, message) => log(level, `Account "${name}": ${message}`), name)));
     return sink;
   };
+  // A group the store refused after taking its checkpoints stops that stream of one account (or of every account): told to its sinks.
+  if (other !== undefined) {
+    other.onStreamFailed = (stream, error, account) => {
+      for (const [name, sink] of sinks) if (account === undefined || account === name) sink.storeFailed(stream, error);
+    };
+  }
   const run = new AccountsRun(config, report, signal);
   const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   onStop(signal, (sig) => {
@@ -530,6 +536,15 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
           await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
           await store.flush();
           await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name) }, lane, observer);
+        }
+        if (other !== undefined) {
+          // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the
+          // store stopped after taking them fails this account, named in the run's error and summary like a failure of the read.
+          await store.flush();
+          for (const [name, error] of sink.untold()) {
+            const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
+            if (stream !== undefined) await lane.streamIncomplete(stream, error);
+          }
         }
       },
     });

@@ -48,9 +48,13 @@
  * refuses (a statement failed: a trigger, a constraint someone added) is
  * rolled back; its failing stream stops (its later checkpoints are
  * refused, so its state never moves past lost rows) and the rest of the
- * group is written again without it. A lost connection (or a DuckDB
- * database invalidated) stops everything: what was not committed is read
- * again by the next run.
+ * group is written again without it. In a store of many accounts what stops
+ * is that stream of that account (a part): the other accounts' parts of the
+ * stream go on, and the stream's state (which holds every account's) keeps
+ * the failed account's state as last committed, so that its next run reads
+ * again what was not written. A refused state row stops the stream of
+ * every account. A lost connection (or a DuckDB database invalidated) stops
+ * everything: what was not committed is read again by the next run.
  */
 import { ConnectorError } from '../errors.js';
 import { ACCOUNT_COLUMN, keyColumns, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
@@ -82,6 +86,8 @@ export interface StoreSql<R> {
   instantOf(kind: StoreKind, expr: string): string;
   /** Run a statement ($1... parameters); the rows it changed. */
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
+  /** The first column of a query's first row, as text; undefined when it returns none. */
+  text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined>;
   /** Whether a query returns a row. */
   any(sql: string): Promise<boolean>;
   /**
@@ -149,6 +155,26 @@ const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.strin
 /** A part's key in its group: the stream, or the stream and the account. */
 const partKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
 
+/** A part as messages name it. */
+const partName = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream} of account "${account}"`);
+
+/**
+ * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
+ * the states of `accounts` as `saved` (the state last committed) holds them,
+ * or without them where it holds none: a failed account's state never moves
+ * past rows that were not written.
+ */
+export function keepSavedStates(state: string, saved: string | undefined, accounts: ReadonlySet<string>): string {
+  const next = JSON.parse(state) as { accounts?: Record<string, unknown> };
+  if (next.accounts === undefined) return state;
+  const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
+  for (const account of accounts) {
+    if (Object.hasOwn(before, account)) next.accounts[account] = before[account];
+    else delete next.accounts[account];
+  }
+  return JSON.stringify(next);
+}
+
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
 export interface GroupOptions {
@@ -175,12 +201,19 @@ export class GroupWriter<R> {
   /** Tasks of `between`, each run before the next group. */
   private readonly tasks: { run: () => Promise<void>; fail: (error: ConnectorError) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private readonly failedStreams = new Map<string, string>();
+  /** Why a part stopped, by part key (a stream, or a stream of an account); a stream's key alone stops it for every account. */
+  private readonly failed = new Map<string, string>();
+  /** The accounts whose part of a stream stopped, by stream (their states are kept as last committed). */
+  private readonly failedAccounts = new Map<string, Set<string>>();
   /** The stages filled in the transaction under way. */
   private readonly staged = new Set<string>();
   private broken: ConnectorError | undefined;
-  /** Told of a stream that failed (its later checkpoints are refused). */
-  onStreamFailed: ((stream: string, error: ConnectorError) => void) | undefined;
+  /**
+   * Told of a stream that failed once its checkpoints were taken (its group
+   * refused): of `account` alone in a store of many accounts, of every
+   * account when `account` is undefined. Its later checkpoints are refused.
+   */
+  onStreamFailed: ((stream: string, error: ConnectorError, account: string | undefined) => void) | undefined;
 
   constructor(sql: StoreSql<R>, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
     this.sql = sql;
@@ -223,16 +256,16 @@ export class GroupWriter<R> {
    */
   async write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
     if (this.broken) throw this.broken;
-    const earlier = this.failedStreams.get(checkpoint.stream);
-    if (earlier !== undefined) {
-      throw new ConnectorError('system_error', `An earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either.`);
-    }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the store has no table for stream "${checkpoint.stream}"`);
     // In a store of many accounts, a part is one account's rows (its full table, its full read); the records carry that account.
     const manyAccounts = table.spec.layout.accountKey === true;
     const account = manyAccounts ? checkpoint.account : undefined;
     if (manyAccounts && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the store keeps many`);
+    const earlier = this.failureOf(checkpoint.stream, account);
+    if (earlier !== undefined) {
+      throw new ConnectorError('system_error', `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`);
+    }
     const { records, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
     const otherAccount = account === undefined ? -1 : records.findIndex((r) => r[ACCOUNT_COLUMN] !== account);
     if (keyless >= 0 || otherAccount >= 0) {
@@ -240,7 +273,7 @@ export class GroupWriter<R> {
         keyless >= 0
           ? `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`
           : `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(records[otherAccount]?.[ACCOUNT_COLUMN] ?? null)}`;
-      this.failedStreams.set(checkpoint.stream, cause);
+      this.stop(checkpoint.stream, account, cause);
       throw new ConnectorError('system_error', `${cause}, so nothing of that checkpoint is written.`);
     }
     while (this.waiting.length > 0 && this.writing) {
@@ -313,8 +346,9 @@ export class GroupWriter<R> {
     });
     await this.flush();
     if (result === undefined) {
-      const failed = this.failedStreams.get(checkpoint.stream);
-      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${checkpoint.stream} could not be written: ${failed ?? 'its group was refused'}.`);
+      const account = this.tables.get(checkpoint.stream)?.spec.layout.accountKey === true ? checkpoint.account : undefined;
+      const failed = this.failureOf(checkpoint.stream, account);
+      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${partName(checkpoint.stream, account)} could not be written: ${failed ?? 'its group was refused'}.`);
     }
     return result;
   }
@@ -396,15 +430,29 @@ export class GroupWriter<R> {
     this.prepared = true;
   }
 
-  /** Write a group; on a refusal, again without the failing stream (which stops). */
+  /** Why the part of `stream` (of `account`) stopped; undefined while it goes on. */
+  private failureOf(stream: string, account: string | undefined): string | undefined {
+    return this.failed.get(partKey(stream, account)) ?? this.failed.get(stream);
+  }
+
+  /** Stop the part of `stream` of `account` (every account's when undefined): its later checkpoints are refused. */
+  private stop(stream: string, account: string | undefined, cause: string): void {
+    this.failed.set(partKey(stream, account), cause);
+    if (account === undefined) return;
+    let accounts = this.failedAccounts.get(stream);
+    if (!accounts) this.failedAccounts.set(stream, (accounts = new Set()));
+    accounts.add(account);
+  }
+
+  /** Write a group; on a refusal, again without the failing part (which stops). */
   private async writeGroup(group: Group<R>): Promise<void> {
-    let parts = [...group.parts.values()].filter((p) => !this.failedStreams.has(p.stream));
+    let parts = [...group.parts.values()].filter((p) => this.failureOf(p.stream, p.account) === undefined);
     for (let attempt = 0; parts.length > 0; attempt++) {
-      let failing: string | undefined;
+      let failing: { stream: string; account: string | undefined } | undefined;
       try {
         await this.prepare();
-        const results = await this.transaction(parts, group.states, (stream) => {
-          failing = stream;
+        const results = await this.transaction(parts, group.states, (stream, account) => {
+          failing = { stream, account };
         });
         for (const part of parts) {
           const result = results.get(part) ?? ZERO;
@@ -417,15 +465,20 @@ export class GroupWriter<R> {
           this.broken ??= error;
           return;
         }
-        this.failedStreams.set(failing, error.message);
-        this.onStreamFailed?.(failing, error);
-        parts = parts.filter((p) => p.stream !== failing);
+        const { stream, account } = failing;
+        this.stop(stream, account, error.message);
+        this.onStreamFailed?.(stream, error, account);
+        parts = parts.filter((p) => this.failureOf(p.stream, p.account) === undefined);
       }
     }
   }
 
-  /** One transaction for `parts`; `at` is told the stream each step works on (the one to blame if it fails). */
-  private async transaction(parts: readonly StreamPart<R>[], states: ReadonlyMap<string, string>, at: (stream: string) => void): Promise<Map<StreamPart<R>, StoreCommitResult>> {
+  /** One transaction for `parts`; `at` is told the part each step works on (the one to blame if it fails: a stream alone, its state, is every account's). */
+  private async transaction(
+    parts: readonly StreamPart<R>[],
+    states: ReadonlyMap<string, string>,
+    at: (stream: string, account: string | undefined) => void,
+  ): Promise<Map<StreamPart<R>, StoreCommitResult>> {
     const sql = this.sql;
     const results = new Map<StreamPart<R>, StoreCommitResult>();
     const encoded = new Map<StreamPart<R>, { rows: R[]; drift: Map<string, StoreKind> }>();
@@ -448,7 +501,7 @@ export class GroupWriter<R> {
     try {
       const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
-        at(part.stream);
+        at(part.stream, part.account);
         const table = this.tables.get(part.stream) as Table;
         const { rows, drift } = encoded.get(part) as { rows: R[]; drift: Map<string, StoreKind> };
         results.set(part, await this.writePart(table, part, rows, drift, guard));
@@ -458,12 +511,15 @@ export class GroupWriter<R> {
       }
       // Each stream's last state (and the drift its rows asked for) once, after its rows: of every account, in a store of many.
       for (const [stream, drift] of drifts) {
-        at(stream);
+        at(stream, undefined);
         const layout = (this.tables.get(stream) as Table).spec.layout;
         const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
         if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
-        const state = states.get(stream);
+        let state = states.get(stream);
         if (state === undefined) continue;
+        // Accounts whose part of the stream stopped keep their state as last committed (the state row, read in this transaction).
+        const kept = this.failedAccounts.get(stream);
+        if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${sql.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
         await sql.run(
           `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
           [stream, state],

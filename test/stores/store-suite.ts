@@ -394,6 +394,37 @@ export function storeSuite(h: StoreHarness): void {
         many,
       ));
 
+    it("a checkpoint refused for one account stops that account's stream alone: the others' rows and states written, its own state kept as last committed", () =>
+      withStore(
+        'accounts-one-fails',
+        async (store) => {
+          /** The stream's state as the run hands it: every account's (minutes; undefined: none yet). */
+          const both = (a: number | undefined, b: number | undefined): string =>
+            JSON.stringify({ accounts: { ...(a === undefined ? {} : { a: { sync_watermark: at(a) } }), ...(b === undefined ? {} : { b: { sync_watermark: at(b) } }) } });
+          await store.commit({ ...of('a', 'contacts', [contact('c1', 1)], 1), state: both(1, undefined) });
+          // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
+          const err = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c2', 2), { name: 'no id', account: 'a' }], 2), state: both(2, undefined) }));
+          expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
+          // B's checkpoints of the same stream, in the same run: written, the stream's state holding A's as last committed.
+          await store.write({ ...of('b', 'contacts', [contact('c1', 3)], 3), state: both(2, 3) });
+          await store.write({ ...of('b', 'contacts', [contact('c2', 4)], 4), state: both(2, 4) });
+          // A's other streams go on; A's contacts do not.
+          await store.write({ ...of('a', 'stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(1) }], 1), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) } } }) });
+          const later = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c3', 5)], 5), state: both(5, 4) }));
+          expect(later.message).toMatch(/An earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no id\)/);
+          await store.flush();
+          expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2']);
+          expect(await keys(store, 'stage_events')).toEqual(['a/e1']);
+          expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual(JSON.parse(both(1, 4)));
+          // An account that never committed the stream is left out of its state (its next run reads it from the start).
+          await connectorFailure(() => store.write({ ...of('b', 'stage_events', [{ contact_id: 'c1', created_at: at(2), account: 'b' }], 2), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } }) }));
+          await store.commit({ ...of('a', 'stage_events', [{ id: 'e2', contact_id: 'c1', created_at: at(3) }], 3), state: JSON.stringify({ accounts: { a: { sync_watermark: at(3) }, b: { sync_watermark: at(2) } } }) });
+          expect(await keys(store, 'stage_events')).toEqual(['a/e1', 'a/e2']);
+          expect(JSON.parse((await store.savedStates()).get('stage_events') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(3) } } });
+        },
+        many,
+      ));
+
     it('refuses a record of another account than its checkpoint, and a checkpoint that names none', () =>
       withStore(
         'accounts-refused',

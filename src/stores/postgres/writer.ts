@@ -52,6 +52,12 @@ export class PostgresSql implements StoreSql<string> {
     return result.rowCount ?? 0;
   }
 
+  async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {
+    const { rows } = await this.client.query<Record<string, unknown>>(sql, params === undefined ? undefined : [...params]);
+    const cell = rows[0] === undefined ? undefined : Object.values(rows[0])[0];
+    return cell === undefined || cell === null ? undefined : String(cell);
+  }
+
   async any(sql: string): Promise<boolean> {
     return (await this.client.query(sql)).rows.length > 0;
   }
