@@ -101,7 +101,11 @@ export interface StoreSql<R> {
   createStage(stage: StageTable): Promise<void>;
   /** A row's cells (in the stage's columns' order) in the form fillStage takes. */
   stageRow(cells: Cell[]): R;
-  /** Empty `stage` and fill it with `rows`. */
+  /**
+   * Empty `stage` and fill it with `rows`: each store empties its staging
+   * its own way (a stage is filled once per part, so several times in one
+   * transaction with many accounts).
+   */
   fillStage(stage: StageTable, rows: readonly R[]): Promise<void>;
   /** Whether the store must stop after this error (the connection lost, the database invalidated). */
   isFatal(err: unknown): boolean;
@@ -205,8 +209,6 @@ export class GroupWriter<R> {
   private readonly failed = new Map<string, string>();
   /** The accounts whose part of a stream stopped, by stream (their states are kept as last committed). */
   private readonly failedAccounts = new Map<string, Set<string>>();
-  /** The stages filled in the transaction under way. */
-  private readonly staged = new Set<string>();
   private broken: ConnectorError | undefined;
   /**
    * Told of a stream that failed once its checkpoints were taken (its group
@@ -497,7 +499,6 @@ export class GroupWriter<R> {
     const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.records.size > 0);
     const guard = this.deletionsKnown || logRows;
     await sql.run('BEGIN');
-    this.staged.clear();
     try {
       const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
@@ -546,15 +547,17 @@ export class GroupWriter<R> {
     const name = sql.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
     // In a store of many accounts every statement keeps to the part's account: its full table, its full read, its deletions.
+    // They run once per part, where the stage, the guard, the upsert and the deletions could run once per stream for all
+    // the group's accounts (each joins on the account): kept per part because each account's result (rows written,
+    // skipped, deleted: its own tally) and a refusal (which stops that account alone) are the part's. A group holds parts of
+    // the accounts read while it gathered (max_concurrent_accounts at a time), so few more statements than for one account.
     const account = part.account;
     const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
     if (part.replaceAll) {
       if (account === undefined) await sql.run(`DELETE FROM ${name}`);
       else await sql.run(`DELETE FROM ${name} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = $1`, [account]);
     }
-    // A stage holds one part's rows: staged again in the same transaction (another account's part), it is emptied first.
-    if (this.staged.has(table.stage.name)) await sql.run(`DELETE FROM ${table.stage.name}`);
-    this.staged.add(table.stage.name);
+    // A stage holds one part's rows (the store empties it as it fills it).
     await sql.fillStage(table.stage, rows);
     const stage = table.stage.name;
 
