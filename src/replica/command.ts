@@ -323,6 +323,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   if (file !== undefined && writer !== undefined) {
     file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
   }
+  // A group the store refused after taking its checkpoints stops that stream (the run fails it below, once all is committed).
+  if (opened.other !== undefined) opened.other.onStreamFailed = (stream, error) => sink.storeFailed(stream, error);
   const observer = progress.observer();
   try {
     let states = await begin(ctx, config, store);
@@ -360,6 +362,13 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     progress.stop();
 
     const rows = await store.finish();
+    // A stream the store stopped at a commit, that no refused write told the engine of: failed as the read's failures are.
+    const lost = sink.untold().flatMap(([name, error]) => {
+      const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
+      return stream === undefined ? [] : [{ stream, error }];
+    });
+    for (const { stream, error } of lost) report?.streamEnded(stream.name, 'incomplete', error);
+    if (lost.length > 0) result = { ...result, failures: [...result.failures, ...lost] };
     reportWritten(report, sink.tallies, store);
     await store.close();
     const stats = session.stats;

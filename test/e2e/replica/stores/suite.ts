@@ -246,6 +246,35 @@ export function postgresFaults(postgres: StoreKind): void {
       expect(`${run.stdout}${run.stderr}`).not.toContain(wrong);
     });
 
+    it('rows the server refuses at commit (a trigger): the run fails naming the stream, its state kept, the rest written; then exact', { timeout: 120_000 }, async () => {
+      const url = await postgres.fresh(dir, 'refused_stream');
+      const config = account.config(dir);
+      const ids = async (list: string): Promise<string[]> => ((await postgres.dump(url))[list] ?? []).map((r) => String((r as { id: unknown }).id)).sort();
+      const truth = (list: string): string[] => (dumpLists(account.dump())[list] ?? []).map((r) => String((r as { id: unknown }).id)).sort();
+      const first = await replicate(config, url);
+      expect(first.code, first.stderr).toBe(0);
+      const contactsBefore = await ids('contacts');
+      const stateBefore = (await postgres.states(url)).get('contacts');
+      const admin = await adminClient(url);
+      try {
+        await admin.query("CREATE FUNCTION data_read.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no new contacts'; END $$");
+        await admin.query('CREATE TRIGGER refuse BEFORE INSERT ON data_read.contacts FOR EACH ROW EXECUTE FUNCTION data_read.refuse()');
+        account.mutate({ op: 'create_contacts', count: 3, withConversation: true });
+        const refused = await replicate(config, url);
+        expect(refused.code, refused.stderr).not.toBe(0);
+        expect(refused.stderr).toMatch(/Replication incomplete: 1 stream\(s\) failed: contacts \(.*no new contacts/);
+        expect(await ids('contacts')).toEqual(contactsBefore);
+        expect((await postgres.states(url)).get('contacts')).toEqual(stateBefore);
+        expect(await ids('conversations')).toEqual(truth('conversations'));
+        await admin.query('DROP TRIGGER refuse ON data_read.contacts');
+        const again = await replicate(config, url);
+        expect(again.code, again.stderr).toBe(0);
+        expect(await ids('contacts')).toEqual(truth('contacts'));
+      } finally {
+        await admin.end();
+      }
+    });
+
     it("with accounts, rows one account's part cannot write (a trigger): that account and stream named, the others written, its state kept; then exact", { timeout: 120_000 }, async () => {
       const url = await postgres.fresh(dir, 'refused_part');
       const control = account.emulator.control;
