@@ -261,7 +261,7 @@ export function postgresFaults(postgres: StoreKind): void {
         await admin.query('CREATE TRIGGER refuse BEFORE INSERT ON data_read.contacts FOR EACH ROW EXECUTE FUNCTION data_read.refuse()');
         account.mutate({ op: 'create_contacts', count: 3, withConversation: true });
         const refused = await replicate(config, url);
-        expect(refused.code, refused.stderr).not.toBe(0);
+        expect(refused.code, refused.stderr).toBe(70);
         expect(refused.stderr).toMatch(/Replication incomplete: 1 stream\(s\) failed: contacts \(.*no new contacts/);
         expect(await ids('contacts')).toEqual(contactsBefore);
         expect((await postgres.states(url)).get('contacts')).toEqual(stateBefore);
@@ -308,7 +308,7 @@ export function postgresFaults(postgres: StoreKind): void {
         control.mutate(other.id, { op: 'create_contacts', count: 5 });
         const summary = join(dir, 'refused-part-summary.json');
         const refused = await replicate(config, url, { args: ['--summary', summary] });
-        expect(refused.code, refused.stderr).not.toBe(0);
+        expect(refused.code, refused.stderr).toBe(70);
         const error = refused.stderr.split('\n').find((l) => l.includes('Replication incomplete')) ?? '';
         expect(error, refused.stderr).toMatch(/1 of 2 accounts failed .*account "other": contacts: .*not for other/);
         const accounts = (JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string }[] }).accounts;
