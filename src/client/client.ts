@@ -104,6 +104,8 @@ class DataReadClient implements DataReadApi {
   readonly #stopNote: string;
   /** "max_retries 8", or the words of a command with its own limit (ClientOptions.retryLimit). */
   readonly #retryLimit: string;
+  /** The key's setting as the errors name it (ClientOptions.keySetting). */
+  readonly #keySetting: string;
   readonly #closing = new AbortController();
   /** The run's stop (ClientOptions.signal). */
   readonly #stop: AbortSignal | undefined;
@@ -141,6 +143,7 @@ class DataReadClient implements DataReadApi {
     const stopNote = o.stopNote ?? DEFAULT_STOP_NOTE;
     this.#stopNote = stopNote === '' ? '' : ` ${stopNote}`;
     this.#retryLimit = o.retryLimit ?? `max_retries ${this.#maxRetries}`;
+    this.#keySetting = o.keySetting ?? 'api_key';
     this.#headers = {
       authorization: `Bearer ${o.apiKey}`,
       'user-agent': o.userAgent,
@@ -432,6 +435,7 @@ class DataReadClient implements DataReadApi {
       base: this.#baseText(),
       maxRetries: this.#maxRetries,
       retryLimit: this.#retryLimit,
+      keySetting: this.#keySetting,
       stopNote: this.#stopNote,
       reach: reachHint(this.#route),
       trust: trustHint(this.#route),

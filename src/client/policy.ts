@@ -51,6 +51,8 @@ export interface FailureContext {
   readonly maxRetries: number;
   /** What limited the retries, after "1 + ": "max_retries 8", or a command's own limit (ClientOptions.retryLimit). */
   readonly retryLimit: string;
+  /** The setting that holds the key, as the user knows it: "api_key", or an entry's of a list of keys (ClientOptions.keySetting). */
+  readonly keySetting: string;
   /** ' The sync stops; the next sync resumes from the saved state.', or '' where no sync runs (check). */
   readonly stopNote: string;
   /** Where to look when the API cannot be reached: base_url and the network, or the proxy in use. */
@@ -150,8 +152,8 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
       failure: 'config_error',
       message: (c) =>
         'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
-        'Check api_key in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ' +
-        `if it was revoked, create a new key in the Data-Read account and put it in api_key.${c.said}`,
+        `Check ${c.keySetting} in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ` +
+        `if it was revoked, create a new key in the Data-Read account and put it in ${c.keySetting}.${c.said}`,
     },
   },
   {

@@ -38,6 +38,12 @@ export interface ClientOptions {
    * names its own limit and the config's.
    */
   readonly retryLimit?: string;
+  /**
+   * How the errors name the setting that holds the key, where they tell to
+   * check it (a 401): default `api_key`. The client knows no more of the
+   * config: a caller reading one entry of a list of keys names that entry's.
+   */
+  readonly keySetting?: string;
   /** Told what a user should see (a retry and why); never includes the key. */
   readonly onLog?: (level: 'INFO' | 'WARN', message: string) => void;
   /** An HTTP(S) proxy, `http://[user:password@]host:port`; wins over the environment. */

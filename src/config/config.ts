@@ -318,8 +318,12 @@ export type Config = z.infer<typeof ConfigSchema>;
 /** One entry of `accounts`. */
 export type AccountEntry = NonNullable<Config['accounts']>[number];
 
-/** A config that reads one account: `api_key` given (a config with `api_key`, or one entry of `accounts`). */
-export type AccountConfig = Config & { readonly api_key: string };
+/**
+ * A config that reads one account: `api_key` given (a config with `api_key`,
+ * or one entry of `accounts`, whose `keySetting` names where its key is set:
+ * the entry's api_key).
+ */
+export type AccountConfig = Config & { readonly api_key: string; readonly keySetting?: string };
 
 /**
  * The config of one entry of `accounts`: its key and its account_renamed_from,
@@ -327,7 +331,12 @@ export type AccountConfig = Config & { readonly api_key: string };
  */
 export function entryConfig(config: Config, entry: AccountEntry): AccountConfig {
   const { accounts: _accounts, account_renamed_from: _renamed, ...shared } = config;
-  return { ...shared, api_key: entry.api_key, ...(entry.account_renamed_from === undefined ? {} : { account_renamed_from: entry.account_renamed_from }) };
+  return {
+    ...shared,
+    api_key: entry.api_key,
+    keySetting: `the api_key of the accounts entry "${entry.name}"`,
+    ...(entry.account_renamed_from === undefined ? {} : { account_renamed_from: entry.account_renamed_from }),
+  };
 }
 
 const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));

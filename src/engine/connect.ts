@@ -6,7 +6,7 @@
 import { createClient } from '../client/client.js';
 import { ApiError } from '../client/api-error.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
-import { entryConfig, futureStartDate, type AccountEntry, type Config } from '../config/config.js';
+import { entryConfig, futureStartDate, type AccountConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
 import { unknownTreatedFields } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
@@ -40,6 +40,8 @@ export function clientFromConfig(config: Config, hooks: ClientHooks = {}, overri
     maxConcurrent: config.max_concurrent_requests,
     proxyUrl: config.proxy_url,
     caCertificate: config.ca_certificate,
+    // An entry of `accounts` (entryConfig): its errors name the entry's api_key, not a top-level one.
+    ...((config as Partial<AccountConfig>).keySetting === undefined ? {} : { keySetting: (config as AccountConfig).keySetting }),
     ...hooks,
     ...overrides,
   });
@@ -98,7 +100,7 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
         failureType: 'config_error',
         message:
           `The API key of account "${me.account_name}" lacks the data:read scope (it has: ${me.scopes.join(', ') || 'none'}). ` +
-          'Create a key with data:read in Data-Read and update api_key.',
+          `Create a key with data:read in Data-Read and update ${(config as Partial<AccountConfig>).keySetting ?? 'api_key'}.`,
       };
     }
     return {

@@ -14,7 +14,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { bindingOf, otherAccountError, type RunAccount } from '../engine/account.js';
 import type { StateAccount } from '../engine/state.js';
-import { ConfigError } from '../errors.js';
+import { otherShapeError } from '../stores/checkpoint.js';
 import { TABLES_TABLE, peekReadOnly, storedLayouts, tableExists, writtenBefore } from './database.js';
 
 const ACCOUNT_TABLE = '_replica_account';
@@ -109,12 +109,5 @@ export function refuseOtherShape(path: string, manyAccounts: boolean): void {
     return layouts.length === 0 ? undefined : layouts.some((l) => l.accountKey === true);
   });
   if (keyed === undefined || keyed === manyAccounts) return;
-  throw new ConfigError(
-    keyed
-      ? `The replica "${path}" was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
-          'Nothing was changed in it. Replicate this account into a new file (--db with another path), or use the config with "accounts" (this key as one of its entries).'
-      : `The replica "${path}" was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
-          "its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into a new file (--db with another path); the old file's rows stay readable as they are.",
-    { field: manyAccounts ? 'accounts' : 'api_key' },
-  );
+  throw otherShapeError({ store: `The replica "${path}"`, elsewhere: 'a new file (--db with another path)', old: "the old file's rows" }, keyed);
 }

@@ -323,6 +323,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   if (file !== undefined && writer !== undefined) {
     file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
   }
+  // A group the store refused after taking its checkpoints stops that stream (the run fails it below, once all is committed).
+  if (opened.other !== undefined) opened.other.onStreamFailed = (stream, error) => sink.storeFailed(stream, error);
   const observer = progress.observer();
   try {
     let states = await begin(ctx, config, store);
@@ -360,6 +362,13 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     progress.stop();
 
     const rows = await store.finish();
+    // A stream the store stopped at a commit, that no refused write told the engine of: failed as the read's failures are.
+    const lost = sink.untold().flatMap(([name, error]) => {
+      const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
+      return stream === undefined ? [] : [{ stream, error }];
+    });
+    for (const { stream, error } of lost) report?.streamEnded(stream.name, 'incomplete', error);
+    if (lost.length > 0) result = { ...result, failures: [...result.failures, ...lost] };
     reportWritten(report, sink.tallies, store);
     await store.close();
     const stats = session.stats;
@@ -475,6 +484,12 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
     if (sink === undefined) sinks.set(name, (sink = new ReplicaSink(store, (level, message) => log(level, `Account "${name}": ${message}`), name)));
     return sink;
   };
+  // A group the store refused after taking its checkpoints stops that stream of one account (or of every account): told to its sinks.
+  if (other !== undefined) {
+    other.onStreamFailed = (stream, error, account) => {
+      for (const [name, sink] of sinks) if (account === undefined || account === name) sink.storeFailed(stream, error);
+    };
+  }
   const run = new AccountsRun(config, report, signal);
   const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   onStop(signal, (sig) => {
@@ -530,6 +545,15 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
           await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
           await store.flush();
           await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name) }, lane, observer);
+        }
+        if (other !== undefined) {
+          // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the
+          // store stopped after taking them fails this account, named in the run's error and summary like a failure of the read.
+          await store.flush();
+          for (const [name, error] of sink.untold()) {
+            const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
+            if (stream !== undefined) await lane.streamIncomplete(stream, error);
+          }
         }
       },
     });

@@ -7,6 +7,7 @@
  */
 import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
+import { layoutObject } from '../stores/columns.js';
 
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
@@ -48,10 +49,8 @@ export interface TableLayout {
 /** The column that holds the entry's name in a replica of many accounts: the records' account field. */
 export const ACCOUNT_COLUMN = ACCOUNT_FIELD;
 
-/** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts. */
-export function keyColumns(layout: TableLayout): string[] {
-  return layout.accountKey === true ? [ACCOUNT_COLUMN, layout.primaryKey] : [layout.primaryKey];
-}
+/** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts (the stores' own, one for all). */
+export { keyColumns } from '../stores/columns.js';
 
 /**
  * Fields of a record that have no typed column, or whose value does not fit
@@ -135,16 +134,8 @@ const KINDS: readonly ColumnKind[] = ['text', 'integer', 'real', 'boolean', 'jso
 
 /** Parse a layout stored in the database; undefined when it is not one. */
 export function parseLayout(text: string): TableLayout | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const v = value as Record<string, unknown>;
-  if (typeof v.stream !== 'string' || typeof v.table !== 'string' || typeof v.primaryKey !== 'string') return undefined;
-  if (!(v.cursorField === null || typeof v.cursorField === 'string') || !Array.isArray(v.columns)) return undefined;
+  const v = layoutObject(text);
+  if (v === undefined) return undefined;
   const columns: ColumnSpec[] = [];
   for (const c of v.columns as unknown[]) {
     if (typeof c !== 'object' || c === null) return undefined;

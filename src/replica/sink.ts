@@ -44,6 +44,10 @@ export class ReplicaSink implements SyncSink {
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
+  /** Streams a checkpoint of which the store refused when handed it (the engine was told: the write rejected). */
+  private readonly refused = new Set<string>();
+  /** Streams the store stopped after taking their checkpoints (their group refused): told by the store, not by a write. */
+  private readonly lost = new Map<string, ConnectorError>();
 
   /** The entry whose records this sink writes, in a replica of many accounts (one sink per account); undefined for one account. */
   private readonly account: string | undefined;
@@ -92,6 +96,7 @@ export class ReplicaSink implements SyncSink {
     const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
+    if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));
     if (full) full.started = true;
     if (fullRead?.last) this.fullReads.delete(stream.name);
     return written;
@@ -109,6 +114,16 @@ export class ReplicaSink implements SyncSink {
       if (!ids) this.unknownTypes.set(type, (ids = new Set()));
       ids.add(id);
     }
+  }
+
+  /** The store stopped `stream` after taking its checkpoints (its group was refused): nothing of them was committed. */
+  storeFailed(stream: string, error: ConnectorError): void {
+    if (!this.lost.has(stream)) this.lost.set(stream, error);
+  }
+
+  /** The streams the store stopped that no refused write told the engine of, with why. */
+  untold(): [string, ConnectorError][] {
+    return [...this.lost].filter(([stream]) => !this.refused.has(stream));
   }
 
   streamComplete(): void {}

@@ -180,6 +180,15 @@ export class TableWriter {
       this.failedStreams.set(checkpoint.stream, cause);
       throw new Error(`${cause}, so nothing of that checkpoint is written`);
     }
+    // In a replica of many accounts, a full table and a full read are the checkpoint's account's rows alone: every row is that account's.
+    const account = table.accountAt >= 0 ? checkpoint.account : undefined;
+    if (table.accountAt >= 0 && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the replica keeps many`);
+    const otherAccount = account === undefined ? -1 : checkpoint.rows.findIndex((row) => row[table.accountAt] !== account);
+    if (otherAccount >= 0) {
+      const cause = `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(checkpoint.rows[otherAccount]?.[table.accountAt] ?? null)}`;
+      this.failedStreams.set(checkpoint.stream, cause);
+      throw new Error(`${cause}, so nothing of that checkpoint is written`);
+    }
     if (this.openedAt === undefined) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
@@ -206,9 +215,6 @@ export class TableWriter {
     const fullRead = checkpoint.fullRead;
     try {
       if (isolated) this.db.exec('SAVEPOINT checkpoint');
-      // In a replica of many accounts, a full table and a full read are the checkpoint's account's rows alone.
-      const account = table.accountAt >= 0 ? checkpoint.account : undefined;
-      if (table.accountAt >= 0 && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the replica keeps many`);
       if (checkpoint.replaceAll) {
         if (account === undefined) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
         else this.db.prepare(`DELETE FROM ${ident(table.spec.layout.table)} WHERE ${ident(ACCOUNT_COLUMN)} = ?`).run(account);

@@ -85,13 +85,28 @@ export function refuseOtherShape(display: string, stored: ReadonlyMap<string, St
   if (layouts.length === 0) return;
   const keyed = layouts.some((l) => l.accountKey === true);
   if (keyed === accountKey) return;
-  throw new ConfigError(
+  throw otherShapeError({ store: `The store ${display}`, elsewhere: 'another store (another --schema, or another --db)', old: "the old store's rows" }, keyed);
+}
+
+/** How the refusal of a store built for the other kind of config names the store, where else to replicate, and its rows. */
+export interface ShapeWords {
+  /** "The store X", "The replica "FILE"". */
+  readonly store: string;
+  /** "another store (...)", "a new file (...)". */
+  readonly elsewhere: string;
+  /** "the old store's rows". */
+  readonly old: string;
+}
+
+/** The refusal of a store whose tables are keyed by account (`keyed`) given a config of one api_key, or the reverse (every store: SQLite's too). */
+export function otherShapeError(words: ShapeWords, keyed: boolean): ConfigError {
+  return new ConfigError(
     keyed
-      ? `The store ${display} was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
-          'Nothing was changed in it. Replicate this account into another store (another --schema, or another --db), or use the config with "accounts" (this key as one of its entries).'
-      : `The store ${display} was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
-          "its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into another store (another --schema, or another --db); the old store's rows stay readable as they are.",
-    { field: accountKey ? 'accounts' : 'api_key' },
+      ? `${words.store} was built from a config with "accounts" (its tables are keyed by account and id), but this config gives one api_key. ` +
+          `Nothing was changed in it. Replicate this account into ${words.elsewhere}, or use the config with "accounts" (this key as one of its entries).`
+      : `${words.store} was built from a config with one api_key (its tables are keyed by id alone), but this config lists "accounts": ` +
+          `its rows cannot be told apart by account. Nothing was changed in it. Replicate the accounts into ${words.elsewhere}; ${words.old} stay readable as they are.`,
+    { field: keyed ? 'api_key' : 'accounts' },
   );
 }
 

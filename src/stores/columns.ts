@@ -64,8 +64,28 @@ export interface StoreLayout {
 /** The column that holds the entry's name in a store of many accounts. */
 export const ACCOUNT_COLUMN = ACCOUNT_FIELD;
 
-/** The primary key's columns: [primaryKey], or [account, primaryKey] in a store of many accounts. */
-export function keyColumns(layout: StoreLayout): string[] {
+/**
+ * A stored layout's JSON text read as far as every store's layout goes (the
+ * SQLite replica's too): an object whose stream, table and primaryKey are
+ * strings, cursorField a string or null, columns an array; undefined when
+ * not. Each store then reads its columns and its own fields.
+ */
+export function layoutObject(text: string): (Record<string, unknown> & { stream: string; table: string; primaryKey: string; cursorField: string | null; columns: unknown[] }) | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const o = v as Record<string, unknown>;
+  if (typeof o.stream !== 'string' || typeof o.table !== 'string' || typeof o.primaryKey !== 'string') return undefined;
+  if (!(o.cursorField === null || typeof o.cursorField === 'string') || !Array.isArray(o.columns)) return undefined;
+  return o as Record<string, unknown> & { stream: string; table: string; primaryKey: string; cursorField: string | null; columns: unknown[] };
+}
+
+/** The primary key's columns: [primaryKey], or [account, primaryKey] in a store of many accounts (the SQLite replica's too). */
+export function keyColumns(layout: { readonly primaryKey: string; readonly accountKey?: boolean | undefined }): string[] {
   return layout.accountKey === true ? [ACCOUNT_COLUMN, layout.primaryKey] : [layout.primaryKey];
 }
 
@@ -208,16 +228,8 @@ export function serializeLayout(layout: StoreLayout): string {
 
 /** A stored layout back; undefined when the text is not one. */
 export function parseStoreLayout(text: string): StoreLayout | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof v !== 'object' || v === null) return undefined;
-  const o = v as Record<string, unknown>;
-  if (typeof o.stream !== 'string' || typeof o.table !== 'string' || typeof o.primaryKey !== 'string') return undefined;
-  if (!(o.cursorField === null || typeof o.cursorField === 'string') || !Array.isArray(o.columns)) return undefined;
+  const o = layoutObject(text);
+  if (o === undefined) return undefined;
   const column = (c: unknown): StoreColumn | undefined => {
     if (typeof c !== 'object' || c === null) return undefined;
     const { field, kind } = c as Record<string, unknown>;

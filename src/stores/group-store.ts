@@ -72,8 +72,8 @@ export abstract class GroupStore<R> implements Store {
     return result;
   }
 
-  /** A stream failed (its later checkpoints are refused): told once per stream. */
-  set onStreamFailed(listener: ((stream: string, error: ConnectorError) => void) | undefined) {
+  /** A stream failed once its checkpoints were taken (its later checkpoints are refused): of one account in a store of many (`account`), of every account when undefined. */
+  set onStreamFailed(listener: ((stream: string, error: ConnectorError, account: string | undefined) => void) | undefined) {
     this.writer.onStreamFailed = listener;
   }
 

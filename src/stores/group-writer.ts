@@ -48,9 +48,13 @@
  * refuses (a statement failed: a trigger, a constraint someone added) is
  * rolled back; its failing stream stops (its later checkpoints are
  * refused, so its state never moves past lost rows) and the rest of the
- * group is written again without it. A lost connection (or a DuckDB
- * database invalidated) stops everything: what was not committed is read
- * again by the next run.
+ * group is written again without it. In a store of many accounts what stops
+ * is that stream of that account (a part): the other accounts' parts of the
+ * stream go on, and the stream's state (which holds every account's) keeps
+ * the failed account's state as last committed, so that its next run reads
+ * again what was not written. A refused state row stops the stream of
+ * every account. A lost connection (or a DuckDB database invalidated) stops
+ * everything: what was not committed is read again by the next run.
  */
 import { ConnectorError } from '../errors.js';
 import { ACCOUNT_COLUMN, keyColumns, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
@@ -82,6 +86,8 @@ export interface StoreSql<R> {
   instantOf(kind: StoreKind, expr: string): string;
   /** Run a statement ($1... parameters); the rows it changed. */
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
+  /** The first column of a query's first row, as text; undefined when it returns none. */
+  text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined>;
   /** Whether a query returns a row. */
   any(sql: string): Promise<boolean>;
   /**
@@ -95,7 +101,11 @@ export interface StoreSql<R> {
   createStage(stage: StageTable): Promise<void>;
   /** A row's cells (in the stage's columns' order) in the form fillStage takes. */
   stageRow(cells: Cell[]): R;
-  /** Empty `stage` and fill it with `rows`. */
+  /**
+   * Empty `stage` and fill it with `rows`: each store empties its staging
+   * its own way (a stage is filled once per part, so several times in one
+   * transaction with many accounts).
+   */
   fillStage(stage: StageTable, rows: readonly R[]): Promise<void>;
   /** Whether the store must stop after this error (the connection lost, the database invalidated). */
   isFatal(err: unknown): boolean;
@@ -140,12 +150,34 @@ interface Group<R> {
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
   readonly openedAt: number;
+  /** Its place in the writing order, once queued (1, 2, ...). */
+  seq: number;
 }
 
 const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
 
 /** A part's key in its group: the stream, or the stream and the account. */
 const partKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
+
+/** A part as messages name it. */
+const partName = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream} of account "${account}"`);
+
+/**
+ * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
+ * the states of `accounts` as `saved` (the state last committed) holds them,
+ * or without them where it holds none: a failed account's state never moves
+ * past rows that were not written.
+ */
+export function keepSavedStates(state: string, saved: string | undefined, accounts: ReadonlySet<string>): string {
+  const next = JSON.parse(state) as { accounts?: Record<string, unknown> };
+  if (next.accounts === undefined) return state;
+  const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
+  for (const account of accounts) {
+    if (Object.hasOwn(before, account)) next.accounts[account] = before[account];
+    else delete next.accounts[account];
+  }
+  return JSON.stringify(next);
+}
 
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
@@ -167,13 +199,23 @@ export class GroupWriter<R> {
   /** The group being written, and the groups waiting (closed, or full). */
   private writing: Promise<void> | undefined;
   private readonly waiting: Group<R>[] = [];
+  /** The last group queued, and the last one written (or dropped): groups are written in the order they are queued. */
+  private queued = 0;
+  private done = 0;
+  /** Tasks of `between`, each run before the next group. */
+  private readonly tasks: { run: () => Promise<void>; fail: (error: ConnectorError) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private readonly failedStreams = new Map<string, string>();
-  /** The stages filled in the transaction under way. */
-  private readonly staged = new Set<string>();
+  /** Why a part stopped, by part key (a stream, or a stream of an account); a stream's key alone stops it for every account. */
+  private readonly failed = new Map<string, string>();
+  /** The accounts whose part of a stream stopped, by stream (their states are kept as last committed). */
+  private readonly failedAccounts = new Map<string, Set<string>>();
   private broken: ConnectorError | undefined;
-  /** Told of a stream that failed (its later checkpoints are refused). */
-  onStreamFailed: ((stream: string, error: ConnectorError) => void) | undefined;
+  /**
+   * Told of a stream that failed once its checkpoints were taken (its group
+   * refused): of `account` alone in a store of many accounts, of every
+   * account when `account` is undefined. Its later checkpoints are refused.
+   */
+  onStreamFailed: ((stream: string, error: ConnectorError, account: string | undefined) => void) | undefined;
 
   constructor(sql: StoreSql<R>, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
     this.sql = sql;
@@ -216,16 +258,16 @@ export class GroupWriter<R> {
    */
   async write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
     if (this.broken) throw this.broken;
-    const earlier = this.failedStreams.get(checkpoint.stream);
-    if (earlier !== undefined) {
-      throw new ConnectorError('system_error', `An earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either.`);
-    }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the store has no table for stream "${checkpoint.stream}"`);
     // In a store of many accounts, a part is one account's rows (its full table, its full read); the records carry that account.
     const manyAccounts = table.spec.layout.accountKey === true;
     const account = manyAccounts ? checkpoint.account : undefined;
     if (manyAccounts && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the store keeps many`);
+    const earlier = this.failureOf(checkpoint.stream, account);
+    if (earlier !== undefined) {
+      throw new ConnectorError('system_error', `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`);
+    }
     const { records, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
     const otherAccount = account === undefined ? -1 : records.findIndex((r) => r[ACCOUNT_COLUMN] !== account);
     if (keyless >= 0 || otherAccount >= 0) {
@@ -233,7 +275,7 @@ export class GroupWriter<R> {
         keyless >= 0
           ? `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`
           : `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(records[otherAccount]?.[ACCOUNT_COLUMN] ?? null)}`;
-      this.failedStreams.set(checkpoint.stream, cause);
+      this.stop(checkpoint.stream, account, cause);
       throw new ConnectorError('system_error', `${cause}, so nothing of that checkpoint is written.`);
     }
     while (this.waiting.length > 0 && this.writing) {
@@ -248,7 +290,7 @@ export class GroupWriter<R> {
       group = undefined;
     }
     if (!group) {
-      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now() };
+      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now(), seq: 0 };
       this.gathering = group;
     }
     let part = group.parts.get(key);
@@ -278,11 +320,23 @@ export class GroupWriter<R> {
     this.pump();
   }
 
-  /** Write everything taken so far and wait for its commit; rejects with the store's loss. */
+  /**
+   * Write everything taken so far and wait for its commit; rejects with the
+   * store's loss. Waits for the groups holding what was taken before the
+   * call, not for the writer to be idle: with many accounts the other
+   * accounts' checkpoints keep filling groups (a full one always waiting
+   * behind the one written), and a flush waiting for idleness would wait for
+   * every other account to end.
+   */
   async flush(): Promise<void> {
     if (this.gathering) this.enqueue(this.gathering);
+    const upTo = this.queued;
     this.pump();
-    while (this.writing) await this.writing;
+    while (this.done < upTo && !this.broken) {
+      if (!this.writing) this.pump();
+      if (!this.writing) break;
+      await this.writing;
+    }
     if (this.broken) throw this.broken;
   }
 
@@ -294,8 +348,9 @@ export class GroupWriter<R> {
     });
     await this.flush();
     if (result === undefined) {
-      const failed = this.failedStreams.get(checkpoint.stream);
-      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${checkpoint.stream} could not be written: ${failed ?? 'its group was refused'}.`);
+      const account = this.tables.get(checkpoint.stream)?.spec.layout.accountKey === true ? checkpoint.account : undefined;
+      const failed = this.failureOf(checkpoint.stream, account);
+      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${partName(checkpoint.stream, account)} could not be written: ${failed ?? 'its group was refused'}.`);
     }
     return result;
   }
@@ -306,20 +361,15 @@ export class GroupWriter<R> {
    * transaction, nor runs beside it on the same connection.
    */
   async between<T>(task: () => Promise<T>): Promise<T> {
-    while (this.writing) await this.writing;
     if (this.broken) throw this.broken;
-    const running = task();
-    const done = running.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.writing = done;
-    try {
-      return await running;
-    } finally {
-      if (this.writing === done) this.writing = undefined;
+    // Queued before the groups waiting: run as soon as the group being written ends, even while other accounts keep feeding groups.
+    return new Promise<T>((resolve, reject) => {
+      this.tasks.push({
+        run: () => Promise.resolve().then(task).then(resolve, reject),
+        fail: reject,
+      });
       this.pump();
-    }
+    });
   }
 
   /** Stop: what is not committed is dropped (a run that stops early). */
@@ -328,16 +378,31 @@ export class GroupWriter<R> {
     this.timer = undefined;
     this.gathering = undefined;
     this.waiting.length = 0;
+    this.done = this.queued;
   }
 
   private enqueue(group: Group<R>): void {
     if (this.gathering === group) this.gathering = undefined;
-    if (group.parts.size > 0) this.waiting.push(group);
+    if (group.parts.size === 0) return;
+    group.seq = ++this.queued;
+    this.waiting.push(group);
   }
 
   /** Start writing the next group if the writer is idle: a waiting one, or the gathering one once GROUP_MS old. */
   private pump(): void {
-    if (this.writing || this.broken) return;
+    if (this.writing) return;
+    if (this.broken) {
+      for (const task of this.tasks.splice(0)) task.fail(this.broken);
+      return;
+    }
+    const task = this.tasks.shift();
+    if (task) {
+      this.writing = task.run().finally(() => {
+        this.writing = undefined;
+        this.pump();
+      });
+      return;
+    }
     if (this.waiting.length === 0 && this.gathering) {
       const age = Date.now() - this.gathering.openedAt;
       if (age < this.groupMs) {
@@ -354,6 +419,7 @@ export class GroupWriter<R> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.writing = this.writeGroup(group).finally(() => {
+      this.done = group.seq;
       this.writing = undefined;
       this.pump();
     });
@@ -366,15 +432,29 @@ export class GroupWriter<R> {
     this.prepared = true;
   }
 
-  /** Write a group; on a refusal, again without the failing stream (which stops). */
+  /** Why the part of `stream` (of `account`) stopped; undefined while it goes on. */
+  private failureOf(stream: string, account: string | undefined): string | undefined {
+    return this.failed.get(partKey(stream, account)) ?? this.failed.get(stream);
+  }
+
+  /** Stop the part of `stream` of `account` (every account's when undefined): its later checkpoints are refused. */
+  private stop(stream: string, account: string | undefined, cause: string): void {
+    this.failed.set(partKey(stream, account), cause);
+    if (account === undefined) return;
+    let accounts = this.failedAccounts.get(stream);
+    if (!accounts) this.failedAccounts.set(stream, (accounts = new Set()));
+    accounts.add(account);
+  }
+
+  /** Write a group; on a refusal, again without the failing part (which stops). */
   private async writeGroup(group: Group<R>): Promise<void> {
-    let parts = [...group.parts.values()].filter((p) => !this.failedStreams.has(p.stream));
+    let parts = [...group.parts.values()].filter((p) => this.failureOf(p.stream, p.account) === undefined);
     for (let attempt = 0; parts.length > 0; attempt++) {
-      let failing: string | undefined;
+      let failing: { stream: string; account: string | undefined } | undefined;
       try {
         await this.prepare();
-        const results = await this.transaction(parts, group.states, (stream) => {
-          failing = stream;
+        const results = await this.transaction(parts, group.states, (stream, account) => {
+          failing = { stream, account };
         });
         for (const part of parts) {
           const result = results.get(part) ?? ZERO;
@@ -387,15 +467,20 @@ export class GroupWriter<R> {
           this.broken ??= error;
           return;
         }
-        this.failedStreams.set(failing, error.message);
-        this.onStreamFailed?.(failing, error);
-        parts = parts.filter((p) => p.stream !== failing);
+        const { stream, account } = failing;
+        this.stop(stream, account, error.message);
+        this.onStreamFailed?.(stream, error, account);
+        parts = parts.filter((p) => this.failureOf(p.stream, p.account) === undefined);
       }
     }
   }
 
-  /** One transaction for `parts`; `at` is told the stream each step works on (the one to blame if it fails). */
-  private async transaction(parts: readonly StreamPart<R>[], states: ReadonlyMap<string, string>, at: (stream: string) => void): Promise<Map<StreamPart<R>, StoreCommitResult>> {
+  /** One transaction for `parts`; `at` is told the part each step works on (the one to blame if it fails: a stream alone, its state, is every account's). */
+  private async transaction(
+    parts: readonly StreamPart<R>[],
+    states: ReadonlyMap<string, string>,
+    at: (stream: string, account: string | undefined) => void,
+  ): Promise<Map<StreamPart<R>, StoreCommitResult>> {
     const sql = this.sql;
     const results = new Map<StreamPart<R>, StoreCommitResult>();
     const encoded = new Map<StreamPart<R>, { rows: R[]; drift: Map<string, StoreKind> }>();
@@ -414,11 +499,10 @@ export class GroupWriter<R> {
     const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.records.size > 0);
     const guard = this.deletionsKnown || logRows;
     await sql.run('BEGIN');
-    this.staged.clear();
     try {
       const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
-        at(part.stream);
+        at(part.stream, part.account);
         const table = this.tables.get(part.stream) as Table;
         const { rows, drift } = encoded.get(part) as { rows: R[]; drift: Map<string, StoreKind> };
         results.set(part, await this.writePart(table, part, rows, drift, guard));
@@ -428,12 +512,15 @@ export class GroupWriter<R> {
       }
       // Each stream's last state (and the drift its rows asked for) once, after its rows: of every account, in a store of many.
       for (const [stream, drift] of drifts) {
-        at(stream);
+        at(stream, undefined);
         const layout = (this.tables.get(stream) as Table).spec.layout;
         const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
         if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
-        const state = states.get(stream);
+        let state = states.get(stream);
         if (state === undefined) continue;
+        // Accounts whose part of the stream stopped keep their state as last committed (the state row, read in this transaction).
+        const kept = this.failedAccounts.get(stream);
+        if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${sql.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
         await sql.run(
           `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
           [stream, state],
@@ -460,15 +547,17 @@ export class GroupWriter<R> {
     const name = sql.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
     // In a store of many accounts every statement keeps to the part's account: its full table, its full read, its deletions.
+    // They run once per part, where the stage, the guard, the upsert and the deletions could run once per stream for all
+    // the group's accounts (each joins on the account): kept per part because each account's result (rows written,
+    // skipped, deleted: its own tally) and a refusal (which stops that account alone) are the part's. A group holds parts of
+    // the accounts read while it gathered (max_concurrent_accounts at a time), so few more statements than for one account.
     const account = part.account;
     const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
     if (part.replaceAll) {
       if (account === undefined) await sql.run(`DELETE FROM ${name}`);
       else await sql.run(`DELETE FROM ${name} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = $1`, [account]);
     }
-    // A stage holds one part's rows: staged again in the same transaction (another account's part), it is emptied first.
-    if (this.staged.has(table.stage.name)) await sql.run(`DELETE FROM ${table.stage.name}`);
-    this.staged.add(table.stage.name);
+    // A stage holds one part's rows (the store empties it as it fills it).
     await sql.fillStage(table.stage, rows);
     const stage = table.stage.name;
 

@@ -11,9 +11,14 @@ beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
 afterAll(() => nock.enableNetConnect());
 
-async function errorFor(status: number, body: unknown, headers: Record<string, string> = PROBLEM_HEADERS): Promise<{ err: ApiError; requests: number }> {
+async function errorFor(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = PROBLEM_HEADERS,
+  options: Parameters<typeof harness>[0] = {},
+): Promise<{ err: ApiError; requests: number }> {
   const requests = countRequests('/v1/contacts', 10, () => [status, body as string, headers]);
-  const { client } = harness();
+  const { client } = harness(options);
   const err = await failure(() => client.list('/v1/contacts', { limit: 10 }));
   await client.close();
   expect(err).toBeInstanceOf(ApiError);
@@ -40,6 +45,16 @@ describe('error statuses (application/problem+json)', () => {
     const { err } = await errorFor(401, problem(401, 'Unauthorized', 'The API key was revoked.', 'rq-401-abc'));
     expectSays(err, 'missing, invalid or revoked', 'api_key', 'Unauthorized: The API key was revoked.', 'request_id rq-401-abc');
     expect(err.problem).toMatchObject({ type: 'about:blank', title: 'Unauthorized', status: 401, request_id: 'rq-401-abc' });
+  });
+
+  it('401: names the setting that holds the key, api_key by default, or the one its caller gives (an entry of accounts)', async () => {
+    const plain = (await errorFor(401, problem(401, 'Unauthorized', 'Revoked.', 'rq-1'))).err;
+    expectSays(plain, 'Check api_key in the config (the whole key', 'put it in api_key.');
+    resetNock();
+    const setting = 'the api_key of the accounts entry "acme-mx"';
+    const entry = (await errorFor(401, problem(401, 'Unauthorized', 'Revoked.', 'rq-2'), PROBLEM_HEADERS, { keySetting: setting })).err;
+    expectSays(entry, `Check ${setting} in the config (the whole key`, `put it in ${setting}.`);
+    expect(entry.message).not.toContain('Check api_key');
   });
 
   it('403: config_error naming the data API switch, the plan and the data:read scope', async () => {

@@ -28,6 +28,8 @@ describe('accounts', () => {
     const one = entryConfig(config, config.accounts?.[1] ?? acme);
     expect(one).toMatchObject({ api_key: globex.api_key, account_renamed_from: 'Globex old', page_size: 50, base_url: base.base_url });
     expect(one.accounts).toBeUndefined();
+    // Its errors name the entry's api_key (the client's keySetting), not a top-level one.
+    expect(one.keySetting).toBe('the api_key of the accounts entry "globex.mx_2"');
   });
 
   it.each([

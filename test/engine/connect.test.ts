@@ -4,8 +4,8 @@
  */
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config/config.js';
-import { interactivePatience } from '../../src/engine/connect.js';
+import { ConfigSchema, entryConfig, parseConfig, type Config } from '../../src/config/config.js';
+import { clientFromConfig, interactivePatience, verifyAccount } from '../../src/engine/connect.js';
 import { BASE, PROBLEM_HEADERS, failure, harness, problem, resetNock } from '../client/helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
@@ -45,5 +45,26 @@ describe('the retry limit a check names', () => {
   it('max_retries 1 (fewer than the cap): the config is the limit, and says so', async () => {
     expect(interactivePatience({ ...config, max_retries: 1 }).retryLimit).toBeUndefined();
     expect((await meFailure(1)).message).toMatch(/did not succeed in 2 attempts over \d+ ms \(1 \+ max_retries 1\); last cause/);
+  });
+});
+
+describe('the setting a refused key names', () => {
+  /** verifyAccount's message with /v1/me answering 401, through the client clientFromConfig builds of `one`. */
+  async function refusedWith(one: Config): Promise<string> {
+    nock(BASE).get('/v1/me').reply(401, problem(401, 'Unauthorized', 'Revoked.'), PROBLEM_HEADERS);
+    const client = clientFromConfig(one);
+    try {
+      return (await verifyAccount(client, one)).message;
+    } finally {
+      await client.close();
+    }
+  }
+
+  it('api_key for a config of one key; the entry\'s api_key for an entry of accounts', async () => {
+    expect(await refusedWith({ ...config, base_url: BASE })).toMatch(/Check api_key in the config .*put it in api_key\./);
+    const many = parseConfig({ base_url: 'https://api.example.com', accounts: [{ name: 'acme-br', api_key: 'acme_live_one' }, { name: 'acme-mx', api_key: 'acme_live_two' }] }).config;
+    const message = await refusedWith({ ...entryConfig(many, many.accounts?.[1] as NonNullable<Config['accounts']>[number]), base_url: BASE });
+    expect(message).toMatch(/Check the api_key of the accounts entry "acme-mx" in the config .*put it in the api_key of the accounts entry "acme-mx"\./);
+    expect(message).not.toContain('Check api_key');
   });
 });

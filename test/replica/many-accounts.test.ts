@@ -45,6 +45,30 @@ describe('a replica of many accounts', () => {
     store.close();
   });
 
+  it('refuses a record of another account than its checkpoint (as the stores do), and a checkpoint that names none, writing nothing of them', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path, undefined, { accountKey: true });
+    store.write(checkpoint(store, 'contacts', 'a', [contact('c1', 1)]));
+    const stray = tableCheckpoint(store.specOf('contacts'), {
+      stream: 'contacts',
+      account: 'a',
+      records: [
+        { ...contact('c2', 2), account: 'a' },
+        { ...contact('c3', 2), account: 'b' },
+      ],
+      state: JSON.stringify({ accounts: { a: { sync_watermark: iso(2) } } }),
+      replaceAll: false,
+    });
+    expect(() => store.write(stray)).toThrow(/a record of the checkpoint of account "a" has account "b", so nothing of that checkpoint is written/);
+    expect(() => store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]), account: undefined })).toThrow(/names no account/);
+    // The contacts of that account stop there; its other streams go on.
+    expect(() => store.write(checkpoint(store, 'contacts', 'a', [contact('c4', 3)]))).toThrow(/an earlier checkpoint of contacts could not be written \(a record of the checkpoint of account "a" has account "b"\)/);
+    store.write(checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(2) }]));
+    expect(rowsOf(path, 'contacts')).toEqual(['a/c1']);
+    expect(rowsOf(path, 'stage_events')).toEqual(['a/e2']);
+    store.close();
+  });
+
   it("replaces one account's full table and sweeps one account's full read, the other account's rows untouched", () => {
     const path = newDb();
     const store = new ReplicaStore(path, undefined, { accountKey: true });

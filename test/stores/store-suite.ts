@@ -10,6 +10,8 @@ import type { StoreCheckpoint, StoreCommitResult } from '../../src/stores/checkp
 import type { Data } from '../../src/stores/values.js';
 import type { SchemaChange, StoreFacts } from '../../src/stores/store.js';
 import type { DriftLog } from '../../src/stores/notes.js';
+import type { GroupOptions } from '../../src/stores/group-writer.js';
+import type { StreamState } from '../../src/engine/state.js';
 import { entryFacts, replicaFacts } from '../../src/replica/store-facts.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from './records.js';
 
@@ -22,15 +24,23 @@ export interface SuiteStore {
   flush(): Promise<void>;
   readRecords(stream: string): Promise<Data[]>;
   savedStates(): Promise<Map<string, string>>;
+  loadStates(): Promise<Map<string, StreamState>>;
   metadata(key: string): Promise<string | undefined>;
   setMetadata(key: string, value: string): Promise<void>;
   recordFacts(facts: StoreFacts): Promise<readonly { level: string; message: string }[]>;
   close(): Promise<void>;
 }
 
+export interface OpenOptions {
+  readonly facts?: StoreFacts;
+  readonly log?: DriftLog;
+  readonly accountKey?: boolean;
+  readonly groups?: GroupOptions;
+}
+
 export interface StoreHarness {
   /** Open the store named `name` (a schema, or a file), the same one again for the same name. */
-  open(name: string, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<SuiteStore>;
+  open(name: string, options?: OpenOptions): Promise<SuiteStore>;
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
@@ -51,7 +61,7 @@ export function storeSuite(h: StoreHarness): void {
   const ids = async (store: SuiteStore, table: string): Promise<string[]> =>
     (await h.rows(store, `SELECT id FROM {schema}."${table}" ORDER BY id`)).map((r) => String(r.id));
 
-  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: { facts?: StoreFacts; log?: DriftLog; accountKey?: boolean }): Promise<T> {
+  async function withStore<T>(name: string, run: (store: SuiteStore) => Promise<T>, options?: OpenOptions): Promise<T> {
     const store = await h.open(name, options);
     try {
       return await run(store);
@@ -189,6 +199,52 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'pipeline_stages')).toEqual(['p1', 'p2']);
         expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'd']);
       }));
+  });
+
+  describe('waiting for a commit while checkpoints keep coming', () => {
+    /** Write checkpoints of two rows each (a full group each) until `stop` says so, at most `max`: how many. */
+    const feed = async (store: SuiteStore, stop: () => boolean, max: number): Promise<number> => {
+      let fed = 0;
+      for (; fed < max && !stop(); fed++) {
+        const records = [0, 1].map((i) => ({ id: `e${fed}_${i}`, contact_id: 'a', created_at: at(1) }));
+        await store.write({ ...checkpoint('stage_events', records, 1), state: JSON.stringify({ sync_watermark: at(1) }) });
+      }
+      return fed;
+    };
+    const MAX = 60;
+
+    it('a flush, and reading the saved states, wait for what came before them, not for the writer to be idle', () =>
+      withStore(
+        'busy',
+        async (store) => {
+          await store.write({ ...checkpoint('contacts', [contact('a', 1)], 1), state: JSON.stringify({ sync_watermark: at(1) }) });
+          let stop = false;
+          const feeders: Promise<number>[] = [];
+          try {
+            const feeding = feed(store, () => stop, MAX);
+            feeders.push(feeding);
+            await store.flush();
+            stop = true;
+            // Groups were written back to back all along (a full one waiting behind each): the feeder was still going.
+            expect(await feeding).toBeLessThan(MAX);
+            expect(await ids(store, 'contacts')).toEqual(['a']);
+
+            stop = false;
+            const again = feed(store, () => stop, MAX);
+            feeders.push(again);
+            await new Promise((resolve) => setImmediate(resolve));
+            const states = await store.loadStates();
+            stop = true;
+            expect(await again).toBeLessThan(MAX);
+            expect(states.get('contacts')).toEqual({ sync_watermark: at(1) });
+            await store.flush();
+          } finally {
+            stop = true;
+            await Promise.allSettled(feeders);
+          }
+        },
+        { groups: { groupMs: 0, maxGroupRows: 2 } },
+      ));
   });
 
   describe('drift', () => {
@@ -339,6 +395,37 @@ export function storeSuite(h: StoreHarness): void {
           expect(told).toEqual(['a1:1', 'b1:0', 'b2:3']);
           expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2', 'b/c3']);
           expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify(last)]]));
+        },
+        many,
+      ));
+
+    it("a checkpoint refused for one account stops that account's stream alone: the others' rows and states written, its own state kept as last committed", () =>
+      withStore(
+        'accounts-one-fails',
+        async (store) => {
+          /** The stream's state as the run hands it: every account's (minutes; undefined: none yet). */
+          const both = (a: number | undefined, b: number | undefined): string =>
+            JSON.stringify({ accounts: { ...(a === undefined ? {} : { a: { sync_watermark: at(a) } }), ...(b === undefined ? {} : { b: { sync_watermark: at(b) } }) } });
+          await store.commit({ ...of('a', 'contacts', [contact('c1', 1)], 1), state: both(1, undefined) });
+          // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
+          const err = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c2', 2), { name: 'no id', account: 'a' }], 2), state: both(2, undefined) }));
+          expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
+          // B's checkpoints of the same stream, in the same run: written, the stream's state holding A's as last committed.
+          await store.write({ ...of('b', 'contacts', [contact('c1', 3)], 3), state: both(2, 3) });
+          await store.write({ ...of('b', 'contacts', [contact('c2', 4)], 4), state: both(2, 4) });
+          // A's other streams go on; A's contacts do not.
+          await store.write({ ...of('a', 'stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(1) }], 1), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) } } }) });
+          const later = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c3', 5)], 5), state: both(5, 4) }));
+          expect(later.message).toMatch(/An earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no id\)/);
+          await store.flush();
+          expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2']);
+          expect(await keys(store, 'stage_events')).toEqual(['a/e1']);
+          expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual(JSON.parse(both(1, 4)));
+          // An account that never committed the stream is left out of its state (its next run reads it from the start).
+          await connectorFailure(() => store.write({ ...of('b', 'stage_events', [{ contact_id: 'c1', created_at: at(2), account: 'b' }], 2), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } }) }));
+          await store.commit({ ...of('a', 'stage_events', [{ id: 'e2', contact_id: 'c1', created_at: at(3) }], 3), state: JSON.stringify({ accounts: { a: { sync_watermark: at(3) }, b: { sync_watermark: at(2) } } }) });
+          expect(await keys(store, 'stage_events')).toEqual(['a/e1', 'a/e2']);
+          expect(JSON.parse((await store.savedStates()).get('stage_events') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(3) } } });
         },
         many,
       ));

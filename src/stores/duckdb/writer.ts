@@ -56,6 +56,11 @@ export class DuckdbSql implements StoreSql<Cell[]> {
     return Number(result.rowsChanged);
   }
 
+  async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {
+    const cell = (await this.connection.runAndReadAll(sql, params === undefined ? undefined : [...params])).getRowsJS()[0]?.[0];
+    return cell === undefined || cell === null ? undefined : String(cell);
+  }
+
   async any(sql: string): Promise<boolean> {
     return (await this.connection.runAndReadAll(sql)).currentRowCount > 0;
   }
@@ -90,8 +95,9 @@ export class DuckdbSql implements StoreSql<Cell[]> {
   }
 
   async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
-    // Made again rather than emptied: DuckDB's DELETE only marks rows, and a staging table emptied
-    // group after group kept every group's rows in the run's memory (or its temporary folder).
+    // Made again rather than emptied, at every fill (each part's, several in a transaction with many accounts): DuckDB's
+    // DELETE only marks rows, and a staging table emptied group after group kept every group's rows in the run's memory
+    // (or its temporary folder).
     await this.createStage(stage);
     if (cells.length === 0) return;
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');

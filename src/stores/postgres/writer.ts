@@ -32,6 +32,8 @@ export class PostgresSql implements StoreSql<string> {
   private readonly client: Client;
   private readonly driver: PgDriver;
   private readonly target: PostgresTarget;
+  /** The stages filled in the transaction under way (every stage is empty when one begins). */
+  private readonly filled = new Set<string>();
 
   constructor(client: Client, driver: PgDriver, target: PostgresTarget) {
     this.client = client;
@@ -48,8 +50,16 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
+    // ON COMMIT DELETE ROWS empties the stages at each commit, and a rollback undoes their fill.
+    if (sql === 'BEGIN') this.filled.clear();
     const result = await this.client.query(sql, params === undefined ? undefined : [...params]);
     return result.rowCount ?? 0;
+  }
+
+  async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {
+    const { rows } = await this.client.query<Record<string, unknown>>(sql, params === undefined ? undefined : [...params]);
+    const cell = rows[0] === undefined ? undefined : Object.values(rows[0])[0];
+    return cell === undefined || cell === null ? undefined : String(cell);
   }
 
   async any(sql: string): Promise<boolean> {
@@ -74,7 +84,11 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   async fillStage(stage: StageTable, lines: readonly string[]): Promise<void> {
-    // Emptied at every commit (ON COMMIT DELETE ROWS); within a group each stream is staged once.
+    // Emptied at every commit (ON COMMIT DELETE ROWS); filled again in the same transaction (another account's part of
+    // the stream, in a store of many accounts), emptied first: a DELETE, which a temporary table's TRUNCATE would cost
+    // more than (a new file each time) for the few rows of a part.
+    if (this.filled.has(stage.name)) await this.client.query(`DELETE FROM ${stage.name}`);
+    this.filled.add(stage.name);
     await copyLines(this.client, this.driver, stage.name, stage.columns, lines);
   }
 

@@ -250,4 +250,32 @@ describe('transactions', () => {
     await store.commit(checkpoint('stage_events', [{ id: 'e2', contact_id: 'ok', created_at: at(2) }], 2));
     expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
   });
+
+  it("in a store of many accounts, a refused row stops that account's part of the stream alone; its state is kept as last committed", async () => {
+    const schema = 's_refused_accounts';
+    const store = await openStore(schema, { accountKey: true });
+    await admin.query(`CREATE FUNCTION ${schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 'bad' THEN RAISE EXCEPTION 'refused %', NEW.id; END IF; RETURN NEW; END $$`);
+    await admin.query(`CREATE TRIGGER refuse BEFORE INSERT ON ${schema}.contacts FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse()`);
+    const of = (account: string, records: ReturnType<typeof contact>[], states: Record<string, number>) => ({
+      ...checkpoint('contacts', records.map((r) => ({ ...r, account })), 1),
+      account,
+      state: JSON.stringify({ accounts: Object.fromEntries(Object.entries(states).map(([a, m]) => [a, { sync_watermark: at(m) }])) }),
+    });
+    await store.commit(of('a', [contact('a1', 1)], { a: 1 }));
+    const failed: string[] = [];
+    store.onStreamFailed = (stream, error, account) => failed.push(`${stream}/${account}: ${error.message}`);
+    // One group: B's rows, A's refused row, B's again (its state holding A's refused one).
+    await store.write(of('b', [contact('b1', 2)], { a: 1, b: 2 }));
+    await store.write(of('a', [contact('bad', 3)], { a: 3, b: 2 }));
+    await store.write(of('b', [contact('b2', 4)], { a: 3, b: 4 }));
+    await store.flush();
+    expect(failed).toEqual([expect.stringMatching(/^contacts\/a: .*refused bad/)]);
+    const { rows } = await admin.query(`SELECT account || '/' || id AS k FROM ${schema}.contacts ORDER BY 1`);
+    expect(rows.map((r) => r.k)).toEqual(['a/a1', 'b/b1', 'b/b2']);
+    expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(4) } } });
+    const err = await connectorFailure(() => store.commit(of('a', [contact('a2', 5)], { a: 5, b: 4 })));
+    expect(err.message).toMatch(/An earlier checkpoint of contacts of account "a" could not be written .*refused bad/);
+    await store.commit(of('b', [contact('b3', 6)], { a: 5, b: 6 }));
+    expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(6) } } });
+  });
 });

@@ -246,6 +246,92 @@ export function postgresFaults(postgres: StoreKind): void {
       expect(`${run.stdout}${run.stderr}`).not.toContain(wrong);
     });
 
+    it('rows the server refuses at commit (a trigger): the run fails naming the stream, its state kept, the rest written; then exact', { timeout: 120_000 }, async () => {
+      const url = await postgres.fresh(dir, 'refused_stream');
+      const config = account.config(dir);
+      const ids = async (list: string): Promise<string[]> => ((await postgres.dump(url))[list] ?? []).map((r) => String((r as { id: unknown }).id)).sort();
+      const truth = (list: string): string[] => (dumpLists(account.dump())[list] ?? []).map((r) => String((r as { id: unknown }).id)).sort();
+      const first = await replicate(config, url);
+      expect(first.code, first.stderr).toBe(0);
+      const contactsBefore = await ids('contacts');
+      const stateBefore = (await postgres.states(url)).get('contacts');
+      const admin = await adminClient(url);
+      try {
+        await admin.query("CREATE FUNCTION data_read.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no new contacts'; END $$");
+        await admin.query('CREATE TRIGGER refuse BEFORE INSERT ON data_read.contacts FOR EACH ROW EXECUTE FUNCTION data_read.refuse()');
+        account.mutate({ op: 'create_contacts', count: 3, withConversation: true });
+        const refused = await replicate(config, url);
+        expect(refused.code, refused.stderr).toBe(70);
+        expect(refused.stderr).toMatch(/Replication incomplete: 1 stream\(s\) failed: contacts \(.*no new contacts/);
+        expect(await ids('contacts')).toEqual(contactsBefore);
+        expect((await postgres.states(url)).get('contacts')).toEqual(stateBefore);
+        expect(await ids('conversations')).toEqual(truth('conversations'));
+        await admin.query('DROP TRIGGER refuse ON data_read.contacts');
+        const again = await replicate(config, url);
+        expect(again.code, again.stderr).toBe(0);
+        expect(await ids('contacts')).toEqual(truth('contacts'));
+      } finally {
+        await admin.end();
+      }
+    });
+
+    it("with accounts, rows one account's part cannot write (a trigger): that account and stream named, the others written, its state kept; then exact", { timeout: 120_000 }, async () => {
+      const url = await postgres.fresh(dir, 'refused_part');
+      const control = account.emulator.control;
+      const other = control.createAccount({ name: 'Other' });
+      const otherKey = control.createKey(other.id).key;
+      control.seed(other.id, { contacts: 20 });
+      const config = writeJson(dir, 'refused-part.json', {
+        base_url: account.emulator.url,
+        page_size: 25,
+        accounts: [
+          { name: 'main', api_key: account.key },
+          { name: 'other', api_key: otherKey },
+        ],
+      });
+      const contactIds = async (entry: string): Promise<string[]> =>
+        ((await postgres.accounts(url)).contacts ?? [])
+          .filter((r) => r.account === entry)
+          .map((r) => String(r.id))
+          .sort();
+      const truth = (id: string): string[] => (dumpLists(control.dump(id)).contacts ?? []).map((r) => String((r as { id: unknown }).id)).sort();
+      const first = await replicate(config, url);
+      expect(first.code, first.stderr).toBe(0);
+      const otherState = (await postgres.accountStates(url)).get('contacts')?.accounts?.other;
+      const otherRows = await contactIds('other');
+
+      const admin = await adminClient(url);
+      try {
+        await admin.query("CREATE FUNCTION data_read.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.account = 'other' THEN RAISE EXCEPTION 'not for other'; END IF; RETURN NEW; END $$");
+        await admin.query('CREATE TRIGGER refuse BEFORE INSERT ON data_read.contacts FOR EACH ROW EXECUTE FUNCTION data_read.refuse()');
+        account.mutate({ op: 'create_contacts', count: 5 });
+        control.mutate(other.id, { op: 'create_contacts', count: 5 });
+        const summary = join(dir, 'refused-part-summary.json');
+        const refused = await replicate(config, url, { args: ['--summary', summary] });
+        expect(refused.code, refused.stderr).toBe(70);
+        const error = refused.stderr.split('\n').find((l) => l.includes('Replication incomplete')) ?? '';
+        expect(error, refused.stderr).toMatch(/1 of 2 accounts failed .*account "other": contacts: .*not for other/);
+        const accounts = (JSON.parse(readFileSync(summary, 'utf8')) as { accounts: { name: string; status: string }[] }).accounts;
+        expect(accounts.map((a) => [a.name, a.status])).toEqual([
+          ['main', 'succeeded'],
+          ['other', 'failed'],
+        ]);
+        expect(await contactIds('main')).toEqual(truth(account.accountId));
+        expect(await contactIds('other')).toEqual(otherRows);
+        const states = (await postgres.accountStates(url)).get('contacts')?.accounts;
+        expect(states?.other).toEqual(otherState);
+        expect(states?.main).toBeDefined();
+
+        await admin.query('DROP TRIGGER refuse ON data_read.contacts');
+        const again = await replicate(config, url);
+        expect(again.code, again.stderr).toBe(0);
+        expect(await contactIds('other')).toEqual(truth(other.id));
+        expect(await contactIds('main')).toEqual(truth(account.accountId));
+      } finally {
+        await admin.end();
+      }
+    });
+
     it('a missing database: 78, naming the database', { timeout: 60_000 }, async () => {
       const url = new URL(await postgres.fresh(dir, 'missing'));
       url.pathname = '/no_such_database_here';

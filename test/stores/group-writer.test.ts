@@ -1,0 +1,76 @@
+/**
+ * The group writer's statements, seen through a store that records them
+ * (the real stores run them in store-suite.ts): what the writer leaves to
+ * each store, and what it runs once per part.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConnectorError } from '../../src/errors.js';
+import { storeTableSpecs } from '../../src/stores/checkpoint.js';
+import { GroupWriter, type StageTable, type StoreSql } from '../../src/stores/group-writer.js';
+import type { Cell, StoreDialect } from '../../src/stores/values.js';
+import { STREAMS } from '../../src/streams.js';
+import { at, checkpoint, contact } from './records.js';
+
+/** A store that runs nothing: each statement and each fill of a stage recorded. */
+class RecordingSql implements StoreSql<Cell[]> {
+  readonly schema = 's';
+  readonly dialect: StoreDialect = { numberExact: () => true, storesString: () => true };
+  readonly statements: string[] = [];
+  readonly fills: string[] = [];
+
+  qualified(table: string): string {
+    return `"s"."${table}"`;
+  }
+  textOf(_kind: string, expr: string): string {
+    return expr;
+  }
+  instantOf(_kind: string, expr: string): string {
+    return expr;
+  }
+  async run(sql: string): Promise<number> {
+    this.statements.push(sql);
+    return 0;
+  }
+  async text(): Promise<string | undefined> {
+    return undefined;
+  }
+  async any(): Promise<boolean> {
+    return false;
+  }
+  upsertSql(table: string, stage: string): string[] {
+    return [`UPSERT ${table} FROM ${stage}`];
+  }
+  async createStage(): Promise<void> {}
+  stageRow(cells: Cell[]): Cell[] {
+    return cells;
+  }
+  async fillStage(stage: StageTable, rows: readonly Cell[][]): Promise<void> {
+    this.fills.push(`${stage.name}:${rows.length}`);
+  }
+  isFatal(): boolean {
+    return false;
+  }
+  error(err: unknown): ConnectorError {
+    return new ConnectorError('system_error', String(err));
+  }
+}
+
+describe('the group writer', () => {
+  it("leaves emptying a stage to the store's fill: two accounts' parts of a stream in one group, no DELETE of the stage", async () => {
+    const sql = new RecordingSql();
+    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), true);
+    const writer = new GroupWriter(sql, specs);
+    const of = (account: string, ids: string[]) => ({
+      ...checkpoint('contacts', ids.map((id) => ({ ...contact(id, 1), account })), 1),
+      account,
+      state: JSON.stringify({ accounts: { [account]: { sync_watermark: at(1) } } }),
+    });
+    await writer.write(of('a', ['c1']));
+    await writer.write(of('b', ['c1', 'c2']));
+    await writer.flush();
+    const stage = specs.findIndex((s) => s.layout.stream === 'contacts');
+    expect(sql.fills).toEqual([`_replica_stage_${stage}:1`, `_replica_stage_${stage}:2`]);
+    expect(sql.statements.filter((s) => /DELETE FROM _replica_stage_/.test(s))).toEqual([]);
+    expect(sql.statements.at(-1)).toBe('COMMIT');
+  });
+});
