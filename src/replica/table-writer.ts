@@ -42,6 +42,7 @@ import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
+import { keepSavedStates, partKey, partName } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -89,8 +90,16 @@ export class TableWriter {
   private deletionsKnown: boolean;
   private readonly writeState: StatementSync;
   private openedAt: number | undefined;
-  /** Streams a checkpoint of which could not be written: their later checkpoints are refused (a state never moves past lost rows). */
-  private readonly failedStreams = new Map<string, string>();
+  /**
+   * Streams (of an account, in a replica of many) a checkpoint of which could
+   * not be written: their later checkpoints are refused (a state never moves
+   * past lost rows). The other accounts of the stream go on, the stream's
+   * state keeping the failed ones' as last committed.
+   */
+  private readonly failedParts = new Map<string, string>();
+  /** The accounts whose part of a stream failed, by stream. */
+  private readonly failedAccounts = new Map<string, Set<string>>();
+  private readonly readState: StatementSync;
   /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
   private broken: Error | undefined;
   /** What in the file could refuse a row (refusers.ts); when anything, each checkpoint is written in a savepoint. */
@@ -137,6 +146,7 @@ export class TableWriter {
         : undefined;
     this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
+    this.readState = db.prepare(`SELECT state FROM ${STATE_TABLE} WHERE stream = ?`);
     const written = specs.map(({ layout, deletionLog }) =>
       streamTable(layout.table, keyColumns(layout), deletionLog ? [deletionIndexName(layout.table)] : []),
     );
@@ -167,17 +177,19 @@ export class TableWriter {
    */
   write(checkpoint: Checkpoint): CommitResult {
     if (this.broken) throw this.broken;
-    const earlier = this.failedStreams.get(checkpoint.stream);
-    if (earlier !== undefined) {
-      throw new Error(`an earlier checkpoint of ${checkpoint.stream} could not be written (${earlier}), so later ones are not either`);
-    }
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
+    const part = table.accountAt >= 0 ? checkpoint.account : undefined;
+    const failed = (cause: string): void => this.partFailed(checkpoint.stream, part, cause);
+    const earlier = this.failedParts.get(partKey(checkpoint.stream, part));
+    if (earlier !== undefined) {
+      throw new Error(`an earlier checkpoint of ${partName(checkpoint.stream, part)} could not be written (${earlier}), so later ones are not either`);
+    }
     const lacks = (row: RowValues, at: number): boolean => at >= 0 && (row[at] === null || row[at] === undefined);
     const keyless = checkpoint.rows.findIndex((row) => lacks(row, table.keyAt) || lacks(row, table.accountAt));
     if (keyless >= 0) {
       const cause = `record ${keyless + 1} of the checkpoint has no ${keyColumns(table.spec.layout).join(' or ')}`;
-      this.failedStreams.set(checkpoint.stream, cause);
+      failed(cause);
       throw new Error(`${cause}, so nothing of that checkpoint is written`);
     }
     // In a replica of many accounts, a full table and a full read are the checkpoint's account's rows alone: every row is that account's.
@@ -186,21 +198,21 @@ export class TableWriter {
     const otherAccount = account === undefined ? -1 : checkpoint.rows.findIndex((row) => row[table.accountAt] !== account);
     if (otherAccount >= 0) {
       const cause = `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(checkpoint.rows[otherAccount]?.[table.accountAt] ?? null)}`;
-      this.failedStreams.set(checkpoint.stream, cause);
+      failed(cause);
       throw new Error(`${cause}, so nothing of that checkpoint is written`);
     }
     if (this.openedAt === undefined) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
       } catch (err) {
-        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        failed(messageOf(err));
         throw err;
       }
       this.openedAt = Date.now();
       try {
         this.inFirstSave?.();
       } catch (err) {
-        this.failedStreams.set(checkpoint.stream, messageOf(err));
+        failed(messageOf(err));
         this.stop(err);
         throw err;
       }
@@ -244,15 +256,32 @@ export class TableWriter {
           }
         }
       }
-      this.writeState.run(checkpoint.stream, checkpoint.state, syncedAt);
+      const kept = this.failedAccounts.get(checkpoint.stream);
+      const state = kept === undefined ? checkpoint.state : keepSavedStates(checkpoint.state, this.savedState(checkpoint.stream), kept);
+      this.writeState.run(checkpoint.stream, state, syncedAt);
       if (isolated) this.db.exec('RELEASE checkpoint');
     } catch (err) {
-      this.failedStreams.set(checkpoint.stream, messageOf(err));
+      failed(messageOf(err));
       if (isolated) this.undoCheckpoint(err);
       else this.stop(err);
       throw err;
     }
     return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows };
+  }
+
+  /** A checkpoint of the stream (of `account`'s part, in a replica of many) could not be written: its later ones are refused. */
+  private partFailed(stream: string, account: string | undefined, cause: string): void {
+    this.failedParts.set(partKey(stream, account), cause);
+    if (account === undefined) return;
+    let accounts = this.failedAccounts.get(stream);
+    if (accounts === undefined) this.failedAccounts.set(stream, (accounts = new Set()));
+    accounts.add(account);
+  }
+
+  /** The stream's state as last written (in this transaction, or committed). */
+  private savedState(stream: string): string | undefined {
+    const row = this.readState.get(stream);
+    return typeof row?.state === 'string' ? row.state : undefined;
   }
 
   /** The statement that marks an id as returned by the stream's full read; `first`: the read begins, earlier marks go. */

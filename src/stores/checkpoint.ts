@@ -139,3 +139,26 @@ export function lastPerKey(records: readonly Data[], key: string): { records: Da
   }
   return { records: [...byKey.values()], keyless: -1 };
 }
+
+/** A stream's part of one account (a store of many accounts), as a key. */
+export const partKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
+
+/** A part as messages name it. */
+export const partName = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream} of account "${account}"`);
+
+/**
+ * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
+ * the states of `accounts` as `saved` (the state last committed) holds them,
+ * or without them where it holds none: a failed account's state never moves
+ * past rows that were not written.
+ */
+export function keepSavedStates(state: string, saved: string | undefined, accounts: ReadonlySet<string>): string {
+  const next = JSON.parse(state) as { accounts?: Record<string, unknown> };
+  if (next.accounts === undefined) return state;
+  const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
+  for (const account of accounts) {
+    if (Object.hasOwn(before, account)) next.accounts[account] = before[account];
+    else delete next.accounts[account];
+  }
+  return JSON.stringify(next);
+}

@@ -58,7 +58,7 @@
  */
 import { ConnectorError } from '../errors.js';
 import { ACCOUNT_COLUMN, keyColumns, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
-import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, lastPerKey, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
 /** How long a group gathers checkpoints at least, when the writer is idle. */
@@ -157,28 +157,6 @@ interface Group<R> {
 const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
 
 /** A part's key in its group: the stream, or the stream and the account. */
-const partKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
-
-/** A part as messages name it. */
-const partName = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream} of account "${account}"`);
-
-/**
- * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
- * the states of `accounts` as `saved` (the state last committed) holds them,
- * or without them where it holds none: a failed account's state never moves
- * past rows that were not written.
- */
-export function keepSavedStates(state: string, saved: string | undefined, accounts: ReadonlySet<string>): string {
-  const next = JSON.parse(state) as { accounts?: Record<string, unknown> };
-  if (next.accounts === undefined) return state;
-  const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
-  for (const account of accounts) {
-    if (Object.hasOwn(before, account)) next.accounts[account] = before[account];
-    else delete next.accounts[account];
-  }
-  return JSON.stringify(next);
-}
-
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
 export interface GroupOptions {

@@ -62,10 +62,39 @@ describe('a replica of many accounts', () => {
     expect(() => store.write(stray)).toThrow(/a record of the checkpoint of account "a" has account "b", so nothing of that checkpoint is written/);
     expect(() => store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]), account: undefined })).toThrow(/names no account/);
     // The contacts of that account stop there; its other streams go on.
-    expect(() => store.write(checkpoint(store, 'contacts', 'a', [contact('c4', 3)]))).toThrow(/an earlier checkpoint of contacts could not be written \(a record of the checkpoint of account "a" has account "b"\)/);
+    expect(() => store.write(checkpoint(store, 'contacts', 'a', [contact('c4', 3)]))).toThrow(/an earlier checkpoint of contacts of account "a" could not be written \(a record of the checkpoint of account "a" has account "b"\)/);
     store.write(checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(2) }]));
     expect(rowsOf(path, 'contacts')).toEqual(['a/c1']);
     expect(rowsOf(path, 'stage_events')).toEqual(['a/e2']);
+    store.close();
+  });
+
+  it("a checkpoint refused for one account stops that account's stream alone: the others' rows and states written, its own state kept as last committed", () => {
+    const path = newDb();
+    const store = new ReplicaStore(path, undefined, { accountKey: true });
+    /** The stream's state as the run hands it: every account's (minutes; undefined: none yet). */
+    const both = (a: number | undefined, b: number | undefined): string =>
+      JSON.stringify({ accounts: { ...(a === undefined ? {} : { a: { sync_watermark: iso(a) } }), ...(b === undefined ? {} : { b: { sync_watermark: iso(b) } }) } });
+    const of = (account: string, records: Rec[], state: string) => ({ ...checkpoint(store, 'contacts', account, records), state });
+    store.write(of('a', [contact('c1', 1)], both(1, undefined)));
+    // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
+    const keyless = tableCheckpoint(store.specOf('contacts'), { stream: 'contacts', account: 'a', records: [{ ...contact('c2', 2), account: 'a' }, { name: 'no id', account: 'a' }], state: both(2, undefined), replaceAll: false });
+    expect(() => store.write(keyless)).toThrow(/record 2 of the checkpoint has no account or id/);
+    // B's checkpoints of the same stream: written, the stream's state holding A's as last committed.
+    store.write(of('b', [contact('c1', 3)], both(2, 3)));
+    store.write(of('b', [contact('c2', 4)], both(2, 4)));
+    expect(() => store.write(of('a', [contact('c3', 5)], both(5, 4)))).toThrow(/an earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no account or id\)/);
+    // A's other streams go on.
+    store.write(checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]));
+    expect(rowsOf(path, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2']);
+    expect(rowsOf(path, 'stage_events')).toEqual(['a/e1']);
+    expect(store.loadStates().get('contacts')).toEqual(JSON.parse(both(1, 4)));
+    // An account that never committed the stream is left out of its state (its next run reads it from the start).
+    const stray = tableCheckpoint(store.specOf('stage_events'), { stream: 'stage_events', account: 'b', records: [{ contact_id: 'c1', created_at: iso(2), account: 'b' }], state: JSON.stringify({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(2) } } }), replaceAll: false });
+    expect(() => store.write(stray)).toThrow(/has no account or id/);
+    store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(3) }]), state: JSON.stringify({ accounts: { a: { sync_watermark: iso(3) }, b: { sync_watermark: iso(2) } } }) });
+    expect(rowsOf(path, 'stage_events')).toEqual(['a/e1', 'a/e2']);
+    expect(store.loadStates().get('stage_events')).toEqual({ accounts: { a: { sync_watermark: iso(3) } } });
     store.close();
   });
 
