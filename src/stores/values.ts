@@ -129,10 +129,26 @@ export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialec
       return { cell: text, alsoExtra: kind === 'number' && !dialect.numberExact(text) };
     }
     case 'json': {
-      const text = JSON.stringify(value);
+      const text = jsonText(value);
       return text !== undefined && dialect.storesString(text) ? { cell: text, alsoExtra: false } : NO_FIT;
     }
   }
+}
+
+/** A lone surrogate's escape in JSON.stringify's text (a pair is written as it is, so an escape of U+D800-U+DFFF stands alone), after an even run of backslashes (an odd one makes it text). */
+const LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
+
+/**
+ * A value as JSON text that the stores' JSON parsers accept: a string that
+ * is not well-formed Unicode (a lone surrogate, which a service's JSON can
+ * carry as an escape) gets U+FFFD in its place, as the drivers write such a
+ * string into a text column. PostgreSQL's json functions and jsonb, and
+ * DuckDB's JSON functions, refuse the escape, which would stop every later
+ * run at the drift that reads `_extra`.
+ */
+export function jsonText(value: unknown): string | undefined {
+  const text = JSON.stringify(value);
+  return text !== undefined && text.includes('\\ud') ? text.replace(LONE_SURROGATE, '$1\\ufffd') : text;
 }
 
 /** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
@@ -197,8 +213,8 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       if (natural !== undefined) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
     }
   }
-  cells[columns.length] = extra === undefined ? null : JSON.stringify(extra);
-  cells[columns.length + 1] = absent === undefined ? null : JSON.stringify(absent);
+  cells[columns.length] = extra === undefined ? null : (jsonText(extra) as string);
+  cells[columns.length + 1] = absent === undefined ? null : (jsonText(absent) as string);
   return { cells, drift };
 }
 

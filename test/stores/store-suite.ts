@@ -298,6 +298,28 @@ export function storeSuite(h: StoreHarness): void {
     });
   });
 
+  describe('strings that are not well-formed Unicode', () => {
+    it('keep U+FFFD for a lone surrogate in text, in JSON columns and in _extra, so that the next open (drift) reads them', async () => {
+      const records = [
+        contact('u1', 1, { name: 'lone \ud800 high', extra_field: { 'key \udc00': ['lone \udc00 low', 'pair \ud83d\ude00'] } }),
+        // The text of an escape is text: a backslash and "ud800" stay as they are.
+        contact('u2', 2, { name: 'text \\ud800', extra_field: { k: '\\ud800 \\\ud800' } }),
+      ];
+      const expected = [
+        { ...records[0], name: 'lone \ufffd high', extra_field: { 'key \ufffd': ['lone \ufffd low', 'pair \ud83d\ude00'] } },
+        { ...records[1], extra_field: { k: '\\ud800 \\\ufffd' } },
+      ];
+      await withStore('lone-surrogates', async (store) => {
+        await store.commit(checkpoint('contacts', records, 2));
+        expect(await store.readRecords('contacts')).toEqual(expected);
+      });
+      await withStore('lone-surrogates', async (store) => {
+        expect(store.changes).toEqual([expect.stringMatching(/^contacts\.extra_field: new column \((jsonb|JSON)\)$/)]);
+        expect(await store.readRecords('contacts')).toEqual(expected);
+      });
+    });
+  });
+
   describe('drift met during a run', () => {
     it('is told once per field, when its checkpoint is committed', async () => {
       const lines: string[] = [];

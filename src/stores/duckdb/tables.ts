@@ -20,7 +20,7 @@
 import { parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
-import { placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
+import { jsonText, placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
 
 export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
@@ -162,7 +162,7 @@ function parseExtra(text: unknown): Data {
   return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
 }
 
-const extraText = (extra: Data): string | null => (Object.keys(extra).length === 0 ? null : JSON.stringify(extra));
+const extraText = (extra: Data): string | null => (Object.keys(extra).length === 0 ? null : (jsonText(extra) as string));
 
 /** Before an integer column becomes DOUBLE: the exact text of each value a double cannot hold goes to `_extra`. */
 async function keepExactIntegers(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {

@@ -23,7 +23,7 @@ import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
-import { placeValue, type Data, type StoreDialect } from '../values.js';
+import { jsonText, placeValue, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
 
@@ -170,7 +170,7 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
     if (placed.cell === undefined) continue;
     if (!placed.alsoExtra) delete extra[field];
     const cell = typeof placed.cell === 'boolean' ? (placed.cell ? 't' : 'f') : placed.cell;
-    moves.push([row.id, cell, Object.keys(extra).length === 0 ? null : JSON.stringify(extra)]);
+    moves.push([row.id, cell, Object.keys(extra).length === 0 ? null : (jsonText(extra) as string)]);
   }
   if (moves.length === 0) return 0;
   await client.query('DROP TABLE IF EXISTS _replica_moves');
