@@ -2,7 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 /** The repository root (this file runs from .build/bench/bench/). */
@@ -76,33 +76,33 @@ export interface Measured {
 export type StdoutMode = 'null' | 'slow' | 'capture';
 
 /**
- * Run `node ARGS`, stdout to /dev/null, to a slow reader process, or captured;
- * wall time measured around the whole run, peak RSS by /usr/bin/time -v (or
- * VmHWM polling when it is missing).
+ * Whether `script` is an executable that has sh start Node (its second line:
+ * `":" //; ... exec node FLAGS "$0" "$@"`, the Node flags and the malloc
+ * setting users get from PATH and from the image): the bench runs it through
+ * sh, as users do, with this Node first on PATH.
  */
-/**
- * The Node flags an executable starts Node with when sh runs it (its second
- * line: `":" //; exec node FLAGS "$0" "$@"`), which users get from PATH and
- * from the image's ENTRYPOINT: the bench runs it with them.
- */
-export function launcherFlags(script: string | undefined): string[] {
-  if (script === undefined || !existsSync(script)) return [];
-  const exec = /^":" \/\/; exec node (.*) "\$0" "\$@"$/m.exec(readFileSync(script, 'utf8'));
-  return exec?.[1]?.split(' ') ?? [];
+export function isLauncher(script: string | undefined): boolean {
+  if (script === undefined || !existsSync(script)) return false;
+  return /^":" \/\/;.*\bexec node .*"\$0" "\$@"$/m.test(readFileSync(script, 'utf8'));
 }
 
+/**
+ * Run `node ARGS` (an executable of bin/ through sh), stdout to /dev/null,
+ * to a slow reader process, or captured; wall time measured around the whole
+ * run, peak RSS by /usr/bin/time -v (or VmHWM polling when it is missing).
+ */
 export async function measure(args: readonly string[], stdout: StdoutMode, options: { slowReader?: readonly string[]; timeoutMs?: number } = {}): Promise<Measured> {
   const dir = tempDir();
   const timeFile = join(dir, 'time.txt');
   const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
-  const nodeCmd = [NODE, ...launcherFlags(args[0]), ...args].map(q).join(' ');
+  const nodeCmd = [isLauncher(args[0]) ? 'sh' : NODE, ...args].map(q).join(' ');
   const timed = HAS_TIME ? `${TIME} -v -o ${q(timeFile)} ${nodeCmd}` : `exec ${nodeCmd}`;
   let script: string;
   if (stdout === 'null') script = `${timed} > /dev/null`;
   else if (stdout === 'slow') script = `${timed} | ${[NODE, join(BENCH_DIST, 'slow-reader.js'), ...(options.slowReader ?? [])].map(q).join(' ')}`;
   else script = timed;
   const started = process.hrtime.bigint();
-  const child = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${dirname(NODE)}${delimiter}${process.env.PATH ?? ''}` } });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on('data', (b: Buffer) => out.push(b));

@@ -1,7 +1,7 @@
 /**
  * The Dockerfile, checked without a Docker engine: Airbyte's image rules
  * (exec-form ENTRYPOINT with absolute paths and the Node flags of the
- * executables (bin/), AIRBYTE_ENTRYPOINT equal to it,
+ * executables (bin/), their malloc arenas in ENV, AIRBYTE_ENTRYPOINT equal to it,
  * non-root `airbyte` user with a writable /airbyte, io.airbyte.* labels that
  * match metadata.yaml), the build pattern, and .dockerignore.
  */
@@ -26,14 +26,19 @@ const build = stages.find((s) => s.name === 'build');
 const env = collect(final, 'ENV');
 const labels = collect(final, 'LABEL');
 const entrypoint = execForm(last(final, 'ENTRYPOINT')?.args ?? '');
-/** The Node flags an executable starts Node with when sh runs it from PATH (its first two lines; Node reads them as a string and a comment). */
-function launcherFlags(bin: string): string[] {
+/** The second line of an executable, which sh runs from PATH (Node reads it as a string and a comment): the malloc arenas it sets unless set, the Node flags. */
+const LAUNCH = /^":" \/\/; export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-(\d+)\}"; exec node((?: --[a-z-]+=\d+)+) "\$0" "\$@"$/;
+function launchLine(bin: string): RegExpExecArray | null {
   const lines = read(bin).split('\n');
   expect(lines[0], `${bin}'s first line`).toBe('#!/bin/sh');
-  const exec = /^":" \/\/; exec node((?: --[a-z-]+=\d+)+) "\$0" "\$@"$/.exec(lines[1] ?? '');
+  const exec = LAUNCH.exec(lines[1] ?? '');
   expect(exec, `${bin}'s second line`).not.toBeNull();
-  return (exec?.[1] ?? '').trim().split(' ');
+  return exec;
 }
+/** The Node flags an executable starts Node with when sh runs it from PATH. */
+const launcherFlags = (bin: string): string[] => (launchLine(bin)?.[2] ?? '').trim().split(' ');
+/** The MALLOC_ARENA_MAX an executable gives Node when none is set. */
+const launcherArenas = (bin: string): string | undefined => launchLine(bin)?.[1];
 const runs = (stage: Stage): string => stage.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join('\n');
 
 function metadataData(): Record<string, YamlValue> {
@@ -109,6 +114,12 @@ describe('Dockerfile', () => {
     expect(relative).toBe(pkg.bin['source-data-read']);
     // The build stage really produces that tree: the unpacked package under the copied folder.
     expect(runs(build as Stage)).toContain(`-C ${copy?.src}`);
+  });
+
+  it('sets the malloc arenas the executables set from PATH, in ENV (which `docker run -e` overrides)', () => {
+    expect(launcherArenas('bin/source-data-read')).toBeDefined();
+    expect(launcherArenas('bin/tap-data-read')).toBe(launcherArenas('bin/source-data-read'));
+    expect(env.get('MALLOC_ARENA_MAX')).toBe(launcherArenas('bin/source-data-read'));
   });
 
   it('sets AIRBYTE_ENTRYPOINT to the ENTRYPOINT joined with spaces', () => {
