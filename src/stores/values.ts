@@ -59,6 +59,52 @@ function daysInMonth(y: number, mo: number): number {
   return mo === 4 || mo === 6 || mo === 9 || mo === 11 ? 30 : 31;
 }
 
+/** The number the `n` ASCII digits of `text` at `at` write; -1 when one of them is not a digit. */
+function digitsAt(text: string, at: number, n: number): number {
+  let value = 0;
+  for (let i = at; i < at + n; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** Days from 1970-01-01 to a date of the proleptic Gregorian calendar (years from 0; the civil-from-days count of eras of 400 years). */
+function daysFromEpoch(y: number, mo: number, d: number): number {
+  const year = mo <= 2 ? y - 1 : y;
+  const era = Math.floor(year / 400);
+  const yearOfEra = year - era * 400;
+  const dayOfYear = Math.floor((153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5) + d - 1;
+  return era * 146_097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719_468;
+}
+
+const [DASH, COLON, DOT, T, Z] = ['-', ':', '.', 'T', 'Z'].map((c) => c.charCodeAt(0)) as [number, number, number, number, number];
+
+/** Whether a text has toISOString's length and its `T`, `.` and `Z` (a valid date-time of that shape is its own canonical text). */
+function isoShaped(text: string): boolean {
+  return text.length === 24 && text.charCodeAt(10) === T && text.charCodeAt(19) === DOT && text.charCodeAt(23) === Z;
+}
+
+/**
+ * Milliseconds since the epoch of a date-time in toISOString's form
+ * (`2024-05-01T12:00:00.000Z`: what the service sends), read digit by digit
+ * with the calendar checked (years 0001-9999, no 30 February); NaN for any
+ * other text (other forms go through DATE_TIME and Date).
+ */
+export function isoMillis(text: string): number {
+  if (!isoShaped(text) || text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH || text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON) return Number.NaN;
+  const y = digitsAt(text, 0, 4);
+  const mo = digitsAt(text, 5, 2);
+  const d = digitsAt(text, 8, 2);
+  const h = digitsAt(text, 11, 2);
+  const mi = digitsAt(text, 14, 2);
+  const s = digitsAt(text, 17, 2);
+  const ms = digitsAt(text, 20, 3);
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 || ms < 0) return Number.NaN;
+  return ((daysFromEpoch(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms;
+}
+
 /** A JSON number's text: a raw number's own, or the one JavaScript writes. */
 function numberText(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
@@ -67,14 +113,14 @@ function numberText(value: unknown): string | undefined {
 
 /** The instant of a date-time string as `toISOString` writes it; undefined when it is not one both stores read alike. */
 export function canonicalInstant(text: string): string | undefined {
+  // Already in toISOString's form (what the service sends): a valid one is its own canonical text.
+  if (!Number.isNaN(isoMillis(text))) return text;
   const m = DATE_TIME.exec(text);
   if (!m || m[1] === '0000') return undefined;
   // The calendar: Date.parse rolls 2024-02-30 over to March; the date written must be the date read.
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
   if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return undefined;
-  // Already in toISOString's form (what the service sends): a valid one is its own canonical text.
-  if (text.length === 24 && text[10] === 'T' && text[19] === '.' && text[23] === 'Z') return text;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   if (!Number.isFinite(ms)) return undefined;
   const iso = new Date(ms).toISOString();
@@ -86,6 +132,8 @@ export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | 
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'string') return dialect.storesString(value) ? 'text' : 'json';
   if (typeof value === 'boolean') return 'boolean';
+  // Most numbers are small integers: every safe integer is within int64.
+  if (Number.isSafeInteger(value)) return 'int64';
   const text = numberText(value);
   if (text !== undefined) {
     if (INTEGER_TEXT.test(text) && text !== '-0') {
@@ -107,30 +155,25 @@ export interface Placement {
 
 const NO_FIT: Placement = { cell: undefined, alsoExtra: false };
 
-/** Where a non-null value of a column of `kind` goes: its cell, and whether `_extra` keeps it too. */
-export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
+/** The cell of a non-null value in a column of `kind`; undefined when the value does not fit (it goes to `_extra`, and asks for drift). */
+function cellOf(kind: StoreKind, value: unknown, dialect: StoreDialect): Cell | undefined {
   switch (kind) {
     case 'text':
-      return typeof value === 'string' && dialect.storesString(value) ? { cell: value, alsoExtra: false } : NO_FIT;
-    case 'timestamp': {
-      // The text as sent (both stores read it to the microsecond); kept in _extra too when the column gives back another text.
-      if (typeof value !== 'string') return NO_FIT;
-      const iso = canonicalInstant(value);
-      return iso === undefined ? NO_FIT : { cell: value, alsoExtra: iso !== value };
-    }
+      return typeof value === 'string' && dialect.storesString(value) ? value : undefined;
+    case 'timestamp':
+      // The text as sent (both stores read it to the microsecond).
+      return typeof value === 'string' && canonicalInstant(value) !== undefined ? value : undefined;
     case 'boolean':
-      return typeof value === 'boolean' ? { cell: value, alsoExtra: false } : NO_FIT;
+      return typeof value === 'boolean' ? value : undefined;
     case 'int64':
     case 'int128':
     case 'number': {
       const natural = naturalKind(value, dialect);
-      if (natural === undefined || !(natural === kind || widen(natural, kind) === kind)) return NO_FIT;
-      const text = numberText(value) as string;
-      return { cell: text, alsoExtra: kind === 'number' && !dialect.numberExact(text) };
+      return natural !== undefined && (natural === kind || widen(natural, kind) === kind) ? numberText(value) : undefined;
     }
     case 'json': {
       const text = jsonText(value);
-      return text !== undefined && dialect.storesString(text) ? { cell: text, alsoExtra: false } : NO_FIT;
+      return text !== undefined && dialect.storesString(text) ? text : undefined;
     }
   }
 }
@@ -149,6 +192,24 @@ const LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
 export function jsonText(value: unknown): string | undefined {
   const text = JSON.stringify(value);
   return text !== undefined && text.includes('\\ud') ? text.replace(LONE_SURROGATE, '$1\\ufffd') : text;
+}
+
+/**
+ * Whether a value that cellOf placed as `cell` in a column of `kind` goes to
+ * `_extra` too: the column would give back another text (an instant written
+ * with another offset or more digits than milliseconds, which a valid one of
+ * toISOString's shape never is; a number its store's column does not hold
+ * digit for digit).
+ */
+function keptExact(kind: StoreKind, cell: Cell, dialect: StoreDialect): boolean {
+  if (kind === 'timestamp') return !isoShaped(cell as string);
+  return kind === 'number' && !dialect.numberExact(cell as string);
+}
+
+/** Where a non-null value of a column of `kind` goes: its cell, and whether `_extra` keeps it too. */
+export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
+  const cell = cellOf(kind, value, dialect);
+  return cell === undefined ? NO_FIT : { cell, alsoExtra: keptExact(kind, cell, dialect) };
 }
 
 /** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
@@ -187,20 +248,22 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       cells[i] = null;
       continue;
     }
-    const placed = placeValue(kind, value, dialect);
-    if (placed.cell === undefined && field === layout.primaryKey) {
-      // A key that is not a string (a number id): its JSON text keys the row, its value stays exact in _extra.
-      cells[i] = JSON.stringify(value);
-      put((extra ??= {}), field, value);
+    // placeValue's two answers, without an object per cell.
+    const cell = cellOf(kind, value, dialect);
+    if (cell !== undefined) {
+      cells[i] = cell;
+      if (keptExact(kind, cell, dialect)) put((extra ??= {}), field, value);
       continue;
     }
-    const { cell, alsoExtra } = placed;
-    cells[i] = cell ?? null;
-    if (cell === undefined || alsoExtra) put((extra ??= {}), field, value);
-    if (cell === undefined) {
-      const natural = naturalKind(value, dialect) ?? kind;
-      (drift ??= new Map()).set(field, widen(drift.get(field) ?? kind, widen(kind, natural)));
+    put((extra ??= {}), field, value);
+    if (field === layout.primaryKey) {
+      // A key that is not a string (a number id): its JSON text keys the row, its value stays exact in _extra.
+      cells[i] = JSON.stringify(value);
+      continue;
     }
+    cells[i] = null;
+    const natural = naturalKind(value, dialect) ?? kind;
+    (drift ??= new Map()).set(field, widen(drift.get(field) ?? kind, widen(kind, natural)));
   }
   const keys = Object.keys(record);
   if (keys.length > carried) {

@@ -12,7 +12,7 @@ import { ConnectorError } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { DuckdbTarget } from '../target.js';
-import type { Cell } from '../values.js';
+import { isoMillis, type Cell } from '../values.js';
 import type { DuckdbConnection, DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES, instantOf, qualified, textOf } from './tables.js';
 
@@ -22,8 +22,9 @@ const FRACTION = /:\d{2}\.(\d+)/;
 
 /** Microseconds since the epoch of an instant's text (canonicalInstant has checked it). */
 export function instantMicros(text: string): bigint {
-  // toISOString's form (what the service sends): milliseconds only, which Date.parse reads as is.
-  if (text.length === 24 && text[10] === 'T' && text[19] === '.' && text[23] === 'Z') return BigInt(Date.parse(text)) * 1000n;
+  // toISOString's form (what the service sends): milliseconds only (one BigInt while the microseconds are a safe integer, to 2255).
+  const isoMs = isoMillis(text);
+  if (!Number.isNaN(isoMs)) return Number.isSafeInteger(isoMs * 1000) ? BigInt(isoMs * 1000) : BigInt(isoMs) * 1000n;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   const fraction = FRACTION.exec(text)?.[1] ?? '';
   const subMs = fraction.length > 3 ? Number(fraction.slice(3, 6).padEnd(3, '0')) : 0;
