@@ -156,7 +156,6 @@ interface Group<R> {
 
 const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
 
-/** A part's key in its group: the stream, or the stream and the account. */
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
 export interface GroupOptions {
