@@ -5,9 +5,9 @@
  * beside the tables, so rows convert back to records with the layout they
  * were written with, whatever the code's version.
  */
-import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
+import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
-import { layoutObject } from '../stores/columns.js';
+import { ACCOUNT_COLUMN, layoutObject } from '../stores/columns.js';
 
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
@@ -46,11 +46,8 @@ export interface TableLayout {
   readonly accountKey?: true | undefined;
 }
 
-/** The column that holds the entry's name in a replica of many accounts: the records' account field. */
-export const ACCOUNT_COLUMN = ACCOUNT_FIELD;
-
-/** The primary key's columns: [primaryKey], or [account, primaryKey] in a replica of many accounts (the stores' own, one for all). */
-export { keyColumns } from '../stores/columns.js';
+/** The column that holds the entry's name in a replica of many accounts, and the primary key's columns: the stores' own, one for all. */
+export { ACCOUNT_COLUMN, keyColumns } from '../stores/columns.js';
 
 /**
  * Fields of a record that have no typed column, or whose value does not fit

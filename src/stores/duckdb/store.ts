@@ -29,9 +29,9 @@ export interface DuckdbStoreOptions {
   readonly schemas?: StreamSchemas;
   /** The run's facts (the account, the treatments), checked and recorded before anything changes. */
   readonly facts?: StoreFacts;
-  /** How checkpoints are grouped into transactions (group-writer.ts). */
   /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
   readonly accountKey?: boolean;
+  /** How checkpoints are grouped into transactions (group-writer.ts). */
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
   readonly log?: DriftLog;
