@@ -39,7 +39,7 @@ import type { RunRecorder } from '../report/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
 import { readJsonFile } from '../config/files.js';
 import type { StderrLogger } from '../runtime/output.js';
-import { STREAMS } from '../streams.js';
+import { STREAMS, findStream, type StreamDefinition } from '../streams.js';
 import { findHeal, healDone, healStarting } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
 import { onStop } from '../runtime/interrupt.js';
@@ -228,6 +228,14 @@ function changesLine(store: Store): string {
   return `; schema changes: ${named.join(', ')}${more}`;
 }
 
+/** The streams the store stopped after taking their checkpoints that no refused write told the engine of, with why. */
+function untoldFailures(sink: ReplicaSink): { stream: StreamDefinition; error: ConnectorError }[] {
+  return sink.untold().flatMap(([name, error]) => {
+    const stream = findStream(name);
+    return stream === undefined ? [] : [{ stream, error }];
+  });
+}
+
 /** A run stopped by an error: said (a config_error as a refusal), the summary told what was written; its exit status. */
 function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: ReadonlyMap<string, StreamTally>, store: Store): number {
   const error = toConnectorError(err);
@@ -363,10 +371,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
 
     const rows = await store.finish();
     // A stream the store stopped at a commit, that no refused write told the engine of: failed as the read's failures are.
-    const lost = sink.untold().flatMap(([name, error]) => {
-      const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
-      return stream === undefined ? [] : [{ stream, error }];
-    });
+    const lost = untoldFailures(sink);
     for (const { stream, error } of lost) report?.streamEnded(stream.name, 'incomplete', error);
     if (lost.length > 0) result = { ...result, failures: [...result.failures, ...lost] };
     reportWritten(report, sink.tallies, store);
@@ -550,10 +555,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the
           // store stopped after taking them fails this account, named in the run's error and summary like a failure of the read.
           await store.flush();
-          for (const [name, error] of sink.untold()) {
-            const stream = REPLICA_STREAMS.find((s) => s.stream.name === name)?.stream;
-            if (stream !== undefined) await lane.streamIncomplete(stream, error);
-          }
+          for (const { stream, error } of untoldFailures(sink)) await lane.streamIncomplete(stream, error);
         }
       },
     });

@@ -32,8 +32,6 @@ export class PostgresSql implements StoreSql<string> {
   private readonly client: Client;
   private readonly driver: PgDriver;
   private readonly target: PostgresTarget;
-  /** The stages filled in the transaction under way (every stage is empty when one begins). */
-  private readonly filled = new Set<string>();
 
   constructor(client: Client, driver: PgDriver, target: PostgresTarget) {
     this.client = client;
@@ -50,8 +48,6 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
-    // ON COMMIT DELETE ROWS empties the stages at each commit, and a rollback undoes their fill.
-    if (sql === 'BEGIN') this.filled.clear();
     const result = await this.client.query(sql, params === undefined ? undefined : [...params]);
     return result.rowCount ?? 0;
   }
@@ -84,11 +80,10 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   async fillStage(stage: StageTable, lines: readonly string[]): Promise<void> {
-    // Emptied at every commit (ON COMMIT DELETE ROWS); filled again in the same transaction (another account's part of
-    // the stream, in a store of many accounts), emptied first: a DELETE, which a temporary table's TRUNCATE would cost
-    // more than (a new file each time) for the few rows of a part.
-    if (this.filled.has(stage.name)) await this.client.query(`DELETE FROM ${stage.name}`);
-    this.filled.add(stage.name);
+    // Emptied at every commit (ON COMMIT DELETE ROWS), and first here: a stage may be filled again in one transaction
+    // (another account's part of the stream, in a store of many accounts). A DELETE, which a temporary table's TRUNCATE
+    // would cost more than (a new file each time); on a stage already empty it finds nothing.
+    await this.client.query(`DELETE FROM ${stage.name}`);
     await copyLines(this.client, this.driver, stage.name, stage.columns, lines);
   }
 
