@@ -70,13 +70,12 @@ function digitsAt(text: string, at: number, n: number): number {
   return value;
 }
 
-/** Days from 1970-01-01 to a date of the proleptic Gregorian calendar (years from 0; the civil-from-days count of eras of 400 years). */
-function daysFromEpoch(y: number, mo: number, d: number): number {
-  const year = mo <= 2 ? y - 1 : y;
-  const era = Math.floor(year / 400);
-  const yearOfEra = year - era * 400;
-  const dayOfYear = Math.floor((153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5) + d - 1;
-  return era * 146_097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719_468;
+/** 400 years of the Gregorian calendar (146,097 days), in ms: its dates fall on the same weekdays and leap days again. */
+const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
+
+/** Milliseconds since the epoch of a valid UTC date-time; Date.UTC reads years 0-99 as 1900-1999, so those are counted 400 years on. */
+function utcMillis(y: number, mo: number, d: number, h: number, mi: number, s: number, ms: number): number {
+  return y >= 100 ? Date.UTC(y, mo - 1, d, h, mi, s, ms) : Date.UTC(y + 400, mo - 1, d, h, mi, s, ms) - FOUR_CENTURIES_MS;
 }
 
 const [DASH, COLON, DOT, T, Z] = ['-', ':', '.', 'T', 'Z'].map((c) => c.charCodeAt(0)) as [number, number, number, number, number];
@@ -102,7 +101,7 @@ export function isoMillis(text: string): number {
   const s = digitsAt(text, 17, 2);
   const ms = digitsAt(text, 20, 3);
   if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 || ms < 0) return Number.NaN;
-  return ((daysFromEpoch(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms;
+  return utcMillis(y, mo, d, h, mi, s, ms);
 }
 
 /** A JSON number's text: a raw number's own, or the one JavaScript writes. */
