@@ -274,6 +274,11 @@ export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+/** A table of a store's schema, quoted (PostgreSQL, DuckDB). */
+export function qualified(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
 /** A SQL string literal (PostgreSQL with standard_conforming_strings, DuckDB). */
 export function quoteLiteral(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;

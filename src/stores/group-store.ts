@@ -1,17 +1,18 @@
 /**
  * What the PostgreSQL and DuckDB stores share: checkpoints taken by their
  * group writer (group-writer.ts), the drift a commit met told once per field,
- * the states read back from the store's state table. Each store adds how it
- * opens, reads its own tables and lets go.
+ * the states, facts and rows read back from the store's tables. Each store
+ * adds how it opens, queries, writes a fact and lets go.
  */
 import type { ConnectorError } from '../errors.js';
 import type { StreamState } from '../engine/state.js';
-import type { ColumnChange, StoreKind, StoreLayout } from './columns.js';
-import type { StoreCheckpoint, StoreCommitResult } from './checkpoint.js';
+import { keyColumns, qualified, quoteIdent, storeColumnNames, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
+import { METADATA_TABLE, STATE_TABLE, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
 import { DriftTeller, parseSavedStates, schemaChanges, type DriftLog } from './notes.js';
 import { checkFacts } from './metadata.js';
 import type { SchemaChange, Store, StoreFacts, StoreNote } from './store.js';
+import { decodeRow, type Data, type ReadCell } from './values.js';
 
 export abstract class GroupStore<R> implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
@@ -83,11 +84,65 @@ export abstract class GroupStore<R> implements Store {
     return parseSavedStates(this.#display, await this.writer.between(() => this.savedStates()));
   }
 
+  /** Where the store's tables live. */
+  abstract readonly target: { readonly schema: string };
+  /** The stream tables, as opening made them. */
+  abstract readonly tables: readonly StoreTableSpec[];
+
+  /** A query's rows on the store's session (column name -> value as the driver gives it); a failure as the store reports it. */
+  protected abstract rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]>;
+
+  /** The expression that reads a column of `kind` back as a ReadCell (undefined: `_extra`, `_absent`). */
+  protected abstract readBack(kind: StoreKind | undefined, column: string): string;
+
+  #table(name: string): string {
+    return qualified(this.target.schema, name);
+  }
+
   /** The state (JSON text) saved by each stream's last committed checkpoint. */
-  abstract savedStates(): Promise<Map<string, string>>;
+  async savedStates(): Promise<Map<string, string>> {
+    const rows = await this.rows(`SELECT stream, state FROM ${this.#table(STATE_TABLE)}`);
+    return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
+  }
 
   /** Every fact the store holds (its metadata table). */
-  abstract allMetadata(): Promise<Map<string, string>>;
+  async allMetadata(): Promise<Map<string, string>> {
+    const rows = await this.rows(`SELECT key, value FROM ${this.#table(METADATA_TABLE)}`);
+    return new Map(rows.map((r) => [String(r.key), String(r.value)]));
+  }
+
+  /** A fact of the store's (checkpoint.ts: ACCOUNT_KEY...); undefined when none is recorded. */
+  async metadata(key: string): Promise<string | undefined> {
+    const [row] = await this.rows(`SELECT value FROM ${this.#table(METADATA_TABLE)} WHERE key = $1`, [key]);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  /** Rows in each stream's table. */
+  async rowCounts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const { layout } of this.tables) {
+      const [row] = await this.rows(`SELECT count(*) AS n FROM ${this.#table(layout.table)}`);
+      counts.set(layout.stream, Number(row?.n ?? 0));
+    }
+    return counts;
+  }
+
+  /** A stream's records back, ordered by primary key, as they were written (the layout's columns, `_extra`, `_absent`). */
+  async readRecords(stream: string): Promise<Data[]> {
+    const layout = this.layoutOf(stream);
+    const kinds = new Map(layout.columns.map((c) => [c.field, c.kind]));
+    const select = storeColumnNames(layout)
+      .slice(0, -1) // not `_synced_at`
+      .map((name) => `${this.readBack(kinds.get(name), quoteIdent(name))} AS ${quoteIdent(name)}`);
+    const rows = await this.rows(`SELECT ${select.join(', ')} FROM ${this.#table(layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`);
+    return rows.map((row) => decodeRow(layout, row as Record<string, ReadCell>));
+  }
+
+  /** The run is done: commit what is gathered; the rows in each stream's table. */
+  async finish(): Promise<Map<string, number>> {
+    await this.writer.flush();
+    return this.rowCounts();
+  }
 
   /** Record a fact of the store's (under the writer lock). */
   abstract setMetadata(key: string, value: string): Promise<void>;
@@ -118,8 +173,6 @@ export abstract class GroupStore<R> implements Store {
       return err === reported ? undefined : err;
     }
   }
-
-  abstract finish(): Promise<Map<string, number>>;
 
   abstract close(): Promise<void>;
 }

@@ -280,8 +280,8 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
   return { cells, drift };
 }
 
-/** A column's value as read back: text for every kind but booleans (instants as `toISOString` writes them; JSON as its text). */
-export type ReadCell = string | boolean | null;
+/** A column's value as read back: text (instants as `toISOString` writes them; JSON as its text), or a boolean or a double as the driver gives it. */
+export type ReadCell = string | boolean | number | null;
 
 function numberOf(text: string): unknown {
   const n = Number(text);

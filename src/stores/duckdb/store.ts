@@ -11,15 +11,15 @@
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { keyColumns, parseStoreLayout, quoteIdent, storeColumnNames, type StoreLayout } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
-import { decodeRow, type Cell, type Data, type ReadCell } from '../values.js';
+import type { Cell } from '../values.js';
 import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
-import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, qualified, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
+import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { DuckdbSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -35,11 +35,6 @@ export interface DuckdbStoreOptions {
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
   readonly log?: DriftLog;
-}
-
-async function metadataOf(connection: DuckdbConnection, schema: string, key: string): Promise<string | undefined> {
-  const rows = await rowsOf(connection, `SELECT value FROM ${qualified(schema, METADATA_TABLE)} WHERE key = $1`, [key]);
-  return rows[0] === undefined ? undefined : String(rows[0].value);
 }
 
 /** Every fact of a store's metadata table. */
@@ -100,54 +95,19 @@ export class DuckdbStore extends GroupStore<Cell[]> {
 
   static sqlType = DUCKDB_TYPES;
 
-  /** The state (JSON text) saved by each stream's last committed checkpoint. */
-  async savedStates(): Promise<Map<string, string>> {
-    const rows = await rowsOf(this.connection, `SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
-    return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
+  protected rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]> {
+    return rowsOf(this.connection, sql, params === undefined ? undefined : [...params]);
   }
 
-  /** Every fact of the store's (its metadata table). */
-  allMetadata(): Promise<Map<string, string>> {
-    return allMetadataOf(this.connection, this.target.schema);
-  }
-
-  metadata(key: string): Promise<string | undefined> {
-    return metadataOf(this.connection, this.target.schema, key);
+  /** Booleans and doubles as DuckDB gives them (a double's text in DuckDB's form, `1.5e+20`, would not read back exactly). */
+  protected readBack(kind: StoreKind | undefined, column: string): string {
+    if (kind === 'timestamp') return isoText(column);
+    if (kind === 'boolean' || kind === 'number') return column;
+    return `CAST(${column} AS VARCHAR)`;
   }
 
   async setMetadata(key: string, value: string): Promise<void> {
     await this.connection.run(`INSERT OR REPLACE INTO ${qualified(this.target.schema, METADATA_TABLE)} (key, value) VALUES ($1, $2)`, [key, value]);
-  }
-
-  async rowCounts(): Promise<Map<string, number>> {
-    const counts = new Map<string, number>();
-    for (const { layout } of this.tables) {
-      const rows = await rowsOf(this.connection, `SELECT count(*) AS n FROM ${qualified(this.target.schema, layout.table)}`);
-      counts.set(layout.stream, Number(rows[0]?.n ?? 0));
-    }
-    return counts;
-  }
-
-  /** A stream's records back, ordered by primary key, as they were written. */
-  async readRecords(stream: string): Promise<Data[]> {
-    const layout = this.layoutOf(stream);
-    const select = storeColumnNames(layout)
-      .slice(0, -1)
-      .map((name) => {
-        const kind = layout.columns.find((c) => c.field === name)?.kind;
-        const column = quoteIdent(name);
-        if (kind === 'timestamp') return `${isoText(column)} AS ${column}`;
-        if (kind === 'boolean') return `${column} AS ${column}`;
-        return `CAST(${column} AS VARCHAR) AS ${column}`;
-      });
-    const rows = await rowsOf(this.connection, `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`);
-    return rows.map((row) => decodeRow(layout, numbersAsJs(layout, row as Record<string, ReadCell>)));
-  }
-
-  /** The run is done: commit what is gathered; the rows in each stream's table. */
-  async finish(): Promise<Map<string, number>> {
-    await this.writer.flush();
-    return this.rowCounts();
   }
 
   /** The connection, for what a caller must do on it (tests, checks). */
@@ -177,13 +137,4 @@ export class DuckdbStore extends GroupStore<Cell[]> {
     this.connection.closeSync();
     this.instance.closeSync();
   }
-}
-
-/** DuckDB writes a DOUBLE's text its own way (`1.5e+20`): the JavaScript text of the same double, which values.ts reads back. */
-function numbersAsJs(layout: StoreLayout, row: Record<string, ReadCell>): Record<string, ReadCell> {
-  for (const { field, kind } of layout.columns) {
-    const cell = row[field];
-    if (kind === 'number' && typeof cell === 'string') row[field] = String(Number(cell));
-  }
-  return row;
 }

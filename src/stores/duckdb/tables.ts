@@ -18,7 +18,7 @@
  * because they did not fit move into the column.
  */
 import { parseExactJson, rawNumber } from '../../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
@@ -42,9 +42,6 @@ export const DUCKDB_DIALECT: StoreDialect = {
 /** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
 export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
 
-export function qualified(schema: string, table: string): string {
-  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
-}
 
 /** The ISO 8601 text of a TIMESTAMPTZ column, as the service writes instants (UTC, milliseconds, Z). */
 export function isoText(expr: string): string {

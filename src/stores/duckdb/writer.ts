@@ -9,12 +9,12 @@
  * DELETE then an INSERT (upsertSql says why).
  */
 import { ConnectorError } from '../../errors.js';
-import { quoteIdent } from '../columns.js';
+import { qualified, quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, type Cell } from '../values.js';
 import type { DuckdbConnection, DuckdbModule } from './connection.js';
-import { DUCKDB_DIALECT, DUCKDB_TYPES, instantOf, qualified, textOf } from './tables.js';
+import { DUCKDB_DIALECT, DUCKDB_TYPES, instantOf, textOf } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 

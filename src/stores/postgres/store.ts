@@ -16,17 +16,16 @@
 import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
-import { keyColumns, parseStoreLayout, quoteIdent, storeColumnNames } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
-import { decodeRow, type Data, type ReadCell } from '../values.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, qualified, storeExists, storedLayouts, type OpenedTables } from './tables.js';
+import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -46,11 +45,6 @@ export interface PostgresStoreOptions {
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
   readonly log?: DriftLog;
-}
-
-async function metadataOf(client: Client, schema: string, key: string): Promise<string | undefined> {
-  const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${qualified(schema, METADATA_TABLE)} WHERE key = $1`, [key]);
-  return rows[0]?.value;
 }
 
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
@@ -140,32 +134,16 @@ export class PostgresStore extends GroupStore<string> {
   /** The SQL type of each column kind (`bigint`, `numeric`...), for messages. */
   static sqlType = PG_TYPES;
 
-  /** The state (JSON text) saved by each stream's last committed checkpoint. */
-  async savedStates(): Promise<Map<string, string>> {
+  protected async rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]> {
     try {
-      const { rows } = await this.client.query<{ stream: string; state: string }>(`SELECT stream, state FROM ${qualified(this.target.schema, STATE_TABLE)}`);
-      return new Map(rows.map((r) => [r.stream, r.state]));
+      return (await this.client.query<Record<string, unknown>>(sql, params === undefined ? undefined : [...params])).rows;
     } catch (err) {
       throw postgresError(err, this.target, 'reading');
     }
   }
 
-  /** Every fact of the store's (its metadata table). */
-  async allMetadata(): Promise<Map<string, string>> {
-    try {
-      return await allMetadata(this.client, this.target.schema);
-    } catch (err) {
-      throw postgresError(err, this.target, 'reading');
-    }
-  }
-
-  /** A fact of the store's (checkpoint.ts: ACCOUNT_KEY...); undefined when none is recorded. */
-  async metadata(key: string): Promise<string | undefined> {
-    try {
-      return await metadataOf(this.client, this.target.schema, key);
-    } catch (err) {
-      throw postgresError(err, this.target, 'reading');
-    }
+  protected readBack(kind: StoreKind | undefined, column: string): string {
+    return kind === 'timestamp' ? isoText(column) : `${column}::text`;
   }
 
   /** Record a fact of the store's (under the writer lock). */
@@ -177,42 +155,6 @@ export class PostgresStore extends GroupStore<string> {
       );
     } catch (err) {
       throw postgresError(err, this.target, 'writing to');
-    }
-  }
-
-  /** Rows in each stream's table. */
-  async rowCounts(): Promise<Map<string, number>> {
-    const counts = new Map<string, number>();
-    for (const { layout } of this.tables) {
-      const { rows } = await this.client.query<{ n: string }>(`SELECT count(*) AS n FROM ${qualified(this.target.schema, layout.table)}`);
-      counts.set(layout.stream, Number(rows[0]?.n ?? 0));
-    }
-    return counts;
-  }
-
-  /** A stream's records back, ordered by primary key, as they were written (the layout's columns, `_extra`, `_absent`). */
-  async readRecords(stream: string): Promise<Data[]> {
-    const layout = this.layoutOf(stream);
-    const select = storeColumnNames(layout)
-      .slice(0, -1)
-      .map((name) => {
-        const kind = layout.columns.find((c) => c.field === name)?.kind;
-        const column = quoteIdent(name);
-        return `${kind === 'timestamp' ? isoText(column) : `${column}::text`} AS ${column}`;
-      });
-    const { rows } = await this.client.query<Record<string, ReadCell>>(
-      `SELECT ${select.join(', ')} FROM ${qualified(this.target.schema, layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`,
-    );
-    return rows.map((row) => decodeRow(layout, row));
-  }
-
-  /** The run is done: commit what is gathered, give the lock back; the rows in each stream's table. */
-  async finish(): Promise<Map<string, number>> {
-    await this.writer.flush();
-    try {
-      return await this.rowCounts();
-    } catch (err) {
-      throw postgresError(err, this.target, 'reading');
     }
   }
 

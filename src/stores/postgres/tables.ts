@@ -20,7 +20,7 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { jsonText, placeValue, type Data, type StoreDialect } from '../values.js';
@@ -48,10 +48,6 @@ export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
 /** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
 export const LOCK_WAIT_MS = 5000;
 
-/** A table of the store's schema, quoted. */
-export function qualified(schema: string, table: string): string {
-  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
-}
 
 /** The ISO 8601 text of a timestamptz column, as the service writes instants (UTC, milliseconds, Z). */
 export function isoText(expr: string): string {

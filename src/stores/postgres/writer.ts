@@ -8,14 +8,14 @@
  */
 import type { Client } from 'pg';
 import type { ConnectorError } from '../../errors.js';
-import { quoteIdent } from '../columns.js';
+import { qualified, quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyLine, copyLines } from './copy.js';
 import { postgresError } from './faults.js';
-import { PG_DIALECT, PG_TYPES, instantOf, qualified, textOf } from './tables.js';
+import { PG_DIALECT, PG_TYPES, instantOf, textOf } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
