@@ -75,11 +75,12 @@ export class Paginator {
     const next = this.#nextCursor(page);
     const records = checkRecords(this.#stream, page.data);
     // Ask for the next page while this one is written out. The request takes several steps (gate, pacer,
-    // pool) before it leaves: one turn of the event loop lets it go before the caller treats and writes this
-    // page, which would otherwise hold it back by as long as that takes.
+    // pool) before it leaves, and undici reuses a kept-alive connection only a full turn of the event loop
+    // after its response ended (the one this page came on): two turns let it go before the caller treats and
+    // writes this page, which would otherwise hold it back by as long as that takes (test/engine/paginator).
     if (next !== null) {
       this.#pending = prefetch(this.#client, this.#stream.path, { cursor: next, limit: this.#pageSize });
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      for (let turn = 0; turn < 2; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return { records, next, watermark };
   }
