@@ -57,7 +57,7 @@
  * everything: what was not committed is read again by the next run.
  */
 import { ConnectorError } from '../errors.js';
-import { ACCOUNT_COLUMN, keyColumns, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
+import { ACCOUNT_COLUMN, keyColumns, qualified, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
 import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
@@ -77,13 +77,8 @@ export interface StageTable {
 
 /** What the group writer needs of a store: its SQL, its staging, its faults; `R` is a staged row in the store's own form. */
 export interface StoreSql<R> {
-  readonly schema: string;
+  /** The store's values and SQL expressions. */
   readonly dialect: StoreDialect;
-  /** A table of the store's schema, quoted. */
-  qualified(table: string): string;
-  /** A column of `kind` as text, and as an instant (NULL when not one). */
-  textOf(kind: StoreKind, expr: string): string;
-  instantOf(kind: StoreKind, expr: string): string;
   /** Run a statement ($1... parameters); the rows it changed. */
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
   /** The first column of a query's first row, as text; undefined when it returns none. */
@@ -165,6 +160,7 @@ export interface GroupOptions {
 
 export class GroupWriter<R> {
   private readonly sql: StoreSql<R>;
+  private readonly schema: string;
   private readonly tables = new Map<string, Table>();
   private readonly targets = new Map<string, Table>();
   private readonly log: Table | undefined;
@@ -194,8 +190,10 @@ export class GroupWriter<R> {
    */
   onStreamFailed: ((stream: string, error: ConnectorError, account: string | undefined) => void) | undefined;
 
-  constructor(sql: StoreSql<R>, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
+  /** `schema`: where the store's tables live. */
+  constructor(sql: StoreSql<R>, schema: string, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
     this.sql = sql;
+    this.schema = schema;
     this.groupMs = options.groupMs ?? GROUP_MS;
     this.maxGroupRows = options.maxGroupRows ?? MAX_GROUP_ROWS;
     let n = 0;
@@ -208,6 +206,11 @@ export class GroupWriter<R> {
       if (spec.deletionLog) log = table;
     }
     this.log = log;
+  }
+
+  /** A table of the store's schema, quoted. */
+  private qualified(table: string): string {
+    return qualified(this.schema, table);
   }
 
   layoutOf(stream: string): StoreLayout {
@@ -405,7 +408,7 @@ export class GroupWriter<R> {
   private async prepare(): Promise<void> {
     if (this.prepared) return;
     for (const table of this.tables.values()) await this.sql.createStage(table.stage);
-    if (this.log) this.deletionsKnown = await this.sql.any(`SELECT 1 FROM ${this.sql.qualified(this.log.spec.layout.table)} LIMIT 1`);
+    if (this.log) this.deletionsKnown = await this.sql.any(`SELECT 1 FROM ${this.qualified(this.log.spec.layout.table)} LIMIT 1`);
     this.prepared = true;
   }
 
@@ -492,14 +495,14 @@ export class GroupWriter<R> {
         at(stream, undefined);
         const layout = (this.tables.get(stream) as Table).spec.layout;
         const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
-        if (pending) await sql.run(`UPDATE ${sql.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
+        if (pending) await sql.run(`UPDATE ${this.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
         let state = states.get(stream);
         if (state === undefined) continue;
         // Accounts whose part of the stream stopped keep their state as last committed (the state row, read in this transaction).
         const kept = this.failedAccounts.get(stream);
-        if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${sql.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
+        if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${this.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
         await sql.run(
-          `INSERT INTO ${sql.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
+          `INSERT INTO ${this.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
           [stream, state],
         );
       }
@@ -521,7 +524,7 @@ export class GroupWriter<R> {
   private async writePart(table: Table, part: StreamPart<R>, rows: readonly R[], drift: ReadonlyMap<string, StoreKind>, guard: boolean): Promise<StoreCommitResult> {
     const sql = this.sql;
     const { layout } = table.spec;
-    const name = sql.qualified(layout.table);
+    const name = this.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
     // In a store of many accounts every statement keeps to the part's account: its full table, its full read, its deletions.
     // They run once per part, where the stage, the guard, the upsert and the deletions could run once per stream for all
@@ -544,10 +547,10 @@ export class GroupWriter<R> {
       const fields = log.spec.deletionLog as NonNullable<StoreTableSpec['deletionLog']>;
       const k = log.kinds;
       skippedDeleted = await sql.run(
-        `DELETE FROM ${stage} s USING ${sql.qualified(log.spec.layout.table)} d
-          WHERE ${sql.textOf(k.get(fields.objectTypeField) ?? 'text', `d.${quoteIdent(fields.objectTypeField)}`)} = $1
-            AND ${sql.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}${sameAccount('d', 's')}
-            AND (${sql.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`)} > ${sql.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+        `DELETE FROM ${stage} s USING ${this.qualified(log.spec.layout.table)} d
+          WHERE ${sql.dialect.textOf(k.get(fields.objectTypeField) ?? 'text', `d.${quoteIdent(fields.objectTypeField)}`)} = $1
+            AND ${sql.dialect.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}${sameAccount('d', 's')}
+            AND (${sql.dialect.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`)} > ${sql.dialect.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
         [table.spec.deletedAs],
       );
     }
@@ -559,7 +562,7 @@ export class GroupWriter<R> {
 
     let sweptRows = 0;
     if (part.fullRead) {
-      const marks = sql.qualified(FULL_READ_TABLE);
+      const marks = this.qualified(FULL_READ_TABLE);
       const read = account === undefined ? part.stream : `${part.stream}/${account}`;
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
@@ -581,10 +584,10 @@ export class GroupWriter<R> {
         const cursor = target.spec.layout.cursorField;
         if (cursor === null) continue;
         deletedRows += await sql.run(
-          `DELETE FROM ${sql.qualified(target.spec.layout.table)} t USING ${stage} s
-            WHERE ${sql.textOf(table.kinds.get(fields.objectTypeField) ?? 'text', `s.${quoteIdent(fields.objectTypeField)}`)} = $1
-              AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}${sameAccount('t', 's')}
-              AND (${sql.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`)} > ${sql.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+          `DELETE FROM ${this.qualified(target.spec.layout.table)} t USING ${stage} s
+            WHERE ${sql.dialect.textOf(table.kinds.get(fields.objectTypeField) ?? 'text', `s.${quoteIdent(fields.objectTypeField)}`)} = $1
+              AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.dialect.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}${sameAccount('t', 's')}
+              AND (${sql.dialect.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`)} > ${sql.dialect.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
           [type],
         );
       }

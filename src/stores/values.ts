@@ -32,6 +32,9 @@ export interface StoreDialect {
   readonly numberExact: (text: string) => boolean;
   /** Whether a string can be stored at all (PostgreSQL refuses U+0000 in text and jsonb). */
   readonly storesString: (text: string) => boolean;
+  /** A column of `kind` as text, and as an instant (NULL when not one): SQL expressions of `expr`. */
+  readonly textOf: (kind: StoreKind, expr: string) => string;
+  readonly instantOf: (kind: StoreKind, expr: string) => string;
 }
 
 export interface EncodedRow {

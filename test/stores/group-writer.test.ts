@@ -13,20 +13,10 @@ import { at, checkpoint, contact } from './records.js';
 
 /** A store that runs nothing: each statement and each fill of a stage recorded. */
 class RecordingSql implements StoreSql<Cell[]> {
-  readonly schema = 's';
-  readonly dialect: StoreDialect = { numberExact: () => true, storesString: () => true };
+  readonly dialect: StoreDialect = { numberExact: () => true, storesString: () => true, textOf: (_kind, expr) => expr, instantOf: (_kind, expr) => expr };
   readonly statements: string[] = [];
   readonly fills: string[] = [];
 
-  qualified(table: string): string {
-    return `"s"."${table}"`;
-  }
-  textOf(_kind: string, expr: string): string {
-    return expr;
-  }
-  instantOf(_kind: string, expr: string): string {
-    return expr;
-  }
   async run(sql: string): Promise<number> {
     this.statements.push(sql);
     return 0;
@@ -59,7 +49,7 @@ describe('the group writer', () => {
   it("leaves emptying a stage to the store's fill: two accounts' parts of a stream in one group, no DELETE of the stage", async () => {
     const sql = new RecordingSql();
     const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), true);
-    const writer = new GroupWriter(sql, specs);
+    const writer = new GroupWriter(sql, 's', specs);
     const of = (account: string, ids: string[]) => ({
       ...checkpoint('contacts', ids.map((id) => ({ ...contact(id, 1), account })), 1),
       account,

@@ -83,7 +83,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
       for (const [key, value] of facts.record) {
         if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
       }
-      const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), opened.specs, options.groups);
+      const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), target.schema, opened.specs, options.groups);
       return new DuckdbStore(target, instance, connection, writer, opened, facts.notes, options.log);
     } catch (err) {
       connection.closeSync();

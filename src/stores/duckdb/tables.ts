@@ -37,6 +37,8 @@ export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
 export const DUCKDB_DIALECT: StoreDialect = {
   numberExact: (text) => String(Number(text)) === text,
   storesString: (text) => !text.includes('\u0000'),
+  textOf,
+  instantOf,
 };
 
 /** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */

@@ -9,12 +9,12 @@
  * DELETE then an INSERT (upsertSql says why).
  */
 import { ConnectorError } from '../../errors.js';
-import { qualified, quoteIdent } from '../columns.js';
+import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, type Cell } from '../values.js';
 import type { DuckdbConnection, DuckdbModule } from './connection.js';
-import { DUCKDB_DIALECT, DUCKDB_TYPES, instantOf, textOf } from './tables.js';
+import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -32,7 +32,6 @@ export function instantMicros(text: string): bigint {
 }
 
 export class DuckdbSql implements StoreSql<Cell[]> {
-  readonly schema: string;
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
@@ -42,14 +41,6 @@ export class DuckdbSql implements StoreSql<Cell[]> {
     this.connection = connection;
     this.duckdb = duckdb;
     this.target = target;
-    this.schema = target.schema;
-  }
-
-  readonly textOf = textOf;
-  readonly instantOf = instantOf;
-
-  qualified(table: string): string {
-    return qualified(this.schema, table);
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {

@@ -80,7 +80,7 @@ export class PostgresStore extends GroupStore<string> {
   ) {
     super(
       target.display,
-      new GroupWriter(new PostgresSql(client, driver, target), opened.specs, groups),
+      new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups),
       [...notes, ...changeNotes(target.display, opened.changes, opened.postponed)],
       log,
       opened.applied,

@@ -41,6 +41,8 @@ export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
 export const PG_DIALECT: StoreDialect = {
   numberExact: () => true,
   storesString: (text) => !text.includes('\u0000'),
+  textOf,
+  instantOf,
 };
 
 export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;

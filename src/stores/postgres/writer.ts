@@ -8,14 +8,14 @@
  */
 import type { Client } from 'pg';
 import type { ConnectorError } from '../../errors.js';
-import { qualified, quoteIdent } from '../columns.js';
+import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyLine, copyLines } from './copy.js';
 import { postgresError } from './faults.js';
-import { PG_DIALECT, PG_TYPES, instantOf, textOf } from './tables.js';
+import { PG_DIALECT, PG_TYPES } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -27,7 +27,6 @@ export function connectionLost(err: unknown): boolean {
 }
 
 export class PostgresSql implements StoreSql<string> {
-  readonly schema: string;
   readonly dialect = PG_DIALECT;
   private readonly client: Client;
   private readonly driver: PgDriver;
@@ -37,14 +36,6 @@ export class PostgresSql implements StoreSql<string> {
     this.client = client;
     this.driver = driver;
     this.target = target;
-    this.schema = target.schema;
-  }
-
-  readonly textOf = textOf;
-  readonly instantOf = instantOf;
-
-  qualified(table: string): string {
-    return qualified(this.schema, table);
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
