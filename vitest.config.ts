@@ -1,10 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // The tests start their own proxies on loopback; a proxy configured for this machine (HTTPS_PROXY, ...)
 // must not carry the traffic of the other tests to their emulators. Tests that want a proxy set one.
 for (const name of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY', 'no_proxy', 'NO_PROXY']) delete process.env[name];
+
+const ALONE = ['test/e2e/airbyte/shared-key.test.ts'];
 
 export default defineConfig({
   // The tests run on the sources of both packages, as `npm run typecheck` reads them (tsconfig.json's paths):
@@ -16,7 +18,6 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
@@ -24,8 +25,23 @@ export default defineConfig({
     // on a 2-CPU machine, which then idles while an end-to-end file waits on its connector processes, the
     // emulator's latency, backoffs and timeouts; a second file fills that time.
     maxWorkers: Math.max(2, availableParallelism()),
-    // One temporary folder per run (TMPDIR for the tests and what they start), removed at the end; then one
-    // PostgreSQL server for the tests of the stores (DATABASE_URL's, or a throw-away one started in the background).
-    globalSetup: ['test/helpers/run-tmpdir.ts', 'test/helpers/postgres-global.ts'],
+    // Files whose subject is timing between processes (several processes started together on one key's rate
+    // limit) run last and alone, once every other file has ended, so that the processes they start are not slowed
+    // at random by the files beside them. Their assertions are the same. Each part has one temporary folder
+    // (TMPDIR for the tests and what they start), removed at its end; the first part, one PostgreSQL server for
+    // the tests of the stores (DATABASE_URL's, or a throw-away one started in the background).
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'files',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...ALONE],
+          globalSetup: ['test/helpers/run-tmpdir.ts', 'test/helpers/postgres-global.ts'],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      { extends: true, test: { name: 'alone', include: [...ALONE], globalSetup: ['test/helpers/run-tmpdir.ts'], sequence: { groupOrder: 1 } } },
+    ],
   },
 });
