@@ -167,6 +167,12 @@ export class Pacer {
   #windowMs = 0;
   /** When this client last sent a request. */
   #lastSentAt = Number.NEGATIVE_INFINITY;
+  /**
+   * In this client's first window, before its own answers can show others:
+   * the requests of others its first answer counted (the window's quota less
+   * Remaining less its own sends), as a rate per own spread step.
+   */
+  #earlyOthers = 0;
 
   constructor(options: PacerOptions) {
     this.#o = options;
@@ -200,7 +206,8 @@ export class Pacer {
       own += w.own;
       others += w.others;
     }
-    return own === 0 ? 0 : others / own;
+    const counted = own === 0 ? 0 : others / own;
+    return this.#windows <= 1 ? Math.max(counted, this.#earlyOthers) : counted;
   }
 
   /**
@@ -381,6 +388,7 @@ export class Pacer {
         this.#windowRemaining = remaining;
         this.#first = remaining === undefined ? undefined : { seq, remaining };
         this.#latest = this.#first;
+        if (this.#windows === 1 && remaining !== undefined && this.#limit !== undefined) this.#earlyOthers = this.#othersBefore(this.#limit, remaining, reset, seq);
       } else if (sentAt >= this.#windowSentFrom) {
         this.#resetAt = Math.min(this.#resetAt ?? bound, bound);
         this.#windowEndsAfter = Math.max(this.#windowEndsAfter, after);
@@ -395,6 +403,21 @@ export class Pacer {
       }
     }
     if (remaining !== undefined) this.#remaining = Math.max(0, remaining - Math.max(0, this.#inFlight - 1));
+  }
+
+  /**
+   * What this client's first answer says of others: the window's requests
+   * before it that were not its own (limit - Remaining - its sends), over the
+   * longest the window can have run by then (Reset is whole seconds, rounded
+   * up), as requests per own spread step of the first window. A count alone
+   * would make a client that comes late into a busy minute wait for long.
+   */
+  #othersBefore(limit: number, remaining: number, reset: number, seq: number): number {
+    const others = limit - remaining - seq;
+    if (others <= 0 || limit <= 0) return 0;
+    const ranMs = Math.max(1, this.#windowMs - Math.max(0, reset - 1) * 1000);
+    const stepMs = Math.max(this.#windowMs * SPREAD, Math.min(this.#windowMs, START_SPREAD_MS)) / limit;
+    return (others * stepMs) / ranMs;
   }
 
   /**

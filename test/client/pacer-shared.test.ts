@@ -35,6 +35,16 @@ async function request(r: Rig, headers: Record<string, string>): Promise<number>
 }
 
 describe('pacer: other users of the key', () => {
+  it('its first answer shows requests of others before its own: in that first window it spreads wider at once', async () => {
+    const alone = rig();
+    await request(alone, h(7)); // 8 less its own: nobody else
+    expect(await request(alone, h(6))).toBe(250); // one request per 2 s / 8
+    const late = rig();
+    await request(late, h(5)); // two requests of others came before its first, in the window's first second at most
+    expect(late.p.view.othersPerOwn).toBeGreaterThan(0);
+    expect(await request(late, h(4))).toBeGreaterThan(250);
+  });
+
   it('Remaining falls faster than its own sends: it leaves the last slots to the others and waits for the window', async () => {
     const r = rig();
     await request(r, h(7)); // at 0; the window ends by 2005

@@ -48,16 +48,16 @@ describe('pacing on RateLimit-*', () => {
   it('counts its own sends down from Remaining and waits when the local view reaches 0', async () => {
     const h = harness();
     const times = serve(() => h.clock, [
-      [200, page(), limits(2, 40)],
+      [200, page(), limits(2, 40, 3)], // alone on the key: 3 less its own request
       [200, page(), { ...JSON_HEADERS }], // no headers: the local count goes on
       [200, page(), { ...JSON_HEADERS }],
       [200, page(), limits(59, 60)],
     ]);
     for (let i = 0; i < 4; i += 1) await h.client.list('/v1/contacts', { limit: 1 });
     await h.client.close();
-    // In its first window the client cannot know whether others spend the key too: it spreads its
-    // requests over the window's first 0.3 (one per 0.3 x 40 s / 60 = 200 ms), without announcing a wait.
-    expect(times).toEqual([T0, T0 + 200, T0 + 400, T0 + 40_000]);
+    // In its first window the client cannot know whether others start to spend the key too: it spreads its
+    // requests over the window's first 0.3 (one per 0.3 x 40 s / 3 = 4 s), without announcing a wait.
+    expect(times).toEqual([T0, T0 + 4000, T0 + 8000, T0 + 40_000]);
     expect(h.client.stats.rateLimitWaits).toBe(1);
   });
 
