@@ -10,8 +10,9 @@
  * client's own sends, and a 429 comes although the pacer kept count. The
  * pacer counts the others' requests per request of its own (this window and
  * the two before; this window alone once it holds SETTLED answers of its
- * own, as others come and go), and while others are about (and in its first window,
- * before it can know) it
+ * own, as others come and go; in its first window, also those its first
+ * answer shows before its own, as a rate), and while others are about (and
+ * in its first window, before it can know) it
  *  - spreads the key's quota over the first SPREAD part of the window (in
  *    its first window over START_SPREAD_MS at least), taking its share of
  *    the steps, so that a process that starts or wakes later still finds
