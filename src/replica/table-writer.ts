@@ -42,7 +42,7 @@ import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { keepSavedStates, partKey, partName } from '../stores/checkpoint.js';
+import { PartFailures, keepSavedStates, partName } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -90,15 +90,8 @@ export class TableWriter {
   private deletionsKnown: boolean;
   private readonly writeState: StatementSync;
   private openedAt: number | undefined;
-  /**
-   * Streams (of an account, in a replica of many) a checkpoint of which could
-   * not be written: their later checkpoints are refused (a state never moves
-   * past lost rows). The other accounts of the stream go on, the stream's
-   * state keeping the failed ones' as last committed.
-   */
-  private readonly failedParts = new Map<string, string>();
-  /** The accounts whose part of a stream failed, by stream. */
-  private readonly failedAccounts = new Map<string, Set<string>>();
+  /** Streams (of an account, in a replica of many) a checkpoint of which could not be written. */
+  private readonly failures = new PartFailures();
   private readonly readState: StatementSync;
   /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
   private broken: Error | undefined;
@@ -180,8 +173,8 @@ export class TableWriter {
     const table = this.tables.get(checkpoint.stream);
     if (!table) throw new Error(`the replica has no table for stream "${checkpoint.stream}"`);
     const part = table.accountAt >= 0 ? checkpoint.account : undefined;
-    const failed = (cause: string): void => this.partFailed(checkpoint.stream, part, cause);
-    const earlier = this.failedParts.get(partKey(checkpoint.stream, part));
+    const failed = (cause: string): void => this.failures.add(checkpoint.stream, part, cause);
+    const earlier = this.failures.of(checkpoint.stream, part);
     if (earlier !== undefined) {
       throw new Error(`an earlier checkpoint of ${partName(checkpoint.stream, part)} could not be written (${earlier}), so later ones are not either`);
     }
@@ -256,7 +249,7 @@ export class TableWriter {
           }
         }
       }
-      const kept = this.failedAccounts.get(checkpoint.stream);
+      const kept = this.failures.accountsOf(checkpoint.stream);
       const state = kept === undefined ? checkpoint.state : keepSavedStates(checkpoint.state, this.savedState(checkpoint.stream), kept);
       this.writeState.run(checkpoint.stream, state, syncedAt);
       if (isolated) this.db.exec('RELEASE checkpoint');
@@ -267,15 +260,6 @@ export class TableWriter {
       throw err;
     }
     return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows };
-  }
-
-  /** A checkpoint of the stream (of `account`'s part, in a replica of many) could not be written: its later ones are refused. */
-  private partFailed(stream: string, account: string | undefined, cause: string): void {
-    this.failedParts.set(partKey(stream, account), cause);
-    if (account === undefined) return;
-    let accounts = this.failedAccounts.get(stream);
-    if (accounts === undefined) this.failedAccounts.set(stream, (accounts = new Set()));
-    accounts.add(account);
   }
 
   /** The stream's state as last written (in this transaction, or committed). */

@@ -147,6 +147,36 @@ export const partKey = (stream: string, account: string | undefined): string => 
 export const partName = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream} of account "${account}"`);
 
 /**
+ * The parts whose checkpoints could not be written, and why: their later
+ * checkpoints are refused, so that a state never moves past lost rows. A
+ * stream's failure (no account) stops every account's part of it; an
+ * account's stops its part alone, the stream's state keeping that account's
+ * state as last committed (keepSavedStates).
+ */
+export class PartFailures {
+  readonly #causes = new Map<string, string>();
+  readonly #accounts = new Map<string, Set<string>>();
+
+  /** Why the part stopped (its own failure, or its stream's); undefined while it goes on. */
+  of(stream: string, account: string | undefined): string | undefined {
+    return this.#causes.get(partKey(stream, account)) ?? this.#causes.get(stream);
+  }
+
+  add(stream: string, account: string | undefined, cause: string): void {
+    this.#causes.set(partKey(stream, account), cause);
+    if (account === undefined) return;
+    let accounts = this.#accounts.get(stream);
+    if (accounts === undefined) this.#accounts.set(stream, (accounts = new Set()));
+    accounts.add(account);
+  }
+
+  /** The accounts whose part of `stream` stopped; undefined when none did. */
+  accountsOf(stream: string): ReadonlySet<string> | undefined {
+    return this.#accounts.get(stream);
+  }
+}
+
+/**
  * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
  * the states of `accounts` as `saved` (the state last committed) holds them,
  * or without them where it holds none: a failed account's state never moves

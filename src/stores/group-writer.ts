@@ -58,7 +58,7 @@
  */
 import { ConnectorError } from '../errors.js';
 import { ACCOUNT_COLUMN, keyColumns, qualified, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
-import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, PartFailures, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
 /** How long a group gathers checkpoints at least, when the writer is idle. */
@@ -178,10 +178,7 @@ export class GroupWriter<R> {
   /** Tasks of `between`, each run before the next group. */
   private readonly tasks: { run: () => Promise<void>; fail: (error: ConnectorError) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
-  /** Why a part stopped, by part key (a stream, or a stream of an account); a stream's key alone stops it for every account. */
-  private readonly failed = new Map<string, string>();
-  /** The accounts whose part of a stream stopped, by stream (their states are kept as last committed). */
-  private readonly failedAccounts = new Map<string, Set<string>>();
+  private readonly failures = new PartFailures();
   private broken: ConnectorError | undefined;
   /**
    * Told of a stream that failed once its checkpoints were taken (its group
@@ -244,7 +241,7 @@ export class GroupWriter<R> {
     const manyAccounts = table.spec.layout.accountKey === true;
     const account = manyAccounts ? checkpoint.account : undefined;
     if (manyAccounts && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the store keeps many`);
-    const earlier = this.failureOf(checkpoint.stream, account);
+    const earlier = this.failures.of(checkpoint.stream, account);
     if (earlier !== undefined) {
       throw new ConnectorError('system_error', `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`);
     }
@@ -255,7 +252,7 @@ export class GroupWriter<R> {
         keyless >= 0
           ? `record ${keyless + 1} of the checkpoint has no ${table.spec.layout.primaryKey}`
           : `a record of the checkpoint of account "${account}" has ${ACCOUNT_COLUMN} ${JSON.stringify(records[otherAccount]?.[ACCOUNT_COLUMN] ?? null)}`;
-      this.stop(checkpoint.stream, account, cause);
+      this.failures.add(checkpoint.stream, account, cause);
       throw new ConnectorError('system_error', `${cause}, so nothing of that checkpoint is written.`);
     }
     while (this.waiting.length > 0 && this.writing) {
@@ -329,7 +326,7 @@ export class GroupWriter<R> {
     await this.flush();
     if (result === undefined) {
       const account = this.tables.get(checkpoint.stream)?.spec.layout.accountKey === true ? checkpoint.account : undefined;
-      const failed = this.failureOf(checkpoint.stream, account);
+      const failed = this.failures.of(checkpoint.stream, account);
       throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${partName(checkpoint.stream, account)} could not be written: ${failed ?? 'its group was refused'}.`);
     }
     return result;
@@ -412,23 +409,9 @@ export class GroupWriter<R> {
     this.prepared = true;
   }
 
-  /** Why the part of `stream` (of `account`) stopped; undefined while it goes on. */
-  private failureOf(stream: string, account: string | undefined): string | undefined {
-    return this.failed.get(partKey(stream, account)) ?? this.failed.get(stream);
-  }
-
-  /** Stop the part of `stream` of `account` (every account's when undefined): its later checkpoints are refused. */
-  private stop(stream: string, account: string | undefined, cause: string): void {
-    this.failed.set(partKey(stream, account), cause);
-    if (account === undefined) return;
-    let accounts = this.failedAccounts.get(stream);
-    if (!accounts) this.failedAccounts.set(stream, (accounts = new Set()));
-    accounts.add(account);
-  }
-
   /** Write a group; on a refusal, again without the failing part (which stops). */
   private async writeGroup(group: Group<R>): Promise<void> {
-    let parts = [...group.parts.values()].filter((p) => this.failureOf(p.stream, p.account) === undefined);
+    let parts = [...group.parts.values()].filter((p) => this.failures.of(p.stream, p.account) === undefined);
     for (let attempt = 0; parts.length > 0; attempt++) {
       let failing: { stream: string; account: string | undefined } | undefined;
       try {
@@ -448,9 +431,9 @@ export class GroupWriter<R> {
           return;
         }
         const { stream, account } = failing;
-        this.stop(stream, account, error.message);
+        this.failures.add(stream, account, error.message);
         this.onStreamFailed?.(stream, error, account);
-        parts = parts.filter((p) => this.failureOf(p.stream, p.account) === undefined);
+        parts = parts.filter((p) => this.failures.of(p.stream, p.account) === undefined);
       }
     }
   }
@@ -499,7 +482,7 @@ export class GroupWriter<R> {
         let state = states.get(stream);
         if (state === undefined) continue;
         // Accounts whose part of the stream stopped keep their state as last committed (the state row, read in this transaction).
-        const kept = this.failedAccounts.get(stream);
+        const kept = this.failures.accountsOf(stream);
         if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${this.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
         await sql.run(
           `INSERT INTO ${this.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,

@@ -44,7 +44,6 @@ export const DUCKDB_DIALECT: StoreDialect = {
 /** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
 export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
 
-
 /** The ISO 8601 text of a TIMESTAMPTZ column, as the service writes instants (UTC, milliseconds, Z). */
 export function isoText(expr: string): string {
   return `strftime(${expr} AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%gZ')`;
