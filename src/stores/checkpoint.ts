@@ -187,7 +187,8 @@ export function keepSavedStates(state: string, saved: string | undefined, accoun
   if (next.accounts === undefined) return state;
   const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
   for (const account of accounts) {
-    if (Object.hasOwn(before, account)) next.accounts[account] = before[account];
+    // An own property even for an entry named __proto__ (a valid name), which an assignment would not make.
+    if (Object.hasOwn(before, account)) Object.defineProperty(next.accounts, account, { value: before[account], enumerable: true, writable: true, configurable: true });
     else delete next.accounts[account];
   }
   return JSON.stringify(next);

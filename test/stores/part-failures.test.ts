@@ -24,4 +24,10 @@ describe('keepSavedStates', () => {
     expect(JSON.parse(keepSavedStates(next, saved, new Set(['b', 'c'])))).toEqual({ accounts: { a: { w: 2 }, b: { w: 1 } } });
     expect(JSON.parse(keepSavedStates(next, undefined, new Set(['a'])))).toEqual({ accounts: { b: { w: 2 }, c: { w: 2 } } });
   });
+
+  it('keeps the state of an entry named __proto__ (a valid entry name) as an own field', () => {
+    const next = '{"accounts":{"b":{"w":2}}}';
+    const saved = '{"accounts":{"__proto__":{"w":1}}}';
+    expect(keepSavedStates(next, saved, new Set(['__proto__']))).toBe('{"accounts":{"b":{"w":2},"__proto__":{"w":1}}}');
+  });
 });
