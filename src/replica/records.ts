@@ -3,7 +3,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConfigError } from '../errors.js';
-import { STATE_TABLE, openForRead, storedLayouts } from './database.js';
+import { STATE_TABLE, openForRead, storedLayouts, tableExists } from './database.js';
 import { ident, keyColumns } from './layout.js';
 import { rowToRecord } from './rows.js';
 
@@ -28,11 +28,12 @@ export function replicaRecords(dbPath: string): Map<string, Data[]> {
   }
 }
 
-/** The state saved with the last commit of each stream. */
+/** The state saved with the last commit of each stream (none in a file a run stopped before it made its tables). */
 export function replicaStates(dbPath: string): Map<string, StreamState> {
   const db = openForRead(dbPath);
   try {
     const out = new Map<string, StreamState>();
+    if (!tableExists(db, STATE_TABLE)) return out;
     for (const row of db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all()) {
       out.set(String(row.stream), parseStreamState(String(row.stream), JSON.parse(String(row.state)) as unknown));
     }

@@ -267,3 +267,11 @@ describe('ReplicaWriter', () => {
     expect(replicaRecords(path).get('contacts')).toHaveLength(sink.tallies.get('contacts')!.upserted);
   });
 });
+
+describe('reading the saved states back', () => {
+  it('finds none in a file a run stopped before it made its tables (killed at its start)', () => {
+    const path = newDb();
+    new DatabaseSync(path).close(); // SQLite made the file; the run was killed before its first statement
+    expect(replicaStates(path)).toEqual(new Map());
+  });
+});
