@@ -22,6 +22,8 @@ vi.mock('node:fs', async (importOriginal) => {
     },
   };
 });
+// Imported again here (test files may share a worker and its modules), so that it sees the mock above.
+vi.resetModules();
 const { assertWritable } = await import('../../src/replica/writable.js');
 
 let dir: string;
