@@ -119,6 +119,8 @@ interface Graph {
   readonly unresolved: readonly string[];
   /** Class names, each with the files declaring it (relative to the root). */
   readonly classes: ReadonlyMap<string, readonly string[]>;
+  /** Node's built-in modules each file loads (`node:` written out), and how. */
+  readonly builtins: readonly { readonly from: string; readonly spec: string; readonly kind: Kind }[];
 }
 
 /** A module reference in a file: the specifier's node (a string literal, or whatever expression stands there) and how it loads. */
@@ -212,6 +214,7 @@ function readGraph(project: Project, at: Trees): Graph {
   const edges: Edge[] = [];
   const unresolved: string[] = [];
   const classes = new Map<string, string[]>();
+  const builtins: Graph['builtins'][number][] = [];
   const files = [...sourceFiles(at.src).map((f) => [at.src, f]), ...sourceFiles(at.emulator).map((f) => [at.emulator, f])] as [string, string][];
   for (const [tree, file] of files) {
     const from = relative(at.root, file);
@@ -227,7 +230,10 @@ function readGraph(project: Project, at: Trees): Graph {
     const symbols = literal.length === 0 ? [] : project.checker.getSymbolAtLocation(literal.map((r) => r.node));
     literal.forEach((r, i) => {
       const spec = (r.node as Node & { readonly text: string }).text;
-      if (spec.startsWith('node:') || isBuiltin(spec)) return;
+      if (spec.startsWith('node:') || isBuiltin(spec)) {
+        builtins.push({ from, spec: spec.startsWith('node:') ? spec : `node:${spec}`, kind: r.kind });
+        return;
+      }
       const declaration = symbols[i]?.declarations[0];
       const target = declaration?.kind === SyntaxKind.SourceFile ? declaration.path : fallback(file, spec);
       const fromArea = areaOf(file, at);
@@ -243,7 +249,7 @@ function readGraph(project: Project, at: Trees): Graph {
       }
     });
   }
-  return { edges, unresolved, classes };
+  return { edges, unresolved, classes, builtins };
 }
 
 /** The graphs of several projects (each root with its tsconfig.json), read by one compiler process. */
@@ -454,6 +460,12 @@ describe('the import graph of src/ and of the emulator package', () => {
     const loads = all.filter((e) => e.pkg !== undefined && drivers.includes(e.pkg));
     expect(loads.filter((e) => e.kind === 'lazy').map((e) => e.pkg).sort()).toEqual(expect.arrayContaining(drivers));
     expect(loads.filter((e) => e.kind === 'static').map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
+  });
+
+  it('src/ takes node:http and node:https as types only: an ES import of either reads all its exports, and their lazy WebSocket loads Node\'s own undici at every start', () => {
+    const builtins = GRAPH.builtins.filter((b) => b.from.startsWith('src/'));
+    expect(builtins.filter((b) => b.spec === 'node:http' && b.kind === 'type').length).toBeGreaterThan(0);
+    expect(builtins.filter((b) => /^node:https?$/.test(b.spec) && b.kind !== 'type').map((b) => `${b.from} imports ${b.spec}`)).toEqual([]);
   });
 
   it("bin/ starts the connector alone (dist/cli/); the emulator's command is its package's bin", () => {

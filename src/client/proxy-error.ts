@@ -6,11 +6,14 @@
  * proxy's answer (a 407 and its challenge, 403, 502) and its failures, which
  * ProxyAgent would reduce to "Proxy response (407) !== 200".
  */
-import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { ProxyEndpoint } from '../network/proxy-url.js';
 import { errorCode } from './retry.js';
 import { duration } from './redact.js';
+
+// Not `import ... from 'node:http'`: an ES import of node:http reads all of its exports, whose lazy WebSocket and
+// friends load Node's own copy of undici, about 20 ms of every start for a table of reason phrases.
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
  * How a request failed at the proxy: unreachable (down, or it cannot reach
