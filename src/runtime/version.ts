@@ -9,6 +9,5 @@ interface PackageJson {
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageJson;
 
-export const PACKAGE_NAME = pkg.name;
 export const VERSION = pkg.version;
 export const USER_AGENT = `${pkg.name}/${pkg.version} (node ${process.versions.node})`;

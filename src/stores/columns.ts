@@ -125,11 +125,6 @@ export function widen(a: StoreKind, b: StoreKind): StoreKind {
   return 'text';
 }
 
-/** Whether a column of kind `from` becomes one of kind `to` by widening (or stays). */
-export function widensTo(from: StoreKind, to: StoreKind): boolean {
-  return widen(from, to) === to;
-}
-
 function kindOfProperty(property: unknown): StoreKind {
   if (typeof property !== 'object' || property === null) return 'json';
   const { type: declared, format } = property as { type?: unknown; format?: unknown };
@@ -219,11 +214,6 @@ export function evolveLayout(wanted: StoreLayout, stored: StoreLayout | undefine
     changes.push({ stream: stored.stream, field, from: undefined, to: kind });
   }
   return { layout: { ...wanted, primaryKey: stored.primaryKey, columns, pending: [] }, changes };
-}
-
-/** A layout as stored beside the tables (JSON). */
-export function serializeLayout(layout: StoreLayout): string {
-  return JSON.stringify(layout);
 }
 
 /** A stored layout back; undefined when the text is not one. */
