@@ -296,6 +296,25 @@ export function storeSuite(h: StoreHarness): void {
         expect(store.schemaChanges()).toEqual([]);
       });
     });
+
+    it('adds two new fields of one run as two columns at the next open, rows without them read back without them', async () => {
+      const records = [contact('c1', 1), contact('c2', 2, { lifetime_value: 10, segment: 'b2b' })];
+      await withStore('drift-two', async (store) => {
+        await store.commit(checkpoint('contacts', records, 2));
+      });
+      await withStore('drift-two', async (store) => {
+        expect(store.changes).toEqual([`contacts.lifetime_value: new column (${h.types.int64})`, `contacts.segment: new column (${h.types.text})`]);
+        expect(await h.rows(store, 'SELECT id, CAST(lifetime_value AS VARCHAR) AS v, segment FROM {schema}.contacts ORDER BY id')).toEqual([
+          { id: 'c1', v: null, segment: null },
+          { id: 'c2', v: '10', segment: 'b2b' },
+        ]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+      await withStore('drift-two', async (store) => {
+        expect(store.changes).toEqual([]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+    });
   });
 
   describe('strings that are not well-formed Unicode', () => {

@@ -257,15 +257,16 @@ export async function openTables(
         await connection.run(createTableSql(schema, layout));
       } else {
         const table = qualified(schema, layout.table);
+        // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
         for (const change of mine) {
           const column = quoteIdent(change.field);
           if (change.from === undefined) {
             await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${DUCKDB_TYPES[change.to]}`);
-            await markAbsent(connection, schema, layout, change.field);
           } else if (DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
             await connection.run(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DATA TYPE ${DUCKDB_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`);
           }
         }
+        for (const change of mine) if (change.from === undefined) await markAbsent(connection, schema, layout, change.field);
         for (const change of mine) await moveFromExtra(connection, schema, layout, change.field, change.to);
       }
       await saveLayout(connection, schema, layout);

@@ -27,6 +27,7 @@ import { withEmulatorAccount } from '../../../helpers/suite.js';
 const DAY_MS = 86_400_000;
 /** The column type each store gives an integer field the service adds. */
 const INTEGER_TYPE = { sqlite: 'INTEGER', postgres: 'bigint', duckdb: 'BIGINT' } as const;
+const TEXT_TYPE = { sqlite: 'TEXT', postgres: 'text', duckdb: 'VARCHAR' } as const;
 
 /** The suite every store passes, the same code for each. */
 export function storeSuite(store: StoreKind): void {
@@ -59,24 +60,29 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
-      it('a field the service adds becomes a column on the next run', { timeout: 120_000 }, async () => {
+      it('fields the service adds become columns on the next run, two at once', { timeout: 120_000 }, async () => {
         const config = account.config(dir);
         const db = await store.fresh(dir, 'drift');
         expect((await replicate(config, db)).code).toBe(0);
         const field: ExtraField = { list: 'contacts', name: `score_${store.name}`, type: 'integer' };
+        const label: ExtraField = { list: 'contacts', name: `label_${store.name}`, type: 'string' };
         account.emulator.control.addExtraField(field);
+        account.emulator.control.addExtraField(label);
         account.mutate({ op: 'update_contacts', count: 30 });
         const summaryFile = join(dir, `drift-${store.name}.json`);
         const run = await replicate(config, db, { args: ['--summary', summaryFile] });
         expect(run.code, run.stderr).toBe(0);
         expect(run.stderr).toContain(field.name);
-        expect(await store.columns(db, 'contacts')).toContain(field.name);
+        expect(await store.columns(db, 'contacts')).toEqual(expect.arrayContaining([field.name, label.name]));
         // The summary lists the change on its stream (and none on the others); the final line names it.
         const summary = RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8')));
         const changes = Object.fromEntries(summary.streams.map((s) => [s.name, s.schema_changes]));
-        expect(changes.contacts).toStrictEqual([{ column: field.name, change: 'added', from_type: null, to_type: INTEGER_TYPE[store.name] }]);
+        expect(changes.contacts).toStrictEqual([
+          { column: field.name, change: 'added', from_type: null, to_type: INTEGER_TYPE[store.name] },
+          { column: label.name, change: 'added', from_type: null, to_type: TEXT_TYPE[store.name] },
+        ]);
         for (const stream of ['conversations', 'stage_events', 'deletions', 'pipeline_stages']) expect(changes[stream], stream).toStrictEqual([]);
-        expect(run.stderr).toMatch(new RegExp(`Replica up to date: .*schema changes: contacts\\.${field.name} added \\(${INTEGER_TYPE[store.name]}\\)`));
+        expect(run.stderr).toMatch(new RegExp(`Replica up to date: .*schema changes: contacts\\.${field.name} added \\(${INTEGER_TYPE[store.name]}\\), contacts\\.${label.name} added \\(${TEXT_TYPE[store.name]}\\)`));
         // A run that changes nothing lists nothing.
         const quiet = await replicate(config, db, { args: ['--summary', summaryFile] });
         expect(quiet.code, quiet.stderr).toBe(0);
@@ -88,7 +94,7 @@ export function storeSuite(store: StoreKind): void {
         const truth = dumpLists(account.dump());
         let readAgain = 0;
         const without = (record: Record<string, unknown>): Record<string, unknown> => {
-          const { [field.name]: _added, ...before } = record;
+          const { [field.name]: _added, [label.name]: _label, ...before } = record;
           return before;
         };
         const heldContacts = (held.contacts as Record<string, unknown>[]).map((row) => {
