@@ -168,7 +168,7 @@ async function keepExactIntegers(connection: DuckdbConnection, schema: string, l
   const rows = await rowsOf(
     connection,
     `SELECT ${rowKeySql(layout)} AS id, CAST(${column} AS VARCHAR) AS v, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
-      `WHERE ${column} IS NOT NULL AND abs(${column}) > 9007199254740992`,
+      `WHERE ${column} > 9007199254740992 OR ${column} < -9007199254740992`, // not abs(), which overflows on the type's smallest value
   );
   const updates = rows.map((row) => {
     const extra = parseExtra(row.extra);

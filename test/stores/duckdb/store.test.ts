@@ -105,6 +105,24 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('the integers at the ends of BIGINT', () => {
+  it('keep their exact texts when a decimal widens their column to DOUBLE, and the store opens again', async () => {
+    const ends = [contact('c1', 1, { qualification_score: rawNumber('-9223372036854775808') }), contact('c2', 2, { qualification_score: rawNumber('9223372036854775807') })];
+    let store = await DuckdbStore.open(target('int64-ends'));
+    await store.commit(checkpoint('contacts', [...ends, contact('c3', 3, { qualification_score: rawNumber('1.5') })], 3));
+    await store.close();
+    for (let open = 0; open < 2; open++) {
+      store = await DuckdbStore.open(target('int64-ends'));
+      try {
+        expect(store.changes).toEqual(open === 0 ? ['contacts.qualification_score: BIGINT -> DOUBLE'] : []);
+        expect((await store.readRecords('contacts')).map((r) => r.qualification_score)).toEqual([rawNumber('-9223372036854775808'), rawNumber('9223372036854775807'), 1.5]);
+      } finally {
+        await store.close();
+      }
+    }
+  });
+});
+
 describe('hostile values', () => {
   // Text that a loader with quoting, escapes or a NULL marker could mistake, exact integers at their limits,
   // instants to the microsecond: each back as it was sent, in its column and in readRecords, before and after
