@@ -4,7 +4,7 @@
  * the state's watermarks and the replica's rows all read them.
  */
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i;
+const DATE_TIME_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:?\d{2})$/i;
 /** Days of `month` (1-12) in `year`, leap years included. */
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
@@ -25,8 +25,8 @@ type Reading = { readonly ms: number } | { readonly problem: string | undefined 
 
 /**
  * Read `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time with zone (`Z`,
- * `±HH:MM` or the basic form `±HHMM`; seconds and up to 9 fraction digits
- * optional). Fields out of range (year 0000, month 13, February 30, hour 24)
+ * `±HH:MM` or the basic form `±HHMM`; seconds and fraction digits optional,
+ * the fraction read to the millisecond). Fields out of range (year 0000, month 13, February 30, hour 24)
  * are what the service refuses: `problem` says which; undefined when the
  * shape itself is wrong.
  */
