@@ -27,7 +27,8 @@ export const StreamStateSchema = z.looseObject({
   account: z
     .looseObject(
       {
-        name: z.string({ error: 'must be the account name /v1/me gave' }).min(1, { message: 'must be the account name /v1/me gave' }),
+        // As /v1/me gave it: an account may have an empty name.
+        name: z.string({ error: 'must be the account name /v1/me gave' }),
         base_url: z.string({ error: 'must be the base_url the state was read from' }).optional(),
       },
       { error: 'must be an object {"name": ..., "base_url": ...}' },
