@@ -96,8 +96,14 @@ export class Paginator {
   }
 
   #nextCursor(page: RawPage): string | null {
-    if (!page.has_more) return null;
     const next = page.next_cursor;
+    if (!page.has_more) {
+      // Pages may be behind that cursor: taking the page as the last would save the watermark past them.
+      if (typeof next === 'string' && next.length > 0) {
+        throw new ContractError(`${this.#stream.path} answered has_more: false with a next_cursor; the state was not moved.`);
+      }
+      return null;
+    }
     if (typeof next !== 'string' || next.length === 0) {
       throw new ContractError(`${this.#stream.path} answered has_more: true without a next_cursor; the state was not moved.`);
     }

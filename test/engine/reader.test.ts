@@ -136,6 +136,7 @@ describe('readStream', () => {
   it.each([
     ['a watermark that changes within a read', 2, { data: [{ id: 'x' }], has_more: false, next_cursor: null, sync_watermark: '2026-03-01T10:00:05.000Z' }, /changed sync_watermark within one read/],
     ['has_more true with a null cursor', 1, { data: [{ id: 'x' }], has_more: true, next_cursor: null, sync_watermark: W1 }, /has_more: true without a next_cursor/],
+    ['has_more false with a next_cursor', 1, { data: [{ id: 'x' }], has_more: false, next_cursor: 'c200', sync_watermark: W1 }, /has_more: false with a next_cursor/],
     ['a cursor that repeats', 2, { data: [{ id: 'x' }], has_more: true, next_cursor: 'c200', sync_watermark: W1 }, /already returned in this read/],
     ['a record without id', 1, { data: [{ name: 'no id' }], has_more: false, next_cursor: null, sync_watermark: W1 }, /without "id" at data\[0\]/],
   ])('stops with a system_error on %s, without a state past unread data', async (_name, call, page, message) => {
