@@ -224,12 +224,8 @@ export class AccountsRun {
 
     const stateOf = (name: string): StreamState => {
       const byAccount = combined.get(name) ?? new Map<string, StreamState>();
-      const accounts: Record<string, StreamState> = {};
-      for (const entry of order) {
-        const state = byAccount.get(entry);
-        if (state !== undefined) accounts[entry] = state;
-      }
-      return { accounts };
+      // Own properties, whatever the entries' names (an assignment to "__proto__" would set the prototype instead).
+      return { accounts: Object.fromEntries(order.flatMap((entry) => (byAccount.has(entry) ? [[entry, byAccount.get(entry) as StreamState]] : []))) };
     };
 
     const started = async (stream: StreamDefinition): Promise<void> => {

@@ -73,14 +73,14 @@ function parseAccountsState(stream: string, input: Record<string, unknown>): Str
       { field: `state.${stream}.accounts` },
     );
   }
-  const accounts: Record<string, StreamState> = {};
-  for (const [name, raw] of Object.entries(entries)) {
+  const accounts = Object.entries(entries).map(([name, raw]): [string, StreamState] => {
     if (typeof raw === 'object' && raw !== null && 'accounts' in raw) {
       throw new ConfigError(`Invalid state for stream "${stream}": the state of account "${name}" holds "accounts" again.`, { field: `state.${stream}.accounts.${name}` });
     }
-    accounts[name] = parseOneState(`"${stream}" of account "${name}"`, raw, `state.${stream}.accounts.${name}`);
-  }
-  return { accounts };
+    return [name, parseOneState(`"${stream}" of account "${name}"`, raw, `state.${stream}.accounts.${name}`)];
+  });
+  // Own properties, whatever the names (an assignment to "__proto__" would set the object's prototype instead).
+  return { accounts: Object.fromEntries(accounts) };
 }
 
 /** One account's state; `label` names it in messages (the stream's name, quoted), `at` is its field. */

@@ -25,6 +25,15 @@ describe('the state of many accounts', () => {
     expect(() => parseStreamState('contacts', input)).toThrow(message);
   });
 
+  it('keeps the state of an entry named __proto__ (the names\' pattern allows it) as an own field', () => {
+    const saved = JSON.parse(`{"accounts": {"__proto__": {"sync_watermark": "${W}"}, "acme": {}}}`) as unknown;
+    const state = parseStreamState('contacts', saved);
+    expect(Object.keys(state.accounts ?? {})).toEqual(['__proto__', 'acme']);
+    expect(JSON.parse(JSON.stringify(state))).toEqual(saved);
+    const entries = [{ name: '__proto__', api_key: 'drk_live_aaaaaaaaaaaa' }, { name: 'acme', api_key: 'drk_live_bbbbbbbbbbbb' }];
+    expect(accountStates(new Map([['contacts', state]]), entries).get('contacts')?.get('__proto__')).toEqual({ sync_watermark: W });
+  });
+
   it('accountStates: the states by stream and entry; empty states skipped; a state of one account refused, with the shape to use', () => {
     const states = new Map([
       ['contacts', { accounts: { acme: { sync_watermark: W } } }],

@@ -235,18 +235,19 @@ describe('Airbyte read with accounts', () => {
   });
 
   it('reads an account added from start_date and keeps the state of one removed', async () => {
-    const umbrella = tenant('umbrella', 'Umbrella', 30);
+    // Added under a name the entries' pattern allows and that JavaScript objects treat apart: its state must be an own field.
+    const umbrella = tenant('__proto__', 'Umbrella', 30);
     const before = streamStates(firstRun.stdout);
     // acme-br removed, umbrella added.
     const run = await read(config([globex, initech, umbrella]), catalog, stateLines(firstRun.stdout));
     expect(run.code, run.stdout.slice(-1500)).toBe(0);
     const umbrellaDestination = new MemoryDestination();
-    umbrellaDestination.applyAirbyte(airbyteShare(run.stdout, 'umbrella'));
+    umbrellaDestination.applyAirbyte(airbyteShare(run.stdout, umbrella.entry));
     expect(umbrellaDestination.diff(emulator.control.dump(umbrella.id))).toMatchObject({ missing: 0, stale: 0, extra: 0 });
     expect(recordsOf(run.stdout, 'acme-br')).toBe(0);
     expect(recordsOf(run.stdout, 'globex', 'contacts')).toBeLessThan(10);
     for (const [stream, state] of streamStates(run.stdout)) {
-      expect(Object.keys(state.accounts), stream).toEqual(['globex', 'initech.us', 'umbrella', 'acme-br']);
+      expect(Object.keys(state.accounts), stream).toEqual(['globex', 'initech.us', '__proto__', 'acme-br']);
       expect(state.accounts['acme-br'], stream).toEqual(before.get(stream)?.accounts['acme-br']);
     }
     const logs = parseLines(run.stdout).filter((m) => m.type === 'LOG').map((m) => (m.log as { message: string }).message);
