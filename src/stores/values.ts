@@ -161,7 +161,10 @@ const NO_FIT: Placement = { cell: undefined, alsoExtra: false };
 function cellOf(kind: StoreKind, value: unknown, dialect: StoreDialect): Cell | undefined {
   switch (kind) {
     case 'text':
-      return typeof value === 'string' && dialect.storesString(value) ? value : undefined;
+      if (typeof value === 'string') return dialect.storesString(value) ? value : undefined;
+      // A column widened to text holds the text of a number or a boolean, as the widening wrote those before it (the
+      // value itself goes to `_extra` too: keptExact).
+      return typeof value === 'boolean' ? String(value) : numberText(value);
     case 'timestamp':
       // The text as sent (both stores read it to the microsecond).
       return typeof value === 'string' && canonicalInstant(value) !== undefined ? value : undefined;
@@ -201,9 +204,10 @@ export function jsonText(value: unknown): string | undefined {
  * `_extra` too: the column would give back another text (an instant written
  * with another offset or more digits than milliseconds, which a valid one of
  * toISOString's shape never is; a number its store's column does not hold
- * digit for digit).
+ * digit for digit) or another type (a number or a boolean in a text column).
  */
-function keptExact(kind: StoreKind, cell: Cell, dialect: StoreDialect): boolean {
+function keptExact(kind: StoreKind, value: unknown, cell: Cell, dialect: StoreDialect): boolean {
+  if (kind === 'text') return typeof value !== 'string';
   if (kind === 'timestamp') return !isoShaped(cell as string);
   return kind === 'number' && !dialect.numberExact(cell as string);
 }
@@ -211,7 +215,7 @@ function keptExact(kind: StoreKind, cell: Cell, dialect: StoreDialect): boolean 
 /** Where a non-null value of a column of `kind` goes: its cell, and whether `_extra` keeps it too. */
 export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
   const cell = cellOf(kind, value, dialect);
-  return cell === undefined ? NO_FIT : { cell, alsoExtra: keptExact(kind, cell, dialect) };
+  return cell === undefined ? NO_FIT : { cell, alsoExtra: keptExact(kind, value, cell, dialect) };
 }
 
 /** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
@@ -254,7 +258,7 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
     const cell = cellOf(kind, value, dialect);
     if (cell !== undefined) {
       cells[i] = cell;
-      if (keptExact(kind, cell, dialect)) put((extra ??= {}), field, value);
+      if (keptExact(kind, value, cell, dialect)) put((extra ??= {}), field, value);
       continue;
     }
     put((extra ??= {}), field, value);

@@ -297,6 +297,27 @@ export function storeSuite(h: StoreHarness): void {
       });
     });
 
+    it('puts a number or a boolean written after its column widened to text into the column as text, and gives it back as sent', async () => {
+      await withStore('drift-text', async (store) => {
+        await store.commit(checkpoint('contacts', [contact('c1', 1, { qualification_score: 7, do_not_contact: true }), contact('c2', 2, { qualification_score: 'high', do_not_contact: 'unknown' })], 2));
+      });
+      const later = contact('c3', 3, { qualification_score: 8, do_not_contact: false });
+      await withStore('drift-text', async (store) => {
+        expect(store.changes).toEqual([`contacts.qualification_score: ${h.types.int64} -> ${h.types.text}`, `contacts.do_not_contact: ${h.types.boolean} -> ${h.types.text}`]);
+        const result = await store.commit(checkpoint('contacts', [later], 3));
+        expect(result.drift).toEqual([]);
+      });
+      await withStore('drift-text', async (store) => {
+        expect(store.changes).toEqual([]);
+        expect(await h.rows(store, 'SELECT id, qualification_score AS q, do_not_contact AS d FROM {schema}.contacts ORDER BY id')).toEqual([
+          { id: 'c1', q: '7', d: 'true' },
+          { id: 'c2', q: 'high', d: 'unknown' },
+          { id: 'c3', q: '8', d: 'false' },
+        ]);
+        expect((await store.readRecords('contacts'))[2]).toEqual(later);
+      });
+    });
+
     it('adds two new fields of one run as two columns at the next open, rows without them read back without them', async () => {
       const records = [contact('c1', 1), contact('c2', 2, { lifetime_value: 10, segment: 'b2b' })];
       await withStore('drift-two', async (store) => {
