@@ -283,12 +283,12 @@ export class AccountsRun {
           await started(stream);
         },
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
-        records: async (stream, records: readonly Data[], extractedAt) => {
+        records: async (stream, records: readonly Data[], extractedAt, tombstones = 0) => {
           for (const record of records) record[ACCOUNT_FIELD] = entry.name;
-          await (sink ?? emitter).records(stream, records, extractedAt);
+          await (sink ?? emitter).records(stream, records, extractedAt, tombstones);
           track.records += records.length;
           this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);
-          report?.records(stream.name, records.length);
+          report?.records(stream.name, records.length, tombstones);
         },
         state: async (stream, state) => {
           combined.get(stream.name)?.set(entry.name, state);

@@ -151,7 +151,7 @@ export class RecordPipeline implements SyncSink {
   #count(stream: StreamDefinition, records: readonly Data[], tombstones: number, extractedAt: number): void | Promise<void> {
     this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);
     this.#options.observer?.counted(stream.name, records.length);
-    const written = this.#emitter.records(stream, records, extractedAt);
+    const written = this.#emitter.records(stream, records, extractedAt, tombstones);
     const report = this.#options.report;
     // Reported once the emitter took them: a write dropped after a stop signal never counts.
     return report ? afterWrite(written, () => report.records(stream.name, records.length, tombstones)) : written;

@@ -18,8 +18,8 @@ export interface SyncSink {
   streamStarted(stream: StreamDefinition): void | Promise<void>;
   /** The stream is reading; `quotaReset` (epoch ms) when it is waiting on a rate limit. */
   streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void>;
-  /** One page of records as received, extracted at `extractedAt` (epoch ms). */
-  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void>;
+  /** One page of records as received, extracted at `extractedAt` (epoch ms); `tombstones`: how many of them are tombstones (for the run's report). */
+  records(stream: StreamDefinition, records: readonly Data[], extractedAt: number, tombstones?: number): void | Promise<void>;
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
   /** The stream ended well; `skipped`: the service does not offer it (a 404 on an optional stream), nothing was read. */

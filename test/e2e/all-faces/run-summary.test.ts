@@ -200,6 +200,30 @@ describe.each(FACES)('%s: exit status and --summary', (face) => {
   });
 });
 
+describe('read with deletions as tombstones', () => {
+  /** Tombstones per stream in a read's output (records whose _ab_cdc_deleted_at is set). */
+  const emitted = (stdout: string): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const m of parseLines(stdout)) {
+      const record = m.record as { stream: string; data: Record<string, unknown> } | undefined;
+      if (m.type === 'RECORD' && record && record.data._ab_cdc_deleted_at != null) out[record.stream] = (out[record.stream] ?? 0) + 1;
+    }
+    return out;
+  };
+  it.each([false, true])('the summary counts the tombstones the output holds (accounts: %s)', async (many) => {
+    const name = `tombstones-${many ? 'accounts' : 'key'}`;
+    const summary = join(dir, `${name}-summary.json`);
+    // JSON drops an undefined api_key: the config of many accounts has none.
+    const cfg = config(name, { deletions_as_tombstones: true, ...(many ? { api_key: undefined, accounts: [{ name: 'acme', api_key: key }] } : {}) });
+    const run = await runCli(SOURCE_BIN, ['read', '--config', cfg, '--catalog', CATALOG, '--summary', summary]);
+    expect(run.code, run.stderr.slice(-800)).toBe(0);
+    const counts = emitted(run.stdout);
+    expect(Object.values(counts).reduce((n, c) => n + c, 0)).toBeGreaterThan(0);
+    const s = summaryOf(summary);
+    expect(Object.fromEntries(s.streams.filter((x) => x.tombstones > 0).map((x) => [x.name, x.tombstones]))).toEqual(counts);
+  });
+});
+
 describe('--summary on other commands', () => {
   it('is a usage mistake (exit 2) outside read, replicate and the tap sync', async () => {
     const run = await runCli(SOURCE_BIN, ['discover', '--config', config('discover'), '--summary', join(dir, 'x.json')]);
