@@ -102,6 +102,19 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(readdirSync(dir).sort()).toEqual(['read.json', 'replicate.json', 'sync.json']);
   });
 
+  it("does not repeat a command line that holds a --db URL's password, on stderr or in the summary", () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-password-');
+    for (const db of ['postgresql://bob:S3cr3tPass99@127.0.0.1:5432/db', 'postgresql://bob@127.0.0.1/db?password=S3cr3tPass99']) {
+      const summary = join(dir, 'replicate.json');
+      const run = spawnSync(node, [SOURCE_BIN, 'replicate', '--config', 'config.json', '--db', db, '--summary', summary], { cwd: ROOT, encoding: 'utf8' });
+      expect(run.status).toBe(78);
+      expect(run.stderr).toMatch(/Node\.js 22\.19 or newer is needed.*source-data-read \.\.\./);
+      expect(run.stderr).not.toContain('S3cr3tPass99');
+      expect(readFileSync(summary, 'utf8')).not.toContain('S3cr3tPass99');
+    }
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
