@@ -88,6 +88,11 @@ export function secretForms(secret: string): string[] {
   return [...new Set([secret, once, twice, encoded])].sort((a, b) => b.length - a.length);
 }
 
+/** `text` with the password of a URL in it (`scheme://user:PASSWORD@`, `password=...`) as `***`: what a message may quote of a URL it could not read. */
+export function maskUrlPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+}
+
 /**
  * Replace every occurrence of each secret in `text` with `***`, in every form
  * it can take there (secretForms). Secrets under 4 characters are left alone

@@ -5,6 +5,7 @@
  * the option meant, a flag without its value, an argument nothing takes.
  */
 import { parseArgs } from 'node:util';
+import { maskUrlPassword } from '../errors.js';
 import { UsageError, unknownOption } from './usage.js';
 
 export interface ArgsSpec {
@@ -43,7 +44,8 @@ function usageMistake(err: unknown, argv: readonly string[], options: Options, s
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
     const extra = tokens.filter((t) => t.kind === 'positional')[spec.positionals];
-    if (extra) return new UsageError(`Unexpected argument "${extra.value}".`);
+    // Quoted with a URL's password masked (a --db URL given without its flag).
+    if (extra) return new UsageError(`Unexpected argument "${maskUrlPassword(extra.value ?? '')}".`);
   }
   return new UsageError(err instanceof Error ? err.message : String(err));
 }
@@ -75,7 +77,7 @@ export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
     throw usageMistake(err, argv, options, spec);
   }
   const extra = parsed.positionals[spec.positionals];
-  if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
+  if (extra !== undefined) throw new UsageError(`Unexpected argument "${maskUrlPassword(extra)}".`);
   return toParsed(parsed);
 }
 

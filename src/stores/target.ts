@@ -24,7 +24,7 @@
 import { existsSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError, maskUrlPassword } from '../errors.js';
 
 /** How TLS is used, as libpq's `sslmode` says (connection.ts applies it). */
 export type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
@@ -116,22 +116,17 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
   return { kind: 'sqlite', path: db, display: db, secrets: [] };
 }
 
-/** The URL's text with its password (if any) as `***`: what a message may quote of a URL that could not be parsed. */
-function maskedUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
-}
-
 function decode(part: string, what: string, url: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has a badly percent-encoded ${what}.`, { field: '--db' });
+    throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has a badly percent-encoded ${what}.`, { field: '--db' });
   }
 }
 
 function portOf(text: string, from: string, url: string): number {
   const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(port >= 1 && port <= 65535)) throw new ConfigError(`Invalid port "${text}" (from ${from}) for ${maskedUrl(url)}: a number from 1 to 65535.`, { field: '--db' });
+  if (!(port >= 1 && port <= 65535)) throw new ConfigError(`Invalid port "${text}" (from ${from}) for ${maskUrlPassword(url)}: a number from 1 to 65535.`, { field: '--db' });
   return port;
 }
 
@@ -185,17 +180,17 @@ export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.e
     if (colon >= 0) password = decode(userinfo.slice(colon + 1), 'password', url);
   }
   if (hostport.includes(',')) {
-    throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} names several hosts; give one (the connector writes to one primary server).`, { field: '--db' });
+    throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} names several hosts; give one (the connector writes to one primary server).`, { field: '--db' });
   }
   let host: string | undefined;
   let port: number | undefined;
   if (hostport.startsWith('[')) {
     const close = hostport.indexOf(']');
-    if (close < 0) throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has an unclosed IPv6 address.`, { field: '--db' });
+    if (close < 0) throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has an unclosed IPv6 address.`, { field: '--db' });
     host = hostport.slice(1, close);
     const after = hostport.slice(close + 1);
     if (after.startsWith(':')) port = portOf(after.slice(1), 'the URL', url);
-    else if (after !== '') throw new ConfigError(`The PostgreSQL URL ${maskedUrl(url)} has text after its IPv6 address.`, { field: '--db' });
+    else if (after !== '') throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has text after its IPv6 address.`, { field: '--db' });
   } else {
     const colon = hostport.lastIndexOf(':');
     const name = colon >= 0 ? hostport.slice(0, colon) : hostport;
@@ -215,7 +210,7 @@ export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.e
       const value = decode((eq >= 0 ? pair.slice(eq + 1) : '').replaceAll('+', ' '), `value of ${key}`, url);
       if (!URL_PARAMETERS.has(key)) {
         throw new ConfigError(
-          `The PostgreSQL URL ${maskedUrl(url)} has a query parameter the connector does not know: "${key}" (known: ${[...URL_PARAMETERS].join(', ')}).`,
+          `The PostgreSQL URL ${maskUrlPassword(url)} has a query parameter the connector does not know: "${key}" (known: ${[...URL_PARAMETERS].join(', ')}).`,
           { field: '--db' },
         );
       }

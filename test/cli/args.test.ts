@@ -51,4 +51,9 @@ describe('readArgs', () => {
     expect(mistake(['--config', 'c.json', 'extra'], TAP)).toEqual(['Unexpected argument "extra".', false]);
     expect(mistake(['--config', 'c.json', '--', '--discover'], TAP)).toEqual(['Unexpected argument "--discover".', false]);
   });
+
+  it("quotes an unexpected argument with a URL's password masked (a --db URL given without its flag)", () => {
+    expect(mistake(['replicate', '--config', 'c.json', 'postgresql://bob:S3cr3t@db.example/analytics'], SOURCE)).toEqual(['Unexpected argument "postgresql://bob:***@db.example/analytics".', false]);
+    expect(mistake(['replicate', 'postgresql://db.example/analytics?user=bob&password=S3cr3t'], SOURCE)[0]).toBe('Unexpected argument "postgresql://db.example/analytics?user=bob&password=***".');
+  });
 });
