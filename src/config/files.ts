@@ -2,10 +2,15 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 
-/** The text of a file the user named; `what` names it for the user, e.g. "config" or "state". */
+/**
+ * The text of a file the user named; `what` names it for the user, e.g.
+ * "config" or "state". A leading byte order mark (Windows' Notepad and
+ * PowerShell 5 save UTF-8 with one) is not part of the text.
+ */
 export function readTextFile(path: string, what: string): string {
   try {
-    return readFileSync(path, 'utf8');
+    const text = readFileSync(path, 'utf8');
+    return text.startsWith('\uFEFF') ? text.slice(1) : text;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
