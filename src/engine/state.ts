@@ -104,6 +104,16 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
       { field: field ? `${at}.${field}` : at },
     );
   }
+  const keys = Object.keys(input).filter((key) => !key.startsWith('__ab_'));
+  if (keys.length > 0 && !keys.some((key) => key === 'sync_watermark' || key === 'resume' || key === 'account')) {
+    // Another tool's bookmark (a Singer SDK's replication_key_value, a hand-made syncWatermark): read as no state, it
+    // would read the stream again from start_date without a word. (Keys the Airbyte platform adds, __ab_*, are not state.)
+    throw new ConfigError(
+      `Invalid state for stream ${label}: it holds none of the connector's keys (it has ${keys.slice(0, 5).map((k) => `"${k}"`).join(', ')}${keys.length > 5 ? ', ...' : ''}). ` +
+        'A stream\'s state is {"sync_watermark": "2024-01-01T00:00:00.000Z"} (with "resume" during a read). Pass the state the connector wrote, or no state to read from start_date.',
+      { field: at },
+    );
+  }
   const state: StreamState = {};
   if (result.data.sync_watermark !== undefined) state.sync_watermark = result.data.sync_watermark;
   if (result.data.resume !== undefined) state.resume = result.data.resume;

@@ -125,6 +125,20 @@ describe('the state of a stream', () => {
   });
 });
 
+describe('a state of another shape', () => {
+  it("is refused naming its keys when it holds none of the connector's, never read as no state", () => {
+    expect(() => parseStreamState('contacts', { syncWatermark: W })).toThrow(/^Invalid state for stream "contacts": it holds none of the connector's keys \(it has "syncWatermark"\)\. A stream's state is \{"sync_watermark"/);
+    expect(() => parseStreamState('contacts', { replication_key: 'updated_at', replication_key_value: W })).toThrow(/it has "replication_key", "replication_key_value"/);
+    expect(() => parseStreamState('contacts', { accounts: { acme: { syncWatermark: W } } })).toThrow(/stream "contacts" of account "acme": it holds none of the connector's keys/);
+  });
+
+  it('is no state when empty or holding only what the Airbyte platform adds (__ab_*); unknown keys beside a watermark are kept out', () => {
+    expect(parseStreamState('contacts', {})).toEqual({});
+    expect(parseStreamState('contacts', { __ab_no_cursor_state_message: true })).toEqual({});
+    expect(parseStreamState('contacts', { sync_watermark: W, note: 'x' })).toEqual({ sync_watermark: W });
+  });
+});
+
 describe('the record pipeline stamps the account', () => {
   it('passes every state on with the run\'s account in it, replacing the one a saved state carried', async () => {
     const recording = new RecordingSink();
