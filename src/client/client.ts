@@ -187,9 +187,9 @@ class DataReadClient implements DataReadApi {
 
   async list(path: string, query: ListQuery): Promise<RawPage> {
     const target = requestTarget(this.#base, path, query);
-    const label = requestTarget(this.#base, path);
-    const value = await this.#get(target, label);
-    return checkEnvelope(value, `GET ${label}`, this.#clean);
+    // The API's path (as /v1/me's), without a base_url's own path before /v1: the streams are found by it (rate-limit notices).
+    const value = await this.#get(target, path);
+    return checkEnvelope(value, `GET ${path}`, this.#clean);
   }
 
   close(): Promise<void> {
