@@ -8,6 +8,8 @@
  * (a pipe, /dev/stdout), when it is a mount point of its own (Kubernetes
  * bind-mounts /dev/termination-log: a rename onto it fails with EBUSY), or
  * when the directory takes no temporary file (read-only, no permission).
+ * This process's stdout or stderr (/dev/stderr, the file `2>` names) is
+ * written through its open descriptor, after what is already there.
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
 import { closeSync, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -28,10 +30,20 @@ export function namesStdout(path: string): boolean {
 
 /** Whether FILE is this process's stdout (/dev/stdout, /proc/self/fd/1, the file stdout is redirected to); /dev/null never is. */
 export function isStdout(path: string): boolean {
+  return isDescriptor(path, 1);
+}
+
+/** Whether FILE is this process's stderr (/dev/stderr, /proc/self/fd/2, the file stderr is redirected to); /dev/null never is. */
+export function isStderr(path: string): boolean {
+  return isDescriptor(path, 2);
+}
+
+/** Whether FILE is what file descriptor `fd` of this process is open on (the same device and inode), /dev/null aside. */
+function isDescriptor(path: string, fd: number): boolean {
   try {
     const target = statSync(path);
-    const out = fstatSync(1);
-    return out.dev === target.dev && out.ino === target.ino && realpathSync(path) !== '/dev/null';
+    const open = fstatSync(fd);
+    return open.dev === target.dev && open.ino === target.ino && realpathSync(path) !== '/dev/null';
   } catch {
     return false;
   }
@@ -104,6 +116,11 @@ export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
   // stdout itself (replicate --summary /dev/stdout): written to fd 1, which also works where stdout is a socket that cannot be opened by name.
   if (isStdout(path)) {
     writeFileSync(1, content);
+    return 'in-place';
+  }
+  // stderr itself (--summary /dev/stderr with `2> run.log`): opening it by name with 'w' would empty the log of the run's own lines; fd 2 adds to it.
+  if (isStderr(path)) {
+    writeFileSync(2, content);
     return 'in-place';
   }
   if (summaryWriteMode(path) === 'rename' && writeByRename(path, content)) return 'rename';

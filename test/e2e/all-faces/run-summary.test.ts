@@ -5,8 +5,8 @@
  * run's summary is valid against schemas/run-summary.json, fits 4 KiB,
  * carries no secret, and its records and watermarks are those of the output.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Ajv } from 'ajv';
@@ -267,6 +267,23 @@ describe('--summary on other commands', () => {
       expect(run.code, run.stderr).toBe(2);
       expect(summaryOf(summary)).toMatchObject({ command, status: 'failed', exit_code: 2, failure_type: 'config_error', streams: [] });
       expect(summaryOf(summary).message).toMatch(/Unknown option --bogus/);
+    }
+  });
+});
+
+describe('--summary naming stderr', () => {
+  it("is added to the log stderr goes to, after the run's own lines (the log file is not emptied)", () => {
+    for (const name of ['/dev/stderr', '/dev/fd/2', '/proc/self/fd/2']) {
+      const down = config('stderr-down', { base_url: 'http://127.0.0.1:9', max_retries: 0 });
+      const log = join(dir, 'tap-stderr.log');
+      const fd = openSync(log, 'w');
+      const run = spawnSync(process.execPath, [TAP_BIN, '--config', down, '--summary', name], { stdio: ['ignore', 'ignore', fd] });
+      closeSync(fd);
+      const text = readFileSync(log, 'utf8');
+      expect(run.status, text).toBe(75);
+      const lines = text.trimEnd().split('\n');
+      expect(lines.slice(0, -1).some((line) => / CRITICAL tap-data-read: Cannot reach the Data-Read API/.test(line)), text).toBe(true);
+      expect(JSON.parse(lines.at(-1)!), name).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
     }
   });
 });
