@@ -8,11 +8,12 @@
  * (a pipe, /dev/stdout), when it is a mount point of its own (Kubernetes
  * bind-mounts /dev/termination-log: a rename onto it fails with EBUSY), or
  * when the directory takes no temporary file (read-only, no permission).
- * This process's stdout or stderr (/dev/stderr, the file `2>` names) is
+ * Through a symbolic link, the file the link names is written; the link
+ * stays. This process's stdout or stderr (/dev/stderr, the file `2>` names) is
  * written through its open descriptor, after what is already there.
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 
@@ -66,6 +67,27 @@ export function summaryWriteMode(path: string): SummaryWriteMode {
   return 'rename';
 }
 
+/** Links followed before giving up on a chain (Linux's own limit, after which it says ELOOP). */
+const MAX_LINKS = 40;
+
+/**
+ * The file FILE's symbolic links end at (each one read relative to its own
+ * directory), also when it does not exist yet; FILE itself when it is no
+ * link. A rename then replaces that file, not the link.
+ */
+function linkTarget(path: string): string {
+  let current = path;
+  for (let links = 0; links < MAX_LINKS; links++) {
+    let next: string;
+    try {
+      next = readlinkSync(current);
+    } catch {
+      return current; // not a link (EINVAL), or nothing there yet
+    }
+    current = resolve(dirname(current), next);
+  }
+  throw Object.assign(new Error(`ELOOP: too many symbolic links from ${path}`), { code: 'ELOOP' });
+}
 
 function writeInPlace(path: string, text: string): void {
   const fd = openSync(path, 'w');
@@ -123,7 +145,11 @@ export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
     writeFileSync(2, content);
     return 'in-place';
   }
-  if (summaryWriteMode(path) === 'rename' && writeByRename(path, content)) return 'rename';
+  if (summaryWriteMode(path) === 'rename') {
+    // Through a symbolic link (a fixed path onto a shared volume): the file it names is replaced, the link stays a link.
+    const file = linkTarget(path);
+    if (summaryWriteMode(file) === 'rename' && writeByRename(file, content)) return 'rename';
+  }
   writeInPlace(path, content);
   return 'in-place';
 }

@@ -5,7 +5,7 @@
  * /dev/termination-log, where a rename onto it fails with EBUSY).
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { namesStdout, summaryWriteMode, writeSummaryFile } from '../../src/cli/summary-file.js';
@@ -35,6 +35,27 @@ describe('writeSummaryFile', () => {
     expect(writeSummaryFile(path, '{"new":1}')).toBe('rename');
     expect(readFileSync(path, 'utf8')).toBe('{"new":1}\n');
     expect(readdirSync(dir)).toEqual(['summary.json']);
+  });
+
+  it('through a symbolic link (relative, chained, or to a file not there yet): writes the file it names, the link stays', () => {
+    const sub = join(dir, 'links');
+    mkdirSync(join(sub, 'shared'), { recursive: true });
+    writeFileSync(join(sub, 'shared', 'summary.json'), '{"old": true}\n');
+    symlinkSync('shared/summary.json', join(sub, 'first'));
+    symlinkSync('first', join(sub, 'second'));
+    expect(writeSummaryFile(join(sub, 'second'), '{"new":1}')).toBe('rename');
+    expect(readFileSync(join(sub, 'shared', 'summary.json'), 'utf8')).toBe('{"new":1}\n');
+    expect(readlinkSync(join(sub, 'second'))).toBe('first');
+    expect(lstatSync(join(sub, 'first')).isSymbolicLink()).toBe(true);
+    symlinkSync('shared/later.json', join(sub, 'dangling'));
+    writeSummaryFile(join(sub, 'dangling'), '{"new":2}');
+    expect(readFileSync(join(sub, 'shared', 'later.json'), 'utf8')).toBe('{"new":2}\n');
+    expect(lstatSync(join(sub, 'dangling')).isSymbolicLink()).toBe(true);
+    expect(readdirSync(join(sub, 'shared')).sort()).toEqual(['later.json', 'summary.json']);
+    symlinkSync('loop-b', join(sub, 'loop-a'));
+    symlinkSync('loop-a', join(sub, 'loop-b'));
+    expect(() => writeSummaryFile(join(sub, 'loop-a'), '{}')).toThrow(/ELOOP/);
+    rmSync(sub, { recursive: true });
   });
 
   it('writes in place into what is not a regular file (a device, a pipe)', () => {

@@ -6,7 +6,7 @@
  * carries no secret, and its records and watermarks are those of the output.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Ajv } from 'ajv';
@@ -285,6 +285,20 @@ describe('--summary naming stderr', () => {
       expect(lines.slice(0, -1).some((line) => / CRITICAL tap-data-read: Cannot reach the Data-Read API/.test(line)), text).toBe(true);
       expect(JSON.parse(lines.at(-1)!), name).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
     }
+  });
+});
+
+describe('--summary naming a symbolic link', () => {
+  it('writes the file the link names, and the link stays a link', async () => {
+    mkdirSync(join(dir, 'shared'));
+    const target = join(dir, 'shared', 'summary.json');
+    writeFileSync(target, '{"previous": true}\n');
+    const link = join(dir, 'summary-link.json');
+    symlinkSync(target, link);
+    const run = await runCli(TAP_BIN, ['--config', config('link-down', { base_url: 'http://127.0.0.1:9', max_retries: 0 }), '--summary', link]);
+    expect(run.code, run.stderr.slice(-800)).toBe(75);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(summaryOf(target)).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
   });
 });
 
