@@ -98,15 +98,29 @@ export class LineWriter {
   }
 }
 
-/** A logger to stderr; every line is redacted of the given secrets. */
+/**
+ * A logger to stderr; every line is redacted of the given secrets. When the
+ * reader of stderr goes away (EPIPE: a log collector that died), the lines
+ * after that go nowhere and the command goes on: its data goes to stdout or
+ * a store, and its outcome to its exit status and --summary, which the logs
+ * only repeat. Without a listener, stderr's 'error' would end the process
+ * with exit 1, no summary and stdout cut short.
+ */
 export class StderrLogger {
   private readonly secrets: string[] = [];
   private readonly prefix: string;
+  private readonly err: Writable;
+  private lost = false;
   /** While a status line is drawn on the terminal: the display, which clears it, prints the line and draws it again. */
   private through: ((level: string, message: string) => void) | undefined;
 
-  constructor(prefix: string) {
+  constructor(prefix: string, err: Writable = process.stderr) {
     this.prefix = prefix;
+    this.err = err;
+    // One listener on the stream itself: it also covers the other writers of stderr (the progress line, Dagster Pipes' stderr channel).
+    err.on('error', () => {
+      this.lost = true;
+    });
   }
 
   addSecret(secret: string): void {
@@ -124,7 +138,8 @@ export class StderrLogger {
 
   /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
   print(level: string, message: string): void {
-    process.stderr.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
+    if (this.lost || this.err.destroyed) return;
+    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
   }
 
   /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */

@@ -340,6 +340,48 @@ describe('a reader of stdout that goes away', () => {
   });
 });
 
+describe('a reader of stderr that goes away', () => {
+  /** Runs `bin` with a stderr whose reader goes away after its first bytes: exit status and stdout. */
+  async function withClosedStderr(bin: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; closed: boolean }> {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let closed = false;
+    child.stderr.once('data', () => {
+      closed = true;
+      child.stderr.destroy();
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    return { code, stdout: Buffer.concat(out).toString('utf8'), closed };
+  }
+
+  it('the tap: the run goes on, its own status (0), its last STATE and its summary', async () => {
+    const summary = join(dir, 'tap-stderr-closed.json');
+    const run = await withClosedStderr(TAP_BIN, ['--config', config('tap-stderr-closed', { page_size: 5 }), '--summary', summary]);
+    expect(run.closed).toBe(true);
+    expect(run.code).toBe(0);
+    const messages = parseLines(run.stdout);
+    expect(messages.at(-1)?.type).toBe('STATE');
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ status: 'succeeded', exit_code: 0, failure_type: null });
+    const figures = outputFigures('tap', run.stdout);
+    for (const x of s.streams) expect(x.records, x.name).toBe(figures.get(x.name)?.records ?? 0);
+    expect(figures.get('contacts')?.records).toBeGreaterThan(100);
+  });
+
+  it('replicate: the run goes on, its own status (0), every row committed and its summary', async () => {
+    const summary = join(dir, 'replicate-stderr-closed.json');
+    const db = join(dir, 'replicate-stderr-closed.db');
+    const run = await withClosedStderr(SOURCE_BIN, ['replicate', '--config', config('replicate-stderr-closed', { page_size: 5 }), '--db', db, '--summary', summary]);
+    expect(run.closed).toBe(true);
+    expect(run.code).toBe(0);
+    const s = summaryOf(summary);
+    expect(s).toMatchObject({ command: 'replicate', status: 'succeeded', exit_code: 0 });
+    expect(tableCounts(db).get('contacts')).toBe(s.streams.find((x) => x.name === 'contacts')?.records);
+    expect(tableCounts(db).get('contacts')).toBeGreaterThan(100);
+  });
+});
+
 describe('replicate after a pause longer than the service keeps deletions', () => {
   it("the healed streams' watermark before is the one the replica had saved, not null", { timeout: 120_000 }, async () => {
     const db = join(dir, 'replicate-heal.db');
