@@ -66,11 +66,24 @@ function summaryRequest(entry, args) {
   return { command: command, path: path };
 }
 
+/** Whether FILE is this process's stderr (/dev/stderr, the file stderr is redirected to); /dev/null never is. */
+function isStderr(file) {
+  var fs = require('fs');
+  try {
+    var target = fs.statSync(file);
+    var err = fs.fstatSync(2);
+    return target.dev === err.dev && target.ino === err.ino && fs.realpathSync(file) !== '/dev/null';
+  } catch (gone) {
+    return false;
+  }
+}
+
 /**
  * Write the summary of a run refused before it started (schemas/run-summary.json:
  * failed, config_error, no stream read), as the compiled code would: a
- * temporary file renamed over FILE, or FILE written in place where that
- * cannot be done (a pipe, a mount point such as /dev/termination-log).
+ * temporary file renamed over FILE (over the file it names when FILE is a
+ * symbolic link), or FILE written in place where that cannot be done (a
+ * pipe, a mount point such as /dev/termination-log); stderr through fd 2.
  */
 function writeRefusedSummary(executable, request, code, message) {
   var fs = require('fs');
@@ -99,17 +112,37 @@ function writeRefusedSummary(executable, request, code, message) {
     rate_limit_waits: 0,
     rate_limit_wait_seconds: 0
   }) + '\n';
-  var temp = path.join(path.dirname(request.path), '.' + path.basename(request.path) + '.' + process.pid + '.tmp');
+  // stderr itself (--summary /dev/stderr, stderr redirected to a log): fd 2 adds the summary after the line
+  // said there; opening it by name would empty the log.
+  if (isStderr(request.path)) {
+    try {
+      fs.writeSync(2, text);
+    } catch (err) {
+      // stderr is gone: there is nowhere left to say it
+    }
+    return;
+  }
+  var temp;
   try {
     var regular = !fs.existsSync(request.path) || fs.statSync(request.path).isFile();
     if (regular) {
+      // Through symbolic links (each read relative to its own directory): the file they name is replaced, the link stays.
+      var file = request.path;
+      for (var links = 0; links < 40; links++) {
+        try {
+          file = path.resolve(path.dirname(file), fs.readlinkSync(file));
+        } catch (notLink) {
+          break;
+        }
+      }
+      temp = path.join(path.dirname(file), '.' + path.basename(file) + '.' + process.pid + '.tmp');
       fs.writeFileSync(temp, text, { mode: 420 });
-      fs.renameSync(temp, request.path);
+      fs.renameSync(temp, file);
       return;
     }
   } catch (err) {
     try {
-      fs.unlinkSync(temp);
+      if (temp !== undefined) fs.unlinkSync(temp);
     } catch (gone) {
       // nothing was left
     }

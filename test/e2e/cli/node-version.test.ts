@@ -8,7 +8,7 @@
  * case is skipped, loudly.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../../src/report/run-summary-schema.js';
@@ -113,6 +113,27 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
       expect(run.stderr).not.toContain('S3cr3tPass99');
       expect(readFileSync(summary, 'utf8')).not.toContain('S3cr3tPass99');
     }
+  });
+
+  it('--summary naming stderr (redirected to a log) or a symbolic link: the log keeps its line, the link stays a link', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-to-');
+    const log = join(dir, 'tap.log');
+    const fd = openSync(log, 'w');
+    // /dev/fd/2 rather than /dev/stderr: a launcher that renamed a file over the name would replace the machine's /dev/stderr link.
+    const run = spawnSync(node, [TAP_BIN, '--config', 'config.json', '--summary', '/dev/fd/2'], { cwd: ROOT, stdio: ['ignore', 'ignore', fd] });
+    closeSync(fd);
+    expect(run.status).toBe(78);
+    const lines = readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^tap-data-read: /);
+    expect(RunSummarySchema.parse(JSON.parse(lines[1] as string))).toMatchObject({ command: 'sync', exit_code: 78 });
+    mkdirSync(join(dir, 'shared'));
+    writeFileSync(join(dir, 'shared', 'summary.json'), '{"previous": true}\n');
+    symlinkSync('shared/summary.json', join(dir, 'summary.json'));
+    expect(spawnSync(node, [TAP_BIN, '--config', 'config.json', '--summary', join(dir, 'summary.json')], { cwd: ROOT }).status).toBe(78);
+    expect(lstatSync(join(dir, 'summary.json')).isSymbolicLink()).toBe(true);
+    expect(RunSummarySchema.parse(JSON.parse(readFileSync(join(dir, 'shared', 'summary.json'), 'utf8')))).toMatchObject({ command: 'sync', exit_code: 78 });
   });
 
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
