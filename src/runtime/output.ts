@@ -106,21 +106,34 @@ export class LineWriter {
  * only repeat. Without a listener, stderr's 'error' would end the process
  * with exit 1, no summary and stdout cut short.
  */
+/** The streams whose 'error' is listened to, and whether each was lost: one listener per stream, however many loggers write to it. */
+const watched = new WeakMap<Writable, { lost: boolean }>();
+
+function watch(stream: Writable): { lost: boolean } {
+  let health = watched.get(stream);
+  if (health === undefined) {
+    const state = { lost: false };
+    stream.on('error', () => {
+      state.lost = true;
+    });
+    watched.set(stream, (health = state));
+  }
+  return health;
+}
+
 export class StderrLogger {
   private readonly secrets: string[] = [];
   private readonly prefix: string;
   private readonly err: Writable;
-  private lost = false;
+  private readonly health: { lost: boolean };
   /** While a status line is drawn on the terminal: the display, which clears it, prints the line and draws it again. */
   private through: ((level: string, message: string) => void) | undefined;
 
   constructor(prefix: string, err: Writable = process.stderr) {
     this.prefix = prefix;
     this.err = err;
-    // One listener on the stream itself: it also covers the other writers of stderr (the progress line, Dagster Pipes' stderr channel).
-    err.on('error', () => {
-      this.lost = true;
-    });
+    // A listener on the stream itself: it also covers the other writers of stderr (the progress line, Dagster Pipes' stderr channel).
+    this.health = watch(err);
   }
 
   addSecret(secret: string): void {
@@ -138,7 +151,7 @@ export class StderrLogger {
 
   /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
   print(level: string, message: string): void {
-    if (this.lost || this.err.destroyed) return;
+    if (this.health.lost || this.err.destroyed) return;
     this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
   }
 
