@@ -32,6 +32,11 @@ export interface StoreDialect {
   readonly numberExact: (text: string) => boolean;
   /** Whether a string can be stored at all (PostgreSQL refuses U+0000 in text and jsonb). */
   readonly storesString: (text: string) => boolean;
+  /**
+   * Whether a `json` column holds a JSON text (PostgreSQL's jsonb refuses the
+   * escape of U+0000); absent: every one.
+   */
+  readonly storesJson?: (text: string) => boolean;
   /** A column of `kind` as text, and as an instant (NULL when not one): SQL expressions of `expr`. */
   readonly textOf: (kind: StoreKind, expr: string) => string;
   readonly instantOf: (kind: StoreKind, expr: string) => string;
@@ -129,10 +134,15 @@ export function canonicalInstant(text: string): string | undefined {
   return /^\d{4}-/.test(iso) ? iso : undefined;
 }
 
-/** The kind a value asks for on its own (null and undefined ask for nothing). */
+/**
+ * The kind a value asks for on its own. Null and undefined ask for nothing,
+ * nor does a value no column of the store can hold (a string with U+0000,
+ * or JSON holding one in PostgreSQL): it stays in `_extra` only, rather than
+ * widening a column that could not hold it either.
+ */
 export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | undefined {
   if (value === null || value === undefined) return undefined;
-  if (typeof value === 'string') return dialect.storesString(value) ? 'text' : 'json';
+  if (typeof value === 'string') return dialect.storesString(value) ? 'text' : undefined;
   if (typeof value === 'boolean') return 'boolean';
   // Most numbers are small integers: every safe integer is within int64.
   if (Number.isSafeInteger(value)) return 'int64';
@@ -145,7 +155,14 @@ export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | 
     }
     return 'number';
   }
-  return 'json';
+  return jsonFits(value, dialect) ? 'json' : undefined;
+}
+
+/** Whether the store's `json` columns hold a value. */
+function jsonFits(value: unknown, dialect: StoreDialect): boolean {
+  if (dialect.storesJson === undefined) return true;
+  const text = jsonText(value);
+  return text !== undefined && dialect.storesJson(text);
 }
 
 export interface Placement {
@@ -178,7 +195,7 @@ function cellOf(kind: StoreKind, value: unknown, dialect: StoreDialect): Cell | 
     }
     case 'json': {
       const text = jsonText(value);
-      return text !== undefined && dialect.storesString(text) ? text : undefined;
+      return text !== undefined && (dialect.storesJson?.(text) ?? true) ? text : undefined;
     }
   }
 }
@@ -268,8 +285,8 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       continue;
     }
     cells[i] = null;
-    const natural = naturalKind(value, dialect) ?? kind;
-    (drift ??= new Map()).set(field, widen(drift.get(field) ?? kind, widen(kind, natural)));
+    const natural = naturalKind(value, dialect);
+    if (natural !== undefined) (drift ??= new Map()).set(field, widen(drift.get(field) ?? kind, widen(kind, natural)));
   }
   const keys = Object.keys(record);
   if (keys.length > carried) {

@@ -336,6 +336,34 @@ export function storeSuite(h: StoreHarness): void {
         expect(await store.readRecords('contacts')).toEqual(records);
       });
     });
+
+    it('keeps a string with U+0000 in _extra without widening its column, and opens again to add a column beside it', async () => {
+      const records = [
+        contact('c1', 1, { name: 'Ann' }),
+        contact('c2', 2, { name: 'nul \u0000 inside', note: 'also \u0000 here' }),
+        // A new field in the same run: its column is added at the next open, over the row with U+0000 in _extra.
+        contact('c3', 3, { segment: 'b2b' }),
+        // The text of the escape is text: it fits the column.
+        contact('c4', 4, { name: 'text \\u0000' }),
+      ];
+      await withStore('drift-nul', async (store) => {
+        const first = await store.commit(checkpoint('contacts', records, 4));
+        expect(first.drift).toEqual(['segment']);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+      for (let i = 0; i < 2; i++) {
+        await withStore('drift-nul', async (store) => {
+          expect(store.changes).toEqual(i === 0 ? [`contacts.segment: new column (${h.types.text})`] : []);
+          expect(await store.readRecords('contacts')).toEqual(records);
+          expect(await h.rows(store, 'SELECT id, name, segment FROM {schema}.contacts ORDER BY id')).toEqual([
+            { id: 'c1', name: 'Ann', segment: null },
+            { id: 'c2', name: null, segment: null },
+            { id: 'c3', name: 'Name c3', segment: 'b2b' },
+            { id: 'c4', name: 'text \\u0000', segment: null },
+          ]);
+        });
+      }
+    });
   });
 
   describe('strings that are not well-formed Unicode', () => {

@@ -37,10 +37,17 @@ export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
   json: 'jsonb',
 };
 
+/** The escape of U+0000 in a JSON text (after an even run of backslashes: an odd one makes it text). */
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+/** The escape's text, to find (a superset of) the `_extra` cells that hold one. */
+const NUL_ESCAPE_TEXT = '\\u0000';
+
 /** What PostgreSQL cannot hold: U+0000 in text and jsonb; every JSON number fits numeric exactly. */
 export const PG_DIALECT: StoreDialect = {
   numberExact: () => true,
   storesString: (text) => !text.includes('\u0000'),
+  storesJson: (text) => !NUL_ESCAPE.test(text),
   textOf,
   instantOf,
 };
@@ -134,29 +141,48 @@ async function tableExists(client: Client, schema: string, table: string): Promi
 }
 
 /**
- * Move the values a run kept in `_extra` into `field`'s column where they
- * now fit (the column is null there); exact forms stay in `_extra` as
- * placeValue says.
+ * Whether a row's `_extra` may hold the escape of U+0000, which PostgreSQL's
+ * json operators (`->`) refuse ("unsupported Unicode escape sequence"): such
+ * rows are read as text and their JSON parsed here. A CASE, so that `->` is
+ * never evaluated on them.
  */
+function mayHoldNul(extra: string, param: string): string {
+  return `strpos(${extra}::text, ${param}) > 0`;
+}
+
 /**
  * After `field`'s column was added: the rows whose record did not carry the
  * field (no value of it kept in `_extra`) list it in `_absent`, so that they
  * read back without it, as they were written, rather than with a null.
  */
 async function markAbsent(client: Client, schema: string, layout: StoreLayout, field: string): Promise<void> {
+  const table = qualified(schema, layout.table);
   const absent = quoteIdent(ABSENT_COLUMN);
   const extra = quoteIdent(EXTRA_COLUMN);
-  await client.query(
-    `UPDATE ${qualified(schema, layout.table)} SET ${absent} = coalesce(${absent}, '[]'::jsonb) || to_jsonb($1::text) WHERE ${extra} IS NULL OR ${extra} -> $1 IS NULL`,
-    [field],
+  const mark = `${absent} = coalesce(${absent}, '[]'::jsonb) || to_jsonb($1::text)`;
+  await client.query(`UPDATE ${table} SET ${mark} WHERE CASE WHEN ${extra} IS NULL THEN true WHEN ${mayHoldNul(extra, '$2')} THEN false ELSE ${extra} -> $1 IS NULL END`, [
+    field,
+    NUL_ESCAPE_TEXT,
+  ]);
+  const { rows } = await client.query<{ id: string; extra: string }>(
+    `SELECT ${rowKeySql(layout)} AS id, ${extra}::text AS extra FROM ${table} WHERE ${extra} IS NOT NULL AND ${mayHoldNul(extra, '$1')}`,
+    [NUL_ESCAPE_TEXT],
   );
+  const lacking = rows.filter((row) => !Object.hasOwn(parseExactJson(row.extra) as Data, field)).map((row) => row.id);
+  if (lacking.length > 0) await client.query(`UPDATE ${table} SET ${mark} WHERE ${rowKeySql(layout)} = ANY($2::text[])`, [field, lacking]);
 }
 
+/**
+ * Move the values a run kept in `_extra` into `field`'s column where they
+ * now fit (the column is null there); exact forms stay in `_extra` as
+ * placeValue says.
+ */
 async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
   const table = qualified(schema, layout.table);
+  const extraColumn = quoteIdent(EXTRA_COLUMN);
   const { rows } = await client.query<{ id: string; extra: string }>(
-    `SELECT ${rowKeySql(layout)} AS id, ${quoteIdent(EXTRA_COLUMN)}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} -> $1 IS NOT NULL`,
-    [field],
+    `SELECT ${rowKeySql(layout)} AS id, ${extraColumn}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND CASE WHEN ${mayHoldNul(extraColumn, '$2')} THEN true ELSE ${extraColumn} -> $1 IS NOT NULL END`,
+    [field, NUL_ESCAPE_TEXT],
   );
   if (rows.length === 0) return 0;
   const moves: (string | null)[][] = [];
@@ -175,7 +201,7 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
   await client.query('CREATE TEMP TABLE _replica_moves (id text PRIMARY KEY, cell text, extra text) ON COMMIT DROP');
   await copyRows(client, driver, '_replica_moves', ['id', 'cell', 'extra'], moves);
   const result = await client.query(
-    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${quoteIdent(EXTRA_COLUMN)} = m.extra::json FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
+    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${extraColumn} = m.extra::json FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
   );
   return result.rowCount ?? 0;
 }

@@ -164,6 +164,27 @@ describe('drift in PostgreSQL', () => {
     expect(before.created_at).toBeInstanceOf(Date);
     expect((await store.readRecords('contacts'))[0]).toEqual(contact('c1', 1));
   });
+
+  it('keeps JSON holding U+0000 in _extra (jsonb refuses it) without asking for a jsonb column, and opens again', async () => {
+    const schema = 's_nul_json';
+    const records = [contact('c1', 1, { job_title: { title: 'nul \u0000 inside' }, nested_field: ['\u0000'] }), contact('c2', 2, { nested_field: ['plain'], segment: 'b2b' })];
+    let store = await openStore(schema);
+    expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual(['nested_field', 'segment']);
+    await closeStore(store);
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.nested_field: new column (jsonb)', 'contacts.segment: new column (text)']);
+    expect(await store.readRecords('contacts')).toEqual(records);
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ job_title: 'text', nested_field: 'jsonb' });
+    const { rows } = await admin.query(`SELECT id, job_title, nested_field::text AS nested FROM ${schema}.contacts ORDER BY id`);
+    expect(rows).toEqual([
+      { id: 'c1', job_title: null, nested: null },
+      { id: 'c2', job_title: 'Buyer', nested: '["plain"]' },
+    ]);
+    await closeStore(store);
+    store = await openStore(schema);
+    expect(store.changes).toEqual([]);
+    expect(await store.readRecords('contacts')).toEqual(records);
+  });
 });
 
 describe('one writer per schema', () => {
