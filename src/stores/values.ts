@@ -32,9 +32,11 @@ export interface StoreDialect {
   readonly numberExact: (text: string) => boolean;
   /** Whether a string can be stored at all (PostgreSQL refuses U+0000 in text and jsonb). */
   readonly storesString: (text: string) => boolean;
+  /** Whether a `number` column holds a finite number written as `text` at all (PostgreSQL's numeric has a range); absent: every one. */
+  readonly numberFits?: (text: string) => boolean;
   /**
    * Whether a `json` column holds a JSON text (PostgreSQL's jsonb refuses the
-   * escape of U+0000); absent: every one.
+   * escape of U+0000 and numbers beyond numeric's range); absent: every one.
    */
   readonly storesJson?: (text: string) => boolean;
   /** A column of `kind` as text, and as an instant (NULL when not one): SQL expressions of `expr`. */
@@ -136,9 +138,10 @@ export function canonicalInstant(text: string): string | undefined {
 
 /**
  * The kind a value asks for on its own. Null and undefined ask for nothing,
- * nor does a value no column of the store can hold (a string with U+0000,
- * or JSON holding one in PostgreSQL): it stays in `_extra` only, rather than
- * widening a column that could not hold it either.
+ * nor does a value no column of the store can hold (a string with U+0000;
+ * in PostgreSQL a number beyond numeric's range, or JSON holding either): it
+ * stays in `_extra` only, rather than widening a column that could not hold
+ * it either.
  */
 export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | undefined {
   if (value === null || value === undefined) return undefined;
@@ -153,7 +156,7 @@ export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | 
       if (n >= INT64_MIN && n <= INT64_MAX) return 'int64';
       if (n >= INT128_MIN && n <= INT128_MAX) return 'int128';
     }
-    return 'number';
+    return (dialect.numberFits?.(text) ?? true) ? 'number' : undefined;
   }
   return jsonFits(value, dialect) ? 'json' : undefined;
 }

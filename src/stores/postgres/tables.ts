@@ -43,11 +43,48 @@ const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
 /** The escape's text, to find (a superset of) the `_extra` cells that hold one. */
 const NUL_ESCAPE_TEXT = '\\u0000';
 
-/** What PostgreSQL cannot hold: U+0000 in text and jsonb; every JSON number fits numeric exactly. */
+/** numeric's limits: digits before the decimal point, and after it (the written ones, trailing zeros too). */
+const NUMERIC_MAX_WEIGHT_DIGITS = 131_072;
+const NUMERIC_MAX_SCALE = 16_383;
+
+const NUMBER_PARTS = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * Whether numeric holds a JSON number's text: at most 131072 digits before
+ * the decimal point (leading zeros aside) and 16383 after it, as written
+ * (`1.00e-16382` has 16384); past them PostgreSQL refuses the value ("value
+ * overflows numeric format").
+ */
+export function numericHolds(text: string): boolean {
+  const m = NUMBER_PARTS.exec(text);
+  if (!m) return false;
+  const whole = m[1] as string;
+  const fraction = m[2] ?? '';
+  const exponent = m[3] === undefined ? 0 : Number(m[3]);
+  if (fraction.length - exponent > NUMERIC_MAX_SCALE) return false;
+  const lead = (whole + fraction).search(/[1-9]/);
+  // Zero has no digits before the point, whatever its exponent.
+  return lead === -1 || whole.length - lead + exponent <= NUMERIC_MAX_WEIGHT_DIGITS;
+}
+
+/** A JSON text's strings (skipped) and numbers (group 1). */
+const JSON_NUMBERS = /"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g;
+
+/** Whether jsonb holds a JSON text: no escape of U+0000, no number numeric refuses. */
+function jsonbHolds(text: string): boolean {
+  if (NUL_ESCAPE.test(text)) return false;
+  // A number numeric refuses has an exponent or thousands of digits.
+  if (text.length < NUMERIC_MAX_SCALE && !/\d[eE]/.test(text)) return true;
+  for (const m of text.matchAll(JSON_NUMBERS)) if (m[1] !== undefined && !numericHolds(m[1])) return false;
+  return true;
+}
+
+/** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps every other JSON number exactly. */
 export const PG_DIALECT: StoreDialect = {
   numberExact: () => true,
   storesString: (text) => !text.includes('\u0000'),
-  storesJson: (text) => !NUL_ESCAPE.test(text),
+  numberFits: numericHolds,
+  storesJson: jsonbHolds,
   textOf,
   instantOf,
 };

@@ -185,6 +185,36 @@ describe('drift in PostgreSQL', () => {
     expect(store.changes).toEqual([]);
     expect(await store.readRecords('contacts')).toEqual(records);
   });
+
+  it("keeps a number beyond numeric's range in _extra, exactly, without asking for a numeric column, and opens again", async () => {
+    const schema = 's_numeric_range';
+    const records = [
+      contact('c1', 1, { weight: 2.5 }),
+      // numeric holds 131072 digits before the point and 16383 after it.
+      contact('c2', 2, { weight: rawNumber('1e200000'), qualification_score: rawNumber('1e131072'), nested_field: { n: rawNumber('1.00e-16382') } }),
+      // At the limits: they fit (numeric writes them with all their digits, so only their values are compared).
+      contact('c3', 3, { weight: rawNumber('9.5e131071'), nested_field: { n: rawNumber('1.0e-16382') } }),
+    ];
+    const exact = records.slice(0, 2);
+    let store = await openStore(schema);
+    expect((await store.commit(checkpoint('contacts', records, 3))).drift).toEqual(['weight', 'nested_field']);
+    await closeStore(store);
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.weight: new column (numeric)', 'contacts.nested_field: new column (jsonb)']);
+    expect((await store.readRecords('contacts')).slice(0, 2)).toEqual(exact);
+    const { rows } = await admin.query(`SELECT id, weight IS NULL AS no_weight, qualification_score AS q, nested_field IS NULL AS no_nested FROM ${schema}.contacts ORDER BY id`);
+    expect(rows).toEqual([
+      { id: 'c1', no_weight: false, q: '42', no_nested: true },
+      { id: 'c2', no_weight: true, q: null, no_nested: true },
+      { id: 'c3', no_weight: false, q: '42', no_nested: false },
+    ]);
+    await closeStore(store);
+    store = await openStore(schema);
+    expect(store.changes).toEqual([]);
+    expect((await store.readRecords('contacts')).slice(0, 2)).toEqual(exact);
+    const limits = await admin.query(`SELECT weight = 9.5e131071 AS w, nested_field -> 'n' = '1e-16382'::jsonb AS n FROM ${schema}.contacts WHERE id = 'c3'`);
+    expect(limits.rows).toEqual([{ w: true, n: true }]);
+  });
 });
 
 describe('one writer per schema', () => {
