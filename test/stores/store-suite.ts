@@ -337,6 +337,22 @@ export function storeSuite(h: StoreHarness): void {
       });
     });
 
+    it('widens a number column to text with the numbers written as JavaScript writes them (3, not 3.0)', async () => {
+      const ratios = [3, 2.5, 100000000000000000000, -0.5, 123456.75, -7];
+      await withStore('drift-number-text', (store) => store.commit(checkpoint('contacts', ratios.map((ratio, i) => contact(`c${i}`, i, { ratio })), ratios.length)));
+      await withStore('drift-number-text', async (store) => {
+        expect(store.changes).toEqual([`contacts.ratio: new column (${h.types.number})`]);
+        await store.commit(checkpoint('contacts', [contact('cx', 9, { ratio: 'n/a' })], 9));
+      });
+      await withStore('drift-number-text', async (store) => {
+        expect(store.changes).toEqual([`contacts.ratio: ${h.types.number} -> ${h.types.text}`]);
+        expect(await h.rows(store, 'SELECT id, ratio FROM {schema}.contacts ORDER BY id')).toEqual([
+          ...ratios.map((ratio, i) => ({ id: `c${i}`, ratio: String(ratio) })),
+          { id: 'cx', ratio: 'n/a' },
+        ]);
+      });
+    });
+
     it('keeps a string with U+0000 in _extra without widening its column, and opens again to add a column beside it', async () => {
       const records = [
         contact('c1', 1, { name: 'Ann' }),

@@ -106,11 +106,35 @@ export function createTableSql(schema: string, layout: StoreLayout): string {
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
+/**
+ * The text JavaScript's String(Number) writes for a DOUBLE (what the other
+ * stores write: `3`, `100000000000000000000`, `1e+21`, `1e-7`), from
+ * DuckDB's own text, which has the same shortest digits but its own form
+ * (`3.0`, `1e+20`, `1e-07`): its sign, digits and exponent rewritten by
+ * ECMAScript's Number::toString rules. inf and nan keep DuckDB's text.
+ * Inline (no lambda): DuckDB 1.5 fails on a lambda in ALTER ... USING.
+ */
+export function jsNumberText(expr: string): string {
+  const text = `CAST(${expr} AS VARCHAR)`;
+  const part = (group: number): string => `regexp_extract(${text}, '^(-?)([0-9]+)(?:[.]([0-9]+))?(?:e([-+][0-9]+))?$', ${group})`;
+  const written = `(${part(2)} || ${part(3)})`;
+  const digits = `rtrim(ltrim(${written}, '0'), '0')`;
+  // The value is 0.DIGITS times 10^n.
+  const n = `(length(${part(2)}) + coalesce(TRY_CAST(nullif(${part(4)}, '') AS INTEGER), 0) - (length(${written}) - length(ltrim(${written}, '0'))))`;
+  const exponent = `'e' || CASE WHEN ${n} >= 1 THEN '+' ELSE '-' END || CAST(abs(${n} - 1) AS VARCHAR)`;
+  return `CASE WHEN ${part(2)} = '' THEN ${text} WHEN ${digits} = '' THEN '0' ELSE ${part(1)} || CASE
+    WHEN length(${digits}) <= ${n} AND ${n} <= 21 THEN ${digits} || repeat('0', ${n} - length(${digits}))
+    WHEN 0 < ${n} AND ${n} <= 21 THEN ${digits}[1:${n}] || '.' || ${digits}[${n} + 1:]
+    WHEN -6 < ${n} AND ${n} <= 0 THEN '0.' || repeat('0', -${n}) || ${digits}
+    ELSE ${digits}[1:1] || CASE WHEN length(${digits}) > 1 THEN '.' || ${digits}[2:] ELSE '' END || ${exponent} END END`;
+}
+
 function convertSql(from: StoreKind, to: StoreKind, column: string): string {
   if (to === 'json') return from === 'timestamp' ? `to_json(${isoText(column)})` : `to_json(${column})`;
   if (to === 'text') {
     if (from === 'timestamp') return isoText(column);
     if (from === 'boolean') return `CASE WHEN ${column} THEN 'true' WHEN NOT ${column} THEN 'false' END`;
+    if (from === 'number') return jsNumberText(column);
     return `CAST(${column} AS VARCHAR)`;
   }
   return `CAST(${column} AS ${DUCKDB_TYPES[to]})`;

@@ -105,6 +105,25 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('a DOUBLE column widened to VARCHAR', () => {
+  it('holds the text JavaScript writes for each double, exponents included', async () => {
+    const ratios = [1e21, 1.5e300, 1e-7, 0.000001, 2.5e-8, 123456789012345680000, 0.1, -1e-300, 5e-324];
+    let store = await DuckdbStore.open(target('double-text'));
+    await store.commit(checkpoint('contacts', ratios.map((ratio, i) => contact(`c${i}`, i, { ratio })), ratios.length));
+    await store.close();
+    store = await DuckdbStore.open(target('double-text'));
+    await store.commit(checkpoint('contacts', [contact('cx', 9, { ratio: 'n/a' })], 9));
+    await store.close();
+    store = await DuckdbStore.open(target('double-text'));
+    try {
+      expect(store.changes).toEqual(['contacts.ratio: DOUBLE -> VARCHAR']);
+      expect(await rows(store, "SELECT ratio FROM {schema}.contacts WHERE id <> 'cx' ORDER BY id")).toEqual(ratios.map((ratio) => ({ ratio: String(ratio) })));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('the integers at the ends of BIGINT', () => {
   it('keep their exact texts when a decimal widens their column to DOUBLE, and the store opens again', async () => {
     const ends = [contact('c1', 1, { qualification_score: rawNumber('-9223372036854775808') }), contact('c2', 2, { qualification_score: rawNumber('9223372036854775807') })];
