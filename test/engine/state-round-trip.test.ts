@@ -1,20 +1,16 @@
 /**
  * A state a run writes is a state the next run reads: what the service may
  * send (the API description's types) and the state's own check agree. Runs
- * through the real client (nock), as the service's answers reach it.
+ * through the real client (nock), as the service's answers reach it (the
+ * account's name: session.test.ts).
  */
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { parseUserConfig } from '../../src/config/config.js';
 import { readStream } from '../../src/engine/reader.js';
-import { SyncSession } from '../../src/engine/session.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 import { BASE, JSON_HEADERS, harness, resetNock } from '../client/helpers.js';
-
-/** A loopback origin: a config's plain http:// base_url must be one. */
-const LOOPBACK = 'http://127.0.0.1:9';
 
 const contacts = findStream('contacts') as StreamDefinition;
 
@@ -39,25 +35,4 @@ it('a sync_watermark with more than nine fraction digits', async () => {
     await client.close();
   }
   expect(parseStreamState('contacts', lastState(sink))).toMatchObject({ sync_watermark: watermark });
-});
-
-it('an account whose /v1/me name is empty', async () => {
-  nock(LOOPBACK).get('/v1/me').reply(200, { account_name: '', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
-  nock(LOOPBACK)
-    .get('/v1/contacts')
-    .query(true)
-    .reply(200, { data: [{ id: 'c1', updated_at: '2026-01-01T00:00:00.000Z' }], next_cursor: null, has_more: false, sync_watermark: '2026-03-01T00:00:00.000Z' }, JSON_HEADERS);
-  const { config } = parseUserConfig({ api_key: 'drk_live_emptyname012345', base_url: LOOPBACK, use_service_schema: false }, { addSecret: () => undefined }, {});
-  const sink = new RecordingSink();
-  const session = await SyncSession.open(config, () => undefined);
-  try {
-    await session.accountFor(new Map(), [{ stream: contacts, mode: 'incremental' }]);
-    const result = await session.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, sink);
-    expect(result.failures).toEqual([]);
-  } finally {
-    await session.close();
-  }
-  const written = lastState(sink);
-  expect(written).toMatchObject({ sync_watermark: '2026-03-01T00:00:00.000Z', account: { name: '' } });
-  expect(parseStreamState('contacts', written)).toMatchObject({ account: { name: '' } });
 });
