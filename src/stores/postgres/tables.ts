@@ -79,9 +79,10 @@ function jsonbHolds(text: string): boolean {
   return true;
 }
 
-/** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps every other JSON number exactly. */
+/** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps the others' values, and the text of those in plain decimals. */
 export const PG_DIALECT: StoreDialect = {
-  numberExact: () => true,
+  // numeric gives back plain decimals as written (trailing zeros too), but not an exponent's form (1e3 reads 1000) nor -0.
+  numberExact: (text) => /^-?\d+(\.\d+)?$/.test(text) && !/^-0(\.0+)?$/.test(text),
   storesString: (text) => !text.includes('\u0000'),
   numberFits: numericHolds,
   storesJson: jsonbHolds,

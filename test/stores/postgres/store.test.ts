@@ -104,6 +104,22 @@ describe('what PostgreSQL holds', () => {
       { id: 'c3', same: true, q: '42', extra: '{"updated_at":"2026-01-01T00:12:00.123456+02:00"}' },
     ]);
   });
+
+  it('a number numeric writes otherwise (-0, 1e3) keeps its text in _extra beside its column, and reads back as sent', async () => {
+    const records = [contact('c1', 1, { ratio: rawNumber('-0') }), contact('c2', 2, { ratio: rawNumber('1e3') }), contact('c3', 3, { ratio: rawNumber('2.50') })];
+    let store = await openStore('s_notation');
+    await store.commit(checkpoint('contacts', records, 3));
+    await closeStore(store);
+    store = await openStore('s_notation');
+    expect(store.changes).toEqual(['contacts.ratio: new column (numeric)']);
+    const { rows } = await admin.query('SELECT id, ratio::text AS r, _extra::text AS extra FROM s_notation.contacts ORDER BY id');
+    expect(rows).toEqual([
+      { id: 'c1', r: '0', extra: '{"ratio":-0}' },
+      { id: 'c2', r: '1000', extra: '{"ratio":1e3}' },
+      { id: 'c3', r: '2.50', extra: null },
+    ]);
+    expect(JSON.stringify(await store.readRecords('contacts'))).toBe(JSON.stringify(records));
+  });
 });
 
 storeSuite({
