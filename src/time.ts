@@ -26,9 +26,9 @@ type Reading = { readonly ms: number } | { readonly problem: string | undefined 
 /**
  * Read `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time with zone (`Z`,
  * `±HH:MM` or the basic form `±HHMM`; seconds and fraction digits optional,
- * the fraction read to the millisecond). Fields out of range (year 0000, month 13, February 30, hour 24)
- * are what the service refuses: `problem` says which; undefined when the
- * shape itself is wrong.
+ * the fraction read to the millisecond). Fields out of range (year 0000,
+ * month 13, February 30, hour 24) are what the service refuses: `problem`
+ * says which; undefined when the shape itself is wrong.
  */
 export function readInstant(value: string): Reading {
   const dt = DATE_TIME_WITH_ZONE.exec(value);

@@ -98,14 +98,6 @@ export class LineWriter {
   }
 }
 
-/**
- * A logger to stderr; every line is redacted of the given secrets. When the
- * reader of stderr goes away (EPIPE: a log collector that died), the lines
- * after that go nowhere and the command goes on: its data goes to stdout or
- * a store, and its outcome to its exit status and --summary, which the logs
- * only repeat. Without a listener, stderr's 'error' would end the process
- * with exit 1, no summary and stdout cut short.
- */
 /** The streams whose 'error' is listened to, and whether each was lost: one listener per stream, however many loggers write to it. */
 const watched = new WeakMap<Writable, { lost: boolean }>();
 
@@ -121,6 +113,14 @@ function watch(stream: Writable): { lost: boolean } {
   return health;
 }
 
+/**
+ * A logger to stderr; every line is redacted of the given secrets. When the
+ * reader of stderr goes away (EPIPE: a log collector that died), the lines
+ * after that go nowhere and the command goes on: its data goes to stdout or
+ * a store, and its outcome to its exit status and --summary, which the logs
+ * only repeat. Without a listener, stderr's 'error' would end the process
+ * with exit 1, no summary and stdout cut short.
+ */
 export class StderrLogger {
   private readonly secrets: string[] = [];
   private readonly prefix: string;
