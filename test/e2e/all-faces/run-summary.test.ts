@@ -273,7 +273,10 @@ describe('--summary on other commands', () => {
 
 describe('--summary naming stderr', () => {
   it("is added to the log stderr goes to, after the run's own lines (the log file is not emptied)", () => {
-    for (const name of ['/dev/stderr', '/dev/fd/2', '/proc/self/fd/2']) {
+    // Not /dev/stderr by name: a writer that renamed a file over the path (the fault this guards against) would replace
+    // the machine's /dev/stderr link when the tests run as root. /dev/fd/2 is the same file to the connector, and no file
+    // can be renamed into /proc.
+    for (const name of ['/dev/fd/2', '/proc/self/fd/2']) {
       const down = config('stderr-down', { base_url: 'http://127.0.0.1:9', max_retries: 0 });
       const log = join(dir, 'tap-stderr.log');
       const fd = openSync(log, 'w');
