@@ -11,10 +11,13 @@
  * writes are dropped (the engine stalls where it is), the command's last
  * words (Airbyte: INCOMPLETE statuses and an ERROR trace; Singer: the final
  * STATE) go out after whatever is already queued, stdout and stderr are
- * flushed (at most `graceMs`), and the process exits with 128 + the signal
- * number (143 for SIGTERM, 130 for SIGINT). Every STATE written before the
- * signal covers only records written before it, so the next run resumes from
- * there. A second signal exits without waiting.
+ * flushed, and the process exits with 128 + the signal number (143 for
+ * SIGTERM, 130 for SIGINT). A reader of stdout that is slow or busy (a
+ * destination loading a batch) is waited for, so that the output ends with
+ * whole lines and the last words; one that has gone away ends the wait at
+ * once (EPIPE), and nothing is waited for longer than `graceMs`. Every STATE
+ * written before the signal covers only records written before it, so the
+ * next run resumes from there. A second signal exits without waiting.
  */
 import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
@@ -33,7 +36,7 @@ export interface InterruptOptions {
   readonly out: LineWriter;
   /** Logs one message on stderr (the executable's logger, at its error level). */
   readonly log: (message: string) => void;
-  /** Longest wait for stdout and stderr to take the last lines. */
+  /** Longest wait for stdout and stderr to take the last lines (25 s: within Kubernetes' 30-s termination grace). */
   readonly graceMs?: number;
   readonly signals?: SignalSource;
   readonly stderr?: Writable;
@@ -82,7 +85,7 @@ export function onStop(signal: AbortSignal | undefined, say: (stopSignal: StopSi
   return () => signal.removeEventListener('abort', run);
 }
 
-const DEFAULT_GRACE_MS = 3000;
+const DEFAULT_GRACE_MS = 25_000;
 
 export class Interrupt {
   private readonly options: InterruptOptions;

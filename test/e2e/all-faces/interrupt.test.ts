@@ -7,12 +7,13 @@
  * resumed from the last STATE it wrote completes the replica exactly. Needs
  * `npm run build`.
  */
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { MemoryDestination, airbyteStateFile, normalizeDump } from '../../helpers/destination.js';
 import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
@@ -40,6 +41,45 @@ function account(contacts: number, limits?: Record<string, number>): { id: strin
 function lastLine(stdout: string): Record<string, unknown> {
   const lines = parseLines(stdout);
   return lines[lines.length - 1] ?? {};
+}
+
+/**
+ * Run `bin` with its stdout left unread (the pipe fills, the connector waits
+ * on it), send SIGTERM after `stallMs`, and read stdout to its end only
+ * `busyMs` later: a reader that is busy (a destination loading a batch), not
+ * gone; or, `thenGone`, close it then unread. `killed`: still running after 20 s.
+ */
+function runStoppedWhileReaderBusy(bin: string, args: readonly string[], o: { stallMs: number; busyMs: number; thenGone?: boolean }): Promise<CliResult & { killed: boolean }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let reading = false;
+    const take = (): void => {
+      if (reading) for (let chunk = child.stdout.read() as Buffer | null; chunk !== null; chunk = child.stdout.read() as Buffer | null) out.push(chunk);
+    };
+    // Paused mode: nothing is read from the pipe beyond the stream's buffer until `take` reads (and nothing is lost at the exit).
+    child.stdout.on('readable', take);
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const stop = setTimeout(() => child.kill('SIGTERM'), o.stallMs);
+    const read = setTimeout(() => {
+      if (o.thenGone === true) child.stdout.destroy();
+      reading = true;
+      take();
+    }, o.stallMs + o.busyMs);
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, 20_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      for (const t of [stop, read, timer]) clearTimeout(t);
+      reading = !child.stdout.destroyed;
+      take();
+      resolvePromise({ code, signal, killed, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+    });
+  });
 }
 
 /** The signals that stop a sync, each with the exit status it ends with (128 + its number). */
@@ -80,6 +120,28 @@ describe('source-data-read read, interrupted', () => {
     const stream = resumedStreams[0] as keyof typeof dump;
     const reread = parseLines(resumed.stdout).filter((l) => l.type === 'RECORD' && (l.record as { stream: string }).stream === stream).length;
     expect(reread).toBeLessThan(dump[stream].length);
+  });
+
+  it('SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the ERROR trace', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 4000 });
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stdout.endsWith('\n')).toBe(true);
+    expect(protocolCheck('airbyte', stopped.stdout).errors).toEqual([]);
+    const last = lastLine(stopped.stdout) as { trace?: { type: string; error?: { message: string } } };
+    expect(last.trace?.type).toBe('ERROR');
+    expect(last.trace?.error?.message).toContain('interrupted (SIGTERM)');
+  });
+
+  it('SIGTERM, then the busy reader of stdout goes away: the process ends at once, without waiting out its grace', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-gone-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 1000, thenGone: true });
+    // The grace is 25 s; the helper kills what still runs 20 s after the start.
+    expect(stopped.killed).toBe(false);
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stderr).toContain('interrupted (SIGTERM)');
   });
 
   it('SIGTERM while waiting on a rate limit ends the wait at once', async () => {
@@ -125,6 +187,16 @@ describe('source-data-read read, interrupted', () => {
 });
 
 describe('tap-data-read sync, interrupted', () => {
+  it('SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the final STATE', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-tap-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(TAP_BIN, ['--config', config], { stallMs: 1500, busyMs: 4000 });
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stdout.endsWith('\n')).toBe(true);
+    expect(protocolCheck('singer', stopped.stdout).errors).toEqual([]);
+    expect(lastLine(stopped.stdout).type).toBe('STATE');
+  });
+
   it.each(SIGNALS)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
