@@ -21,12 +21,13 @@ function utcMs(year: number, month: number, day: number, hour: number, minute: n
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
-type Reading = { readonly ms: number } | { readonly problem: string | undefined };
+type Reading = { readonly ms: number; readonly micro: number } | { readonly problem: string | undefined };
 
 /**
  * Read `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time with zone (`Z`,
- * `±HH:MM` or the basic form `±HHMM`; seconds and fraction digits optional,
- * the fraction read to the millisecond). Fields out of range (year 0000,
+ * `±HH:MM` or the basic form `±HHMM`; seconds and fraction digits optional):
+ * `ms` since the epoch, and the `micro`seconds within that millisecond
+ * (fraction digits past the sixth are dropped). Fields out of range (year 0000,
  * month 13, February 30, hour 24) are what the service refuses: `problem`
  * says which; undefined when the shape itself is wrong.
  */
@@ -38,7 +39,7 @@ export function readInstant(value: string): Reading {
   if (year < 1) return { problem: 'year 0000 does not exist for the service (years run from 0001 to 9999)' };
   if (month < 1 || month > 12) return { problem: `there is no month ${d[2]}` };
   if (day < 1 || day > daysInMonth(year, month)) return { problem: `${MONTHS[month - 1]} ${d[1]} has no day ${d[3]}` };
-  if (dt === null) return { ms: utcMs(year, month, day, 0, 0, 0, 0) };
+  if (dt === null) return { ms: utcMs(year, month, day, 0, 0, 0, 0), micro: 0 };
   const [hour, minute, second] = [Number(dt[4]), Number(dt[5]), Number(dt[6] ?? '0')];
   if (hour > 23 || minute > 59 || second > 59) return { problem: `${dt[4]}:${dt[5]}${dt[6] === undefined ? '' : `:${dt[6]}`} is not a time of day` };
   const zone = (dt[8] ?? 'Z').toUpperCase();
@@ -48,12 +49,25 @@ export function readInstant(value: string): Reading {
     if (oh > 23 || om > 59) return { problem: `${zone} is not a UTC offset` };
     offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
   }
-  const ms = Number(`${dt[7] ?? ''}000`.slice(0, 3));
-  return { ms: utcMs(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000 };
+  const fraction = `${dt[7] ?? ''}000000`;
+  const ms = Number(fraction.slice(0, 3));
+  return { ms: utcMs(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000, micro: Number(fraction.slice(3, 6)) };
 }
 
 /** Parse `YYYY-MM-DD` (midnight UTC) or an ISO date-time with zone (`Z`, `±HH:MM`, `±HHMM`); NaN when neither, or out of range. */
 export function parseInstant(value: string): number {
   const reading = readInstant(value);
   return 'ms' in reading ? reading.ms : Number.NaN;
+}
+
+/**
+ * Whether `a` is a later instant than `b`, to the microsecond (as the
+ * PostgreSQL and DuckDB stores compare them); false when either is not an
+ * instant's text.
+ */
+export function isLaterInstant(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'string' || typeof b !== 'string') return false;
+  const [x, y] = [readInstant(a), readInstant(b)];
+  if (!('ms' in x) || !('ms' in y)) return false;
+  return x.ms > y.ms || (x.ms === y.ms && x.micro > y.micro);
 }

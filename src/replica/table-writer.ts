@@ -36,7 +36,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
-import { parseInstant } from '../time.js';
+import { isLaterInstant } from '../time.js';
 import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
 import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
@@ -78,7 +78,6 @@ interface Table {
 }
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-const instantOf = (value: unknown): number => (typeof value === 'string' ? parseInstant(value) : Number.NaN);
 
 export class TableWriter {
   private readonly db: DatabaseSync;
@@ -335,11 +334,9 @@ export class TableWriter {
   /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
   private deletedSince(objectType: string, id: unknown, cursor: unknown, account: string | undefined): boolean {
     if (typeof id !== 'string' || !this.deletionsOf) return false;
-    let at: number | undefined;
     for (const row of this.deletionsOf.all(id, objectType, ...(account === undefined ? [] : [account]))) {
-      at ??= instantOf(cursor);
       // A record whose cursor cannot be read is not later than the deletion.
-      if (!(at > instantOf(row.d))) return true;
+      if (!isLaterInstant(cursor, row.d)) return true;
     }
     return false;
   }
@@ -357,7 +354,7 @@ export class TableWriter {
     const row = target.cursorOf.get(...key);
     if (!row) return 'kept';
     // Keep only a row known to have changed after the deletion (the object came back).
-    if (instantOf(row.c) > instantOf(deletion[fields.deletedAtField])) return 'kept';
+    if (isLaterInstant(row.c, deletion[fields.deletedAtField])) return 'kept';
     target.remove.run(...key);
     return 'deleted';
   }

@@ -88,6 +88,20 @@ describe('ReplicaSink + runSync', () => {
     expect(replica.get('deletions')).toHaveLength(3);
   });
 
+  it('compares a row and its deletion to the microsecond, as PostgreSQL and DuckDB do', async () => {
+    const db = newDb();
+    await sync(db, service({ contacts: [contact('c1', 1), contact('c2', 1)] }));
+    // Changed 0.5 ms after its deletion (it came back), and 0.5 ms before the other's.
+    const half = (minute: number): string => iso(minute).replace('.000Z', '.000500Z');
+    const s = service({
+      contacts: [contact('c1', 20, { updated_at: half(20) }), contact('c2', 20, { updated_at: half(20) })],
+      deletions: [deletion('d1', 'contact', 'c1', 20), { ...deletion('d2', 'contact', 'c2', 20), deleted_at: iso(20).replace('.000Z', '.001Z') }],
+    });
+    const { result } = await sync(db, s);
+    expect(result.failures).toEqual([]);
+    expect(replicaRecords(db).get('contacts')?.map((c) => [c.id, c.updated_at])).toEqual([['c1', half(20)]]);
+  });
+
   it('never resurrects a deleted row: an upsert older than a known deletion is skipped, whatever the order of the streams', async () => {
     const db = newDb();
     const s = service({

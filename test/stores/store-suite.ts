@@ -105,6 +105,20 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'deletions')).toEqual(['d1', 'd2', 'd3', 'd4']);
       }));
 
+    it('compares a row and its deletion to the microsecond, in either order', () =>
+      withStore('micro', async (store) => {
+        const half = at(20).replace('.000Z', '.000500Z');
+        await store.commit(checkpoint('contacts', [contact('c1', 20, { updated_at: half }), contact('c2', 20, { updated_at: half })], 20));
+        // Deleted 0.5 ms before its change (kept), and 0.5 ms after (removed).
+        await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), { ...deletion('d2', 'contact', 'c2', 20), deleted_at: at(20).replace('.000Z', '.001Z') }], 20));
+        expect(await ids(store, 'contacts')).toEqual(['c1']);
+        // The deletions known first: a change 0.5 ms later comes back, one 0.5 ms earlier does not.
+        await store.commit(checkpoint('deletions', [deletion('d3', 'contact', 'c3', 30), deletion('d4', 'contact', 'c4', 31)], 31));
+        const early = at(31).replace(':31:00.000Z', ':30:59.999500Z');
+        await store.commit(checkpoint('contacts', [contact('c3', 30, { updated_at: at(30).replace('.000Z', '.000500Z') }), contact('c4', 31, { updated_at: early })], 31));
+        expect(await ids(store, 'contacts')).toEqual(['c1', 'c3']);
+      }));
+
     it('skips an upsert whose cursor is not later than a known deletion of the object (no resurrection)', () =>
       withStore('guard', async (store) => {
         await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
