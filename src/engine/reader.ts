@@ -27,8 +27,12 @@ export interface ReadOptions {
   readonly state: StreamState;
   /** Called with each page's records after the sink took them (the deletion log's tombstones). */
   readonly onPage?: (records: readonly Data[]) => void | Promise<void>;
-  /** Called once with the read's sync_watermark (the service's clock), before its first records reach the sink. */
-  readonly onWatermark?: (watermark: string) => void | Promise<void>;
+  /**
+   * Called with the read's sync_watermark before its first records reach the
+   * sink; `resumed` when the read continues a saved one from its cursor (the
+   * watermark is then that older read's, not the service's now).
+   */
+  readonly onWatermark?: (watermark: string, resumed: boolean) => void | Promise<void>;
 }
 
 export type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | { readonly kind: 'skipped' };
@@ -62,7 +66,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     }
 
     await sink.streamRunning(stream);
-    if (options.onWatermark) await options.onWatermark(page.watermark);
+    if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     for (;;) {
       if (page.records.length > 0) {
         await sink.records(stream, page.records, Date.now());

@@ -75,6 +75,11 @@ function gapWarning(request: SyncRequest, log: DeletionLogStream, gap: DeletionG
   return `${describeGap(log, gap)} ${advice}`;
 }
 
+/** The service's now: the watermark of a new one-record read of `log` from `since`. */
+async function serviceNow(client: DataReadApi, log: DeletionLogStream, since: string): Promise<string> {
+  return (await client.list(log.path, { updated_since: since, limit: 1 })).sync_watermark;
+}
+
 /** Streams the log deletes from that are read incrementally from a saved state. */
 function targetsWithState(request: SyncRequest): string[] {
   const targets = new Set(deletionTargets().map((s) => s.name));
@@ -164,13 +169,17 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         startDate,
         state,
         ...(made ? { onPage: (records: readonly Data[]) => made.emit(pipeline, records, Date.now()) } : {}),
-        // The gap is measured on the service's clock: the read's watermark against the saved one.
+        // The gap is measured on the service's clock: its now against the saved watermark the log reads from.
         ...(log
           ? {
-              onWatermark: async (watermark: string) => {
+              onWatermark: async (watermark: string, resumed: boolean) => {
                 // Once per stream, even when a rejected resume cursor restarts the read.
-                const warning = gapChecked ? undefined : gapWarning(request, log, gapOnServiceClock(log, logWatermark(state), watermark));
+                if (gapChecked) return;
                 gapChecked = true;
+                const since = logWatermark(state);
+                // A resumed read reports the watermark of the read it continues, maybe months old: ask for the service's now.
+                const now = resumed && since !== undefined ? await serviceNow(client, log, since) : watermark;
+                const warning = gapWarning(request, log, gapOnServiceClock(log, since, now));
                 if (warning) await pipeline.log('WARN', warning);
               },
             }

@@ -20,8 +20,12 @@ const stream = (name: string): StreamDefinition => {
 const incremental = (name: string): SelectedStream => ({ stream: stream(name), mode: 'incremental' });
 const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1' });
 
-async function warnings(serviceNow: string, states: Record<string, StreamState>, options: { advice?: string | null; streams?: string[] } = {}): Promise<string[]> {
-  const api = new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/deletions': [] }, serviceNow);
+async function warnings(
+  serviceNow: string,
+  states: Record<string, StreamState>,
+  options: { advice?: string | null; streams?: string[]; api?: FakeApi } = {},
+): Promise<string[]> {
+  const api = options.api ?? new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/deletions': [] }, serviceNow);
   const sink = new RecordingSink();
   await runSync({
     config,
@@ -52,6 +56,20 @@ describe('the deletion gap', () => {
     const found = await warnings(serviceNow, { deletions: { resume: { cursor: 'deletions#1', sync_watermark: saved } }, contacts: { sync_watermark: saved } });
     // (The fake service refuses the made-up cursor: the read restarts, and says so.)
     expect(found.filter((w) => w.includes('keeps deletions for 90 days only'))).toEqual([expect.stringContaining(`the saved watermark ${saved} is 120 days old on the service's clock`)]);
+  });
+
+  it('measures a read resumed months later on the service\'s now, not on the resumed read\'s own watermark', async () => {
+    const serviceNow = '2026-06-01T00:00:00.000Z';
+    const saved = '2026-01-01T00:00:00.000Z';
+    const interrupted = '2026-01-02T00:00:00.000Z';
+    const api = new FakeApi({ '/v1/contacts': [], '/v1/conversations': [], '/v1/deletions': [] }, serviceNow);
+    // The service takes the saved cursor: its pages carry the watermark of the read it continues (one watermark per read).
+    api.beforePage = (path, query) =>
+      path === '/v1/deletions' && query.cursor === 'c1' ? { data: [], has_more: false, next_cursor: null, sync_watermark: interrupted } : undefined;
+    const found = await warnings(serviceNow, { deletions: { sync_watermark: saved, resume: { cursor: 'c1', sync_watermark: interrupted } }, contacts: { sync_watermark: saved } }, { api });
+    expect(found).toEqual([expect.stringContaining(`the saved watermark ${saved} is 151 days old on the service's clock (its now: ${serviceNow})`)]);
+    // The resumed read still ends on its own watermark, and reads from the cursor.
+    expect(api.calls.filter((c) => c.path === '/v1/deletions' && c.query.cursor === 'c1')).toHaveLength(1);
   });
 
   it('says nothing for a 10-day pause even when the machine clock is years ahead of the service', async () => {
