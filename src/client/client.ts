@@ -14,7 +14,7 @@ import type { Me } from '../schemas/resources.js';
 import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
-import { headerValue } from './headers.js';
+import { headerValue, secondsAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
@@ -390,7 +390,7 @@ class DataReadClient implements DataReadApi {
       retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
       if (retryAfterMs === undefined) {
         const reset = headerValue(headers, 'ratelimit-reset');
-        if (reset !== undefined && /^\d+(\.\d+)?$/.test(reset.trim())) retryAfterMs = Math.round(Number(reset.trim()) * 1000);
+        if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
       }
     }
     const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal };

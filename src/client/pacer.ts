@@ -34,7 +34,7 @@
  * next answer of the same window with Remaining left.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { headerValue } from './headers.js';
+import { headerValue, secondsAsMs } from './headers.js';
 
 /**
  * Why a caller must wait before sending: the minute's quota is used up, what
@@ -362,14 +362,17 @@ export class Pacer {
   observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends, status?: number): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
     const remaining = headerNumber(headers, 'ratelimit-remaining');
-    const reset = headerNumber(headers, 'ratelimit-reset');
+    const resetRaw = headerValue(headers, 'ratelimit-reset');
+    // Whole ms, rounded up: the instant a wait ends is announced (quota_reset) and must not come before the service's.
+    const resetMs = resetRaw === undefined ? undefined : secondsAsMs(resetRaw);
+    const reset = resetMs === undefined ? undefined : resetMs / 1000;
     if (status === 429 || status === 503) {
       if (status === 429) this.#throttled(now, remaining, reset);
       return;
     }
     if (limit !== undefined) this.#limit = limit;
-    if (reset !== undefined) {
-      const bound = now + reset * 1000;
+    if (reset !== undefined && resetMs !== undefined) {
+      const bound = now + resetMs;
       // The window ends more than reset - 1 s after the service answered, and it answered after the request was sent.
       const after = sentAt + (reset - 1) * 1000;
       const fresh =

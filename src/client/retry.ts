@@ -5,6 +5,7 @@
  */
 import type { Clean } from './redact.js';
 import { duration } from './redact.js';
+import { secondsAsMs } from './headers.js';
 
 /**
  * Growing, jittered waits ("decorrelated jitter"): each wait is drawn between
@@ -37,7 +38,8 @@ export class Backoff {
 export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  const ms = secondsAsMs(text);
+  if (ms !== undefined) return ms;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);

@@ -310,6 +310,45 @@ describe('429 and 503', () => {
   });
 });
 
+describe('decimal header values', () => {
+  it('a decimal Reset or Retry-After: a wait of whole ms, rounded up, never ending before the service said', async () => {
+    // RateLimit-Reset 1.2345 s with Remaining 0: the window ends 1234.5 ms on, so no request before 1235.
+    const quota = harness();
+    const quotaTimes = serve(() => quota.clock, [
+      [200, page(), { ...limits(0, 0), 'ratelimit-reset': '1.2345' }],
+      [200, page(), limits(59, 60)],
+    ]);
+    await quota.client.list('/v1/contacts', { limit: 1 });
+    await quota.client.list('/v1/contacts', { limit: 1 });
+    await quota.client.close();
+    expect(quotaTimes).toEqual([T0, T0 + 1235]);
+    expect(quota.waits).toEqual([{ reason: 'rate_limited', waitMs: 1235, until: T0 + 1235, path: '/v1/contacts' }]);
+
+    // Retry-After 1.1 is 1100 ms exactly (no float error rounds it to 1101); 2.0004 is 2001, not 2000.
+    for (const [retryAfter, ms] of [['1.1', 1100], ['2.0004', 2001], ['1.5', 1500]] as const) {
+      const h = harness();
+      const times = serve(() => h.clock, [
+        [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': retryAfter }],
+        [200, page(), JSON_HEADERS],
+      ]);
+      await h.client.list('/v1/contacts', { limit: 1 });
+      await h.client.close();
+      expect(times).toEqual([T0, T0 + ms]);
+      expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: ms, until: T0 + ms, path: '/v1/contacts' }]);
+    }
+
+    // A 429 without Retry-After waits for its RateLimit-Reset, rounded up the same way.
+    const fallback = harness();
+    const fallbackTimes = serve(() => fallback.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'ratelimit-remaining': '0', 'ratelimit-reset': '0.0001' }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await fallback.client.list('/v1/contacts', { limit: 1 });
+    await fallback.client.close();
+    expect(fallbackTimes).toEqual([T0, T0 + 1]);
+  });
+});
+
 describe('Pacer (unit)', () => {
   it('takes the requests still in flight off the reported Remaining', () => {
     const now = { t: 0 };

@@ -48,6 +48,18 @@ it.each(['', '/data-read'])('a 429 on a list is told as a rate-limit wait of its
   expect(sink.events.filter((e) => e.kind === 'running' && e.quotaReset !== undefined)).toHaveLength(1);
 });
 
+it('a decimal RateLimit-Reset is told as a quota_reset of whole ms (the protocol\'s integer), not before the reset', async () => {
+  const first = { ...PAGE, next_cursor: 'p2', has_more: true };
+  nock(ORIGIN).get('/v1/me').reply(200, me('Acme'), JSON_HEADERS);
+  nock(ORIGIN).get('/v1/contacts').query(true).reply(200, first, { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '0.0105' });
+  nock(ORIGIN).get('/v1/contacts').query(true).reply(200, { ...PAGE, data: [{ id: 'c2', updated_at: '2026-01-01T00:00:00.000Z' }] }, JSON_HEADERS);
+  const sink = await syncContacts(ORIGIN, 'drk_live_decimalreset0123456');
+  expect(sink.recordsOf('contacts')).toHaveLength(2);
+  const told = sink.events.flatMap((e) => (e.kind === 'running' && e.quotaReset !== undefined ? [e.quotaReset] : []));
+  expect(told).toHaveLength(1);
+  expect(Number.isInteger(told[0])).toBe(true);
+});
+
 it('a state bound to an account whose /v1/me name is empty is one the next run reads', async () => {
   nock(ORIGIN).get('/v1/me').reply(200, me(''), JSON_HEADERS);
   nock(ORIGIN).get('/v1/contacts').query(true).reply(200, PAGE, JSON_HEADERS);
