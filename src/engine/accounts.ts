@@ -4,7 +4,8 @@
  * entries at once, each by a session of its own (session.ts: its own client,
  * so its own key, pacer and rate budget, its own /v1/me and account binding).
  * Each account's engine events go through a lane that:
- * - puts the entry's name in the `account` field of every record;
+ * - puts the entry's name in the `account` field of every record (a field
+ *   `account` the service sent itself moves to `service_account`, with a WARN);
  * - keeps the entry's state of each stream and hands the face one state per
  *   stream holding every account's, `{"accounts": {"<entry>": <a state of one
  *   account>, ...}}`: the states of accounts not read (yet, or any more: an
@@ -21,7 +22,7 @@
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
-import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
@@ -277,6 +278,25 @@ export class AccountsRun {
         this.#failures.push({ account: entry.name, stream, error });
       };
       const prefix = (message: string): string => `Account "${entry.name}": ${message}`;
+      const toldServiceAccount = new Set<string>();
+      // The service's own `account` would be overwritten by the entry's name: it moves to service_account, said once per stream.
+      const keepServiceAccount = async (stream: StreamDefinition, record: Data): Promise<void> => {
+        if (Object.hasOwn(record, SERVICE_ACCOUNT_FIELD)) {
+          throw new ConnectorError(
+            'system_error',
+            `${stream.name}: record ${JSON.stringify(record.id)} holds both "${ACCOUNT_FIELD}" and "${SERVICE_ACCOUNT_FIELD}" of its own; with "accounts" in the config ` +
+              `"${ACCOUNT_FIELD}" names the entry, and the service's value has nowhere to go. Read this account with "api_key" instead of "accounts", and report the fields to the connector's maintainers.`,
+          );
+        }
+        record[SERVICE_ACCOUNT_FIELD] = record[ACCOUNT_FIELD];
+        if (toldServiceAccount.has(stream.name)) return;
+        toldServiceAccount.add(stream.name);
+        await lane.log(
+          'WARN',
+          `${stream.name}: the service sent a field "${ACCOUNT_FIELD}" of its own; with "accounts" in the config that field names the entry, ` +
+            `so the service's value is kept as "${SERVICE_ACCOUNT_FIELD}".`,
+        );
+      };
       const lane: SyncSink = {
         streamStarted: async (stream) => {
           await sink?.streamStarted(stream);
@@ -284,7 +304,10 @@ export class AccountsRun {
         },
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
         records: async (stream, records: readonly Data[], extractedAt, tombstones = 0) => {
-          for (const record of records) record[ACCOUNT_FIELD] = entry.name;
+          for (const record of records) {
+            if (Object.hasOwn(record, ACCOUNT_FIELD)) await keepServiceAccount(stream, record);
+            record[ACCOUNT_FIELD] = entry.name;
+          }
           await (sink ?? emitter).records(stream, records, extractedAt, tombstones);
           track.records += records.length;
           this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);

@@ -51,6 +51,13 @@ export interface RecordSchemaOptions {
 /** The field every record of a config with `accounts` carries: the name of its entry. */
 export const ACCOUNT_FIELD = 'account';
 
+/**
+ * Where a record of a config with `accounts` keeps a field `account` the
+ * service sent itself: `account` holds the entry's name (the key), and the
+ * service's value must not be lost.
+ */
+export const SERVICE_ACCOUNT_FIELD = 'service_account';
+
 /** A stream's primary key as key paths: [["id"]], or [["account"], ["id"]] with `accounts`. */
 export function primaryKeyPaths(stream: StreamDefinition, manyAccounts: boolean): string[][] {
   return manyAccounts ? [[ACCOUNT_FIELD], [stream.primaryKey]] : [[stream.primaryKey]];
@@ -102,7 +109,10 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
   if (!options.accountField) return { ...base, properties };
   const account: JsonSchema = { type: 'string', description: 'The name of the config\'s accounts entry the record was read from (first part of the primary key)' };
   const required = Array.isArray(base.required) ? base.required.filter((r) => r !== ACCOUNT_FIELD) : [];
-  return { ...base, required: [ACCOUNT_FIELD, ...required], properties: { [ACCOUNT_FIELD]: account, ...properties } };
+  // A field `account` the service describes is served as service_account (accounts.ts): declared there.
+  const { [ACCOUNT_FIELD]: described, ...rest } = properties;
+  const moved = described === undefined || SERVICE_ACCOUNT_FIELD in rest ? {} : { [SERVICE_ACCOUNT_FIELD]: described };
+  return { ...base, required: [ACCOUNT_FIELD, ...required], properties: { [ACCOUNT_FIELD]: account, ...rest, ...moved } };
 }
 
 

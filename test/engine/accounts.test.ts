@@ -1,9 +1,18 @@
-/** engine/accounts.ts and the per-account state shape of engine/state.ts (connector contract, "Many accounts"). */
-import { describe, expect, it } from 'vitest';
-import { accountStates } from '../../src/engine/accounts.js';
+/**
+ * engine/accounts.ts and the per-account state shape of engine/state.ts (connector contract, "Many accounts");
+ * the records of a run of many accounts, against nock.
+ */
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseUserConfig } from '../../src/config/config.js';
+import { AccountsRun, accountStates } from '../../src/engine/accounts.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
+import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { thrown } from '../helpers/thrown.js';
+import { RecordingSink } from '../helpers/recording-sink.js';
+import { JSON_HEADERS, resetNock } from '../client/helpers.js';
 
 const W = '2026-01-01T00:00:00.000Z';
 const entries = [{ name: 'acme', api_key: 'a_live_1' }, { name: 'globex', api_key: 'g_live_2' }];
@@ -45,5 +54,46 @@ describe('the state of many accounts', () => {
     const error = thrown(() => accountStates(new Map([['contacts', { sync_watermark: W, account: { name: 'Acme' } }]]), entries));
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/The state of stream "contacts" is the state of one account \(of account "Acme"\).*\{"accounts": \{"acme": \{"sync_watermark": \.\.\.\}\}\}/);
+  });
+});
+
+describe('records of many accounts', () => {
+  beforeAll(() => nock.disableNetConnect());
+  afterEach(() => resetNock());
+  afterAll(() => nock.enableNetConnect());
+
+  it("keep a field `account` the service sent, as service_account, and say so: the entry's name takes `account`", async () => {
+    const origin = 'http://127.0.0.1:9';
+    nock(origin).get('/v1/me').reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    const page = { data: [{ id: 'c1', updated_at: W, account: 'svc-7' }, { id: 'c2', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W };
+    nock(origin).get('/v1/contacts').query(true).reply(200, page, JSON_HEADERS);
+    const { config } = parseUserConfig(
+      { accounts: [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }], base_url: origin, use_service_schema: false },
+      { addSecret: () => undefined },
+      {},
+    );
+    const sink = new RecordingSink();
+    const result = await new AccountsRun(config).run({ streams: [{ stream: findStream('contacts') as StreamDefinition, mode: 'incremental' }], states: new Map() }, sink);
+    expect(result.error).toBeUndefined();
+    expect(sink.recordsOf('contacts')).toEqual([
+      { id: 'c1', updated_at: W, account: 'acme', service_account: 'svc-7' },
+      { id: 'c2', updated_at: W, account: 'acme' },
+    ]);
+    const warnings = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
+    expect(warnings).toEqual([expect.stringMatching(/contacts: the service sent a field "account" of its own.*kept as "service_account"/)]);
+  });
+});
+
+describe('the schema of many accounts', () => {
+  it("declares `account` as the entry's name, and a field `account` the service describes as service_account", () => {
+    const contacts = findStream('contacts') as StreamDefinition;
+    const base = structuredClone(builtInSchema(contacts));
+    (base.properties as Record<string, JsonSchema>).account = { type: ['null', 'integer'], description: 'the service own' };
+    const schema = recordJsonSchema(contacts, { base, accountField: true });
+    const properties = schema.properties as Record<string, JsonSchema>;
+    expect(Object.keys(properties)[0]).toBe('account');
+    expect(properties.account).toMatchObject({ type: 'string' });
+    expect(properties.service_account).toEqual({ type: ['null', 'integer'], description: 'the service own' });
+    expect(schema.required).toEqual(['account', 'id', 'updated_at']);
   });
 });
