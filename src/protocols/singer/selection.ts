@@ -9,6 +9,8 @@
  * - a field is dropped when its metadata says `selected: false` (or legacy
  *   `selected: false` on the property) or `inclusion: unsupported`; the key,
  *   the replication key and the tombstone column are always kept;
+ * - `selected` and `selected-by-default` are JSON booleans (null: not set);
+ *   any other value ("false" as a string) is an invalid catalog, never a guess;
  * - `replication-method` FULL_TABLE or INCREMENTAL (default: INCREMENTAL where
  *   the stream supports it); the replication key is the stream's own cursor;
  * - a FULL_TABLE stream is synced with ACTIVATE_VERSION (its target drops the
@@ -66,11 +68,34 @@ function metadataOf(entry: Entry): Metadata {
   return map;
 }
 
-const flag = (value: unknown): boolean | undefined => (typeof value === 'boolean' ? value : undefined);
+/** Where a selection flag was read: the catalog entry's index, and its words for messages ("stream \"contacts\"", its field). */
+interface FlagSource {
+  readonly index: number;
+  readonly label: string;
+}
 
-function isStreamSelected(entry: Entry, md: Metadata): boolean {
+/**
+ * A selection flag (`selected`, `selected-by-default`): true, false, or
+ * absent (null too). Anything else ("false" as a string, 0) is refused:
+ * read as absent it would select what the catalog meant to leave out.
+ */
+function flag(value: unknown, key: string, from: FlagSource, place: 'metadata' | 'schema'): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'boolean') return value;
+  throw new ConfigError(
+    `Invalid catalog: ${from.label}: ${place} "${key}" must be true or false (a JSON boolean), not ${JSON.stringify(value)}. ` +
+      'Fix the catalog (in Meltano: the select rules or metadata), or run --discover again.',
+    { field: `catalog.streams.${from.index}.${place}` },
+  );
+}
+
+function isStreamSelected(entry: Entry, md: Metadata, from: FlagSource): boolean {
   const top = md.get(crumb([])) ?? {};
-  return flag(top.selected) ?? flag(entry.schema?.selected) ?? flag(top['selected-by-default']) ?? false;
+  // Every flag is checked, also those a first one overrides: a malformed one is a mistake in the catalog either way.
+  const selected = flag(top.selected, 'selected', from, 'metadata');
+  const legacy = flag(entry.schema?.selected, 'selected', from, 'schema');
+  const byDefault = flag(top['selected-by-default'], 'selected-by-default', from, 'metadata');
+  return selected ?? legacy ?? byDefault ?? false;
 }
 
 function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: (m: string) => void): SyncMode {
@@ -94,11 +119,14 @@ function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: 
   return mode;
 }
 
-function isFieldDropped(name: string, property: unknown, md: Metadata): boolean {
+function isFieldDropped(name: string, property: unknown, md: Metadata, stream: FlagSource): boolean {
   const m = md.get(crumb(['properties', name])) ?? {};
+  const from = { index: stream.index, label: `${stream.label}, field ${JSON.stringify(name)}` };
+  const selected = flag(m.selected, 'selected', from, 'metadata');
+  const legacy = isObject(property) ? flag(property.selected, 'selected', from, 'schema') : undefined;
+  const byDefault = flag(m['selected-by-default'], 'selected-by-default', from, 'metadata');
   if (m.inclusion === 'unsupported') return true;
-  const selected = flag(m.selected) ?? (isObject(property) ? flag(property.selected) : undefined) ?? flag(m['selected-by-default']);
-  return selected === false;
+  return (selected ?? legacy ?? byDefault) === false;
 }
 
 /** A property schema without the legacy selection keys that old catalogs put there. */
@@ -111,6 +139,7 @@ function cleanProperty(property: unknown): unknown {
 function planStream(
   stream: StreamDefinition,
   entry: Entry | undefined,
+  index: number,
   md: Metadata,
   tombstones: boolean,
   warn: (m: string) => void,
@@ -125,7 +154,7 @@ function planStream(
   const excluded = new Set<string>();
   for (const [name, property] of Object.entries(propertiesOf(base))) {
     if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;
-    if (!kept.has(name) && isFieldDropped(name, property, md)) excluded.add(name);
+    if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
     else properties[name] = cleanProperty(property);
   }
   // The key, the cursor and the tombstone column are declared even if an edited catalog lost them.
@@ -145,7 +174,7 @@ function planStream(
 
 /** No catalog: every stream, in its default mode, every field (the Singer convention), with its schema from `schemas` (built in where none). */
 export function planAll(tombstones: boolean, schemas?: StreamSchemas, manyAccounts = false): StreamPlan[] {
-  return STREAMS.map((s) => planStream(s, undefined, new Map(), tombstones, () => undefined, schemas?.get(s.name), manyAccounts));
+  return STREAMS.map((s) => planStream(s, undefined, -1, new Map(), tombstones, () => undefined, schemas?.get(s.name), manyAccounts));
 }
 
 /** The streams a catalog selects, in catalog order. */
@@ -165,7 +194,7 @@ export function planFromCatalog(input: unknown, tombstones: boolean, warn: (mess
     const name = entry.tap_stream_id ?? entry.stream;
     if (name === undefined) throw new ConfigError(`Invalid catalog: streams.${index} has neither tap_stream_id nor stream.`, { field: `catalog.streams.${index}` });
     const md = metadataOf(entry);
-    if (!isStreamSelected(entry, md)) continue;
+    if (!isStreamSelected(entry, md, { index, label: `stream ${JSON.stringify(name)}` })) continue;
     const stream = findStream(name);
     if (!stream) {
       throw new ConfigError(
@@ -176,7 +205,7 @@ export function planFromCatalog(input: unknown, tombstones: boolean, warn: (mess
     }
     if (seen.has(name)) throw new ConfigError(`The catalog selects stream "${name}" twice.`, { field: `catalog.streams.${index}` });
     seen.add(name);
-    plans.push(planStream(stream, entry, md, tombstones, warn, undefined, manyAccounts));
+    plans.push(planStream(stream, entry, index, md, tombstones, warn, undefined, manyAccounts));
   }
   return plans;
 }

@@ -41,7 +41,7 @@ describe('tap-data-read (no service)', () => {
     expect(env.stdout).toContain('_sdc_deleted_at');
   });
 
-  it('an invalid config is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
+  it('an invalid config, catalog or state is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
     const bad = writeJson(dir, 'bad.json', { api_key: KEY, base_url: 'ftp://example.com', page_size: 500 });
     for (const args of [['--config', bad, '--discover'], ['--config', bad]]) {
       const r = await runCli(TAP_BIN, args);
@@ -57,6 +57,13 @@ describe('tap-data-read (no service)', () => {
     const badState = await runCli(TAP_BIN, ['--config', config, '--state', state]);
     expect(badState.code).toBe(78);
     expect(badState.stderr).toMatch(/CRITICAL .*Invalid state for stream "contacts"/);
+    const stringFlag = writeJson(dir, 'string-flag.json', {
+      streams: [{ tap_stream_id: 'contacts', stream: 'contacts', schema: { type: 'object', properties: {} }, metadata: [{ breadcrumb: [], metadata: { selected: 'false', 'selected-by-default': true } }] }],
+    });
+    const badCatalog = await runCli(TAP_BIN, ['--config', config, '--catalog', stringFlag]);
+    expect(badCatalog.code).toBe(78);
+    expect(badCatalog.stdout).toBe('');
+    expect(badCatalog.stderr).toMatch(/CRITICAL .*Invalid catalog: stream "contacts": metadata "selected" must be true or false \(a JSON boolean\), not "false"/);
   });
 
   it('usage mistakes exit 2 with a CRITICAL line', async () => {

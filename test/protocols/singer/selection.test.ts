@@ -25,6 +25,13 @@ function select(streams: Record<string, { fields?: string[]; method?: string } |
   return catalog;
 }
 
+/** The `[]` metadata of the catalog's stream at `index`. */
+const topOf = (c: Catalog, index: number): Record<string, unknown> =>
+  (c.streams[index] as CatalogEntry).metadata.find((m) => m.breadcrumb.length === 0)?.metadata as Record<string, unknown>;
+/** The metadata of `field` of the catalog's stream at `index`. */
+const fieldOf = (c: Catalog, index: number, field: string): Record<string, unknown> =>
+  (c.streams[index] as CatalogEntry).metadata.find((m) => m.breadcrumb[1] === field)?.metadata as Record<string, unknown>;
+
 const noWarn = (m: string): void => {
   throw new Error(`unexpected warning: ${m}`);
 };
@@ -95,6 +102,27 @@ describe('stream selection', () => {
     expect(thrown(() => planFromCatalog(twice, false, noWarn))).toMatchObject({ fields: [`catalog.streams.${twice.streams.length - 1}`] });
     expect(thrown(() => planFromCatalog({ stream: [] }, false, noWarn))).toMatchObject({ fields: ['catalog.streams'] });
     expect(() => planFromCatalog({ stream: [] }, false, noWarn)).toThrow(/Invalid catalog/);
+  });
+
+  it.each([
+    ['"selected": "false" on a stream', (c: Catalog) => (topOf(c, 0).selected = 'false'), /stream "contacts": metadata "selected" must be true or false \(a JSON boolean\), not "false"/, 'catalog.streams.0.metadata'],
+    ['"selected-by-default": 1 on a stream', (c: Catalog) => (topOf(c, 1)['selected-by-default'] = 1), /stream "conversations": metadata "selected-by-default" must be true or false .*not 1/, 'catalog.streams.1.metadata'],
+    ['"selected": "false" on a field', (c: Catalog) => (fieldOf(c, 0, 'email').selected = 'false'), /stream "contacts", field "email": metadata "selected" must be true or false .*not "false"/, 'catalog.streams.0.metadata'],
+    ['a legacy schema.selected "true"', (c: Catalog) => ((c.streams[2] as CatalogEntry).schema.selected = 'true'), /stream "stage_events": schema "selected" must be true or false .*not "true"/, 'catalog.streams.2.schema'],
+  ])('refuses %s (a config_error naming it), never a guess', (_what, edit, message, field) => {
+    const catalog = discoverCatalog(false);
+    edit(catalog);
+    const error = thrown(() => planFromCatalog(catalog, false, noWarn));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/^Invalid catalog: /);
+    expect((error as Error).message).toMatch(message);
+    expect(error).toMatchObject({ fields: [field] });
+  });
+
+  it('reads a null selected as no flag (selected-by-default decides)', () => {
+    const catalog = discoverCatalog(false);
+    topOf(catalog, 0).selected = null;
+    expect(planFromCatalog(catalog, false, noWarn)).toHaveLength(5);
   });
 
   it('selects no stream when every stream is deselected', () => {
