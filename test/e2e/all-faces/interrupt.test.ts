@@ -122,27 +122,6 @@ describe('source-data-read read, interrupted', () => {
     expect(reread).toBeLessThan(dump[stream].length);
   });
 
-  it('SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the ERROR trace', async () => {
-    const acc = account(3000);
-    const config = writeJson(dir, 'config-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
-    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 4000 });
-    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
-    expect(stopped.stdout.endsWith('\n')).toBe(true);
-    expect(protocolCheck('airbyte', stopped.stdout).errors).toEqual([]);
-    const last = lastLine(stopped.stdout) as { trace?: { type: string; error?: { message: string } } };
-    expect(last.trace?.type).toBe('ERROR');
-    expect(last.trace?.error?.message).toContain('interrupted (SIGTERM)');
-  });
-
-  it('SIGTERM, then the busy reader of stdout goes away: the process ends at once, without waiting out its grace', async () => {
-    const acc = account(3000);
-    const config = writeJson(dir, 'config-gone-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
-    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 1000, thenGone: true });
-    // The grace is 25 s; the helper kills what still runs 20 s after the start.
-    expect(stopped.killed).toBe(false);
-    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
-    expect(stopped.stderr).toContain('interrupted (SIGTERM)');
-  });
 
   it('SIGTERM while waiting on a rate limit ends the wait at once', async () => {
     // 4 requests per minute, 3 of them spent by another client of the key: the sync's first request takes the
@@ -187,16 +166,6 @@ describe('source-data-read read, interrupted', () => {
 });
 
 describe('tap-data-read sync, interrupted', () => {
-  it('SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the final STATE', async () => {
-    const acc = account(3000);
-    const config = writeJson(dir, 'config-tap-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
-    const stopped = await runStoppedWhileReaderBusy(TAP_BIN, ['--config', config], { stallMs: 1500, busyMs: 4000 });
-    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
-    expect(stopped.stdout.endsWith('\n')).toBe(true);
-    expect(protocolCheck('singer', stopped.stdout).errors).toEqual([]);
-    expect(lastLine(stopped.stdout).type).toBe('STATE');
-  });
-
   it.each(SIGNALS)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
@@ -219,5 +188,40 @@ describe('tap-data-read sync, interrupted', () => {
     for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
       expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
     }
+  });
+});
+
+// Each case waits on its connector process most of the time (the stall, the busy reader): they run together.
+describe.concurrent('stopped while the reader of stdout is busy, or gone', () => {
+  it('read: SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the ERROR trace', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 4000 });
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stdout.endsWith('\n')).toBe(true);
+    expect(protocolCheck('airbyte', stopped.stdout).errors).toEqual([]);
+    const last = lastLine(stopped.stdout) as { trace?: { type: string; error?: { message: string } } };
+    expect(last.trace?.type).toBe('ERROR');
+    expect(last.trace?.error?.message).toContain('interrupted (SIGTERM)');
+  });
+
+  it('read: SIGTERM, then the busy reader of stdout goes away: the process ends at once, without waiting out its grace', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-gone-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG], { stallMs: 1500, busyMs: 1000, thenGone: true });
+    // The grace is 25 s; the helper kills what still runs 20 s after the start.
+    expect(stopped.killed).toBe(false);
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stderr).toContain('interrupted (SIGTERM)');
+  });
+
+  it('the tap: SIGTERM while the reader of stdout is busy: it is waited for, the output ends with whole lines and the final STATE', async () => {
+    const acc = account(3000);
+    const config = writeJson(dir, 'config-tap-slow-reader.json', { api_key: acc.key, base_url: emu.url, page_size: 200 });
+    const stopped = await runStoppedWhileReaderBusy(TAP_BIN, ['--config', config], { stallMs: 1500, busyMs: 4000 });
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 143, signal: null });
+    expect(stopped.stdout.endsWith('\n')).toBe(true);
+    expect(protocolCheck('singer', stopped.stdout).errors).toEqual([]);
+    expect(lastLine(stopped.stdout).type).toBe('STATE');
   });
 });
