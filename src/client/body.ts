@@ -79,11 +79,21 @@ export function parseJson(body: Buffer | string): JsonResult {
   }
 }
 
-/** What came back, for a message: content type and the first characters, cleaned. */
+/** Text that begins as JSON does (after white space and a BOM): an object or an array. */
+const JSON_START = /^[\s\uFEFF]*[[{]/;
+
+/**
+ * What came back, for a message: content type and the first characters,
+ * cleaned; of JSON text only its size, never its characters (a page that
+ * breaks off is records: names, e-mails, phones, whatever the config says of
+ * them, as they were before any treatment).
+ */
 export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean, chars = 80): string {
   const type = contentType === undefined ? 'no content-type' : `content-type ${clean(contentType, 80)}`;
   if (bytes.length === 0) return `${type}, empty body`;
+  const text = bytes.toString('utf8');
+  if (JSON_START.test(text)) return `${type}, ${bytes.length} bytes of JSON text (not quoted: it may hold records)`;
   // Clean the whole text before cutting it, so no part of a secret can survive at the cut.
-  const head = clean(bytes.toString('utf8'), chars);
+  const head = clean(text, chars);
   return `${type}, ${bytes.length} bytes, beginning "${head}"`;
 }

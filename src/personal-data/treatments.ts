@@ -82,12 +82,23 @@ export function sha256Hex(message: string): string {
   return createHash('sha256').update(message).digest('hex');
 }
 
-/** The part after the last `@`, lower-case and trimmed; null when there is no `@` (no domain to keep). */
+/**
+ * A domain name (labels of letters, marks, digits, `-` and `_`, any script,
+ * a final dot allowed) or an address literal (`[192.0.2.1]`, `[ipv6:...]`).
+ */
+const DOMAIN = /^(?:[\p{L}\p{M}\p{N}_-]+(?:\.[\p{L}\p{M}\p{N}_-]+)*\.?|\[(?:ipv6:)?[0-9a-f:.]+\])$/u;
+
+/**
+ * The part after the last `@`, lower-case and trimmed; null when there is no
+ * `@` or what follows it is not a domain name: the value was more than an
+ * address (`Ana <ana@x.com> +55 11 ...`), and keeping its tail would keep
+ * what the treatment is there to remove.
+ */
 export function emailDomain(value: string): string | null {
   const at = value.lastIndexOf('@');
   if (at < 0) return null;
   const domain = value.slice(at + 1).trim().toLowerCase();
-  return domain === '' ? null : domain;
+  return DOMAIN.test(domain) ? domain : null;
 }
 
 /** A non-string value as text to hash (numbers as written, objects as JSON). */
@@ -115,7 +126,8 @@ function valueTreatment(field: ChangingField, mac: ((message: string) => string)
     case 'sha256':
       return (value) => sha256Hex(normalize(asText(value), kind));
     case 'email_domain':
-      return (value) => emailDomain(asText(value));
+      // Only a string is an address: the JSON text of an object or array would keep its other members after the last @.
+      return (value) => (typeof value === 'string' ? emailDomain(value) : null);
   }
 }
 

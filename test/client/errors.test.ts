@@ -204,6 +204,20 @@ describe('2xx bodies that are not JSON', () => {
     expect(h.logs.filter((l) => l.level === 'WARN')).toHaveLength(3);
   });
 
+  it('a broken page is never quoted: its records are personal data (an e-mail first on the page)', async () => {
+    const good = JSON.stringify({ data: [{ email: 'ana.souza@example.com', name: 'Ana Souza', id: 'c1' }], next_cursor: null, has_more: false, sync_watermark: WATERMARK });
+    // Truncated every time, and once with a content-encoding that does not match (the body as sent).
+    nock(BASE).get('/v1/contacts').query(true).times(3).reply(200, good.slice(0, good.length - 7), JSON_HEADERS);
+    nock(BASE).get('/v1/contacts').query(true).reply(200, good.slice(0, good.length - 7), { ...JSON_HEADERS, 'content-encoding': 'gzip' });
+    const h = harness();
+    const err = await failureThenClose(h, () => h.client.list('/v1/contacts', { limit: 1 }));
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
+    const said = [err.message, ...h.logs.map((l) => l.message)].join('\n');
+    expect(said).toMatch(/truncated/);
+    for (const raw of ['ana.souza', 'Ana Souza']) expect(said).not.toContain(raw);
+    expect(said).toMatch(/bytes of JSON/);
+  });
+
   it('an empty 200 body is retried then a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).times(4).reply(200, '', JSON_HEADERS);
     const h = harness();

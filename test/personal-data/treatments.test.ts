@@ -54,6 +54,24 @@ describe('normalization', () => {
     expect(emailDomain('"a@b"@Mail.Example.ORG')).toBe('mail.example.org');
     expect(emailDomain('no-at-sign')).toBeNull();
   });
+  it('email_domain keeps a domain only: nothing else of a value that is more than an address, nor of one that is not a string', () => {
+    expect(emailDomain(' ana@[192.0.2.1] ')).toBe('[192.0.2.1]');
+    expect(emailDomain('ana@Example.COM.')).toBe('example.com.');
+    expect(emailDomain('Ana Souza <ana@x.com> +55 11 91234-5678')).toBeNull();
+    const { config } = parseConfig({ ...base, field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'email_domain' }] });
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), undefined);
+    const page: Record<string, unknown>[] = [
+      { id: 'c1', email: { primary: 'ana@x.com', owner: 'Ana Souza', phone: '+5511912345678' } },
+      { id: 'c2', email: ['bob@y.com', 'ana.souza@x.com'] },
+      { id: 'c3', email: 'ana@x.com' },
+    ];
+    treat?.(page);
+    expect(page).toEqual([
+      { id: 'c1', email: null },
+      { id: 'c2', email: null },
+      { id: 'c3', email: 'x.com' },
+    ]);
+  });
   it('sha256 is plain SHA-256', () => {
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
