@@ -23,11 +23,11 @@ function shown(file) {
   return relative.indexOf('/') === -1 ? './' + relative : relative;
 }
 
-/** The command line again, when it can be pasted back as it is and holds no password (a --db URL's). */
+/** The command line again, when it can be pasted back as it is and holds no password (a --db URL's: any URL with an @, whatever its password holds). */
 function sameCommand() {
   var args = process.argv.slice(2);
   for (var i = 0; i < args.length; i++) {
-    if (!/^[A-Za-z0-9_.\/=:@%+,-]+$/.test(args[i]) || /:\/\/[^\/@]*:[^\/@]*@|password=/i.test(args[i])) return shown(process.argv[1]) + ' ...';
+    if (!/^[A-Za-z0-9_.\/=:@%+,-]+$/.test(args[i]) || /:\/\/.*@|password=/i.test(args[i])) return shown(process.argv[1]) + ' ...';
   }
   return [shown(process.argv[1])].concat(args).join(' ');
 }

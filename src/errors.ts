@@ -90,7 +90,8 @@ export function secretForms(secret: string): string[] {
 
 /** `text` with the password of a URL in it (`scheme://user:PASSWORD@`, `password=...`) as `***`: what a message may quote of a URL it could not read. */
 export function maskUrlPassword(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:)[^@/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+  // Up to the last `@`, and all that follows `password=`: a password typed with an unencoded `/`, `?`, `#`, `@` or `&` is masked whole.
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:).*@/i, '$1***@').replace(/([?&]password=).*/i, '$1***');
 }
 
 /**

@@ -116,6 +116,19 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
   return { kind: 'sqlite', path: db, display: db, secrets: [] };
 }
 
+/**
+ * A piece of the URL as a message may quote it: not at all when the URL holds
+ * a password somewhere (an `@`, or `password=`), since a password with a `/`,
+ * `@` or `&` typed without percent-encoding is cut into pieces that look like
+ * a port, a host or a parameter.
+ */
+function quoted(text: string, url: string): string {
+  return url.includes('@') || /[?&]password=/i.test(url) ? '' : ` "${text}"`;
+}
+
+/** What to do when the URL holds a password the parser may have cut. */
+const ENCODE_HINT = ' A password holding @, /, ?, # or & must be percent-encoded (%40, %2F, %3F, %23, %26).';
+
 function decode(part: string, what: string, url: string): string {
   try {
     return decodeURIComponent(part);
@@ -126,7 +139,10 @@ function decode(part: string, what: string, url: string): string {
 
 function portOf(text: string, from: string, url: string): number {
   const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(port >= 1 && port <= 65535)) throw new ConfigError(`Invalid port "${text}" (from ${from}) for ${maskUrlPassword(url)}: a number from 1 to 65535.`, { field: '--db' });
+  if (!(port >= 1 && port <= 65535)) {
+    const hint = quoted(text, url) === '' ? ENCODE_HINT : '';
+    throw new ConfigError(`Invalid port${quoted(text, url)} (from ${from}) for ${maskUrlPassword(url)}: a number from 1 to 65535.${hint}`, { field: '--db' });
+  }
   return port;
 }
 
@@ -159,7 +175,10 @@ const nonEmpty = (value: string | undefined): string | undefined => (value === u
 
 /** A `postgresql://` URL's connection settings, completed from the PG* variables and libpq's defaults. */
 export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): PostgresConnectionSettings {
-  const rest = url.replace(POSTGRES_SCHEME, '');
+  const scheme = POSTGRES_SCHEME.exec(url)?.[0] ?? '';
+  // The credentials end at the first `@` before any `/`, as libpq reads them: a `?` or `#` in a password is the password's.
+  const credentials = /^[^@/]*@/.exec(url.slice(scheme.length))?.[0] ?? '';
+  const rest = url.slice(scheme.length + credentials.length);
   const hashAt = rest.indexOf('#');
   const body = hashAt >= 0 ? rest.slice(0, hashAt) : rest;
   const queryAt = body.indexOf('?');
@@ -168,9 +187,8 @@ export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.e
   const slash = beforeQuery.indexOf('/');
   const authority = slash >= 0 ? beforeQuery.slice(0, slash) : beforeQuery;
   const path = slash >= 0 ? beforeQuery.slice(slash + 1) : '';
-  const at = authority.lastIndexOf('@');
-  const userinfo = at >= 0 ? authority.slice(0, at) : undefined;
-  const hostport = at >= 0 ? authority.slice(at + 1) : authority;
+  const userinfo = credentials === '' ? undefined : credentials.slice(0, -1);
+  const hostport = authority;
 
   let user: string | undefined;
   let password: string | undefined;
@@ -210,7 +228,8 @@ export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.e
       const value = decode((eq >= 0 ? pair.slice(eq + 1) : '').replaceAll('+', ' '), `value of ${key}`, url);
       if (!URL_PARAMETERS.has(key)) {
         throw new ConfigError(
-          `The PostgreSQL URL ${maskUrlPassword(url)} has a query parameter the connector does not know: "${key}" (known: ${[...URL_PARAMETERS].join(', ')}).`,
+          `The PostgreSQL URL ${maskUrlPassword(url)} has a query parameter the connector does not know${quoted(key, url)} (known: ${[...URL_PARAMETERS].join(', ')}).` +
+            (quoted(key, url) === '' ? ENCODE_HINT : ''),
           { field: '--db' },
         );
       }

@@ -123,6 +123,31 @@ describe('the password is never shown', () => {
     }
   });
 
+  it('a password holding characters a URL reserves, typed unencoded, is never shown, whole or in pieces', () => {
+    for (const [db, pieces] of [
+      ['postgresql://bob:Sekr3t?Xy9z@localhost:5432/app', ['Sekr3t', 'Xy9z']],
+      ['postgresql://bob:Sekr3t#Xy9z@localhost/app', ['Sekr3t', 'Xy9z']],
+      ['postgresql://bob:Sekr3t/Xy9z@localhost/app', ['Sekr3t', 'Xy9z']],
+      ['postgresql://bob:Sekr@t3Xy9z@localhost/app?foo=1', ['Sekr', 't3Xy9z']],
+      ['postgresql://bob@localhost/app?password=Sekr3t&Xy9z&sslmode=require', ['Sekr3t', 'Xy9z']],
+    ] as const) {
+      // Read as libpq reads it (its display shown), or refused: neither text holds a piece of the password.
+      let shown: string;
+      try {
+        shown = pgTarget(db).display;
+      } catch (err) {
+        shown = (err as Error).message;
+      }
+      for (const piece of pieces) expect(shown, db).not.toContain(piece);
+    }
+  });
+
+  it('reads a `?` or `#` in a password as the password\'s, as libpq does', () => {
+    const t = pgTarget('postgresql://bob:Sekr3t?Xy#9z@localhost:5433/app?sslmode=require');
+    expect(t.connection).toMatchObject({ user: 'bob', password: 'Sekr3t?Xy#9z', host: 'localhost', port: 5433, database: 'app', sslmode: 'require' });
+    expect(t.display).not.toContain('Sekr3t');
+  });
+
   it('shows the settings that matter besides the defaults', () => {
     expect(pgTarget('postgresql://u@h/d?sslmode=verify-ca&sslrootcert=/ca.pem').display).toBe('postgresql://u@h:5432/d?sslmode=verify-ca&sslrootcert=%2Fca.pem');
   });

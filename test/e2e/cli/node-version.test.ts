@@ -105,7 +105,8 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
   it("does not repeat a command line that holds a --db URL's password, on stderr or in the summary", () => {
     const node = (OLD[0] as { path: string }).path;
     const dir = tempDir('sdr-oldnode-password-');
-    for (const db of ['postgresql://bob:S3cr3tPass99@127.0.0.1:5432/db', 'postgresql://bob@127.0.0.1/db?password=S3cr3tPass99']) {
+    // The last: a password typed with an unencoded `/` (libpq cannot read it either; it must not be echoed all the same).
+    for (const db of ['postgresql://bob:S3cr3tPass99@127.0.0.1:5432/db', 'postgresql://bob@127.0.0.1/db?password=S3cr3tPass99', 'postgresql://bob:S3cr3tPass99/x@127.0.0.1/db']) {
       const summary = join(dir, 'replicate.json');
       const run = spawnSync(node, [SOURCE_BIN, 'replicate', '--config', 'config.json', '--db', db, '--summary', summary], { cwd: ROOT, encoding: 'utf8' });
       expect(run.status).toBe(78);
