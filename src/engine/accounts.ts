@@ -5,7 +5,8 @@
  * so its own key, pacer and rate budget, its own /v1/me and account binding).
  * Each account's engine events go through a lane that:
  * - puts the entry's name in the `account` field of every record (a field
- *   `account` the service sent itself moves to `service_account`, with a WARN);
+ *   `account` the service sent itself was moved to `service_account` by the
+ *   session's pipeline, before selection and treatments: pipeline.ts);
  * - keeps the entry's state of each stream and hands the face one state per
  *   stream holding every account's, `{"accounts": {"<entry>": <a state of one
  *   account>, ...}}`: the states of accounts not read (yet, or any more: an
@@ -278,25 +279,6 @@ export class AccountsRun {
         this.#failures.push({ account: entry.name, stream, error });
       };
       const prefix = (message: string): string => `Account "${entry.name}": ${message}`;
-      const toldServiceAccount = new Set<string>();
-      // The service's own `account` would be overwritten by the entry's name: it moves to service_account, said once per stream.
-      const keepServiceAccount = async (stream: StreamDefinition, record: Data): Promise<void> => {
-        if (Object.hasOwn(record, SERVICE_ACCOUNT_FIELD)) {
-          throw new ConnectorError(
-            'system_error',
-            `${stream.name}: record ${JSON.stringify(record.id)} holds both "${ACCOUNT_FIELD}" and "${SERVICE_ACCOUNT_FIELD}" of its own; with "accounts" in the config ` +
-              `"${ACCOUNT_FIELD}" names the entry, and the service's value has nowhere to go. Read this account with "api_key" instead of "accounts", and report the fields to the connector's maintainers.`,
-          );
-        }
-        record[SERVICE_ACCOUNT_FIELD] = record[ACCOUNT_FIELD];
-        if (toldServiceAccount.has(stream.name)) return;
-        toldServiceAccount.add(stream.name);
-        await lane.log(
-          'WARN',
-          `${stream.name}: the service sent a field "${ACCOUNT_FIELD}" of its own; with "accounts" in the config that field names the entry, ` +
-            `so the service's value is kept as "${SERVICE_ACCOUNT_FIELD}".`,
-        );
-      };
       const lane: SyncSink = {
         streamStarted: async (stream) => {
           await sink?.streamStarted(stream);
@@ -304,10 +286,8 @@ export class AccountsRun {
         },
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
         records: async (stream, records: readonly Data[], extractedAt, tombstones = 0) => {
-          for (const record of records) {
-            if (Object.hasOwn(record, ACCOUNT_FIELD)) await keepServiceAccount(stream, record);
-            record[ACCOUNT_FIELD] = entry.name;
-          }
+          // A field `account` the service sent itself was moved to service_account by the session's pipeline, before selection.
+          for (const record of records) record[ACCOUNT_FIELD] = entry.name;
           await (sink ?? emitter).records(stream, records, extractedAt, tombstones);
           track.records += records.length;
           this.#counts.set(stream.name, (this.#counts.get(stream.name) ?? 0) + records.length);
@@ -348,7 +328,9 @@ export class AccountsRun {
       }
       let session: SyncSession | undefined;
       try {
-        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal);
+        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, {
+          moved: { from: ACCOUNT_FIELD, to: SERVICE_ACCOUNT_FIELD },
+        });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);

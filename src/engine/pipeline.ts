@@ -2,6 +2,9 @@
  * The record pipeline: the one way every record goes from the stream reader
  * to a face, the same for every face. Each page of a stream is
  *
+ *   move    a field the service sends under a name the face fills itself
+ *           (with accounts: `account`) to its own name, before anything
+ *           else, so that selection and treatments see it there;
  *   select  the face's field selection (Airbyte: the configured catalog's
  *           properties; Singer: the catalog's deselected fields), never the
  *           fields no treatment may touch (the key, the cursor, the
@@ -18,7 +21,7 @@
  * are counted and reported here, and every state the emitter is given names
  * the run's account.
  */
-import type { ConnectorError } from '../errors.js';
+import { ConnectorError } from '../errors.js';
 import { recordTreater, treatmentPlan, untreatable, withheldFields, type RecordTreater, type TreatmentConfig } from '../personal-data/treatments.js';
 import type { JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
@@ -51,6 +54,12 @@ export interface PipelineStream {
   readonly excluded?: ReadonlySet<string> | undefined;
 }
 
+/** A service field moved aside (with accounts: `account` to `service_account`). */
+export interface FieldMove {
+  readonly from: string;
+  readonly to: string;
+}
+
 export interface PipelineOptions {
   readonly config: TreatmentConfig;
   readonly streams: readonly PipelineStream[];
@@ -61,6 +70,8 @@ export interface PipelineOptions {
   /** Records per stream, kept over every sync of a session. */
   readonly counts?: Map<string, number> | undefined;
   readonly observer?: CountObserver | undefined;
+  /** A field the service may send under a name the face fills itself: moved, one WARN per stream. */
+  readonly moved?: FieldMove | undefined;
 }
 
 /** Removes from a page what the face did not select; undefined when it selects every field. */
@@ -97,6 +108,8 @@ export class RecordPipeline implements SyncSink {
   readonly #options: PipelineOptions;
   readonly #lanes = new Map<string, Lane>();
   readonly #counts: Map<string, number>;
+  /** Streams whose WARN about a moved field was said. */
+  readonly #toldMoved = new Set<string>();
 
   constructor(emitter: SyncSink, options: PipelineOptions) {
     this.#emitter = emitter;
@@ -131,8 +144,42 @@ export class RecordPipeline implements SyncSink {
     return this.#emitter.streamRunning(stream, quotaReset);
   }
 
-  /** A page as read: selected, treated, checked, counted, emitted. */
+  /** A page as read: moved, selected, treated, checked, counted, emitted. */
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
+    const note = this.#move(stream, records);
+    if (note === undefined) return this.#pass(stream, records, extractedAt);
+    const logged = this.#emitter.log('WARN', note);
+    return logged instanceof Promise ? logged.then(() => this.#pass(stream, records, extractedAt)) : this.#pass(stream, records, extractedAt);
+  }
+
+  /**
+   * Move the service's own field `moved.from` of each record to `moved.to`;
+   * the WARN to say, the first time in the stream. A record holding both has
+   * nowhere to keep the first: its stream fails, naming both.
+   */
+  #move(stream: StreamDefinition, records: readonly Data[]): string | undefined {
+    const moved = this.#options.moved;
+    if (moved === undefined) return undefined;
+    let found = false;
+    for (const record of records) {
+      if (!Object.hasOwn(record, moved.from)) continue;
+      if (Object.hasOwn(record, moved.to)) {
+        throw new ConnectorError(
+          'system_error',
+          `${stream.name}: record ${JSON.stringify(record.id)} holds both "${moved.from}" and "${moved.to}" of its own; with "accounts" in the config ` +
+            `"${moved.from}" names the entry, and the service's value has nowhere to go. Read this account with "api_key" instead of "accounts", and report the fields to the connector's maintainers.`,
+        );
+      }
+      record[moved.to] = record[moved.from];
+      delete record[moved.from];
+      found = true;
+    }
+    if (!found || this.#toldMoved.has(stream.name)) return undefined;
+    this.#toldMoved.add(stream.name);
+    return `${stream.name}: the service sent a field "${moved.from}" of its own; with "accounts" in the config that field names the entry, so the service's value is kept as "${moved.to}".`;
+  }
+
+  #pass(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     const lane = this.#lane(stream);
     lane.select?.(records);
     lane.treat?.(records);

@@ -18,7 +18,7 @@ import type { CheckResult } from './connect.js';
 import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
 import type { LogLevel, SyncSink } from './sync-sink.js';
-import { RecordPipeline, type CountObserver } from './pipeline.js';
+import { RecordPipeline, type CountObserver, type FieldMove } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
 import type { RunObserver } from './run-observer.js';
@@ -45,6 +45,11 @@ function fireAndForget(call: () => void | Promise<void>): void {
   }
 }
 
+export interface SessionOptions {
+  /** A field the service may send under a name the face fills itself (with accounts: `account`), moved aside first. */
+  readonly moved?: FieldMove | undefined;
+}
+
 /** Where the client's notes (a retry and why) go while no sync runs (the account check). */
 export type SessionLog = (level: LogLevel, message: string) => void | Promise<void>;
 
@@ -54,6 +59,8 @@ export class SyncSession {
   private readonly client: DataReadApi;
   private readonly counts = new Map<string, number>();
   private readonly report: RunObserver | undefined;
+  /** A service field every record's pipeline moves aside (SessionOptions). */
+  private readonly moved: FieldMove | undefined;
   /** The pipeline of the sync that runs now. */
   private running: RecordPipeline | undefined;
   /** The account the key reads, once /v1/me said: every state a sync of this session writes names it. */
@@ -61,8 +68,9 @@ export class SyncSession {
   /** Why /v1/me failed, when accountFor met it: what the next sync stops on. */
   #accountFailure: ConnectorError | undefined;
 
-  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunObserver | undefined, signal: AbortSignal | undefined) {
+  private constructor(config: Config, log: SessionLog, engine: Engine, report: RunObserver | undefined, signal: AbortSignal | undefined, options: SessionOptions) {
     this.config = config;
+    this.moved = options.moved;
     this.engine = engine;
     this.report = report;
     this.client = engine.connect.clientFromConfig(config, {
@@ -87,9 +95,9 @@ export class SyncSession {
    * stop (process/interrupt.ts): once aborted, the session's requests never
    * settle, so the sync stalls where it is and reports nothing more. Close it when done.
    */
-  static async open(config: Config, log: SessionLog, report?: RunObserver, signal?: AbortSignal): Promise<SyncSession> {
+  static async open(config: Config, log: SessionLog, report?: RunObserver, signal?: AbortSignal, options: SessionOptions = {}): Promise<SyncSession> {
     const [connect, sync] = await Promise.all([import('./connect.js'), import('./sync.js')]);
-    return new SyncSession(config, log, { connect, sync }, report, signal);
+    return new SyncSession(config, log, { connect, sync }, report, signal, options);
   }
 
   /** Records per stream so far, over every sync of the session (streams started, in order). */
@@ -196,6 +204,7 @@ export class SyncSession {
       report: this.report,
       counts: this.counts,
       observer,
+      moved: this.moved,
     });
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),

@@ -84,6 +84,48 @@ describe('records of many accounts', () => {
   });
 });
 
+describe('a field `account` the service sent, moved to service_account before selection and treatments', () => {
+  beforeAll(() => nock.disableNetConnect());
+  afterEach(() => resetNock());
+  afterAll(() => nock.enableNetConnect());
+  const origin = 'http://127.0.0.1:9';
+  const contacts = findStream('contacts') as StreamDefinition;
+
+  /** The records of contacts of one entry whose service sends `account` (an e-mail), read with `request`'s selection and `config`'s extras. */
+  async function contactsOf(selection: { fields?: Set<string>; excluded?: Set<string> }, extra: Record<string, unknown> = {}): Promise<unknown[]> {
+    nock(origin).get('/v1/me').reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    const page = { data: [{ id: 'c1', updated_at: W, account: 'ana.souza@example.com' }], next_cursor: null, has_more: false, sync_watermark: W };
+    nock(origin).get('/v1/contacts').query(true).reply(200, page, JSON_HEADERS);
+    const { config } = parseUserConfig(
+      { accounts: [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }], base_url: origin, use_service_schema: false, ...extra },
+      { addSecret: () => undefined },
+      {},
+    );
+    const sink = new RecordingSink();
+    const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental', ...selection }], states: new Map() }, sink);
+    expect(result.error).toBeUndefined();
+    return sink.recordsOf('contacts');
+  }
+
+  it('left out of an Airbyte configured stream: not emitted', async () => {
+    expect(await contactsOf({ fields: new Set(['account', 'id', 'updated_at']) })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+  });
+
+  it('deselected in a Singer catalog: not emitted', async () => {
+    expect(await contactsOf({ excluded: new Set(['service_account']) })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+  });
+
+  it('dropped or hashed by field_treatments: its value never emitted', async () => {
+    const drop = [{ stream: 'contacts', field: 'service_account', treatment: 'drop' }];
+    expect(await contactsOf({}, { field_treatments: drop })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+    const hash = [{ stream: 'contacts', field: 'service_account', treatment: 'hash' }];
+    const [hashed] = (await contactsOf({}, { field_treatments: hash, hash_key: 'a-long-enough-hash-key-0123456789' })) as Record<string, unknown>[];
+    expect(hashed?.account).toBe('acme');
+    expect(typeof hashed?.service_account).toBe('string');
+    expect(JSON.stringify(hashed)).not.toContain('ana.souza');
+  });
+});
+
 describe('the schema of many accounts', () => {
   it("declares `account` as the entry's name, and a field `account` the service describes as service_account", () => {
     const contacts = findStream('contacts') as StreamDefinition;
