@@ -8,7 +8,21 @@
 import type { DataReadApi, ListQuery, RawPage } from '../client/types.js';
 import { ContractError } from '../errors.js';
 import type { StreamDefinition } from '../streams.js';
+import { parseInstant } from '../time.js';
 import type { Data } from './sync-sink.js';
+
+/**
+ * The first page of a resumed read reports another instant than the
+ * sync_watermark the state saved with its cursor (a state edited, or written
+ * in another form): the pages before the cursor cannot be known to belong to
+ * that read, so the read starts again instead (reader.ts).
+ */
+export class ResumeMismatch extends Error {
+  constructor(saved: string, reported: string) {
+    super(`the state saved it with sync_watermark ${saved}, the service's read reports ${reported}`);
+    this.name = 'ResumeMismatch';
+  }
+}
 
 /** Where a read starts: a resume cursor (with the watermark of the read it belongs to), or a time filter. */
 export type PageStart =
@@ -50,6 +64,8 @@ export class Paginator {
   readonly #pageSize: number;
   readonly #seenCursors = new Set<string>();
   #watermark: string | undefined;
+  /** The sync_watermark saved with the resume cursor the read starts from, until the first page is checked against it. */
+  #resumed: string | undefined;
   #pending: Promise<RawPage> | undefined;
 
   /** Sends the first request at once. */
@@ -59,7 +75,7 @@ export class Paginator {
     this.#pageSize = pageSize;
     if (start.cursor !== undefined) {
       this.#seenCursors.add(start.cursor);
-      this.#watermark = start.watermark;
+      this.#resumed = start.watermark;
     }
     const query: ListQuery = start.cursor !== undefined ? { cursor: start.cursor, limit: pageSize } : { updated_since: start.updatedSince, limit: pageSize };
     this.#pending = prefetch(client, stream.path, query);
@@ -71,6 +87,10 @@ export class Paginator {
     if (pending === undefined) throw new Error(`${this.#stream.name}: read past the last page`);
     this.#pending = undefined;
     const page = await pending;
+    const resumed = this.#resumed;
+    this.#resumed = undefined;
+    // The same instant in another form continues the read; another instant is not the read the state saved.
+    if (resumed !== undefined && parseInstant(page.sync_watermark) !== parseInstant(resumed)) throw new ResumeMismatch(resumed, page.sync_watermark);
     const watermark = this.#sameWatermark(page.sync_watermark);
     const next = this.#nextCursor(page);
     const records = checkRecords(this.#stream, page.data);

@@ -13,7 +13,7 @@ import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
 import { StateRules } from './state-rules.js';
 import type { Data, SyncSink } from './sync-sink.js';
-import { Paginator, type Page } from './paginator.js';
+import { Paginator, ResumeMismatch, type Page } from './paginator.js';
 import type { StreamState } from './state.js';
 
 export interface ReadOptions {
@@ -48,6 +48,13 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     try {
       page = await pages.next();
     } catch (err) {
+      if (err instanceof ResumeMismatch) {
+        // Nothing of the read was passed on yet: it starts again from the last complete watermark.
+        const restart = rules.restart(err.message, 'the saved resume cursor is not the read its state names');
+        await sink.log('WARN', restart.warning);
+        start = restart.start;
+        continue;
+      }
       if (!(err instanceof ApiError)) throw err;
       // What the failure policy says a read does with it (client/policy.ts): restart, ignore, or fail.
       const action = readAction(err.code, { resumeCursor: start.cursor !== undefined, optionalStream: stream.optional });

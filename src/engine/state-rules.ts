@@ -37,12 +37,15 @@ export class StateRules {
     return this.#resume ? { cursor: this.#resume.cursor, watermark: this.#resume.sync_watermark } : this.#fromWatermark();
   }
 
-  /** The service rejected the resume cursor (`reason`): where the read starts again, and the warning that says so. */
-  restart(reason: string): { start: PageStart; warning: string } {
+  /**
+   * The saved resume cursor cannot be followed (`reason`: the service rejected it, or
+   * `cause` says why): where the read starts again, and the warning that says so.
+   */
+  restart(reason: string, cause = 'the service rejected the saved resume cursor'): { start: PageStart; warning: string } {
     return {
       start: this.#fromWatermark(),
       warning:
-        `${this.#stream.name}: the service rejected the saved resume cursor (${reason}); ` +
+        `${this.#stream.name}: ${cause} (${reason}); ` +
         `restarting the read from ${this.#complete ? `the last complete watermark ${this.#complete}` : 'the start'}. ` +
         'Records may repeat; none are lost.',
     };

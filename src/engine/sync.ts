@@ -9,8 +9,8 @@
  */
 import type { Config } from '../config/config.js';
 import type { DataReadApi } from '../client/types.js';
-import { ConfigError, toConnectorError, type ConnectorError } from '../errors.js';
-import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
+import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
+import { andList, deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { readStream } from './reader.js';
@@ -41,6 +41,15 @@ export interface SyncRequest {
    * from. null: the face heals gaps itself and says so; the engine says nothing.
    */
   readonly deletionGapAdvice?: string | null;
+  /**
+   * The face looked for a gap in the deletion log before this sync, on the
+   * service's clock, and found none (replicate: heal.ts). Should the log's own
+   * read find one all the same (the retention passed the saved watermark in
+   * between), the deletions in it are gone and nothing in this sync would
+   * remove their rows: the log stream fails before anything of it is written,
+   * its state unchanged, so that the face's next run finds the gap and heals it.
+   */
+  readonly deletionGapFails?: boolean;
   /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
   readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
   /**
@@ -179,7 +188,18 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
                 const since = logWatermark(state);
                 // A resumed read reports the watermark of the read it continues, maybe months old: ask for the service's now.
                 const now = resumed && since !== undefined ? await serviceNow(client, log, since) : watermark;
-                const warning = gapWarning(request, log, gapOnServiceClock(log, since, now));
+                const gap = gapOnServiceClock(log, since, now);
+                if (gap && request.deletionGapFails === true) {
+                  throw new ConnectorError(
+                    'transient_error',
+                    // Said after the stream's name, as the stream's failure: the gap in words of its own, not describeGap's.
+                    `the saved watermark ${since} became older than the service's ${gap.retentionDays}-day retention of deletions during this run ` +
+                      `(its now: ${now}), after the run had looked for such a gap: deletions just after ${since} are gone. ` +
+                      `Nothing of ${log.name} was written and its state is unchanged. ` +
+                      `Run again: the next run reads ${andList(deletionTargets().map((s) => s.name))} in full to remove the rows deleted meanwhile.`,
+                  );
+                }
+                const warning = gapWarning(request, log, gap);
                 if (warning) await pipeline.log('WARN', warning);
               },
             }

@@ -355,14 +355,15 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     }
     if (result === undefined || result.failures.length === 0) {
       // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null }, sink, observer);
+      // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null, deletionGapFails: heal === undefined }, sink, observer);
       // A read interrupted last time was finished up to the watermark it started with; one more
       // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
       const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
       if (result.failures.length === 0 && resumed.length > 0) {
         logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
         await store.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null }, sink, observer);
+        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null, deletionGapFails: heal === undefined }, sink, observer);
       }
     }
     const unknown = sink.unknownTypesWarning();
@@ -527,6 +528,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
         const sink = sinkOf(entry.name);
         const account = session.account;
         let current = request.states;
+        let gapHealed = false;
         if (account !== undefined) {
           // The entry stays the service account it was bound to: another one under its name fails this entry alone.
           for (const note of await bindEntry({ account, renamedFrom: entry.account_renamed_from, entry: entry.name })) await lane.log(note.level, note.message);
@@ -541,15 +543,17 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
             await store.flush();
             await lane.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
             current = entryStates(await store.loadStates(), entry.name);
+            gapHealed = true;
           }
         }
-        const read = await session.run({ ...request, states: current }, lane, observer);
+        // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
+        const read = await session.run({ ...request, states: current, deletionGapFails: account !== undefined && !gapHealed }, lane, observer);
         // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
         const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
         if (read.failures.length === 0 && resumed.length > 0) {
           await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
           await store.flush();
-          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name) }, lane, observer);
+          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name), deletionGapFails: account !== undefined && !gapHealed }, lane, observer);
         }
         if (other !== undefined) {
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the

@@ -7,7 +7,8 @@
  * (the deletion log's records, applied as they came), the state. A
  * checkpoint that cannot be written fails its stream there. The emitter
  * keeps the replica's own bookkeeping: what each stream wrote (tallies),
- * full refreshes and full reads (heal.ts), unknown deletion types.
+ * full reads (of full-refresh streams, and the heal's: heal.ts), unknown
+ * deletion types.
  */
 import type { Data, LogLevel, SyncSink } from '../engine/sync-sink.js';
 import type { StreamState } from '../engine/state.js';
@@ -37,8 +38,6 @@ export class ReplicaSink implements SyncSink {
   private readonly store: Store;
   private readonly logger: ReplicaLog;
   private readonly pending = new Map<string, Data[]>();
-  /** Full-refresh streams whose table is emptied by their first commit of this run. */
-  private readonly replaceOnCommit = new Set<string>();
   /** Streams read in full to remove the rows the read does not return (fullRead), and whether their first checkpoint was written. */
   private readonly fullReads = new Map<string, { started: boolean }>();
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
@@ -66,7 +65,9 @@ export class ReplicaSink implements SyncSink {
 
   streamStarted(stream: StreamDefinition): void {
     this.pending.set(stream.name, []);
-    if (stream.cursorField === null) this.replaceOnCommit.add(stream.name);
+    // A full-refresh stream replaces its table when its read completes, not at its first page: a read that
+    // fails part-way leaves the table it had, not that page alone.
+    if (stream.cursorField === null) this.fullReads.set(stream.name, { started: false });
     this.tally(stream);
   }
 
@@ -93,7 +94,7 @@ export class ReplicaSink implements SyncSink {
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
     const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
-    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: this.replaceOnCommit.delete(stream.name), fullRead };
+    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: false, fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));

@@ -107,6 +107,30 @@ describe('readStream', () => {
     expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W1 });
   });
 
+  it('continues from a resume cursor whose saved watermark is the same instant written in another form', async () => {
+    const api = contactsApi({ records: makeRecords(450), watermark: W1 });
+    const { sink } = await read(api, { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: '2026-03-01T12:00:00+02:00' } });
+    expect(api.calls.map((c) => c.query)).toEqual([{ cursor: 'c200', limit: 200 }, { cursor: 'c400', limit: 200 }]);
+    expect(sink.recordsOf('contacts')).toHaveLength(250);
+    expect(sink.logs('WARN')).toEqual([]);
+    expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W1 });
+  });
+
+  it('restarts from the last complete watermark when the resumed read reports another watermark than the state saved', async () => {
+    const api = contactsApi({ records: makeRecords(10), watermark: W1 });
+    const edited = '2026-02-20T10:00:00.000Z';
+    const { sink, outcome } = await read(api, { sync_watermark: W0, resume: { cursor: 'c200', sync_watermark: edited } });
+    expect(api.calls.map((c) => c.query)).toEqual([
+      { cursor: 'c200', limit: 200 },
+      { updated_since: W0, limit: 200 },
+    ]);
+    expect(sink.recordsOf('contacts')).toHaveLength(10);
+    expect(sink.logs('WARN').join('\n')).toContain(
+      `contacts: the saved resume cursor is not the read its state names (the state saved it with sync_watermark ${edited}, the service's read reports ${W1}); restarting the read from the last complete watermark ${W0}.`,
+    );
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+  });
+
   it('takes an earlier watermark from a complete read (the service clock went back), with a WARN naming both instants', async () => {
     const api = contactsApi({ records: makeRecords(1), watermark: W0 });
     const { outcome, sink } = await read(api, { sync_watermark: W1 });

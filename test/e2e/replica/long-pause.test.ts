@@ -116,3 +116,37 @@ describe('replicate after a pause longer than the deletion retention', () => {
     expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
   });
 });
+
+describe('replicate when the deletion log passes its retention during the run', () => {
+  let account: Account;
+  let dir: string;
+  withEmulatorAccount('replica-pause-edge-', { contacts: 40, seed: 9 }, (suite) => ({ account, dir } = suite));
+
+  it('the log is left unread (75, its state unchanged), and the next run heals: the row deleted in the gap goes', { timeout: 120_000 }, async () => {
+    const control = account.emulator.control;
+    const config = account.config(dir, { page_size: 20 });
+    const db = join(dir, 'replica.db');
+    expect((await replicate(config, db)).code).toBe(0);
+    const gone = account.dump().contacts[0]?.id ?? '';
+    account.mutate({ op: 'delete_contacts', ids: [gone] });
+    // One minute short of the retention: the run's look at the service's clock finds no gap.
+    control.advanceClock(90 * DAY_MS - 60_000);
+    const deletionsBefore = savedState(db, 'deletions');
+    // That look (a one-record read of /v1/deletions) is answered slowly; meanwhile ten minutes pass, and the
+    // deletion above falls out of the service's log before the run reads it.
+    control.setFaults([{ kind: 'slow', every: 1, times: 1, paths: ['/v1/deletions'], slowMs: 1500 }]);
+    const running = replicate(config, db);
+    while (control.faults().rules[0]?.fired !== 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    control.advanceClock(10 * 60_000);
+    const raced = await running;
+    control.clearFaults();
+    expect(raced.code, raced.stderr).toBe(75);
+    expect(raced.stderr).toMatch(/ERROR source-data-read: deletions: the saved watermark \S+ became older than the service's 90-day retention of deletions during this run.*Run again: the next run reads contacts and conversations in full/);
+    expect(savedState(db, 'deletions')).toEqual(deletionsBefore);
+
+    const healed = await replicate(config, db);
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(healed.stderr).toMatch(/removed \d+ row\(s\) the service no longer has \(contacts 1, /);
+    expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
+  });
+});

@@ -245,4 +245,26 @@ describe('replicate with accounts into a SQLite file', () => {
     expect(share(healDb, 'south')).toEqual(southRows);
     expect(southRows.contacts?.length).toBeGreaterThan(0);
   });
+
+  it('an account whose deletion log passes its retention during the run: its log left unread (75), healed by the next run', { timeout: 120_000 }, async () => {
+    const edge = tenant('edge', 'Edge', 30);
+    const edgeDb = join(dir, 'edge.db');
+    const cfg = config([edge]);
+    expect((await replicate(cfg, edgeDb)).code).toBe(0);
+    const gone = (emulator.control.dump(edge.id).contacts[0] as { id: string }).id;
+    emulator.control.mutate(edge.id, { op: 'delete_contacts', ids: [gone] });
+    // One minute short of the retention when the run looks; ten minutes later when it reads the log.
+    emulator.control.advanceClock(90 * DAY_MS - 60_000);
+    emulator.control.setFaults([{ kind: 'slow', every: 1, times: 1, paths: ['/v1/deletions'], slowMs: 1500 }]);
+    const running = replicate(cfg, edgeDb);
+    while (emulator.control.faults().rules[0]?.fired !== 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    emulator.control.advanceClock(10 * 60_000);
+    const raced = await running;
+    emulator.control.clearFaults();
+    expect(raced.code, raced.stderr).toBe(75);
+    expect(raced.stderr).toMatch(/account "edge": deletions: the saved watermark \S+ became older than the service's 90-day retention/);
+    const healed = await replicate(cfg, edgeDb);
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(share(edgeDb, 'edge')).toEqual(sortedDump(edge));
+  });
 });

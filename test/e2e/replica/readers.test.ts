@@ -75,8 +75,8 @@ function mismatches(snapshot: Snapshot, truth: Record<string, readonly Record<st
     }
     if (seen.count !== expected) out.push(`${stream}: ${seen.count} rows with state ${seen.state ?? 'none'} (it covers ${expected})`);
   }
-  // A full refresh replaces the table with its first page, then adds a page per checkpoint: none without a state,
-  // whole pages while its read is in progress, all of them once it is done.
+  // A full refresh into a new store adds a page per checkpoint (the rows it does not return go when it completes):
+  // none without a state, whole pages while its read is in progress, all of them once it is done.
   const stages = snapshot.get(FULL_REFRESH) ?? { count: 0, state: undefined };
   const all = truth[FULL_REFRESH]?.length ?? 0;
   const reading = stages.state !== undefined && (JSON.parse(stages.state) as { resume?: unknown }).resume !== undefined;

@@ -234,6 +234,33 @@ export function storeSuite(store: StoreKind): void {
         for (const id of gone) expect(ids.has(id)).toBe(false);
       });
     });
+
+    describe('a full-refresh read that fails part-way', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-stages-${store.name}-`, { contacts: 20, seed: 5 }, (s) => ({ account, dir } = s));
+
+      it('keeps every pipeline stage the store had, and the next run replaces them', { timeout: 120_000 }, async () => {
+        const control = account.emulator.control;
+        const config = account.config(dir, { page_size: 2, max_retries: 0 });
+        const db = await store.fresh(dir, 'stages');
+        expect((await replicate(config, db)).code).toBe(0);
+        const before = account.dump().pipeline_stages;
+        expect(before.length).toBeGreaterThan(4);
+        expect((await store.dump(db)).pipeline_stages).toStrictEqual(before);
+        // The second page of pipeline_stages fails (500, no retries): the stream fails after its first page.
+        control.setFaults([{ kind: '500', every: 2, paths: ['/v1/pipeline_stages'], times: 1 }]);
+        const failed = await replicate(config, db);
+        control.clearFaults();
+        expect(failed.code, failed.stderr).toBe(75);
+        expect((await store.dump(db)).pipeline_stages).toStrictEqual(before);
+        // A stage removed: the next complete read drops it.
+        control.removePipelineStage(account.accountId, String(before[0]?.id));
+        const run = await replicate(config, db);
+        expect(run.code, run.stderr).toBe(0);
+        expect((await store.dump(db)).pipeline_stages).toStrictEqual(dumpLists(account.dump()).pipeline_stages);
+      });
+    });
   });
 }
 
