@@ -99,6 +99,7 @@ const startDate = z
   .string({ error: 'start_date must be a string: YYYY-MM-DD or an ISO 8601 date-time with zone' })
   .trim()
   .superRefine((value, ctx) => {
+    if (value === '') return; // none (below)
     const reading = readInstant(value);
     if ('problem' in reading) {
       ctx.addIssue({
@@ -115,7 +116,9 @@ const startDate = z
     description: 'Only data changed from this date on is read on the first sync of each stream. Leave empty for the full history.',
     examples: ['2024-01-01', '2024-01-01T00:00:00Z'],
     order: 2,
-  });
+  })
+  // Empty is none, as the description says: Airbyte's form sends "" for a field the user cleared.
+  .transform((value) => (value === '' ? undefined : value));
 
 /** Airbyte's UI annotations of a setting: its title, its description and its place in the form. */
 const ui = (title: string, description: string, order: number) => ({ title, description, order });

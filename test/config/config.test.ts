@@ -28,6 +28,10 @@ describe('parseConfig', () => {
     }
   });
 
+  it('takes an empty start_date as none, as its description says ("leave empty"): Airbyte\'s form sends "" for a cleared field', () => {
+    for (const start_date of ['', '  ']) expect(parseConfig({ ...good, start_date }).config.start_date, JSON.stringify(start_date)).toBeUndefined();
+  });
+
   it.each([
     [{ base_url: good.base_url }, 'api_key', /api_key is required/],
     [{ ...good, api_key: 42 }, 'api_key', /api_key/],
