@@ -93,7 +93,9 @@ export class ReplicaSink implements SyncSink {
     const records = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
-    const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
+    // In a replica of many accounts the state holds every account's: this sink's read is its account's.
+    const own = this.account === undefined ? state : state.accounts?.[this.account];
+    const fullRead = full ? { first: !full.started, last: own?.resume === undefined } : undefined;
     const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: false, fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));

@@ -10,7 +10,7 @@ import { FULL_READ_TABLE, type Checkpoint } from '../../src/replica/table-writer
 import { replicaRecords, replicaStates } from '../../src/replica/records.js';
 import { ReplicaStore, toRows } from '../../src/replica/store.js';
 import { ReplicaWriter, SqliteStore } from '../../src/replica/writer.js';
-import { ReplicaSink } from '../../src/replica/sink.js';
+import { ReplicaSink, type Store, type StoreCheckpoint } from '../../src/replica/sink.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { withTempDatabases } from '../helpers/suite.js';
 import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
@@ -100,5 +100,35 @@ describe('a full read that removes what it does not return', () => {
     expect(ids(path, 'contacts')).toEqual(['c1', 'c3', 'c4']);
     await writer.close();
     store.close();
+  });
+});
+
+/** A store that keeps the checkpoints it is handed (what the sink asks of a full read). */
+function recordingStore(): { store: Store; taken: StoreCheckpoint[] } {
+  const taken: StoreCheckpoint[] = [];
+  const store: Store = {
+    notes: [],
+    loadStates: () => Promise.resolve(new Map()),
+    write: (checkpoint) => void taken.push(checkpoint),
+    flush: () => Promise.resolve(),
+    finish: () => Promise.resolve(new Map()),
+    close: () => Promise.resolve(),
+  };
+  return { store, taken };
+}
+
+describe("the sink's full read", () => {
+  it("in a replica of many accounts, ends with the account's own read (its state among the accounts'), not at its first page", () => {
+    const { store, taken } = recordingStore();
+    const sink = new ReplicaSink(store, () => undefined, 'a');
+    sink.fullRead([contacts]);
+    sink.streamStarted(contacts);
+    // The state the sink is given holds every account's: account b's read is complete, a's under way.
+    sink.state(contacts, { accounts: { a: { resume: { cursor: 'x', sync_watermark: iso(9) } }, b: { sync_watermark: iso(8) } } });
+    sink.state(contacts, { accounts: { a: { sync_watermark: iso(9) }, b: { sync_watermark: iso(8) } } });
+    expect(taken.map((c) => c.fullRead)).toEqual([
+      { first: true, last: false },
+      { first: false, last: true },
+    ]);
   });
 });
