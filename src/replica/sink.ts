@@ -84,9 +84,18 @@ export class ReplicaSink implements SyncSink {
    * The next read of each of `streams` is a full one whose completion removes
    * the rows it did not return (a gap in the deletion log: heal.ts); its
    * checkpoints mark the ids they write, its last one removes the others.
+   * `continued`: the streams whose read continues one a stopped run began
+   * (its marks committed): their first checkpoint here is not the read's.
    */
-  fullRead(streams: readonly StreamDefinition[]): void {
-    for (const stream of streams) this.fullReads.set(stream.name, { started: false });
+  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set()): void {
+    // A read continued from a saved resume cursor keeps the marks its earlier checkpoints committed.
+    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name) });
+  }
+
+  /** The read starts over (its saved resume cursor was refused): a full read under way clears its marks at its next checkpoint. */
+  readRestarted(stream: StreamDefinition): void {
+    const full = this.fullReads.get(stream.name);
+    if (full) full.started = false;
   }
 
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
