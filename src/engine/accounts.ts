@@ -285,6 +285,7 @@ export class AccountsRun {
           await started(stream);
         },
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
+        readRestarted: (stream) => sink?.readRestarted?.(stream),
         records: async (stream, records: readonly Data[], extractedAt, tombstones = 0) => {
           // A field `account` the service sent itself was moved to service_account by the session's pipeline, before selection.
           for (const record of records) record[ACCOUNT_FIELD] = entry.name;

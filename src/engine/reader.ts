@@ -52,6 +52,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         // Nothing of the read was passed on yet: it starts again from the last complete watermark.
         const restart = rules.restart(err.message, 'the saved resume cursor is not the read its state names');
         await sink.log('WARN', restart.warning);
+        await sink.readRestarted?.(stream);
         start = restart.start;
         continue;
       }
@@ -62,6 +63,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         // The saved resume cursor is refused: read again from the last complete watermark.
         const restart = rules.restart(err.message);
         await sink.log('WARN', restart.warning);
+        await sink.readRestarted?.(stream);
         start = restart.start;
         continue;
       }

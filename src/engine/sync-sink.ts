@@ -20,6 +20,13 @@ export interface SyncSink {
   streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void>;
   /** One page of records as received, extracted at `extractedAt` (epoch ms); `tombstones`: how many of them are tombstones (for the run's report). */
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number, tombstones?: number): void | Promise<void>;
+  /**
+   * The stream's read starts again from its beginning (the last complete
+   * watermark): the saved resume cursor could not be followed. Told before
+   * any record of the new read; what was written of the read it continued
+   * is not continued (the replica starts the marks of a full read over).
+   */
+  readRestarted?(stream: StreamDefinition): void | Promise<void>;
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
   /** The stream ended well; `skipped`: the service does not offer it (a 404 on an optional stream), nothing was read. */

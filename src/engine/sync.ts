@@ -50,6 +50,12 @@ export interface SyncRequest {
    * its state unchanged, so that the face's next run finds the gap and heals it.
    */
   readonly deletionGapFails?: boolean;
+  /**
+   * With deletionGapFails: the gap is measured from this instant instead of
+   * the log's saved watermark (replicate, after a heal that continued a read
+   * an earlier run began then: the log must still hold the deletions since).
+   */
+  readonly deletionGapSince?: string | undefined;
   /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
   readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
   /**
@@ -185,7 +191,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
                 // Once per stream, even when a rejected resume cursor restarts the read.
                 if (gapChecked) return;
                 gapChecked = true;
-                const since = logWatermark(state);
+                const since = request.deletionGapSince ?? logWatermark(state);
                 // A resumed read reports the watermark of the read it continues, maybe months old: ask for the service's now.
                 const now = resumed && since !== undefined ? await serviceNow(client, log, since) : watermark;
                 const gap = gapOnServiceClock(log, since, now);
@@ -193,7 +199,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
                   throw new ConnectorError(
                     'transient_error',
                     // Said after the stream's name, as the stream's failure: the gap in words of its own, not describeGap's.
-                    `the saved watermark ${since} became older than the service's ${gap.retentionDays}-day retention of deletions during this run ` +
+                    `${request.deletionGapSince === undefined ? 'the saved watermark' : 'the watermark of the full read an earlier run began and this one finished,'} ${since} became older than the service's ${gap.retentionDays}-day retention of deletions during this run ` +
                       `(its now: ${now}), after the run had looked for such a gap: deletions just after ${since} are gone. ` +
                       `Nothing of ${log.name} was written and its state is unchanged. ` +
                       `Run again: the next run reads ${andList(deletionTargets().map((s) => s.name))} in full to remove the rows deleted meanwhile.`,

@@ -40,7 +40,7 @@ import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runt
 import { readJsonFile } from '../config/files.js';
 import type { StderrLogger } from '../runtime/output.js';
 import { STREAMS, findStream, type StreamDefinition } from '../streams.js';
-import { findHeal, healDone, healStarting } from './heal.js';
+import { findHeal, healDone, healStarting, planHeal } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
 import { onStop } from '../runtime/interrupt.js';
 import { Progress, plainEveryMsFromEnv } from '../progress/progress.js';
@@ -340,13 +340,16 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     progress.start();
     // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
     // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
-    const heal = await findHeal(states, (stream, since) => session.serviceNow(stream, since));
+    const serviceNow = (stream: StreamDefinition, since: string | undefined): Promise<string> => session.serviceNow(stream, since);
+    const heal = await findHeal(states, serviceNow);
+    // A heal a stopped run left under way is continued where its checkpoints are (heal.ts, planHeal).
+    const plan = heal && (await planHeal(heal, states, (stream) => store.fullReadMarked(stream, undefined), serviceNow));
     let result: SyncResult | undefined;
-    if (heal) {
-      logger.log('INFO', healStarting(heal));
-      sink.fullRead(heal.streams);
+    if (heal && plan) {
+      logger.log('INFO', healStarting(heal, plan));
+      sink.fullRead(heal.streams, new Set(plan.continued.keys()));
       const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-      result = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, sink, observer);
+      result = await session.run({ streams: healing, states: plan.states, deletionGapAdvice: null }, sink, observer);
       if (result.failures.length === 0) {
         await store.flush();
         logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
@@ -356,14 +359,16 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     if (result === undefined || result.failures.length === 0) {
       // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
       // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null, deletionGapFails: heal === undefined }, sink, observer);
+      // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
+      const gapCheck = { deletionGapFails: heal === undefined || plan?.since !== undefined, deletionGapSince: plan?.since };
+      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, sink, observer);
       // A read interrupted last time was finished up to the watermark it started with; one more
       // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
       const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
       if (result.failures.length === 0 && resumed.length > 0) {
         logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
         await store.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null, deletionGapFails: heal === undefined }, sink, observer);
+        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null, ...gapCheck }, sink, observer);
       }
     }
     const unknown = sink.unknownTypesWarning();
@@ -529,31 +534,38 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
         const account = session.account;
         let current = request.states;
         let gapHealed = false;
+        // After a heal that continued an earlier run's read: the log must hold the deletions since that read began.
+        let gapSince: string | undefined;
         if (account !== undefined) {
           // The entry stays the service account it was bound to: another one under its name fails this entry alone.
           for (const note of await bindEntry({ account, renamedFrom: entry.account_renamed_from, entry: entry.name })) await lane.log(note.level, note.message);
           // A pause longer than the service keeps deletions, for this account: its contacts and conversations read in full first.
-          const heal = await findHeal(current, (stream, since) => session.serviceNow(stream, since));
+          const serviceNow = (stream: StreamDefinition, since: string | undefined): Promise<string> => session.serviceNow(stream, since);
+          const heal = await findHeal(current, serviceNow);
           if (heal) {
-            await lane.log('INFO', healStarting(heal));
-            sink.fullRead(heal.streams);
+            // A heal a stopped run left under way for this account is continued where its checkpoints are (heal.ts, planHeal).
+            const plan = await planHeal(heal, current, (stream) => store.fullReadMarked(stream, entry.name), serviceNow);
+            await lane.log('INFO', healStarting(heal, plan));
+            sink.fullRead(heal.streams, new Set(plan.continued.keys()));
             const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-            const healed = await session.run({ streams: healing, states: new Map(), deletionGapAdvice: null }, lane, observer);
+            const healed = await session.run({ streams: healing, states: plan.states, deletionGapAdvice: null }, lane, observer);
             if (healed.failures.length > 0) return;
             await store.flush();
             await lane.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
             current = entryStates(await store.loadStates(), entry.name);
             gapHealed = true;
+            gapSince = plan.since;
           }
         }
         // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
-        const read = await session.run({ ...request, states: current, deletionGapFails: account !== undefined && !gapHealed }, lane, observer);
+        const gapCheck = { deletionGapFails: account !== undefined && (!gapHealed || gapSince !== undefined), deletionGapSince: gapSince };
+        const read = await session.run({ ...request, states: current, ...gapCheck }, lane, observer);
         // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
         const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
         if (read.failures.length === 0 && resumed.length > 0) {
           await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
           await store.flush();
-          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name), deletionGapFails: account !== undefined && !gapHealed }, lane, observer);
+          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name), ...gapCheck }, lane, observer);
         }
         if (other !== undefined) {
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the

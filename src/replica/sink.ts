@@ -84,16 +84,27 @@ export class ReplicaSink implements SyncSink {
    * The next read of each of `streams` is a full one whose completion removes
    * the rows it did not return (a gap in the deletion log: heal.ts); its
    * checkpoints mark the ids they write, its last one removes the others.
+   * `continued`: the streams whose read continues one a stopped run began
+   * (its marks committed): their first checkpoint here is not the read's.
    */
-  fullRead(streams: readonly StreamDefinition[]): void {
-    for (const stream of streams) this.fullReads.set(stream.name, { started: false });
+  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set()): void {
+    // A read continued from a saved resume cursor keeps the marks its earlier checkpoints committed.
+    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name) });
+  }
+
+  /** The read starts over (its saved resume cursor was refused): a full read under way clears its marks at its next checkpoint. */
+  readRestarted(stream: StreamDefinition): void {
+    const full = this.fullReads.get(stream.name);
+    if (full) full.started = false;
   }
 
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
     const records = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
-    const fullRead = full ? { first: !full.started, last: state.resume === undefined } : undefined;
+    // In a replica of many accounts the state holds every account's: this sink's read is its account's.
+    const own = this.account === undefined ? state : state.accounts?.[this.account];
+    const fullRead = full ? { first: !full.started, last: own?.resume === undefined } : undefined;
     const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: false, fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));

@@ -13,7 +13,8 @@ import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConnectorError } from '../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
-import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
+import { FULL_READ_TABLE, TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
+import { fullReadKey } from '../stores/checkpoint.js';
 import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
@@ -176,6 +177,12 @@ export class ReplicaStore {
       states.set(stream, parseStreamState(stream, raw));
     }
     return states;
+  }
+
+  /** Whether marks of a full read of `stream` (of `account`) not yet ended are in the file (FULL_READ_TABLE exists only while some are). */
+  fullReadMarked(stream: string, account: string | undefined): boolean {
+    if (this.db.prepare(`SELECT 1 AS x FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(FULL_READ_TABLE) === undefined) return false;
+    return this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} WHERE stream = ? LIMIT 1`).get(fullReadKey(stream, account)) !== undefined;
   }
 
   /** Rows in each stream's table. */

@@ -32,7 +32,9 @@
  * checkpoint removes the table's rows that were not marked, in the
  * transaction that saves the state of the completed read, and clears the
  * marks. A run killed before that leaves the old rows and the old state, and
- * marks that the next full read starts by clearing.
+ * marks that the next heal keeps when it continues that read from its saved
+ * resume cursor (heal.ts), or clears with its first checkpoint when it reads
+ * again from the start.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
@@ -42,7 +44,7 @@ import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { PartFailures, keepSavedStates, partName } from '../stores/checkpoint.js';
+import { PartFailures, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -223,7 +225,7 @@ export class TableWriter {
         if (account === undefined) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
         else this.db.prepare(`DELETE FROM ${ident(table.spec.layout.table)} WHERE ${ident(ACCOUNT_COLUMN)} = ?`).run(account);
       }
-      const readKey = account === undefined ? checkpoint.stream : `${checkpoint.stream}/${account}`;
+      const readKey = fullReadKey(checkpoint.stream, account);
       const mark = fullRead ? this.marker(readKey, fullRead.first) : undefined;
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;
       for (const row of checkpoint.rows) {

@@ -356,6 +356,10 @@ export class SqliteStore implements Store {
     return Promise.resolve(this.file.loadStates());
   }
 
+  fullReadMarked(stream: string, account: string | undefined): Promise<boolean> {
+    return Promise.resolve(this.file.fullReadMarked(stream, account));
+  }
+
   write(checkpoint: StoreCheckpoint, committed?: (result: CommitResult) => void): void {
     const rows = tableCheckpoint(this.file.specOf(checkpoint.stream), checkpoint);
     if (this.writer) this.writer.write(rows, committed);

@@ -21,6 +21,9 @@ export const TABLES_TABLE = '_replica_tables';
 export const STATE_TABLE = '_replica_state';
 /** The ids a full read returned so far (only while one is under way): `stream` (`stream/account` in a store of many accounts), `id`. */
 export const FULL_READ_TABLE = '_replica_full_read';
+
+/** Whose marks a row of FULL_READ_TABLE is: the stream's read, or in a store of many accounts one account's read of it. */
+export const fullReadKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
 /** The store's own facts: `key`, `value` (FORMAT_KEY, and the run's facts: store.ts, StoreFacts). */
 export const METADATA_TABLE = '_replica_metadata';
 

@@ -7,7 +7,7 @@
 import type { ConnectorError } from '../errors.js';
 import type { StreamState } from '../engine/state.js';
 import { keyColumns, qualified, quoteIdent, storeColumnNames, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
-import { METADATA_TABLE, STATE_TABLE, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, fullReadKey, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
 import { DriftTeller, parseSavedStates, schemaChanges, type DriftLog } from './notes.js';
 import { checkFacts } from './metadata.js';
@@ -82,6 +82,12 @@ export abstract class GroupStore<R> implements Store {
   async loadStates(): Promise<Map<string, StreamState>> {
     // Between two groups: with many accounts, another account's group may be open on the store's session.
     return parseSavedStates(this.#display, await this.writer.between(() => this.savedStates()));
+  }
+
+  /** Whether marks of a full read of `stream` (of `account`) not yet ended are committed. */
+  async fullReadMarked(stream: string, account: string | undefined): Promise<boolean> {
+    const sql = `SELECT 1 AS x FROM ${this.#table(FULL_READ_TABLE)} WHERE stream = $1 LIMIT 1`;
+    return (await this.writer.between(() => this.rows(sql, [fullReadKey(stream, account)]))).length > 0;
   }
 
   /** Where the store's tables live. */

@@ -58,7 +58,7 @@
  */
 import { ConnectorError } from '../errors.js';
 import { ACCOUNT_COLUMN, keyColumns, qualified, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
-import { FULL_READ_TABLE, STATE_TABLE, TABLES_TABLE, PartFailures, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, TABLES_TABLE, PartFailures, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
 /** How long a group gathers checkpoints at least, when the writer is idle. */
@@ -546,7 +546,7 @@ export class GroupWriter<R> {
     let sweptRows = 0;
     if (part.fullRead) {
       const marks = this.qualified(FULL_READ_TABLE);
-      const read = account === undefined ? part.stream : `${part.stream}/${account}`;
+      const read = fullReadKey(part.stream, account);
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
       if (part.fullRead.last) {

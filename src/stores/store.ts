@@ -66,6 +66,12 @@ export interface Store {
    * A promise is awaited (backpressure).
    */
   write(checkpoint: StoreCheckpoint, committed?: (result: CommitResult) => void): void | Promise<void>;
+  /**
+   * Whether the store holds marks of a full read of `stream` (of `account`,
+   * in a store of many accounts) that has not ended: committed by a run
+   * stopped before its last checkpoint, which the next heal may continue.
+   */
+  fullReadMarked(stream: string, account: string | undefined): Promise<boolean>;
   /** Commit everything taken so far; rejects when a commit failed. */
   flush(): Promise<void>;
   /** The run is done: commit what is taken, give the lock back (with the last commit); the rows in each stream's table. */

@@ -10,10 +10,11 @@ import { FULL_READ_TABLE, type Checkpoint } from '../../src/replica/table-writer
 import { replicaRecords, replicaStates } from '../../src/replica/records.js';
 import { ReplicaStore, toRows } from '../../src/replica/store.js';
 import { ReplicaWriter, SqliteStore } from '../../src/replica/writer.js';
-import { ReplicaSink } from '../../src/replica/sink.js';
+import { ReplicaSink, type Store, type StoreCheckpoint } from '../../src/replica/sink.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { withTempDatabases } from '../helpers/suite.js';
-import { contact, conversation, iso, type Rec } from '../helpers/fake-api.js';
+import { FakeApi, contact, conversation, iso, makeRecords, type Rec } from '../helpers/fake-api.js';
+import { readStream } from '../../src/engine/reader.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;
@@ -100,5 +101,64 @@ describe('a full read that removes what it does not return', () => {
     expect(ids(path, 'contacts')).toEqual(['c1', 'c3', 'c4']);
     await writer.close();
     store.close();
+  });
+});
+
+/** A store that keeps the checkpoints it is handed (what the sink asks of a full read). */
+function recordingStore(): { store: Store; taken: StoreCheckpoint[] } {
+  const taken: StoreCheckpoint[] = [];
+  const store: Store = {
+    notes: [],
+    loadStates: () => Promise.resolve(new Map()),
+    write: (checkpoint) => void taken.push(checkpoint),
+    fullReadMarked: () => Promise.resolve(false),
+    flush: () => Promise.resolve(),
+    finish: () => Promise.resolve(new Map()),
+    close: () => Promise.resolve(),
+  };
+  return { store, taken };
+}
+
+describe("the sink's full read", () => {
+  it("in a replica of many accounts, ends with the account's own read (its state among the accounts'), not at its first page", () => {
+    const { store, taken } = recordingStore();
+    const sink = new ReplicaSink(store, () => undefined, 'a');
+    sink.fullRead([contacts]);
+    sink.streamStarted(contacts);
+    // The state the sink is given holds every account's: account b's read is complete, a's under way.
+    sink.state(contacts, { accounts: { a: { resume: { cursor: 'x', sync_watermark: iso(9) } }, b: { sync_watermark: iso(8) } } });
+    sink.state(contacts, { accounts: { a: { sync_watermark: iso(9) }, b: { sync_watermark: iso(8) } } });
+    expect(taken.map((c) => c.fullRead)).toEqual([
+      { first: true, last: false },
+      { first: false, last: true },
+    ]);
+  });
+});
+
+describe('a full read continued from a stopped run', () => {
+  const W = '2026-03-01T10:00:00.000Z';
+  const run = async (cursor: string) => {
+    const { store, taken } = recordingStore();
+    const sink = new ReplicaSink(store, () => undefined);
+    sink.fullRead([contacts, conversations], new Set(['contacts']));
+    sink.streamStarted(contacts);
+    const api = new FakeApi({ [contacts.path]: makeRecords(450) }, W);
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { resume: { cursor, sync_watermark: W } } });
+    return taken.map((c) => c.fullRead);
+  };
+
+  it('keeps its marks: its first checkpoint in this run is not the read\'s first', async () => {
+    expect(await run('c200')).toEqual([
+      { first: false, last: false },
+      { first: false, last: true },
+    ]);
+  });
+
+  it('starts its marks over when the service refuses its resume cursor (the read restarts from the start)', async () => {
+    expect(await run('stale-cursor')).toEqual([
+      { first: true, last: false },
+      { first: false, last: false },
+      { first: false, last: true },
+    ]);
   });
 });

@@ -8,7 +8,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { replicaStates } from '../../../src/replica/records.js';
 import { SOURCE_BIN } from '../../helpers/cli.js';
 import { dumpLists, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
@@ -147,6 +149,94 @@ describe('replicate when the deletion log passes its retention during the run', 
     const healed = await replicate(config, db);
     expect(healed.code, healed.stderr).toBe(0);
     expect(healed.stderr).toMatch(/removed \d+ row\(s\) the service no longer has \(contacts 1, /);
+    expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
+  });
+});
+
+/** The ids the full read of `stream` under way has marked (none when no read is under way). */
+function marked(db: string, stream: string): string[] {
+  return readDatabase(db, (handle) => {
+    if (handle.prepare("SELECT 1 AS x FROM sqlite_schema WHERE name = '_replica_full_read'").get() === undefined) return [];
+    return handle.prepare('SELECT id FROM _replica_full_read WHERE stream = ?').all(stream).map((r) => String(r.id));
+  }, 5000);
+}
+
+/** Records of `stream` a run read, from its --summary file. */
+function readIn(summaryFile: string, stream: string): number {
+  const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as { streams: { name: string; records: number }[] };
+  return summary.streams.find((s) => s.name === stream)?.records ?? 0;
+}
+
+describe('replicate: a heal stopped part-way', () => {
+  let account: Account;
+  let dir: string;
+  withEmulatorAccount('replica-pause-resume-', { contacts: 200, seed: 29 }, (suite) => ({ account, dir } = suite));
+
+  /**
+   * A replica 105 days behind (two contacts deleted in the gap) whose heal was SIGKILLed once it had marked 60
+   * contacts: its config, file, and the contacts still in the replica, marked by the heal or not.
+   */
+  async function killedHeal(name: string): Promise<{ config: string; db: string; marked: string[]; unmarked: string[] }> {
+    const control = account.emulator.control;
+    const config = account.config(dir, { page_size: 10 });
+    const db = join(dir, `${name}.db`);
+    const first = await replicate(config, db);
+    expect(first.code, first.stderr).toBe(0);
+    control.advanceClock(10 * DAY_MS);
+    account.mutate({ op: 'delete_contacts', ids: account.dump().contacts.slice(0, 2).map((c) => c.id) });
+    control.advanceClock(95 * DAY_MS);
+    control.setLatency(30);
+    const killed = await replicateKilledWhen(config, db, () => marked(db, 'contacts').length >= 60);
+    control.setLatency(0);
+    expect(killed.killed, killed.stderr).toBe(true);
+    const marks = new Set(marked(db, 'contacts'));
+    const live = new Set(account.dump().contacts.map((c) => c.id));
+    const held = [...ids(db, 'contacts')].filter((id) => live.has(id));
+    return { config, db, marked: held.filter((id) => marks.has(id)), unmarked: held.filter((id) => !marks.has(id)) };
+  }
+
+  it('is continued by the next run from its last checkpoint; the sweep removes what neither part returned', { timeout: 180_000 }, async () => {
+    const { config, db, marked: read, unmarked } = await killedHeal('continued');
+    expect(read.length).toBeGreaterThanOrEqual(50);
+    // Deleted since the stopped run: one it had read (the deletion log, read after the heal, removes it), one it had not (swept).
+    account.mutate({ op: 'delete_contacts', ids: [read[0] ?? '', unmarked[0] ?? ''] });
+    const summaryFile = join(dir, 'continued.json');
+    const healed = await replicate(config, db, { args: ['--summary', summaryFile] });
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(healed.stderr).toMatch(/Continuing the full read of contacts that a stopped run began/);
+    // The contacts it had read are not read again (only those after its last checkpoint, and a look-back's few).
+    expect(readIn(summaryFile, 'contacts')).toBeLessThan(account.dump().contacts.length - 40);
+    expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
+    expect(marked(db, 'contacts')).toEqual([]);
+  });
+
+  it('is read again from the start, its marks cleared, when the service refuses its resume cursor', { timeout: 180_000 }, async () => {
+    const { config, db, marked: read } = await killedHeal('refused');
+    // One the stopped run had read goes: a mark kept would spare it from the sweep (the deletion log removes it later).
+    account.mutate({ op: 'delete_contacts', ids: [read[0] ?? ''] });
+    const handle = new DatabaseSync(db);
+    const state = JSON.parse(String(handle.prepare("SELECT state FROM _replica_state WHERE stream = 'contacts'").get()?.state)) as {
+      resume: { cursor: string; sync_watermark: string };
+    };
+    handle.prepare("UPDATE _replica_state SET state = ? WHERE stream = 'contacts'").run(JSON.stringify({ resume: { ...state.resume, cursor: `${state.resume.cursor}x` } }));
+    handle.close();
+    const healed = await replicate(config, db);
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(healed.stderr).toMatch(/contacts: the service rejected the saved resume cursor .*restarting the read from the start/);
+    // Swept by the heal: the two deleted in the gap, and the one deleted since the stopped run.
+    expect(healed.stderr).toMatch(/removed \d+ row\(s\) the service no longer has \(contacts 3, /);
+    expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
+  });
+
+  it('is read again from the start when it began longer ago than the service keeps deletions', { timeout: 180_000 }, async () => {
+    const { config, db, marked: read } = await killedHeal('months-later');
+    // One the stopped run had read goes, and its deletion falls out of the service's log before the next run.
+    account.mutate({ op: 'delete_contacts', ids: [read[0] ?? ''] });
+    account.emulator.control.advanceClock(91 * DAY_MS);
+    const healed = await replicate(config, db);
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(healed.stderr).toMatch(/The full read of contacts that a stopped run began \(watermark \S+\) is older than the service's 90-day retention/);
+    expect(healed.stderr).not.toMatch(/Continuing the full read/);
     expect(objects(replicaAsDump(db))).toStrictEqual(objects(dumpLists(account.dump())));
   });
 });
