@@ -91,7 +91,7 @@ async function sqlite(dir: string, batches: Record<string, Data[][]>): Promise<T
         const store = new ReplicaStore(path, undefined, { lock: true });
         const writer = new ReplicaWriter(store);
         const layout = store.layoutOf(contacts.name);
-        data.forEach((page, p) => writer.write({ stream: contacts.name, rows: toRows(layout, page), state: state(p), replaceAll: false }));
+        data.forEach((page, p) => writer.write({ stream: contacts.name, rows: toRows(layout, page), state: state(p) }));
         await writer.close();
         store.close();
       }),
@@ -120,7 +120,7 @@ async function postgres(batches: Record<string, Data[][]>): Promise<Timing[]> {
       out.push(
         await timed('PostgreSQL', phase, async () => {
           const store = await PostgresStore.open(target);
-          for (const [p, page] of data.entries()) await store.write({ stream: 'contacts', records: page, state: state(p), replaceAll: false });
+          for (const [p, page] of data.entries()) await store.write({ stream: 'contacts', records: page, state: state(p) });
           await store.close();
         }),
       );
@@ -139,7 +139,7 @@ async function duckdb(dir: string, batches: Record<string, Data[][]>): Promise<T
       await timed('DuckDB', phase, async () => {
         const store = await DuckdbStore.open(target);
         for (const [p, page] of data.entries()) {
-          const checkpoint: StoreCheckpoint = { stream: 'contacts', records: page, state: state(p), replaceAll: false };
+          const checkpoint: StoreCheckpoint = { stream: 'contacts', records: page, state: state(p) };
           await store.write(checkpoint);
         }
         await store.close();

@@ -105,7 +105,7 @@ export class ReplicaSink implements SyncSink {
     // In a replica of many accounts the state holds every account's: this sink's read is its account's.
     const own = this.account === undefined ? state : state.accounts?.[this.account];
     const fullRead = full ? { first: !full.started, last: own?.resume === undefined } : undefined;
-    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), replaceAll: false, fullRead };
+    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));

@@ -219,11 +219,10 @@ export class ReplicaStore {
 
   /**
    * One checkpoint, in one transaction: upsert `records` into the stream's
-   * table (after emptying it when `replaceAll`), apply deletion records, and
-   * save `state`.
+   * table, apply deletion records, and save `state`.
    */
-  commit(stream: StreamDefinition, records: readonly Data[], state: StreamState, replaceAll = false): CommitResult {
-    return this.write(tableCheckpoint(this.specOf(stream.name), { stream: stream.name, records, state: JSON.stringify(state), replaceAll }));
+  commit(stream: StreamDefinition, records: readonly Data[], state: StreamState): CommitResult {
+    return this.write(tableCheckpoint(this.specOf(stream.name), { stream: stream.name, records, state: JSON.stringify(state) }));
   }
 
   /**

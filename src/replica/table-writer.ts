@@ -221,10 +221,6 @@ export class TableWriter {
     const fullRead = checkpoint.fullRead;
     try {
       if (isolated) this.db.exec('SAVEPOINT checkpoint');
-      if (checkpoint.replaceAll) {
-        if (account === undefined) this.db.exec(`DELETE FROM ${ident(table.spec.layout.table)}`);
-        else this.db.prepare(`DELETE FROM ${ident(table.spec.layout.table)} WHERE ${ident(ACCOUNT_COLUMN)} = ?`).run(account);
-      }
       const readKey = fullReadKey(checkpoint.stream, account);
       const mark = fullRead ? this.marker(readKey, fullRead.first) : undefined;
       const guard = this.deletionsKnown && table.spec.deletedAs !== null && table.cursorAt >= 0 ? table.spec.deletedAs : undefined;

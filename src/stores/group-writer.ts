@@ -130,7 +130,6 @@ interface StreamPart<R> {
   readonly account: string | undefined;
   /** Encoded records by primary key (the last one wins). */
   readonly records: Map<string, Staged<R>>;
-  replaceAll: boolean;
   fullRead: { first: boolean; last: boolean } | undefined;
   /** Each checkpoint's callback, told once the group is committed. */
   readonly committed: ((result: StoreCommitResult) => void)[];
@@ -260,7 +259,7 @@ export class GroupWriter<R> {
       if (this.broken) throw this.broken;
     }
     let group = this.gathering;
-    const startsOver = checkpoint.replaceAll || checkpoint.fullRead?.first === true;
+    const startsOver = checkpoint.fullRead?.first === true;
     const key = partKey(checkpoint.stream, account);
     if (group && (group.closed || (startsOver && group.parts.has(key)))) {
       this.enqueue(group);
@@ -272,12 +271,8 @@ export class GroupWriter<R> {
     }
     let part = group.parts.get(key);
     if (!part) {
-      part = { stream: checkpoint.stream, account, records: new Map(), replaceAll: false, fullRead: undefined, committed: [] };
+      part = { stream: checkpoint.stream, account, records: new Map(), fullRead: undefined, committed: [] };
       group.parts.set(key, part);
-    }
-    if (checkpoint.replaceAll) {
-      part.records.clear();
-      part.replaceAll = true;
     }
     if (checkpoint.fullRead) {
       part.fullRead = { first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first, last: checkpoint.fullRead.last };
@@ -509,17 +504,13 @@ export class GroupWriter<R> {
     const { layout } = table.spec;
     const name = this.qualified(layout.table);
     const key = quoteIdent(layout.primaryKey);
-    // In a store of many accounts every statement keeps to the part's account: its full table, its full read, its deletions.
+    // In a store of many accounts every statement keeps to the part's account: its full read, its deletions.
     // They run once per part, where the stage, the guard, the upsert and the deletions could run once per stream for all
     // the group's accounts (each joins on the account): kept per part because each account's result (rows written,
     // skipped, deleted: its own tally) and a refusal (which stops that account alone) are the part's. A group holds parts of
     // the accounts read while it gathered (max_concurrent_accounts at a time), so few more statements than for one account.
     const account = part.account;
     const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
-    if (part.replaceAll) {
-      if (account === undefined) await sql.run(`DELETE FROM ${name}`);
-      else await sql.run(`DELETE FROM ${name} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = $1`, [account]);
-    }
     // A stage holds one part's rows (the store empties it as it fills it).
     await sql.fillStage(table.stage, rows);
     const stage = table.stage.name;

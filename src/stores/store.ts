@@ -19,16 +19,14 @@ export interface StoreCheckpoint {
   readonly stream: string;
   /**
    * The entry whose records these are, in a replica of many accounts: a full
-   * table (`replaceAll`) and a full read (`fullRead`) replace that account's
-   * rows alone. Undefined for a replica of one account.
+   * read (`fullRead`) replaces that account's rows alone. Undefined for a
+   * replica of one account.
    */
   readonly account?: string | undefined;
   /** The records, as the pipeline gave them. */
   readonly records: readonly Data[];
   /** The stream's state, as JSON text. */
   readonly state: string;
-  /** Empty the table first (the first checkpoint of a full-refresh stream in a run). */
-  readonly replaceAll: boolean;
   /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
   readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
 }

@@ -18,7 +18,7 @@ describe('replicaSummary', () => {
     const path = newDb();
     const store = new ReplicaStore(path);
     const t = (m: number) => iso(m);
-    store.commit(stages, [{ id: 's1', name: 'New' }, { id: 's2', name: 'Won' }], {}, true);
+    store.commit(stages, [{ id: 's1', name: 'New' }, { id: 's2', name: 'Won' }], {});
     store.commit(contacts, [
       contact('c1', 1, { temperature: 'hot', current_stage_id: 's1' }),
       contact('c2', 1, { temperature: 'hot', current_stage_id: 's2' }),
@@ -49,7 +49,7 @@ describe('replicaSummary', () => {
         ? new Map([[stages.name, { type: 'object', properties: { id: { type: 'string' }, key: { type: 'string' }, name: { type: ['null', 'string'] } } }]])
         : undefined;
       const store = new ReplicaStore(path, undefined, { schemas });
-      store.commit(stages, stageRecords, {}, true);
+      store.commit(stages, stageRecords, {});
       store.commit(contacts, [contact('c1', 1, { current_stage_id: 's1' }), contact('c2', 1, { current_stage_id: 's2' })], { sync_watermark: iso(3) });
       const typedName = store.db.prepare("SELECT count(*) AS n FROM pragma_table_info('pipeline_stages') WHERE name = 'name'").get()?.n;
       store.close();

@@ -9,6 +9,5 @@ export function checkpointsOf(store: ReplicaStore): (stream: string, records: Re
     stream,
     rows: toRows(store.layoutOf(stream), records),
     state: JSON.stringify({ resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } }),
-    replaceAll: false,
   });
 }

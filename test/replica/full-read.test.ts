@@ -25,7 +25,7 @@ const hasMarks = (store: ReplicaStore): boolean => store.db.prepare(`SELECT 1 AS
 
 function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean }): Checkpoint {
   const state = fullRead.last ? { sync_watermark: iso(minute) } : { resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } };
-  return { stream, rows: toRows(store.layoutOf(stream), records), state: JSON.stringify(state), replaceAll: false, fullRead };
+  return { stream, rows: toRows(store.layoutOf(stream), records), state: JSON.stringify(state), fullRead };
 }
 
 describe('a full read that removes what it does not return', () => {

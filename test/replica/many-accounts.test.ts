@@ -15,14 +15,13 @@ import { withTempDatabases } from '../helpers/suite.js';
 
 const newDb = withTempDatabases('replica-accounts-');
 
-function checkpoint(store: ReplicaStore, stream: string, account: string, records: Rec[], more: { replaceAll?: boolean; fullRead?: { first: boolean; last: boolean } } = {}) {
+function checkpoint(store: ReplicaStore, stream: string, account: string, records: Rec[], more: { fullRead?: { first: boolean; last: boolean } } = {}) {
   const stamped = records.map((r) => ({ ...r, account }));
   return tableCheckpoint(store.specOf(stream), {
     stream,
     account,
     records: stamped,
     state: JSON.stringify({ accounts: { [account]: { sync_watermark: iso(9) } } }),
-    replaceAll: more.replaceAll ?? false,
     fullRead: more.fullRead,
   });
 }
@@ -57,7 +56,6 @@ describe('a replica of many accounts', () => {
         { ...contact('c3', 2), account: 'b' },
       ],
       state: JSON.stringify({ accounts: { a: { sync_watermark: iso(2) } } }),
-      replaceAll: false,
     });
     expect(() => store.write(stray)).toThrow(/a record of the checkpoint of account "a" has account "b", so nothing of that checkpoint is written/);
     expect(() => store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]), account: undefined })).toThrow(/names no account/);
@@ -78,7 +76,7 @@ describe('a replica of many accounts', () => {
     const of = (account: string, records: Rec[], state: string) => ({ ...checkpoint(store, 'contacts', account, records), state });
     store.write(of('a', [contact('c1', 1)], both(1, undefined)));
     // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
-    const keyless = tableCheckpoint(store.specOf('contacts'), { stream: 'contacts', account: 'a', records: [{ ...contact('c2', 2), account: 'a' }, { name: 'no id', account: 'a' }], state: both(2, undefined), replaceAll: false });
+    const keyless = tableCheckpoint(store.specOf('contacts'), { stream: 'contacts', account: 'a', records: [{ ...contact('c2', 2), account: 'a' }, { name: 'no id', account: 'a' }], state: both(2, undefined) });
     expect(() => store.write(keyless)).toThrow(/record 2 of the checkpoint has no account or id/);
     // B's checkpoints of the same stream: written, the stream's state holding A's as last committed.
     store.write(of('b', [contact('c1', 3)], both(2, 3)));
@@ -90,7 +88,7 @@ describe('a replica of many accounts', () => {
     expect(rowsOf(path, 'stage_events')).toEqual(['a/e1']);
     expect(store.loadStates().get('contacts')).toEqual(JSON.parse(both(1, 4)));
     // An account that never committed the stream is left out of its state (its next run reads it from the start).
-    const stray = tableCheckpoint(store.specOf('stage_events'), { stream: 'stage_events', account: 'b', records: [{ contact_id: 'c1', created_at: iso(2), account: 'b' }], state: JSON.stringify({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(2) } } }), replaceAll: false });
+    const stray = tableCheckpoint(store.specOf('stage_events'), { stream: 'stage_events', account: 'b', records: [{ contact_id: 'c1', created_at: iso(2), account: 'b' }], state: JSON.stringify({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(2) } } }) });
     expect(() => store.write(stray)).toThrow(/has no account or id/);
     store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(3) }]), state: JSON.stringify({ accounts: { a: { sync_watermark: iso(3) }, b: { sync_watermark: iso(2) } } }) });
     expect(rowsOf(path, 'stage_events')).toEqual(['a/e1', 'a/e2']);
@@ -102,9 +100,9 @@ describe('a replica of many accounts', () => {
     const path = newDb();
     const store = new ReplicaStore(path, undefined, { accountKey: true });
     const stage = (id: string) => ({ id, name: id, position: 1 });
-    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1'), stage('s2')], { replaceAll: true }));
-    store.write(checkpoint(store, 'pipeline_stages', 'b', [stage('s1'), stage('s2')], { replaceAll: true }));
-    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1')], { replaceAll: true }));
+    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1'), stage('s2')], { fullRead: { first: true, last: true } }));
+    store.write(checkpoint(store, 'pipeline_stages', 'b', [stage('s1'), stage('s2')], { fullRead: { first: true, last: true } }));
+    store.write(checkpoint(store, 'pipeline_stages', 'a', [stage('s1')], { fullRead: { first: true, last: true } }));
     expect(rowsOf(path, 'pipeline_stages')).toEqual(['a/s1', 'b/s1', 'b/s2']);
 
     store.write(checkpoint(store, 'contacts', 'a', [contact('c1', 1), contact('c2', 1)]));

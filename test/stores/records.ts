@@ -52,7 +52,7 @@ export function deletion(id: string, objectType: string | null, objectId: string
 
 /** A checkpoint of `stream` whose state names `minute`. */
 export function checkpoint(stream: string, records: readonly Data[], minute: number, extra: Partial<StoreCheckpoint> = {}): StoreCheckpoint {
-  return { stream, records, state: JSON.stringify({ resume: { sync_watermark: at(minute) } }), replaceAll: false, ...extra };
+  return { stream, records, state: JSON.stringify({ resume: { sync_watermark: at(minute) } }), ...extra };
 }
 
 /** The ConnectorError `run` rejects with (fails the test when it resolves, or rejects with something else). */

@@ -127,10 +127,10 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'contacts')).toEqual(['c2', 'c3']);
       }));
 
-    it('empties a full-refresh table on replaceAll, in the same transaction as the new rows', () =>
+    it('a one-page full read replaces a full-refresh table, in the same transaction as the new rows', () =>
       withStore('replace', async (store) => {
-        await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { replaceAll: true }));
-        await store.commit(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { replaceAll: true }));
+        await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }, { id: 'c' }], 1, { fullRead: { first: true, last: true } }));
+        await store.commit(checkpoint('pipeline_stages', [{ id: 'b', name: 'B' }, { id: 'd' }], 2, { fullRead: { first: true, last: true } }));
         expect(await ids(store, 'pipeline_stages')).toEqual(['b', 'd']);
         expect(await store.readRecords('pipeline_stages')).toEqual([{ id: 'b', name: 'B' }, { id: 'd' }]);
       }));
@@ -199,11 +199,11 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'contacts')).toEqual(['y']);
       }));
 
-    it('a full refresh or a full read starting again begins a new group; a full read\'s last checkpoint ends its group', () =>
+    it('a full read starting again begins a new group; a full read\'s last checkpoint ends its group', () =>
       withStore('group_rules', async (store) => {
-        await store.write(checkpoint('pipeline_stages', [{ id: 'old' }], 1, { replaceAll: true }));
-        await store.write(checkpoint('pipeline_stages', [{ id: 'p1' }], 2, { replaceAll: true }));
-        await store.write(checkpoint('pipeline_stages', [{ id: 'p2' }], 3));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'old' }], 1, { fullRead: { first: true, last: true } }));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'p1' }], 2, { fullRead: { first: true, last: false } }));
+        await store.write(checkpoint('pipeline_stages', [{ id: 'p2' }], 3, { fullRead: { first: false, last: true } }));
         await store.write(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1)], 1));
         await store.write(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: true, last: false } }));
         await store.write(checkpoint('contacts', [contact('b', 2)], 3, { fullRead: { first: false, last: true } }));
@@ -488,9 +488,9 @@ export function storeSuite(h: StoreHarness): void {
         'accounts-full',
         async (store) => {
           const stage = (id: string): Data => ({ id, name: id, position: 1 });
-          await store.commit(of('a', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { replaceAll: true }));
-          await store.commit(of('b', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { replaceAll: true }));
-          await store.commit(of('a', 'pipeline_stages', [stage('s1')], 2, { replaceAll: true }));
+          await store.commit(of('a', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { fullRead: { first: true, last: true } }));
+          await store.commit(of('b', 'pipeline_stages', [stage('s1'), stage('s2')], 1, { fullRead: { first: true, last: true } }));
+          await store.commit(of('a', 'pipeline_stages', [stage('s1')], 2, { fullRead: { first: true, last: true } }));
           expect(await keys(store, 'pipeline_stages')).toEqual(['a/s1', 'b/s1', 'b/s2']);
           await store.commit(of('a', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));
           await store.commit(of('b', 'contacts', [contact('c1', 1), contact('c2', 1)], 1));

@@ -274,7 +274,7 @@ function writerProcess(path: string, mode: 'hold' | 'write' | 'overlap', run = 0
           if (${JSON.stringify(mode)} === 'overlap') records.push({ id: 'e' + String((i * 100 + j) % 1000).padStart(4, '0'), contact_id: 'r${run}_' + i, created_at });
           else records.push({ id: 'k${run}_' + i + '_' + j, contact_id: 'c', created_at });
         }
-        await s.write({ stream: 'stage_events', records, state: JSON.stringify({ run: ${run}, n: i }), replaceAll: false });
+        await s.write({ stream: 'stage_events', records, state: JSON.stringify({ run: ${run}, n: i }) });
         // pages arrive from the network: the group writer's timer runs between them
         if (${JSON.stringify(mode)} === 'overlap') await new Promise((resolve) => setTimeout(resolve, 2));
         // 'wrote' once the first page is committed (with overlap, the first 13: every id at least once)
