@@ -14,7 +14,7 @@ import type { StreamDefinition } from '../streams.js';
 import { StateRules } from './state-rules.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { Paginator, ResumeMismatch, type Page } from './paginator.js';
-import type { StreamState } from './state.js';
+import type { ReadPosition, StreamState } from './state.js';
 
 export interface ReadOptions {
   readonly client: DataReadApi;
@@ -25,8 +25,12 @@ export interface ReadOptions {
   readonly startDate: string | undefined;
   /** Saved state (already empty for full refresh). */
   readonly state: StreamState;
-  /** Called with each page's records after the sink took them (the deletion log's tombstones). */
-  readonly onPage?: (records: readonly Data[]) => void | Promise<void>;
+  /**
+   * Called with each page's records after the sink took them, before the
+   * page's checkpoint (the deletion log's tombstones); `through` is where the
+   * read goes on from once that checkpoint is saved.
+   */
+  readonly onPage?: (records: readonly Data[], through: ReadPosition) => void | Promise<void>;
   /**
    * Called with the read's sync_watermark before its first records reach the
    * sink; `resumed` when the read continues a saved one from its cursor (the
@@ -79,7 +83,9 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     for (;;) {
       if (page.records.length > 0) {
         await sink.records(stream, page.records, Date.now());
-        if (options.onPage) await options.onPage(page.records);
+        if (options.onPage) {
+          await options.onPage(page.records, page.next === null ? { sync_watermark: page.watermark } : { cursor: page.next, sync_watermark: page.watermark });
+        }
       }
       if (page.next === null) {
         // The read reached has_more: false: its watermark is saved.

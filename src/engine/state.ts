@@ -2,7 +2,8 @@
  * Per-stream state, as the contract defines it:
  *   { sync_watermark?: <instant of a read that reached has_more: false>,
  *     resume?: { cursor, sync_watermark },   (a read in progress)
- *     account?: { name, base_url } }         (whose it is: account.ts)
+ *     account?: { name, base_url },          (whose it is: account.ts)
+ *     tombstones_through?: <ReadPosition> }  (written only: see StreamState)
  * The faces wrap it in their own envelopes; this module validates the content.
  */
 import { z } from 'zod';
@@ -42,6 +43,13 @@ export interface StateAccount {
   base_url?: string;
 }
 
+/**
+ * Where a read stands after a page: the cursor of the next page and the
+ * read's watermark, or, after its last page, the watermark alone. Never the
+ * same twice in one read: the paginator fails a read whose cursor repeats.
+ */
+export type ReadPosition = { readonly cursor: string; readonly sync_watermark: string } | { readonly sync_watermark: string };
+
 export interface StreamState {
   sync_watermark?: string;
   resume?: { cursor: string; sync_watermark: string };
@@ -49,6 +57,14 @@ export interface StreamState {
   account?: StateAccount;
   /** A config with `accounts`: one state per entry (by its name), each without `accounts`; nothing else beside. */
   accounts?: Record<string, StreamState>;
+  /**
+   * In the checkpoint of a stream that follows a batch of its tombstones
+   * (tombstones.ts): the deletion log's position after the page they came
+   * from. Written only, never read back (parseStreamState drops it): it makes
+   * each such checkpoint differ from the one before, as the Airbyte protocol
+   * asks of two STATEs of a stream with records between them.
+   */
+  tombstones_through?: ReadPosition;
 }
 
 /**
@@ -104,10 +120,12 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
       { field: field ? `${at}.${field}` : at },
     );
   }
-  const keys = Object.keys(input).filter((key) => !key.startsWith('__ab_'));
+  // Keys the Airbyte platform adds (__ab_*) are not state; tombstones_through is written only, never read: both are
+  // left out, so a state of nothing else is read as no state, as {} is.
+  const keys = Object.keys(input).filter((key) => !key.startsWith('__ab_') && key !== 'tombstones_through');
   if (keys.length > 0 && !keys.some((key) => key === 'sync_watermark' || key === 'resume' || key === 'account')) {
     // Another tool's bookmark (a Singer SDK's replication_key_value, a hand-made syncWatermark): read as no state, it
-    // would read the stream again from start_date without a word. (Keys the Airbyte platform adds, __ab_*, are not state.)
+    // would read the stream again from start_date without a word.
     throw new ConfigError(
       `Invalid state for stream ${label}: it holds none of the connector's keys (it has ${keys.slice(0, 5).map((k) => `"${k}"`).join(', ')}${keys.length > 5 ? ', ...' : ''}). ` +
         'A stream\'s state is {"sync_watermark": "2024-01-01T00:00:00.000Z"} (with "resume" during a read). Pass the state the connector wrote, or no state to read from start_date.',

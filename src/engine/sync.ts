@@ -14,7 +14,7 @@ import { andList, deletionTargets, findDeletionLog, isDeletionLog, type Deletion
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { readStream } from './reader.js';
-import type { StreamState } from './state.js';
+import type { ReadPosition, StreamState } from './state.js';
 import { futureStartDate } from '../config/config.js';
 import { parseInstant } from '../time.js';
 import { TombstoneEmitter } from './tombstones.js';
@@ -142,8 +142,9 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
   if (config.deletions_as_tombstones && request.tombstones) {
     if (log) {
       // Tombstones only go to incremental streams (an overwritten table would keep rows of nulls), and each
-      // batch is followed by a checkpoint of its target carrying that stream's saved state, so destinations
-      // that commit per stream commit the tombstones before the log's state moves past them.
+      // batch is followed by a checkpoint of its target carrying that stream's saved state (and how far the
+      // tombstones reach: tombstones.ts), so destinations that commit per stream commit the tombstones before
+      // the log's state moves past them.
       const incremental = new Set(request.streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
       tombstones = new TombstoneEmitter(log, incremental, request.tombstones.column, request.tombstones.properties, (stream) =>
         request.states.get(stream.name) ?? {},
@@ -183,7 +184,7 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         pageSize: config.page_size,
         startDate,
         state,
-        ...(made ? { onPage: (records: readonly Data[]) => made.emit(pipeline, records, Date.now()) } : {}),
+        ...(made ? { onPage: (records: readonly Data[], through: ReadPosition) => made.emit(pipeline, records, Date.now(), through) } : {}),
         // The gap is measured on the service's clock: its now against the saved watermark the log reads from.
         ...(log
           ? {

@@ -12,7 +12,7 @@
 import { STREAMS, findDeletionTarget, type DeletionLogStream, type StreamDefinition } from '../streams.js';
 import type { Data } from './sync-sink.js';
 import type { RecordPipeline } from './pipeline.js';
-import type { StreamState } from './state.js';
+import type { ReadPosition, StreamState } from './state.js';
 
 /** The saved checkpoint of a tombstone target stream, re-emitted after its tombstones (see emit). */
 export type CheckpointOf = (stream: StreamDefinition) => StreamState | undefined;
@@ -38,6 +38,8 @@ export class TombstoneEmitter {
    *   stream is read). Destinations commit a stream's records at that
    *   stream's checkpoints, so tombstones are committed before the deletions
    *   checkpoint that moves past them, even if the target stream then fails.
+   *   The checkpoint adds `tombstones_through`, the deletion log's position
+   *   after the page (see emit), so that no two of them are the same.
    */
   constructor(
     log: DeletionLogStream,
@@ -63,8 +65,13 @@ export class TombstoneEmitter {
     return [...this.targets.values()].map((t) => t.stream);
   }
 
-  /** Emit the tombstones for one page of deletion records. */
-  async emit(sink: Pick<RecordPipeline, 'tombstones' | 'state'>, deletions: readonly Data[], extractedAt: number): Promise<void> {
+  /**
+   * Emit the tombstones for one page of deletion records; `through` is the
+   * deletion log's position after that page (its next cursor, or on its last
+   * page its watermark alone): where the log's checkpoint that follows these
+   * tombstones resumes from.
+   */
+  async emit(sink: Pick<RecordPipeline, 'tombstones' | 'state'>, deletions: readonly Data[], extractedAt: number, through: ReadPosition): Promise<void> {
     const batches = new Map<StreamDefinition, Data[]>();
     const { objectTypeField, objectIdField } = this.log.deletionLog;
     for (const deletion of deletions) {
@@ -93,8 +100,13 @@ export class TombstoneEmitter {
     }
     for (const [stream, batch] of batches) {
       await sink.tombstones(stream, batch, extractedAt);
-      const checkpoint = this.checkpointOf?.(stream);
-      if (checkpoint !== undefined) await sink.state(stream, checkpoint);
+      const saved = this.checkpointOf?.(stream);
+      // The saved state alone would be the same after every page, with this stream's tombstones between: two
+      // identical STATEs of a stream with records between them, which the Airbyte protocol forbids (the platform
+      // tells states apart by their hash). The log's position after the page differs from page to page (the
+      // paginator fails a read whose cursor repeats, and only the last page has no cursor), and says how far the
+      // tombstones committed with this checkpoint reach. It is written only: the state reader drops it.
+      if (saved !== undefined) await sink.state(stream, { ...saved, tombstones_through: through });
     }
   }
 

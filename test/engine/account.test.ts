@@ -137,6 +137,16 @@ describe('a state of another shape', () => {
     expect(parseStreamState('contacts', { __ab_no_cursor_state_message: true })).toEqual({});
     expect(parseStreamState('contacts', { sync_watermark: W, note: 'x' })).toEqual({ sync_watermark: W });
   });
+
+  it('reads a state carrying tombstones_through (written after tombstones, never read) as if it were not there', () => {
+    const through = { cursor: 'c2', sync_watermark: W };
+    expect(parseStreamState('contacts', { sync_watermark: W, account: { name: 'Acme', base_url: URL }, tombstones_through: through })).toEqual({ sync_watermark: W, account: acme });
+    expect(parseStreamState('contacts', { accounts: { acme: { sync_watermark: W, tombstones_through: { sync_watermark: W } } } })).toEqual({ accounts: { acme: { sync_watermark: W } } });
+    // Alone it is no state, as {} is (a target checkpointed after its tombstones before its first read: nothing read yet).
+    expect(parseStreamState('contacts', { tombstones_through: through })).toEqual({});
+    // Beside another tool's bookmark it saves nothing: still refused, naming the bookmark's keys.
+    expect(() => parseStreamState('contacts', { tombstones_through: through, replication_key_value: W })).toThrow(/it holds none of the connector's keys \(it has "replication_key_value"\)\./);
+  });
 });
 
 describe('the record pipeline stamps the account', () => {

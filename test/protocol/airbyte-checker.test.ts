@@ -63,6 +63,7 @@ describe('the Airbyte checker', () => {
     ['a watermark without zone', (m) => [...m.slice(0, 3), state('contacts', { sync_watermark: '2026-01-02T03:04:05', account }), m[4]!], /^line 4: STATE of "contacts": sync_watermark "2026-01-02T03:04:05" is not an ISO 8601 instant with zone$/],
     ['a resume without cursor', (m) => [...m.slice(0, 3), state('contacts', { resume: { sync_watermark: watermark.sync_watermark }, account }), m[4]!], /^line 4: STATE of "contacts": resume.cursor must be a non-empty string$/],
     ['a resume that is not an object', (m) => [...m.slice(0, 3), state('contacts', { resume: 'c-1', account }), m[4]!], /^line 4: STATE of "contacts": resume must be an object/],
+    ['a tombstones_through without its watermark', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, tombstones_through: { cursor: 'c-1' } }), m[4]!], /^line 4: STATE of "contacts": tombstones_through.sync_watermark undefined is not an ISO 8601 instant with zone$/],
     ['a STATE that does not say whose it is', (m) => [...m.slice(0, 3), state('contacts', { sync_watermark: watermark.sync_watermark }), m[4]!], /^line 4: STATE of "contacts": no account \(every state the connector writes says whose it is\)$/],
     ['an account without its name', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: { base_url: account.base_url } }), m[4]!], /^line 4: STATE of "contacts": account.name must be the account's name, a non-empty string$/],
     ['an account that is not an object', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: 'Acme' }), m[4]!], /^line 4: STATE of "contacts": account must be an object/],
@@ -74,8 +75,21 @@ describe('the Airbyte checker', () => {
     ['COMPLETE without RUNNING', (m) => [m[0]!, ...m.slice(2)], /^contacts: COMPLETE without RUNNING$/],
     ['two final statuses', (m) => [...m, status('contacts', 'INCOMPLETE')], /^contacts: more than one final status$/],
     ['STARTED twice', (m) => [m[0]!, ...m.slice(0, 4), m[4]!], /^contacts: STARTED more than once$/],
+    [
+      'a STATE of a stream repeated unchanged after RECORDs of that stream',
+      (m) => [...m.slice(0, 4), record('contacts', 2), state('contacts', { account, sync_watermark: watermark.sync_watermark }), m[4]!],
+      /^line 6: STATE of "contacts" identical to its STATE of line 4, with 1 RECORD\(s\) of "contacts" between them$/,
+    ],
   ])('fails %s', (_, change, error) => {
     expect(errorsOf(change)).toEqual(expect.arrayContaining([expect.stringMatching(error)]));
+  });
+
+  it('passes a STATE repeated with no RECORD of its stream between, and STATEs that differ', () => {
+    const other = [status('stage_events', 'STARTED'), status('stage_events', 'RUNNING'), record('stage_events', 1)];
+    // Nothing of the stream in between (another stream's RECORDs do not count): no record counts to confuse.
+    expect(errorsOf((m) => [...m.slice(0, 4), ...other, state('contacts', watermark), m[4]!, status('stage_events', 'COMPLETE')])).toEqual([]);
+    const through = { ...watermark, tombstones_through: { cursor: 'c-2', sync_watermark: watermark.sync_watermark } };
+    expect(errorsOf((m) => [...m.slice(0, 4), record('contacts', 2), state('contacts', through), m[4]!])).toEqual([]);
   });
 
   it('counts every error and lists the first 50', () => {

@@ -10,6 +10,10 @@
  * - per stream, STREAM_STATUS goes STARTED, RUNNING..., then one COMPLETE or
  *   INCOMPLETE, a COMPLETE after a RUNNING; no RECORD before STARTED or
  *   after the final status;
+ * - no STATE of a stream equal to that stream's previous STATE with RECORDs
+ *   of the stream between them (the protocol's State Principles: the
+ *   platform tells states apart by their hash, and a repeat breaks its
+ *   per-state record counts);
  * - every line is one JSON object, none empty.
  */
 import { readFileSync } from 'node:fs';
@@ -88,6 +92,8 @@ export function checkAirbyte(stdout: string): CheckSummary {
   const records: Record<string, number> = {};
   const statuses = new Map<string, string[]>();
   const lastState: Record<string, unknown> = {};
+  /** Per stream: its last STATE (canonical JSON, line) and the RECORDs of the stream since. */
+  const sinceState = new Map<string, { state: string; line: number; records: number }>();
   for (const { n, text } of linesOf(stdout)) {
     if (text.trim() === '') {
       errors.push(`line ${n}: empty line on stdout`);
@@ -113,6 +119,8 @@ export function checkAirbyte(stdout: string): CheckSummary {
     if (type === 'RECORD' && isObject(message.record)) {
       const stream = String(message.record.stream);
       increment(records, stream);
+      const since = sinceState.get(stream);
+      if (since !== undefined) since.records++;
       const sequence = statuses.get(stream);
       if (sequence === undefined) errors.push(`line ${n}: RECORD for "${stream}" before its STREAM_STATUS STARTED`);
       else if (FINAL.has(sequence.at(-1) ?? '')) errors.push(`line ${n}: RECORD for "${stream}" after its final STREAM_STATUS ${sequence.at(-1)}`);
@@ -123,6 +131,12 @@ export function checkAirbyte(stdout: string): CheckSummary {
         const descriptor = state.stream.stream_descriptor;
         const name = isObject(descriptor) ? String(descriptor.name) : 'undefined';
         lastState[name] = state.stream.stream_state;
+        const canonical = canonicalJson(state.stream.stream_state);
+        const previous = sinceState.get(name);
+        if (previous !== undefined && previous.state === canonical && previous.records > 0) {
+          errors.push(`line ${n}: STATE of "${name}" identical to its STATE of line ${previous.line}, with ${previous.records} RECORD(s) of "${name}" between them`);
+        }
+        sinceState.set(name, { state: canonical, line: n, records: 0 });
         errors.push(...streamStateProblems(`line ${n}: STATE of "${name}"`, state.stream.stream_state, { accountRequired: true }));
       }
       if (!('sourceStats' in state)) errors.push(`line ${n}: STATE without sourceStats`);
@@ -135,6 +149,13 @@ export function checkAirbyte(stdout: string): CheckSummary {
   for (const [stream, sequence] of statuses) errors.push(...statusOrderProblems(stream, sequence));
   const finalStatus = Object.fromEntries([...statuses].map(([stream, sequence]) => [stream, sequence.at(-1) ?? '']));
   return summarize(errors, { messages, records, final_status: finalStatus, last_state: lastState });
+}
+
+/** JSON text with every object's keys sorted: two states the same but for key order are the same state. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+  );
 }
 
 function statusOrderProblems(stream: string, sequence: readonly string[]): string[] {

@@ -2,7 +2,8 @@
  * The connector's per-stream state, as the contract defines it, checked the
  * same way in Airbyte STATE messages and Singer bookmarks:
  *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark },
- *     account?: { name: <non-empty string>, base_url: <http(s) URL> } }
+ *     account?: { name: <non-empty string>, base_url: <http(s) URL> },
+ *     tombstones_through?: { cursor?, sync_watermark } }  (after tombstones: the deletion log's position)
  * or, with accounts in the config, { accounts: { <entry name>: <such a state>, ... } }.
  * `account` says whose state it is; with `accountRequired` (a state the run
  * wrote itself, as every Airbyte STATE is) it must be there.
@@ -55,6 +56,16 @@ export function streamStateProblems(where: string, state: unknown, options: { re
       if (typeof resume.cursor !== 'string' || resume.cursor.length === 0) problems.push(`${where}: resume.cursor must be a non-empty string`);
       if (!isInstant(resume.sync_watermark)) {
         problems.push(`${where}: resume.sync_watermark ${JSON.stringify(resume.sync_watermark)} is not an ISO 8601 instant with zone`);
+      }
+    }
+  }
+  if ('tombstones_through' in state) {
+    const through = state.tombstones_through;
+    if (!isObject(through)) problems.push(`${where}: tombstones_through must be an object {"cursor"?, "sync_watermark"}, got ${JSON.stringify(through)}`);
+    else {
+      if ('cursor' in through && (typeof through.cursor !== 'string' || through.cursor.length === 0)) problems.push(`${where}: tombstones_through.cursor must be a non-empty string`);
+      if (!isInstant(through.sync_watermark)) {
+        problems.push(`${where}: tombstones_through.sync_watermark ${JSON.stringify(through.sync_watermark)} is not an ISO 8601 instant with zone`);
       }
     }
   }
