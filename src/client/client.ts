@@ -388,7 +388,11 @@ class DataReadClient implements DataReadApi {
     let retryAfterMs: number | undefined;
     if (rule.retried && rule.wait === 'retry_after') {
       retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
-      if (retryAfterMs === undefined) {
+      // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
+      // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
+      // growing backoff instead (not the minute's RateLimit-Reset: the service said the wait is short).
+      if (retryAfterMs === 0) retryAfterMs = undefined;
+      else if (retryAfterMs === undefined) {
         const reset = headerValue(headers, 'ratelimit-reset');
         if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
       }

@@ -1,8 +1,9 @@
 /**
  * Reading the service's own description (`/v1/openapi.json`, OpenAPI 3.x):
  * for each stream, the item schema of its list operation (GET <path> -> 200
- * -> application/json -> `data` -> `items`), turned field by field into the
- * neutral JSON Schema form of json-schema.ts: a type (nullable as
+ * -> application/json -> `data` -> `items`; the path as the API names it,
+ * /v1/..., or after a `servers` URL that carries /v1), turned field by field
+ * into the neutral JSON Schema form of json-schema.ts: a type (nullable as
  * `["null", T]`), description, format (date-time and date only: the formats
  * destinations type columns by), enum, and items/properties for arrays and
  * objects. `$ref`s (local ones, `#/...`) are resolved; `allOf` is merged;
@@ -213,9 +214,37 @@ function jsonContent(content: unknown): Json | undefined {
   return isObject(media) ? media : undefined;
 }
 
+/**
+ * The path prefixes the document's `servers` carry ("/v1" of
+ * https://api.example.com/v1): OpenAPI paths are written after the server
+ * URL, so a description may list /v1/contacts as /contacts.
+ */
+function serverPrefixes(doc: Json): string[] {
+  if (!Array.isArray(doc.servers)) return [];
+  const out: string[] = [];
+  for (const server of doc.servers) {
+    const url = isObject(server) ? server.url : undefined;
+    if (typeof url !== 'string') continue;
+    // Relative ("/v1") or absolute, with {variables} in the scheme or host: only the path matters.
+    const path = (/^[^/]*:\/\/[^/]*(\/.*)?$/.exec(url)?.[1] ?? (url.startsWith('/') ? url : '')).replace(/[?#].*$/, '').replace(/\/+$/, '');
+    if (path !== '' && !out.includes(path)) out.push(path);
+  }
+  return out;
+}
+
+/** The path item of `path`: listed as is, or after a server URL that carries its prefix. */
+function pathItem(paths: Json, prefixes: readonly string[], path: string): unknown {
+  if (Object.hasOwn(paths, path)) return paths[path];
+  for (const prefix of prefixes) {
+    const rest = path.startsWith(`${prefix}/`) ? path.slice(prefix.length) : undefined;
+    if (rest !== undefined && Object.hasOwn(paths, rest)) return paths[rest];
+  }
+  return undefined;
+}
+
 /** One stream's item schema from its list operation, or why it cannot be found. */
-function describeStream(reader: Reader, paths: Json, stream: StreamDefinition): DescribedStream | string {
-  const item = reader.resolve(paths[stream.path]);
+function describeStream(reader: Reader, paths: Json, prefixes: readonly string[], stream: StreamDefinition): DescribedStream | string {
+  const item = reader.resolve(pathItem(paths, prefixes, stream.path));
   if (item === undefined) return `no path ${stream.path}`;
   const get = reader.resolve(item.get);
   if (get === undefined) return `no GET operation at ${stream.path}`;
@@ -254,10 +283,11 @@ export function readServiceDescription(doc: unknown, streams: readonly StreamDef
   if (!/^3\.\d+(\.\d+)?/.test(version)) return { ok: false, reason: `it declares OpenAPI ${version.slice(0, 20)}, not 3.x` };
   if (!isObject(doc.paths)) return { ok: false, reason: 'its shape is not the expected one: it has no "paths" object' };
   const reader = new Reader(doc);
+  const prefixes = serverPrefixes(doc);
   const described = new Map<string, DescribedStream>();
   const undescribed = new Map<string, string>();
   for (const stream of streams) {
-    const result = describeStream(reader, doc.paths, stream);
+    const result = describeStream(reader, doc.paths, prefixes, stream);
     if (typeof result === 'string') undescribed.set(stream.name, result);
     else described.set(stream.name, result);
   }

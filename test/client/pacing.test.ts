@@ -165,6 +165,26 @@ describe('429 and 503', () => {
     expect(h.waits.map((w) => w.reason)).toEqual(['backoff']);
   });
 
+  it.each([
+    ['429', 429, '0'],
+    ['503', 503, '0'],
+    ['429 with a date already past', 429, new Date(T0 - 5000).toUTCString()],
+  ] as const)('%s, Retry-After 0: retried after growing backoffs, not at once (the retries would be spent in no time)', async (_name, status, retryAfter) => {
+    // A simultaneous-request limiter may say "again now" while the requests that fill it run on for seconds.
+    const h = harness();
+    const refusal: [number, unknown, Record<string, string>] = [
+      status,
+      problem(status, 'Too Many Requests', 'Too many simultaneous requests.'),
+      { ...PROBLEM_HEADERS, 'retry-after': retryAfter, 'ratelimit-limit': '60', 'ratelimit-remaining': '40', 'ratelimit-reset': '50' },
+    ];
+    const times = serve(() => h.clock, [refusal, refusal, refusal, [200, page(), JSON_HEADERS]]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    // retryBaseMs 5, retryMaxMs 50, random 0.5: 10, 18, 28 ms (not the minute's RateLimit-Reset either).
+    expect(times).toEqual([T0, T0 + 10, T0 + 28, T0 + 56]);
+    expect(h.waits.map((w) => w.reason)).toEqual(['backoff', 'backoff', 'backoff']);
+  });
+
   it('a Retry-After makes the other callers wait too (one shared, announced wait)', async () => {
     let t = T0;
     let wake: () => void = () => undefined;

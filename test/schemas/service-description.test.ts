@@ -128,6 +128,21 @@ describe('readServiceDescription: forms of the same field', () => {
     expect([...description.streams.keys()]).toEqual(['contacts']);
     expect(description.undescribed.get('conversations')).toBe('no path /v1/conversations');
   });
+
+  it('paths written after a server URL that carries /v1 (servers: .../v1, paths /contacts) are the same operations', () => {
+    const item = { type: 'object', properties: { id: { type: 'string' }, score: { type: 'integer' } } };
+    const listed = docWith(item);
+    const operation = (listed.paths as Json)['/v1/contacts'];
+    for (const url of ['https://api.example.com/v1', 'https://api.example.com/v1/', '/v1', '{scheme}://api.example.com/v1']) {
+      const doc = { openapi: '3.1.0', servers: [{ url: 'https://sandbox.example.com' }, { url }], paths: { '/contacts': operation } };
+      const description = readServiceDescription(doc, STREAMS);
+      expect(fields(description), url).toEqual({ id: { type: 'string' }, score: { type: 'integer' } });
+      if (description.ok) expect(description.undescribed.get('conversations')).toBe('no path /v1/conversations');
+    }
+    // Without such a server, /contacts is another API's path.
+    const bare = readServiceDescription({ openapi: '3.1.0', servers: [{ url: 'https://api.example.com' }], paths: { '/contacts': operation } }, STREAMS);
+    expect(bare.ok).toBe(false);
+  });
 });
 
 describe('readServiceDescription: documents that say nothing usable', () => {
