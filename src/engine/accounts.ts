@@ -23,6 +23,7 @@
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
+import type { RunAccount } from './account.js';
 import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
@@ -258,6 +259,25 @@ export class AccountsRun {
       }
     };
 
+    // The service account each entry reads (its base URL and name), and the first entry that read it.
+    const readers = new Map<string, string>();
+    const sameAccountAs = async (entry: AccountEntry, account: RunAccount | undefined, lane: SyncSink): Promise<void> => {
+      if (account === undefined) return;
+      const key = JSON.stringify([account.base_url, account.name]);
+      const first = readers.get(key);
+      if (first === undefined) {
+        readers.set(key, entry.name);
+        return;
+      }
+      // Two keys of one account (one key in two entries is refused with the config). Only a warning: /v1/me names the
+      // account, and two accounts may bear one name.
+      await lane.log(
+        'WARN',
+        `entries "${first}" and "${entry.name}" read an account of the same name, "${account.name}": if it is one account (two keys of it), ` +
+          'its records come twice, once under each entry\'s name. Keep one entry for it.',
+      );
+    };
+
     const runOne = async (entry: AccountEntry): Promise<void> => {
       const track = this.#tracks.get(entry.name) as AccountTrack;
       const ends = new Set<string>();
@@ -334,6 +354,7 @@ export class AccountsRun {
         });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
+        await sameAccountAs(entry, session.account, lane);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
         else await lanes.read(entry, session, { ...request, states }, lane, accountObserver);
       } catch (err) {

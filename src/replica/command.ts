@@ -420,7 +420,8 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
 function entryStates(states: ReadonlyMap<string, StreamState>, entry: string): Map<string, StreamState> {
   const out = new Map<string, StreamState>();
   for (const [stream, state] of states) {
-    const one = state.accounts?.[entry];
+    // Own properties only: an entry named "constructor" or "toString" with no state of its own has none.
+    const one = state.accounts !== undefined && Object.hasOwn(state.accounts, entry) ? state.accounts[entry] : undefined;
     if (one !== undefined) out.set(stream, one);
   }
   return out;

@@ -84,6 +84,39 @@ describe('records of many accounts', () => {
   });
 });
 
+describe('two entries reading an account of the same name', () => {
+  beforeAll(() => nock.disableNetConnect());
+  afterEach(() => resetNock());
+  afterAll(() => nock.enableNetConnect());
+
+  it('are both read, with one WARN naming both entries and the account (two keys of one account would read it twice)', async () => {
+    const origin = 'http://127.0.0.1:9';
+    const me = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
+    nock(origin).get('/v1/me').times(2).reply(200, me, JSON_HEADERS);
+    const page = { data: [{ id: 'c1', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W };
+    nock(origin).get('/v1/contacts').query(true).times(2).reply(200, page, JSON_HEADERS);
+    const { config } = parseUserConfig(
+      {
+        accounts: [
+          { name: 'acme', api_key: 'drk_live_acmeacme0123456789' },
+          { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' },
+        ],
+        base_url: origin,
+        use_service_schema: false,
+        max_concurrent_accounts: 1,
+      },
+      { addSecret: () => undefined },
+      {},
+    );
+    const sink = new RecordingSink();
+    const result = await new AccountsRun(config).run({ streams: [{ stream: findStream('contacts') as StreamDefinition, mode: 'incremental' }], states: new Map() }, sink);
+    expect(result.error).toBeUndefined();
+    expect(sink.recordsOf('contacts')).toHaveLength(2);
+    const warnings = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
+    expect(warnings).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
+  });
+});
+
 describe('a field `account` the service sent, moved to service_account before selection and treatments', () => {
   beforeAll(() => nock.disableNetConnect());
   afterEach(() => resetNock());
