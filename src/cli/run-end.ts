@@ -52,6 +52,20 @@ export class RunEnd {
     return recorder;
   }
 
+  /**
+   * The report of a sync command whose command line is wrong, so that its
+   * summary tells the usage mistake. The mistake stays what the command ends
+   * with (exit 2): a --summary or Dagster Pipes variable this start cannot
+   * use is not told instead of it.
+   */
+  async startForUsageMistake(command: RunCommand, summaryPath: string | undefined): Promise<void> {
+    try {
+      await this.start(command, summaryPath);
+    } catch {
+      // the usage mistake is told; the report exists, and its summary goes where --summary can take it
+    }
+  }
+
   /** The command failed with what it threw (a usage mistake is told as one). */
   failed(err: unknown): void {
     this.recorder?.fail(err instanceof UsageError ? new ConfigError(err.message) : toConnectorError(err));

@@ -57,7 +57,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     // A sync command's usage mistake is reported in its --summary too.
     const loose = readArgsLoosely(argv, ARGS);
     const [named] = loose.positional;
-    if (named === 'read' || named === 'replicate') await end.start(named, lastValue(loose, 'summary'));
+    if (named === 'read' || named === 'replicate') await end.startForUsageMistake(named, lastValue(loose, 'summary'));
     throw err;
   }
   const [command] = args.positional;

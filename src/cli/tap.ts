@@ -52,7 +52,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   } catch (err) {
     // A sync's usage mistake is reported in its --summary too.
     const loose = readArgsLoosely(argv, ARGS);
-    if (!loose.switches.has('about') && !loose.switches.has('discover')) await end.start('sync', lastValue(loose, 'summary'));
+    if (!loose.switches.has('about') && !loose.switches.has('discover')) await end.startForUsageMistake('sync', lastValue(loose, 'summary'));
     throw err;
   }
   if (args.switches.has('help')) {

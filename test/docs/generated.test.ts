@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configTable, fieldDictionary, fillGenerated, generatedPages, streamsTable } from '../../scripts/doc-tables.js';
-import { ConfigSchema, configJsonSchema } from '../../src/config/config.js';
+import { ConfigSchema, configJsonSchema, parseConfig } from '../../src/config/config.js';
 import { about } from '../../src/protocols/singer/about.js';
 import { STREAMS } from '../../src/streams.js';
 import { ROOT } from '../helpers/cli.js';
@@ -57,6 +57,24 @@ describe("meltano.yml's settings follow the config schema", () => {
       expect(setting.description, setting.name).toBeTruthy();
     }
     expect(SECRETS).toEqual(expect.arrayContaining(['api_key', 'proxy_url', 'accounts']));
+  });
+});
+
+describe("meltano.yml's settings_group_validation", () => {
+  /** The smallest configs the connector takes: one key, or many accounts. */
+  const minimal: Record<string, Json> = {
+    api_key: { base_url: 'https://api.example.com', api_key: 'acme_live_s3cr3tACME' },
+    accounts: { base_url: 'https://api.example.com', accounts: [{ name: 'acme', api_key: 'acme_live_s3cr3tACME' }] },
+  };
+
+  it('has a group for each way the config can be complete (a key, or accounts), each a config the connector takes', () => {
+    const project = parse(readFileSync(join(ROOT, 'meltano.yml'), 'utf8')) as { plugins: { extractors: { name: string; settings_group_validation: string[][] }[] } };
+    const groups = project.plugins.extractors.find((e) => e.name === 'tap-data-read')?.settings_group_validation ?? [];
+    for (const [way, config] of Object.entries(minimal)) {
+      expect(() => parseConfig(config), way).not.toThrow();
+      expect(groups, way).toContainEqual(Object.keys(config).sort());
+    }
+    for (const group of groups) for (const key of group) expect(KEYS, key).toContain(key);
   });
 });
 

@@ -131,6 +131,23 @@ describe('Dagster Pipes', () => {
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: DAGSTER_PIPES_MESSAGES asks for Pipes messages on stdout/);
   });
 
+  it('a usage mistake is told as one (exit 2, its summary too) even when the Pipes variables cannot be used', async () => {
+    const account = newAccount(1);
+    const unusable = { DAGSTER_PIPES_CONTEXT: 'not-a-param', DAGSTER_PIPES_MESSAGES: 'not-a-param' };
+    const runs = [
+      { bin: SOURCE_BIN, args: ['read', '--config', account.config, '--catalgo', 'catalog.json'], level: 'ERROR source-data-read' },
+      { bin: SOURCE_BIN, args: ['replicate', '--config', account.config, '--bd', join(dir, 'usage.db')], level: 'ERROR source-data-read' },
+      { bin: TAP_BIN, args: ['--config', account.config, '--sate', 'state.json'], level: 'CRITICAL tap-data-read' },
+    ];
+    for (const [i, { bin, args, level }] of runs.entries()) {
+      const summary = join(dir, `usage-summary-${i}.json`);
+      const run = await runCli(bin, [...args, '--summary', summary], { env: unusable });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(new RegExp(`${level}: Unknown option --`));
+      expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'failed', exit_code: 2 });
+    }
+  });
+
   it('a sync stopped by SIGTERM still closes, with the exception saying so', async () => {
     const account = newAccount(300);
     const config = writeJson(dir, 'slow.json', { ...JSON.parse(readFileSync(account.config, 'utf8')), page_size: 10, max_concurrent_requests: 1 });
