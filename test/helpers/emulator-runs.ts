@@ -91,6 +91,8 @@ export interface RunOptions {
   readonly killAfterMs?: number;
   /** SIGKILL once stderr has carried this many bytes. */
   readonly killAfterStderrBytes?: number;
+  /** SIGKILL once `served()` (an in-process emulator's count of the requests it received, asked every 5 ms) reaches `at`. */
+  readonly killAtServed?: { readonly served: () => number; readonly at: number };
   readonly env?: NodeJS.ProcessEnv;
   readonly timeoutMs?: number;
   /** Told the stderr carried so far, at each chunk (to start something once the run says a line). */
@@ -129,11 +131,14 @@ export function replicate(configPath: string, dbPath: string, options: RunOption
       }
     });
     const killTimer = options.killAfterMs === undefined ? undefined : setTimeout(kill, options.killAfterMs);
+    const atServed = options.killAtServed;
+    const servedPoll = atServed === undefined ? undefined : setInterval(() => (atServed.served() >= atServed.at ? kill() : undefined), 5);
     const guard = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(guard);
       if (killTimer) clearTimeout(killTimer);
+      if (servedPoll) clearInterval(servedPoll);
       resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), killed: killed && signal === 'SIGKILL' });
     });
   });
