@@ -187,8 +187,7 @@ export class SyncSession {
    * of `stream` read from `since` (one request, with the client's retries).
    */
   async serviceNow(stream: StreamDefinition, since: string | undefined): Promise<string> {
-    const page = await this.client.list(stream.path, since === undefined ? { limit: 1 } : { updated_since: since, limit: 1 });
-    return page.sync_watermark;
+    return this.engine.sync.serviceNow(this.client, stream, since);
   }
 
   /**

@@ -90,9 +90,9 @@ function gapWarning(request: SyncRequest, log: DeletionLogStream, gap: DeletionG
   return `${describeGap(log, gap)} ${advice}`;
 }
 
-/** The service's now: the watermark of a new one-record read of `log` from `since`. */
-async function serviceNow(client: DataReadApi, log: DeletionLogStream, since: string): Promise<string> {
-  return (await client.list(log.path, { updated_since: since, limit: 1 })).sync_watermark;
+/** The service's now: the watermark of a new one-record read of `stream` (from `since`, when given). */
+export async function serviceNow(client: DataReadApi, stream: StreamDefinition, since: string | undefined): Promise<string> {
+  return (await client.list(stream.path, since === undefined ? { limit: 1 } : { updated_since: since, limit: 1 })).sync_watermark;
 }
 
 /** Streams the log deletes from that are read incrementally from a saved state. */
