@@ -57,105 +57,66 @@ describe('the state of many accounts', () => {
   });
 });
 
-describe('records of many accounts', () => {
-  beforeAll(() => nock.disableNetConnect());
-  afterEach(() => resetNock());
-  afterAll(() => nock.enableNetConnect());
-
-  it("keep a field `account` the service sent, as service_account, and say so: the entry's name takes `account`", async () => {
-    const origin = 'http://127.0.0.1:9';
-    nock(origin).get('/v1/me').reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
-    const page = { data: [{ id: 'c1', updated_at: W, account: 'svc-7' }, { id: 'c2', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W };
-    nock(origin).get('/v1/contacts').query(true).reply(200, page, JSON_HEADERS);
-    const { config } = parseUserConfig(
-      { accounts: [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }], base_url: origin, use_service_schema: false },
-      { addSecret: () => undefined },
-      {},
-    );
-    const sink = new RecordingSink();
-    const result = await new AccountsRun(config).run({ streams: [{ stream: findStream('contacts') as StreamDefinition, mode: 'incremental' }], states: new Map() }, sink);
-    expect(result.error).toBeUndefined();
-    expect(sink.recordsOf('contacts')).toEqual([
-      { id: 'c1', updated_at: W, account: 'acme', service_account: 'svc-7' },
-      { id: 'c2', updated_at: W, account: 'acme' },
-    ]);
-    const warnings = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
-    expect(warnings).toEqual([expect.stringMatching(/contacts: the service sent a field "account" of its own.*kept as "service_account"/)]);
-  });
-});
-
-describe('two entries reading an account of the same name', () => {
-  beforeAll(() => nock.disableNetConnect());
-  afterEach(() => resetNock());
-  afterAll(() => nock.enableNetConnect());
-
-  it('are both read, with one WARN naming both entries and the account (two keys of one account would read it twice)', async () => {
-    const origin = 'http://127.0.0.1:9';
-    const me = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
-    nock(origin).get('/v1/me').times(2).reply(200, me, JSON_HEADERS);
-    const page = { data: [{ id: 'c1', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W };
-    nock(origin).get('/v1/contacts').query(true).times(2).reply(200, page, JSON_HEADERS);
-    const { config } = parseUserConfig(
-      {
-        accounts: [
-          { name: 'acme', api_key: 'drk_live_acmeacme0123456789' },
-          { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' },
-        ],
-        base_url: origin,
-        use_service_schema: false,
-        max_concurrent_accounts: 1,
-      },
-      { addSecret: () => undefined },
-      {},
-    );
-    const sink = new RecordingSink();
-    const result = await new AccountsRun(config).run({ streams: [{ stream: findStream('contacts') as StreamDefinition, mode: 'incremental' }], states: new Map() }, sink);
-    expect(result.error).toBeUndefined();
-    expect(sink.recordsOf('contacts')).toHaveLength(2);
-    const warnings = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
-    expect(warnings).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
-  });
-});
-
-describe('a field `account` the service sent, moved to service_account before selection and treatments', () => {
+describe('records of many accounts, against nock', () => {
   beforeAll(() => nock.disableNetConnect());
   afterEach(() => resetNock());
   afterAll(() => nock.enableNetConnect());
   const origin = 'http://127.0.0.1:9';
   const contacts = findStream('contacts') as StreamDefinition;
+  const ACME = { name: 'acme', api_key: 'drk_live_acmeacme0123456789' };
 
-  /** The records of contacts of one entry whose service sends `account` (an e-mail), read with `request`'s selection and `config`'s extras. */
-  async function contactsOf(selection: { fields?: Set<string>; excluded?: Set<string> }, extra: Record<string, unknown> = {}): Promise<unknown[]> {
-    nock(origin).get('/v1/me').reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
-    const page = { data: [{ id: 'c1', updated_at: W, account: 'ana.souza@example.com' }], next_cursor: null, has_more: false, sync_watermark: W };
-    nock(origin).get('/v1/contacts').query(true).reply(200, page, JSON_HEADERS);
-    const { config } = parseUserConfig(
-      { accounts: [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }], base_url: origin, use_service_schema: false, ...extra },
-      { addSecret: () => undefined },
-      {},
-    );
+  /**
+   * A run of contacts for `entries`, each key's /v1/me answering Acme and its one page holding `data`; `selection`
+   * as a face gives it, `extra` config settings. The recording sink, after checking the run ended without error.
+   */
+  async function run(entries: readonly object[], data: readonly object[], selection: { fields?: Set<string>; excluded?: Set<string> } = {}, extra: Record<string, unknown> = {}): Promise<RecordingSink> {
+    nock(origin).get('/v1/me').times(entries.length).reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    const page = { data, next_cursor: null, has_more: false, sync_watermark: W };
+    nock(origin).get('/v1/contacts').query(true).times(entries.length).reply(200, page, JSON_HEADERS);
+    const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1, ...extra }, { addSecret: () => undefined }, {});
     const sink = new RecordingSink();
     const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental', ...selection }], states: new Map() }, sink);
     expect(result.error).toBeUndefined();
-    return sink.recordsOf('contacts');
+    return sink;
   }
+  const warnings = (sink: RecordingSink): string[] => sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' ? [e.message] : []));
 
-  it('left out of an Airbyte configured stream: not emitted', async () => {
-    expect(await contactsOf({ fields: new Set(['account', 'id', 'updated_at']) })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+  it("keep a field `account` the service sent, as service_account, and say so: the entry's name takes `account`", async () => {
+    const sink = await run([ACME], [{ id: 'c1', updated_at: W, account: 'svc-7' }, { id: 'c2', updated_at: W }]);
+    expect(sink.recordsOf('contacts')).toEqual([
+      { id: 'c1', updated_at: W, account: 'acme', service_account: 'svc-7' },
+      { id: 'c2', updated_at: W, account: 'acme' },
+    ]);
+    expect(warnings(sink)).toEqual([expect.stringMatching(/contacts: the service sent a field "account" of its own.*kept as "service_account"/)]);
   });
 
-  it('deselected in a Singer catalog: not emitted', async () => {
-    expect(await contactsOf({ excluded: new Set(['service_account']) })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+  it('two entries reading an account of the same name are both read, with one WARN naming both entries and the account', async () => {
+    // Two keys of one account would read it twice.
+    const sink = await run([ACME, { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' }], [{ id: 'c1', updated_at: W }]);
+    expect(sink.recordsOf('contacts')).toHaveLength(2);
+    expect(warnings(sink)).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
   });
 
-  it('dropped or hashed by field_treatments: its value never emitted', async () => {
-    const drop = [{ stream: 'contacts', field: 'service_account', treatment: 'drop' }];
-    expect(await contactsOf({}, { field_treatments: drop })).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
-    const hash = [{ stream: 'contacts', field: 'service_account', treatment: 'hash' }];
-    const [hashed] = (await contactsOf({}, { field_treatments: hash, hash_key: 'a-long-enough-hash-key-0123456789' })) as Record<string, unknown>[];
-    expect(hashed?.account).toBe('acme');
-    expect(typeof hashed?.service_account).toBe('string');
-    expect(JSON.stringify(hashed)).not.toContain('ana.souza');
+  describe('a field `account` the service sent is moved to service_account before selection and treatments', () => {
+    const sent = [{ id: 'c1', updated_at: W, account: 'ana.souza@example.com' }];
+
+    it('left out of an Airbyte configured stream: not emitted', async () => {
+      expect((await run([ACME], sent, { fields: new Set(['account', 'id', 'updated_at']) })).recordsOf('contacts')).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+    });
+
+    it('deselected in a Singer catalog: not emitted', async () => {
+      expect((await run([ACME], sent, { excluded: new Set(['service_account']) })).recordsOf('contacts')).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+    });
+
+    it('dropped or hashed by field_treatments: its value never emitted', async () => {
+      const drop = [{ stream: 'contacts', field: 'service_account', treatment: 'drop' }];
+      expect((await run([ACME], sent, {}, { field_treatments: drop })).recordsOf('contacts')).toEqual([{ id: 'c1', updated_at: W, account: 'acme' }]);
+      const hash = [{ stream: 'contacts', field: 'service_account', treatment: 'hash' }];
+      const [hashed] = (await run([ACME], sent, {}, { field_treatments: hash, hash_key: 'a-long-enough-hash-key-0123456789' })).recordsOf('contacts') as Record<string, unknown>[];
+      expect(hashed?.account).toBe('acme');
+      expect(typeof hashed?.service_account).toBe('string');
+      expect(JSON.stringify(hashed)).not.toContain('ana.souza');
+    });
   });
 });
 
