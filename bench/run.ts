@@ -83,10 +83,10 @@ const INCREMENTAL_PATHS = ['/v1/contacts', '/v1/conversations', '/v1/stage_event
 
 const PLAN = QUICK
   ? { sizes: [100_000], repeats: { 100_000: 3 } as Record<number, number>, memoryPair: [10_000, 100_000] as const, slowPair: [10_000, 100_000] as const, slowRepeats: 1, pacingPages: 80, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 2 }, transient: { contacts: 1200, probability: 0.05, rounds: 2 }, parallelPages: 10, parallelRepeats: 1, startupRuns: 7, personalRepeats: 3, personalPaced: { contacts: 30_000, repeats: 1 },
-      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, stores: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const }, singer: { size: 100_000, repeats: 3 },
+      replica: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, stores: { size: 100_000, repeats: 2, memoryPair: [10_000, 100_000] as const, memoryRepeats: 1 }, singer: { size: 100_000, repeats: 3 },
       accounts: { limited: { accounts: 20, contacts: 1000, limit: 4, windowMs: 2000, rounds: 2 }, scale: { small: 5, large: 50, contacts: 2000, repeats: 1 } } }
   : { sizes: [100_000, 1_000_000], repeats: { 100_000: 3, 1_000_000: 3 } as Record<number, number>, memoryPair: [100_000, 1_000_000] as const, slowPair: [20_000, 200_000] as const, slowRepeats: 2, pacingPages: 120, shared: { processes: 3, contacts: 3000, limit: 8, windowMs: 2000, rounds: 3 }, transient: { contacts: 1200, probability: 0.05, rounds: 3 }, parallelPages: 20, parallelRepeats: 2, startupRuns: 11, personalRepeats: 5, personalPaced: { contacts: 30_000, repeats: 2 },
-      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, stores: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const }, singer: { size: 200_000, repeats: 5 },
+      replica: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 2 }, stores: { size: 200_000, repeats: 3, memoryPair: [100_000, 1_000_000] as const, memoryRepeats: 3 }, singer: { size: 200_000, repeats: 5 },
       accounts: { limited: { accounts: 20, contacts: 1000, limit: 4, windowMs: 2000, rounds: 3 }, scale: { small: 5, large: 50, contacts: 2000, repeats: 3 } } };
 
 const TARGETS = {

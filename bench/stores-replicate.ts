@@ -8,7 +8,8 @@
  *    fsync off) vs `read` of the same N to /dev/null;
  *  - `replicate --db X.duckdb` of N contacts into a new file vs the same;
  *  - memory: peak RSS of `replicate` into each store at a small and a large
- *    N (flat: the connector's memory does not follow the rows);
+ *    N, medians of a few runs each (flat: the connector's memory does not
+ *    follow the rows);
  *  - a check that every row is in the store.
  */
 import { rmSync } from 'node:fs';
@@ -23,15 +24,17 @@ export interface StoresPlan {
   /** Records of the timed runs. */
   readonly size: number;
   readonly repeats: number;
-  /** The small and large sizes of the memory runs (one run each per store). */
+  /** The small and large sizes of the memory runs. */
   readonly memoryPair: readonly [number, number];
+  /** Runs per store and size (medians compared): one run's peak varies by about ±20 MB. */
+  readonly memoryRepeats: number;
 }
 
 export const STORES_TARGETS = {
   /** replicate into PostgreSQL / read of the same records (the server shares the machine). */
   postgresRatio: 2.5,
   duckdbRatio: 2.0,
-  /** Peak RSS growth from the small to the large memory run, in either store. */
+  /** Peak RSS growth from the small to the large memory runs (medians), in either store. */
   memoryGrowthMb: 25,
 };
 
@@ -146,14 +149,19 @@ export async function storesBench(server: PageServer, dir: string, plan: StoresP
     }
 
     const [small, large] = plan.memoryPair;
-    log(`\n9b. Stores: peak RSS of replicate into each store at ${k(small)} and ${k(large)} contacts`);
+    log(`\n9b. Stores: peak RSS of replicate into each store at ${k(small)} and ${k(large)} contacts (medians of ${plan.memoryRepeats})`);
     for (const who of ['postgres', 'duckdb'] as const) {
-      const a = await run(who, small);
-      const b = await run(who, large);
-      log(`    ${who.padEnd(9)} ${k(small)}: peak RSS ${fmtMb(a.rssKb)}; ${k(large)}: ${fmtMb(b.rssKb)}`);
-      const growth = mb(b.rssKb - a.rssKb);
-      row('stores', `${who === 'postgres' ? 'PostgreSQL' : 'DuckDB'}: peak RSS of replicate, ${k(small)} → ${k(large)} contacts`, `${fmtMb(a.rssKb)} → ${fmtMb(b.rssKb)} (${growth >= 0 ? '+' : '−'}${Math.abs(growth).toFixed(1)} MB)`, `≤ +${STORES_TARGETS.memoryGrowthMb} MB`, growth <= STORES_TARGETS.memoryGrowthMb);
-      figures[`${who}Memory`] = { small: a, large: b };
+      const memory = { small: [] as Run[], large: [] as Run[] };
+      for (let r = 0; r < plan.memoryRepeats; r++) {
+        memory.small.push(await run(who, small));
+        memory.large.push(await run(who, large));
+        log(`    ${who.padEnd(9)} #${r + 1} ${k(small)}: peak RSS ${fmtMb(memory.small.at(-1)?.rssKb ?? 0)}; ${k(large)}: ${fmtMb(memory.large.at(-1)?.rssKb ?? 0)}`);
+      }
+      const a = median(memory.small.map((x) => x.rssKb));
+      const b = median(memory.large.map((x) => x.rssKb));
+      const growth = mb(b - a);
+      row('stores', `${who === 'postgres' ? 'PostgreSQL' : 'DuckDB'}: peak RSS of replicate, ${k(small)} → ${k(large)} contacts`, `${fmtMb(a)} → ${fmtMb(b)} (${growth >= 0 ? '+' : '−'}${Math.abs(growth).toFixed(1)} MB)`, `≤ +${STORES_TARGETS.memoryGrowthMb} MB`, growth <= STORES_TARGETS.memoryGrowthMb);
+      figures[`${who}Memory`] = memory;
     }
     await dropSchema(url);
     removeDuckdb(duckdb);
