@@ -12,7 +12,8 @@
  * TIMESTAMPTZ.
  *
  * A widened column is rewritten in place (`ALTER ... SET DATA TYPE ...
- * USING`, old values converted as in the PostgreSQL store); an integer
+ * USING`, old values converted as in the PostgreSQL store; a DOUBLE to the
+ * text JavaScript writes for it, in VARCHAR and in JSON alike); an integer
  * column widened to DOUBLE first copies into `_extra` the exact text of each
  * value a double cannot hold. Then the values a run kept in `_extra`
  * because they did not fit move into the column.
@@ -130,7 +131,12 @@ export function jsNumberText(expr: string): string {
 }
 
 function convertSql(from: StoreKind, to: StoreKind, column: string): string {
-  if (to === 'json') return from === 'timestamp' ? `to_json(${isoText(column)})` : `to_json(${column})`;
+  if (to === 'json') {
+    if (from === 'timestamp') return `to_json(${isoText(column)})`;
+    // to_json writes a DOUBLE as DuckDB's text (3.0, 1e21): the number JavaScript writes instead, as the text widening does.
+    if (from === 'number') return `CAST(${jsNumberText(column)} AS JSON)`;
+    return `to_json(${column})`;
+  }
   if (to === 'text') {
     if (from === 'timestamp') return isoText(column);
     if (from === 'boolean') return `CASE WHEN ${column} THEN 'true' WHEN NOT ${column} THEN 'false' END`;

@@ -124,6 +124,28 @@ describe('a DOUBLE column widened to VARCHAR', () => {
   });
 });
 
+describe('a DOUBLE column widened to JSON', () => {
+  it('holds the numbers JavaScript writes (3, not 3.0), and gives each record back as sent', async () => {
+    const ratios = [2.5, 3, 100, 123456789012, 1e21, 1e-7, -0.000001, 1.7976931348623157e308];
+    const records = ratios.map((ratio, i) => contact(`c${i}`, i, { ratio }));
+    let store = await DuckdbStore.open(target('double-json'));
+    await store.commit(checkpoint('contacts', records, ratios.length));
+    await store.close();
+    store = await DuckdbStore.open(target('double-json'));
+    const object = contact('cx', 9, { ratio: { unit: 'pct' } });
+    await store.commit(checkpoint('contacts', [object], 9));
+    await store.close();
+    store = await DuckdbStore.open(target('double-json'));
+    try {
+      expect(store.changes).toEqual(['contacts.ratio: DOUBLE -> JSON']);
+      expect(await rows(store, "SELECT CAST(ratio AS VARCHAR) AS ratio FROM {schema}.contacts WHERE id <> 'cx' ORDER BY id")).toEqual(ratios.map((ratio) => ({ ratio: String(ratio) })));
+      expect(await store.readRecords('contacts')).toEqual([...records, object]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('the integers at the ends of BIGINT', () => {
   it('keep their exact texts when a decimal widens their column to DOUBLE, and the store opens again', async () => {
     const ends = [contact('c1', 1, { qualification_score: rawNumber('-9223372036854775808') }), contact('c2', 2, { qualification_score: rawNumber('9223372036854775807') })];
