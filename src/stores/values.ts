@@ -61,7 +61,9 @@ const INT128_MAX = 2n ** 127n - 1n;
  * the same. `Date.parse` then checks the calendar (no 30 February) and gives
  * the instant.
  */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:?\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
+/** The largest offset's hours PostgreSQL's timestamptz takes (15:59; Date reads up to 23:59). */
+const MAX_OFFSET_HOURS = 15;
 
 /** The days of month `mo` (1-12) of year `y` (proleptic Gregorian, as Date counts them). */
 function daysInMonth(y: number, mo: number): number {
@@ -130,6 +132,8 @@ export function canonicalInstant(text: string): string | undefined {
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
   if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return undefined;
+  // An offset PostgreSQL refuses would fail the whole checkpoint's write; such a text is a string, not an instant.
+  if (m[7] !== undefined && (Number(m[7]) > MAX_OFFSET_HOURS || Number(m[8]) > 59)) return undefined;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   if (!Number.isFinite(ms)) return undefined;
   const iso = new Date(ms).toISOString();

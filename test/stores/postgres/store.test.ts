@@ -105,6 +105,18 @@ describe('what PostgreSQL holds', () => {
     ]);
   });
 
+  it('an instant whose offset is beyond what timestamptz takes (+16:00) is written, its column widened to text at the next open', async () => {
+    // PostgreSQL refuses a displacement past 15:59 ("time zone displacement out of range"); Date reads +23:59.
+    const records = [contact('c1', 1, { won_at: '2026-01-01T00:00:00+15:59' }), contact('c2', 2, { won_at: '2026-01-01T00:00:00+16:00' }), contact('c3', 3, { won_at: '2026-01-01T00:00:00-2359' })];
+    let store = await openStore('s_offsets');
+    expect((await store.commit(checkpoint('contacts', records, 3))).drift).toEqual(['won_at']);
+    expect(await store.readRecords('contacts')).toEqual(records);
+    await closeStore(store);
+    store = await openStore('s_offsets');
+    expect(store.changes).toEqual(['contacts.won_at: timestamptz -> text']);
+    expect(await store.readRecords('contacts')).toEqual(records);
+  });
+
   it('a number numeric writes otherwise (-0, 1e3) keeps its text in _extra beside its column, and reads back as sent', async () => {
     const records = [contact('c1', 1, { ratio: rawNumber('-0') }), contact('c2', 2, { ratio: rawNumber('1e3') }), contact('c3', 3, { ratio: rawNumber('2.50') })];
     let store = await openStore('s_notation');
