@@ -19,7 +19,7 @@
  * as its text; each store turns them into its own values.
  */
 import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, type StoreKind, type StoreLayout, widen } from './columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, mayGetColumn, type ColumnNaming, type StoreKind, type StoreLayout, widen } from './columns.js';
 
 export type Data = Record<string, unknown>;
 
@@ -39,6 +39,12 @@ export interface StoreDialect {
    * escape of U+0000 and numbers beyond numeric's range); absent: every one.
    */
   readonly storesJson?: (text: string) => boolean;
+  /**
+   * How the store names columns: a field whose name can never have a column
+   * (mayGetColumn) asks for no drift, which would tell every run that the next
+   * one adds it; absent: every name can.
+   */
+  readonly naming?: ColumnNaming;
   /** A column of `kind` as text, and as an instant (NULL when not one): SQL expressions of `expr`. */
   readonly textOf: (kind: StoreKind, expr: string) => string;
   readonly instantOf: (kind: StoreKind, expr: string) => string;
@@ -303,7 +309,7 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       const value = record[field];
       put((extra ??= {}), field, value);
       const natural = naturalKind(value, dialect);
-      if (natural !== undefined) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
+      if (natural !== undefined && (dialect.naming === undefined || mayGetColumn(layout, field, dialect.naming))) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
     }
   }
   cells[columns.length] = extra === undefined ? null : (jsonText(extra) as string);

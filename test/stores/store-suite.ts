@@ -367,6 +367,19 @@ export function storeSuite(h: StoreHarness): void {
       });
     });
 
+    it('keeps a field no column can take (an empty name, a bookkeeping column\'s, one too long) in _extra, never announced as drift', async () => {
+      const records = [contact('c1', 1, { '': 'empty', _synced_at: 'mine', ['n'.repeat(1100)]: 'long' }), contact('c2', 2)];
+      await withStore('drift-unnamable', async (store) => {
+        expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+        expect(contactChanges(store)).toEqual([]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+      await withStore('drift-unnamable', async (store) => {
+        expect(store.changes).toEqual([]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+    });
+
     it('keeps a string with U+0000 in _extra without widening its column, and opens again to add a column beside it', async () => {
       const records = [
         contact('c1', 1, { name: 'Ann' }),

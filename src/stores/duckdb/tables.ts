@@ -34,16 +34,17 @@ export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
   json: 'JSON',
 };
 
+/** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
+export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
+
 /** A number is exact in a DOUBLE when JavaScript writes the double back with the same text. */
 export const DUCKDB_DIALECT: StoreDialect = {
   numberExact: (text) => String(Number(text)) === text,
   storesString: (text) => !text.includes('\u0000'),
+  naming: DUCKDB_NAMING,
   textOf,
   instantOf,
 };
-
-/** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
-export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
 
 /** The ISO 8601 text of a TIMESTAMPTZ column, as the service writes instants (UTC, milliseconds, Z). */
 export function isoText(expr: string): string {

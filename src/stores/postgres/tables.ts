@@ -79,6 +79,9 @@ function jsonbHolds(text: string): boolean {
   return true;
 }
 
+/** PostgreSQL keeps a name's first 63 bytes (NAMEDATALEN - 1), and tells quoted names apart by case. */
+export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
+
 /** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps the others' values, and the text of those in plain decimals. */
 export const PG_DIALECT: StoreDialect = {
   // numeric gives back plain decimals as written (trailing zeros too), but not an exponent's form (1e3 reads 1000) nor -0.
@@ -86,11 +89,11 @@ export const PG_DIALECT: StoreDialect = {
   storesString: (text) => !text.includes('\u0000'),
   numberFits: numericHolds,
   storesJson: jsonbHolds,
+  naming: PG_NAMING,
   textOf,
   instantOf,
 };
 
-export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
 
 /** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
 export const LOCK_WAIT_MS = 5000;

@@ -105,6 +105,28 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('names that differ only in case', () => {
+  it('share one column: the field beside it stays in _extra, never announced as drift', async () => {
+    const records = [contact('c1', 1, { Email: 'Upper@example.com', Segment: 'b2b', segment: 'smb' })];
+    let store = await DuckdbStore.open(target('case-names'));
+    try {
+      expect(new Set((await store.commit(checkpoint('contacts', records, 1))).drift)).toEqual(new Set(['Segment', 'segment']));
+    } finally {
+      await store.close();
+    }
+    store = await DuckdbStore.open(target('case-names'));
+    try {
+      expect(store.changes).toEqual(['contacts.Segment: new column (VARCHAR)']);
+      expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+      // The summary lists the column added, and nothing left for the next run.
+      expect(store.schemaChanges()).toEqual([{ stream: 'contacts', column: 'Segment', change: 'added', from: null, to: 'VARCHAR' }]);
+      expect(await store.readRecords('contacts')).toEqual(records);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('a DOUBLE column widened to VARCHAR', () => {
   it('holds the text JavaScript writes for each double, exponents included', async () => {
     const ratios = [1e21, 1.5e300, 1e-7, 0.000001, 2.5e-8, 123456789012345680000, 0.1, -1e-300, 5e-324];

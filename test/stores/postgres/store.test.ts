@@ -164,6 +164,21 @@ describe('drift in PostgreSQL', () => {
     expect((await store.readRecords('contacts'))[1]).toEqual(big);
   });
 
+  it('gives a field a column only when its name fits in 63 bytes; a longer one stays in _extra, never announced as drift', async () => {
+    // PostgreSQL cuts a longer name to 63 bytes: two names alike in their first 63 would name one column.
+    const fits = `${'é'.repeat(31)}x`;
+    const records = [contact('c1', 1, { [fits]: 'kept', [`${'f'.repeat(63)}_a`]: 'a', [`${'f'.repeat(63)}_b`]: 'b' })];
+    let store = await openStore('s_long_names');
+    expect((await store.commit(checkpoint('contacts', records, 1))).drift).toEqual([fits]);
+    await closeStore(store);
+    store = await openStore('s_long_names');
+    expect(store.changes).toEqual([`contacts.${fits}: new column (text)`]);
+    expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+    // The summary lists the column added, and nothing left for the next run.
+    expect(store.schemaChanges()).toEqual([{ stream: 'contacts', column: fits, change: 'added', from: null, to: 'text' }]);
+    expect(await store.readRecords('contacts')).toEqual(records);
+  });
+
   it("adds a column at open for a field the service's description declares", async () => {
     const schema = 's_described';
     await closeStore(await openStore(schema));
