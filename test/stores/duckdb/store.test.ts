@@ -38,7 +38,7 @@ async function rows(store: DuckdbStore, sql: string): Promise<Record<string, unk
 storeSuite({
   open: (name, options = {}) => DuckdbStore.open(target(name), options),
   rows: (store: SuiteStore, sql) => rows(store as DuckdbStore, sql),
-  types: { int64: 'BIGINT', number: 'DOUBLE', text: 'VARCHAR', boolean: 'BOOLEAN' },
+  types: { int64: 'BIGINT', number: 'DOUBLE', text: 'VARCHAR', boolean: 'BOOLEAN', timestamp: 'TIMESTAMPTZ' },
 });
 
 describe('what DuckDB holds', () => {

@@ -144,7 +144,7 @@ storeSuite({
     const { rows } = await (store as PostgresStore).session.query(sql.replaceAll('{schema}', `"${schema}"`));
     return rows;
   },
-  types: { int64: 'bigint', number: 'numeric', text: 'text', boolean: 'boolean' },
+  types: { int64: 'bigint', number: 'numeric', text: 'text', boolean: 'boolean', timestamp: 'timestamptz' },
 });
 
 describe('drift in PostgreSQL', () => {
