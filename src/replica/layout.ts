@@ -99,6 +99,8 @@ export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJ
   const taken = new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map((c) => c.toLowerCase()));
   for (const [field, property] of Object.entries(properties)) {
     if (taken.has(field.toLowerCase())) continue; // never shadow a bookkeeping column; the value goes to _extra
+    // SQLite reads SQL text up to its first U+0000: such a name cannot be written in CREATE TABLE. Its values go to _extra.
+    if (field.includes('\u0000')) continue;
     taken.add(field.toLowerCase());
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
   }

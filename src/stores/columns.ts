@@ -148,6 +148,22 @@ function fitsName(naming: ColumnNaming, field: string): boolean {
   return field !== '' && !field.includes('\u0000') && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
 }
 
+/** The keys (under a store's naming) of the names a layout's table holds, bookkeeping columns included; built once per layout. */
+const takenKeys = new WeakMap<StoreLayout, ReadonlySet<string>>();
+
+/**
+ * Whether a field without a column in `layout` can get one at the next open
+ * (evolveLayout's rule): a name the store keeps, and no column's under its
+ * naming. One that cannot (an empty name, a bookkeeping column's, one too
+ * long, in DuckDB another case of a column's) stays in `_extra` for good.
+ */
+export function mayGetColumn(layout: StoreLayout, field: string, naming: ColumnNaming): boolean {
+  if (!fitsName(naming, field)) return false;
+  let taken = takenKeys.get(layout);
+  if (!taken) takenKeys.set(layout, (taken = new Set([...BOOKKEEPING_COLUMNS, ...layout.columns.map((c) => c.field)].map(naming.key))));
+  return !taken.has(naming.key(field));
+}
+
 /**
  * The layout of a stream's table from its record schema (the built-in one,
  * or `schema`). A field whose name the store cannot keep (too long, or the

@@ -19,7 +19,7 @@
  * as its text; each store turns them into its own values.
  */
 import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, type StoreKind, type StoreLayout, widen } from './columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, mayGetColumn, type ColumnNaming, type StoreKind, type StoreLayout, widen } from './columns.js';
 
 export type Data = Record<string, unknown>;
 
@@ -39,6 +39,12 @@ export interface StoreDialect {
    * escape of U+0000 and numbers beyond numeric's range); absent: every one.
    */
   readonly storesJson?: (text: string) => boolean;
+  /**
+   * How the store names columns: a field whose name can never have a column
+   * (mayGetColumn) asks for no drift, which would tell every run that the next
+   * one adds it; absent: every name can.
+   */
+  readonly naming?: ColumnNaming;
   /** A column of `kind` as text, and as an instant (NULL when not one): SQL expressions of `expr`. */
   readonly textOf: (kind: StoreKind, expr: string) => string;
   readonly instantOf: (kind: StoreKind, expr: string) => string;
@@ -61,7 +67,9 @@ const INT128_MAX = 2n ** 127n - 1n;
  * the same. `Date.parse` then checks the calendar (no 30 February) and gives
  * the instant.
  */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:?\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
+/** The largest offset's hours PostgreSQL's timestamptz takes (15:59; Date reads up to 23:59). */
+const MAX_OFFSET_HOURS = 15;
 
 /** The days of month `mo` (1-12) of year `y` (proleptic Gregorian, as Date counts them). */
 function daysInMonth(y: number, mo: number): number {
@@ -130,6 +138,8 @@ export function canonicalInstant(text: string): string | undefined {
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
   if (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6]) > 59) return undefined;
+  // An offset PostgreSQL refuses would fail the whole checkpoint's write; such a text is a string, not an instant.
+  if (m[7] !== undefined && (Number(m[7]) > MAX_OFFSET_HOURS || Number(m[8]) > 59)) return undefined;
   const ms = Date.parse(text.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'));
   if (!Number.isFinite(ms)) return undefined;
   const iso = new Date(ms).toISOString();
@@ -299,7 +309,7 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       const value = record[field];
       put((extra ??= {}), field, value);
       const natural = naturalKind(value, dialect);
-      if (natural !== undefined) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
+      if (natural !== undefined && (dialect.naming === undefined || mayGetColumn(layout, field, dialect.naming))) (drift ??= new Map()).set(field, widen(drift.get(field) ?? natural, natural));
     }
   }
   cells[columns.length] = extra === undefined ? null : (jsonText(extra) as string);

@@ -46,6 +46,21 @@ describe('layoutFor and evolveLayout', () => {
 });
 
 describe('ReplicaStore with the stream schemas of a run', () => {
+  it('gives no column to a described field whose name holds U+0000 (SQL text cannot carry it): its values stay in _extra', () => {
+    const path = join(dir, 'nul-name.db');
+    const records = [contact('c1', 1, { 'nul\u0000name': 'v' }), contact('c2', 2)];
+    const first = new ReplicaStore(path);
+    first.commit(contacts, records, { sync_watermark: iso(2) });
+    first.close();
+    // The service's description declares the field: the next run opens, and writes, as before.
+    const schemas = new Map([[contacts.name, schemaWith({ 'nul\u0000name': { type: ['null', 'string'] }, tier: { type: 'string' } })]]);
+    const described = new ReplicaStore(path, undefined, { schemas, retype: true });
+    expect(described.layoutOf(contacts.name).columns.map((c) => c.field)).not.toContain('nul\u0000name');
+    described.commit(contacts, [contact('c3', 3, { 'nul\u0000name': 'w', tier: 'gold' })], { sync_watermark: iso(3) });
+    described.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual([...records, contact('c3', 3, { 'nul\u0000name': 'w', tier: 'gold' })]);
+  });
+
   it('adds the columns in place, keeps them on a later run with the built-in schemas, and every record reads back the same', () => {
     const path = join(dir, 'store.db');
     const records = [contact('c1', 1, { lifetime_value: 12 }), contact('c2', 2)];

@@ -29,6 +29,12 @@ describe('instants in toISOString form take the short way to the same result', (
     }
   });
 
+  it('refuses an offset beyond 15:59, which PostgreSQL refuses and Date reads', () => {
+    expect(canonicalInstant('2026-01-01T00:00:00+15:59')).toBe('2025-12-31T08:01:00.000Z');
+    expect(canonicalInstant('2026-01-01T00:00:00-1559')).toBe('2026-01-01T15:59:00.000Z');
+    for (const bad of ['2026-01-01T00:00:00+16:00', '2026-01-01T00:00:00-16:00', '2026-01-01T00:00:00.5+2359', '2026-01-01T00:00:00+12:60']) expect(canonicalInstant(bad)).toBeUndefined();
+  });
+
   it('leaves other forms to Date: offsets, lower-case z, more or fewer digits', () => {
     for (const text of ['2026-01-01T00:12:00.123456+02:00', '2026-01-01t00:12:00.123z', '2026-01-01 00:12:00Z', '2026-01-01T00:12:00.1Z', '2026-01-01T00:12:00.123456789Z']) {
       expect(canonicalInstant(text)).toBe(byDate(text).iso);

@@ -44,7 +44,7 @@ export interface StoreHarness {
   /** Rows of a query on the store's own session; `{schema}` in `sql` is its schema, quoted. */
   rows(store: SuiteStore, sql: string): Promise<Record<string, unknown>[]>;
   /** The SQL types of kinds, as the store reports them in its changes. */
-  readonly types: { readonly int64: string; readonly number: string; readonly text: string; readonly boolean: string };
+  readonly types: { readonly int64: string; readonly number: string; readonly text: string; readonly boolean: string; readonly timestamp: string };
 }
 
 
@@ -364,6 +364,37 @@ export function storeSuite(h: StoreHarness): void {
           ...ratios.map((ratio, i) => ({ id: `c${i}`, ratio: String(ratio) })),
           { id: 'cx', ratio: 'n/a' },
         ]);
+      });
+    });
+
+    it('keeps a field no column can take (an empty name, a bookkeeping column\'s, one too long) in _extra, never announced as drift', async () => {
+      const records = [contact('c1', 1, { '': 'empty', _synced_at: 'mine', ['n'.repeat(1100)]: 'long' }), contact('c2', 2)];
+      await withStore('drift-unnamable', async (store) => {
+        expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+        expect(contactChanges(store)).toEqual([]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+      await withStore('drift-unnamable', async (store) => {
+        expect(store.changes).toEqual([]);
+        expect(await store.readRecords('contacts')).toEqual(records);
+      });
+    });
+
+    it('applies deletions once a cursor column is text holding values that look like instants but are none', async () => {
+      // Not instants (no 30 February, no offset past 15:59): the cursor widens to text, and a deletion finds it unreadable.
+      const odd = ['2026-02-30T10:00:00Z', '2026-01-01T00:00:00+16:00', '0000-01-01T00:00:00Z', '2026-13-01T00:00:00Z'];
+      const instants = [contact('earlier', 2), contact('later', 10), contact('keep', 1)];
+      await withStore('drift-cursor-text', (store) => store.commit(checkpoint('contacts', [...odd.map((updated_at, i) => contact(`c${i}`, i, { updated_at })), ...instants], 10)));
+      await withStore('drift-cursor-text', async (store) => {
+        expect(store.changes).toEqual([`contacts.updated_at: ${h.types.timestamp} -> ${h.types.text}`]);
+        // A row whose cursor cannot be read is not later than its deletion: each goes, as in the SQLite replica. The
+        // instants in the text column still compare: a row changed after its deletion stays.
+        const deletions = [...odd.map((_, i) => deletion(`d${i}`, 'contact', `c${i}`, 6)), deletion('de', 'contact', 'earlier', 6), deletion('dl', 'contact', 'later', 6)];
+        const result = await store.commit(checkpoint('deletions', deletions, 6));
+        expect(result.deletedRows).toBe(odd.length + 1);
+        expect(await ids(store, 'contacts')).toEqual(['keep', 'later']);
+        // And the guard: an upsert of a deleted object whose cursor cannot be read is skipped.
+        expect(await store.commit(checkpoint('contacts', [contact('c0', 7, { updated_at: odd[0] })], 7))).toMatchObject({ upserted: 0, skippedDeleted: 1 });
       });
     });
 

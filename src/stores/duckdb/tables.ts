@@ -12,7 +12,8 @@
  * TIMESTAMPTZ.
  *
  * A widened column is rewritten in place (`ALTER ... SET DATA TYPE ...
- * USING`, old values converted as in the PostgreSQL store); an integer
+ * USING`, old values converted as in the PostgreSQL store; a DOUBLE to the
+ * text JavaScript writes for it, in VARCHAR and in JSON alike); an integer
  * column widened to DOUBLE first copies into `_extra` the exact text of each
  * value a double cannot hold. Then the values a run kept in `_extra`
  * because they did not fit move into the column.
@@ -33,16 +34,17 @@ export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
   json: 'JSON',
 };
 
+/** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
+export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
+
 /** A number is exact in a DOUBLE when JavaScript writes the double back with the same text. */
 export const DUCKDB_DIALECT: StoreDialect = {
   numberExact: (text) => String(Number(text)) === text,
   storesString: (text) => !text.includes('\u0000'),
+  naming: DUCKDB_NAMING,
   textOf,
   instantOf,
 };
-
-/** DuckDB's names ignore case: two fields that differ only in case cannot both have a column. */
-export const DUCKDB_NAMING = { key: (name: string) => name.toLowerCase(), maxBytes: 1024 } as const;
 
 /** The ISO 8601 text of a TIMESTAMPTZ column, as the service writes instants (UTC, milliseconds, Z). */
 export function isoText(expr: string): string {
@@ -130,7 +132,12 @@ export function jsNumberText(expr: string): string {
 }
 
 function convertSql(from: StoreKind, to: StoreKind, column: string): string {
-  if (to === 'json') return from === 'timestamp' ? `to_json(${isoText(column)})` : `to_json(${column})`;
+  if (to === 'json') {
+    if (from === 'timestamp') return `to_json(${isoText(column)})`;
+    // to_json writes a DOUBLE as DuckDB's text (3.0, 1e21): the number JavaScript writes instead, as the text widening does.
+    if (from === 'number') return `CAST(${jsNumberText(column)} AS JSON)`;
+    return `to_json(${column})`;
+  }
   if (to === 'text') {
     if (from === 'timestamp') return isoText(column);
     if (from === 'boolean') return `CASE WHEN ${column} THEN 'true' WHEN NOT ${column} THEN 'false' END`;

@@ -79,6 +79,9 @@ function jsonbHolds(text: string): boolean {
   return true;
 }
 
+/** PostgreSQL keeps a name's first 63 bytes (NAMEDATALEN - 1), and tells quoted names apart by case. */
+export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
+
 /** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps the others' values, and the text of those in plain decimals. */
 export const PG_DIALECT: StoreDialect = {
   // numeric gives back plain decimals as written (trailing zeros too), but not an exponent's form (1e3 reads 1000) nor -0.
@@ -86,11 +89,11 @@ export const PG_DIALECT: StoreDialect = {
   storesString: (text) => !text.includes('\u0000'),
   numberFits: numericHolds,
   storesJson: jsonbHolds,
+  naming: PG_NAMING,
   textOf,
   instantOf,
 };
 
-export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
 
 /** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
 export const LOCK_WAIT_MS = 5000;
@@ -109,13 +112,22 @@ export function textOf(kind: StoreKind, expr: string): string {
   return `${expr}::text`;
 }
 
-const INSTANT_TEXT = String.raw`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}(:?\d{2})?)$`;
+/**
+ * An instant's text that timestamptz takes: years 0001-9999, months 01-12, hours 00-23, minutes and seconds 00-59, an
+ * offset to 15:59. Anything else (0000, month 13, +16:00) would make the cast, and the whole query, fail.
+ */
+const INSTANT_TEXT = String.raw`^(000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d{3})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt ]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-](0\d|1[0-5])(:?[0-5]\d)?)$`;
 
-/** A column's value as an instant (NULL when it is not one), to compare cursors and deletion times. */
+/**
+ * A column's value as an instant (NULL when it is not one), to compare cursors and deletion times. A text column
+ * (one widened because some value was no instant) may hold anything: only a text of INSTANT_TEXT whose day is in
+ * its month (no 30 February) is cast. Nested CASEs, as PostgreSQL may evaluate the two sides of an AND in any order.
+ */
 export function instantOf(kind: StoreKind, expr: string): string {
   if (kind === 'timestamp') return expr;
   const text = textOf(kind, expr);
-  return `(CASE WHEN ${text} ~ '${INSTANT_TEXT}' THEN (${text})::timestamptz END)`;
+  const lastDay = `extract(day from make_date(substr(${text}, 1, 4)::int, substr(${text}, 6, 2)::int, 1) + interval '1 month - 1 day')`;
+  return `(CASE WHEN ${text} ~ '${INSTANT_TEXT}' THEN CASE WHEN substr(${text}, 9, 2)::int <= ${lastDay} THEN (${text})::timestamptz END END)`;
 }
 
 /** The bookkeeping tables, created when missing. */

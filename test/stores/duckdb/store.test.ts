@@ -38,7 +38,7 @@ async function rows(store: DuckdbStore, sql: string): Promise<Record<string, unk
 storeSuite({
   open: (name, options = {}) => DuckdbStore.open(target(name), options),
   rows: (store: SuiteStore, sql) => rows(store as DuckdbStore, sql),
-  types: { int64: 'BIGINT', number: 'DOUBLE', text: 'VARCHAR', boolean: 'BOOLEAN' },
+  types: { int64: 'BIGINT', number: 'DOUBLE', text: 'VARCHAR', boolean: 'BOOLEAN', timestamp: 'TIMESTAMPTZ' },
 });
 
 describe('what DuckDB holds', () => {
@@ -105,6 +105,28 @@ describe('what DuckDB holds', () => {
   });
 });
 
+describe('names that differ only in case', () => {
+  it('share one column: the field beside it stays in _extra, never announced as drift', async () => {
+    const records = [contact('c1', 1, { Email: 'Upper@example.com', Segment: 'b2b', segment: 'smb' })];
+    let store = await DuckdbStore.open(target('case-names'));
+    try {
+      expect(new Set((await store.commit(checkpoint('contacts', records, 1))).drift)).toEqual(new Set(['Segment', 'segment']));
+    } finally {
+      await store.close();
+    }
+    store = await DuckdbStore.open(target('case-names'));
+    try {
+      expect(store.changes).toEqual(['contacts.Segment: new column (VARCHAR)']);
+      expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+      // The summary lists the column added, and nothing left for the next run.
+      expect(store.schemaChanges()).toEqual([{ stream: 'contacts', column: 'Segment', change: 'added', from: null, to: 'VARCHAR' }]);
+      expect(await store.readRecords('contacts')).toEqual(records);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('a DOUBLE column widened to VARCHAR', () => {
   it('holds the text JavaScript writes for each double, exponents included', async () => {
     const ratios = [1e21, 1.5e300, 1e-7, 0.000001, 2.5e-8, 123456789012345680000, 0.1, -1e-300, 5e-324];
@@ -118,6 +140,28 @@ describe('a DOUBLE column widened to VARCHAR', () => {
     try {
       expect(store.changes).toEqual(['contacts.ratio: DOUBLE -> VARCHAR']);
       expect(await rows(store, "SELECT ratio FROM {schema}.contacts WHERE id <> 'cx' ORDER BY id")).toEqual(ratios.map((ratio) => ({ ratio: String(ratio) })));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('a DOUBLE column widened to JSON', () => {
+  it('holds the numbers JavaScript writes (3, not 3.0), and gives each record back as sent', async () => {
+    const ratios = [2.5, 3, 100, 123456789012, 1e21, 1e-7, -0.000001, 1.7976931348623157e308];
+    const records = ratios.map((ratio, i) => contact(`c${i}`, i, { ratio }));
+    let store = await DuckdbStore.open(target('double-json'));
+    await store.commit(checkpoint('contacts', records, ratios.length));
+    await store.close();
+    store = await DuckdbStore.open(target('double-json'));
+    const object = contact('cx', 9, { ratio: { unit: 'pct' } });
+    await store.commit(checkpoint('contacts', [object], 9));
+    await store.close();
+    store = await DuckdbStore.open(target('double-json'));
+    try {
+      expect(store.changes).toEqual(['contacts.ratio: DOUBLE -> JSON']);
+      expect(await rows(store, "SELECT CAST(ratio AS VARCHAR) AS ratio FROM {schema}.contacts WHERE id <> 'cx' ORDER BY id")).toEqual(ratios.map((ratio) => ({ ratio: String(ratio) })));
+      expect(await store.readRecords('contacts')).toEqual([...records, object]);
     } finally {
       await store.close();
     }

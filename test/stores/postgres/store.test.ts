@@ -105,6 +105,18 @@ describe('what PostgreSQL holds', () => {
     ]);
   });
 
+  it('an instant whose offset is beyond what timestamptz takes (+16:00) is written, its column widened to text at the next open', async () => {
+    // PostgreSQL refuses a displacement past 15:59 ("time zone displacement out of range"); Date reads +23:59.
+    const records = [contact('c1', 1, { won_at: '2026-01-01T00:00:00+15:59' }), contact('c2', 2, { won_at: '2026-01-01T00:00:00+16:00' }), contact('c3', 3, { won_at: '2026-01-01T00:00:00-2359' })];
+    let store = await openStore('s_offsets');
+    expect((await store.commit(checkpoint('contacts', records, 3))).drift).toEqual(['won_at']);
+    expect(await store.readRecords('contacts')).toEqual(records);
+    await closeStore(store);
+    store = await openStore('s_offsets');
+    expect(store.changes).toEqual(['contacts.won_at: timestamptz -> text']);
+    expect(await store.readRecords('contacts')).toEqual(records);
+  });
+
   it('a number numeric writes otherwise (-0, 1e3) keeps its text in _extra beside its column, and reads back as sent', async () => {
     const records = [contact('c1', 1, { ratio: rawNumber('-0') }), contact('c2', 2, { ratio: rawNumber('1e3') }), contact('c3', 3, { ratio: rawNumber('2.50') })];
     let store = await openStore('s_notation');
@@ -132,7 +144,7 @@ storeSuite({
     const { rows } = await (store as PostgresStore).session.query(sql.replaceAll('{schema}', `"${schema}"`));
     return rows;
   },
-  types: { int64: 'bigint', number: 'numeric', text: 'text', boolean: 'boolean' },
+  types: { int64: 'bigint', number: 'numeric', text: 'text', boolean: 'boolean', timestamp: 'timestamptz' },
 });
 
 describe('drift in PostgreSQL', () => {
@@ -150,6 +162,21 @@ describe('drift in PostgreSQL', () => {
       { id: 'c3', q: '123456789012345678901234567890', extra: null },
     ]);
     expect((await store.readRecords('contacts'))[1]).toEqual(big);
+  });
+
+  it('gives a field a column only when its name fits in 63 bytes; a longer one stays in _extra, never announced as drift', async () => {
+    // PostgreSQL cuts a longer name to 63 bytes: two names alike in their first 63 would name one column.
+    const fits = `${'é'.repeat(31)}x`;
+    const records = [contact('c1', 1, { [fits]: 'kept', [`${'f'.repeat(63)}_a`]: 'a', [`${'f'.repeat(63)}_b`]: 'b' })];
+    let store = await openStore('s_long_names');
+    expect((await store.commit(checkpoint('contacts', records, 1))).drift).toEqual([fits]);
+    await closeStore(store);
+    store = await openStore('s_long_names');
+    expect(store.changes).toEqual([`contacts.${fits}: new column (text)`]);
+    expect((await store.commit(checkpoint('contacts', records, 2))).drift).toEqual([]);
+    // The summary lists the column added, and nothing left for the next run.
+    expect(store.schemaChanges()).toEqual([{ stream: 'contacts', column: fits, change: 'added', from: null, to: 'text' }]);
+    expect(await store.readRecords('contacts')).toEqual(records);
   });
 
   it("adds a column at open for a field the service's description declares", async () => {
