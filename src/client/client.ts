@@ -51,6 +51,8 @@ interface Fault {
   readonly status?: number;
   readonly info?: ProblemInfo;
   readonly net?: NetFault;
+  /** For a redirect: where it points (redirectTarget). */
+  readonly location?: string;
   /** For 429/503: the wait the service asked for (Retry-After, or RateLimit-Reset). */
   readonly retryAfterMs?: number;
   /** Detail for logs (TRACE internal_message), cleaned. */
@@ -397,8 +399,21 @@ class DataReadClient implements DataReadApi {
         if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
       }
     }
-    const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal };
+    const location = status >= 300 && status < 400 ? this.#redirectTarget(headerValue(headers, 'location')) : undefined;
+    const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal, ...(location === undefined ? {} : { location }) };
     return { ok: false, fault: retryAfterMs === undefined ? base : { ...base, retryAfterMs } };
+  }
+
+  /** A redirect's Location for a message: absolute, without query or fragment (a cursor, maybe a token), cleaned. */
+  #redirectTarget(location: string | undefined): string | undefined {
+    if (location === undefined || location.trim() === '') return undefined;
+    let url: URL;
+    try {
+      url = new URL(location.trim(), this.#base.origin);
+    } catch {
+      return `"${this.#clean(location, 120)}" (not an address)`;
+    }
+    return this.#clean(`${url.origin}${url.pathname}`, 200);
   }
 
   #bodyFault(status: number, what: string): Attempt {
@@ -434,6 +449,7 @@ class DataReadClient implements DataReadApi {
       path: label,
       status: fault.status,
       cause: fault.cause,
+      location: fault.location,
       said: fault.info === undefined ? '' : serviceSaid(fault.info),
       tries,
       base: this.#baseText(),

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { ContractError } from '../../src/errors.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
+import { BASE, CANARY, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -98,6 +98,38 @@ describe('error statuses (application/problem+json)', () => {
     expectSays(err, 'HTTP 500', 'Unexpected error.', 'rq-500', '4 attempts');
   });
 
+});
+
+describe('redirects: never followed (the API key would go with them)', () => {
+  const elsewhere = 'https://new-api.example.test';
+
+  it.each([301, 308])('HTTP %i to another host: one request, nothing sent there, a config_error naming the new address and the base_url to set', async (status) => {
+    const there = nock(elsewhere).get(/.*/).times(5).reply(200, page(), JSON_HEADERS);
+    const { err, requests } = await errorFor(status, '', { location: `${elsewhere}/v1/contacts?limit=10&cursor=secret-cursor` });
+    expect(requests).toBe(1);
+    expect(there.isDone()).toBe(false);
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error', status });
+    expectSays(err, `HTTP ${status}`, `a permanent redirect to ${elsewhere}/v1/contacts,`, `set base_url to ${elsewhere}`);
+    expect(err.message).not.toContain('secret-cursor');
+  });
+
+  it('a permanent redirect that does not keep the path: names where it points, asks to check base_url', async () => {
+    const { err } = await errorFor(301, '', { location: '/login' });
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error' });
+    expectSays(err, `a permanent redirect to ${BASE}/login,`, 'Check base_url');
+  });
+
+  it.each([302, 303, 307])('HTTP %i (a temporary redirect, even to itself: no loop): one request, unexpected_status naming where it points', async (status) => {
+    const { err, requests } = await errorFor(status, '', { location: `${BASE}/v1/contacts?limit=10` });
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status });
+    expectSays(err, `HTTP ${status}, a redirect to ${BASE}/v1/contacts, which the connector does not follow`);
+  });
+
+  it('the API key in a Location is not repeated', async () => {
+    const { err } = await errorFor(301, '', { location: `${elsewhere}/v1/contacts?key=${CANARY}` });
+    expect(err.message).toContain(elsewhere);
+  });
 });
 
 describe('page envelope', () => {
