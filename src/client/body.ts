@@ -17,19 +17,46 @@ export async function readBytes(body: Dispatcher.ResponseData['body']): Promise<
   return Buffer.from(await body.arrayBuffer());
 }
 
+/** A body read as text; `utf8` false when some bytes were not UTF-8 (each became U+FFFD). */
+export interface BodyText {
+  readonly text: string;
+  readonly utf8: boolean;
+}
+
 /**
  * All of a body as UTF-8 text, decoded chunk by chunk as it arrives: no
  * contiguous copy of the bytes is made (a page is ~200 KB; one big Buffer per
- * page is external memory the GC frees late). Invalid UTF-8 becomes U+FFFD,
- * as with Buffer#toString; a BOM is kept (parseJson drops it). TextDecoder's
- * streaming mode is the fastest decoder Node has (simdutf), faster than
- * StringDecoder and than one toString of the concatenated bytes.
+ * page is external memory the GC frees late). TextDecoder's streaming mode is
+ * the fastest decoder Node has (simdutf), faster than StringDecoder and than
+ * one toString of the concatenated bytes. A BOM is kept (parseJson drops it).
+ * Bytes that are not UTF-8 become U+FFFD, as with Buffer#toString, and
+ * `utf8` says so (the decoder is fatal; only then are the chunks, held
+ * until the end, decoded again with replacement).
  */
-export async function readText(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+export async function readText(body: Dispatcher.ResponseData['body']): Promise<BodyText> {
+  let decoder: TextDecoder | undefined = new TextDecoder('utf-8', { ignoreBOM: true, fatal: true });
+  const chunks: Buffer[] = [];
   let text = '';
-  for await (const chunk of body) text += decoder.decode(chunk as Buffer, { stream: true });
-  return text + decoder.decode();
+  for await (const chunk of body) {
+    chunks.push(chunk as Buffer);
+    if (decoder === undefined) continue;
+    try {
+      text += decoder.decode(chunk as Buffer, { stream: true });
+    } catch {
+      decoder = undefined;
+    }
+  }
+  if (decoder !== undefined) {
+    try {
+      return { text: text + decoder.decode(), utf8: true };
+    } catch {
+      // The body ends inside a character.
+    }
+  }
+  const replacing = new TextDecoder('utf-8', { ignoreBOM: true });
+  text = '';
+  for (const chunk of chunks) text += replacing.decode(chunk, { stream: true });
+  return { text: text + replacing.decode(), utf8: false };
 }
 
 /** Whether a Content-Encoding header leaves the body as sent (absent, or identity only). */

@@ -11,7 +11,8 @@ import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
-import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
+import { isUtf8 } from 'node:buffer';
+import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue, secondsAsMs } from './headers.js';
@@ -60,7 +61,8 @@ interface Fault {
   readonly causeError?: Error;
 }
 
-type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly fault: Fault };
+/** `notUtf8`: the body held bytes that are not UTF-8, passed on as U+FFFD. */
+type Attempt = { readonly ok: true; readonly value: unknown; readonly notUtf8?: true } | { readonly ok: false; readonly fault: Fault };
 
 /**
  * What #get does after one step: done (the value), retry the fault (after its
@@ -117,6 +119,8 @@ class DataReadClient implements DataReadApi {
   readonly #reach: SharedReach;
   /** path -> the end of the last rate-limit wait it was told about. */
   readonly #told = new Map<string, number>();
+  /** Paths whose answers held bytes that are not UTF-8, told once each. */
+  readonly #notUtf8 = new Set<string>();
   #closed: Promise<void> | undefined;
 
   constructor(o: CreateClientOptions) {
@@ -331,7 +335,7 @@ class DataReadClient implements DataReadApi {
     this.#halt.addEventListener('abort', stop, { once: true });
     let status: number;
     let headers: IncomingHttpHeaders;
-    let raw: Buffer | string;
+    let raw: Buffer | BodyText;
     try {
       const res = await dispatcher.request({
         origin: this.#base.origin,
@@ -353,17 +357,34 @@ class DataReadClient implements DataReadApi {
       this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
-    return await this.#judge(status, headers, raw);
+    const result = await this.#judge(status, headers, raw);
+    if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
+    return result;
+  }
+
+  /**
+   * JSON is UTF-8; bytes that are not are passed on as U+FFFD (one bad byte
+   * in a name should not stop a sync), but never without a word: the values
+   * that hold U+FFFD are not the service's.
+   */
+  #tellNotUtf8(label: string): void {
+    if (this.#notUtf8.has(label)) return;
+    this.#notUtf8.add(label);
+    this.#log(
+      'WARN',
+      `GET ${label} answered bytes that are not UTF-8: each was passed on as U+FFFD (\ufffd) in the values that held it. ` +
+        'Report it to Data-Read; the values stay so until the service sends them again. (Said once per path.)',
+    );
   }
 
   /** From a complete response to a value or a fault. */
-  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | string): Promise<Attempt> {
-    if (typeof body === 'string') {
+  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | BodyText): Promise<Attempt> {
+    if (!Buffer.isBuffer(body)) {
       // The usual case: a 2xx without content coding, already text.
-      const parsed = parseJson(body);
-      if (parsed.ok) return { ok: true, value: parsed.value };
+      const parsed = parseJson(body.text);
+      if (parsed.ok) return body.utf8 ? { ok: true, value: parsed.value } : { ok: true, value: parsed.value, notUtf8: true };
     }
-    const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    const raw = Buffer.isBuffer(body) ? body : Buffer.from(body.text, 'utf8');
     const contentType = headerValue(headers, 'content-type');
     let bytes = raw;
     let decodeProblem: string | undefined;
@@ -378,7 +399,7 @@ class DataReadClient implements DataReadApi {
         return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
       }
       const parsed = parseJson(bytes);
-      if (parsed.ok) return { ok: true, value: parsed.value };
+      if (parsed.ok) return isUtf8(bytes) ? { ok: true, value: parsed.value } : { ok: true, value: parsed.value, notUtf8: true };
       return this.#bodyFault(status, `${this.#clean(parsed.reason, 160)}; ${describeBody(bytes, contentType, this.#clean)}`);
     }
 
