@@ -12,7 +12,7 @@ import { ConfigError, ConnectorError, ContractError } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
-import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
+import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue, secondsAsMs } from './headers.js';
@@ -36,6 +36,7 @@ export type CreateClientOptions = ClientOptions & {
 export const DEFAULT_RETRY_BASE_MS = 1000;
 export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 export const DEFAULT_RETRY_MAX_MS = 60_000;
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** Where the service serves its machine-readable description (API description, section 4.2). */
 export const DESCRIPTION_PATH = '/v1/openapi.json';
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
@@ -99,6 +100,7 @@ class DataReadClient implements DataReadApi {
   readonly #maxWaitMs: number;
   readonly #retryBaseMs: number;
   readonly #retryMaxMs: number;
+  readonly #maxBodyBytes: number;
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
@@ -138,6 +140,7 @@ class DataReadClient implements DataReadApi {
     this.#maxWaitMs = Math.max(0, o.maxWaitSeconds) * 1000;
     this.#retryBaseMs = Math.max(0, o.retryBaseMs ?? DEFAULT_RETRY_BASE_MS);
     this.#retryMaxMs = Math.max(this.#retryBaseMs, o.retryMaxMs ?? DEFAULT_RETRY_MAX_MS);
+    this.#maxBodyBytes = positiveInt('largest body (bytes)', o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 1);
     this.#now = o.now ?? Date.now;
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
@@ -336,6 +339,7 @@ class DataReadClient implements DataReadApi {
     let status: number;
     let headers: IncomingHttpHeaders;
     let raw: Buffer | BodyText;
+    let tooLarge: BodyTooLarge | undefined;
     try {
       const res = await dispatcher.request({
         origin: this.#base.origin,
@@ -348,7 +352,15 @@ class DataReadClient implements DataReadApi {
       status = res.statusCode;
       headers = res.headers;
       // A success as sent is decoded straight to text; anything else is kept as bytes.
-      raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
+      try {
+        const max = this.#maxBodyBytes;
+        raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body, max) : await readBytes(res.body, max);
+      } catch (err) {
+        if (!(err instanceof BodyTooLarge)) throw err;
+        // Left unread (the connection is closed): a success is a body fault, an error is judged by its status alone.
+        if (status >= 200 && status < 300) tooLarge = err;
+        raw = Buffer.alloc(0);
+      }
     } catch (err) {
       if (this.#halt.aborted) throw this.#closedError();
       return { ok: false, fault: this.#netFault(err, timedOut) };
@@ -357,6 +369,7 @@ class DataReadClient implements DataReadApi {
       this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
+    if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.message);
     const result = await this.#judge(status, headers, raw);
     if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
     return result;
@@ -388,13 +401,16 @@ class DataReadClient implements DataReadApi {
     const contentType = headerValue(headers, 'content-type');
     let bytes = raw;
     let decodeProblem: string | undefined;
+    let tooLarge: BodyTooLarge | undefined;
     try {
-      bytes = await decode(raw, headerValue(headers, 'content-encoding'));
+      bytes = await decode(raw, headerValue(headers, 'content-encoding'), this.#maxBodyBytes);
     } catch (err) {
+      if (err instanceof BodyTooLarge) tooLarge = err;
       decodeProblem = this.#clean(err instanceof Error ? err.message : String(err), 120);
     }
 
     if (status >= 200 && status < 300) {
+      if (tooLarge !== undefined) return this.#bodyFault(status, `${tooLarge.message}, once decompressed`);
       if (decodeProblem !== undefined) {
         return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
       }

@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { ContractError } from '../../src/errors.js';
 import { BASE, CANARY, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
@@ -98,6 +99,38 @@ describe('error statuses (application/problem+json)', () => {
     expectSays(err, 'HTTP 500', 'Unexpected error.', 'rq-500', '4 attempts');
   });
 
+});
+
+describe('a body larger than the client reads', () => {
+  const LIMIT = 64 * 1024;
+  const big = JSON.stringify(page(Array.from({ length: 2000 }, (_, i) => ({ id: `c${i}`, note: 'x'.repeat(40) }))));
+
+  it.each([
+    ['as sent', big, JSON_HEADERS],
+    ['gzip (a small answer that inflates past the limit)', gzipSync(big), { ...JSON_HEADERS, 'content-encoding': 'gzip' }],
+  ])('%s: retried, then a contract error that names the limit; the client stops reading it', async (_name, body, headers) => {
+    expect(Buffer.byteLength(big)).toBeGreaterThan(LIMIT);
+    const requests = countRequests('/v1/contacts', 10, () => [200, body as string, headers]);
+    const { client } = harness({ maxBodyBytes: LIMIT });
+    const err = await failure(() => client.list('/v1/contacts', { limit: 200 }));
+    await client.close();
+    expect(requests.count).toBe(4);
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
+    expect(err.message).toContain('larger than the 64 KiB the connector reads of one answer');
+  });
+
+  it('an error answer larger than that: its status decides, its body is left unread', async () => {
+    const requests = countRequests('/v1/contacts', 10, () => [401, 'x'.repeat(LIMIT * 2), { 'content-type': 'text/html' }]);
+    const { client } = harness({ maxBodyBytes: LIMIT });
+    const err = await failure(() => client.list('/v1/contacts', { limit: 200 }));
+    await client.close();
+    expect(requests.count).toBe(1);
+    expect(err).toMatchObject({ code: 'unauthorized', failureType: 'config_error' });
+  });
+
+  it('by default 64 MiB: far above a page of 200 records', () => {
+    expect(DEFAULT_MAX_BODY_BYTES).toBe(64 * 1024 * 1024);
+  });
 });
 
 describe('redirects: never followed (the API key would go with them)', () => {
