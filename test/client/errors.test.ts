@@ -199,6 +199,16 @@ describe('page envelope', () => {
     });
   }
 
+  it('a 200 whose body is an error document (a gateway that answers 200): the contract error says what it said', async () => {
+    nock(BASE).get('/v1/contacts').query(true).reply(200, problem(502, 'Bad Gateway', `Upstream timed out for ${CANARY}.`, 'gw-7'), PROBLEM_HEADERS);
+    const { client } = harness();
+    const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+    await client.close();
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
+    expectSays(err, 'a page without the envelope fields', 'The service said: "Bad Gateway: Upstream timed out for ***." (request_id gw-7).');
+    expectNoKey(err);
+  });
+
   it('a JSON array instead of the envelope is a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).reply(200, '[{"id":"a"}]', JSON_HEADERS);
     const { client } = harness();
