@@ -3,7 +3,7 @@
  * to the API's contract before anything of it is passed on: records are
  * objects with their primary key; `has_more: true` comes with a cursor never
  * seen before in this read, and the read makes progress (no loop, see
- * Progress); one read has one `sync_watermark`. The next page is requested
+ * ReadProgress); one read has one `sync_watermark`. The next page is requested
  * while the caller writes the current one out.
  */
 import { createHash } from 'node:crypto';
@@ -79,7 +79,7 @@ export const EMPTY_PAGES_LIMIT = 1000;
  * served again is let through (the records repeat, destinations upsert on
  * id); two in a row are a loop, and so are EMPTY_PAGES_LIMIT empty ones.
  */
-class Progress {
+class ReadProgress {
   readonly #stream: StreamDefinition;
   /** A digest of each page passed on in this read (ids and cursor values): about 30 bytes a page. */
   readonly #pages = new Set<string>();
@@ -133,7 +133,7 @@ export class Paginator {
   readonly #stream: StreamDefinition;
   readonly #pageSize: number;
   readonly #seenCursors = new Set<string>();
-  readonly #progress: Progress;
+  readonly #progress: ReadProgress;
   #watermark: string | undefined;
   /** The sync_watermark saved with the resume cursor the read starts from, until the first page is checked against it. */
   #resumed: string | undefined;
@@ -144,7 +144,7 @@ export class Paginator {
     this.#client = client;
     this.#stream = stream;
     this.#pageSize = pageSize;
-    this.#progress = new Progress(stream);
+    this.#progress = new ReadProgress(stream);
     if (start.cursor !== undefined) {
       this.#seenCursors.add(start.cursor);
       this.#resumed = start.watermark;
