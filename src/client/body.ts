@@ -12,24 +12,84 @@ const gunzipAsync = promisify(gunzip);
 const inflateAsync = promisify(inflate);
 const brotliAsync = promisify(brotliDecompress);
 
-/** All bytes of a response body. */
-export async function readBytes(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-  return Buffer.from(await body.arrayBuffer());
+/**
+ * A body longer than the client reads (ClientOptions.maxBodyBytes), as sent
+ * or once decompressed: a page is some hundred KB, and a body without end
+ * (a download behind a wrong base_url, a compression bomb) would otherwise
+ * fill the memory until the process dies, with no word and no state.
+ */
+export class BodyTooLarge extends Error {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`the body is larger than the ${sizeText(limit)} the connector reads of one answer`);
+    this.name = 'BodyTooLarge';
+    this.limit = limit;
+  }
+}
+
+/** "64 MiB", "64 KiB", "1000 bytes". */
+function sizeText(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+/** All bytes of a response body, at most `max` (else BodyTooLarge, the rest left unread). */
+export async function readBytes(body: Dispatcher.ResponseData['body'], max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new BodyTooLarge(max);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** A body read as text; `utf8` false when some bytes were not UTF-8 (each became U+FFFD). */
+export interface BodyText {
+  readonly text: string;
+  readonly utf8: boolean;
 }
 
 /**
  * All of a body as UTF-8 text, decoded chunk by chunk as it arrives: no
  * contiguous copy of the bytes is made (a page is ~200 KB; one big Buffer per
- * page is external memory the GC frees late). Invalid UTF-8 becomes U+FFFD,
- * as with Buffer#toString; a BOM is kept (parseJson drops it). TextDecoder's
- * streaming mode is the fastest decoder Node has (simdutf), faster than
- * StringDecoder and than one toString of the concatenated bytes.
+ * page is external memory the GC frees late). TextDecoder's streaming mode is
+ * the fastest decoder Node has (simdutf), faster than StringDecoder and than
+ * one toString of the concatenated bytes. A BOM is kept (parseJson drops it).
+ * At most `max` bytes (else BodyTooLarge, the rest left unread).
+ * Bytes that are not UTF-8 become U+FFFD, as with Buffer#toString, and
+ * `utf8` says so (the decoder is fatal; only then are the chunks, held
+ * until the end, decoded again with replacement).
  */
-export async function readText(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+export async function readText(body: Dispatcher.ResponseData['body'], max: number): Promise<BodyText> {
+  let decoder: TextDecoder | undefined = new TextDecoder('utf-8', { ignoreBOM: true, fatal: true });
+  const chunks: Buffer[] = [];
+  let size = 0;
   let text = '';
-  for await (const chunk of body) text += decoder.decode(chunk as Buffer, { stream: true });
-  return text + decoder.decode();
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new BodyTooLarge(max);
+    chunks.push(chunk as Buffer);
+    if (decoder === undefined) continue;
+    try {
+      text += decoder.decode(chunk as Buffer, { stream: true });
+    } catch {
+      decoder = undefined;
+    }
+  }
+  if (decoder !== undefined) {
+    try {
+      return { text: text + decoder.decode(), utf8: true };
+    } catch {
+      // The body ends inside a character.
+    }
+  }
+  const replacing = new TextDecoder('utf-8', { ignoreBOM: true });
+  text = '';
+  for (const chunk of chunks) text += replacing.decode(chunk, { stream: true });
+  return { text: text + replacing.decode(), utf8: false };
 }
 
 /** Whether a Content-Encoding header leaves the body as sent (absent, or identity only). */
@@ -41,19 +101,28 @@ export function isIdentityEncoding(contentEncoding: string | undefined): boolean
   });
 }
 
-/** Undo the Content-Encoding list (last applied first). Throws on a corrupt or unknown coding. */
-export async function decode(bytes: Buffer, contentEncoding: string | undefined): Promise<Buffer> {
+/**
+ * Undo the Content-Encoding list (last applied first), each step at most
+ * `max` bytes (else BodyTooLarge). Throws on a corrupt or unknown coding.
+ */
+export async function decode(bytes: Buffer, contentEncoding: string | undefined, max: number): Promise<Buffer> {
   if (contentEncoding === undefined) return bytes;
   const codings = contentEncoding
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
+  const limit = { maxOutputLength: max };
   let out = bytes;
-  for (const coding of codings.reverse()) {
-    if (coding === 'gzip' || coding === 'x-gzip') out = await gunzipAsync(out);
-    else if (coding === 'deflate') out = await inflateAsync(out);
-    else if (coding === 'br') out = await brotliAsync(out);
-    else throw new Error(`unsupported content-encoding "${coding}"`);
+  try {
+    for (const coding of codings.reverse()) {
+      if (coding === 'gzip' || coding === 'x-gzip') out = await gunzipAsync(out, limit);
+      else if (coding === 'deflate') out = await inflateAsync(out, limit);
+      else if (coding === 'br') out = await brotliAsync(out, limit);
+      else throw new Error(`unsupported content-encoding "${coding}"`);
+    }
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new BodyTooLarge(max);
+    throw err;
   }
   return out;
 }

@@ -11,7 +11,8 @@ import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
-import { decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText } from './body.js';
+import { isUtf8 } from 'node:buffer';
+import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue, secondsAsMs } from './headers.js';
@@ -35,6 +36,7 @@ export type CreateClientOptions = ClientOptions & {
 export const DEFAULT_RETRY_BASE_MS = 1000;
 export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 export const DEFAULT_RETRY_MAX_MS = 60_000;
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** Where the service serves its machine-readable description (API description, section 4.2). */
 export const DESCRIPTION_PATH = '/v1/openapi.json';
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
@@ -51,6 +53,8 @@ interface Fault {
   readonly status?: number;
   readonly info?: ProblemInfo;
   readonly net?: NetFault;
+  /** For a redirect: where it points (redirectTarget). */
+  readonly location?: string;
   /** For 429/503: the wait the service asked for (Retry-After, or RateLimit-Reset). */
   readonly retryAfterMs?: number;
   /** Detail for logs (TRACE internal_message), cleaned. */
@@ -58,7 +62,8 @@ interface Fault {
   readonly causeError?: Error;
 }
 
-type Attempt = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly fault: Fault };
+/** `notUtf8`: the body held bytes that are not UTF-8, passed on as U+FFFD. */
+type Attempt = { readonly ok: true; readonly value: unknown; readonly notUtf8?: true } | { readonly ok: false; readonly fault: Fault };
 
 /**
  * What #get does after one step: done (the value), retry the fault (after its
@@ -95,6 +100,7 @@ class DataReadClient implements DataReadApi {
   readonly #maxWaitMs: number;
   readonly #retryBaseMs: number;
   readonly #retryMaxMs: number;
+  readonly #maxBodyBytes: number;
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
@@ -115,6 +121,8 @@ class DataReadClient implements DataReadApi {
   readonly #reach: SharedReach;
   /** path -> the end of the last rate-limit wait it was told about. */
   readonly #told = new Map<string, number>();
+  /** Paths whose answers held bytes that are not UTF-8, told once each. */
+  readonly #notUtf8 = new Set<string>();
   #closed: Promise<void> | undefined;
 
   constructor(o: CreateClientOptions) {
@@ -132,6 +140,7 @@ class DataReadClient implements DataReadApi {
     this.#maxWaitMs = Math.max(0, o.maxWaitSeconds) * 1000;
     this.#retryBaseMs = Math.max(0, o.retryBaseMs ?? DEFAULT_RETRY_BASE_MS);
     this.#retryMaxMs = Math.max(this.#retryBaseMs, o.retryMaxMs ?? DEFAULT_RETRY_MAX_MS);
+    this.#maxBodyBytes = positiveInt('largest body (bytes)', o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 1);
     this.#now = o.now ?? Date.now;
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
@@ -329,7 +338,8 @@ class DataReadClient implements DataReadApi {
     this.#halt.addEventListener('abort', stop, { once: true });
     let status: number;
     let headers: IncomingHttpHeaders;
-    let raw: Buffer | string;
+    let raw: Buffer | BodyText;
+    let tooLarge: BodyTooLarge | undefined;
     try {
       const res = await dispatcher.request({
         origin: this.#base.origin,
@@ -342,7 +352,15 @@ class DataReadClient implements DataReadApi {
       status = res.statusCode;
       headers = res.headers;
       // A success as sent is decoded straight to text; anything else is kept as bytes.
-      raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body) : await readBytes(res.body);
+      try {
+        const max = this.#maxBodyBytes;
+        raw = status >= 200 && status < 300 && isIdentityEncoding(headerValue(headers, 'content-encoding')) ? await readText(res.body, max) : await readBytes(res.body, max);
+      } catch (err) {
+        if (!(err instanceof BodyTooLarge)) throw err;
+        // Left unread (the connection is closed): a success is a body fault, an error is judged by its status alone.
+        if (status >= 200 && status < 300) tooLarge = err;
+        raw = Buffer.alloc(0);
+      }
     } catch (err) {
       if (this.#halt.aborted) throw this.#closedError();
       return { ok: false, fault: this.#netFault(err, timedOut) };
@@ -351,32 +369,53 @@ class DataReadClient implements DataReadApi {
       this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
-    return await this.#judge(status, headers, raw);
+    if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.message);
+    const result = await this.#judge(status, headers, raw);
+    if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
+    return result;
+  }
+
+  /**
+   * JSON is UTF-8; bytes that are not are passed on as U+FFFD (one bad byte
+   * in a name should not stop a sync), but never without a word: the values
+   * that hold U+FFFD are not the service's.
+   */
+  #tellNotUtf8(label: string): void {
+    if (this.#notUtf8.has(label)) return;
+    this.#notUtf8.add(label);
+    this.#log(
+      'WARN',
+      `GET ${label} answered bytes that are not UTF-8: each was passed on as U+FFFD (\ufffd) in the values that held it. ` +
+        'Report it to Data-Read; the values stay so until the service sends them again. (Said once per path.)',
+    );
   }
 
   /** From a complete response to a value or a fault. */
-  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | string): Promise<Attempt> {
-    if (typeof body === 'string') {
+  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | BodyText): Promise<Attempt> {
+    if (!Buffer.isBuffer(body)) {
       // The usual case: a 2xx without content coding, already text.
-      const parsed = parseJson(body);
-      if (parsed.ok) return { ok: true, value: parsed.value };
+      const parsed = parseJson(body.text);
+      if (parsed.ok) return body.utf8 ? { ok: true, value: parsed.value } : { ok: true, value: parsed.value, notUtf8: true };
     }
-    const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    const raw = Buffer.isBuffer(body) ? body : Buffer.from(body.text, 'utf8');
     const contentType = headerValue(headers, 'content-type');
     let bytes = raw;
     let decodeProblem: string | undefined;
+    let tooLarge: BodyTooLarge | undefined;
     try {
-      bytes = await decode(raw, headerValue(headers, 'content-encoding'));
+      bytes = await decode(raw, headerValue(headers, 'content-encoding'), this.#maxBodyBytes);
     } catch (err) {
+      if (err instanceof BodyTooLarge) tooLarge = err;
       decodeProblem = this.#clean(err instanceof Error ? err.message : String(err), 120);
     }
 
     if (status >= 200 && status < 300) {
+      if (tooLarge !== undefined) return this.#bodyFault(status, `${tooLarge.message}, once decompressed`);
       if (decodeProblem !== undefined) {
         return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
       }
       const parsed = parseJson(bytes);
-      if (parsed.ok) return { ok: true, value: parsed.value };
+      if (parsed.ok) return isUtf8(bytes) ? { ok: true, value: parsed.value } : { ok: true, value: parsed.value, notUtf8: true };
       return this.#bodyFault(status, `${this.#clean(parsed.reason, 160)}; ${describeBody(bytes, contentType, this.#clean)}`);
     }
 
@@ -397,8 +436,21 @@ class DataReadClient implements DataReadApi {
         if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
       }
     }
-    const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal };
+    const location = status >= 300 && status < 400 ? this.#redirectTarget(headerValue(headers, 'location')) : undefined;
+    const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal, ...(location === undefined ? {} : { location }) };
     return { ok: false, fault: retryAfterMs === undefined ? base : { ...base, retryAfterMs } };
+  }
+
+  /** A redirect's Location for a message: absolute, without query or fragment (a cursor, maybe a token), cleaned. */
+  #redirectTarget(location: string | undefined): string | undefined {
+    if (location === undefined || location.trim() === '') return undefined;
+    let url: URL;
+    try {
+      url = new URL(location.trim(), this.#base.origin);
+    } catch {
+      return `"${this.#clean(location, 120)}" (not an address)`;
+    }
+    return this.#clean(`${url.origin}${url.pathname}`, 200);
   }
 
   #bodyFault(status: number, what: string): Attempt {
@@ -434,6 +486,7 @@ class DataReadClient implements DataReadApi {
       path: label,
       status: fault.status,
       cause: fault.cause,
+      location: fault.location,
       said: fault.info === undefined ? '' : serviceSaid(fault.info),
       tries,
       base: this.#baseText(),

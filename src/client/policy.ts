@@ -42,6 +42,8 @@ export interface FailureContext {
   readonly status: number | undefined;
   /** The cause of the last fault, in plain words ("HTTP 500 (Internal error)", "connection reset ..."). */
   readonly cause: string;
+  /** A redirect's Location, as an absolute address without its query, cleaned; undefined when it gave none. */
+  readonly location: string | undefined;
   /** ' The service said: "..." (request_id ...).' or ''. */
   readonly said: string;
   /** "3 attempts", "9 attempts over 1 min 37 s" (the failing request's attempts, its first and its retries, and how long they took). */
@@ -126,6 +128,23 @@ const UNREACHABLE: Outcome = {
   message: (c) => `Cannot reach the Data-Read API at ${c.base}: ${c.cause}; ${c.tries} (1 + ${c.retryLimit}). ${c.reach}${c.stopNote}`,
 };
 
+const MOVED: Outcome = {
+  code: 'moved',
+  scope: 'request',
+  failure: 'config_error',
+  message: (c) => {
+    const to = c.location === undefined ? 'without a Location' : `to ${c.location}`;
+    const base = c.location === undefined ? undefined : movedBase(c.location, c.path);
+    const fix = base === undefined ? 'Check base_url: it must be the address before /v1, with https://.' : `If that is the API's new address, set base_url to ${base}.`;
+    return `The Data-Read API at ${c.base} answered ${c.request} with HTTP ${c.status}, a permanent redirect ${to}, which the connector does not follow (the API key would go with it). ${fix}${c.said}`;
+  },
+};
+
+/** The base_url a redirect points at: its address before the path asked for, when it keeps that path. */
+function movedBase(location: string, path: string): string | undefined {
+  return location.endsWith(path) ? location.slice(0, location.length - path.length) : undefined;
+}
+
 export const FAILURE_POLICY: readonly FailureRule[] = [
   {
     fault: { status: 400 },
@@ -186,6 +205,15 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
     read: { action: 'ignore', when: 'optionalStream' },
   },
+  {
+    // Permanent: the API moved (or base_url lacks a part the service adds). Never followed: the Authorization header
+    // would go to wherever the service points, and the next request would go to the old address again.
+    fault: { status: 301 },
+    retried: false,
+    wait: 'none',
+    outcome: MOVED,
+  },
+  { fault: { status: 308 }, retried: false, wait: 'none', outcome: MOVED },
   { fault: { status: 408 }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 429 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 503 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
@@ -198,7 +226,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
       code: 'unexpected_status',
       scope: 'request',
       failure: 'system_error',
-      message: (c) => `The Data-Read API answered ${c.request} with HTTP ${c.status}, ${unexpectedWhat(c.status)}${c.said}`,
+      message: (c) => `The Data-Read API answered ${c.request} with HTTP ${c.status}, ${unexpectedWhat(c.status, c.location)}${c.said}`,
     },
   },
   { fault: { network: 'timeout' }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
@@ -240,9 +268,10 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
 ];
 
 /** A redirect is told apart from other undocumented statuses: the fix is in base_url. */
-function unexpectedWhat(status: number | undefined): string {
+function unexpectedWhat(status: number | undefined, location: string | undefined): string {
+  const to = location === undefined ? '' : ` to ${location}`;
   return status !== undefined && status >= 300 && status < 400
-    ? 'a redirect, which the connector does not follow. Check base_url (use the final address, with https://).'
+    ? `a redirect${to}, which the connector does not follow. Check base_url (use the final address, with https://).`
     : 'a status the API does not document.';
 }
 

@@ -35,9 +35,7 @@ export function readProblem(bytes: Buffer, headers: IncomingHttpHeaders, clean: 
     return headerId === undefined ? {} : { requestId: headerId };
   }
   const doc = parsed.value as Record<string, unknown>;
-  const title = str(doc.title, clean, 200);
-  const detail = str(doc.detail, clean, 600);
-  const requestId = str(doc.request_id, clean, 120) ?? headerId;
+  const { title, detail, requestId = headerId } = problemWords(doc, clean);
   const checked = Problem.safeParse(doc);
   // Only the documented fields are kept: an extra field could echo anything, the key included.
   const problem: Problem | undefined = checked.success
@@ -54,6 +52,18 @@ export function readProblem(bytes: Buffer, headers: IncomingHttpHeaders, clean: 
     ...(detail === undefined ? {} : { detail }),
     ...(requestId === undefined ? {} : { requestId }),
     ...(problem === undefined ? {} : { problem }),
+  };
+}
+
+/** title, detail and request_id of an error document, each cleaned and only when it is a string. */
+export function problemWords(doc: Record<string, unknown>, clean: Clean): ProblemInfo {
+  const title = str(doc.title, clean, 200);
+  const detail = str(doc.detail, clean, 600);
+  const requestId = str(doc.request_id, clean, 120);
+  return {
+    ...(title === undefined ? {} : { title }),
+    ...(detail === undefined ? {} : { detail }),
+    ...(requestId === undefined ? {} : { requestId }),
   };
 }
 

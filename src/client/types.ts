@@ -22,6 +22,8 @@ export interface ClientOptions {
   readonly retryBaseMs?: number;
   /** Cap of one backoff wait (ms); default 60000. */
   readonly retryMaxMs?: number;
+  /** The most of one answer's body the client reads, bytes, before and after decompression; default 64 MiB. Tests lower it. */
+  readonly maxBodyBytes?: number;
   /** Told about every wait the client makes before a request (pacing, Retry-After, backoff). */
   readonly onWait?: (notice: WaitNotice) => void;
   /**

@@ -5,6 +5,7 @@
  */
 import { Me, PageEnvelope } from '../schemas/resources.js';
 import { ContractError } from '../errors.js';
+import { problemWords, serviceSaid } from './problem.js';
 import type { Clean } from './redact.js';
 import type { RawPage } from './types.js';
 
@@ -38,11 +39,10 @@ export function checkEnvelope(value: unknown, request: string, clean: Clean): Ra
   const missing = ENVELOPE_FIELDS.filter((field) => !Object.hasOwn(doc, field));
   if (missing.length > 0) {
     const names = missing.map((f) => `"${f}"`).join(', ');
-    throw contractError(
-      request,
-      `a page without the envelope field${missing.length > 1 ? 's' : ''} ${names} (data, next_cursor, has_more and sync_watermark are always present)`,
-      `missing envelope fields: ${missing.join(',')}`,
-    );
+    const what = `a page without the envelope field${missing.length > 1 ? 's' : ''} ${names} (data, next_cursor, has_more and sync_watermark are always present)`;
+    // An error document sent with 200 (a gateway, a proxy): what it says is the cause.
+    const said = serviceSaid(problemWords(doc, clean));
+    throw new ContractError(`${request} returned ${what}.${said}`, { status: 200, internal: `missing envelope fields: ${missing.join(',')}` });
   }
   if (!Array.isArray(doc.data)) {
     throw contractError(request, `a page whose "data" is ${kindOf(doc.data)}, not ${EXPECTED.data}`, 'envelope field data has the wrong type');

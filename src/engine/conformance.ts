@@ -3,7 +3,9 @@
  * field, a number in a string field, null where null is not allowed) are
  * passed on as received; a strict destination may reject them, so the user
  * hears it from us: the first value of each kind (field, declared type, what
- * came) per stream and sync, in one WARN when the stream ends.
+ * came) per stream and sync, in one WARN when the stream ends. So is a
+ * record without its cursor field, which the schema declares required
+ * (the service's contract: never absent, never null).
  *
  * Every record is checked, so the schema is read once per stream into data: a
  * map from each declared field to its types as bits. A record costs a map
@@ -85,7 +87,7 @@ function declaredFields(schema: JsonSchema): DeclaredField[] {
 interface Misfit {
   readonly field: string;
   readonly declared: string;
-  readonly got: JsonType;
+  readonly got: JsonType | 'absent';
   readonly example: string;
   readonly id: string;
   count: number;
@@ -94,7 +96,8 @@ interface Misfit {
 const describeTypes = (types: readonly JsonType[]): string =>
   types.filter((t) => t !== 'null').join(' or ') + (types.includes('null') ? ' or null' : '');
 
-const GOT: Readonly<Record<JsonType, string>> = {
+const GOT: Readonly<Record<JsonType | 'absent', string>> = {
+  absent: 'no value',
   null: 'null',
   string: 'a string',
   integer: 'an integer',
@@ -128,6 +131,8 @@ export class TypeAudit {
   private readonly accepts: ReadonlyMap<string, number>;
   private readonly misfits = new Map<string, Misfit>();
   private readonly withheld: ReadonlySet<string>;
+  /** The stream's cursor field, when the schema declares it: a record must have it. */
+  private readonly cursor: string | undefined;
 
   /**
    * @param schema the record schema the destination was told (default: the stream's built-in schema)
@@ -138,6 +143,8 @@ export class TypeAudit {
     this.withheld = withheld;
     this.fields = declaredFields(schema);
     this.accepts = new Map(this.fields.map((f) => [f.name, f.accepts]));
+    const cursor = stream.cursorField;
+    this.cursor = cursor !== null && this.accepts.has(cursor) ? cursor : undefined;
   }
 
   /** Check a page of records (as received). */
@@ -145,8 +152,9 @@ export class TypeAudit {
     for (const record of records) if (!this.fits(record)) this.explain(record);
   }
 
-  /** Whether every declared field of the record fits (absent fields fit). */
+  /** Whether every declared field of the record fits (absent fields fit, but for the cursor). */
   private fits(record: Data): boolean {
+    if (this.cursor !== undefined && !Object.hasOwn(record, this.cursor)) return false;
     for (const name in record) {
       const accepts = this.accepts.get(name);
       if (accepts !== undefined && (typeBit(record[name]) & accepts) === 0) return false;
@@ -156,25 +164,25 @@ export class TypeAudit {
 
   private explain(record: Data): void {
     for (const { name, types, accepts } of this.fields) {
-      if (!Object.hasOwn(record, name)) continue;
-      const value = record[name];
-      if ((typeBit(value) & accepts) !== 0) continue;
-      const got = jsonTypeOf(value);
-      const key = `${name}\u0000${got}`;
-      const known = this.misfits.get(key);
-      if (known) {
-        known.count++;
+      if (!Object.hasOwn(record, name)) {
+        if (name === this.cursor) this.note(record, name, types, 'absent', 'absent');
         continue;
       }
-      this.misfits.set(key, {
-        field: name,
-        declared: describeTypes(types),
-        got,
-        example: example(value, this.withheld.has(name)),
-        id: String(record[this.stream.primaryKey]),
-        count: 1,
-      });
+      const value = record[name];
+      if ((typeBit(value) & accepts) !== 0) continue;
+      this.note(record, name, types, jsonTypeOf(value), example(value, this.withheld.has(name)));
     }
+  }
+
+  /** Count a misfit of `name`; the first of its kind is the one shown. */
+  private note(record: Data, name: string, types: readonly JsonType[], got: JsonType | 'absent', shown: string): void {
+    const key = `${name}\u0000${got}`;
+    const known = this.misfits.get(key);
+    if (known) {
+      known.count++;
+      return;
+    }
+    this.misfits.set(key, { field: name, declared: describeTypes(types), got, example: shown, id: String(record[this.stream.primaryKey]), count: 1 });
   }
 
   /** The WARN for this stream (undefined when every value fitted). */

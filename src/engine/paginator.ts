@@ -2,9 +2,11 @@
  * Following one list operation's cursors, page by page, and holding each page
  * to the API's contract before anything of it is passed on: records are
  * objects with their primary key; `has_more: true` comes with a cursor never
- * seen before in this read (no loop); one read has one `sync_watermark`. The
- * next page is requested while the caller writes the current one out.
+ * seen before in this read, and the read makes progress (no loop, see
+ * ReadProgress); one read has one `sync_watermark`. The next page is requested
+ * while the caller writes the current one out.
  */
+import { createHash } from 'node:crypto';
 import type { DataReadApi, ListQuery, RawPage } from '../client/types.js';
 import { ContractError } from '../errors.js';
 import type { StreamDefinition } from '../streams.js';
@@ -58,11 +60,80 @@ function prefetch(client: DataReadApi, path: string, query: ListQuery): Promise<
   return pending;
 }
 
+/**
+ * Pages in a row without records and with `has_more: true` that end a read
+ * as a loop. A few are normal (a page whose records were all filtered out,
+ * such as the test environment's contacts); a thousand in a row (200,000
+ * records' worth at the default page size) is a service that never ends the
+ * read. The checkpoint before them keeps the last cursor: the next sync
+ * goes on from there.
+ */
+export const EMPTY_PAGES_LIMIT = 1000;
+
+/**
+ * Whether a read moves on. New cursors alone do not show it: a service may
+ * serve the same records under a fresh cursor on every page. A page moves on
+ * when it holds records and is not a page already passed on in this read (the
+ * same ids with the same cursor values: a record that changed during the read
+ * may come back, with its cursor value moved, and then it is new). One page
+ * served again is let through (the records repeat, destinations upsert on
+ * id); two in a row are a loop, and so are EMPTY_PAGES_LIMIT empty ones.
+ */
+class ReadProgress {
+  readonly #stream: StreamDefinition;
+  /** A digest of each page passed on in this read (ids and cursor values): about 30 bytes a page. */
+  readonly #pages = new Set<string>();
+  /** Pages in a row that brought nothing new (empty, or served again). */
+  #stalled = 0;
+  /** Of those, the pages served again. */
+  #repeated = 0;
+
+  constructor(stream: StreamDefinition) {
+    this.#stream = stream;
+  }
+
+  /** A page with `has_more: true`; throws a ContractError when the read is going round. */
+  check(records: readonly Data[]): void {
+    if (records.length > 0) {
+      const key = this.#digest(records);
+      if (!this.#pages.has(key)) {
+        this.#pages.add(key);
+        this.#stalled = 0;
+        this.#repeated = 0;
+        return;
+      }
+      this.#repeated += 1;
+    }
+    this.#stalled += 1;
+    const path = this.#stream.path;
+    if (this.#repeated >= 2) {
+      throw new ContractError(`${path} returned the records of an earlier page of this read again, under a new next_cursor, twice in a row (a loop); the state was not moved.`);
+    }
+    if (this.#stalled >= EMPTY_PAGES_LIMIT) {
+      throw new ContractError(
+        `${path} answered ${EMPTY_PAGES_LIMIT} pages in a row without records and with has_more: true (the read never ends); ` +
+          'the state was not moved past the last cursor, which the next sync continues from.',
+      );
+    }
+  }
+
+  #digest(records: readonly Data[]): string {
+    const { primaryKey, cursorField } = this.#stream;
+    let text = '';
+    for (const record of records) {
+      const at = cursorField === null ? undefined : record[cursorField];
+      text += `${String(record[primaryKey])}\u0000${typeof at === 'string' ? at : (JSON.stringify(at) ?? '')}\u0001`;
+    }
+    return createHash('sha1').update(text).digest('base64');
+  }
+}
+
 export class Paginator {
   readonly #client: DataReadApi;
   readonly #stream: StreamDefinition;
   readonly #pageSize: number;
   readonly #seenCursors = new Set<string>();
+  readonly #progress: ReadProgress;
   #watermark: string | undefined;
   /** The sync_watermark saved with the resume cursor the read starts from, until the first page is checked against it. */
   #resumed: string | undefined;
@@ -73,6 +144,7 @@ export class Paginator {
     this.#client = client;
     this.#stream = stream;
     this.#pageSize = pageSize;
+    this.#progress = new ReadProgress(stream);
     if (start.cursor !== undefined) {
       this.#seenCursors.add(start.cursor);
       this.#resumed = start.watermark;
@@ -94,6 +166,7 @@ export class Paginator {
     const watermark = this.#sameWatermark(page.sync_watermark);
     const next = this.#nextCursor(page);
     const records = checkRecords(this.#stream, page.data);
+    if (next !== null) this.#progress.check(records);
     // Ask for the next page while this one is written out. The request takes several steps (gate, pacer,
     // pool) before it leaves, and undici reuses a kept-alive connection only a full turn of the event loop
     // after its response ended (the one this page came on): two turns let it go before the caller treats and

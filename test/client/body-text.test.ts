@@ -16,13 +16,15 @@ function cuts(bytes: Buffer): Buffer[][] {
 describe('readText', () => {
   it('decodes multi-byte characters split across chunks', async () => {
     const bytes = Buffer.from('{"name":"João Müller 😀 ünïcödé","n":1}', 'utf8');
-    for (const chunks of cuts(bytes)) expect(await readText(asBody(chunks))).toBe(bytes.toString('utf8'));
+    for (const chunks of cuts(bytes)) expect(await readText(asBody(chunks), 1000)).toEqual({ text: bytes.toString('utf8'), utf8: true });
   });
 
-  it('replaces invalid UTF-8 as Buffer#toString does, and keeps a BOM for parseJson to drop', async () => {
+  it('replaces invalid UTF-8 as Buffer#toString does, says so, and keeps a BOM for parseJson to drop', async () => {
     const bad = Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d, 0xc3, 0x28, 0xe2, 0x82]);
-    for (const chunks of cuts(bad)) expect(await readText(asBody(chunks))).toBe(bad.toString('utf8'));
-    const parsed = parseJson(await readText(asBody([Buffer.from('\ufeff{"a":1}', 'utf8')])));
+    for (const chunks of cuts(bad)) expect(await readText(asBody(chunks), 1000)).toEqual({ text: bad.toString('utf8'), utf8: false });
+    // Cut inside the last character: only the end of the body shows it.
+    for (const chunks of cuts(Buffer.from([0x7b, 0x7d, 0xe2, 0x82]))) expect((await readText(asBody(chunks), 1000)).utf8).toBe(false);
+    const parsed = parseJson((await readText(asBody([Buffer.from('\ufeff{"a":1}', 'utf8')]), 1000)).text);
     expect(parsed).toEqual({ ok: true, value: { a: 1 } });
   });
 

@@ -3,9 +3,10 @@ import { gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { statusRule } from '../../src/client/policy.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { ContractError } from '../../src/errors.js';
-import { BASE, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
+import { BASE, CANARY, JSON_HEADERS, PROBLEM_HEADERS, WATERMARK, expectNoKey, failure, failureThenClose, harness, page, problem, resetNock, countRequests } from './helpers.js';
 
 beforeAll(() => nock.disableNetConnect());
 afterEach(() => resetNock());
@@ -100,6 +101,70 @@ describe('error statuses (application/problem+json)', () => {
 
 });
 
+describe('a body larger than the client reads', () => {
+  const LIMIT = 64 * 1024;
+  const big = JSON.stringify(page(Array.from({ length: 2000 }, (_, i) => ({ id: `c${i}`, note: 'x'.repeat(40) }))));
+
+  it.each([
+    ['as sent', big, JSON_HEADERS],
+    ['gzip (a small answer that inflates past the limit)', gzipSync(big), { ...JSON_HEADERS, 'content-encoding': 'gzip' }],
+  ])('%s: retried, then a contract error that names the limit; the client stops reading it', async (_name, body, headers) => {
+    expect(Buffer.byteLength(big)).toBeGreaterThan(LIMIT);
+    const requests = countRequests('/v1/contacts', 10, () => [200, body as string, headers]);
+    const { client } = harness({ maxBodyBytes: LIMIT });
+    const err = await failure(() => client.list('/v1/contacts', { limit: 200 }));
+    await client.close();
+    expect(requests.count).toBe(4);
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
+    expect(err.message).toContain('larger than the 64 KiB the connector reads of one answer');
+  });
+
+  it('an error answer larger than that: its status decides, its body is left unread', async () => {
+    const requests = countRequests('/v1/contacts', 10, () => [401, 'x'.repeat(LIMIT * 2), { 'content-type': 'text/html' }]);
+    const { client } = harness({ maxBodyBytes: LIMIT });
+    const err = await failure(() => client.list('/v1/contacts', { limit: 200 }));
+    await client.close();
+    expect(requests.count).toBe(1);
+    expect(err).toMatchObject({ code: 'unauthorized', failureType: 'config_error' });
+  });
+
+  it('by default 64 MiB: far above a page of 200 records', () => {
+    expect(DEFAULT_MAX_BODY_BYTES).toBe(64 * 1024 * 1024);
+  });
+});
+
+describe('redirects: never followed (the API key would go with them)', () => {
+  const elsewhere = 'https://new-api.example.test';
+
+  it.each([301, 308])('HTTP %i to another host: one request, nothing sent there, a config_error naming the new address and the base_url to set', async (status) => {
+    const there = nock(elsewhere).get(/.*/).times(5).reply(200, page(), JSON_HEADERS);
+    const { err, requests } = await errorFor(status, '', { location: `${elsewhere}/v1/contacts?limit=10&cursor=secret-cursor` });
+    expect(requests).toBe(1);
+    expect(there.isDone()).toBe(false);
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error', status });
+    expectSays(err, `HTTP ${status}`, `a permanent redirect to ${elsewhere}/v1/contacts,`, `set base_url to ${elsewhere}`);
+    expect(err.message).not.toContain('secret-cursor');
+  });
+
+  it('a permanent redirect that does not keep the path: names where it points, asks to check base_url', async () => {
+    const { err } = await errorFor(301, '', { location: '/login' });
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error' });
+    expectSays(err, `a permanent redirect to ${BASE}/login,`, 'Check base_url');
+  });
+
+  it.each([302, 303, 307])('HTTP %i (a temporary redirect, even to itself: no loop): one request, unexpected_status naming where it points', async (status) => {
+    const { err, requests } = await errorFor(status, '', { location: `${BASE}/v1/contacts?limit=10` });
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status });
+    expectSays(err, `HTTP ${status}, a redirect to ${BASE}/v1/contacts, which the connector does not follow`);
+  });
+
+  it('the API key in a Location is not repeated', async () => {
+    const { err } = await errorFor(301, '', { location: `${elsewhere}/v1/contacts?key=${CANARY}` });
+    expect(err.message).toContain(elsewhere);
+  });
+});
+
 describe('page envelope', () => {
   const full = page([{ id: 'a' }], true, 'cur-2');
   for (const field of ['data', 'next_cursor', 'has_more', 'sync_watermark']) {
@@ -133,6 +198,16 @@ describe('page envelope', () => {
       expect(err.message).toMatch(pattern);
     });
   }
+
+  it('a 200 whose body is an error document (a gateway that answers 200): the contract error says what it said', async () => {
+    nock(BASE).get('/v1/contacts').query(true).reply(200, problem(502, 'Bad Gateway', `Upstream timed out for ${CANARY}.`, 'gw-7'), PROBLEM_HEADERS);
+    const { client } = harness();
+    const err = await failure(() => client.list('/v1/contacts', { limit: 1 }));
+    await client.close();
+    expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error' });
+    expectSays(err, 'a page without the envelope fields', 'The service said: "Bad Gateway: Upstream timed out for ***." (request_id gw-7).');
+    expectNoKey(err);
+  });
 
   it('a JSON array instead of the envelope is a contract error', async () => {
     nock(BASE).get('/v1/contacts').query(true).reply(200, '[{"id":"a"}]', JSON_HEADERS);

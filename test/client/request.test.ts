@@ -1,5 +1,5 @@
 /** What goes on the wire: headers, documented parameters only, addresses; gzip bodies; /v1/me. */
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { MockAgent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -64,6 +64,36 @@ describe('requests on the wire', () => {
     await two.list('/v1/deletions', { limit: 1 });
     expect(a.isDone() && b.isDone()).toBe(true);
     await Promise.all([one.close(), two.close()]);
+  });
+
+  describe('a body with bytes that are not UTF-8', () => {
+    const bad = (name: Buffer): Buffer =>
+      Buffer.concat([Buffer.from('{"data":[{"id":"c1","name":"Jo'), name, Buffer.from(`"}],"next_cursor":null,"has_more":false,"sync_watermark":"${WATERMARK}"}`)]);
+
+    it.each(['identity', 'gzip', 'deflate', 'br'])('(%s): passed on with U+FFFD in their place, and a WARN naming the request, once per path', async (coding) => {
+      const body = bad(Buffer.from([0xc3, 0x28, 0xff]));
+      const encoded = coding === 'gzip' ? gzipSync(body) : coding === 'deflate' ? deflateSync(body) : coding === 'br' ? brotliCompressSync(body) : body;
+      const headers = coding === 'identity' ? JSON_HEADERS : { ...JSON_HEADERS, 'content-encoding': coding };
+      nock(BASE).get('/v1/contacts').query(true).times(2).reply(200, encoded, headers);
+      const { client, logs } = harness();
+      for (let i = 0; i < 2; i++) {
+        const result = await client.list('/v1/contacts', { limit: 1 });
+        expect(result.data).toEqual([{ id: 'c1', name: 'Jo\ufffd(\ufffd' }]);
+      }
+      await client.close();
+      const warns = logs.filter((l) => l.level === 'WARN').map((l) => l.message);
+      expect(warns).toHaveLength(1);
+      expect(warns[0]).toMatch(/^GET \/v1\/contacts answered bytes that are not UTF-8: each was passed on as U\+FFFD/);
+      expect(warns[0]).not.toContain('Jo');
+    });
+
+    it('a U+FFFD the service sent as such (valid UTF-8) is no fault', async () => {
+      nock(BASE).get('/v1/contacts').query(true).reply(200, bad(Buffer.from('\ufffd', 'utf8')), JSON_HEADERS);
+      const { client, logs } = harness();
+      expect((await client.list('/v1/contacts', { limit: 1 })).data).toEqual([{ id: 'c1', name: 'Jo\ufffd' }]);
+      await client.close();
+      expect(logs).toEqual([]);
+    });
   });
 
   it('decodes a gzip body', async () => {

@@ -46,6 +46,18 @@ describe('type audit', () => {
     expect(warning).toContain('updated_at is declared string but got null (null in record c5)');
   });
 
+  it('a record without its cursor field does not fit either (the cursor is never absent); other absent fields fit', () => {
+    const audit = new TypeAudit(contacts);
+    audit.check([good, { id: 'c1' }, { id: 'c2', name: 'Ana' }]);
+    expect(audit.warning()).toBe(
+      'contacts: a value does not fit the declared type; passed on as received (a strict destination may reject them): ' +
+        'updated_at is declared string but got no value (absent in record c1, and 1 more).',
+    );
+    const stages = new TypeAudit(findStream('pipeline_stages') as StreamDefinition);
+    stages.check([{ id: 's1' }]);
+    expect(stages.warning()).toBeUndefined();
+  });
+
   it('never quotes a withheld field (personal data): the field, the type and the record only', () => {
     const audit = new TypeAudit(contacts, undefined, new Set(['phone', 'email']));
     audit.check([{ ...good, id: 'c1', phone: 5511987654321 }, { ...good, id: 'c2', email: 42 }, { ...good, id: 'c3', qualification_score: '12' }]);

@@ -6,6 +6,7 @@ import type { StreamState } from '../../src/engine/state.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import type { ListQuery, RawPage } from '../../src/client/types.js';
 import { FakeApi, makeRecords, type Rec } from '../helpers/fake-api.js';
+import { EMPTY_PAGES_LIMIT } from '../../src/engine/paginator.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
@@ -171,6 +172,47 @@ describe('readStream', () => {
     expect((error as ConnectorError).failureType).toBe('system_error');
     expect((error as ConnectorError).message).toMatch(message);
     for (const state of sink.statesOf('contacts')) expect(state.sync_watermark).toBe(W0);
+  });
+
+  describe('a service that hands out new cursors but makes no progress', () => {
+    /** A read whose every page is `serve(call)`; a read still going after `cap` pages is stopped (an endless loop). */
+    async function stalled(serve: (call: number) => RawPage, cap = 50) {
+      const api = contactsApi({ records: makeRecords(5), watermark: W1, intercept: (n) => {
+        if (n > cap) throw new Error(`still reading after ${cap} pages: an endless loop`);
+        return serve(n);
+      } });
+      const sink = new RecordingSink();
+      const error = await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state: { sync_watermark: W0 } }).catch((e: unknown) => e);
+      return { error, sink, calls: api.calls.length };
+    }
+    const full = (data: Rec[], call: number): RawPage => ({ data, has_more: true, next_cursor: `fresh-${call}`, sync_watermark: W1 });
+
+    it.each([
+      ['the same page every time', (call: number) => full(makeRecords(3), call), 3],
+      ['pages that cycle A, B, A, B', (call: number) => full(call % 2 === 1 ? makeRecords(3) : makeRecords(6).slice(3), call), 4],
+    ])('%s: a system_error naming the loop, no state past unread data', async (_name, serve, stopsAt) => {
+      const { error, sink, calls } = await stalled(serve);
+      expect(error).toBeInstanceOf(ConnectorError);
+      expect((error as ConnectorError).failureType).toBe('system_error');
+      expect((error as ConnectorError).message).toMatch(/returned the records of an earlier page of this read again, under a new next_cursor, twice in a row \(a loop\)/);
+      expect(calls).toBeLessThanOrEqual(stopsAt + 1); // the next page is asked for while one is checked
+      for (const state of sink.statesOf('contacts')) expect(state.sync_watermark).toBe(W0);
+    });
+
+    it(`empty pages with has_more true: a system_error after ${EMPTY_PAGES_LIMIT} in a row`, async () => {
+      const { error, calls } = await stalled((call) => full([], call), EMPTY_PAGES_LIMIT + 10);
+      expect((error as ConnectorError).failureType).toBe('system_error');
+      expect((error as ConnectorError).message).toMatch(new RegExp(`answered ${EMPTY_PAGES_LIMIT} pages in a row without records and with has_more: true`));
+      expect(calls).toBeLessThanOrEqual(EMPTY_PAGES_LIMIT + 1);
+    });
+
+    it('not a loop: a record that changed during the read comes back (its updated_at moved), one page repeats once, empty pages between records', async () => {
+      const a = makeRecords(3);
+      const pages: Rec[][] = [a, [], [], makeRecords(6).slice(3), a, [{ ...a[0], updated_at: '2026-02-01T00:00:00.000Z' }], a, makeRecords(9).slice(6)];
+      const { error, sink } = await stalled((call) => ({ ...full(pages[call - 1] ?? [], call), ...(call === pages.length ? { has_more: false, next_cursor: null } : {}) }));
+      expect(error).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
+      expect(sink.recordsOf('contacts')).toHaveLength(16);
+    });
   });
 
   it('skips an optional stream the service does not offer (404) with a warning', async () => {
