@@ -40,6 +40,15 @@ export const DESCRIPTION_PATH = '/v1/openapi.json';
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
 const NEVER: Promise<never> = new Promise(() => undefined);
 
+/**
+ * The client's clock: epoch ms that never step (the wall clock at the
+ * process's start, plus the monotonic time since). Every wait (pacing,
+ * Retry-After, backoff) is measured on it, so a step of the wall clock (an
+ * NTP step, a clock fixed by hand) neither stretches a wait past
+ * max_wait_seconds nor cuts one short.
+ */
+const steadyNow = (): number => performance.timeOrigin + performance.now();
+
 /** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
   readonly rule: FailureRule;
@@ -132,7 +141,7 @@ class DataReadClient implements DataReadApi {
     this.#maxWaitMs = Math.max(0, o.maxWaitSeconds) * 1000;
     this.#retryBaseMs = Math.max(0, o.retryBaseMs ?? DEFAULT_RETRY_BASE_MS);
     this.#retryMaxMs = Math.max(this.#retryBaseMs, o.retryMaxMs ?? DEFAULT_RETRY_MAX_MS);
-    this.#now = o.now ?? Date.now;
+    this.#now = o.now ?? steadyNow;
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
     this.#reach = new SharedReach(this.#now);

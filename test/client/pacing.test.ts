@@ -1,6 +1,6 @@
 /** RateLimit-* pacing, Retry-After, shared waits and wait_too_long. */
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pacer } from '../helpers/pacer.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock, countRequests } from './helpers.js';
@@ -111,6 +111,34 @@ describe('pacing on RateLimit-*', () => {
     expect(err.message).toContain('the next sync resumes from the saved state');
     expect(h.clock.sleeps).toEqual([]);
     expectNoKey(err);
+  });
+});
+
+describe('the wall clock stepping back (an NTP step, a clock fix)', () => {
+  it('neither stretches the pacing of the next request past maxWaitSeconds nor stops the sync', async () => {
+    // The client's own clock (no `now` given): the wall clock goes back an hour between two requests.
+    const wall = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(wall);
+    const h = harness({ maxWaitSeconds: 900 }, false);
+    try {
+      let answered = 0;
+      nock(BASE)
+        .get('/v1/contacts')
+        .query(true)
+        .times(2)
+        .reply(() => {
+          answered += 1;
+          return [200, page(), limits(answered === 1 ? 0 : 599, 1, 600)];
+        });
+      // The first answer spends the minute's quota: the next request waits for its Reset, a second.
+      await h.client.list('/v1/contacts', { limit: 1 });
+      clock.mockReturnValue(wall - 3_600_000);
+      expect((await h.client.list('/v1/contacts', { limit: 1 })).data).toHaveLength(1);
+      expect(answered).toBe(2);
+    } finally {
+      clock.mockRestore();
+      await h.client.close();
+    }
   });
 });
 
