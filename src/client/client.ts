@@ -396,7 +396,7 @@ class DataReadClient implements DataReadApi {
     if (status === 429) this.stats.throttled += 1;
     let retryAfterMs: number | undefined;
     if (rule.retried && rule.wait === 'retry_after') {
-      retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
+      retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now(), headerValue(headers, 'date'));
       // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
       // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
       // growing backoff instead (not the minute's RateLimit-Reset: the service said the wait is short).

@@ -158,6 +158,21 @@ describe('429 and 503', () => {
     expect(h.logs.find((l) => l.level === 'WARN')?.message).toMatch(/HTTP 429 \(Too Many Requests: Per-minute limit reached\.; request_id rq-429\); waiting 7 s/);
   });
 
+  it("a Retry-After date is read on the service's clock (its Date header): a machine 20 minutes behind still waits 7 s", async () => {
+    const h = harness();
+    // The service's clock runs 20 minutes ahead of this machine's (FakeClock's T0).
+    const serviceNow = T0 + 20 * 60_000;
+    const httpDate = (ms: number): string => new Date(ms).toUTCString();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'Per-minute limit reached.'), { ...PROBLEM_HEADERS, date: httpDate(serviceNow), 'retry-after': httpDate(serviceNow + 7000) }],
+      [200, page([{ id: 'after' }]), JSON_HEADERS],
+    ]);
+    const result = await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(result.data).toEqual([{ id: 'after' }]);
+    expect(times).toEqual([T0, T0 + 7000]);
+  });
+
   it('503 Retry-After is honoured', async () => {
     const h = harness();
     const times = serve(() => h.clock, [
