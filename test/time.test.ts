@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isLaterInstant, parseInstant } from '../src/time.js';
+import { canonicalInstant } from '../src/stores/values.js';
+import { instantMicros } from '../src/stores/duckdb/writer.js';
 
 describe('parseInstant', () => {
   it('reads dates as midnight UTC and rejects impossible ones', () => {
@@ -23,5 +25,34 @@ describe('isLaterInstant', () => {
     expect(isLaterInstant('2026-01-01T02:00:00.000001+02:00', '2026-01-01T00:00:00Z')).toBe(true);
     expect(isLaterInstant('2026-01-02', '2026-01-01T23:59:59.999999Z')).toBe(true);
     for (const [a, b] of [['soon', '2026-01-01'], ['2026-01-01', 'soon'], [null, '2026-01-01'], [20, 10]]) expect(isLaterInstant(a, b)).toBe(false);
+  });
+});
+
+describe("the process's time zone (TZ)", () => {
+  it('changes no instant read: start_date forms, offsets, fractions, leap days, year ends, across a DST change', () => {
+    const texts = [
+      '2024-02-29', '2024-02-29T23:59:59.999Z', '2025-12-31T23:59:59.9999999-03:00', '2026-01-01T00:00:00+05:30', '2026-03-08T02:30:00-0500',
+      '2026-10-25T01:30:00.5+01:00', '2026-11-02T00:00Z', '0001-01-01T00:00:00.000001+01:00', '9999-12-31T23:59:59.999Z', '2026-06-01t12:00:00.123456z',
+    ];
+    // What the config and the state read (parseInstant), and what the stores write (canonicalInstant, DuckDB's microseconds).
+    const read = () =>
+      texts.map((t) => {
+        const canonical = canonicalInstant(t) ?? null;
+        return [parseInstant(t), canonical, canonical === null ? null : instantMicros(t).toString()];
+      });
+    const saved = process.env.TZ;
+    try {
+      process.env.TZ = 'UTC';
+      const utc = read();
+      for (const zone of ['America/Sao_Paulo', 'Asia/Kolkata', 'America/New_York', 'Pacific/Chatham']) {
+        process.env.TZ = zone;
+        expect(new Date(Date.UTC(2026, 0, 1)).getTimezoneOffset(), zone).not.toBe(0);
+        expect(read(), zone).toEqual(utc);
+        expect(isLaterInstant('2026-03-08T03:00:00-04:00', '2026-03-08T01:59:59.999-05:00'), zone).toBe(true);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
   });
 });

@@ -42,6 +42,15 @@ export const DESCRIPTION_PATH = '/v1/openapi.json';
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
 const NEVER: Promise<never> = new Promise(() => undefined);
 
+/**
+ * The client's clock: epoch ms that never step (the wall clock at the
+ * process's start, plus the monotonic time since). Every wait (pacing,
+ * Retry-After, backoff) is measured on it, so a step of the wall clock (an
+ * NTP step, a clock fixed by hand) neither stretches a wait past
+ * max_wait_seconds nor cuts one short.
+ */
+const steadyNow = (): number => performance.timeOrigin + performance.now();
+
 /** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
   readonly rule: FailureRule;
@@ -141,7 +150,7 @@ class DataReadClient implements DataReadApi {
     this.#retryBaseMs = Math.max(0, o.retryBaseMs ?? DEFAULT_RETRY_BASE_MS);
     this.#retryMaxMs = Math.max(this.#retryBaseMs, o.retryMaxMs ?? DEFAULT_RETRY_MAX_MS);
     this.#maxBodyBytes = positiveInt('largest body (bytes)', o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, 1);
-    this.#now = o.now ?? Date.now;
+    this.#now = o.now ?? steadyNow;
     this.#random = o.random ?? Math.random;
     this.#sleep = o.sleep ?? ((ms) => this.#timerSleep(ms));
     this.#reach = new SharedReach(this.#now);
@@ -426,7 +435,7 @@ class DataReadClient implements DataReadApi {
     if (status === 429) this.stats.throttled += 1;
     let retryAfterMs: number | undefined;
     if (rule.retried && rule.wait === 'retry_after') {
-      retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now());
+      retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now(), headerValue(headers, 'date'));
       // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
       // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
       // growing backoff instead (not the minute's RateLimit-Reset: the service said the wait is short).

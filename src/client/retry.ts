@@ -34,15 +34,22 @@ export class Backoff {
   }
 }
 
-/** Retry-After as a wait in ms: delta-seconds (the documented form) or an HTTP date. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+/**
+ * Retry-After as a wait in ms: delta-seconds (the documented form) or an
+ * HTTP date. A date is on the service's clock: it is measured from the
+ * response's own `Date` (`responseDate`) when it has one, so that a machine
+ * whose clock is behind or ahead of the service's waits what the service
+ * meant; from `now` otherwise.
+ */
+export function parseRetryAfter(value: string | undefined, now: number, responseDate?: string): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
   const ms = secondsAsMs(text);
   if (ms !== undefined) return ms;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  const sent = responseDate === undefined ? Number.NaN : Date.parse(responseDate);
+  return Math.max(0, date - (Number.isNaN(sent) ? now : sent));
 }
 
 /**

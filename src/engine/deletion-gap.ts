@@ -14,6 +14,28 @@ import { andList, deletionTargets, streamList, type DeletionLogStream } from '..
 import type { StreamState } from './state.js';
 
 const DAY_MS = 24 * 3600 * 1000;
+/**
+ * How far before the saved watermark a read takes deletions from: the
+ * service looks back 5 minutes behind `updated_since` (API, "Shared list
+ * parameters"), for the records it stamps a little earlier than a watermark
+ * it already gave. Those must still be in the log too.
+ */
+const LOOK_BACK_MS = 5 * 60 * 1000;
+/**
+ * How much shorter than its days times 24 hours the retention may be: days
+ * counted in a time zone with daylight saving time lose an hour across a
+ * change to summer time.
+ */
+const SHORT_DAY_MS = 3600 * 1000;
+
+/**
+ * The age of a saved watermark up to which the log surely still holds every
+ * deletion a read from it takes (the retention, less the short day and the
+ * look-back): older is a gap.
+ */
+function safeAgeMs(log: DeletionLogStream): number {
+  return log.deletionLog.retentionDays * DAY_MS - SHORT_DAY_MS - LOOK_BACK_MS;
+}
 
 export interface DeletionGap {
   /** The deletion log's saved watermark; undefined when it has no state. */
@@ -40,11 +62,15 @@ export function logWatermark(logState: StreamState): string | undefined {
   return logState.sync_watermark ?? logState.resume?.sync_watermark;
 }
 
-/** The gap when the saved watermark `since` is older than the retention on the service's clock (`serviceNow`); undefined otherwise. */
+/**
+ * The gap when the saved watermark `since` is older than the retention on the
+ * service's clock (`serviceNow`), or so close to it that the deletions a read
+ * from it takes (from 5 minutes before it) may be gone; undefined otherwise.
+ */
 export function gapOnServiceClock(log: DeletionLogStream, since: string | undefined, serviceNow: string): DeletionGap | undefined {
   if (since === undefined) return undefined;
   const age = parseInstant(serviceNow) - parseInstant(since);
-  if (!(age > log.deletionLog.retentionDays * DAY_MS)) return undefined;
+  if (!(age > safeAgeMs(log))) return undefined;
   return { since, serviceNow, streamsWithState: [], retentionDays: log.deletionLog.retentionDays };
 }
 
@@ -56,11 +82,15 @@ export function describeGap(log: DeletionLogStream, gap: DeletionGap): string {
       `the service keeps deletions for ${gap.retentionDays} days only, so objects deleted before that since their last sync cannot be told apart.`
     );
   }
-  const days = Math.floor((parseInstant(gap.serviceNow) - parseInstant(gap.since)) / DAY_MS);
-  const kept = new Date(parseInstant(gap.serviceNow) - gap.retentionDays * DAY_MS).toISOString();
+  const age = parseInstant(gap.serviceNow) - parseInstant(gap.since);
+  const days = Math.floor(age / DAY_MS);
+  const retention = gap.retentionDays * DAY_MS;
+  const kept = new Date(parseInstant(gap.serviceNow) - retention).toISOString();
+  const said = `${log.name}: the saved watermark ${gap.since} is ${days} days old on the service's clock (its now: ${gap.serviceNow}), `;
+  if (age > retention) return `${said}but the service keeps deletions for ${gap.retentionDays} days only: deletions between ${gap.since} and ${kept} are gone.`;
   return (
-    `${log.name}: the saved watermark ${gap.since} is ${days} days old on the service's clock (its now: ${gap.serviceNow}), ` +
-    `but the service keeps deletions for ${gap.retentionDays} days only: deletions between ${gap.since} and ${kept} are gone.`
+    `${said}at the edge of the ${gap.retentionDays} days the service keeps deletions: those a read takes from 5 minutes before the watermark ` +
+    'may be gone already (its days may be counted in a time zone with daylight saving time, one of them an hour short).'
   );
 }
 

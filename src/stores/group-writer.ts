@@ -143,6 +143,7 @@ interface Group<R> {
   rows: number;
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
+  /** When it opened, on the monotonic clock (performance.now()): a step of the wall clock neither holds nor hurries it. */
   readonly openedAt: number;
   /** Its place in the writing order, once queued (1, 2, ...). */
   seq: number;
@@ -266,7 +267,7 @@ export class GroupWriter<R> {
       group = undefined;
     }
     if (!group) {
-      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: Date.now(), seq: 0 };
+      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: performance.now(), seq: 0 };
       this.gathering = group;
     }
     let part = group.parts.get(key);
@@ -376,7 +377,7 @@ export class GroupWriter<R> {
       return;
     }
     if (this.waiting.length === 0 && this.gathering) {
-      const age = Date.now() - this.gathering.openedAt;
+      const age = performance.now() - this.gathering.openedAt;
       if (age < this.groupMs) {
         this.timer ??= setTimeout(() => {
           this.timer = undefined;

@@ -1,6 +1,6 @@
 /** RateLimit-* pacing, Retry-After, shared waits and wait_too_long. */
 import nock from 'nock';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pacer } from '../helpers/pacer.js';
 import { ApiError } from '../../src/client/api-error.js';
 import { BASE, JSON_HEADERS, PROBLEM_HEADERS, T0, expectNoKey, failure, harness, page, problem, resetNock, type FakeClock, countRequests } from './helpers.js';
@@ -114,6 +114,34 @@ describe('pacing on RateLimit-*', () => {
   });
 });
 
+describe('the wall clock stepping back (an NTP step, a clock fix)', () => {
+  it('neither stretches the pacing of the next request past maxWaitSeconds nor stops the sync', async () => {
+    // The client's own clock (no `now` given): the wall clock goes back an hour between two requests.
+    const wall = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(wall);
+    const h = harness({ maxWaitSeconds: 900 }, false);
+    try {
+      let answered = 0;
+      nock(BASE)
+        .get('/v1/contacts')
+        .query(true)
+        .times(2)
+        .reply(() => {
+          answered += 1;
+          return [200, page(), limits(answered === 1 ? 0 : 599, 1, 600)];
+        });
+      // The first answer spends the minute's quota: the next request waits for its Reset, a second.
+      await h.client.list('/v1/contacts', { limit: 1 });
+      clock.mockReturnValue(wall - 3_600_000);
+      expect((await h.client.list('/v1/contacts', { limit: 1 })).data).toHaveLength(1);
+      expect(answered).toBe(2);
+    } finally {
+      clock.mockRestore();
+      await h.client.close();
+    }
+  });
+});
+
 describe('429 and 503', () => {
   it('429 Retry-After is honoured (as rate_limited) and counted as throttled', async () => {
     const h = harness();
@@ -128,6 +156,21 @@ describe('429 and 503', () => {
     expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 7000, until: T0 + 7000, path: '/v1/contacts' }]);
     expect(h.client.stats).toMatchObject({ requests: 2, retries: 1, throttled: 1, rateLimitWaits: 1, waitedMs: 7000 });
     expect(h.logs.find((l) => l.level === 'WARN')?.message).toMatch(/HTTP 429 \(Too Many Requests: Per-minute limit reached\.; request_id rq-429\); waiting 7 s/);
+  });
+
+  it("a Retry-After date is read on the service's clock (its Date header): a machine 20 minutes behind still waits 7 s", async () => {
+    const h = harness();
+    // The service's clock runs 20 minutes ahead of this machine's (FakeClock's T0).
+    const serviceNow = T0 + 20 * 60_000;
+    const httpDate = (ms: number): string => new Date(ms).toUTCString();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'Per-minute limit reached.'), { ...PROBLEM_HEADERS, date: httpDate(serviceNow), 'retry-after': httpDate(serviceNow + 7000) }],
+      [200, page([{ id: 'after' }]), JSON_HEADERS],
+    ]);
+    const result = await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(result.data).toEqual([{ id: 'after' }]);
+    expect(times).toEqual([T0, T0 + 7000]);
   });
 
   it('503 Retry-After is honoured', async () => {

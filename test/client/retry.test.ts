@@ -51,6 +51,9 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('30', now)).toBe(30_000);
     expect(parseRetryAfter(' 0 ', now)).toBe(0);
     expect(parseRetryAfter('Sat, 01 Mar 2025 12:01:00 GMT', now)).toBe(60_000);
+    // A date is measured from the response's Date (the service's clock), when there is one.
+    expect(parseRetryAfter('Sat, 01 Mar 2025 12:31:00 GMT', now, 'Sat, 01 Mar 2025 12:30:00 GMT')).toBe(60_000);
+    expect(parseRetryAfter('Sat, 01 Mar 2025 12:01:00 GMT', now, 'not a date')).toBe(60_000);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
   });

@@ -72,6 +72,25 @@ describe('the deletion gap', () => {
     expect(api.calls.filter((c) => c.path === '/v1/deletions' && c.query.cursor === 'c1')).toHaveLength(1);
   });
 
+  it('warns at exactly 90 days: the deletions a read takes from 5 minutes before the watermark are gone by then', async () => {
+    const serviceNow = '2026-06-01T00:00:00.000Z';
+    const saved = new Date(Date.parse(serviceNow) - 90 * 86_400_000).toISOString();
+    const found = await warnings(serviceNow, { deletions: { sync_watermark: saved }, contacts: { sync_watermark: saved } });
+    expect(found).toEqual([expect.stringContaining(`the saved watermark ${saved} is 90 days old on the service's clock (its now: ${serviceNow}), at the edge of the 90 days`)]);
+    expect(found[0]).toMatch(/may be gone already \(its days may be counted in a time zone with daylight saving time, one of them an hour short\)\. Run a full refresh/);
+  });
+
+  it('warns from 90 days less an hour (a day short across daylight saving time) and 5 minutes (the look-back), not before', async () => {
+    const serviceNow = '2026-04-01T12:00:00.000Z';
+    const edge = Date.parse(serviceNow) - (90 * 86_400_000 - 3_600_000 - 300_000);
+    const past = new Date(edge - 1).toISOString();
+    expect(await warnings(serviceNow, { deletions: { sync_watermark: past }, contacts: { sync_watermark: past } })).toEqual([
+      expect.stringContaining(`the saved watermark ${past} is 89 days old`),
+    ]);
+    const within = new Date(edge).toISOString();
+    expect(await warnings(serviceNow, { deletions: { sync_watermark: within }, contacts: { sync_watermark: within } })).toEqual([]);
+  });
+
   it('says nothing for a 10-day pause even when the machine clock is years ahead of the service', async () => {
     const serviceNow = '2021-03-01T00:00:00.000Z';
     expect(await warnings(serviceNow, { deletions: { sync_watermark: '2021-02-19T00:00:00.000Z' }, contacts: { sync_watermark: '2021-02-19T00:00:00.000Z' } })).toEqual([]);

@@ -36,6 +36,15 @@ describe('findHeal', () => {
     expect((await decide({ deletions: { sync_watermark: daysBefore(89) }, conversations: { sync_watermark: daysBefore(89) } })).heal).toBeUndefined();
   });
 
+  it('heals a pause of exactly 90 days, and from 90 days less an hour and 5 minutes on (a short day, the look-back)', async () => {
+    const edge = 90 * 86_400_000 - 3_600_000 - 300_000;
+    const before = (ms: number): string => new Date(Date.parse(NOW) - ms).toISOString();
+    for (const [age, heals] of [[90 * 86_400_000, true], [edge + 1, true], [edge, false]] as const) {
+      const states = { deletions: { sync_watermark: before(age) }, contacts: { sync_watermark: before(age) } };
+      expect((await decide(states)).heal !== undefined, `${age} ms`).toBe(heals);
+    }
+  });
+
   it('heals when the log has no state while contacts has some, without asking', async () => {
     const { heal, asked } = await decide({ contacts: { sync_watermark: daysBefore(1) } });
     expect(asked).toEqual([]);

@@ -3,7 +3,7 @@
  * (the real stores run them in store-suite.ts): what the writer leaves to
  * each store, and what it runs once per part.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConnectorError } from '../../src/errors.js';
 import { storeTableSpecs } from '../../src/stores/checkpoint.js';
 import { GroupWriter, type StageTable, type StoreSql } from '../../src/stores/group-writer.js';
@@ -62,5 +62,24 @@ describe('the group writer', () => {
     expect(sql.fills).toEqual([`_replica_stage_${stage}:1`, `_replica_stage_${stage}:2`]);
     expect(sql.statements.filter((s) => /DELETE FROM _replica_stage_/.test(s))).toEqual([]);
     expect(sql.statements.at(-1)).toBe('COMMIT');
+  });
+});
+
+describe("the group writer's clock", () => {
+  it('commits a gathering group after groupMs even when the machine clock steps back meanwhile (an NTP step, a clock fix)', async () => {
+    const sql = new RecordingSql();
+    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const writer = new GroupWriter(sql, 's', specs, { groupMs: 20 });
+    const wall = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(wall);
+    try {
+      await writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+      // While the group gathers, the wall clock goes back an hour.
+      clock.mockReturnValue(wall - 3_600_000);
+      await vi.waitFor(() => expect(sql.statements).toContain('COMMIT'), { timeout: 10_000 });
+    } finally {
+      clock.mockRestore();
+      writer.abandon();
+    }
   });
 });

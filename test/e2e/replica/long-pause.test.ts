@@ -131,15 +131,16 @@ describe('replicate when the deletion log passes its retention during the run', 
     expect((await replicate(config, db)).code).toBe(0);
     const gone = account.dump().contacts[0]?.id ?? '';
     account.mutate({ op: 'delete_contacts', ids: [gone] });
-    // One minute short of the retention: the run's look at the service's clock finds no gap.
-    control.advanceClock(90 * DAY_MS - 60_000);
+    // A minute short of where the connector counts a gap (the retention less an hour, for a day short across a
+    // daylight-saving change, and the 5-minute look-back): the run's look at the service's clock finds none.
+    control.advanceClock(90 * DAY_MS - 66 * 60_000);
     const deletionsBefore = savedState(db, 'deletions');
-    // That look (a one-record read of /v1/deletions) is answered slowly; meanwhile ten minutes pass, and the
+    // That look (a one-record read of /v1/deletions) is answered slowly; meanwhile 75 minutes pass, and the
     // deletion above falls out of the service's log before the run reads it.
     control.setFaults([{ kind: 'slow', every: 1, times: 1, paths: ['/v1/deletions'], slowMs: 1500 }]);
     const running = replicate(config, db);
     while (control.faults().rules[0]?.fired !== 1) await new Promise((resolve) => setTimeout(resolve, 5));
-    control.advanceClock(10 * 60_000);
+    control.advanceClock(75 * 60_000);
     const raced = await running;
     control.clearFaults();
     expect(raced.code, raced.stderr).toBe(75);

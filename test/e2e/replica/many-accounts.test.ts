@@ -253,12 +253,13 @@ describe('replicate with accounts into a SQLite file', () => {
     expect((await replicate(cfg, edgeDb)).code).toBe(0);
     const gone = (emulator.control.dump(edge.id).contacts[0] as { id: string }).id;
     emulator.control.mutate(edge.id, { op: 'delete_contacts', ids: [gone] });
-    // One minute short of the retention when the run looks; ten minutes later when it reads the log.
-    emulator.control.advanceClock(90 * DAY_MS - 60_000);
+    // A minute short of where the connector counts a gap (the retention less an hour and the 5-minute look-back)
+    // when the run looks; past the retention when it reads the log.
+    emulator.control.advanceClock(90 * DAY_MS - 66 * 60_000);
     emulator.control.setFaults([{ kind: 'slow', every: 1, times: 1, paths: ['/v1/deletions'], slowMs: 1500 }]);
     const running = replicate(cfg, edgeDb);
     while (emulator.control.faults().rules[0]?.fired !== 1) await new Promise((resolve) => setTimeout(resolve, 5));
-    emulator.control.advanceClock(10 * 60_000);
+    emulator.control.advanceClock(75 * 60_000);
     const raced = await running;
     emulator.control.clearFaults();
     expect(raced.code, raced.stderr).toBe(75);

@@ -14,7 +14,7 @@ import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
 import { rawNumber } from '../../../src/exact-json.js';
 import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
-import { at, checkpoint, connectorFailure, contact } from '../records.js';
+import { at, checkpoint, connectorFailure, contact, deletion } from '../records.js';
 import { storeSuite } from '../store-suite.js';
 
 let db: TestDatabase;
@@ -115,6 +115,39 @@ describe('what PostgreSQL holds', () => {
     store = await openStore('s_offsets');
     expect(store.changes).toEqual(['contacts.won_at: timestamptz -> text']);
     expect(await store.readRecords('contacts')).toEqual(records);
+  });
+
+  it("changes no instant under the server's own TimeZone and DateStyle (America/Sao_Paulo, DMY): deletions, text columns, records read back", async () => {
+    await admin.query(`ALTER DATABASE "${db.name}" SET timezone = 'America/Sao_Paulo'`);
+    await admin.query(`ALTER DATABASE "${db.name}" SET datestyle = 'SQL, DMY'`);
+    try {
+      const schema = 's_zone';
+      // c2 and c3: the same instants as at(30), written with an offset; won_at then widens to text at the next open.
+      const records = [
+        contact('c1', 10),
+        contact('c2', 30, { updated_at: '2025-12-31T21:30:00.000-03:00' }),
+        contact('c3', 30, { updated_at: '2026-01-01T06:00:00.000+05:30', won_at: 'not a date' }),
+      ];
+      let store = await openStore(schema);
+      expect((await store.session.query('SHOW TimeZone')).rows[0]).toEqual({ TimeZone: 'America/Sao_Paulo' });
+      await store.commit(checkpoint('contacts', records, 30));
+      await closeStore(store);
+      store = await openStore(schema);
+      expect(store.changes).toEqual(['contacts.won_at: timestamptz -> text']);
+      // A deletion at the row's own instant removes it; one before its last change leaves it.
+      await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'contact', 'c2', 29), deletion('d3', 'contact', 'c3', 30)], 31));
+      expect(await ids(schema, 'contacts')).toEqual(['c2']);
+      // An upsert not later than a known deletion is skipped, whatever offset it is written with.
+      await store.commit(checkpoint('contacts', [contact('c3', 30, { updated_at: '2025-12-31T21:30:00.000-03:00' })], 32));
+      expect(await ids(schema, 'contacts')).toEqual(['c2']);
+      expect(await store.readRecords('contacts')).toEqual([records[1]]);
+      expect((await store.readRecords('deletions')).map((d) => d.deleted_at)).toEqual([at(10), at(29), at(30)]);
+      const { rows } = await admin.query(`SELECT id, created_at = '2026-01-01T00:00:00Z'::timestamptz AS same FROM ${schema}.contacts`);
+      expect(rows).toEqual([{ id: 'c2', same: true }]);
+    } finally {
+      await admin.query(`ALTER DATABASE "${db.name}" RESET timezone`);
+      await admin.query(`ALTER DATABASE "${db.name}" RESET datestyle`);
+    }
   });
 
   it('a number numeric writes otherwise (-0, 1e3) keeps its text in _extra beside its column, and reads back as sent', async () => {
