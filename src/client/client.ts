@@ -47,9 +47,11 @@ const NEVER: Promise<never> = new Promise(() => undefined);
  * process's start, plus the monotonic time since). Every wait (pacing,
  * Retry-After, backoff) is measured on it, so a step of the wall clock (an
  * NTP step, a clock fixed by hand) neither stretches a wait past
- * max_wait_seconds nor cuts one short.
+ * max_wait_seconds nor cuts one short. Whole milliseconds, as Date.now
+ * gives: the instants it yields reach the protocols (a quota_reset is an
+ * integer).
  */
-const steadyNow = (): number => performance.timeOrigin + performance.now();
+const steadyNow = (): number => Math.floor(performance.timeOrigin + performance.now());
 
 /** Why an attempt did not produce a usable body, and the rule of the failure policy that applies. */
 interface Fault {
