@@ -13,7 +13,14 @@
  *
  * Extensions are never installed from the network: JSON and ICU (time
  * zones) are built into the package's binary.
+ *
+ * The file holds personal data, as the SQLite replica does: a new one is
+ * made 0600, and what DuckDB writes beside it during a run follows it (the
+ * WAL with the file's mode, the temporary folder 0700). DuckDB would make
+ * them under the process's umask: 0644 and 0755, world-readable, under the
+ * usual 022. A file that exists keeps its mode.
  */
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { ConfigError, ConnectorError } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
@@ -48,6 +55,50 @@ const DUCKDB_ROW_GROUP_SIZE = 30_720;
  * that is both a database and a schema).
  */
 const STORE_CATALOG = '_replica_file';
+
+/** The mode of a new store file: it holds personal data, for its owner's eyes alone. */
+const STORE_FILE_MODE = 0o600;
+
+/** The connection to a store's file and what the run made beside it (its temporary folder), released together by closeDuckdb. */
+export interface DuckdbFiles {
+  readonly instance: DuckdbInstance;
+  readonly connection: DuckdbConnection;
+  /** The temporary folder, when this run made it (removed at close); undefined when it was there before. */
+  readonly madeTemp: string | undefined;
+}
+
+/** The temporary folder `path`, made 0700 unless it is there; true when made here. */
+function makePrivateFolder(path: string): boolean {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+    return true;
+  } catch {
+    return false; // there already (its mode stays), or not makeable: DuckDB says why when it needs it
+  }
+}
+
+/**
+ * Once the file is attached (created, for a new one): a new file made
+ * STORE_FILE_MODE before any row is written, and its WAL made now, empty,
+ * with the file's mode (less where the umask takes more away), which DuckDB
+ * then writes as it is. A WAL left by a killed run keeps its mode.
+ */
+function privateFiles(path: string, isNew: boolean): void {
+  if (!existsSync(path)) return; // not a file (DuckDB's ':memory:')
+  if (isNew) chmodSync(path, STORE_FILE_MODE);
+  try {
+    closeSync(openSync(`${path}.wal`, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, statSync(path).mode & 0o666));
+  } catch {
+    // there already: DuckDB replays it, and its mode stays
+  }
+}
+
+/** Close the connection and the instance (the file and its lock go with them), then the temporary folder this run made. */
+export function closeDuckdb(files: DuckdbFiles): void {
+  files.connection.closeSync();
+  files.instance.closeSync();
+  if (files.madeTemp !== undefined) rmSync(files.madeTemp, { recursive: true, force: true });
+}
 
 /** The driver, imported once; a missing one (or a binary that cannot load here) is a config_error naming it. */
 export function loadDuckdbDriver(): Promise<DuckdbModule> {
@@ -90,8 +141,14 @@ export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorEr
  * ATTACH only; everything else sees the file as if opened directly (its
  * schemas, its lock: a second writer's ATTACH meets the same lock).
  */
-export async function openDuckdb(target: DuckdbTarget): Promise<{ instance: DuckdbInstance; connection: DuckdbConnection; duckdb: DuckdbModule }> {
+export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { duckdb: DuckdbModule }> {
   const duckdb = await loadDuckdbDriver();
+  const isNew = !existsSync(target.path);
+  const temp = `${target.path}.tmp`;
+  const madeTemp = makePrivateFolder(temp) ? temp : undefined;
+  const dropTemp = (): void => {
+    if (madeTemp !== undefined) rmSync(madeTemp, { recursive: true, force: true });
+  };
   let instance: DuckdbInstance;
   try {
     // Until the WAL is copied into the file (below), committed rows live in DuckDB's buffers, which by
@@ -103,24 +160,27 @@ export async function openDuckdb(target: DuckdbTarget): Promise<{ instance: Duck
       autoinstall_known_extensions: 'false',
       memory_limit: DUCKDB_MEMORY_LIMIT,
       threads: DUCKDB_THREADS,
-      temp_directory: `${target.path}.tmp`,
+      temp_directory: temp,
     });
   } catch (err) {
+    dropTemp();
     throw duckdbOpenError(err, target);
   }
   let connection: DuckdbConnection | undefined;
   try {
     connection = await instance.connect();
     await connection.run(`ATTACH ${quoteLiteral(target.path)} AS ${quoteIdent(STORE_CATALOG)} (ROW_GROUP_SIZE ${DUCKDB_ROW_GROUP_SIZE})`);
+    privateFiles(target.path, isNew);
     await connection.run(`USE ${quoteIdent(STORE_CATALOG)}`);
     // DuckDB copies its WAL into the file past 16 MB by default, rewriting every row group a group of
     // updates touched: for updates spread over a large table, the whole table again at each copy.
     // The run's WAL is copied once, when the store closes (store.ts), or replayed by the next open.
     await connection.run(`SET checkpoint_threshold = '${WAL_COPY_THRESHOLD}'`);
-    return { instance, connection, duckdb };
+    return { instance, connection, madeTemp, duckdb };
   } catch (err) {
     connection?.closeSync();
     instance.closeSync();
+    dropTemp();
     throw duckdbOpenError(err, target);
   }
 }

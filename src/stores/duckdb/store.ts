@@ -18,7 +18,7 @@ import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import type { Cell } from '../values.js';
-import { openDuckdb, type DuckdbConnection, type DuckdbInstance } from './connection.js';
+import { closeDuckdb, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { DuckdbSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
@@ -45,24 +45,25 @@ async function allMetadataOf(connection: DuckdbConnection, schema: string): Prom
 
 export class DuckdbStore extends GroupStore<Cell[]> {
   readonly target: DuckdbTarget;
-  private readonly instance: DuckdbInstance;
+  private readonly files: DuckdbFiles;
   private readonly connection: DuckdbConnection;
   readonly tables: readonly StoreTableSpec[];
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
   private closed = false;
 
-  private constructor(target: DuckdbTarget, instance: DuckdbInstance, connection: DuckdbConnection, writer: GroupWriter<Cell[]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
+  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<Cell[]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
     super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [])], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
-    this.instance = instance;
-    this.connection = connection;
+    this.files = files;
+    this.connection = files.connection;
     this.tables = opened.specs;
     this.changes = opened.changes;
   }
 
   static async open(target: DuckdbTarget, options: DuckdbStoreOptions = {}): Promise<DuckdbStore> {
-    const { instance, connection, duckdb } = await openDuckdb(target);
+    const { duckdb, ...files } = await openDuckdb(target);
+    const { connection } = files;
     try {
       const schema = target.schema;
       let held = new Map<string, string>();
@@ -84,10 +85,9 @@ export class DuckdbStore extends GroupStore<Cell[]> {
         if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
       }
       const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), target.schema, opened.specs, options.groups);
-      return new DuckdbStore(target, instance, connection, writer, opened, facts.notes, options.log);
+      return new DuckdbStore(target, files, writer, opened, facts.notes, options.log);
     } catch (err) {
-      connection.closeSync();
-      instance.closeSync();
+      closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
       throw new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
@@ -125,8 +125,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
     } catch {
       // the next open replays the WAL
     }
-    this.connection.closeSync();
-    this.instance.closeSync();
+    closeDuckdb(this.files);
     if (lost !== undefined) throw lost;
   }
 
@@ -134,7 +133,6 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   abandon(): void {
     this.writer.abandon();
     this.closed = true;
-    this.connection.closeSync();
-    this.instance.closeSync();
+    closeDuckdb(this.files);
   }
 }

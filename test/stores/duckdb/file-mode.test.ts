@@ -1,0 +1,57 @@
+/**
+ * A DuckDB store holds personal data, as the SQLite replica does: a new
+ * file is made 0600 (its owner's alone), and what DuckDB writes beside it
+ * while a run writes follows it: the WAL (the rows not yet copied into the
+ * file) with the file's mode, the temporary folder (rows past DuckDB's
+ * buffers) 0700, removed when the store closes. DuckDB itself would make
+ * them all under the process's umask (0644 and 0755 under the usual 022).
+ * A file that exists keeps the mode its owner gave it.
+ */
+import { chmodSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
+import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
+import { tempDir } from '../../helpers/cli.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = tempDir('sdr-duckdb-mode-');
+});
+const usual = process.umask(0o022);
+process.umask(usual);
+afterEach(() => void process.umask(usual));
+
+const mode = (file: string): string => (statSync(file).mode & 0o777).toString(8);
+
+function target(name: string): DuckdbTarget {
+  const t = parseStoreTarget(`duckdb:${join(dir, `${name}.duckdb`)}`, undefined, {});
+  if (t.kind !== 'duckdb') throw new Error('not duckdb');
+  return t;
+}
+
+describe('DuckDB store file modes', () => {
+  it('a new store file is 600 under the usual umask (022), its WAL too, its temporary folder 700 and gone at close', async () => {
+    process.umask(0o022);
+    const t = target('new');
+    const store = await DuckdbStore.open(t);
+    // Opening wrote the bookkeeping tables: DuckDB has its WAL beside the file by now.
+    expect([t.path, `${t.path}.wal`].map(mode)).toEqual(['600', '600']);
+    expect(mode(`${t.path}.tmp`)).toBe('700');
+    await store.close();
+    expect(mode(t.path)).toBe('600');
+    expect(existsSync(`${t.path}.tmp`)).toBe(false);
+  });
+
+  it('an existing store file keeps its mode, and its WAL follows it', async () => {
+    process.umask(0o022);
+    const t = target('shared');
+    await (await DuckdbStore.open(t)).close();
+    chmodSync(t.path, 0o640);
+    const store = await DuckdbStore.open(t);
+    await store.setMetadata('test:note', 'a write, so that DuckDB has its WAL'); // opening an existing store may write nothing
+    expect([t.path, `${t.path}.wal`].map(mode)).toEqual(['640', '640']);
+    await store.close();
+    expect(mode(t.path)).toBe('640');
+  });
+});
