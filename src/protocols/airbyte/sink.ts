@@ -79,7 +79,17 @@ export class AirbyteSink implements SyncSink {
   /** An ERROR trace, redacted of secrets. */
   error(error: ConnectorError, stream?: string): Promise<void> {
     this.echo?.('ERROR', `${stream ? `${stream}: ` : ''}${error.message}`);
+    this.failing(error, stream);
     return this.out.write(this.redact(msg.errorTrace(error, stream)));
+  }
+
+  /**
+   * A failure the run ends with, known before its ERROR trace is written
+   * (error() says it then): should the reader of stdout go away first, it is
+   * still told on stderr with its exit status (run-end.ts), not lost with the trace.
+   */
+  failing(error: ConnectorError, stream?: string): void {
+    this.out.tellsFailure(error, this.redact(`${stream ? `${stream}: ` : ''}${error.message}`));
   }
 
   /**
