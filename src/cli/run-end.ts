@@ -11,7 +11,7 @@
  */
 import { ConfigError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
-import { EXIT_TEMPFAIL } from '../runtime/exit-status.js';
+import { EXIT_OK, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
 import { Interrupt, type StopSignal } from '../runtime/interrupt.js';
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
 import type { PipesReport } from '../pipes/index.js';
@@ -112,7 +112,9 @@ export interface CommandIo {
  * status, a usage mistake with the usage text `help` (usage.ts); then stdout
  * flushed, the handler removed and the report finished with the exit status,
  * which is returned: the command's, or 75 when a command that succeeded could
- * not hand its last lines to a reader that went away.
+ * not hand its last lines to a reader that went away. A command that failed
+ * on its own and lost its reader of stdout ends with its failure's status,
+ * the failure also told on stderr (its ERROR trace may never have been read).
  */
 export async function runCommand(executable: string, errorLevel: string, help: string, command: (io: CommandIo) => Promise<number>): Promise<number> {
   const out = new LineWriter(process.stdout);
@@ -128,18 +130,33 @@ export async function runCommand(executable: string, errorLevel: string, help: s
       process.exit(code);
     },
   }).install();
-  let code: number;
+  let code = EXIT_OK;
+  let thrown: { readonly error: unknown } | undefined;
   try {
     code = await command({ out, logger, end, signal: interrupt.signal });
-  } catch (err) {
-    // The reader of stdout went away (a closed pipe): exit 75, run again later.
-    const error = closedOutputError(err) ?? err;
-    end.failed(error);
-    code = failureExit(error, log, help);
+  } catch (error) {
+    thrown = { error };
   }
   await out.flush();
-  const closed = code === 0 ? out.closed() : undefined;
-  if (closed !== undefined) {
+  const closed = out.closed();
+  // The run's own failures (ERROR traces) with the reader of stdout gone, maybe before it took them: the cause is told here.
+  const lost = out.lostFailures();
+  if (lost.length > 0) {
+    log('stdout was closed before the command ended (its reader went away): the failure it was to carry is told here.');
+    for (const { error, text } of lost) {
+      end.failed(error);
+      log(text);
+    }
+  }
+  if (thrown !== undefined && !(lost.length > 0 && closedOutputError(thrown.error) !== undefined)) {
+    // The reader of stdout went away (a closed pipe) during a run that was not failing: exit 75, run again later.
+    const error = closedOutputError(thrown.error) ?? thrown.error;
+    end.failed(error);
+    code = failureExit(error, log, help);
+  } else if (lost.length > 0) {
+    // The failure's own status, not 75 for the closed pipe: a config_error stays 78, as running again will not help.
+    if (thrown !== undefined || code === EXIT_OK) code = exitStatusForAll(lost.map((f) => f.error.failureType));
+  } else if (code === EXIT_OK && closed !== undefined) {
     end.failed(closed);
     log(closed.message);
     code = EXIT_TEMPFAIL;

@@ -44,18 +44,35 @@ function requiredString(field: string, what: string): (issue: { readonly input?:
 /** The shape of an API key: a value like this is a secret wherever the user put it. */
 const KEY_SHAPE = /^\S+?_live_\S+$/;
 
+/**
+ * An optional text setting left empty is not set: Airbyte's form sends ""
+ * for a field the user cleared. Its SPEC must take "" then (no minLength, a
+ * pattern that matches "").
+ */
+const emptyIsNone = (value: string): string | undefined => (value === '' ? undefined : value);
+
+const API_KEY_MESSAGE = 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)';
+const API_KEY_META = {
+  title: 'API key',
+  description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
+  airbyte_secret: true,
+  order: 0,
+};
+
+/** The key of an entry of `accounts`: always given. */
 const apiKey = z
   .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
   .trim()
-  .regex(KEY_SHAPE, {
-    error: 'api_key must look like <prefix>_live_<secret> (an account API key from Data-Read)',
-  })
-  .meta({
-    title: 'API key',
-    description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
-    airbyte_secret: true,
-    order: 0,
-  });
+  .regex(KEY_SHAPE, { error: API_KEY_MESSAGE })
+  .meta(API_KEY_META);
+
+/** The config's own api_key: optional (accounts instead), so empty is not set and the config's check asks for it. */
+const topApiKey = z
+  .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
+  .trim()
+  .regex(new RegExp(`^(?:${KEY_SHAPE.source.slice(1, -1)})?$`), { error: API_KEY_MESSAGE })
+  .meta(API_KEY_META)
+  .transform(emptyIsNone);
 
 const baseUrl = z
   .string({ error: requiredString('base_url', 'the address before /v1, e.g. https://api.example.com') })
@@ -117,8 +134,8 @@ const startDate = z
     examples: ['2024-01-01', '2024-01-01T00:00:00Z'],
     order: 2,
   })
-  // Empty is none, as the description says: Airbyte's form sends "" for a field the user cleared.
-  .transform((value) => (value === '' ? undefined : value));
+  // Empty is none, as the description says.
+  .transform(emptyIsNone);
 
 /** Airbyte's UI annotations of a setting: its title, its description and its place in the form. */
 const ui = (title: string, description: string, order: number) => ({ title, description, order });
@@ -152,7 +169,8 @@ const proxyUrl = z
       'When set it wins over HTTPS_PROXY, HTTP_PROXY and NO_PROXY, which are honoured otherwise. Kept secret: its credentials are never printed.',
     airbyte_secret: true,
     order: 9,
-  });
+  })
+  .transform(emptyIsNone);
 
 const caCertificate = z
   .string({ error: 'ca_certificate must be a string: PEM text' })
@@ -164,7 +182,9 @@ const caCertificate = z
       '(-----BEGIN CERTIFICATE----- ...), trusted in addition to the default ones.',
     multiline: true,
     order: 10,
-  });
+  })
+  // Blank PEM text is none too (a form's multiline field may keep a line break).
+  .transform((value) => (value.trim() === '' ? undefined : value));
 
 const personalData = z
   .enum(PERSONAL_DATA_CHOICES, { error: `personal_data must be one of ${PERSONAL_DATA_CHOICES.join(', ')}` })
@@ -200,26 +220,28 @@ const HASH_KEY_MIN_LENGTH = 16;
 
 const hashKey = z
   .string({ error: 'hash_key must be a string' })
+  // Empty, or at least HASH_KEY_MIN_LENGTH characters: a pattern, so that the SPEC says both (a minLength would refuse a cleared field).
   // The message never quotes the key.
-  .min(HASH_KEY_MIN_LENGTH, { error: `hash_key is too short: give at least ${HASH_KEY_MIN_LENGTH} characters (a long random secret, e.g. from \`openssl rand -hex 32\`)` })
+  .regex(new RegExp(`^(?:[\\s\\S]{${HASH_KEY_MIN_LENGTH},})?$`), { error: `hash_key is too short: give at least ${HASH_KEY_MIN_LENGTH} characters (a long random secret, e.g. from \`openssl rand -hex 32\`)` })
   .meta({
     title: 'Hash key',
     description:
       'Secret key of the hash treatment (HMAC-SHA-256). The same key gives the same tokens in every run and face; changing it changes every token (a full refresh). Kept secret: it is never printed.',
     airbyte_secret: true,
     order: 14,
-  });
+  })
+  .transform(emptyIsNone);
 
 const accountRenamedFrom = z
   .string({ error: 'account_renamed_from must be a string: the former name of the account, as its state or replica names it' })
   .trim()
-  .min(1, { error: 'account_renamed_from must be the former name of the account, as its state or replica names it' })
   .meta(ui(
     'Account renamed from',
     'Only after the account was renamed in Data-Read: its former name, as the saved state or replica names it. A state or replica of that name is then taken as this account\'s, ' +
       'and what the run saves names the new one. A state or replica of any other account is refused (exit 78).',
     15,
-  ));
+  ))
+  .transform(emptyIsNone);
 
 /** The most entries `accounts` takes. */
 export const MAX_ACCOUNTS = 1000;
@@ -271,7 +293,7 @@ const accounts = z
   ));
 
 export const ConfigSchema = z.object({
-  api_key: apiKey.optional(),
+  api_key: topApiKey.optional(),
   base_url: baseUrl,
   start_date: startDate.optional(),
   page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),

@@ -130,6 +130,11 @@ export class SyncSession {
     return result;
   }
 
+  /** Why /v1/me failed, once accountFor met it: the failure the next sync stops on, before it writes anything. */
+  get failure(): ConnectorError | undefined {
+    return this.#accountFailure;
+  }
+
   /** The account the key reads, once verifyAccount said. */
   get account(): RunAccount | undefined {
     return this.#account;

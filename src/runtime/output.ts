@@ -36,6 +36,8 @@ export class LineWriter {
   private failure: Error | undefined;
   private drained: Promise<void> | undefined;
   private sealed = false;
+  /** The run's own failures told on this output (Airbyte's ERROR traces), as they are to be said elsewhere. */
+  private readonly told: { readonly error: ConnectorError; readonly text: string }[] = [];
 
   constructor(out: Writable) {
     this.out = out;
@@ -95,6 +97,23 @@ export class LineWriter {
   /** The error to end with when the reader of stdout went away, also after the command's last line; else undefined. */
   closed(): ConnectorError | undefined {
     return closedOutputError(this.failure);
+  }
+
+  /**
+   * The run's own failure, about to be told on this output (`text`: what to
+   * say of it elsewhere, redacted). Should the reader go away, the failure
+   * and its exit status are still told (run-end.ts), not only that stdout
+   * was closed. A failure that is the closed output itself is not kept.
+   */
+  tellsFailure(error: ConnectorError, text: string): void {
+    if (closedOutputError(error) !== undefined || closedOutputError(error.cause) !== undefined) return;
+    if (this.told.some((t) => t.error === error && t.text === text)) return;
+    this.told.push({ error, text });
+  }
+
+  /** The failures told on this output when its reader went away (maybe before it took them); none while it is there. */
+  lostFailures(): readonly { readonly error: ConnectorError; readonly text: string }[] {
+    return this.failure === undefined ? [] : this.told;
   }
 }
 

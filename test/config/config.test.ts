@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { configJsonSchema, futureStartDate, parseConfig } from '../../src/config/config.js';
+import { configJsonSchema, futureStartDate, parseConfig, type Config } from '../../src/config/config.js';
+import { ROOT } from '../helpers/cli.js';
 import { ConfigError } from '../../src/errors.js';
 
 const good = { api_key: 'acme_live_s3cr3tKEY', base_url: 'https://api.example.com' };
@@ -30,6 +34,24 @@ describe('parseConfig', () => {
 
   it('takes an empty start_date as none, as its description says ("leave empty"): Airbyte\'s form sends "" for a cleared field', () => {
     for (const start_date of ['', '  ']) expect(parseConfig({ ...good, start_date }).config.start_date, JSON.stringify(start_date)).toBeUndefined();
+  });
+
+  // Every optional text setting, as Airbyte's form sends it once the user cleared it: none, as if not given.
+  const entry = { name: 'acme', api_key: good.api_key };
+  it.each([
+    ['hash_key', { ...good, hash_key: '' }, (c: Config) => c.hash_key],
+    ['account_renamed_from', { ...good, account_renamed_from: '' }, (c: Config) => c.account_renamed_from],
+    ['account_renamed_from (spaces)', { ...good, account_renamed_from: '  ' }, (c: Config) => c.account_renamed_from],
+    ['proxy_url', { ...good, proxy_url: '' }, (c: Config) => c.proxy_url],
+    ['ca_certificate', { ...good, ca_certificate: '' }, (c: Config) => c.ca_certificate],
+    ['api_key beside accounts', { base_url: good.base_url, api_key: '', accounts: [entry] }, (c: Config) => c.api_key],
+    ['an entry\'s account_renamed_from', { base_url: good.base_url, accounts: [{ ...entry, account_renamed_from: '' }] }, (c: Config) => c.accounts?.[0]?.account_renamed_from],
+  ])('takes an empty %s as not set', (_name, input, value) => {
+    expect(value(parseConfig(input).config)).toBeUndefined();
+  });
+
+  it('an empty api_key without accounts is a missing one', () => {
+    expect(errorOf({ ...good, api_key: '' }).message).toBe(errorOf({ base_url: good.base_url }).message);
   });
 
   it.each([
@@ -111,6 +133,25 @@ describe('futureStartDate', () => {
 });
 
 describe('configJsonSchema', () => {
+  it('the SPEC (as checked in) takes "" for every optional text setting, as the config does', () => {
+    const spec = JSON.parse(readFileSync(join(ROOT, 'catalog', 'spec.json'), 'utf8')) as { connectionSpecification: { properties: Record<string, { type?: string; enum?: unknown[]; items?: { properties: Record<string, { type?: string }>; required?: string[] } }> } };
+    const validate = new Ajv({ strict: false }).compile(spec.connectionSpecification);
+    const properties = spec.connectionSpecification.properties;
+    const entry = { name: 'acme', api_key: good.api_key };
+    const optional = Object.entries(properties).filter(([name, p]) => p.type === 'string' && p.enum === undefined && name !== 'base_url').map(([name]) => name);
+    expect(optional.sort()).toEqual(['account_renamed_from', 'api_key', 'ca_certificate', 'hash_key', 'proxy_url', 'start_date']);
+    for (const name of optional) {
+      const config = name === 'api_key' ? { base_url: good.base_url, api_key: '', accounts: [entry] } : { ...good, [name]: '' };
+      expect(validate(config), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      expect(() => parseConfig(config), name).not.toThrow();
+    }
+    const items = properties.accounts?.items;
+    const entryOptional = Object.entries(items?.properties ?? {}).filter(([name, p]) => p.type === 'string' && !(items?.required ?? []).includes(name)).map(([name]) => name);
+    expect(entryOptional).toEqual(['account_renamed_from']);
+    const withEntry = { base_url: good.base_url, accounts: [{ ...entry, account_renamed_from: '' }] };
+    expect(validate(withEntry), JSON.stringify(validate.errors)).toBe(true);
+  });
+
   it('marks the key secret and orders every property', () => {
     const schema = configJsonSchema() as { required: string[]; properties: Record<string, { order?: number; airbyte_secret?: boolean; description?: string }> };
     // api_key or accounts (many accounts): the config's check says which is missing.

@@ -212,6 +212,12 @@ describe('bad treatments are config errors naming the entry and what is allowed'
   ])('%j', (extra, message) => {
     expect(problem(extra)).toMatch(message);
   });
+  it('an empty hash_key (a form\'s cleared field) is a missing one: the same error', () => {
+    expect(problem({ personal_data: 'hash', hash_key: '' })).toBe(problem({ personal_data: 'hash' }));
+    const hashed = { field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] };
+    expect(problem({ ...hashed, hash_key: '' })).toBe(problem(hashed));
+  });
+
   it('the hash_key is never quoted in an error', () => {
     for (const hash_key of ['my-secret-hash-key', 'short-secret']) {
       const message = problem({ hash_key, personal_data: 'nope' });

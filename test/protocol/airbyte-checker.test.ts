@@ -69,6 +69,7 @@ describe('the Airbyte checker', () => {
     ['an account that is not an object', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: 'Acme' }), m[4]!], /^line 4: STATE of "contacts": account must be an object/],
     ['an account without its address', (m) => [...m.slice(0, 3), state('contacts', { ...watermark, account: { name: 'Acme' } }), m[4]!], /^line 4: STATE of "contacts": account.base_url undefined is not the http\(s\) address/],
     ['a RECORD before STARTED', (m) => [record('contacts', 0), ...m], /^line 1: RECORD for "contacts" before its STREAM_STATUS STARTED$/],
+    ['a RECORD between STARTED and RUNNING', (m) => [m[0]!, m[2]!, m[1]!, ...m.slice(3)], /^line 2: RECORD for "contacts" before its STREAM_STATUS RUNNING$/],
     ['a RECORD after COMPLETE', (m) => [...m, record('contacts', 2)], /^line 6: RECORD for "contacts" after its final STREAM_STATUS COMPLETE$/],
     ['a first status other than STARTED', (m) => m.slice(1), /^contacts: first status RUNNING, expected STARTED$/],
     ['no final status', (m) => m.slice(0, 4), /^contacts: last status RUNNING, expected COMPLETE or INCOMPLETE$/],

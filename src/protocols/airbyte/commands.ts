@@ -178,6 +178,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   try {
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
     for (const note of await session.accountFor(states, streams)) await sink.log(note.level, note.message);
+    // The key refused or the service unreachable: the run's failure, known before the streams' first lines.
+    if (session.failure !== undefined) sink.failing(session.failure);
   } catch (err) {
     const error = toConnectorError(err);
     ctx.report?.fail(error);

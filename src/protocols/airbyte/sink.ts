@@ -19,6 +19,8 @@ export class AirbyteSink implements SyncSink {
   private readonly sinceState = new Map<string, number>();
   /** Streams STARTED and not yet COMPLETE or INCOMPLETE, in start order. */
   private readonly open = new Set<string>();
+  /** Per stream that said RUNNING: whether its last RUNNING was a plain one (no rate-limit reason). */
+  private readonly running = new Map<string, 'plain' | 'rate_limited'>();
 
   constructor(out: LineWriter, redact: (text: string) => string, echo?: (level: LogLevel, message: string) => void) {
     this.out = out;
@@ -33,6 +35,9 @@ export class AirbyteSink implements SyncSink {
   }
 
   streamRunning(stream: StreamDefinition, quotaReset?: number): Promise<void> {
+    // A plain RUNNING right after another (the stream's tombstones said it before its own read did) says nothing new.
+    if (quotaReset === undefined && this.running.get(stream.name) === 'plain') return Promise.resolve();
+    this.running.set(stream.name, quotaReset === undefined ? 'plain' : 'rate_limited');
     return this.out.write(msg.streamStatus(stream.name, 'RUNNING', quotaReset));
   }
 
@@ -41,7 +46,9 @@ export class AirbyteSink implements SyncSink {
     if (!serialize) this.serializers.set(stream.name, (serialize = msg.recordSerializer(stream.name)));
     this.sinceState.set(stream.name, (this.sinceState.get(stream.name) ?? 0) + records.length);
     const line = serialize;
-    return writeLines((text) => this.out.write(text), records, (record) => line(record, extractedAt));
+    const write = (): Promise<void> => writeLines((text) => this.out.write(text), records, (record) => line(record, extractedAt));
+    // The protocol's order is STARTED, RUNNING, then records: tombstones may reach a stream before its own read has begun.
+    return this.running.has(stream.name) ? write() : this.streamRunning(stream).then(write);
   }
 
   state(stream: StreamDefinition, state: StreamState): Promise<void> {
@@ -79,7 +86,17 @@ export class AirbyteSink implements SyncSink {
   /** An ERROR trace, redacted of secrets. */
   error(error: ConnectorError, stream?: string): Promise<void> {
     this.echo?.('ERROR', `${stream ? `${stream}: ` : ''}${error.message}`);
+    this.failing(error, stream);
     return this.out.write(this.redact(msg.errorTrace(error, stream)));
+  }
+
+  /**
+   * A failure the run ends with, known before its ERROR trace is written
+   * (error() says it then): should the reader of stdout go away first, it is
+   * still told on stderr with its exit status (run-end.ts), not lost with the trace.
+   */
+  failing(error: ConnectorError, stream?: string): void {
+    this.out.tellsFailure(error, this.redact(`${stream ? `${stream}: ` : ''}${error.message}`));
   }
 
   /**

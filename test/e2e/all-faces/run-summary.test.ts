@@ -333,6 +333,45 @@ describe('a reader of stdout that goes away', () => {
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
   });
 
+  // A run's own failure whose ERROR trace its reader never took: told on stderr, and the exit status is the failure's.
+  const REFUSED = /Invalid config: page_size must be an integer from 1 to 200 \(got the number -4\)/;
+
+  it('read and discover given a refused config: 78 (config_error), the reason on stderr, not a retry', async () => {
+    const refused = config('refused-closed', { page_size: -4 });
+    const summary = join(dir, 'read-refused-closed.json');
+    const read = await intoClosedPipe(SOURCE_BIN, ['read', '--config', refused, '--catalog', CATALOG, '--summary', summary]);
+    expect(read.code, read.stderr).toBe(78);
+    expect(read.stderr).toMatch(new RegExp(`ERROR source-data-read: ${REFUSED.source}`));
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+    const discover = await intoClosedPipe(SOURCE_BIN, ['discover', '--config', refused]);
+    expect(discover.code, discover.stderr).toBe(78);
+    expect(discover.stderr).toMatch(new RegExp(`ERROR source-data-read: ${REFUSED.source}`));
+  });
+
+  it('read with a revoked key: 78, the refusal on stderr', async () => {
+    const summary = join(dir, 'read-revoked-closed.json');
+    const run = await intoClosedPipe(SOURCE_BIN, ['read', '--config', config('revoked-closed', { api_key: revokedKey }), '--catalog', CATALOG, '--summary', summary]);
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/ERROR source-data-read: .*HTTP 401/);
+    expect(run.stderr).not.toContain(revokedKey);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+  });
+
+  it('read that failed transiently: 75, with its own reason on stderr', async () => {
+    const run = await intoClosedPipe(SOURCE_BIN, ['read', '--config', config('down-closed', { base_url: 'http://127.0.0.1:9', max_retries: 0 }), '--catalog', CATALOG]);
+    expect(run.code, run.stderr).toBe(75);
+    expect(run.stderr).toMatch(/ERROR source-data-read: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it("the tap's --discover and sync given a refused config: 78, the reason on stderr", async () => {
+    const refused = config('tap-refused-closed', { page_size: -4 });
+    for (const argv of [['--config', refused, '--discover'], ['--config', refused]]) {
+      const run = await intoClosedPipe(TAP_BIN, argv);
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toMatch(new RegExp(`CRITICAL tap-data-read: ${REFUSED.source}`));
+    }
+  });
+
   it("spec and the tap's --about, whose one write is lost: 75, not a success nor an internal error", async () => {
     const spec = await intoClosedPipe(SOURCE_BIN, ['spec']);
     expect(spec.code, spec.stderr).toBe(75);

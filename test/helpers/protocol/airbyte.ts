@@ -8,8 +8,8 @@
  *   and its stream_state has the connector's shape (stream-state.ts), the
  *   account it belongs to included;
  * - per stream, STREAM_STATUS goes STARTED, RUNNING..., then one COMPLETE or
- *   INCOMPLETE, a COMPLETE after a RUNNING; no RECORD before STARTED or
- *   after the final status;
+ *   INCOMPLETE, a COMPLETE after a RUNNING; every RECORD of a stream
+ *   (tombstones included) after its RUNNING and before its final status;
  * - no STATE of a stream equal to that stream's previous STATE with RECORDs
  *   of the stream between them (the protocol's State Principles: the
  *   platform tells states apart by their hash, and a repeat breaks its
@@ -124,6 +124,8 @@ export function checkAirbyte(stdout: string): CheckSummary {
       const sequence = statuses.get(stream);
       if (sequence === undefined) errors.push(`line ${n}: RECORD for "${stream}" before its STREAM_STATUS STARTED`);
       else if (FINAL.has(sequence.at(-1) ?? '')) errors.push(`line ${n}: RECORD for "${stream}" after its final STREAM_STATUS ${sequence.at(-1)}`);
+      // The protocol's order: STARTED, RUNNING (the stream has read its first message), then records.
+      else if (!sequence.includes('RUNNING')) errors.push(`line ${n}: RECORD for "${stream}" before its STREAM_STATUS RUNNING`);
     } else if (type === 'STATE' && isObject(message.state)) {
       const state = message.state;
       if (state.type !== 'STREAM') errors.push(`line ${n}: STATE type ${JSON.stringify(state.type)}, expected STREAM`);
