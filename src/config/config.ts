@@ -271,7 +271,8 @@ const accounts = z
   ));
 
 export const ConfigSchema = z.object({
-  api_key: apiKey.optional(),
+  // Optional only because accounts may replace it: always_show keeps it out of the "Optional fields" Airbyte's form folds away.
+  api_key: apiKey.optional().meta({ always_show: true }),
   base_url: baseUrl,
   start_date: startDate.optional(),
   page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),

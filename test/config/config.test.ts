@@ -120,4 +120,12 @@ describe('configJsonSchema', () => {
     expect(new Set(orders).size).toBe(orders.length);
     for (const prop of Object.values(schema.properties)) expect(prop.description).toBeTruthy();
   });
+
+  it('shows the key in Airbyte\'s form, not under its collapsed "Optional fields"', () => {
+    // api_key is optional in the schema only because accounts may replace it; Airbyte's
+    // form folds every optional field away unless it says always_show.
+    const schema = configJsonSchema() as { required: string[]; properties: Record<string, { always_show?: boolean }> };
+    expect(schema.required).not.toContain('api_key');
+    expect(schema.properties.api_key?.always_show).toBe(true);
+  });
 });
