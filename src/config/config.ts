@@ -53,6 +53,8 @@ const apiKey = z
   .meta({
     title: 'API key',
     description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
+    // The format in words, which Airbyte's form shows beside the field (the regex alone is no hint to a person).
+    pattern_descriptor: '<prefix>_live_<secret>',
     airbyte_secret: true,
     order: 0,
   });
@@ -231,8 +233,19 @@ const accountEntry = z
       name: z
         .string({ error: 'name must be a string: the label of the account, 1 to 64 characters of A-Z a-z 0-9 _ . -' })
         .regex(ACCOUNT_NAME, { error: 'name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (the label every record of the account carries in its account field)' })
-        .meta({ title: 'Name', description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.', order: 0 }),
-      api_key: apiKey.meta({ title: 'API key', description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.', airbyte_secret: true, order: 1 }),
+        .meta({
+          title: 'Name',
+          description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.',
+          pattern_descriptor: '1 to 64 characters of A-Z a-z 0-9 _ . -',
+          order: 0,
+        }),
+      api_key: apiKey.meta({
+        title: 'API key',
+        description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.',
+        pattern_descriptor: '<prefix>_live_<secret>',
+        airbyte_secret: true,
+        order: 1,
+      }),
       account_renamed_from: accountRenamedFrom
         .meta({
           title: 'Account renamed from',

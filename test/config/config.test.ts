@@ -128,4 +128,19 @@ describe('configJsonSchema', () => {
     expect(schema.required).not.toContain('api_key');
     expect(schema.properties.api_key?.always_show).toBe(true);
   });
+
+  it('says every pattern in words (pattern_descriptor, which Airbyte\'s form shows beside the field), not only as a regex', () => {
+    const patterns: string[] = [];
+    const visit = (node: unknown, at: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const prop = node as Record<string, unknown>;
+      if (typeof prop.pattern === 'string') {
+        patterns.push(at);
+        expect(prop.pattern_descriptor, at).toEqual(expect.any(String));
+      }
+      for (const [key, value] of Object.entries(prop)) visit(value, `${at}.${key}`);
+    };
+    visit(configJsonSchema(), 'spec');
+    expect(patterns.length).toBeGreaterThan(0);
+  });
 });
