@@ -55,6 +55,8 @@ const API_KEY_MESSAGE = 'api_key must look like <prefix>_live_<secret> (an accou
 const API_KEY_META = {
   title: 'API key',
   description: 'Account API key with the data:read scope, in the form <prefix>_live_<secret>. Kept secret: it is never printed.',
+  // The format in words, which Airbyte's form shows beside the field (the regex alone is no hint to a person).
+  pattern_descriptor: '<prefix>_live_<secret>',
   airbyte_secret: true,
   order: 0,
 };
@@ -227,6 +229,7 @@ const hashKey = z
     title: 'Hash key',
     description:
       'Secret key of the hash treatment (HMAC-SHA-256). The same key gives the same tokens in every run and face; changing it changes every token (a full refresh). Kept secret: it is never printed.',
+    pattern_descriptor: `at least ${HASH_KEY_MIN_LENGTH} characters`,
     airbyte_secret: true,
     order: 14,
   })
@@ -253,8 +256,19 @@ const accountEntry = z
       name: z
         .string({ error: 'name must be a string: the label of the account, 1 to 64 characters of A-Z a-z 0-9 _ . -' })
         .regex(ACCOUNT_NAME, { error: 'name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (the label every record of the account carries in its account field)' })
-        .meta({ title: 'Name', description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.', order: 0 }),
-      api_key: apiKey.meta({ title: 'API key', description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.', airbyte_secret: true, order: 1 }),
+        .meta({
+          title: 'Name',
+          description: 'Your label of the account (1 to 64 characters of A-Z a-z 0-9 _ . -): every record of the account carries it in its account field.',
+          pattern_descriptor: '1 to 64 characters of A-Z a-z 0-9 _ . -',
+          order: 0,
+        }),
+      api_key: apiKey.meta({
+        title: 'API key',
+        description: 'The account\'s API key with the data:read scope, <prefix>_live_<secret>. Kept secret: it is never printed.',
+        pattern_descriptor: '<prefix>_live_<secret>',
+        airbyte_secret: true,
+        order: 1,
+      }),
       account_renamed_from: accountRenamedFrom
         .meta({
           title: 'Account renamed from',
@@ -293,7 +307,8 @@ const accounts = z
   ));
 
 export const ConfigSchema = z.object({
-  api_key: topApiKey.optional(),
+  // Optional only because accounts may replace it: always_show keeps it out of the "Optional fields" Airbyte's form folds away.
+  api_key: topApiKey.optional().meta({ always_show: true }),
   base_url: baseUrl,
   start_date: startDate.optional(),
   page_size: boundedInt('page_size', 1, 200, 200).meta(ui('Page size', 'Records per request (1 to 200). 200 makes the fewest requests.', 3)),

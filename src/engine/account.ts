@@ -101,7 +101,10 @@ export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, cur
   const known = STREAMS.map((s) => s.name);
   const names = [...known.filter((n) => states.has(n)), ...[...states.keys()].filter((n) => !known.includes(n))];
   for (const name of names) {
-    const account = states.get(name)?.account;
+    const state = states.get(name);
+    // No state (a null stream_state, Airbyte's reset, or {}): read from start_date, nothing to bind.
+    if (state === undefined || Object.keys(state).length === 0) continue;
+    const account = state.account;
     const binding = bindingOf(account?.name, current, renamedFrom);
     if (binding === 'unbound') unbound.push(name);
     else if (binding === 'renamed') renamed.push(name);

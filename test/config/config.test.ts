@@ -161,4 +161,27 @@ describe('configJsonSchema', () => {
     expect(new Set(orders).size).toBe(orders.length);
     for (const prop of Object.values(schema.properties)) expect(prop.description).toBeTruthy();
   });
+
+  it('shows the key in Airbyte\'s form, not under its collapsed "Optional fields"', () => {
+    // api_key is optional in the schema only because accounts may replace it; Airbyte's
+    // form folds every optional field away unless it says always_show.
+    const schema = configJsonSchema() as { required: string[]; properties: Record<string, { always_show?: boolean }> };
+    expect(schema.required).not.toContain('api_key');
+    expect(schema.properties.api_key?.always_show).toBe(true);
+  });
+
+  it('says every pattern in words (pattern_descriptor, which Airbyte\'s form shows beside the field), not only as a regex', () => {
+    const patterns: string[] = [];
+    const visit = (node: unknown, at: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const prop = node as Record<string, unknown>;
+      if (typeof prop.pattern === 'string') {
+        patterns.push(at);
+        expect(prop.pattern_descriptor, at).toEqual(expect.any(String));
+      }
+      for (const [key, value] of Object.entries(prop)) visit(value, `${at}.${key}`);
+    };
+    visit(configJsonSchema(), 'spec');
+    expect(patterns.length).toBeGreaterThan(0);
+  });
 });

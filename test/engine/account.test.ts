@@ -96,6 +96,11 @@ describe('checkStateAccounts', () => {
       },
     ]);
   });
+
+  it('says nothing of a stream given no state: a null stream_state (Airbyte\'s reset) or {} is read from start_date', () => {
+    const reset = new Map([['contacts', parseStreamState('contacts', null)], ['conversations', parseStreamState('conversations', {})]]);
+    expect(checkStateAccounts(reset, globex, undefined)).toEqual([]);
+  });
 });
 
 describe('otherAccountError', () => {

@@ -14,9 +14,9 @@ const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Also emit each deleted contact or conversation into its own stream with _sdc_deleted_at set (and other fields null), so targets that honour _sdc_deleted_at delete the row.',
 };
 
-/** A property schema without Airbyte's UI keywords (`order`, `multiline`), nested ones (a list's items) included. */
+/** A property schema without Airbyte's UI keywords (`order`, `multiline`, `always_show`, `pattern_descriptor`), nested ones (a list's items) included. */
 function withoutUiKeywords(prop: Json): Json {
-  const { order: _order, multiline: _multiline, ...rest } = prop;
+  const { order: _order, multiline: _multiline, always_show: _alwaysShow, pattern_descriptor: _patternDescriptor, ...rest } = prop;
   const out: Json = {};
   for (const [key, value] of Object.entries(rest)) {
     if (key === 'items' && isObject(value)) out[key] = withoutUiKeywords(value);

@@ -27,7 +27,7 @@ describe('--about', () => {
     expect(props.api_key).toMatchObject({ type: 'string', secret: true, writeOnly: true });
     expect(props.page_size).toMatchObject({ type: 'integer', default: 200, minimum: 1, maximum: 200 });
     expect(props.deletions_as_tombstones?.description).toContain('_sdc_deleted_at');
-    expect(JSON.stringify(about())).not.toMatch(/airbyte_secret|"order"|_ab_cdc/);
+    expect(JSON.stringify(about())).not.toMatch(/airbyte_secret|"order"|always_show|pattern_descriptor|_ab_cdc/);
   });
 
   it('renders Markdown with capabilities and a settings table', () => {
