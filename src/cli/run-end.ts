@@ -9,9 +9,9 @@
  * DAGSTER_PIPES_MESSAGES set), the report also feeds the Pipes session
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
-import { ConfigError, toConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
-import { EXIT_OK, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
+import { EXIT_OK, EXIT_SOFTWARE, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
 import { Interrupt, type StopSignal } from '../runtime/interrupt.js';
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
 import type { PipesReport } from '../pipes/index.js';
@@ -104,6 +104,44 @@ export interface CommandIo {
   readonly signal: AbortSignal;
 }
 
+/** How long a crash waits for stdout and stderr to take what is queued before the process exits. */
+const CRASH_GRACE_MS = 5000;
+
+/**
+ * The handler of a fault nothing caught: an error thrown in an event handler
+ * or a promise rejected without a handler, a bug in the connector or in a
+ * library it uses. Node would print a stack and exit 1, a status the contract
+ * does not name, with no summary. Instead the fault is told on stderr (one
+ * line, then its stack on another, secrets redacted) and in the run's report
+ * (the summary), the lines already queued on stdout go out whole and nothing
+ * after them (every STATE written covers only records written before it:
+ * the next run resumes from the last one), and the process exits 70, a
+ * system_error. A second fault while it waits exits at once.
+ */
+function crashHandler(out: LineWriter, logger: StderrLogger, errorLevel: string, end: RunEnd): (err: unknown) => void {
+  let crashed = false;
+  return (err) => {
+    if (crashed) process.exit(EXIT_SOFTWARE);
+    crashed = true;
+    const what = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    const error = new ConnectorError(
+      'system_error',
+      `The connector stopped on a fault nothing caught (a bug, in the connector or in a library it uses): ${logger.redact(what)}. ` +
+        'The next run resumes from the last STATE written. Please report it with this message and the stack that follows.',
+    );
+    logger.log(errorLevel, error.message);
+    // The stack on one line: each stderr line is one message.
+    if (err instanceof Error && err.stack !== undefined) logger.log(errorLevel, `Stack: ${err.stack.split('\n').slice(1).map((frame) => frame.trim()).join(' | ')}`);
+    end.failed(error);
+    end.finish(EXIT_SOFTWARE);
+    const timer = setTimeout(() => process.exit(EXIT_SOFTWARE), CRASH_GRACE_MS);
+    void out.seal().finally(() => {
+      clearTimeout(timer);
+      process.stderr.write('', () => process.exit(EXIT_SOFTWARE));
+    });
+  };
+}
+
 /**
  * Run one command of `executable`, the way both executables do: the stop
  * handler installed before anything else (interrupt.ts: a signal is recorded
@@ -130,6 +168,8 @@ export async function runCommand(executable: string, errorLevel: string, help: s
       process.exit(code);
     },
   }).install();
+  const crash = crashHandler(out, logger, errorLevel, end);
+  process.on('uncaughtException', crash);
   let code = EXIT_OK;
   let thrown: { readonly error: unknown } | undefined;
   try {
@@ -162,6 +202,7 @@ export async function runCommand(executable: string, errorLevel: string, help: s
     code = EXIT_TEMPFAIL;
   }
   interrupt.uninstall();
+  process.off('uncaughtException', crash);
   end.finish(code);
   return code;
 }
