@@ -20,7 +20,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
-import type { StreamSchemas } from '../../schemas/json-schema.js';
+import { ACCOUNT_FIELD, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
 import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
@@ -48,6 +48,7 @@ const MetadataEntry = z.looseObject({
 
 const CatalogEntry = z.looseObject({
   tap_stream_id: z.string().optional(),
+  key_properties: z.unknown().optional(),
   stream: z.string().optional(),
   schema: z.record(z.string(), z.unknown()).optional(),
   metadata: z.array(MetadataEntry).optional(),
@@ -136,6 +137,16 @@ function cleanProperty(property: unknown): unknown {
   return rest;
 }
 
+/**
+ * Whether a catalog entry was discovered with `accounts`: its key starts with
+ * the tap's `account` field ([account, id]), in key_properties or in the
+ * `[]` metadata's table-key-properties.
+ */
+function discoveredWithAccounts(entry: Entry | undefined, md: Metadata): boolean {
+  const keys = [entry?.key_properties, md.get(crumb([]))?.['table-key-properties']];
+  return keys.some((k) => Array.isArray(k) && k[0] === ACCOUNT_FIELD && k.length > 1);
+}
+
 function planStream(
   stream: StreamDefinition,
   entry: Entry | undefined,
@@ -152,8 +163,19 @@ function planStream(
   const generatedProps = propertiesOf(generated);
   const properties: JsonSchema = {};
   const excluded = new Set<string>();
+  // A catalog discovered with `accounts`, used with one api_key: its `account` field is the tap's own, which no record
+  // now carries. Declared (and required), it would make every record invalid for the targets that validate.
+  const staleAccount = !manyAccounts && entry !== undefined && discoveredWithAccounts(entry, md) && ACCOUNT_FIELD in propertiesOf(base);
+  if (staleAccount) {
+    warn(
+      `Stream "${stream.name}": the catalog was discovered with accounts (key [${ACCOUNT_FIELD}, ${stream.primaryKey}]), but the config has one api_key: ` +
+        `records carry no "${ACCOUNT_FIELD}" field and are keyed by ${stream.primaryKey} alone, so the field is left out of the SCHEMA. ` +
+        'Run --discover again (Meltano: meltano run --refresh-catalog) to refresh the catalog.',
+    );
+  }
   for (const [name, property] of Object.entries(propertiesOf(base))) {
     if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;
+    if (name === ACCOUNT_FIELD && staleAccount) continue;
     if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
     else properties[name] = cleanProperty(property);
   }
