@@ -23,7 +23,7 @@ import type { SelectedStream } from '../../engine/sync.js';
 import { ACCOUNT_FIELD, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
-import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
+import { alwaysKept, hasTombstones, keyProperties, propertiesOf, singerSchema } from './schema.js';
 
 export interface StreamPlan extends SelectedStream {
   /** The schema sent in SCHEMA: the catalog's, with field selection applied. */
@@ -147,6 +147,25 @@ function discoveredWithAccounts(entry: Entry | undefined, md: Metadata): boolean
   return keys.some((k) => Array.isArray(k) && k[0] === ACCOUNT_FIELD && k.length > 1);
 }
 
+/**
+ * The WARN for a catalog that asks for another key (Meltano: the
+ * `table-key-properties` metadata, which SDK taps honour): the tap keys every
+ * record by its own, so that upserts on it stay right; undefined when the
+ * catalog asks for none or for that one.
+ */
+function ownKeyWarning(stream: StreamDefinition, entry: Entry, md: Metadata, manyAccounts: boolean): string | undefined {
+  const own = keyProperties(stream, manyAccounts);
+  const isKey = (k: unknown): k is string[] => Array.isArray(k) && k.length > 0 && k.every((v) => typeof v === 'string');
+  // The key of the config's other form (a catalog discovered with or without accounts) is no request: the tap adapts to it.
+  const expected = [own, keyProperties(stream, !manyAccounts)].map((k) => JSON.stringify(k));
+  const asked = [md.get(crumb([]))?.['table-key-properties'], entry.key_properties].find((k) => isKey(k) && !expected.includes(JSON.stringify(k)));
+  if (!isKey(asked)) return undefined;
+  return (
+    `Stream "${stream.name}": the catalog asks for key ${JSON.stringify(asked)}, but the tap keys every record by its own, ${JSON.stringify(own)}, ` +
+    'which SCHEMA sends as key_properties; table-key-properties is ignored. Remove it from the catalog (Meltano: the metadata rules).'
+  );
+}
+
 function planStream(
   stream: StreamDefinition,
   entry: Entry | undefined,
@@ -172,6 +191,10 @@ function planStream(
         `records carry no "${ACCOUNT_FIELD}" field and are keyed by ${stream.primaryKey} alone, so the field is left out of the SCHEMA. ` +
         'Run --discover again (Meltano: meltano run --refresh-catalog) to refresh the catalog.',
     );
+  }
+  if (entry !== undefined && !staleAccount) {
+    const keyWarning = ownKeyWarning(stream, entry, md, manyAccounts);
+    if (keyWarning) warn(keyWarning);
   }
   for (const [name, property] of Object.entries(propertiesOf(base))) {
     if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;

@@ -179,6 +179,22 @@ describe('field selection', () => {
     expect(Object.keys(many?.schema.properties as object)[0]).toBe('account');
   });
 
+  it('warns that a key the catalog asks for (Meltano table-key-properties) is not the one records are keyed by', () => {
+    const catalog = select({ contacts: true, conversations: true });
+    topOf(catalog, 0)['table-key-properties'] = ['email'];
+    (catalog.streams[1] as CatalogEntry).key_properties = ['id', 'contact_id'];
+    const warnings: string[] = [];
+    const plans = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plans).toHaveLength(2);
+    expect(warnings).toEqual([
+      expect.stringContaining('Stream "contacts": the catalog asks for key ["email"], but the tap keys every record by its own, ["id"]'),
+      expect.stringContaining('Stream "conversations": the catalog asks for key ["id","contact_id"]'),
+    ]);
+    // The discovered key, or that of a catalog discovered with or without accounts, is no request.
+    expect(() => planFromCatalog(select({ contacts: true }), false, noWarn, true)).not.toThrow();
+    expect(() => planFromCatalog(discoverCatalog(false, undefined, true), false, noWarn, true)).not.toThrow();
+  });
+
   it('keeps a field named account of a catalog discovered with one key (the service\'s own field)', () => {
     const catalog = select({ contacts: true });
     const entry = catalog.streams[0] as CatalogEntry;
