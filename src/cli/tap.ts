@@ -26,8 +26,10 @@ Usage:
 --summary     (sync) write one JSON object saying what the run did when it ends, whatever the outcome:
               status, exit code, per stream records and bookmarks, requests (docs/orchestrators.md).
 
-stdout carries Singer messages only (SCHEMA, RECORD, STATE), one JSON object a line; logs go to stderr,
-with a status line under them when stderr is a terminal and stdout is not (records per stream, waits, requests).
+stdout carries Singer messages only (SCHEMA, RECORD, STATE, and ACTIVATE_VERSION for FULL_TABLE streams:
+catalog metadata activate-version: false on the stream turns it off for a target that does not know it),
+one JSON object a line; logs go to stderr, with a status line under them when stderr is a terminal and
+stdout is not (records per stream, waits, requests).
 After a CRITICAL error the last STATE written is safe to resume from.
 SIGTERM or SIGINT stops a sync at once: a final STATE of what was checkpointed, exit 143 (130 for SIGINT).
 ${exitStatusHelp(false)}`;

@@ -28,7 +28,11 @@ import { readSingerState } from './state-input.js';
 const SINGER_GAP_ADVICE =
   'Run one sync with replication-method FULL_TABLE for contacts and conversations (catalog metadata; Meltano: ' +
   '`metadata: {contacts: {replication-method: FULL_TABLE}, conversations: {replication-method: FULL_TABLE}}`): ' +
-  'the tap then sends ACTIVATE_VERSION and a target that honours it drops the rows deleted meanwhile. Then set them back to INCREMENTAL.';
+  'the tap then sends ACTIVATE_VERSION and a target that honours it drops the rows deleted meanwhile, ' +
+  // Rows of INCREMENTAL syncs carry no version: the Meltano SDK's default activation drops only lower versions.
+  'if it also drops the rows loaded without a version (by INCREMENTAL syncs), as MeltanoLabs target-postgres does; ' +
+  "with another target (the Meltano SDK's default keeps them), empty its contacts and conversations tables before that sync. " +
+  'Then set them back to INCREMENTAL.';
 
 export interface TapContext {
   readonly out: LineWriter;

@@ -20,10 +20,10 @@
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
-import type { StreamSchemas } from '../../schemas/json-schema.js';
+import { ACCOUNT_FIELD, type StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
-import { alwaysKept, hasTombstones, propertiesOf, singerSchema } from './schema.js';
+import { alwaysKept, hasTombstones, keyProperties, propertiesOf, singerSchema } from './schema.js';
 
 export interface StreamPlan extends SelectedStream {
   /** The schema sent in SCHEMA: the catalog's, with field selection applied. */
@@ -48,6 +48,7 @@ const MetadataEntry = z.looseObject({
 
 const CatalogEntry = z.looseObject({
   tap_stream_id: z.string().optional(),
+  key_properties: z.unknown().optional(),
   stream: z.string().optional(),
   schema: z.record(z.string(), z.unknown()).optional(),
   metadata: z.array(MetadataEntry).optional(),
@@ -136,6 +137,35 @@ function cleanProperty(property: unknown): unknown {
   return rest;
 }
 
+/**
+ * Whether a catalog entry was discovered with `accounts`: its key starts with
+ * the tap's `account` field ([account, id]), in key_properties or in the
+ * `[]` metadata's table-key-properties.
+ */
+function discoveredWithAccounts(entry: Entry | undefined, md: Metadata): boolean {
+  const keys = [entry?.key_properties, md.get(crumb([]))?.['table-key-properties']];
+  return keys.some((k) => Array.isArray(k) && k[0] === ACCOUNT_FIELD && k.length > 1);
+}
+
+/**
+ * The WARN for a catalog that asks for another key (Meltano: the
+ * `table-key-properties` metadata, which SDK taps honour): the tap keys every
+ * record by its own, so that upserts on it stay right; undefined when the
+ * catalog asks for none or for that one.
+ */
+function ownKeyWarning(stream: StreamDefinition, entry: Entry, md: Metadata, manyAccounts: boolean): string | undefined {
+  const own = keyProperties(stream, manyAccounts);
+  const isKey = (k: unknown): k is string[] => Array.isArray(k) && k.length > 0 && k.every((v) => typeof v === 'string');
+  // The key of the config's other form (a catalog discovered with or without accounts) is no request: the tap adapts to it.
+  const expected = [own, keyProperties(stream, !manyAccounts)].map((k) => JSON.stringify(k));
+  const asked = [md.get(crumb([]))?.['table-key-properties'], entry.key_properties].find((k) => isKey(k) && !expected.includes(JSON.stringify(k)));
+  if (!isKey(asked)) return undefined;
+  return (
+    `Stream "${stream.name}": the catalog asks for key ${JSON.stringify(asked)}, but the tap keys every record by its own, ${JSON.stringify(own)}, ` +
+    'which SCHEMA sends as key_properties; table-key-properties is ignored. Remove it from the catalog (Meltano: the metadata rules).'
+  );
+}
+
 function planStream(
   stream: StreamDefinition,
   entry: Entry | undefined,
@@ -152,8 +182,23 @@ function planStream(
   const generatedProps = propertiesOf(generated);
   const properties: JsonSchema = {};
   const excluded = new Set<string>();
+  // A catalog discovered with `accounts`, used with one api_key: its `account` field is the tap's own, which no record
+  // now carries. Declared (and required), it would make every record invalid for the targets that validate.
+  const staleAccount = !manyAccounts && entry !== undefined && discoveredWithAccounts(entry, md) && ACCOUNT_FIELD in propertiesOf(base);
+  if (staleAccount) {
+    warn(
+      `Stream "${stream.name}": the catalog was discovered with accounts (key [${ACCOUNT_FIELD}, ${stream.primaryKey}]), but the config has one api_key: ` +
+        `records carry no "${ACCOUNT_FIELD}" field and are keyed by ${stream.primaryKey} alone, so the field is left out of the SCHEMA. ` +
+        'Run --discover again (Meltano: meltano run --refresh-catalog) to refresh the catalog.',
+    );
+  }
+  if (entry !== undefined && !staleAccount) {
+    const keyWarning = ownKeyWarning(stream, entry, md, manyAccounts);
+    if (keyWarning) warn(keyWarning);
+  }
   for (const [name, property] of Object.entries(propertiesOf(base))) {
     if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;
+    if (name === ACCOUNT_FIELD && staleAccount) continue;
     if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
     else properties[name] = cleanProperty(property);
   }

@@ -21,7 +21,17 @@ const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 type Rec = Record<string, unknown>;
 
 /** A Singer target that honours ACTIVATE_VERSION: a version activated drops the stream's rows of every other version. */
+/**
+ * A target that honours ACTIVATE_VERSION. `keepsUnversioned`: as the Meltano
+ * SDK's default activation does (target-snowflake), it drops only rows of a
+ * lower version, keeping those loaded without one (by INCREMENTAL syncs);
+ * MeltanoLabs target-postgres drops those too (the default here).
+ */
 class VersionedTarget {
+  private readonly keepsUnversioned: boolean;
+  constructor(keepsUnversioned = false) {
+    this.keepsUnversioned = keepsUnversioned;
+  }
   readonly tables = new Map<string, Map<string, { row: Rec; version: number | undefined }>>();
   state: unknown;
   /** ACTIVATE_VERSION messages seen in the last run. */
@@ -36,7 +46,10 @@ class VersionedTarget {
       } else if (m.type === 'ACTIVATE_VERSION') {
         const version = m.version as number;
         this.activations.push({ stream: String(m.stream), version });
-        for (const [id, entry] of this.table(String(m.stream))) if (entry.version !== version) this.table(String(m.stream)).delete(id);
+        for (const [id, entry] of this.table(String(m.stream))) {
+          const old = entry.version === undefined ? !this.keepsUnversioned : entry.version < version;
+          if (old) this.table(String(m.stream)).delete(id);
+        }
       } else if (m.type === 'STATE') this.state = m.value;
     }
   }
@@ -132,9 +145,12 @@ describe('a pause longer than the deletion retention', () => {
     const control = account.emulator.control;
     const config = account.config(dir, { page_size: 25 });
     const target = new VersionedTarget();
+    const sdkDefault = new VersionedTarget(true);
     const airbyte = new MemoryDestination('tombstones');
 
-    target.apply(split(await tap(['--config', config])).stdout);
+    const first = split(await tap(['--config', config])).stdout;
+    target.apply(first);
+    sdkDefault.apply(first);
     airbyte.applyAirbyte(await airbyteRead(config, new Map()));
 
     control.advanceClock(10 * DAY);
@@ -155,6 +171,10 @@ describe('a pause longer than the deletion retention', () => {
     const warnings = second.stderr.split('\n').filter((l) => / WARNING /.test(l) && l.includes("105 days old on the service's clock"));
     expect(warnings, second.stderr).toHaveLength(1);
     expect(warnings[0]).toContain('replication-method FULL_TABLE for contacts and conversations');
+    // ... and what it takes of the target: rows of INCREMENTAL syncs carry no version, which not every target drops.
+    expect(warnings[0]).toContain('if it also drops the rows loaded without a version (by INCREMENTAL syncs)');
+    expect(warnings[0]).toContain('empty its contacts and conversations tables before that sync');
+    sdkDefault.apply(second.stdout);
     for (const id of deleted) expect(target.table('contacts').has(id)).toBe(true); // the gap: nothing told the target
 
     // Following it: one FULL_TABLE sync of contacts and conversations; ACTIVATE_VERSION drops what the service no longer has.
@@ -173,5 +193,15 @@ describe('a pause longer than the deletion retention', () => {
     const truth = account.dump();
     expect(target.ids('contacts')).toEqual(idsOf(truth.contacts));
     expect(target.ids('conversations')).toEqual(idsOf(truth.conversations));
+
+    // A target that keeps unversioned rows keeps the deleted ones (loaded by INCREMENTAL syncs): hence the advice to empty
+    // its two tables first; emptied, the same sync leaves exactly the service's rows.
+    sdkDefault.apply(full.stdout);
+    for (const id of deleted) expect(sdkDefault.table('contacts').has(id)).toBe(true);
+    sdkDefault.tables.delete('contacts');
+    sdkDefault.tables.delete('conversations');
+    sdkDefault.apply(full.stdout);
+    expect(sdkDefault.ids('contacts')).toEqual(idsOf(truth.contacts));
+    expect(sdkDefault.ids('conversations')).toEqual(idsOf(truth.conversations));
   });
 });

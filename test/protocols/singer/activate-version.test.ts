@@ -6,6 +6,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { TAP_HELP } from '../../../src/cli/tap.js';
 import { ApiError } from '../../../src/client/api-error.js';
 import { parseConfig } from '../../../src/config/config.js';
 import { runSync } from '../../../src/engine/sync.js';
@@ -108,5 +109,12 @@ describe('ACTIVATE_VERSION', () => {
     const plans = planFromCatalog(catalog(['pipeline_stages'], { 'activate-version': 'no' }), false, (m) => warnings.push(m));
     expect(plans[0]?.activateVersion).toBe(true);
     expect(warnings).toEqual([expect.stringContaining('activate-version must be true or false')]);
+  });
+
+  it('--help names it among the messages on stdout, and says how to switch it off', () => {
+    // A user piping into a target that refuses unknown messages learns of it before the first FULL_TABLE sync.
+    const help = TAP_HELP.replace(/\s+/g, ' ');
+    expect(help).toContain('(SCHEMA, RECORD, STATE, and ACTIVATE_VERSION');
+    expect(help).toContain('activate-version: false');
   });
 });

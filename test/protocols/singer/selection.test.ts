@@ -164,6 +164,45 @@ describe('field selection', () => {
     expect(Object.keys(off?.schema.properties as object)).not.toContain('_sdc_deleted_at');
   });
 
+  it('leaves the account field of a catalog discovered with accounts out of the SCHEMA of a one-key sync, with a warning', () => {
+    const catalog = discoverCatalog(false, undefined, true);
+    const warnings: string[] = [];
+    const [plan] = planFromCatalog({ streams: catalog.streams.slice(0, 1) }, false, (m) => warnings.push(m), false);
+    // Declared and required, `account` would make every record (which has none) invalid for the targets that validate.
+    expect(Object.keys(plan?.schema.properties as object)).not.toContain('account');
+    expect(plan?.schema.required).toEqual(['id', 'updated_at']);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('Stream "contacts": the catalog was discovered with accounts');
+    expect(warnings[0]).toContain('Run --discover again');
+    // With accounts it is the key, declared first.
+    const [many] = planFromCatalog({ streams: catalog.streams.slice(0, 1) }, false, noWarn, true);
+    expect(Object.keys(many?.schema.properties as object)[0]).toBe('account');
+  });
+
+  it('warns that a key the catalog asks for (Meltano table-key-properties) is not the one records are keyed by', () => {
+    const catalog = select({ contacts: true, conversations: true });
+    topOf(catalog, 0)['table-key-properties'] = ['email'];
+    (catalog.streams[1] as CatalogEntry).key_properties = ['id', 'contact_id'];
+    const warnings: string[] = [];
+    const plans = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plans).toHaveLength(2);
+    expect(warnings).toEqual([
+      expect.stringContaining('Stream "contacts": the catalog asks for key ["email"], but the tap keys every record by its own, ["id"]'),
+      expect.stringContaining('Stream "conversations": the catalog asks for key ["id","contact_id"]'),
+    ]);
+    // The discovered key, or that of a catalog discovered with or without accounts, is no request.
+    expect(() => planFromCatalog(select({ contacts: true }), false, noWarn, true)).not.toThrow();
+    expect(() => planFromCatalog(discoverCatalog(false, undefined, true), false, noWarn, true)).not.toThrow();
+  });
+
+  it('keeps a field named account of a catalog discovered with one key (the service\'s own field)', () => {
+    const catalog = select({ contacts: true });
+    const entry = catalog.streams[0] as CatalogEntry;
+    (entry.schema.properties as Record<string, unknown>).account = { type: ['null', 'string'] };
+    const [plan] = planFromCatalog(catalog, false, noWarn, false);
+    expect((plan?.schema.properties as Record<string, unknown>).account).toEqual({ type: ['null', 'string'] });
+  });
+
   it('uses the schema of the catalog (Meltano schema overrides), cleaned of legacy selection keys', () => {
     const catalog = select({ stage_events: true });
     const entry = catalog.streams[2] as CatalogEntry;
