@@ -5,11 +5,12 @@
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
-import { AccountsRun, accountStates } from '../../src/engine/accounts.js';
+import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
+import type { Data } from '../../src/engine/sync-sink.js';
 import { thrown } from '../helpers/thrown.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 import { JSON_HEADERS, resetNock } from '../client/helpers.js';
@@ -117,6 +118,114 @@ describe('records of many accounts, against nock', () => {
       expect(typeof hashed?.service_account).toBe('string');
       expect(JSON.stringify(hashed)).not.toContain('ana.souza');
     });
+  });
+});
+
+describe('the STATE cadence of many accounts (a face without a sink per account)', () => {
+  beforeAll(() => nock.disableNetConnect());
+  afterEach(() => resetNock());
+  afterAll(() => nock.enableNetConnect());
+  const origin = 'http://127.0.0.1:9';
+  const contacts = findStream('contacts') as StreamDefinition;
+  // K accounts, each PAGES pages of SIZE contacts, read two at a time: their pages interleave.
+  const K = 3;
+  const PAGES = 4;
+  const SIZE = 5;
+  const names = Array.from({ length: K }, (_, i) => `acct-${i}`);
+
+  /** A sync of contacts of every account; `during` is told each records event with the run (to ask it things mid-run). */
+  async function sync(cadence?: { records: number; checkpoints: number }, during?: (run: AccountsRun, sink: RecordingSink) => void): Promise<RecordingSink> {
+    nock(origin).get('/v1/me').times(K).reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    nock(origin)
+      .get('/v1/contacts')
+      .query(true)
+      .times(K * PAGES)
+      .reply((req: Request) => {
+        const cursor = new URL(req.url).searchParams.get('cursor');
+        const page = cursor === null ? 0 : Number(cursor.slice(1));
+        const last = page === PAGES - 1;
+        const data = Array.from({ length: SIZE }, (_, i) => ({ id: `c${page}-${i}`, updated_at: W }));
+        return [200, { data, next_cursor: last ? null : `p${page + 1}`, has_more: !last, sync_watermark: W }, JSON_HEADERS];
+      });
+    const entries = names.map((name, i) => ({ name, api_key: `drk_live_cadence${i}0123456789` }));
+    const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 2 }, { addSecret: () => undefined }, {});
+    const accounts = new AccountsRun(config);
+    const sink = new (class extends RecordingSink {
+      override records(stream: StreamDefinition, batch: readonly Data[]): void {
+        super.records(stream, batch);
+        during?.(accounts, this);
+      }
+    })();
+    const result = await accounts.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, sink, undefined, {}, cadence);
+    expect(result.error).toBeUndefined();
+    return sink;
+  }
+
+  /** Each STATE covers every record of each account before its position: the pages before its resume cursor, or all of them. */
+  function expectCovering(sink: RecordingSink): void {
+    const seen = new Map<string, number>();
+    for (const e of sink.events) {
+      if (e.kind === 'records') for (const r of e.records) seen.set(String(r.account), (seen.get(String(r.account)) ?? 0) + 1);
+      if (e.kind !== 'state') continue;
+      for (const [name, own] of Object.entries(e.state.accounts ?? {})) {
+        const pages = own.resume === undefined ? PAGES : Number(own.resume.cursor.slice(1));
+        expect(seen.get(name) ?? 0, `${name} in ${JSON.stringify(e.state)}`).toBeGreaterThanOrEqual(pages * SIZE);
+      }
+    }
+  }
+
+  const lastOf = (sink: RecordingSink): string => sink.events.filter((e) => e.kind === 'state' || e.kind === 'records' || e.kind === 'complete').map((e) => e.kind).join(',');
+
+  it('by default, far fewer records than the cadence: one STATE, at the stream\'s end, after every record and before COMPLETE', async () => {
+    const sink = await sync();
+    const records = K * PAGES * SIZE;
+    expect(sink.recordsOf('contacts')).toHaveLength(records);
+    // Bounded by the stream's end and the cadence, not by the pages (K * PAGES checkpoints).
+    const bound = 1 + Math.floor(records / STATE_CADENCE.records) + Math.floor((K * PAGES) / STATE_CADENCE.checkpoints);
+    expect(sink.statesOf('contacts').length).toBeLessThanOrEqual(bound);
+    expect(lastOf(sink)).toMatch(/records,state,complete$/);
+    const final = sink.statesOf('contacts').at(-1);
+    expect(Object.keys(final?.accounts ?? {})).toEqual(names);
+    for (const name of names) expect(final?.accounts?.[name]).toMatchObject({ sync_watermark: W });
+    expectCovering(sink);
+  });
+
+  it('a STATE once the records since the last one reach the cadence, each covering what went before', async () => {
+    const sink = await sync({ records: 12, checkpoints: 1_000 });
+    const states = sink.statesOf('contacts');
+    // Pages of 5: a STATE at the checkpoint of every third page (15 records), and the stream's end.
+    expect(states.length).toBeLessThanOrEqual(1 + (K * PAGES * SIZE) / 12);
+    expect(states.length).toBeGreaterThan(1);
+    let since = 0;
+    for (const e of sink.events) {
+      if (e.kind === 'records') since += e.records.length;
+      if (e.kind === 'state') since = 0;
+      // No run of records beyond the cadence plus the pages in flight of the accounts read at once (two of 5).
+      expect(since).toBeLessThanOrEqual(12 + 2 * SIZE);
+    }
+    expectCovering(sink);
+  });
+
+  it('a STATE once the checkpoints since the last one reach the cadence', async () => {
+    const sink = await sync({ records: 1_000_000, checkpoints: 5 });
+    expect(sink.statesOf('contacts')).toHaveLength(Math.floor((K * PAGES) / 5) + 1);
+    expectCovering(sink);
+  });
+
+  it('unsentStates (the last words of a signal): the checkpoints not written yet, covering the records so far; then written no more', async () => {
+    const taken: { state: unknown; records: number }[] = [];
+    const sink = await sync(undefined, (run, s) => {
+      if (s.recordsOf('contacts').length !== 2 * PAGES * SIZE) return;
+      for (const [stream, state] of run.unsentStates()) taken.push({ state: { stream: stream.name, ...state }, records: s.recordsOf('contacts').length });
+      expect(run.unsentStates()).toEqual([]);
+    });
+    expect(taken).toHaveLength(1);
+    const state = taken[0]?.state as { accounts: Record<string, { resume?: { cursor: string } }> };
+    // Each account's position is one its records reached before (the page just written is not checkpointed yet).
+    const pages = Object.values(state.accounts).reduce((n, own) => n + (own.resume === undefined ? PAGES : Number(own.resume.cursor.slice(1))), 0);
+    expect(pages * SIZE).toBeLessThanOrEqual(2 * PAGES * SIZE);
+    expect(pages).toBeGreaterThan(0);
+    expectCovering(sink);
   });
 });
 

@@ -14,6 +14,7 @@ import type { LineWriter, StderrLogger } from '../../runtime/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import type { LogLevel } from '../../engine/sync-sink.js';
 import type { SessionRequest } from '../../engine/session.js';
+import type { AccountsRun } from '../../engine/accounts.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress, watchedOnTerminal } from '../../progress/progress.js';
 import * as msg from './protocol.js';
@@ -223,14 +224,17 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
 async function readAccounts(ctx: CommandContext, sink: AirbyteSink, config: Config, request: SessionRequest): Promise<number> {
   ctx.report?.plan(request.streams.map(({ stream }) => ({ name: stream.name })));
   let progress: Progress | undefined;
+  let running: AccountsRun | undefined;
   onStop(ctx.signal, (signal) => {
     progress?.stop();
-    const words = sink.interrupted(signal);
+    // The checkpoints the STATE cadence held back go out first: every record written is covered.
+    const words = sink.interrupted(signal, running?.unsentStates());
     void ctx.out.seal(words.lines);
     ctx.logger.log('ERROR', words.message);
   });
   const { AccountsRun } = await import('../../engine/accounts.js');
   const run = new AccountsRun(config, ctx.report, ctx.signal);
+  running = run;
   progress = new Progress({ logger: ctx.logger, requests: () => run.stats });
   progress.start();
   try {

@@ -52,9 +52,14 @@ export class AirbyteSink implements SyncSink {
   }
 
   state(stream: StreamDefinition, state: StreamState): Promise<void> {
+    return this.out.write(this.stateLine(stream, state));
+  }
+
+  /** A STATE line of the stream, counting the records since its previous one. */
+  private stateLine(stream: StreamDefinition, state: StreamState): string {
     const count = this.sinceState.get(stream.name) ?? 0;
     this.sinceState.set(stream.name, 0);
-    return this.out.write(msg.state(stream.name, state, count));
+    return msg.state(stream.name, state, count);
   }
 
   streamComplete(stream: StreamDefinition): Promise<void> {
@@ -100,18 +105,23 @@ export class AirbyteSink implements SyncSink {
   }
 
   /**
-   * The last lines of a sync stopped by a signal: INCOMPLETE for every stream
-   * still open, then one ERROR trace (transient: run again). Lines, not
-   * writes: the caller puts them after whatever is already queued.
+   * The last lines of a sync stopped by a signal: the `states` not written
+   * yet (with accounts, checkpoints held back by the STATE cadence:
+   * engine/accounts.ts), INCOMPLETE for every stream still open, then one
+   * ERROR trace (transient: run again). Lines, not writes: the caller puts
+   * them after whatever is already queued.
    */
-  interrupted(signal: string): { lines: string; message: string } {
+  interrupted(signal: string, states: readonly (readonly [StreamDefinition, StreamState])[] = []): { lines: string; message: string } {
     const open = [...this.open];
     this.open.clear();
     const message =
       `The sync was interrupted (${signal}) before it finished` +
       (open.length > 0 ? `; streams not finished: ${open.join(', ')}` : '') +
       '. Every STATE written before this message is safe to resume from: the next sync continues there.';
-    const lines = open.map((name) => msg.streamStatus(name, 'INCOMPLETE')).join('') + this.redact(msg.errorTrace(new ConnectorError('transient_error', message)));
+    const lines =
+      states.map(([stream, state]) => this.stateLine(stream, state)).join('') +
+      open.map((name) => msg.streamStatus(name, 'INCOMPLETE')).join('') +
+      this.redact(msg.errorTrace(new ConnectorError('transient_error', message)));
     return { lines, message };
   }
 }

@@ -206,7 +206,12 @@ async function syncWith(
   sink: SingerSink,
   config: Config,
   input: { readonly plans: readonly StreamPlan[]; readonly states: ReadonlyMap<string, StreamState> },
-  runner: { readonly stats: () => { requests: number; retries: number; rateLimitWaits: number }; readonly close: () => Promise<void> },
+  runner: {
+    readonly stats: () => { requests: number; retries: number; rateLimitWaits: number };
+    readonly close: () => Promise<void>;
+    /** With accounts: the checkpoints the STATE cadence held back (engine/accounts.ts), for the last words. */
+    readonly unsent?: () => readonly (readonly [StreamDefinition, StreamState])[];
+  },
   run: (request: SessionRequest, observer: CountObserver | undefined) => Promise<SyncEnd>,
 ): Promise<number> {
   const { plans, states } = input;
@@ -214,6 +219,7 @@ async function syncWith(
   const progress = new Progress({ logger: ctx.logger, requests: runner.stats });
   onStop(ctx.signal, (signal) => {
     progress.stop(); // the last words are printed under a cleared status line
+    for (const [stream, state] of runner.unsent?.() ?? []) sink.bookmark(stream, state);
     void ctx.out.seal(sink.interruptedState());
     ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
   });
@@ -271,7 +277,7 @@ async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: Stream
   const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
   const { AccountsRun } = await import('../../engine/accounts.js');
   const accounts = new AccountsRun(config, ctx.report, ctx.signal);
-  return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close() }, async (request, observer) => {
+  return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close(), unsent: () => accounts.unsentStates() }, async (request, observer) => {
     const result = await accounts.run(request, sink, observer);
     const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
     return {

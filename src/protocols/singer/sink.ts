@@ -154,7 +154,12 @@ export class SingerSink implements SyncSink {
     return this.writeState(this.currentlySyncing());
   }
 
-  async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
+  /** The stream's bookmark, for the next STATE (interruptedState's), without writing one. */
+  bookmark(stream: StreamDefinition, state: StreamState): void {
+    this.bookmarks.set(stream.name, state);
+  }
+
+    async streamComplete(stream: StreamDefinition, skipped?: boolean): Promise<void> {
     this.inProgress.delete(stream.name);
     if (this.accounts !== undefined && skipped !== true) await this.activateAccounts(stream);
     return this.writeState(this.currentlySyncing(), true);

@@ -20,7 +20,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
-import { SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { SOURCE_BIN, TAP_BIN, parseLines, protocolCheckAsync, runAndSignal, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
+import { STATE_CADENCE } from '../../../src/engine/accounts.js';
 import { MemoryDestination, type Row } from '../../helpers/destination.js';
 import { LIMITS_OUT_OF_REACH, requireBuild } from '../../helpers/emulator-runs.js';
 
@@ -334,6 +335,112 @@ describe('Airbyte read with accounts', () => {
     expect(errors[0]?.message).toMatch(/account "globex": The state belongs to account "Globex".*reads account "Initech"/);
     expect(recordsOf(run.stdout, 'globex')).toBe(0);
     expect(recordsOf(run.stdout, 'acme-br')).toBeGreaterThan(0);
+  });
+});
+
+describe('the STATEs of many accounts: by records and checkpoints, not by page', () => {
+  // 10 accounts of 500 contacts (some 27,000 records over the streams, pages of 40): more than the cadence's records in
+  // the larger streams, so STATEs come mid-run too.
+  let tenants: Tenant[];
+  let cfg: string;
+  let catalog: string;
+  let whole: CliResult;
+  beforeAll(async () => {
+    tenants = Array.from({ length: 10 }, (_, i) => tenant(`kill-${i}`, `Kill ${i}`, 500));
+    cfg = config(tenants);
+    catalog = await catalogFor(cfg);
+    whole = await read(cfg, catalog);
+    expect(whole.code, whole.stdout.slice(-1500)).toBe(0);
+  });
+
+  /** The STATE lines of each stream; the RECORD lines of each stream. */
+  const perStream = (stdout: string, type: 'STATE' | 'RECORD'): Map<string, number> => {
+    const out = new Map<string, number>();
+    for (const m of parseLines(stdout)) {
+      if (m.type !== type) continue;
+      const name = type === 'RECORD' ? (m.record as { stream: string }).stream : (m.state as { stream: { stream_descriptor: { name: string } } }).stream.stream_descriptor.name;
+      out.set(name, (out.get(name) ?? 0) + 1);
+    }
+    return out;
+  };
+
+  it('a whole sync: per stream at most its end, one before each deletions STATE, and one per cadence of records or checkpoints', async () => {
+    expect((await protocolCheckAsync('airbyte', whole.stdout)).n_errors).toBe(0);
+    const records = perStream(whole.stdout, 'RECORD');
+    const states = perStream(whole.stdout, 'STATE');
+    const deletions = states.get('deletions') ?? 0;
+    for (const [stream, n] of records) {
+      // Pages of 40 bound the checkpoints: a STATE per page would be n / 40 of them.
+      const bound = 1 + deletions + Math.floor(n / STATE_CADENCE.records) + Math.floor((n / 40 + tenants.length) / STATE_CADENCE.checkpoints);
+      expect(states.get(stream) ?? 0, `${stream}: ${n} records`).toBeLessThanOrEqual(bound);
+    }
+    expect(Math.max(...records.values())).toBeGreaterThan(STATE_CADENCE.records);
+    for (const t of tenants) {
+      const destination = new MemoryDestination();
+      destination.applyAirbyte(airbyteShare(whole.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+  });
+
+  it('killed (SIGKILL) mid-run: resumed from its last STATEs, every account is exact (records after them come again)', async () => {
+    // Killed at 85 % of the records: past the first STATE of stage_events by the cadence (its 10,000th record, some 78 %).
+    const total = parseLines(whole.stdout).filter((m) => m.type === 'RECORD').length;
+    const killed = await runAndSignal(SOURCE_BIN, ['read', '--config', cfg, '--catalog', catalog], { signal: 'SIGKILL', pattern: /"type":"RECORD"/, count: Math.floor(total * 0.85) });
+    expect(killed.signal).toBe('SIGKILL');
+    // Whole lines only: the kill may cut the last one.
+    const written = killed.stdout.slice(0, killed.stdout.lastIndexOf('\n') + 1);
+    const states = stateLines(written);
+    expect(states.length).toBeGreaterThan(0);
+    const resumed = await read(cfg, catalog, states);
+    expect(resumed.code, resumed.stdout.slice(-1500)).toBe(0);
+    expect((await protocolCheckAsync('airbyte', resumed.stdout)).n_errors).toBe(0);
+    for (const t of tenants) {
+      // A destination commits the records before each STATE and drops those after the last one.
+      const destination = new MemoryDestination();
+      destination.applyAirbyte(airbyteShare(written, t.entry));
+      destination.applyAirbyte(airbyteShare(resumed.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    // It went on from the STATEs: what it read again is bounded by the cadence, not the whole sync.
+    const again = parseLines(resumed.stdout).filter((m) => m.type === 'RECORD').length;
+    expect(again).toBeLessThan(total);
+  });
+
+  it('SIGTERM mid-run: the last words carry the checkpoints held back; resumed from them, every account is exact', async () => {
+    const total = parseLines(whole.stdout).filter((m) => m.type === 'RECORD').length;
+    const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', cfg, '--catalog', catalog], { signal: 'SIGTERM', pattern: /"type":"RECORD"/, count: Math.floor(total * 0.4) });
+    expect(stopped.code).toBe(143);
+    expect((await protocolCheckAsync('airbyte', stopped.stdout)).n_errors).toBe(0);
+    const lines = parseLines(stopped.stdout);
+    const lastRecord = lines.findLastIndex((m) => m.type === 'RECORD');
+    // After the last record: the STATEs of the last words, each holding positions past the start of some account.
+    const after = lines.slice(lastRecord + 1).filter((m) => m.type === 'STATE');
+    expect(after.length).toBeGreaterThan(0);
+    const resumed = await read(cfg, catalog, stateLines(stopped.stdout));
+    expect(resumed.code, resumed.stdout.slice(-1500)).toBe(0);
+    for (const t of tenants) {
+      const destination = new MemoryDestination();
+      destination.applyAirbyte(airbyteShare(stopped.stdout, t.entry));
+      destination.applyAirbyte(airbyteShare(resumed.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+    // The last words saved the progress: the resumed run reads what was left (and the pages in flight), not everything again.
+    const again = parseLines(resumed.stdout).filter((m) => m.type === 'RECORD').length;
+    expect(again).toBeLessThan(total * 0.7);
+  });
+
+  it('the tap: STATEs by the cadence too, every account exact', async () => {
+    const run = await tap(cfg);
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    expect((await protocolCheckAsync('singer', run.stdout)).n_errors).toBe(0);
+    const records = parseLines(run.stdout).filter((m) => m.type === 'RECORD').length;
+    // One STATE per stream's end and a few by the cadence, where a STATE per page would be records / 40.
+    expect(stateLines(run.stdout).length).toBeLessThanOrEqual(2 * 5 + Math.floor(records / STATE_CADENCE.records));
+    for (const t of tenants) {
+      const destination = new MemoryDestination();
+      destination.applySinger(singerShare(run.stdout, t.entry));
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
   });
 });
 
