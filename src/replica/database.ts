@@ -11,7 +11,7 @@
  */
 import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { ConfigError } from '../errors.js';
+import { ConfigError, ConnectorError } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 
@@ -37,6 +37,9 @@ const WRITER_CACHE_KIB = 8 * 1024;
 export const WRITER_AUTOCHECKPOINT_PAGES = 16_000;
 /** After a checkpoint, a WAL file larger than this is truncated back to it. */
 const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** SQLite's "database is locked": another connection holds a lock this one needs. */
+const SQLITE_BUSY = 5;
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -91,6 +94,14 @@ export function openForWrite(path: string): DatabaseSync {
   } catch (err) {
     db.close();
     removeCreated();
+    if ((err as { errcode?: unknown }).errcode === SQLITE_BUSY) {
+      // A reader (a dashboard, sqlite3) in the middle of a read of the file at rest: turning WAL on waits for it, BUSY_TIMEOUT_MS at most.
+      throw new ConnectorError(
+        'transient_error',
+        `"${path}" is busy: another process is reading it (a dashboard, sqlite3 in a transaction) and did not finish within ${BUSY_TIMEOUT_MS / 1000} s; nothing was changed. Run again later, once it is done (a reader keeps the file busy while it holds a transaction open).`,
+        { cause: err },
+      );
+    }
     throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
   }
   return db;

@@ -8,6 +8,7 @@
  * or one checkpoint per transaction through `write` and `commit` (tests and
  * small scripts).
  */
+import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
@@ -71,6 +72,16 @@ export function tableCheckpoint(spec: TableSpec, { records, ...checkpoint }: Sto
   return { ...checkpoint, rows: toRows(spec.layout, records), ...(spec.deletionLog ? { deletions: records } : {}) };
 }
 
+/** The device and inode of the file at `path`; undefined when there is none (or no file: an in-memory database). */
+function fileIdentity(path: string): string | undefined {
+  try {
+    const stat = statSync(path);
+    return `${stat.dev}:${stat.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
 function dbError(path: string, err: unknown): ConnectorError {
   const message = err instanceof Error ? err.message : String(err);
   return new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
@@ -83,6 +94,8 @@ export class ReplicaStore {
   /** What opening changed in tables written by an older version. */
   readonly migrations: readonly Migration[];
   private writer: TableWriter | undefined;
+  /** The device and inode of the file opened: what confirmFile compares the path with. */
+  private readonly identity: string | undefined;
   private locked = false;
   /** Another run took the lock over: nothing more may be committed. */
   private lockLost = false;
@@ -119,6 +132,7 @@ export class ReplicaStore {
     if (options.account !== undefined) refuseOtherAccount(path, options.account);
     if (options.treatments !== undefined) refuseOtherTreatments(path, options.treatments);
     this.db = openForWrite(path);
+    this.identity = fileIdentity(path);
     try {
       if (options.lock) {
         try {
@@ -260,6 +274,24 @@ export class ReplicaStore {
     if (holdsLock(this.db, this.lockSettings.host)) return true;
     this.loseLock();
     return false;
+  }
+
+  /**
+   * Throw when the file at the path is no longer the one this run opened
+   * (removed, or replaced by another file, during the run): SQLite goes on
+   * writing the open one, which no reader and no later run will see, and
+   * the run would end "up to date" with nothing at its path. Asked by the
+   * writer before each group's commit.
+   */
+  confirmFile(): void {
+    if (this.identity === undefined) return;
+    const now = fileIdentity(this.path);
+    if (now === this.identity) return;
+    throw new ConnectorError(
+      'transient_error',
+      `The replica database "${this.path}" was ${now === undefined ? 'removed' : 'replaced by another file'} during the run: what the run wrote since then went with the file it opened, and it writes nothing more. ` +
+        `Run replicate again: it continues from what the file at "${this.path}" holds${now === undefined ? ' (from the start: there is none)' : ''}.`,
+    );
   }
 
   /** Another run holds the lock now: stop renewing, and tell onLockLost once. */

@@ -191,10 +191,11 @@ export class ReplicaWriter {
     try {
       // Another run took the lock over between two groups: this group read before its commits, so it is dropped.
       held = this.store.confirmLock();
+      if (held) this.store.confirmFile();
       if (held) this.writer.commit();
     } catch (err) {
       this.writer.rollback();
-      this.lost ??= this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
+      this.lost ??= err instanceof ConnectorError ? err : this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
     if (!held) {

@@ -16,6 +16,31 @@ const contacts = findStream('contacts') as StreamDefinition;
 const newDb = withTempDatabases('replica-store-');
 
 describe('ReplicaStore', () => {
+  it('a reader holding a read transaction on the file at rest when a run starts: transient (75) naming it, the file unchanged; then it opens', () => {
+    const path = newDb();
+    new ReplicaStore(path).close();
+    // A dashboard's connection in the middle of a read: the file at rest is in rollback-journal mode, so turning WAL on needs it gone.
+    const reader = new DatabaseSync(path, { readOnly: true });
+    try {
+      reader.exec('BEGIN');
+      reader.prepare('SELECT count(*) FROM _replica_state').get();
+      let thrown: unknown;
+      try {
+        new ReplicaStore(path).close();
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toMatchObject({ failureType: 'transient_error', message: expect.stringMatching(/another process is reading it.*run again/i) });
+      reader.exec('COMMIT');
+    } finally {
+      reader.close();
+    }
+    const after = new DatabaseSync(path, { readOnly: true });
+    expect(after.prepare('PRAGMA journal_mode').get()?.journal_mode).toBe('delete');
+    after.close();
+    new ReplicaStore(path).close();
+  });
+
   it('uses WAL and keeps the state row in the same transaction as the rows', () => {
     const path = newDb();
     const store = new ReplicaStore(path);

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { queryOne } from '../helpers/sqlite.js';
 import { withTempDatabases } from '../helpers/suite.js';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { TableWriter } from '../../src/replica/table-writer.js';
@@ -86,6 +86,28 @@ describe('TableWriter', () => {
 });
 
 describe('ReplicaWriter', () => {
+  it('the file removed or replaced during a run: the next commit fails the run as transient (75), not a silent success on a file no one sees', async () => {
+    for (const swap of ['removed', 'replaced'] as const) {
+      const path = newDb();
+      const { store, checkpoint } = replica(path);
+      const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 3_600_000, shortGroupMs: 3_600_000 });
+      writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+      writer.flush();
+      for (const side of ['', '-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
+      if (swap === 'replaced') writeFileSync(path, '');
+      writer.write(checkpoint('contacts', [contact('c2', 2)], 2));
+      let thrown: unknown;
+      try {
+        writer.flush();
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toMatchObject({ failureType: 'transient_error', message: expect.stringContaining(`was ${swap === 'removed' ? 'removed' : 'replaced by another file'} during the run`) });
+      await writer.close().catch(() => undefined);
+      store.close();
+    }
+  });
+
   const walThread = new URL(`file://${join(ROOT, 'dist', 'replica', 'wal-thread.js')}`);
   beforeAll(() => requireBuild());
 

@@ -20,7 +20,7 @@
  * them under the process's umask: 0644 and 0755, world-readable, under the
  * usual 022. A file that exists keeps its mode.
  */
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { ConfigError, ConnectorError } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
@@ -134,6 +134,36 @@ export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorEr
   return new ConfigError(`Cannot open the DuckDB file "${target.path}" as a store: ${message}`, { field: '--db', cause: err });
 }
 
+/** The first bytes of every SQLite database file. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * A SQLite database (a replica written with `--db FILE`, renamed or named
+ * `.duckdb`): DuckDB would try to read it through its sqlite extension,
+ * which the connector never downloads, and say that the extension is
+ * missing. Refused here, untouched, saying what the file is.
+ */
+function refuseSqliteFile(target: DuckdbTarget): void {
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  let read = 0;
+  try {
+    const fd = openSync(target.path, 'r');
+    try {
+      read = readSync(fd, head, 0, head.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return; // not readable: opening it says why
+  }
+  if (read === head.length && head.equals(SQLITE_HEADER)) {
+    throw new ConfigError(
+      `"${target.path}" is a SQLite database, not a DuckDB file; nothing in it was changed. To replicate into it as SQLite, give --db a path that does not end in .duckdb (without duckdb:); for DuckDB, name a new file.`,
+      { field: '--db' },
+    );
+  }
+}
+
 /**
  * Open the target's file for writing (created when missing) and a connection
  * to it. The file is attached to an instance of its own, and made the
@@ -144,6 +174,7 @@ export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorEr
 export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { duckdb: DuckdbModule }> {
   const duckdb = await loadDuckdbDriver();
   const isNew = !existsSync(target.path);
+  if (!isNew) refuseSqliteFile(target);
   const temp = `${target.path}.tmp`;
   const madeTemp = makePrivateFolder(temp) ? temp : undefined;
   const dropTemp = (): void => {

@@ -122,6 +122,19 @@ export interface ConnectOptions {
 /** Every value as the server's text: numerics keep their digits, timestamps their microseconds. */
 const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as ClientConfig['types'];
 
+/**
+ * Limits a DBA sets on the database or the role for interactive sessions (a
+ * dashboard's runaway query, a forgotten open transaction) would end a run's
+ * session: a group's commit may take longer than `statement_timeout`, and a
+ * run waits for the service inside and between its transactions. Each would
+ * end every run the same way, for ever; the run turns them off for its own
+ * session, as pg_dump does. The first two exist on every server the
+ * connector supports and are set as the session starts (before any
+ * statement they would cut); the others only where the server knows them.
+ */
+const SESSION_OPTIONS = '-c statement_timeout=0 -c idle_in_transaction_session_timeout=0';
+const LATER_LIMITS = ['idle_session_timeout', 'transaction_timeout'];
+
 /** An open connection to the target's database; faults as postgresError says (transient or config). */
 export async function connectPostgres(target: PostgresTarget, options: ConnectOptions = {}): Promise<Client> {
   const { pg } = await loadPgDriver();
@@ -139,17 +152,25 @@ export async function connectPostgres(target: PostgresTarget, options: ConnectOp
       connectionTimeoutMillis: c.connectTimeoutMs,
       keepAlive: true,
       application_name: options.applicationName ?? applicationName(),
+      options: SESSION_OPTIONS,
       types: RAW_TEXT,
     });
     // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.
     client.on('error', () => {});
     try {
       await client.connect();
-      return client;
     } catch (err) {
       last = err;
       await client.end().catch(() => {});
       if (!fallsBack(err, c.sslmode)) break;
+      continue;
+    }
+    try {
+      await client.query("SELECT set_config(name, '0', false) FROM pg_settings WHERE name = ANY($1)", [LATER_LIMITS]);
+      return client;
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw postgresError(err, target, 'connecting to');
     }
   }
   throw postgresError(last, target, 'connecting to');

@@ -9,7 +9,9 @@
  *   the next run resumes from the last commit.
  * - config_error (78, the user must change something): the login refused
  *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry), the
- *   database missing (3D000), a privilege missing (42501), the TLS settings
+ *   database missing (3D000), a privilege missing (42501: the message names
+ *   the grant that gives it), a server or role that accepts no writes
+ *   (25006: a standby, default_transaction_read_only), the TLS settings
  *   (sslmode, the CA) refused by either side. The message says which role,
  *   database and host.
  * - anything else: a system_error.
@@ -17,6 +19,7 @@
  * and is redacted of the password besides, whatever the driver wrote.
  */
 import { ConnectorError, redact, type FailureType } from '../../errors.js';
+import { quoteIdent } from '../columns.js';
 import type { PostgresTarget } from '../target.js';
 
 const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
@@ -24,6 +27,7 @@ const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
   '57P02': 'the server crashed and is restarting',
   '57P03': 'the server is starting up or shutting down and accepts no connections now',
   '57P05': 'the session was idle too long and the server ended it',
+  '25P03': 'the session was idle in a transaction too long and the server ended it',
   '53300': 'the server has too many connections',
   '53200': 'the server is out of memory',
   '40001': 'a serialization failure (another transaction changed the same rows)',
@@ -66,6 +70,26 @@ function describeError(err: unknown): { code: string | undefined; message: strin
   return { code: undefined, message: String(err) };
 }
 
+/** What to grant, after the object the server named ("permission denied for database|schema|table X"). */
+function privilegeAdvice(message: string, target: PostgresTarget): string {
+  const role = quoteIdent(target.connection.user);
+  const schema = quoteIdent(target.schema);
+  const object = /permission denied for (database|schema|table|relation|sequence) "?([^"]+?)"?$|must be owner of (table|relation) "?([^"]+?)"?$/.exec(message.trim());
+  const kind = object?.[1] ?? object?.[3];
+  if (kind === 'database') {
+    return `It may not create the schema ${schema}: grant it that (GRANT CREATE ON DATABASE ${quoteIdent(target.connection.database)} TO ${role}), or create the schema for it (CREATE SCHEMA ${schema} AUTHORIZATION ${role}).`;
+  }
+  if (kind === 'schema') {
+    const name = quoteIdent(object?.[2] ?? target.schema);
+    return `The schema ${name} belongs to another role: make ${role} its owner (ALTER SCHEMA ${name} OWNER TO ${role}; for an empty schema, GRANT USAGE, CREATE ON SCHEMA ${name} TO ${role} is enough), or replicate as its owner.`;
+  }
+  if (kind !== undefined) {
+    const table = object?.[2] ?? object?.[4] ?? '';
+    return `The table "${table}" in the schema ${schema} was made by another role; a run changes its tables (new columns), so it must own them: make ${role} their owner (ALTER TABLE ${schema}.${quoteIdent(table)} OWNER TO ${role}, for each table), or replicate as the role that made them.`;
+  }
+  return `Grant it CREATE on the database (for the schema ${schema}) or ownership of that schema and its tables.`;
+}
+
 /** What `err` means, in a ConnectorError whose message shows `target` redacted; `doing`: what the connector was doing ("connecting to", "writing to"). */
 export function postgresError(err: unknown, target: PostgresTarget, doing: string): ConnectorError {
   if (err instanceof ConnectorError) return err;
@@ -86,7 +110,10 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
     text = `The database "${c.database}" does not exist on ${c.host}:${c.port}${said}. Create it (CREATE DATABASE) or name another one in ${where}.`;
   } else if (code === '42501') {
     failure = 'config_error';
-    text = `Role "${c.user}" lacks a privilege needed while ${doing} ${where}${said}. Grant it CREATE on the database (for the schema "${target.schema}") or ownership of that schema.`;
+    text = `Role "${c.user}" lacks a privilege needed while ${doing} ${where}${said}. ${privilegeAdvice(message, target)}`;
+  } else if (code === '25006') {
+    failure = 'config_error';
+    text = `The server of ${where} accepts no writes${said}: it is a standby (in recovery), or default_transaction_read_only is on for role "${c.user}" or database "${c.database}". Point --db at the primary server, or turn it off (ALTER ROLE ${quoteIdent(c.user)} SET default_transaction_read_only = off).`;
   } else if (code !== undefined && TLS_CODES.has(code)) {
     failure = 'config_error';
     text = `The server's TLS certificate was refused under sslmode=${c.sslmode} while ${doing} ${where} (${code}: ${message}). Give the CA that signed it (sslrootcert=FILE or PGSSLROOTCERT), or a weaker sslmode.`;

@@ -6,7 +6,9 @@
  * (`dist/`: `npm test` builds it first).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawNumber } from '../../../src/exact-json.js';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
@@ -349,6 +351,21 @@ function killed(child: ChildProcess): Promise<void> {
     child.kill('SIGKILL');
   });
 }
+
+describe('a file that is not DuckDB', () => {
+  it('a SQLite database named as DuckDB is a config_error saying so (not a missing extension), the file unchanged', async () => {
+    const path = join(dir, 'sqlite.duckdb');
+    const db = new DatabaseSync(path);
+    db.exec('CREATE TABLE contacts (id TEXT PRIMARY KEY)');
+    db.close();
+    const before = readFileSync(path);
+    const err = await connectorFailure(() => DuckdbStore.open(target('sqlite')));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/is a SQLite database, not a DuckDB file/);
+    expect(err.message).not.toMatch(/extension/i);
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+});
 
 describe('one writer per file', () => {
   it("a second process is refused at once (75) naming the first's pid; once that process is gone (killed), the file opens", async () => {

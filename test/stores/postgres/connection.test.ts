@@ -5,6 +5,7 @@
  * password; an unreachable server, a session ended by the server, and a
  * server stopped are transient (75).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPostgres } from '../../../src/stores/postgres/connection.js';
@@ -131,6 +132,104 @@ describe('connectPostgres', () => {
     } finally {
       await admin.end();
       await client.end().catch(() => {});
+    }
+  });
+
+  it("the server's or the role's limits for interactive sessions do not cut a run's session (statement, idle-in-transaction, idle)", async () => {
+    // A dashboard's limits set on the database (or role) the run writes: a run's commit may take longer than them, and a run
+    // waits (for the service) inside and between its transactions. Each would end every run the same way, for ever.
+    const limited = await freshDatabase('limits');
+    const admin = await adminClient(limited.url);
+    try {
+      await admin.query(`ALTER DATABASE "${limited.name}" SET statement_timeout = '1ms'`);
+      await admin.query(`ALTER DATABASE "${limited.name}" SET idle_in_transaction_session_timeout = '50ms'`);
+      await admin.query(`ALTER DATABASE "${limited.name}" SET idle_session_timeout = '300ms'`);
+      const client = await connectPostgres(target(limited.url));
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT pg_sleep(0.05)');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await client.query('COMMIT');
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        const { rows } = await client.query("SELECT current_setting('statement_timeout') AS s, current_setting('idle_in_transaction_session_timeout') AS t, current_setting('idle_session_timeout') AS i");
+        expect(rows[0]).toEqual({ s: '0', t: '0', i: '0' });
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await admin.end();
+      await limited.drop();
+    }
+  });
+
+  it('a read-only database (a standby, default_transaction_read_only) is a config_error saying so and what to do', async () => {
+    const readOnly = await freshDatabase('ro');
+    const admin = await adminClient(readOnly.url);
+    try {
+      await admin.query(`ALTER DATABASE "${readOnly.name}" SET default_transaction_read_only = on`);
+      const t = target(readOnly.url);
+      const client = await connectPostgres(t);
+      try {
+        const raw = await client.query('CREATE SCHEMA x').then(() => undefined, (e: unknown) => e);
+        const err = postgresError(raw, t, 'opening');
+        expect(err.failureType).toBe('config_error');
+        expect(err.message).toMatch(/accepts no writes/);
+        expect(err.message).toMatch(/primary/);
+        expect(err.message).toMatch(/default_transaction_read_only/);
+        expect(err.message).not.toContain(new URL(readOnly.url).password);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await admin.end();
+      await readOnly.drop();
+    }
+  });
+
+  it('a session ended for idling in a transaction (25P03) is transient', () => {
+    const raw = Object.assign(new Error('terminating connection due to idle-in-transaction timeout'), { code: '25P03' });
+    expect(postgresError(raw, target(db.url), 'writing to').failureType).toBe('transient_error');
+  });
+
+  it('a missing privilege names the object and the grant that gives it', async () => {
+    const role = `weak_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const admin = await adminClient(db.url);
+    const as = (): PostgresTarget => {
+      const u = new URL(db.url);
+      u.username = role;
+      u.password = password;
+      return target(u.toString());
+    };
+    const fails = async (sql: string) => {
+      const t = as();
+      const client = await connectPostgres(t);
+      try {
+        const raw = await client.query(sql).then(() => undefined, (e: unknown) => e);
+        const err = postgresError(raw, t, 'opening');
+        expect(err.failureType).toBe('config_error');
+        expect(err.message).not.toContain(password);
+        return err.message;
+      } finally {
+        await client.end();
+      }
+    };
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+      await admin.query('CREATE SCHEMA theirs');
+      await admin.query('CREATE TABLE theirs.t (id text)');
+      // No CREATE on the database: the schema cannot be made.
+      expect(await fails('CREATE SCHEMA mine')).toMatch(new RegExp(`GRANT CREATE ON DATABASE "${db.name}" TO "${role}"|CREATE SCHEMA .* AUTHORIZATION "${role}"`));
+      // No USAGE on a schema of another role.
+      expect(await fails('SELECT * FROM theirs.t')).toMatch(new RegExp(`ALTER SCHEMA "theirs" OWNER TO "${role}"|GRANT USAGE, CREATE ON SCHEMA "theirs" TO "${role}"`));
+      // A table another role made.
+      await admin.query(`GRANT USAGE, CREATE ON SCHEMA theirs TO ${role}`);
+      expect(await fails('ALTER TABLE theirs.t ADD COLUMN x text')).toMatch(new RegExp(`table "t".*OWNER TO "${role}"`));
+    } finally {
+      await admin.query('DROP SCHEMA IF EXISTS theirs CASCADE');
+      await admin.query(`REVOKE ALL ON DATABASE "${db.name}" FROM ${role}`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
     }
   });
 
