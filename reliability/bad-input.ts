@@ -42,7 +42,7 @@ export const BAD_INPUT_CASES: readonly BadInputCase[] = [
   // --- config: missing or mistyped keys ---
   { name: 'api_key a number', kind: 'config', config: { api_key: 12345 }, message: /api_key must be a string/ },
   { name: 'api_key without _live_', kind: 'config', config: { api_key: 'sk_test_$SECRET' }, message: /api_key must look like <prefix>_live_<secret>/ },
-  { name: 'api_key empty', kind: 'config', config: { api_key: '' }, message: /api_key must look like <prefix>_live_<secret>/ },
+  { name: 'api_key empty (a cleared form field: not set)', kind: 'config', config: { api_key: '' }, message: /api_key is required/ },
   { name: 'base_url missing', kind: 'config', config: { base_url: undefined }, message: /base_url is required/ },
   { name: 'base_url a number', kind: 'config', config: { base_url: 443 }, message: /base_url must be a string/ },
   { name: 'api_key and base_url swapped', kind: 'config', config: { api_key: 'https://api.example.com', base_url: '$KEY' }, message: /base_url holds what looks like an API key.*swapped/ },
