@@ -121,6 +121,12 @@ function environmentOf(path: string): Record<string, string> {
   return out;
 }
 
+/** The variables of a unit's `Environment=` line (space-separated KEY=VALUE, no quotes in these units). */
+function environmentLine(unit: Map<string, string>): Record<string, string> {
+  const pairs = (unit.get('Environment') ?? '').split(/\s+/).filter((kv) => kv.includes('='));
+  return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
 /** PATH as cron gives it to its commands, and systemd (user manager) to its services: neither has the user's Node nor the connector. */
 const CRON_PATH = '/usr/bin:/bin';
 const SYSTEMD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -142,8 +148,8 @@ describe('docs/orchestrators.md: cron', () => {
     const fields = (lines[0] as string).split(/\s+/);
     expect(fields.slice(0, 5)).toEqual(['*/15', '*', '*', '*', '*']);
     const command = fields.slice(5).join(' ');
-    // The Node the installing shell found (Node 24), by its absolute path.
-    expect(command).toContain(`"${join(NODE_DIR, 'node')}" "`);
+    // The folder of the Node the installing shell found (Node 24) first on PATH, the connector run as the program.
+    expect(command).toContain(`PATH="${NODE_DIR}:$PATH" "`);
     configIn(join(home, 'data-read'));
 
     // As cron runs it: PATH=/usr/bin:/bin, where this machine's node (if any) is not the user's.
@@ -178,7 +184,7 @@ describe.skipIf(oldSystemNode === undefined)('docs/orchestrators.md: cron, insta
     const installed = await runShell(docRecipe(PAGE, 'cron'), { cwd: home, env: { ...process.env, HOME: home, PATH: shellPath } });
     expect(installed.code, installed.stderr).toBe(0);
     const line = readFileSync(join(home, '.crontab'), 'utf8').trim();
-    expect(line).toContain(`"${oldSystemNode}" "`);
+    expect(line).toContain(`PATH="${dirname(oldSystemNode as string)}:$PATH" "`);
     configIn(join(home, 'data-read'));
     const ran = await run(['sh', '-c', line.split(/\s+/).slice(5).join(' ')], { cwd: home, env: schedulerEnv(home, CRON_PATH) });
     expect(ran.code).toBe(78);
@@ -211,11 +217,50 @@ describe('docs/orchestrators.md: systemd timer', () => {
     const cwd = (service.get('WorkingDirectory') as string).replace('%h', home);
     configIn(cwd);
     const execStart = (service.get('ExecStart') as string).split(/\s+/);
-    expect(execStart[0]).toBe(join(NODE_DIR, 'node'));
-    const ran = await run(execStart, { cwd, env: schedulerEnv(home, SYSTEMD_PATH) });
+    expect(execStart[0]).toMatch(/\/source-data-read$/);
+    expect(service.get('Environment')).toBe(`PATH=${NODE_DIR}:/usr/local/bin:/usr/bin:/bin`);
+    const ran = await run(execStart, { cwd, env: { ...schedulerEnv(home, SYSTEMD_PATH), ...environmentLine(service) } });
     expect(ran.stderr).toContain('Replica up to date');
     expect(ran.code).toBe(0);
     expect(summaryOf(join(cwd, 'last-run.json'))).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+/**
+ * A folder whose `node` notes its arguments and MALLOC_ARENA_MAX in `log`, then runs this Node: a job made from it
+ * shows how it starts Node. The executables' first lines give Node its memory flags only when they are the program
+ * run (`node bin/source-data-read` runs without them: memory grows over a long run).
+ */
+function recordingNode(log: string): string {
+  const dir = tempDir('orchestrators-node-');
+  writeFileSync(join(dir, 'node'), `#!/bin/sh\necho "$* MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX" >> '${log}'\nexec '${process.execPath}' "$@"\n`);
+  chmodSync(join(dir, 'node'), 0o755);
+  return dir;
+}
+const MEMORY_FLAGS = /^--max-semi-space-size=2 --heap-growing-percent=10 \S*source-data-read replicate .* MALLOC_ARENA_MAX=2$/;
+
+describe('docs/orchestrators.md: the jobs start Node with the memory flags of a long run', () => {
+  it('cron and systemd: the Node the installing shell found, started by the connector\'s first lines (flags, MALLOC_ARENA_MAX=2)', async () => {
+    for (const recipe of ['cron', 'systemd']) {
+      const home = tempDir(`orchestrators-flags-${recipe}-`);
+      const log = join(home, 'node.log');
+      const stand = { crontab: '#!/bin/sh\nif [ "$1" = -l ]; then cat "$HOME/.crontab" 2>/dev/null || exit 1; elif [ "$1" = - ]; then cat > "$HOME/.crontab"; else exit 2; fi\n', systemctl: '#!/bin/sh\n' };
+      const [bin = ''] = pathWith(stand).split(':');
+      const installed = await runShell(docRecipe(PAGE, recipe), { cwd: home, env: { ...process.env, HOME: home, PATH: `${bin}:${recordingNode(log)}:${CRON_PATH}` } });
+      expect(installed.code, installed.stderr).toBe(0);
+      const cwd = join(home, 'data-read');
+      configIn(cwd);
+      if (recipe === 'cron') {
+        const line = readFileSync(join(home, '.crontab'), 'utf8').trim();
+        const ran = await run(['sh', '-c', line.split(/\s+/).slice(5).join(' ')], { cwd: home, env: schedulerEnv(home, CRON_PATH) });
+        expect(ran.code, readFileSync(join(cwd, 'replicate.log'), 'utf8')).toBe(0);
+      } else {
+        const service = systemdUnit(join(home, '.config', 'systemd', 'user', 'data-read-replicate.service'));
+        const ran = await run((service.get('ExecStart') as string).split(/\s+/), { cwd, env: { ...schedulerEnv(home, SYSTEMD_PATH), ...environmentLine(service) } });
+        expect(ran.code, ran.stderr).toBe(0);
+      }
+      expect(readFileSync(log, 'utf8').trim(), recipe).toMatch(MEMORY_FLAGS);
+    }
   });
 });
 
@@ -268,7 +313,7 @@ describe('docs/orchestrators.md: into PostgreSQL', () => {
     // As systemd runs it: no shell, its PATH, the EnvironmentFile's variables added.
     const execStart = (service.get('ExecStart') as string).split(/\s+/);
     expect(execStart.join(' ')).not.toContain(ours.PGPASSWORD);
-    const env = { ...schedulerEnv(home, SYSTEMD_PATH), ...environmentOf(environmentFile) };
+    const env = { ...schedulerEnv(home, SYSTEMD_PATH), ...environmentLine(service), ...environmentOf(environmentFile) };
     const ran = await run(execStart, { cwd, env });
     expect(ran.stderr).toContain('Replica up to date');
     expect(ran.code, ran.stderr).toBe(0);
@@ -441,15 +486,17 @@ describe('docs/orchestrators.md: Dagster', () => {
     // Absolute paths the user sets (Dagster does not see their shell's PATH), and the command made of them.
     expect(constants.NODE).toMatch(/^\/.*\/node$/);
     expect(constants.SOURCE_DATA_READ).toMatch(/^\/.*\/source-data-read$/);
-    expect(block('dagster-assets', 'python')).toContain('command = [NODE, SOURCE_DATA_READ, *ARGS]');
+    // The connector run as the program, NODE's folder first on PATH: its first lines start that Node with the memory flags.
+    expect(block('dagster-assets', 'python')).toContain('command=[SOURCE_DATA_READ, *ARGS]');
+    expect(block('dagster-assets', 'python')).toContain('"PATH": os.path.dirname(NODE) + os.pathsep');
     expect(ARGS[0]).toBe('replicate');
     const workdir = tempDir('orchestrators-dagster-');
     configIn(workdir);
     const keys = STREAMS.map((s) => `${ASSET_PREFIX}/${s}`);
     const messages = join(workdir, 'messages');
     // Set as the page says (this machine's Node 24 and the connector), run under a PATH that has neither.
-    const command = [process.execPath, SOURCE_BIN, ...ARGS];
-    const env = { ...schedulerEnv(workdir, CRON_PATH), ...pipesEnv(workdir, keys, { path: messages }) };
+    const command = [SOURCE_BIN, ...ARGS];
+    const env = { ...schedulerEnv(workdir, `${NODE_DIR}:${CRON_PATH}`), ...pipesEnv(workdir, keys, { path: messages }) };
     const ran = await run(command, { cwd: workdir, env });
     expect(ran.code, ran.stderr).toBe(0);
     const read = readPipes(readFileSync(messages, 'utf8'));

@@ -33,6 +33,15 @@ describe('one version', () => {
     expect(changelog).toMatch(new RegExp(`^\\[${VERSION.replace(/\./g, '\\.')}\\]: \\S+$`, 'm'));
   });
 
+  it("CHANGELOG.md: the released versions' sections are as they were released", () => {
+    // test/fixtures/changelog-released.txt holds them as tagged: CHANGELOG.md of v0.2.0 (commit ddd061c) from
+    // `## [0.2.0]` to the link lines. A change made after a release goes under Unreleased, never into a released
+    // section; a release adds its own section to the fixture.
+    const changelog = read('CHANGELOG.md');
+    const released = changelog.slice(changelog.search(/^## \[\d/m), changelog.search(/^\[Unreleased\]: /m));
+    expect(released).toBe(read('test/fixtures/changelog-released.txt'));
+  });
+
   it('every image tag, tarball and summary the docs show is this version', () => {
     const files = ['README.md', 'Dockerfile', 'meltano.yml', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
     const found: string[] = [];
