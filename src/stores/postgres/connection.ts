@@ -128,12 +128,13 @@ const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as
  * session: a group's commit may take longer than `statement_timeout`, and a
  * run waits for the service inside and between its transactions. Each would
  * end every run the same way, for ever; the run turns them off for its own
- * session, as pg_dump does. The first two exist on every server the
- * connector supports and are set as the session starts (before any
- * statement they would cut); the others only where the server knows them.
+ * session, as pg_dump does, once connected: `statement_timeout` first, by
+ * the quickest statement there is (a SET takes microseconds, under any
+ * limit a DBA would set), then the others where the server knows them. Not
+ * as the startup packet's `options`, which connection poolers such as
+ * PgBouncer refuse unless told to ignore them.
  */
-const SESSION_OPTIONS = '-c statement_timeout=0 -c idle_in_transaction_session_timeout=0';
-const LATER_LIMITS = ['idle_session_timeout', 'transaction_timeout'];
+const SESSION_LIMITS = ['idle_in_transaction_session_timeout', 'idle_session_timeout', 'transaction_timeout'];
 
 /** An open connection to the target's database; faults as postgresError says (transient or config). */
 export async function connectPostgres(target: PostgresTarget, options: ConnectOptions = {}): Promise<Client> {
@@ -152,7 +153,6 @@ export async function connectPostgres(target: PostgresTarget, options: ConnectOp
       connectionTimeoutMillis: c.connectTimeoutMs,
       keepAlive: true,
       application_name: options.applicationName ?? applicationName(),
-      options: SESSION_OPTIONS,
       types: RAW_TEXT,
     });
     // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.
@@ -166,7 +166,8 @@ export async function connectPostgres(target: PostgresTarget, options: ConnectOp
       continue;
     }
     try {
-      await client.query("SELECT set_config(name, '0', false) FROM pg_settings WHERE name = ANY($1)", [LATER_LIMITS]);
+      await client.query('SET statement_timeout = 0');
+      await client.query("SELECT set_config(name, '0', false) FROM pg_settings WHERE name = ANY($1)", [SESSION_LIMITS]);
       return client;
     } catch (err) {
       await client.end().catch(() => {});

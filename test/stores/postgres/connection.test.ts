@@ -141,7 +141,7 @@ describe('connectPostgres', () => {
     const limited = await freshDatabase('limits');
     const admin = await adminClient(limited.url);
     try {
-      await admin.query(`ALTER DATABASE "${limited.name}" SET statement_timeout = '1ms'`);
+      await admin.query(`ALTER DATABASE "${limited.name}" SET statement_timeout = '20ms'`);
       await admin.query(`ALTER DATABASE "${limited.name}" SET idle_in_transaction_session_timeout = '50ms'`);
       await admin.query(`ALTER DATABASE "${limited.name}" SET idle_session_timeout = '300ms'`);
       const client = await connectPostgres(target(limited.url));
