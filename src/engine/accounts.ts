@@ -164,6 +164,17 @@ function accountMessage(errors: readonly ConnectorError[], failures: readonly Ac
   return parts.join('; ');
 }
 
+/**
+ * An error kept past its account's end has its stack made text now: until
+ * it is read, V8 keeps the frames' functions and receivers alive, and those
+ * are the account's client and session (its pacer, its connection pool and
+ * their parsers, some 250 KB). A run of many accounts that all fail (a
+ * service gone, keys revoked) would hold every one of them to its end.
+ */
+function settleStack(error: Error): void {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) void e.stack;
+}
+
 const MESSAGE_MAX = 300;
 const shorten = (text: string): string => (text.length <= MESSAGE_MAX ? text : `${text.slice(0, MESSAGE_MAX - 1)}…`);
 
@@ -380,6 +391,7 @@ export class AccountsRun {
         return ended(stream, how);
       };
       const fail = (stream: StreamDefinition | undefined, error: ConnectorError): void => {
+        settleStack(error);
         track.errors.push(error);
         this.#failures.push({ account: entry.name, stream, error });
       };

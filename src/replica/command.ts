@@ -304,7 +304,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   }
   report?.setRedact((text) => logger.redact(text));
   if (config.accounts !== undefined) {
-    return replicateAccounts(ctx, config, target, started);
+    return replicateAccounts(ctx, config, target, started, stopEarly);
   }
   const opened = await openRun(logger, config, target, ctx);
   if ('code' in opened) return opened.code;
@@ -455,9 +455,10 @@ function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
  * failing does not stop the others; the run ends with the most actionable
  * status and one error naming each failed account. The store is the SQLite
  * file, or a PostgreSQL or DuckDB store (the same Store interface); only
- * where each keeps an entry's account differs.
+ * where each keeps an entry's account differs. `stopEarly` removes the words
+ * of a stop before the replica is open (replicate's), once it is.
  */
-async function replicateAccounts(ctx: ReplicateContext, config: Config, target: StoreTarget, started: number): Promise<number> {
+async function replicateAccounts(ctx: ReplicateContext, config: Config, target: StoreTarget, started: number, stopEarly: () => void): Promise<number> {
   const { logger, report, signal, lock = {} } = ctx;
   const where = target.display;
   const refuse = (err: unknown): number => {
@@ -480,6 +481,8 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
   } catch (err) {
     return refuse(err);
   }
+  // The replica is open: a stop from now on says what it kept (below), no longer that nothing was written.
+  stopEarly();
   const { file, other } = opened;
   const writer = file === undefined ? undefined : new ReplicaWriter(file, { signal });
   const store: Store = file === undefined ? other : new SqliteStore(file, writer);

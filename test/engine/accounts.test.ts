@@ -3,9 +3,12 @@
  * the records of a run of many accounts, against nock.
  */
 import nock from 'nock';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
+import { SyncSession } from '../../src/engine/session.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
@@ -96,6 +99,37 @@ describe('records of many accounts, against nock', () => {
     const sink = await run([ACME, { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' }], [{ id: 'c1', updated_at: W }]);
     expect(sink.recordsOf('contacts')).toHaveLength(2);
     expect(warnings(sink)).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
+  });
+
+  it('lets the session of an account that failed go: the run keeps its error, not its client', async () => {
+    // A run of 1,000 accounts that all fail (a key revoked everywhere, the service gone) must not hold 1,000 clients.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const sessions: WeakRef<SyncSession>[] = [];
+    // Wrapped by hand: a spy would keep what it returned (each session) in its record of the calls.
+    const open = SyncSession.open;
+    SyncSession.open = async (...args) => {
+      const session = await open.apply(SyncSession, args);
+      sessions.push(new WeakRef(session));
+      return session;
+    };
+    try {
+      nock(origin).get('/v1/me').times(2).reply(401, { title: 'Unauthorized', status: 401, detail: 'invalid key' }, { 'content-type': 'application/problem+json' });
+      const entries = [ACME, { name: 'globex', api_key: 'drk_live_globexglobex0123456789' }];
+      const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
+      const run = new AccountsRun(config);
+      const result = await run.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, new RecordingSink());
+      expect(sessions).toHaveLength(2);
+      // Twice, a turn apart: a WeakRef's target is kept until the job that made it ends.
+      gc();
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      expect(sessions.filter((s) => s.deref() !== undefined)).toHaveLength(0);
+      expect(result.failures.map((f) => f.account)).toEqual(['acme', 'globex']);
+      expect(run.summary()).toContain('2 failed');
+    } finally {
+      SyncSession.open = open;
+    }
   });
 
   describe('a field `account` the service sent is moved to service_account before selection and treatments', () => {

@@ -18,6 +18,7 @@ import { replicate } from '../../src/replica/command.js';
 import { Interrupt } from '../../src/runtime/interrupt.js';
 import { LineWriter, StderrLogger } from '../../src/runtime/output.js';
 import type { Account } from '../helpers/emulator-runs.js';
+import { writeJson } from '../helpers/cli.js';
 import { captureStderr } from '../helpers/stderr.js';
 import { withEmulatorAccount } from '../helpers/suite.js';
 
@@ -85,6 +86,39 @@ describe('replicate stopped through its AbortSignal', () => {
       const summary = report.finish(143);
       expect(summary).toMatchObject({ status: 'interrupted', exit_code: 143 });
       expect(summary.streams.find((s) => s.name === 'contacts')?.records).toBe(rows);
+    } finally {
+      file.close();
+    }
+  });
+
+  it('mid-run with accounts: says only what it kept, not that nothing was written', async () => {
+    const db = join(dir, 'mid-run-accounts.db');
+    const report = new RunRecorder('replicate');
+    const { signal, stop, exit } = stopHandler(report);
+    let checkpoints = 0;
+    const state = report.state.bind(report);
+    vi.spyOn(report, 'state').mockImplementation((name, s) => {
+      state(name, s);
+      if (++checkpoints === 2) setImmediate(stop);
+    });
+    account.emulator.control.setLatency(20);
+    const config = writeJson(dir, 'accounts.json', {
+      base_url: account.emulator.url,
+      page_size: 5,
+      max_concurrent_requests: 1,
+      accounts: [{ name: 'only', api_key: account.key }],
+    });
+    const run = replicate({ logger: new StderrLogger('source-data-read'), report, signal }, config, db);
+    expect(await exit).toBe(143);
+    expect(await settles(run, 200), 'the run stalls where it was stopped').toBe(false);
+    const said = stderr.join('');
+    expect(said).toMatch(/WARN source-data-read: Interrupted \(SIGTERM\)\. The replica keeps everything committed so far; run replicate again to continue\.\n/);
+    // The replica was open and written to: the words of a stop before it opened would be false.
+    expect(said).not.toContain('before the replica was opened');
+    const file = new DatabaseSync(db, { readOnly: true });
+    try {
+      expect(file.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n).toBe(0);
+      expect(Number(file.prepare('SELECT count(*) AS n FROM contacts').get()?.n)).toBeGreaterThanOrEqual(5);
     } finally {
       file.close();
     }

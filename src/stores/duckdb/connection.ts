@@ -63,8 +63,8 @@ const STORE_FILE_MODE = 0o600;
 export interface DuckdbFiles {
   readonly instance: DuckdbInstance;
   readonly connection: DuckdbConnection;
-  /** The temporary folder, when this run made it (removed at close); undefined when it was there before. */
-  readonly madeTemp: string | undefined;
+  /** Removes the temporary folder when this run made it (nothing when it was there before); once. */
+  readonly dropTemp: () => void;
 }
 
 /** The temporary folder `path`, made 0700 unless it is there; true when made here. */
@@ -97,7 +97,25 @@ function privateFiles(path: string, isNew: boolean): void {
 export function closeDuckdb(files: DuckdbFiles): void {
   files.connection.closeSync();
   files.instance.closeSync();
-  if (files.madeTemp !== undefined) rmSync(files.madeTemp, { recursive: true, force: true });
+  files.dropTemp();
+}
+
+/**
+ * The remover of the temporary folder `path` when this run made it: at the
+ * store's close, or as the process exits with the store open (a stop signal
+ * exits once the last lines are out, a lost lock at once). Left there, it
+ * would keep rows DuckDB moved out of its buffers (personal data) until a
+ * later run, which takes it for a folder that was there before and never
+ * removes it.
+ */
+function tempRemover(path: string | undefined): () => void {
+  if (path === undefined) return () => undefined;
+  const drop = (): void => {
+    process.off('exit', drop);
+    rmSync(path, { recursive: true, force: true });
+  };
+  process.on('exit', drop);
+  return drop;
 }
 
 /** The driver, imported once; a missing one (or a binary that cannot load here) is a config_error naming it. */
@@ -176,10 +194,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   const isNew = !existsSync(target.path);
   if (!isNew) refuseSqliteFile(target);
   const temp = `${target.path}.tmp`;
-  const madeTemp = makePrivateFolder(temp) ? temp : undefined;
-  const dropTemp = (): void => {
-    if (madeTemp !== undefined) rmSync(madeTemp, { recursive: true, force: true });
-  };
+  const dropTemp = tempRemover(makePrivateFolder(temp) ? temp : undefined);
   let instance: DuckdbInstance;
   try {
     // Until the WAL is copied into the file (below), committed rows live in DuckDB's buffers, which by
@@ -207,7 +222,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
     // updates touched: for updates spread over a large table, the whole table again at each copy.
     // The run's WAL is copied once, when the store closes (store.ts), or replayed by the next open.
     await connection.run(`SET checkpoint_threshold = '${WAL_COPY_THRESHOLD}'`);
-    return { instance, connection, madeTemp, duckdb };
+    return { instance, connection, dropTemp, duckdb };
   } catch (err) {
     connection?.closeSync();
     instance.closeSync();

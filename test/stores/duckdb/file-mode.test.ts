@@ -5,14 +5,19 @@
  * file) with the file's mode, the temporary folder (rows past DuckDB's
  * buffers) 0700, removed when the store closes. DuckDB itself would make
  * them all under the process's umask (0644 and 0755 under the usual 022).
- * A file that exists keeps the mode its owner gave it.
+ * A file that exists keeps the mode its owner gave it. A process that
+ * exits without closing the store (a stop signal's way out) removes the
+ * temporary folder all the same.
  */
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
 import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
-import { tempDir } from '../../helpers/cli.js';
+import { ROOT, tempDir } from '../../helpers/cli.js';
+import { requireBuild } from '../../helpers/emulator-runs.js';
 
 let dir: string;
 beforeAll(() => {
@@ -53,5 +58,22 @@ describe('DuckDB store file modes', () => {
     expect([t.path, `${t.path}.wal`].map(mode)).toEqual(['640', '640']);
     await store.close();
     expect(mode(t.path)).toBe('640');
+  });
+
+  it('a process that exits without closing the store (a stop signal) leaves no temporary folder', () => {
+    requireBuild();
+    const t = target('stopped');
+    // The way out of a SIGTERM (runtime/interrupt.ts): process.exit once the last lines are out, the store left open.
+    const script = `
+      const { DuckdbStore } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'stores', 'duckdb', 'store.js')).href)});
+      const { parseStoreTarget } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'stores', 'target.js')).href)});
+      const store = await DuckdbStore.open(parseStoreTarget(${JSON.stringify(`duckdb:${t.path}`)}, undefined, {}));
+      await store.setMetadata('test:note', 'a write');
+      process.exit(143);
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 143, stderr: '' });
+    expect(existsSync(t.path)).toBe(true);
+    expect(existsSync(`${t.path}.tmp`)).toBe(false);
   });
 });
