@@ -4,8 +4,10 @@
  * while a run writes follows it: the WAL (the rows not yet copied into the
  * file) with the file's mode, the temporary folder (rows past DuckDB's
  * buffers) 0700, removed when the store closes. DuckDB itself would make
- * them all under the process's umask (0644 and 0755 under the usual 022).
- * A file that exists keeps the mode its owner gave it.
+ * them all under the process's umask (0644 and 0755 under the usual 022),
+ * and so the WAL it makes again after a checkpoint within the run (past its
+ * checkpoint_threshold, in a large first sync). A file that exists keeps the
+ * mode its owner gave it.
  */
 import { chmodSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,5 +55,25 @@ describe('DuckDB store file modes', () => {
     expect([t.path, `${t.path}.wal`].map(mode)).toEqual(['640', '640']);
     await store.close();
     expect(mode(t.path)).toBe('640');
+  });
+
+  it.each([
+    ['a new file', undefined, '600'],
+    ['an existing 640 file', 0o640, '640'],
+  ] as const)('the WAL DuckDB makes again after a checkpoint within the run follows %s', async (name, chmod, expected) => {
+    process.umask(0o022);
+    const t = target(name.replace(/\W+/g, '-'));
+    if (chmod !== undefined) {
+      await (await DuckdbStore.open(t)).close();
+      chmodSync(t.path, chmod);
+    }
+    const store = await DuckdbStore.open(t);
+    await store.setMetadata('test:note', 'a row before the checkpoint');
+    // What DuckDB does by itself once the WAL passes checkpoint_threshold: the rows go into the file, the WAL is deleted.
+    await store.session.run('CHECKPOINT');
+    expect(existsSync(`${t.path}.wal`)).toBe(false);
+    await store.setMetadata('test:note', 'a row after it: DuckDB makes its WAL again');
+    expect([t.path, `${t.path}.wal`].map(mode)).toEqual([expected, expected]);
+    await store.close();
   });
 });
