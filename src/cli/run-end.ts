@@ -108,6 +108,29 @@ export interface CommandIo {
 const CRASH_GRACE_MS = 5000;
 
 /**
+ * What a fault nothing caught says, for stderr and the summary: its name
+ * (and Node's code), and its message up to its first quote or line break.
+ * A library's message may quote the data it was given, a record's value
+ * before any treatment (V8's: `Unexpected token 'A', "Ana Souza"... is not
+ * valid JSON`, `Cannot create property 'x' on string 'ana@example.com'`;
+ * a driver's: `invalid input syntax for type integer: "..."`), and BigInt's
+ * without quotes. The connector's own errors (ConnectorError) are said
+ * whole; anything thrown that is not an Error, by its type alone. Secrets
+ * are redacted (`redact`) before the message is cut, so no piece of one
+ * is left at the cut.
+ */
+function faultWords(err: unknown, redact: (text: string) => string): string {
+  if (!(err instanceof Error)) return `a ${err === null ? 'null' : typeof err} thrown, not an Error (its value is not shown: it may be data)`;
+  const code = (err as { code?: unknown }).code;
+  const name = `${err.name}${typeof code === 'string' ? ` [${code}]` : ''}`;
+  const message = redact(err.message);
+  if (err instanceof ConnectorError) return `${name}: ${message}`;
+  if (/^Cannot convert [\s\S]* to a BigInt$/.test(message)) return `${name}: Cannot convert a text to a BigInt (not shown: it may be data)`;
+  const cut = /['"`\n\r]/.exec(message);
+  return cut === null ? `${name}: ${message}` : `${name}: ${message.slice(0, cut.index).trimEnd()} ... (the rest not shown: it may quote data)`;
+}
+
+/**
  * The handler of a fault nothing caught: an error thrown in an event handler
  * or a promise rejected without a handler, a bug in the connector or in a
  * library it uses. Node would print a stack and exit 1, a status the contract
@@ -123,15 +146,15 @@ function crashHandler(out: LineWriter, logger: StderrLogger, errorLevel: string,
   return (err) => {
     if (crashed) process.exit(EXIT_SOFTWARE);
     crashed = true;
-    const what = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     const error = new ConnectorError(
       'system_error',
-      `The connector stopped on a fault nothing caught (a bug, in the connector or in a library it uses): ${logger.redact(what)}. ` +
+      `The connector stopped on a fault nothing caught (a bug, in the connector or in a library it uses): ${faultWords(err, (text) => logger.redact(text))}. ` +
         'The next run resumes from the last STATE written. Please report it with this message and the stack that follows.',
     );
     logger.log(errorLevel, error.message);
-    // The stack on one line: each stderr line is one message.
-    if (err instanceof Error && err.stack !== undefined) logger.log(errorLevel, `Stack: ${err.stack.split('\n').slice(1).map((frame) => frame.trim()).join(' | ')}`);
+    // The stack's frames on one line (each stderr line is one message); not the message's lines, said above as far as they may be.
+    const frames = err instanceof Error && err.stack !== undefined ? err.stack.split('\n').filter((line) => /^\s*at /.test(line)) : [];
+    if (frames.length > 0) logger.log(errorLevel, `Stack: ${frames.map((frame) => frame.trim()).join(' | ')}`);
     end.failed(error);
     end.finish(EXIT_SOFTWARE);
     const timer = setTimeout(() => process.exit(EXIT_SOFTWARE), CRASH_GRACE_MS);

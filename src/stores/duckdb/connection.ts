@@ -21,6 +21,7 @@
  * usual 022. A file that exists keeps its mode.
  */
 import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { ConfigError, ConnectorError } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
@@ -82,21 +83,63 @@ function makePrivateFolder(path: string): boolean {
  * STORE_FILE_MODE before any row is written, and its WAL made now, empty,
  * with the file's mode (less where the umask takes more away), which DuckDB
  * then writes as it is. A WAL left by a killed run keeps its mode.
+ * Returns the file's mode; undefined when there is no file.
  */
-function privateFiles(path: string, isNew: boolean): void {
-  if (!existsSync(path)) return; // not a file (DuckDB's ':memory:')
+function privateFiles(path: string, isNew: boolean): number | undefined {
+  if (!existsSync(path)) return undefined; // not a file (DuckDB's ':memory:')
   if (isNew) chmodSync(path, STORE_FILE_MODE);
+  const mode = statSync(path).mode & 0o666;
   try {
-    closeSync(openSync(`${path}.wal`, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, statSync(path).mode & 0o666));
+    closeSync(openSync(`${path}.wal`, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode));
   } catch {
     // there already: DuckDB replays it, and its mode stays
   }
+  return mode;
+}
+
+/**
+ * The bits of group and others each open store's file lacks, by
+ * connection, and the process's own umask while any is open. DuckDB deletes
+ * its WAL at a checkpoint (its own, once the WAL passes checkpoint_threshold:
+ * a large first sync) and makes it again at the next write, under the umask:
+ * the rows after it would be world-readable under the usual 022. So while a
+ * store is open the umask also takes away what its file's mode does not
+ * give, and the WAL made again follows the file; the process's own umask
+ * comes back when the last store closes.
+ */
+const narrowed = new Map<DuckdbConnection, number>();
+let ownUmask: number | undefined;
+
+function applyUmask(): void {
+  if (narrowed.size === 0) {
+    if (ownUmask !== undefined) process.umask(ownUmask);
+    ownUmask = undefined;
+    return;
+  }
+  let mask = 0;
+  for (const bits of narrowed.values()) mask |= bits;
+  const before = process.umask(0o077);
+  ownUmask ??= before;
+  process.umask(ownUmask | mask);
+}
+
+/** The umask narrowed for the file of `connection` (mode: the file's), until releaseUmask. */
+function holdUmask(connection: DuckdbConnection, mode: number | undefined): void {
+  // A worker thread may not change the process's umask (Node refuses): there, the file's and the first WAL's modes only.
+  if (mode === undefined || !isMainThread) return;
+  narrowed.set(connection, ~mode & 0o077);
+  applyUmask();
+}
+
+function releaseUmask(connection: DuckdbConnection): void {
+  if (narrowed.delete(connection)) applyUmask();
 }
 
 /** Close the connection and the instance (the file and its lock go with them), then the temporary folder this run made. */
 export function closeDuckdb(files: DuckdbFiles): void {
   files.connection.closeSync();
   files.instance.closeSync();
+  releaseUmask(files.connection);
   files.dropTemp();
 }
 
@@ -216,7 +259,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   try {
     connection = await instance.connect();
     await connection.run(`ATTACH ${quoteLiteral(target.path)} AS ${quoteIdent(STORE_CATALOG)} (ROW_GROUP_SIZE ${DUCKDB_ROW_GROUP_SIZE})`);
-    privateFiles(target.path, isNew);
+    holdUmask(connection, privateFiles(target.path, isNew));
     await connection.run(`USE ${quoteIdent(STORE_CATALOG)}`);
     // DuckDB copies its WAL into the file past 16 MB by default, rewriting every row group a group of
     // updates touched: for updates spread over a large table, the whole table again at each copy.
@@ -226,6 +269,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   } catch (err) {
     connection?.closeSync();
     instance.closeSync();
+    if (connection !== undefined) releaseUmask(connection);
     dropTemp();
     throw duckdbOpenError(err, target);
   }

@@ -7,6 +7,9 @@
  * Each run exits 70 (a system_error, where Node alone exits 1), tells the
  * fault and its stack on stderr with the key redacted, says system_error in
  * `--summary`, ends stdout with whole lines; the next `replicate` completes.
+ * A fault whose message quotes a raw personal value (V8's, for JSON.parse,
+ * BigInt or a property set on a string: a library given a record's value)
+ * tells neither on stderr nor in the summary what it quotes.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +18,7 @@ import { startEmulator, type Emulator } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 
 let emulator: Emulator;
+let accountId: string;
 let dir: string;
 let key: string;
 let preload: string;
@@ -22,7 +26,18 @@ const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
 const PRELOAD = `'use strict';
 let seen = 0;
-const fire = () => setImmediate(() => { throw new TypeError('injected fault beside ' + process.env.FAULT_SECRET); });
+// FAULT_VALUE: a library's fault that quotes the data it was given, a raw personal value (V8's own messages).
+const faults = {
+  json: (v) => JSON.parse(v),
+  bigint: (v) => BigInt(v),
+  property: (v) => { 'use strict'; const s = String(v); s.account = 'x'; },
+  lines: (v) => { throw new RangeError('a fault of two lines\\n' + v); },
+  thrown: (v) => { throw v; },
+};
+const fire = () => setImmediate(() => {
+  if (process.env.FAULT_VALUE) faults[process.env.FAULT_KIND](process.env.FAULT_VALUE);
+  throw new TypeError('injected fault beside ' + process.env.FAULT_SECRET);
+});
 const stream = process.env.FAULT_ON === 'stdout' ? process.stdout : process.stderr;
 const pattern = process.env.FAULT_ON === 'stdout' ? /"type":\\s*"STATE"/ : /Connected to account/;
 const after = process.env.FAULT_ON === 'stdout' ? 2 : 1;
@@ -36,6 +51,7 @@ stream.write = function (chunk, ...rest) {
 beforeAll(async () => {
   emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: 31, frozenClock: true, limits: { perMinute: 10_000_000, perDay: 100_000_000 } });
   const account = emulator.control.createAccount({ name: 'Fault test' });
+  accountId = account.id;
   key = emulator.control.createKey(account.id).key;
   emulator.control.seed(account.id, { contacts: 120 });
   dir = tempDir('fault-');
@@ -47,8 +63,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function faultEnv(on: 'stdout' | 'stderr'): NodeJS.ProcessEnv {
-  return { NODE_OPTIONS: `--require ${preload}`, FAULT_ON: on, FAULT_SECRET: key };
+function faultEnv(on: 'stdout' | 'stderr', value?: { readonly kind: string; readonly value: string }): NodeJS.ProcessEnv {
+  return { NODE_OPTIONS: `--require ${preload}`, FAULT_ON: on, FAULT_SECRET: key, ...(value === undefined ? {} : { FAULT_KIND: value.kind, FAULT_VALUE: value.value }) };
 }
 
 describe('a fault nothing caught', () => {
@@ -87,5 +103,24 @@ describe('a fault nothing caught', () => {
     const rows = (stderr: string): string[] => [...stderr.matchAll(/(\w+) (\d+) rows/g)].map((m) => `${m[1]} ${m[2]}`);
     expect(rows(again.stderr)).toEqual(rows(clean.stderr));
     expect(rows(again.stderr).length).toBe(5);
+  });
+
+  it.each(['json', 'bigint', 'property', 'lines', 'thrown'])('a fault quoting a raw personal value (%s): not told on stderr nor in the summary', async (kind) => {
+    const contact = emulator.control.dump(accountId).contacts.find((c) => typeof c.email === 'string' && c.email.length >= 8);
+    if (contact === undefined) throw new Error('no contact with an e-mail');
+    const raw = `${contact.first_name ?? 'O'}'${contact.email as string}`;
+    const summary = join(dir, `quoted-${kind}-summary.json`);
+    const hashed = writeJson(dir, 'hash-config.json', { api_key: key, base_url: emulator.url, page_size: 10, personal_data: 'hash', hash_key: 'uncaught-fault-hash-key-1f2e3d' });
+    const run = await runCli(SOURCE_BIN, ['read', '--config', hashed, '--catalog', CATALOG, '--summary', summary], { env: faultEnv('stdout', { kind, value: raw }) });
+    expect(run.code, run.stderr).toBe(70);
+    expect(run.stderr).toContain('stopped on a fault nothing caught');
+    // A value thrown that is not an Error has no stack.
+    if (kind !== 'thrown') expect(run.stderr).toMatch(/Stack: at /);
+    // V8 quotes 10 characters of a JSON text it refuses: a name and the start of an e-mail.
+    for (const part of [raw, contact.email as string, raw.slice(0, 10)]) {
+      expect(run.stderr).not.toContain(part);
+      expect(run.stdout).not.toContain(part);
+      expect(readFileSync(summary, 'utf8')).not.toContain(part);
+    }
   });
 });

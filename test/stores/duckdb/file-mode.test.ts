@@ -4,10 +4,11 @@
  * while a run writes follows it: the WAL (the rows not yet copied into the
  * file) with the file's mode, the temporary folder (rows past DuckDB's
  * buffers) 0700, removed when the store closes. DuckDB itself would make
- * them all under the process's umask (0644 and 0755 under the usual 022).
- * A file that exists keeps the mode its owner gave it. A process that
- * exits without closing the store (a stop signal's way out) removes the
- * temporary folder all the same.
+ * them all under the process's umask (0644 and 0755 under the usual 022),
+ * and so the WAL it makes again after a checkpoint within the run (past its
+ * checkpoint_threshold, in a large first sync). A file that exists keeps the
+ * mode its owner gave it. A process that exits without closing the store (a
+ * stop signal's way out) removes the temporary folder all the same.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, statSync } from 'node:fs';
@@ -75,5 +76,25 @@ describe('DuckDB store file modes', () => {
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 143, stderr: '' });
     expect(existsSync(t.path)).toBe(true);
     expect(existsSync(`${t.path}.tmp`)).toBe(false);
+  });
+
+  it.each([
+    ['a new file', undefined, '600'],
+    ['an existing 640 file', 0o640, '640'],
+  ] as const)('the WAL DuckDB makes again after a checkpoint within the run follows %s', async (name, chmod, expected) => {
+    process.umask(0o022);
+    const t = target(name.replace(/\W+/g, '-'));
+    if (chmod !== undefined) {
+      await (await DuckdbStore.open(t)).close();
+      chmodSync(t.path, chmod);
+    }
+    const store = await DuckdbStore.open(t);
+    await store.setMetadata('test:note', 'a row before the checkpoint');
+    // What DuckDB does by itself once the WAL passes checkpoint_threshold: the rows go into the file, the WAL is deleted.
+    await store.session.run('CHECKPOINT');
+    expect(existsSync(`${t.path}.wal`)).toBe(false);
+    await store.setMetadata('test:note', 'a row after it: DuckDB makes its WAL again');
+    expect([t.path, `${t.path}.wal`].map(mode)).toEqual([expected, expected]);
+    await store.close();
   });
 });
