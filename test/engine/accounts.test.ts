@@ -3,12 +3,12 @@
  * the records of a run of many accounts, against nock.
  */
 import nock from 'nock';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
-import { SyncSession } from '../../src/engine/session.js';
 import { parseStreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
@@ -16,6 +16,8 @@ import { findStream, type StreamDefinition } from '../../src/streams.js';
 import type { Data } from '../../src/engine/sync-sink.js';
 import { thrown } from '../helpers/thrown.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
+import { ROOT } from '../helpers/cli.js';
+import { requireBuild } from '../helpers/emulator-runs.js';
 import { JSON_HEADERS, resetNock } from '../client/helpers.js';
 
 const W = '2026-01-01T00:00:00.000Z';
@@ -101,35 +103,45 @@ describe('records of many accounts, against nock', () => {
     expect(warnings(sink)).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
   });
 
-  it('lets the session of an account that failed go: the run keeps its error, not its client', async () => {
+  it('lets the session of an account that failed go: the run keeps its error, not its client', () => {
     // A run of 1,000 accounts that all fail (a key revoked everywhere, the service gone) must not hold 1,000 clients.
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    const sessions: WeakRef<SyncSession>[] = [];
-    // Wrapped by hand: a spy would keep what it returned (each session) in its record of the calls.
-    const open = SyncSession.open;
-    SyncSession.open = async (...args) => {
-      const session = await open.apply(SyncSession, args);
-      sessions.push(new WeakRef(session));
-      return session;
-    };
-    try {
-      nock(origin).get('/v1/me').times(2).reply(401, { title: 'Unauthorized', status: 401, detail: 'invalid key' }, { 'content-type': 'application/problem+json' });
-      const entries = [ACME, { name: 'globex', api_key: 'drk_live_globexglobex0123456789' }];
-      const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
+    // In a process of its own (the built code, a server that refuses every key): what the garbage collector may free
+    // does not depend on what other test files left in this worker.
+    requireBuild();
+    const dist = (path: string): string => JSON.stringify(pathToFileURL(join(ROOT, 'dist', path)).href);
+    const script = `
+      import { createServer } from 'node:http';
+      const { AccountsRun } = await import(${dist('engine/accounts.js')});
+      const { SyncSession } = await import(${dist('engine/session.js')});
+      const { parseUserConfig } = await import(${dist('config/config.js')});
+      const { findStream } = await import(${dist('streams.js')});
+      const server = createServer((req, res) => {
+        res.writeHead(401, { 'content-type': 'application/problem+json' });
+        res.end(JSON.stringify({ title: 'Unauthorized', status: 401, detail: 'invalid key' }));
+      });
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const sessions = [];
+      const open = SyncSession.open;
+      SyncSession.open = async (...args) => {
+        const session = await open.apply(SyncSession, args);
+        sessions.push(new WeakRef(session));
+        return session;
+      };
+      const entries = [1, 2, 3].map((n) => ({ name: 'a' + n, api_key: 'drk_live_account' + n + '0123456789abcdef' }));
+      const { config } = parseUserConfig({ accounts: entries, base_url: 'http://127.0.0.1:' + server.address().port, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
       const run = new AccountsRun(config);
-      const result = await run.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, new RecordingSink());
-      expect(sessions).toHaveLength(2);
+      const quiet = new Proxy({}, { get: () => () => undefined });
+      const result = await run.run({ streams: [{ stream: findStream('contacts'), mode: 'incremental' }], states: new Map() }, quiet);
+      server.close();
       // Twice, a turn apart: a WeakRef's target is kept until the job that made it ends.
-      gc();
+      globalThis.gc();
       await new Promise((resolve) => setImmediate(resolve));
-      gc();
-      expect(sessions.filter((s) => s.deref() !== undefined)).toHaveLength(0);
-      expect(result.failures.map((f) => f.account)).toEqual(['acme', 'globex']);
-      expect(run.summary()).toContain('2 failed');
-    } finally {
-      SyncSession.open = open;
-    }
+      globalThis.gc();
+      console.log(JSON.stringify({ opened: sessions.length, alive: sessions.filter((s) => s.deref() !== undefined).length, failed: result.failures.map((f) => f.account) }));
+    `;
+    const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual({ opened: 3, alive: 0, failed: ['a1', 'a2', 'a3'] });
   });
 
   describe('a field `account` the service sent is moved to service_account before selection and treatments', () => {
