@@ -7,7 +7,8 @@
  * concurrency gate are checked with the emulator's own counters.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { beforeAll, describe, expect, it } from 'vitest';
+import nock from 'nock';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withProxyLab } from '../helpers/suite.js';
 import { createClient, type CreateClientOptions } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/api-error.js';
@@ -27,6 +28,18 @@ let tlsKey: string;
 let plainKey: string;
 
 withProxyLab({ seed: 'proxy-client', password: PASSWORD }, (lab) => ({ ca, tlsEmu, plainEmu, proxy, authProxy } = lab));
+// Real sockets only. In a worker that ran a file using nock before this one (vitest's shared workers), nock's interception
+// of net and tls stays on and changes what the CONNECT tunnels and TLS handshakes here meet: a tunnel's 502 or an untrusted
+// certificate came back as other faults, with an error thrown in undici's socket handler, in 2 of 7 whole-suite runs.
+let nockWasActive = false;
+beforeAll(() => {
+  nockWasActive = nock.isActive();
+  if (nockWasActive) nock.restore();
+});
+afterAll(() => {
+  if (nockWasActive) nock.activate();
+});
+
 beforeAll(() => {
   for (const [emu, set] of [[tlsEmu, (k: string) => (tlsKey = k)], [plainEmu, (k: string) => (plainKey = k)]] as const) {
     const account = emu.control.createAccount({ name: 'Proxied' });
