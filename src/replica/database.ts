@@ -41,8 +41,29 @@ const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** SQLite's "database is locked": another connection holds a lock this one needs. */
 const SQLITE_BUSY = 5;
 
+/** SQLite's "database or disk is full": no room left where the file is (or the file reached a size limit). */
+const SQLITE_FULL = 13;
+
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A write SQLite refused for want of room: the run stops as on any failed
+ * write, keeping what it committed, but with 75 (run again once there is
+ * room) and words that say so, not 70 (a bug to report). Undefined for any
+ * other error.
+ */
+export function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
+  // SQLite's own error, or the one a lost transaction keeps as its cause.
+  const full = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { errcode?: unknown }).errcode === SQLITE_FULL;
+  if (!full(err) && !(err instanceof Error && full(err.cause))) return undefined;
+  return new ConnectorError(
+    'transient_error',
+    `The disk holding the replica database "${path}" is full (or the file reached a size limit): database or disk is full. ` +
+      'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.',
+    { cause: err },
+  );
 }
 
 /** The mode a new replica file is created with: it holds personal data, for its owner's eyes alone. */

@@ -16,7 +16,7 @@ import { ConnectorError } from '../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
 import { FULL_READ_TABLE, TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { fullReadKey } from '../stores/checkpoint.js';
-import { STATE_TABLE, deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
+import { STATE_TABLE, deletionIndexName, fullDiskError, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
@@ -84,7 +84,7 @@ function fileIdentity(path: string): string | undefined {
 
 function dbError(path: string, err: unknown): ConnectorError {
   const message = err instanceof Error ? err.message : String(err);
-  return new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
+  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
 }
 
 export class ReplicaStore {

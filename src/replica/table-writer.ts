@@ -302,7 +302,7 @@ export class TableWriter {
   }
 
   private stop(err: unknown): void {
-    this.broken = new Error(`the transaction holding the last checkpoints was lost: ${messageOf(err)}`);
+    this.broken = new Error(`the transaction holding the last checkpoints was lost: ${messageOf(err)}`, { cause: err });
     this.rollback();
   }
 

@@ -28,7 +28,7 @@ import { TableWriter, type Checkpoint } from './table-writer.js';
 import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
 import type { SchemaChange } from '../stores/store.js';
 import { lockLostError } from './lock.js';
-import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting } from './database.js';
+import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, fullDiskError, tuneForWriting } from './database.js';
 import { tableCheckpoint, type ReplicaStore } from './store.js';
 import type { StreamState } from '../engine/state.js';
 import type { LogLevel } from '../engine/sync-sink.js';
@@ -116,8 +116,9 @@ export class ReplicaWriter {
     this.signal?.addEventListener('abort', this.onStop, { once: true });
   }
 
-  private error(cause: string): ConnectorError {
-    return new ConnectorError('system_error', `Cannot write the replica database "${this.store.path}": ${cause}.`);
+  /** The failure of a write: `err`, SQLite's error, when there is one (a full disk is told as such, transient). */
+  private error(cause: string, err?: unknown): ConnectorError {
+    return fullDiskError(this.store.path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${this.store.path}": ${cause}.`);
   }
 
   private startWalThread(url: URL): void {
@@ -155,10 +156,10 @@ export class ReplicaWriter {
       // The transaction went with it: the group's other checkpoints, of any stream, are not saved either.
       const gone = this.writer.lostTransaction;
       if (gone) {
-        this.lost ??= this.error(gone.message);
+        this.lost ??= this.error(gone.message, gone);
         this.onCommit = [];
       }
-      throw this.error(messageOf(err));
+      throw this.error(messageOf(err), err);
     }
     if (committed) this.onCommit.push(() => committed(result));
     const openedAt = this.writer.transactionStartedAt;
@@ -195,7 +196,7 @@ export class ReplicaWriter {
       if (held) this.writer.commit();
     } catch (err) {
       this.writer.rollback();
-      this.lost ??= err instanceof ConnectorError ? err : this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
+      this.lost ??= err instanceof ConnectorError ? err : this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`, err);
       throw this.lost;
     }
     if (!held) {
