@@ -29,6 +29,7 @@ const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
   '57P05': 'the session was idle too long and the server ended it',
   '25P03': 'the session was idle in a transaction too long and the server ended it',
   '53300': 'the server has too many connections',
+  '53100': "the server's disk is full (free some space on it, then run again)",
   '53200': 'the server is out of memory',
   '40001': 'a serialization failure (another transaction changed the same rows)',
   '40P01': 'a deadlock with another transaction',

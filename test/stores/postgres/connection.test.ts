@@ -117,6 +117,14 @@ describe('connectPostgres', () => {
     expect(err.message).toMatch(/no CA was given/);
   });
 
+  it("the server's disk full (53100) is transient and says so, as the SQLite replica's full disk", () => {
+    const t = target(db.url);
+    const full = Object.assign(new Error('could not extend file "base/16384/16400": No space left on device'), { code: '53100' });
+    const err = postgresError(full, t, 'writing to');
+    expect(err.failureType).toBe('transient_error');
+    expect(err.message).toContain("the server's disk is full");
+  });
+
   it('a session ended by the server (pg_terminate_backend: 57P01) is transient', async () => {
     const t = target(db.url);
     const client = await connectPostgres(t);
