@@ -188,7 +188,7 @@ export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorEr
     const program = /held in (.+?) \(PID/.exec(message)?.[1];
     const holder = pid === undefined ? 'another process' : `pid ${pid}${program ? `, ${program}` : ''}`;
     return new DuckdbFileLockedError(
-      `Another process is writing the DuckDB file "${target.path}" (${holder}): another replicate run, or a program that opened it for writing. ` +
+      `Another process has the DuckDB file "${target.path}" open (${holder}): another replicate run, or a program reading or writing it (a dashboard, the duckdb shell: DuckDB lets no other process open a file one holds, readers included). ` +
         'Run again once it has finished (exit 75: a scheduler retries later); DuckDB frees its lock as soon as that process ends, even if it was killed.',
     );
   }

@@ -375,7 +375,7 @@ describe('one writer per file', () => {
       await said(holder, 'open');
       const err = await connectorFailure(() => DuckdbStore.open(target('locked')));
       expect(err.failureType).toBe('transient_error');
-      expect(err.message).toContain(`Another process is writing the DuckDB file "${path}" (pid ${holder.pid}`);
+      expect(err.message).toContain(`Another process has the DuckDB file "${path}" open (pid ${holder.pid}`);
       expect(err.message).toMatch(/Run again once it has finished \(exit 75/);
     } finally {
       await killed(holder);
