@@ -12,7 +12,7 @@
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
 import { EXIT_OK, EXIT_SOFTWARE, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
-import { Interrupt, type StopSignal } from '../runtime/interrupt.js';
+import { Interrupt, exitOnceFlushed, type StopSignal } from '../runtime/interrupt.js';
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
 import type { PipesReport } from '../pipes/index.js';
 import { VERSION } from '../runtime/version.js';
@@ -157,11 +157,7 @@ function crashHandler(out: LineWriter, logger: StderrLogger, errorLevel: string,
     if (frames.length > 0) logger.log(errorLevel, `Stack: ${frames.map((frame) => frame.trim()).join(' | ')}`);
     end.failed(error);
     end.finish(EXIT_SOFTWARE);
-    const timer = setTimeout(() => process.exit(EXIT_SOFTWARE), CRASH_GRACE_MS);
-    void out.seal().finally(() => {
-      clearTimeout(timer);
-      process.stderr.write('', () => process.exit(EXIT_SOFTWARE));
-    });
+    exitOnceFlushed(out, process.stderr, () => process.exit(EXIT_SOFTWARE), CRASH_GRACE_MS);
   };
 }
 

@@ -130,19 +130,28 @@ export class Interrupt {
     const stop = new Stop(signal);
     this.controller.abort(stop);
     if (!stop.told) this.options.log(`Interrupted by ${signal}: stopped before the command finished.`);
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      exit(code);
-    };
-    const timer = setTimeout(finish, this.options.graceMs ?? DEFAULT_GRACE_MS);
-    const stderr = this.options.stderr ?? process.stderr;
-    const stderrFlushed = new Promise<void>((resolve) => {
-      if (stderr.writableEnded || stderr.destroyed) resolve();
-      else stderr.write('', () => resolve());
-    });
-    void Promise.all([this.options.out.seal(), stderrFlushed]).then(finish, finish);
+    exitOnceFlushed(this.options.out, this.options.stderr ?? process.stderr, () => exit(code), this.options.graceMs ?? DEFAULT_GRACE_MS);
   };
+}
+
+/**
+ * The way out of a process that stops before its command ends (a signal, a
+ * fault nothing caught): stdout sealed (what is queued goes out whole,
+ * nothing after it) and stderr flushed, then `exit`; after `graceMs` at the
+ * most, whatever the readers do.
+ */
+export function exitOnceFlushed(out: LineWriter, stderr: Writable, exit: () => void, graceMs: number): void {
+  let done = false;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    exit();
+  };
+  const timer = setTimeout(finish, graceMs);
+  const stderrFlushed = new Promise<void>((resolve) => {
+    if (stderr.writableEnded || stderr.destroyed) resolve();
+    else stderr.write('', () => resolve());
+  });
+  void Promise.all([out.seal(), stderrFlushed]).then(finish, finish);
 }
