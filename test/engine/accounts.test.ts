@@ -63,12 +63,17 @@ describe('the state of many accounts', () => {
   });
 });
 
-describe('records of many accounts, against nock', () => {
+/** The runs against nock below: every request answered by nock, none leaves the machine. */
+const origin = 'http://127.0.0.1:9';
+const contacts = findStream('contacts') as StreamDefinition;
+function againstNock(): void {
   beforeAll(() => nock.disableNetConnect());
   afterEach(() => resetNock());
   afterAll(() => nock.enableNetConnect());
-  const origin = 'http://127.0.0.1:9';
-  const contacts = findStream('contacts') as StreamDefinition;
+}
+
+describe('records of many accounts, against nock', () => {
+  againstNock();
   const ACME = { name: 'acme', api_key: 'drk_live_acmeacme0123456789' };
 
   /**
@@ -168,11 +173,7 @@ describe('records of many accounts, against nock', () => {
 });
 
 describe('the STATE cadence of many accounts (a face without a sink per account)', () => {
-  beforeAll(() => nock.disableNetConnect());
-  afterEach(() => resetNock());
-  afterAll(() => nock.enableNetConnect());
-  const origin = 'http://127.0.0.1:9';
-  const contacts = findStream('contacts') as StreamDefinition;
+  againstNock();
   // K accounts, each PAGES pages of SIZE contacts, read two at a time: their pages interleave.
   const K = 3;
   const PAGES = 4;

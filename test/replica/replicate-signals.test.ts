@@ -57,18 +57,23 @@ const settles = async (p: Promise<unknown>, ms: number): Promise<boolean> => {
   return done;
 };
 
+/** Stop the run once its report was told the second checkpoint. */
+function stopAtSecondCheckpoint(report: RunRecorder, stop: () => void): void {
+  let checkpoints = 0;
+  const state = report.state.bind(report);
+  vi.spyOn(report, 'state').mockImplementation((name, s) => {
+    state(name, s);
+    if (++checkpoints === 2) setImmediate(stop);
+  });
+}
+
 describe('replicate stopped through its AbortSignal', () => {
   it('mid-run: the group held committed, the file closed and unlocked, the report told, the run says so and goes no further', async () => {
     const db = join(dir, 'mid-run.db');
     const report = new RunRecorder('replicate');
     const { signal, stop, exit } = stopHandler(report);
     // A stop once the second checkpoint was handed over (the first group may still be open).
-    let checkpoints = 0;
-    const state = report.state.bind(report);
-    vi.spyOn(report, 'state').mockImplementation((name, s) => {
-      state(name, s);
-      if (++checkpoints === 2) setImmediate(stop);
-    });
+    stopAtSecondCheckpoint(report, stop);
     account.emulator.control.setLatency(20);
     const listeners = process.listenerCount('SIGTERM');
     const run = replicate({ logger: new StderrLogger('source-data-read'), report, signal }, account.config(dir, { page_size: 5, max_concurrent_requests: 1 }), db);
@@ -95,12 +100,7 @@ describe('replicate stopped through its AbortSignal', () => {
     const db = join(dir, 'mid-run-accounts.db');
     const report = new RunRecorder('replicate');
     const { signal, stop, exit } = stopHandler(report);
-    let checkpoints = 0;
-    const state = report.state.bind(report);
-    vi.spyOn(report, 'state').mockImplementation((name, s) => {
-      state(name, s);
-      if (++checkpoints === 2) setImmediate(stop);
-    });
+    stopAtSecondCheckpoint(report, stop);
     account.emulator.control.setLatency(20);
     const config = writeJson(dir, 'accounts.json', {
       base_url: account.emulator.url,
