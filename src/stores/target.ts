@@ -189,6 +189,11 @@ export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.e
   const path = slash >= 0 ? beforeQuery.slice(slash + 1) : '';
   const userinfo = credentials === '' ? undefined : credentials.slice(0, -1);
   const hostport = authority;
+  // An `@` left in the host or the database is a password's, typed without percent-encoding (`p@ss`, `12/34@`): its
+  // piece would be read as a host or database name, and shown as one. Refused, quoting nothing of it.
+  if (authority.includes('@') || path.includes('@')) {
+    throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has an @ in its host or database name.${ENCODE_HINT}`, { field: '--db' });
+  }
 
   let user: string | undefined;
   let password: string | undefined;

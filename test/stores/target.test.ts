@@ -129,6 +129,8 @@ describe('the password is never shown', () => {
       ['postgresql://bob:Sekr3t#Xy9z@localhost/app', ['Sekr3t', 'Xy9z']],
       ['postgresql://bob:Sekr3t/Xy9z@localhost/app', ['Sekr3t', 'Xy9z']],
       ['postgresql://bob:Sekr@t3Xy9z@localhost/app?foo=1', ['Sekr', 't3Xy9z']],
+      ['postgresql://bob:Sekr@t3Xy9z@localhost/app', ['Sekr', 't3Xy9z']],
+      ['postgresql://bob:1234/t3Xy9z@localhost/app', ['t3Xy9z']],
       ['postgresql://bob@localhost/app?password=Sekr3t&Xy9z&sslmode=require', ['Sekr3t', 'Xy9z']],
     ] as const) {
       // Read as libpq reads it (its display shown), or refused: neither text holds a piece of the password.

@@ -137,10 +137,14 @@ function releaseUmask(connection: DuckdbConnection): void {
 
 /** Close the connection and the instance (the file and its lock go with them), then the temporary folder this run made. */
 export function closeDuckdb(files: DuckdbFiles): void {
-  files.connection.closeSync();
-  files.instance.closeSync();
-  releaseUmask(files.connection);
-  files.dropTemp();
+  try {
+    files.connection.closeSync();
+    files.instance.closeSync();
+  } finally {
+    // Whatever closing said: the process's own umask back, the temporary folder gone.
+    releaseUmask(files.connection);
+    files.dropTemp();
+  }
 }
 
 /**
