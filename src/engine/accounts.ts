@@ -319,11 +319,14 @@ export class AccountsRun {
       await emitter.state(stream, value);
       report?.state(stream.name, value);
     };
+    // The deletion log's last, as writeState orders them: its state moves past tombstones only after theirs.
     this.#unsent = () =>
-      [...definitions.values()].flatMap((stream): [StreamDefinition, StreamState][] => {
-        const value = takeUnsent(stream);
-        return value === undefined ? [] : [[stream, value]];
-      });
+      [...definitions.values()]
+        .sort((a, b) => Number(isDeletionLog(a)) - Number(isDeletionLog(b)))
+        .flatMap((stream): [StreamDefinition, StreamState][] => {
+          const value = takeUnsent(stream);
+          return value === undefined ? [] : [[stream, value]];
+        });
 
     const started = async (stream: StreamDefinition): Promise<void> => {
       const track = streams.get(stream.name);
