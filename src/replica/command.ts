@@ -245,7 +245,7 @@ function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: 
     'ERROR',
     error.failureType === 'config_error'
       ? `Cannot replicate: ${error.message}`
-      : `Replication stopped: ${error.message} Run replicate again to continue from the last commit.`,
+      : `Replication stopped: ${error.message}${/run replicate again/i.test(error.message) ? '' : ' Run replicate again to continue from the last commit.'}`,
   );
   return exitStatusFor(error.failureType);
 }

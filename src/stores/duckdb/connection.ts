@@ -184,9 +184,29 @@ export class DuckdbFileLockedError extends ConnectorError {
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-/** What an error of opening the file means: the lock held elsewhere (75), or a file that cannot be a store (78). */
+/**
+ * A write the system refused for want of room (ENOSPC: DuckDB says "No space
+ * left on device" for its file, its WAL or its temporary folder): the run
+ * stops as on any failed write, keeping what it committed, but with 75 (run
+ * again once there is room) and words that say so, as the SQLite replica and
+ * PostgreSQL do, not 70 (a bug to report). Undefined for any other error.
+ */
+export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
+  const message = messageOf(err);
+  if (!/No space left on device/i.test(message)) return undefined;
+  return new ConnectorError(
+    'transient_error',
+    `The disk holding the DuckDB store "${target.path}" is full: ${message}. ` +
+      'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.',
+    { cause: err },
+  );
+}
+
+/** What an error of opening the file means: the lock held elsewhere or a full disk (75), or a file that cannot be a store (78). */
 export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
   const message = messageOf(err);
+  const full = fullDiskError(err, target);
+  if (full !== undefined) return full;
   if (/Could not set lock on file/i.test(message)) {
     const pid = /PID (\d+)/.exec(message)?.[1];
     const program = /held in (.+?) \(PID/.exec(message)?.[1];

@@ -18,7 +18,7 @@ import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import type { Cell } from '../values.js';
-import { closeDuckdb, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
+import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { DuckdbSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
@@ -89,7 +89,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
     } catch (err) {
       closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
-      throw new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw fullDiskError(err, target) ?? new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
   }
 

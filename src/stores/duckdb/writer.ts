@@ -13,7 +13,7 @@ import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, type Cell } from '../values.js';
-import type { DuckdbConnection, DuckdbModule } from './connection.js';
+import { fullDiskError, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -139,6 +139,6 @@ export class DuckdbSql implements StoreSql<Cell[]> {
 
   error(err: unknown): ConnectorError {
     if (err instanceof ConnectorError) return err;
-    return new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${messageOf(err)}`, { cause: err });
+    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${messageOf(err)}`, { cause: err });
   }
 }

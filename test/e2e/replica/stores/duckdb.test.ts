@@ -1,14 +1,16 @@
 /**
  * `replicate` into a DuckDB file: the suite every store passes
  * (suite.ts) and many accounts (accounts-suite.ts), the same test code as
- * the other stores' files, and a run without its optional package. A
+ * the other stores' files, a run without its optional package and one
+ * on a full disk. A
  * file per store, so that the stores run side by side.
  */
 import { storeKinds } from '../../../helpers/store-kinds.js';
 import { accountsSuite } from './accounts-suite.js';
-import { duckdbWithoutPackage, storeSuite } from './suite.js';
+import { duckdbFullDisk, duckdbWithoutPackage, storeSuite } from './suite.js';
 
 const duckdb = storeKinds().find((kind) => kind.name === 'duckdb')!;
 storeSuite(duckdb);
 accountsSuite(duckdb);
 duckdbWithoutPackage();
+duckdbFullDisk(duckdb);

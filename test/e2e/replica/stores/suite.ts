@@ -12,7 +12,7 @@
  * Run by one file per store (sqlite.test.ts, postgres.test.ts,
  * duckdb.test.ts).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -489,6 +489,38 @@ export function duckdbWithoutPackage(): void {
       expect(existsSync(db)).toBe(false);
       // A run into SQLite under the same hook never needs it.
       expect((await replicate(account.config(dir), join(dir, 'plain.db'), { env: { NODE_OPTIONS: `--import=${pathToFileURL(hook).href}` } })).code).toBe(0);
+    });
+  });
+}
+
+/** DuckDB alone: no room left for its WAL (a real ENOSPC from the kernel: the WAL's name a link to /dev/full). */
+export function duckdbFullDisk(duckdb: StoreKind): void {
+  describe('replicate into DuckDB on a full disk', () => {
+    let account: Account;
+    let dir: string;
+    withEmulatorAccount('stores-duckdb-full-', { contacts: 60, seed: 71 }, (s) => ({ account, dir } = s));
+
+    it('is transient (75) saying the disk is full, keeps what was committed, and the next run with room ends exact', { timeout: 120_000 }, async () => {
+      const config = account.config(dir);
+      const db = await duckdb.fresh(dir, 'full');
+      expect((await replicate(config, db)).code).toBe(0);
+      const before = await duckdb.dump(db);
+      changeRound(account);
+      // Writes to /dev/full fail with ENOSPC: the store's next commit finds no room, as on a full disk.
+      const wal = `${db.replace(/^duckdb:/, '')}.wal`;
+      rmSync(wal, { force: true }); // the empty WAL the last run left
+      symlinkSync('/dev/full', wal);
+      const full = await replicate(config, db);
+      unlinkSync(wal);
+      expect(full.code, full.stderr).toBe(75);
+      expect(full.stderr).toMatch(/The disk holding the DuckDB store ".*full\.duckdb" is full: .*No space left on device.* What was committed before is kept\. Free some space there, then run replicate again/);
+      expect(full.stderr).not.toMatch(/report|bug/i);
+      // The run's last words give the advice once.
+      expect(full.stderr.split('\n').find((line) => line.includes('Replication stopped'))?.match(/run replicate again/gi)).toHaveLength(1);
+      expect(await duckdb.dump(db)).toStrictEqual(before);
+      const next = await replicate(config, db);
+      expect(next.code, next.stderr).toBe(0);
+      expect(await duckdb.dump(db)).toStrictEqual(dumpLists(account.dump()));
     });
   });
 }
