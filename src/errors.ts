@@ -62,11 +62,33 @@ export class ContractError extends ConnectorError {
   }
 }
 
-/** Wrap anything thrown into a ConnectorError (unexpected errors are system errors). */
+/**
+ * What an error the connector did not expect says, for stderr and the
+ * summary: its name (and Node's code), and its message up to its first quote
+ * or line break. A library's message may quote the data it was given, a
+ * record's value before any treatment (V8's: `Unexpected token 'A', "Ana
+ * Souza"... is not valid JSON`, `Cannot create property 'x' on string
+ * 'ana@example.com'`; a driver's: `invalid input syntax for type integer:
+ * "..."`), and BigInt's without quotes. The connector's own errors
+ * (ConnectorError) are said whole; anything thrown that is not an Error, by
+ * its type alone. Secrets are redacted (`scrub`) before the message is cut,
+ * so no piece of one is left at the cut.
+ */
+export function faultWords(err: unknown, scrub: (text: string) => string = (text) => text): string {
+  if (!(err instanceof Error)) return `a ${err === null ? 'null' : typeof err} thrown, not an Error (its value is not shown: it may be data)`;
+  const code = (err as { code?: unknown }).code;
+  const name = `${err.name}${typeof code === 'string' ? ` [${code}]` : ''}`;
+  const message = scrub(err.message);
+  if (err instanceof ConnectorError) return `${name}: ${message}`;
+  if (/^Cannot convert [\s\S]* to a BigInt$/.test(message)) return `${name}: Cannot convert a text to a BigInt (not shown: it may be data)`;
+  const cut = /['"`\n\r]/.exec(message);
+  return cut === null ? `${name}: ${message}` : `${name}: ${message.slice(0, cut.index).trimEnd()} ... (the rest not shown: it may quote data)`;
+}
+
+/** Wrap anything thrown into a ConnectorError (unexpected errors are system errors, said as faultWords says them). */
 export function toConnectorError(err: unknown): ConnectorError {
   if (err instanceof ConnectorError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new ConnectorError('system_error', `Unexpected error in the connector: ${message}`, { cause: err });
+  return new ConnectorError('system_error', `Unexpected error in the connector: ${faultWords(err)}`, { cause: err });
 }
 
 /**

@@ -9,7 +9,7 @@
  * DAGSTER_PIPES_MESSAGES set), the report also feeds the Pipes session
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
-import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, faultWords, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
 import { EXIT_OK, EXIT_SOFTWARE, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
 import { Interrupt, exitOnceFlushed, type StopSignal } from '../runtime/interrupt.js';
@@ -106,29 +106,6 @@ export interface CommandIo {
 
 /** How long a crash waits for stdout and stderr to take what is queued before the process exits. */
 const CRASH_GRACE_MS = 5000;
-
-/**
- * What a fault nothing caught says, for stderr and the summary: its name
- * (and Node's code), and its message up to its first quote or line break.
- * A library's message may quote the data it was given, a record's value
- * before any treatment (V8's: `Unexpected token 'A', "Ana Souza"... is not
- * valid JSON`, `Cannot create property 'x' on string 'ana@example.com'`;
- * a driver's: `invalid input syntax for type integer: "..."`), and BigInt's
- * without quotes. The connector's own errors (ConnectorError) are said
- * whole; anything thrown that is not an Error, by its type alone. Secrets
- * are redacted (`redact`) before the message is cut, so no piece of one
- * is left at the cut.
- */
-function faultWords(err: unknown, redact: (text: string) => string): string {
-  if (!(err instanceof Error)) return `a ${err === null ? 'null' : typeof err} thrown, not an Error (its value is not shown: it may be data)`;
-  const code = (err as { code?: unknown }).code;
-  const name = `${err.name}${typeof code === 'string' ? ` [${code}]` : ''}`;
-  const message = redact(err.message);
-  if (err instanceof ConnectorError) return `${name}: ${message}`;
-  if (/^Cannot convert [\s\S]* to a BigInt$/.test(message)) return `${name}: Cannot convert a text to a BigInt (not shown: it may be data)`;
-  const cut = /['"`\n\r]/.exec(message);
-  return cut === null ? `${name}: ${message}` : `${name}: ${message.slice(0, cut.index).trimEnd()} ... (the rest not shown: it may quote data)`;
-}
 
 /**
  * The handler of a fault nothing caught: an error thrown in an event handler

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { ConnectorError, toConnectorError } from '../src/errors.js';
+
+describe('toConnectorError', () => {
+  it('keeps a ConnectorError as it is', () => {
+    const own = new ConnectorError('transient_error', 'The service said "wait".');
+    expect(toConnectorError(own)).toBe(own);
+  });
+
+  it('says an unexpected error by its name and its message up to a quote: a library may quote the data it was given', () => {
+    let parseError: unknown;
+    try {
+      JSON.parse('Ana Souza <ana@example.com>');
+    } catch (err) {
+      parseError = err;
+    }
+    const wrapped = toConnectorError(parseError);
+    expect(wrapped.failureType).toBe('system_error');
+    expect(wrapped.message).toMatch(/^Unexpected error in the connector: SyntaxError: Unexpected token .*\(the rest not shown: it may quote data\)$/);
+    expect(wrapped.message).not.toMatch(/Ana|Souza|example/);
+    expect(wrapped.cause).toBe(parseError);
+
+    const driver = toConnectorError(Object.assign(new Error('invalid input syntax for type integer: "+55 11 91234-5678"'), { code: '22P02' }));
+    expect(driver.message).toBe('Unexpected error in the connector: Error [22P02]: invalid input syntax for type integer: ... (the rest not shown: it may quote data)');
+  });
+
+  it('says a message without quotes whole, and a thrown non-Error by its type alone', () => {
+    expect(toConnectorError(new TypeError('x is not a function')).message).toBe('Unexpected error in the connector: TypeError: x is not a function');
+    expect(toConnectorError('ana@example.com').message).toBe('Unexpected error in the connector: a string thrown, not an Error (its value is not shown: it may be data)');
+  });
+});
