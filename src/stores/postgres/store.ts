@@ -81,7 +81,7 @@ export class PostgresStore extends GroupStore<string> {
     super(
       target.display,
       new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups),
-      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed)],
+      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed, opened.blocked)],
       log,
       opened.applied,
       PG_TYPES,

@@ -263,15 +263,63 @@ export interface OpenedTables {
   readonly changes: string[];
   /** Changes left for the next run (a table lock not had in time), in words. */
   readonly postponed: string[];
+  /** Widenings another object of the database refuses (a view over the column), in words, with the server's reason. */
+  readonly blocked: BlockedChange[];
   /** The changes made, for the run summary. */
   readonly applied: ColumnChange[];
+}
+
+/** A column change the database refuses because something else depends on the column. */
+export interface BlockedChange {
+  /** The change in words (`contacts.score: bigint -> numeric`). */
+  readonly change: string;
+  /** What depends on it, as the server says it. */
+  readonly why: string;
+}
+
+/**
+ * A widening (ALTER COLUMN ... TYPE) refused because another object uses the
+ * column (0A000: a view, a rule, a policy, a trigger's WHEN): a dashboard
+ * team's view over the table. Dropping their object is not the run's to do;
+ * the column keeps its type and the values that do not fit stay in `_extra`.
+ */
+class DependentObjectError extends Error {
+  readonly field: string;
+  readonly why: string;
+  constructor(field: string, why: string) {
+    super(why);
+    this.field = field;
+    this.why = why;
+  }
+}
+
+/** The server's words for a refused widening: its message and the detail naming the object (`rule _RETURN on view x depends on column "y"`). */
+function dependentObjectWhy(err: unknown): string | undefined {
+  const e = err as { code?: unknown; message?: unknown; detail?: unknown };
+  if (e.code !== '0A000') return undefined;
+  const detail = typeof e.detail === 'string' && e.detail !== '' ? `: ${e.detail.replace(/\.$/, '')}` : '';
+  return `${String(e.message)}${detail}`;
+}
+
+/**
+ * `layout` with the `blocked` fields' columns kept at their `stored` kind,
+ * and the widening each asked for kept pending in it: saved so, the next
+ * open asks for it again (and moves the values kept in `_extra` then).
+ */
+function withoutBlocked(layout: StoreLayout, stored: StoreLayout, blocked: ReadonlyMap<string, StoreKind>): StoreLayout {
+  if (blocked.size === 0) return layout;
+  const kept = new Map(stored.columns.map((c) => [c.field, c.kind]));
+  const columns = layout.columns.map((c) => (blocked.has(c.field) ? { field: c.field, kind: kept.get(c.field) ?? c.kind } : c));
+  return { ...layout, columns, pending: [...blocked].map(([field, kind]) => ({ field, kind })) };
 }
 
 /**
  * Make each stream's table, or change it to `specs`' layout (from the one
  * `stored`): one transaction per table, waiting LOCK_WAIT_MS at most for its
  * lock; a table whose lock cannot be had keeps its stored layout (and its
- * pending drift) until the next run.
+ * pending drift) until the next run. A widening another object refuses (a
+ * view over the column) is left out, the table's other changes made: the
+ * column keeps its type, and the next run asks again.
  */
 export async function openTables(
   client: Client,
@@ -285,47 +333,64 @@ export async function openTables(
   const made: string[] = [];
   const applied: ColumnChange[] = [];
   const postponed: string[] = [];
+  const blocked: BlockedChange[] = [];
+  const describe = (c: ColumnChange): string => describeChange(c, (k) => PG_TYPES[k]);
   for (const spec of specs) {
-    const { layout } = spec;
-    const before = stored.get(layout.stream);
-    const mine = changes.filter((c) => c.stream === layout.stream);
-    const words = mine.map((c) => describeChange(c, (k) => PG_TYPES[k]));
-    await client.query('BEGIN');
-    try {
-      await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
-      if (before === undefined || !(await tableExists(client, schema, layout.table))) {
-        await client.query(createTableSql(schema, layout));
-      } else {
-        for (const change of mine) {
-          const column = quoteIdent(change.field);
-          if (change.from === undefined) {
-            await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
-            await markAbsent(client, schema, layout, change.field);
-          } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
-            await client.query(
-              `ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`,
-            );
+    const before = stored.get(spec.layout.stream);
+    const asked = changes.filter((c) => c.stream === spec.layout.stream);
+    const refused = new Map<string, StoreKind>();
+    for (;;) {
+      const mine = asked.filter((c) => !refused.has(c.field));
+      const layout = before === undefined ? spec.layout : withoutBlocked(spec.layout, before, refused);
+      await client.query('BEGIN');
+      try {
+        await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+        if (before === undefined || !(await tableExists(client, schema, layout.table))) {
+          await client.query(createTableSql(schema, layout));
+        } else {
+          for (const change of mine) {
+            const column = quoteIdent(change.field);
+            if (change.from === undefined) {
+              await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+              await markAbsent(client, schema, layout, change.field);
+            } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
+              await client
+                .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
+                .catch((err: unknown) => {
+                  const why = dependentObjectWhy(err);
+                  throw why === undefined ? err : new DependentObjectError(change.field, why);
+                });
+            }
           }
+          for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
         }
-        for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
+        if (spec.deletionLog) {
+          await client.query(
+            `CREATE INDEX IF NOT EXISTS ${quoteIdent(`_replica_${layout.table}_object`)} ON ${qualified(schema, layout.table)} (${quoteIdent(spec.deletionLog.objectIdField)})`,
+          );
+        }
+        await saveLayout(client, schema, layout);
+        await client.query('COMMIT');
+        out.push({ ...spec, layout });
+        made.push(...mine.map(describe));
+        applied.push(...mine);
+        break;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        if (err instanceof DependentObjectError) {
+          // The table's transaction is undone: make it again without this widening.
+          const change = asked.find((c) => c.field === err.field) as ColumnChange;
+          refused.set(change.field, change.to);
+          blocked.push({ change: describe(change), why: err.why });
+          continue;
+        }
+        if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
+        // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
+        out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] } });
+        postponed.push(...asked.filter((c) => !refused.has(c.field)).map(describe));
+        break;
       }
-      if (spec.deletionLog) {
-        await client.query(
-          `CREATE INDEX IF NOT EXISTS ${quoteIdent(`_replica_${layout.table}_object`)} ON ${qualified(schema, layout.table)} (${quoteIdent(spec.deletionLog.objectIdField)})`,
-        );
-      }
-      await saveLayout(client, schema, layout);
-      await client.query('COMMIT');
-      out.push(spec);
-      made.push(...words);
-      applied.push(...mine);
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
-      // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
-      out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...mine.map((c) => ({ field: c.field, kind: c.to }))] } });
-      postponed.push(...words);
     }
   }
-  return { specs: out, changes: made, postponed, applied };
+  return { specs: out, changes: made, postponed, blocked, applied };
 }

@@ -241,6 +241,44 @@ describe('drift in PostgreSQL', () => {
     expect((await store.readRecords('contacts'))[0]).toEqual(contact('c1', 1));
   });
 
+  it("a widening a dashboard's view refuses is left undone with a WARN naming the view, the rest applied; the run writes; once the view is gone it widens", async () => {
+    const schema = 's_view';
+    let store = await openStore(schema);
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890'), lifetime_value: 7 });
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await closeStore(store);
+    await admin.query(`CREATE VIEW ${schema}.scores AS SELECT id, qualification_score FROM ${schema}.contacts`);
+    store = await openStore(schema);
+    // The new column is made; the widening is not, and the run says why and what to do.
+    expect(store.changes).toEqual(['contacts.lifetime_value: new column (bigint)']);
+    const warns = store.notes.filter((n) => n.level === 'WARN').map((n) => n.message);
+    expect(warns).toHaveLength(1);
+    expect(warns[0]).toContain('contacts.qualification_score: bigint -> numeric cannot be made');
+    expect(warns[0]).toContain(`view ${schema}.scores`);
+    expect(store.schemaChanges()).toEqual([
+      { stream: 'contacts', column: 'lifetime_value', change: 'added', from: null, to: 'bigint' },
+      { stream: 'contacts', column: 'qualification_score', change: 'left_for_next_run', from: 'bigint', to: 'numeric' },
+    ]);
+    // The run writes; a value the column cannot hold is kept whole in _extra, and every record reads back as sent.
+    const bigger = contact('c3', 3, { qualification_score: rawNumber('99999999999999999999999') });
+    await store.commit(checkpoint('contacts', [bigger], 3));
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+    await closeStore(store);
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ qualification_score: 'bigint', lifetime_value: 'bigint' });
+    expect((await admin.query(`SELECT count(*)::int AS n FROM ${schema}.scores`)).rows[0].n).toBe(3);
+    // Every run asks again; once the view is dropped, the column widens and the values move into it.
+    await admin.query(`DROP VIEW ${schema}.scores`);
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+    const { rows } = await admin.query(`SELECT id, qualification_score::text AS q FROM ${schema}.contacts ORDER BY id`);
+    expect(rows).toEqual([
+      { id: 'c1', q: '42' },
+      { id: 'c2', q: '123456789012345678901234567890' },
+      { id: 'c3', q: '99999999999999999999999' },
+    ]);
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+  });
+
   it('keeps JSON holding U+0000 in _extra (jsonb refuses it) without asking for a jsonb column, and opens again', async () => {
     const schema = 's_nul_json';
     const records = [contact('c1', 1, { job_title: { title: 'nul \u0000 inside' }, nested_field: ['\u0000'] }), contact('c2', 2, { nested_field: ['plain'], segment: 'b2b' })];
