@@ -33,7 +33,7 @@ export function changeNotes(display: string, changes: readonly string[], postpon
       level: 'WARN' as const,
       message:
         `Schema drift in ${display}: ${change} cannot be made (${why}). The column keeps its type, the values that do not fit it are kept in _extra, and every run tries again. ` +
-        'To let it widen, drop what depends on the column, let a run widen it, then create that again.',
+        'To let it widen, drop what is named there, let a run widen the column, then create that again.',
     })),
   ];
 }

@@ -20,12 +20,13 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { jsonText, placeValue, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
+import type { BlockedNote } from '../notes.js';
 
 export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
   text: 'text',
@@ -264,17 +265,9 @@ export interface OpenedTables {
   /** Changes left for the next run (a table lock not had in time), in words. */
   readonly postponed: string[];
   /** Widenings another object of the database refuses (a view over the column), in words, with the server's reason. */
-  readonly blocked: BlockedChange[];
+  readonly blocked: BlockedNote[];
   /** The changes made, for the run summary. */
   readonly applied: ColumnChange[];
-}
-
-/** A column change the database refuses because something else depends on the column. */
-export interface BlockedChange {
-  /** The change in words (`contacts.score: bigint -> numeric`). */
-  readonly change: string;
-  /** What depends on it, as the server says it. */
-  readonly why: string;
 }
 
 /**
@@ -302,18 +295,6 @@ function dependentObjectWhy(err: unknown): string | undefined {
 }
 
 /**
- * `layout` with the `blocked` fields' columns kept at their `stored` kind,
- * and the widening each asked for kept pending in it: saved so, the next
- * open asks for it again (and moves the values kept in `_extra` then).
- */
-function withoutBlocked(layout: StoreLayout, stored: StoreLayout, blocked: ReadonlyMap<string, StoreKind>): StoreLayout {
-  if (blocked.size === 0) return layout;
-  const kept = new Map(stored.columns.map((c) => [c.field, c.kind]));
-  const columns = layout.columns.map((c) => (blocked.has(c.field) ? { field: c.field, kind: kept.get(c.field) ?? c.kind } : c));
-  return { ...layout, columns, pending: [...blocked].map(([field, kind]) => ({ field, kind })) };
-}
-
-/**
  * Make each stream's table, or change it to `specs`' layout (from the one
  * `stored`): one transaction per table, waiting LOCK_WAIT_MS at most for its
  * lock; a table whose lock cannot be had keeps its stored layout (and its
@@ -333,7 +314,7 @@ export async function openTables(
   const made: string[] = [];
   const applied: ColumnChange[] = [];
   const postponed: string[] = [];
-  const blocked: BlockedChange[] = [];
+  const blocked: BlockedNote[] = [];
   const describe = (c: ColumnChange): string => describeChange(c, (k) => PG_TYPES[k]);
   for (const spec of specs) {
     const before = stored.get(spec.layout.stream);
@@ -341,7 +322,7 @@ export async function openTables(
     const refused = new Map<string, StoreKind>();
     for (;;) {
       const mine = asked.filter((c) => !refused.has(c.field));
-      const layout = before === undefined ? spec.layout : withoutBlocked(spec.layout, before, refused);
+      const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
