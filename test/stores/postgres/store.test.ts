@@ -416,6 +416,36 @@ describe('transactions', () => {
     expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
   });
 
+  it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', { timeout: 60_000 }, async () => {
+    const schema = 's_lock_held';
+    const store = await openStore(schema, { lockWaitMs: 300 });
+    await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    // A dashboard team's session locked the table (or rows of it) and was left idle in its transaction.
+    const holder = await adminClient(db.url);
+    try {
+      await holder.query("SET application_name = 'team-notebook'");
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${schema}.contacts IN SHARE MODE`);
+      const failed: ConnectorError[] = [];
+      store.onStreamFailed = (_stream, error) => failed.push(error);
+      await store.write(checkpoint('contacts', [contact('c1', 2), contact('c2', 2)], 2));
+      await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(2) }], 2));
+      await store.flush();
+      expect(failed).toHaveLength(1);
+      expect(failed[0]?.failureType).toBe('transient_error');
+      expect(failed[0]?.message).toMatch(/lock/);
+      expect(failed[0]?.message).toMatch(/"team-notebook".*idle in transaction.*ShareLock on contacts/);
+      // The other streams are written; contacts stays as last committed, its state too.
+      expect(await ids(schema, 'stage_events')).toEqual(['e1']);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    expect(await ids(schema, 'contacts')).toEqual(['c1']);
+    expect((await admin.query(`SELECT updated_at FROM ${schema}.contacts`)).rows[0].updated_at).toEqual(new Date(at(1)));
+    expect(JSON.parse((await store.savedStates()).get('contacts') ?? '{}')).toEqual({ resume: { sync_watermark: at(1) } });
+  });
+
   it("in a store of many accounts, a refused row stops that account's part of the stream alone; its state is kept as last committed", async () => {
     const schema = 's_refused_accounts';
     const store = await openStore(schema, { accountKey: true });
