@@ -4,7 +4,8 @@
  * lock, which a dashboard's running query delays and which blocks every
  * query queued behind it; at open it waits LOCK_WAIT_MS at most, and a
  * change it cannot make then is left for the next run, its values kept in
- * `_extra` meanwhile).
+ * `_extra` meanwhile). The ALTERs are committed alone, so that readers wait
+ * for them only, not for the updates of every row that follow.
  *
  * Types: text -> text, timestamp -> timestamptz, boolean -> boolean,
  * int64 -> bigint, int128 and number -> numeric (exact: every digit of
@@ -186,6 +187,20 @@ export async function saveLayout(client: Client, schema: string, layout: StoreLa
   );
 }
 
+/** Each column's type as the server names it (`format_type`: `timestamp with time zone`, `bigint`...). */
+async function columnTypes(client: Client, schema: string, table: string): Promise<Map<string, string>> {
+  const { rows } = await client.query<{ name: string; type: string }>(
+    'SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
+    [qualified(schema, table)],
+  );
+  return new Map(rows.map((r) => [r.name, r.type]));
+}
+
+/** A type of PG_TYPES as format_type names it. */
+function regtypeName(type: string): string {
+  return type === 'timestamptz' ? 'timestamp with time zone' : type;
+}
+
 async function tableExists(client: Client, schema: string, table: string): Promise<boolean> {
   const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [qualified(schema, table)]);
   return rows[0]?.present === true || rows[0]?.present === 't';
@@ -323,18 +338,23 @@ export async function openTables(
     for (;;) {
       const mine = asked.filter((c) => !refused.has(c.field));
       const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
+      let altered = false;
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
         if (before === undefined || !(await tableExists(client, schema, layout.table))) {
           await client.query(createTableSql(schema, layout));
-        } else {
+        } else if (mine.length > 0) {
+          // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
+          // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
+          // which readers do not wait for. A run stopped between the two finds the column there at its next open.
+          const types = await columnTypes(client, schema, layout.table);
           for (const change of mine) {
             const column = quoteIdent(change.field);
+            const type = types.get(change.field);
             if (change.from === undefined) {
-              await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
-              await markAbsent(client, schema, layout, change.field);
-            } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
+              if (type === undefined) await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+            } else if (PG_TYPES[change.from] !== PG_TYPES[change.to] && type !== regtypeName(PG_TYPES[change.to])) {
               await client
                 .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
                 .catch((err: unknown) => {
@@ -343,6 +363,11 @@ export async function openTables(
                 });
             }
           }
+          await client.query('COMMIT');
+          altered = true;
+          await client.query('BEGIN');
+          await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+          for (const change of mine) if (change.from === undefined) await markAbsent(client, schema, layout, change.field);
           for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
         }
         if (spec.deletionLog) {
@@ -365,7 +390,9 @@ export async function openTables(
           blocked.push({ change: describe(change), why: err.why });
           continue;
         }
-        if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
+        // Once the ALTERs are committed the table no longer has the stored layout: a lock not had for the rows' updates
+        // fails the open (75), and the next run does them.
+        if ((err as { code?: unknown }).code !== '55P03' || before === undefined || altered) throw err;
         // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
         out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] } });
         postponed.push(...asked.filter((c) => !refused.has(c.field)).map(describe));

@@ -4,7 +4,7 @@
  * the long-pause sweep, drift, the writer lock, and what a killed
  * checkpoint leaves (nothing).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type pg from 'pg';
 import { ConnectorError } from '../../../src/errors.js';
 import { PostgresStore } from '../../../src/stores/postgres/store.js';
@@ -222,6 +222,42 @@ describe('drift in PostgreSQL', () => {
     const store = await openStore(schema, { schemas });
     expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)', 'contacts.renewed_at: new column (timestamptz)']);
     expect(await columnTypes(schema, 'contacts')).toMatchObject({ score_v2: 'numeric', renewed_at: 'timestamp with time zone' });
+  });
+
+  it('readers wait for the ALTER alone, not for the updates of every row that follow it (an added column marked absent)', async () => {
+    const schema = 's_alter_alone';
+    await closeStore(await openStore(schema));
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await closeStore(store);
+    // The rows' updates are held up at will: a trigger someone added waits for an advisory lock the test holds.
+    await admin.query(`CREATE FUNCTION ${schema}.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$`);
+    await admin.query(`CREATE TRIGGER hold BEFORE UPDATE ON ${schema}.contacts FOR EACH ROW EXECUTE FUNCTION ${schema}.hold()`);
+    await admin.query('SELECT pg_advisory_lock(4242)');
+    const stream = findStream('contacts');
+    if (!stream) throw new Error('no contacts stream');
+    const described = recordJsonSchema(stream);
+    const schemas = new Map([['contacts', { ...described, properties: { ...(described.properties as object), score_v2: { type: ['null', 'number'] } } }]]);
+    const opening = openStore(schema, { schemas });
+    const reader = await adminClient(db.url);
+    try {
+      await vi.waitFor(
+        async () => expect((await admin.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted")).rows).toHaveLength(1),
+        { timeout: 20_000, interval: 20 },
+      );
+      // While the rows are updated, a reader takes its lock on the table at once (NOWAIT: it would fail if it had to wait).
+      await reader.query('BEGIN');
+      await reader.query(`LOCK TABLE ${schema}.contacts IN ACCESS SHARE MODE NOWAIT`);
+      expect((await reader.query(`SELECT count(*)::int AS n FROM ${schema}.contacts`)).rows[0].n).toBe(2);
+      await reader.query('COMMIT');
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(4242)');
+      await reader.end();
+    }
+    store = await opening;
+    await admin.query(`DROP TRIGGER hold ON ${schema}.contacts`);
+    expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)']);
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
   });
 
   it('widens a timestamp column to text with the instants written as the service wrote them, and an object turns a text column into jsonb', async () => {
