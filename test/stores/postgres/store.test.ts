@@ -260,6 +260,37 @@ describe('drift in PostgreSQL', () => {
     expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
   });
 
+  it("keeps a dashboard role's grants and views across drift, full refreshes and full reads (no table is made again)", async () => {
+    const schema = 's_grants';
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2, { job_title: { title: 'Buyer' }, lifetime_value: 3 })], 2));
+    await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }], 2, { fullRead: { first: true, last: true } }));
+    await closeStore(store);
+    const role = `dash_${db.name}`; // roles are the server's, not the database's: one of this file's own
+    await admin.query(`CREATE ROLE ${role}`);
+    await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
+    await admin.query(`GRANT SELECT ON ${schema}.contacts, ${schema}.pipeline_stages TO ${role}`);
+    await admin.query(`CREATE VIEW ${schema}.names AS SELECT id, name FROM ${schema}.contacts`);
+    const oids = async () => (await admin.query(`SELECT relname, oid::text FROM pg_class WHERE relnamespace = '${schema}'::regnamespace AND relname IN ('contacts', 'pipeline_stages') ORDER BY relname`)).rows;
+    const before = await oids();
+    // An added column and a widened one; a full refresh and a full read that remove rows.
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.job_title: text -> jsonb', 'contacts.lifetime_value: new column (bigint)']);
+    await store.commit(checkpoint('pipeline_stages', [{ id: 'b' }], 3, { fullRead: { first: true, last: true } }));
+    await store.commit(checkpoint('contacts', [contact('c2', 3, { job_title: { title: 'Buyer' }, lifetime_value: 3 })], 3, { fullRead: { first: true, last: true } }));
+    await closeStore(store);
+    expect(await oids()).toEqual(before);
+    const reader = await adminClient(db.url);
+    try {
+      await reader.query(`SET ROLE ${role}`);
+      expect((await reader.query(`SELECT id FROM ${schema}.contacts`)).rows).toEqual([{ id: 'c2' }]);
+      expect((await reader.query(`SELECT id FROM ${schema}.pipeline_stages`)).rows).toEqual([{ id: 'b' }]);
+    } finally {
+      await reader.end();
+    }
+    expect((await admin.query(`SELECT id, name FROM ${schema}.names`)).rows).toEqual([{ id: 'c2', name: 'Name c2' }]);
+  });
+
   it('widens a timestamp column to text with the instants written as the service wrote them, and an object turns a text column into jsonb', async () => {
     const schema = 's_widen';
     let store = await openStore(schema);
