@@ -2,7 +2,7 @@
  * The tables of a PostgreSQL store, made and changed when the store opens
  * (never during the run's writes: an ALTER TABLE holds an ACCESS EXCLUSIVE
  * lock, which a dashboard's running query delays and which blocks every
- * query queued behind it; at open it waits LOCK_WAIT_MS at most, and a
+ * query queued behind it; at open it tries for LOCK_WAIT_MS at most, and a
  * change it cannot make then is left for the next run, its values kept in
  * `_extra` meanwhile). The ALTERs are committed alone, so that readers wait
  * for them only, not for the updates of every row that follow.
@@ -97,8 +97,16 @@ export const PG_DIALECT: StoreDialect = {
 };
 
 
-/** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
+/** How long opening tries for a table lock (a reader's long query) before it leaves a change for the next run. */
 export const LOCK_WAIT_MS = 5000;
+/**
+ * How long one try waits. While an ALTER waits for its lock, every query of
+ * the table that comes after it waits behind it: in short tries, with
+ * LOCK_PAUSE_MS between them for those queries to run, dashboards are held
+ * up a moment at a time, not for LOCK_WAIT_MS at once.
+ */
+const LOCK_TRY_MS = 200;
+const LOCK_PAUSE_MS = 300;
 
 
 /** The ISO 8601 text of a timestamptz column, as the service writes instants (UTC, milliseconds, Z). */
@@ -311,9 +319,9 @@ function dependentObjectWhy(err: unknown): string | undefined {
 
 /**
  * Make each stream's table, or change it to `specs`' layout (from the one
- * `stored`): one transaction per table, waiting LOCK_WAIT_MS at most for its
- * lock; a table whose lock cannot be had keeps its stored layout (and its
- * pending drift) until the next run. A widening another object refuses (a
+ * `stored`): one transaction per table, trying LOCK_WAIT_MS at most for its
+ * lock (in tries of LOCK_TRY_MS); a table whose lock cannot be had keeps its
+ * stored layout (and its pending drift) until the next run. A widening another object refuses (a
  * view over the column) is left out, the table's other changes made: the
  * column keeps its type, and the next run asks again.
  */
@@ -335,13 +343,14 @@ export async function openTables(
     const before = stored.get(spec.layout.stream);
     const asked = changes.filter((c) => c.stream === spec.layout.stream);
     const refused = new Map<string, StoreKind>();
+    const started = performance.now();
     for (;;) {
       const mine = asked.filter((c) => !refused.has(c.field));
       const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
       let altered = false;
       await client.query('BEGIN');
       try {
-        await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+        await client.query(`SET LOCAL lock_timeout = ${LOCK_TRY_MS}`);
         if (before === undefined || !(await tableExists(client, schema, layout.table))) {
           await client.query(createTableSql(schema, layout));
         } else if (mine.length > 0) {
@@ -393,6 +402,10 @@ export async function openTables(
         // Once the ALTERs are committed the table no longer has the stored layout: a lock not had for the rows' updates
         // fails the open (75), and the next run does them.
         if ((err as { code?: unknown }).code !== '55P03' || before === undefined || altered) throw err;
+        if (performance.now() - started < LOCK_WAIT_MS) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_PAUSE_MS));
+          continue;
+        }
         // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
         out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] } });
         postponed.push(...asked.filter((c) => !refused.has(c.field)).map(describe));

@@ -291,6 +291,64 @@ describe('drift in PostgreSQL', () => {
     expect((await admin.query(`SELECT id, name FROM ${schema}.names`)).rows).toEqual([{ id: 'c2', name: 'Name c2' }]);
   });
 
+  it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", { timeout: 60_000 }, async () => {
+    const schema = 's_alter_queue';
+    await closeStore(await openStore(schema));
+    const stream = findStream('contacts');
+    if (!stream) throw new Error('no contacts stream');
+    const described = recordJsonSchema(stream);
+    const schemas = new Map([['contacts', { ...described, properties: { ...(described.properties as object), score_v2: { type: ['null', 'number'] } } }]]);
+    // A dashboard's long query holds the table (ACCESS SHARE) as the run opens and asks for ACCESS EXCLUSIVE.
+    const long = await adminClient(db.url);
+    const other = await adminClient(db.url);
+    await long.query('BEGIN');
+    await long.query(`SELECT count(*) FROM ${schema}.contacts`);
+    const opening = openStore(schema, { schemas });
+    try {
+      await vi.waitFor(
+        async () => expect((await admin.query(`SELECT 1 FROM pg_locks WHERE relation = '${schema}.contacts'::regclass AND mode = 'AccessExclusiveLock' AND NOT granted`)).rows).toHaveLength(1),
+        { timeout: 20_000, interval: 10 },
+      );
+      // Another dashboard's query, queued behind the ALTER: it gets through while the run still tries (the long one
+      // ends only after it), and the run then makes its change.
+      expect((await other.query(`SELECT count(*)::int AS n FROM ${schema}.contacts`)).rows[0].n).toBe(0);
+    } finally {
+      await long.query('COMMIT');
+      await long.end();
+      await other.end();
+    }
+    const store = await opening;
+    expect(store.postponed).toEqual([]);
+    expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)']);
+  });
+
+  it('a table a long query holds all along keeps its layout until the next run, which changes it; the run writes meanwhile', { timeout: 60_000 }, async () => {
+    const schema = 's_alter_postponed';
+    let store = await openStore(schema);
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await closeStore(store);
+    const long = await adminClient(db.url);
+    try {
+      await long.query('BEGIN');
+      await long.query(`SELECT count(*) FROM ${schema}.contacts`);
+      store = await openStore(schema);
+      expect(store.changes).toEqual([]);
+      expect(store.postponed).toEqual(['contacts.qualification_score: bigint -> numeric']);
+      expect(store.notes.map((n) => n.message)).toEqual([expect.stringMatching(/qualification_score: bigint -> numeric is left for the next run \(a reader held the table\)/)]);
+      const bigger = contact('c3', 3, { qualification_score: rawNumber('99999999999999999999999') });
+      await store.commit(checkpoint('contacts', [bigger], 3));
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+      await closeStore(store);
+    } finally {
+      await long.query('COMMIT');
+      await long.end();
+    }
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ qualification_score: 'numeric' });
+  });
+
   it('widens a timestamp column to text with the instants written as the service wrote them, and an object turns a text column into jsonb', async () => {
     const schema = 's_widen';
     let store = await openStore(schema);
