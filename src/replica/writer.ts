@@ -47,6 +47,13 @@ const WAL_FRAME_HEADER_BYTES = 24;
 const WAL_RESTART_BYTES = 128 * 1024 * 1024;
 /** How long that waits for a reader of the WAL (someone's query) before trying again at a later commit. */
 const RESTART_WAIT_MS = 500;
+/**
+ * After a reader outlasted that wait (a dashboard holding a transaction
+ * open keeps its snapshot, and the WAL, for as long as it likes), how long
+ * the writer leaves the WAL to the WAL thread before trying again: trying
+ * at every commit would stop the run RESTART_WAIT_MS each time.
+ */
+const RESTART_RETRY_MS = 10_000;
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -86,6 +93,8 @@ export class ReplicaWriter {
   private readonly commitEveryMs: number;
   private readonly shortGroupMs: number;
   private readonly walRestartBytes: number;
+  /** When a reader last kept the WAL from starting over (Date.now()); undefined: it was not kept. */
+  private restartHeldAt: number | undefined;
   private readonly walFrameBytes: number;
   /** How long the open group stays open. */
   private groupMs: number;
@@ -214,7 +223,8 @@ export class ReplicaWriter {
       this.walThreadUrl = null;
     }
     if (!this.walThreadReady) return;
-    if (walBytes > this.walRestartBytes) this.restartWal();
+    const retry = this.restartHeldAt === undefined || Date.now() - this.restartHeldAt >= RESTART_RETRY_MS;
+    if (walBytes > this.walRestartBytes && retry) this.restartWal();
     else this.walThread?.postMessage('checkpoint');
   }
 
@@ -248,9 +258,14 @@ export class ReplicaWriter {
     const db = this.store.db;
     try {
       db.exec(`PRAGMA busy_timeout = ${RESTART_WAIT_MS}`);
-      db.exec('PRAGMA wal_checkpoint(RESTART)');
+      const row = db.prepare('PRAGMA wal_checkpoint(RESTART)').get();
+      // busy: not done. checkpointed -1: the WAL thread's pass held the checkpoint, try at the next commit;
+      // otherwise a reader is still on the WAL (its open transaction): leave it RESTART_RETRY_MS.
+      const heldByReader = Number(row?.busy) !== 0 && Number(row?.checkpointed) >= 0;
+      this.restartHeldAt = heldByReader ? Date.now() : undefined;
+      if (heldByReader) this.walThread?.postMessage('checkpoint');
     } catch {
-      // a reader holds the WAL: at a later commit
+      // the file is busy this moment: at a later commit
     } finally {
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }

@@ -232,6 +232,19 @@ export function evolveLayout(wanted: StoreLayout, stored: StoreLayout | undefine
   return { layout: { ...wanted, primaryKey: stored.primaryKey, columns, pending: [] }, changes };
 }
 
+/**
+ * `layout` with the `refused` fields' columns kept at their `stored` kind
+ * (a widening the database refused: something else depends on the column),
+ * and the widening each asked for kept pending in it: saved so, the next
+ * open asks for it again, and moves the values kept in `_extra` then.
+ */
+export function withoutWidenings(layout: StoreLayout, stored: StoreLayout, refused: ReadonlyMap<string, StoreKind>): StoreLayout {
+  if (refused.size === 0) return layout;
+  const kept = new Map(stored.columns.map((c) => [c.field, c.kind]));
+  const columns = layout.columns.map((c) => (refused.has(c.field) ? { field: c.field, kind: kept.get(c.field) ?? c.kind } : c));
+  return { ...layout, columns, pending: [...refused].map(([field, kind]) => ({ field, kind })) };
+}
+
 /** A stored layout back; undefined when the text is not one. */
 export function parseStoreLayout(text: string): StoreLayout | undefined {
   const o = layoutObject(text);

@@ -10,13 +10,30 @@ import type { LogLevel } from '../engine/sync-sink.js';
 import { widen, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
 import type { SchemaChange, StoreNote } from './store.js';
 
-/** One INFO per table change made (`contacts.score: bigint -> numeric`), one WARN per change left for the next run. */
-export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[]): StoreNote[] {
+/** A widening the database refuses because something depends on the column: the change in words, and what the database said. */
+export interface BlockedNote {
+  readonly change: string;
+  readonly why: string;
+}
+
+/**
+ * One INFO per table change made (`contacts.score: bigint -> numeric`), one
+ * WARN per change left for the next run, and one per widening something
+ * else in the database refuses (a view over the column): the run cannot
+ * drop what a user made, so it says what to do, at every run until then.
+ */
+export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[], blocked: readonly BlockedNote[] = []): StoreNote[] {
   return [
     ...changes.map((change) => ({ level: 'INFO' as const, message: `Schema drift in ${display}: ${change}.` })),
     ...postponed.map((change) => ({
       level: 'WARN' as const,
       message: `Schema drift in ${display}: ${change} is left for the next run (a reader held the table); until then the values that do not fit are kept in _extra.`,
+    })),
+    ...blocked.map(({ change, why }) => ({
+      level: 'WARN' as const,
+      message:
+        `Schema drift in ${display}: ${change} cannot be made (${why}). The column keeps its type, the values that do not fit it are kept in _extra, and every run tries again. ` +
+        'To let it widen, drop what is named there, let a run widen the column, then create that again.',
     })),
   ];
 }

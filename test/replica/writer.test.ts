@@ -8,7 +8,7 @@ import { queryOne } from '../helpers/sqlite.js';
 import { withTempDatabases } from '../helpers/suite.js';
 import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type SQLOutputValue, type StatementSync } from 'node:sqlite';
 import { TableWriter } from '../../src/replica/table-writer.js';
 import { replicaRecords, replicaStates } from '../../src/replica/records.js';
 import { ReplicaStore } from '../../src/replica/store.js';
@@ -220,6 +220,66 @@ describe('ReplicaWriter', () => {
     expect(written).toBeGreaterThan(8 << 20);
     expect(largest).toBeLessThan(written / 2);
     expect(replicaRecords(path).get('contacts')).toHaveLength(pages * 100 + 1);
+  });
+
+  it("past the WAL's size, a reader's open transaction costs one wait for it, not one at every commit; once it ends the WAL starts over", async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { walThread, commitEveryMs: 0, shortGroupMs: 0, walThreadAfterBytes: 0, walRestartBytes: 1 << 20 });
+    writer.write(checkpoint('contacts', [contact('c-first', 0)], 0));
+    await vi.waitFor(() => expect(writer.checkpointing).toBe(true), WAIT);
+    // A try to start the WAL over that a reader still on it holds up has waited for it (RESTART_WAIT_MS): such
+    // waits are counted (busy, with the WAL's frames counted: not the WAL thread's pass, which returns at once).
+    let restarts = 0;
+    let waits = 0;
+    const isRestart = (sql: string): boolean => sql.includes('wal_checkpoint(RESTART)');
+    const seen = (row: Record<string, SQLOutputValue> | undefined): Record<string, SQLOutputValue> | undefined => {
+      restarts++;
+      if (Number(row?.busy) !== 0 && Number(row?.checkpointed) >= 0) waits++;
+      return row;
+    };
+    const exec = store.db.exec.bind(store.db);
+    const prepare = store.db.prepare.bind(store.db);
+    vi.spyOn(store.db, 'exec').mockImplementation((sql: string) => (isRestart(sql) ? void seen(prepare(sql).get()) : exec(sql)));
+    vi.spyOn(store.db, 'prepare').mockImplementation((sql: string) => {
+      const statement = prepare(sql);
+      return isRestart(sql) ? ({ get: () => seen(statement.get()) } as unknown as StatementSync) : statement;
+    });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    let pages = 0;
+    try {
+      // A dashboard's transaction, left open: it holds its snapshot, and the WAL with it.
+      const reader = new DatabaseSync(path, { readOnly: true, timeout: 0 });
+      reader.exec('BEGIN');
+      expect(reader.prepare('SELECT count(*) AS n FROM contacts').get()?.n).toBe(1);
+      const page = (n: number) => checkpoint('contacts', Array.from({ length: 100 }, (_, i) => contact(`c${n}-${i}`, n, { note: 'x'.repeat(400) })), n);
+      for (; pages < 30; ) writer.write(page(++pages));
+      expect(statSync(`${path}-wal`).size).toBeGreaterThan(3 << 20);
+      expect(waits).toBe(1);
+      const tried = restarts;
+      expect(reader.prepare('SELECT count(*) AS n FROM contacts').get()?.n).toBe(1);
+      reader.exec('COMMIT');
+      reader.close();
+      // Later, with the reader gone: the writer tries again, and the WAL starts over.
+      vi.setSystemTime(Date.now() + 60_000);
+      // Started over (after a commit; later if the WAL thread's pass was under way), the WAL takes the next pages
+      // from its start: its file stops growing.
+      let size = statSync(`${path}-wal`).size;
+      let startedOver = false;
+      for (; pages < 40 && !startedOver; ) {
+        writer.write(page(++pages));
+        const now = statSync(`${path}-wal`).size;
+        startedOver = now <= size;
+        size = Math.max(size, now);
+      }
+      expect(startedOver).toBe(true);
+      expect(restarts).toBeGreaterThan(tried);
+    } finally {
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    }
+    await writer.close();
+    closeLeavingNoWal(store, path, 1 + pages * 100);
   });
 
   it('a WAL thread that cannot start leaves the checkpoints to the connection, as SQLite does by default', async () => {

@@ -53,7 +53,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   private closed = false;
 
   private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<Cell[]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
-    super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [])], log, opened.applied, DUCKDB_TYPES);
+    super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
     this.files = files;
     this.connection = files.connection;

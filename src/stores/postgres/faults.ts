@@ -123,7 +123,12 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
     text = `The server of ${where} does not accept TLS, and sslmode=${c.sslmode} requires it. Use sslmode=prefer or disable, or enable TLS on the server.`;
   } else if (code !== undefined && TRANSIENT_SQLSTATES[code] !== undefined) {
     failure = 'transient_error';
-    text = `PostgreSQL failed while ${doing} ${where}: ${TRANSIENT_SQLSTATES[code]}${said}. Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
+    const holders = (err as { lockHolders?: unknown }).lockHolders;
+    const named =
+      typeof holders === 'string'
+        ? ` Sessions holding locks on the schema's tables: ${holders} (end the one that holds it, with pg_terminate_backend(pid) if it is stuck idle in a transaction).`
+        : '';
+    text = `PostgreSQL failed while ${doing} ${where}: ${TRANSIENT_SQLSTATES[code]}${said}.${named} Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
   } else if ((code !== undefined && TRANSIENT_NODE_CODES[code] !== undefined) || (code !== undefined && code.startsWith('08'))) {
     failure = 'transient_error';
     const why = (code && TRANSIENT_NODE_CODES[code]) ?? 'the connection failed';

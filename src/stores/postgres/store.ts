@@ -45,7 +45,19 @@ export interface PostgresStoreOptions {
   readonly groups?: GroupOptions;
   /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
   readonly log?: DriftLog;
+  /** How long a write waits for a lock another session holds (WRITE_LOCK_WAIT_MS). */
+  readonly lockWaitMs?: number;
 }
+
+/**
+ * How long the run's writes wait for a lock another session holds before
+ * the stream stops with a transient error (75) naming that session. Readers
+ * never hold one the writes wait for (they take ACCESS SHARE, the writes
+ * ROW EXCLUSIVE and row locks); a session that locked the table or some of
+ * its rows (LOCK TABLE, SELECT ... FOR UPDATE, an UPDATE, a CREATE INDEX)
+ * does, and one left idle in its transaction would hold the run for ever.
+ */
+export const WRITE_LOCK_WAIT_MS = 60_000;
 
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
   const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
@@ -81,7 +93,7 @@ export class PostgresStore extends GroupStore<string> {
     super(
       target.display,
       new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups),
-      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed)],
+      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed, opened.blocked)],
       log,
       opened.applied,
       PG_TYPES,
@@ -104,6 +116,8 @@ export class PostgresStore extends GroupStore<string> {
         await takeWriterLock(client, target);
         locked = true;
       }
+      // For the whole session (opening's table changes wait less: tables.ts), whatever the role or database sets.
+      await client.query(`SET lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs ?? WRITE_LOCK_WAIT_MS))}`);
       const schema = target.schema;
       let held = new Map<string, string>();
       let written = false;

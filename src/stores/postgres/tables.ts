@@ -2,9 +2,10 @@
  * The tables of a PostgreSQL store, made and changed when the store opens
  * (never during the run's writes: an ALTER TABLE holds an ACCESS EXCLUSIVE
  * lock, which a dashboard's running query delays and which blocks every
- * query queued behind it; at open it waits LOCK_WAIT_MS at most, and a
+ * query queued behind it; at open it tries for LOCK_WAIT_MS at most, and a
  * change it cannot make then is left for the next run, its values kept in
- * `_extra` meanwhile).
+ * `_extra` meanwhile). The ALTERs are committed alone, so that readers wait
+ * for them only, not for the updates of every row that follow.
  *
  * Types: text -> text, timestamp -> timestamptz, boolean -> boolean,
  * int64 -> bigint, int128 and number -> numeric (exact: every digit of
@@ -20,12 +21,13 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { jsonText, placeValue, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
+import type { BlockedNote } from '../notes.js';
 
 export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
   text: 'text',
@@ -95,8 +97,16 @@ export const PG_DIALECT: StoreDialect = {
 };
 
 
-/** How long opening waits for a table lock (a reader's long query) before it leaves a change for the next run. */
+/** How long opening tries for a table lock (a reader's long query) before it leaves a change for the next run. */
 export const LOCK_WAIT_MS = 5000;
+/**
+ * How long one try waits. While an ALTER waits for its lock, every query of
+ * the table that comes after it waits behind it: in short tries, with
+ * LOCK_PAUSE_MS between them for those queries to run, dashboards are held
+ * up a moment at a time, not for LOCK_WAIT_MS at once.
+ */
+const LOCK_TRY_MS = 200;
+const LOCK_PAUSE_MS = 300;
 
 
 /** The ISO 8601 text of a timestamptz column, as the service writes instants (UTC, milliseconds, Z). */
@@ -185,6 +195,20 @@ export async function saveLayout(client: Client, schema: string, layout: StoreLa
   );
 }
 
+/** Each column's type as the server names it (`format_type`: `timestamp with time zone`, `bigint`...). */
+async function columnTypes(client: Client, schema: string, table: string): Promise<Map<string, string>> {
+  const { rows } = await client.query<{ name: string; type: string }>(
+    'SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
+    [qualified(schema, table)],
+  );
+  return new Map(rows.map((r) => [r.name, r.type]));
+}
+
+/** A type of PG_TYPES as format_type names it. */
+function regtypeName(type: string): string {
+  return type === 'timestamptz' ? 'timestamp with time zone' : type;
+}
+
 async function tableExists(client: Client, schema: string, table: string): Promise<boolean> {
   const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [qualified(schema, table)]);
   return rows[0]?.present === true || rows[0]?.present === 't';
@@ -263,15 +287,43 @@ export interface OpenedTables {
   readonly changes: string[];
   /** Changes left for the next run (a table lock not had in time), in words. */
   readonly postponed: string[];
+  /** Widenings another object of the database refuses (a view over the column), in words, with the server's reason. */
+  readonly blocked: BlockedNote[];
   /** The changes made, for the run summary. */
   readonly applied: ColumnChange[];
 }
 
 /**
+ * A widening (ALTER COLUMN ... TYPE) refused because another object uses the
+ * column (0A000: a view, a rule, a policy, a trigger's WHEN): a dashboard
+ * team's view over the table. Dropping their object is not the run's to do;
+ * the column keeps its type and the values that do not fit stay in `_extra`.
+ */
+class DependentObjectError extends Error {
+  readonly field: string;
+  readonly why: string;
+  constructor(field: string, why: string) {
+    super(why);
+    this.field = field;
+    this.why = why;
+  }
+}
+
+/** The server's words for a refused widening: its message and the detail naming the object (`rule _RETURN on view x depends on column "y"`). */
+function dependentObjectWhy(err: unknown): string | undefined {
+  const e = err as { code?: unknown; message?: unknown; detail?: unknown };
+  if (e.code !== '0A000') return undefined;
+  const detail = typeof e.detail === 'string' && e.detail !== '' ? `: ${e.detail.replace(/\.$/, '')}` : '';
+  return `${String(e.message)}${detail}`;
+}
+
+/**
  * Make each stream's table, or change it to `specs`' layout (from the one
- * `stored`): one transaction per table, waiting LOCK_WAIT_MS at most for its
- * lock; a table whose lock cannot be had keeps its stored layout (and its
- * pending drift) until the next run.
+ * `stored`): one transaction per table, trying LOCK_WAIT_MS at most for its
+ * lock (in tries of LOCK_TRY_MS); a table whose lock cannot be had keeps its
+ * stored layout (and its pending drift) until the next run. A widening another object refuses (a
+ * view over the column) is left out, the table's other changes made: the
+ * column keeps its type, and the next run asks again.
  */
 export async function openTables(
   client: Client,
@@ -285,47 +337,81 @@ export async function openTables(
   const made: string[] = [];
   const applied: ColumnChange[] = [];
   const postponed: string[] = [];
+  const blocked: BlockedNote[] = [];
+  const describe = (c: ColumnChange): string => describeChange(c, (k) => PG_TYPES[k]);
   for (const spec of specs) {
-    const { layout } = spec;
-    const before = stored.get(layout.stream);
-    const mine = changes.filter((c) => c.stream === layout.stream);
-    const words = mine.map((c) => describeChange(c, (k) => PG_TYPES[k]));
-    await client.query('BEGIN');
-    try {
-      await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
-      if (before === undefined || !(await tableExists(client, schema, layout.table))) {
-        await client.query(createTableSql(schema, layout));
-      } else {
-        for (const change of mine) {
-          const column = quoteIdent(change.field);
-          if (change.from === undefined) {
-            await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
-            await markAbsent(client, schema, layout, change.field);
-          } else if (PG_TYPES[change.from] !== PG_TYPES[change.to]) {
-            await client.query(
-              `ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`,
-            );
+    const before = stored.get(spec.layout.stream);
+    const asked = changes.filter((c) => c.stream === spec.layout.stream);
+    const refused = new Map<string, StoreKind>();
+    const started = performance.now();
+    for (;;) {
+      const mine = asked.filter((c) => !refused.has(c.field));
+      const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
+      let altered = false;
+      await client.query('BEGIN');
+      try {
+        await client.query(`SET LOCAL lock_timeout = ${LOCK_TRY_MS}`);
+        if (before === undefined || !(await tableExists(client, schema, layout.table))) {
+          await client.query(createTableSql(schema, layout));
+        } else if (mine.length > 0) {
+          // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
+          // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
+          // which readers do not wait for. A run stopped between the two finds the column there at its next open.
+          const types = await columnTypes(client, schema, layout.table);
+          for (const change of mine) {
+            const column = quoteIdent(change.field);
+            const type = types.get(change.field);
+            if (change.from === undefined) {
+              if (type === undefined) await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+            } else if (PG_TYPES[change.from] !== PG_TYPES[change.to] && type !== regtypeName(PG_TYPES[change.to])) {
+              await client
+                .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
+                .catch((err: unknown) => {
+                  const why = dependentObjectWhy(err);
+                  throw why === undefined ? err : new DependentObjectError(change.field, why);
+                });
+            }
           }
+          await client.query('COMMIT');
+          altered = true;
+          await client.query('BEGIN');
+          await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+          for (const change of mine) if (change.from === undefined) await markAbsent(client, schema, layout, change.field);
+          for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
         }
-        for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
+        if (spec.deletionLog) {
+          await client.query(
+            `CREATE INDEX IF NOT EXISTS ${quoteIdent(`_replica_${layout.table}_object`)} ON ${qualified(schema, layout.table)} (${quoteIdent(spec.deletionLog.objectIdField)})`,
+          );
+        }
+        await saveLayout(client, schema, layout);
+        await client.query('COMMIT');
+        out.push({ ...spec, layout });
+        made.push(...mine.map(describe));
+        applied.push(...mine);
+        break;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        if (err instanceof DependentObjectError) {
+          // The table's transaction is undone: make it again without this widening.
+          const change = asked.find((c) => c.field === err.field) as ColumnChange;
+          refused.set(change.field, change.to);
+          blocked.push({ change: describe(change), why: err.why });
+          continue;
+        }
+        // Once the ALTERs are committed the table no longer has the stored layout: a lock not had for the rows' updates
+        // fails the open (75), and the next run does them.
+        if ((err as { code?: unknown }).code !== '55P03' || before === undefined || altered) throw err;
+        if (performance.now() - started < LOCK_WAIT_MS) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_PAUSE_MS));
+          continue;
+        }
+        // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
+        out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] } });
+        postponed.push(...asked.filter((c) => !refused.has(c.field)).map(describe));
+        break;
       }
-      if (spec.deletionLog) {
-        await client.query(
-          `CREATE INDEX IF NOT EXISTS ${quoteIdent(`_replica_${layout.table}_object`)} ON ${qualified(schema, layout.table)} (${quoteIdent(spec.deletionLog.objectIdField)})`,
-        );
-      }
-      await saveLayout(client, schema, layout);
-      await client.query('COMMIT');
-      out.push(spec);
-      made.push(...words);
-      applied.push(...mine);
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      if ((err as { code?: unknown }).code !== '55P03' || before === undefined) throw err;
-      // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
-      out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...mine.map((c) => ({ field: c.field, kind: c.to }))] } });
-      postponed.push(...words);
     }
   }
-  return { specs: out, changes: made, postponed, applied };
+  return { specs: out, changes: made, postponed, blocked, applied };
 }

@@ -19,6 +19,37 @@ import { PG_DIALECT, PG_TYPES } from './tables.js';
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
+/** SQLSTATE lock_not_available: lock_timeout passed. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+interface LockHolder {
+  readonly pid: string;
+  readonly application_name: string | null;
+  readonly state: string | null;
+  readonly since: string | null;
+  readonly locks: string;
+}
+
+/** The other sessions holding a lock stronger than ACCESS SHARE on a table of the schema, oldest transaction first. */
+const LOCK_HOLDERS_SQL = `
+  SELECT l.pid::text AS pid, a.application_name, a.state, a.xact_start::text AS since,
+         string_agg(DISTINCT l.mode || ' on ' || c.relname, ', ') AS locks
+    FROM pg_locks l
+    JOIN pg_class c ON c.oid = l.relation
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+   WHERE l.granted AND n.nspname = $1 AND c.relkind IN ('r', 'p') AND l.pid <> pg_backend_pid() AND l.mode <> 'AccessShareLock'
+   GROUP BY l.pid, a.application_name, a.state, a.xact_start
+   ORDER BY a.xact_start NULLS LAST
+   LIMIT 5`;
+
+function describeLockHolder(h: LockHolder): string {
+  const name = h.application_name ? `"${h.application_name}" ` : '';
+  const state = h.state ? `, ${h.state}` : '';
+  const since = h.since ? ` since ${h.since}` : '';
+  return `${name}server pid ${h.pid}${state}${since}, holding ${h.locks}`;
+}
+
 /** Whether an error left the connection unusable (the server or the network failed, not a statement). */
 export function connectionLost(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
@@ -39,8 +70,29 @@ export class PostgresSql implements StoreSql<string> {
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
-    const result = await this.client.query(sql, params === undefined ? undefined : [...params]);
-    return result.rowCount ?? 0;
+    try {
+      const result = await this.client.query(sql, params === undefined ? undefined : [...params]);
+      return result.rowCount ?? 0;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) await this.nameLockHolders(err as Error);
+      throw err;
+    }
+  }
+
+  /**
+   * A write waited past lock_timeout: say who holds locks on the schema's
+   * tables (beyond a reader's ACCESS SHARE), so that the message names the
+   * session to end or wait for. The transaction is lost anyway; it is rolled
+   * back here, as the server answers nothing else inside it.
+   */
+  private async nameLockHolders(err: Error): Promise<void> {
+    try {
+      await this.client.query('ROLLBACK');
+      const { rows } = await this.client.query<LockHolder>(LOCK_HOLDERS_SQL, [this.target.schema]);
+      if (rows.length > 0) Object.assign(err, { lockHolders: rows.map(describeLockHolder).join('; ') });
+    } catch {
+      // the message says a lock was not had, without naming its holder
+    }
   }
 
   async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {

@@ -105,6 +105,48 @@ describe('what DuckDB holds', () => {
       await store.close();
     }
   });
+
+  it("a widening an index someone made refuses is left undone with a WARN naming the index, the rest applied; once it is gone the column widens", async () => {
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890'), job_title: { title: 'Buyer' }, lifetime_value: 7 });
+    let store = await DuckdbStore.open(target('indexed'));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
+    // A dashboard's user indexes a column (DuckDB then changes no column's type in the table).
+    await store.session.run(`CREATE INDEX by_stage ON "${store.target.schema}".contacts (current_stage_id)`);
+    await store.close();
+    const bigger = contact('c3', 3, { qualification_score: rawNumber('99999999999999999999999') });
+    store = await DuckdbStore.open(target('indexed'));
+    try {
+      expect(store.changes).toEqual(['contacts.lifetime_value: new column (BIGINT)']);
+      const warns = store.notes.filter((n) => n.level === 'WARN').map((n) => n.message);
+      expect(warns).toHaveLength(2);
+      expect(warns[0]).toContain('contacts.job_title: VARCHAR -> JSON cannot be made');
+      expect(warns[1]).toContain('contacts.qualification_score: BIGINT -> HUGEINT cannot be made');
+      for (const warn of warns) expect(warn).toContain('index "by_stage" on contacts');
+      expect(store.schemaChanges()).toEqual([
+        { stream: 'contacts', column: 'lifetime_value', change: 'added', from: null, to: 'BIGINT' },
+        { stream: 'contacts', column: 'job_title', change: 'left_for_next_run', from: 'VARCHAR', to: 'JSON' },
+        { stream: 'contacts', column: 'qualification_score', change: 'left_for_next_run', from: 'BIGINT', to: 'HUGEINT' },
+      ]);
+      // The run writes; what its columns cannot hold is kept whole in _extra, and every record reads back as sent.
+      await store.commit(checkpoint('contacts', [bigger], 3));
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+      await store.session.run(`DROP INDEX "${store.target.schema}".by_stage`);
+    } finally {
+      await store.close();
+    }
+    store = await DuckdbStore.open(target('indexed'));
+    try {
+      expect(store.changes).toEqual(['contacts.job_title: VARCHAR -> JSON', 'contacts.qualification_score: BIGINT -> HUGEINT']);
+      expect(await rows(store, 'SELECT CAST(qualification_score AS VARCHAR) AS q FROM {schema}.contacts ORDER BY id')).toEqual([
+        { q: '42' },
+        { q: '123456789012345678901234567890' },
+        { q: '99999999999999999999999' },
+      ]);
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe('names that differ only in case', () => {

@@ -4,7 +4,7 @@
  * the long-pause sweep, drift, the writer lock, and what a killed
  * checkpoint leaves (nothing).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type pg from 'pg';
 import { ConnectorError } from '../../../src/errors.js';
 import { PostgresStore } from '../../../src/stores/postgres/store.js';
@@ -224,6 +224,131 @@ describe('drift in PostgreSQL', () => {
     expect(await columnTypes(schema, 'contacts')).toMatchObject({ score_v2: 'numeric', renewed_at: 'timestamp with time zone' });
   });
 
+  it('readers wait for the ALTER alone, not for the updates of every row that follow it (an added column marked absent)', async () => {
+    const schema = 's_alter_alone';
+    await closeStore(await openStore(schema));
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await closeStore(store);
+    // The rows' updates are held up at will: a trigger someone added waits for an advisory lock the test holds.
+    await admin.query(`CREATE FUNCTION ${schema}.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$`);
+    await admin.query(`CREATE TRIGGER hold BEFORE UPDATE ON ${schema}.contacts FOR EACH ROW EXECUTE FUNCTION ${schema}.hold()`);
+    await admin.query('SELECT pg_advisory_lock(4242)');
+    const stream = findStream('contacts');
+    if (!stream) throw new Error('no contacts stream');
+    const described = recordJsonSchema(stream);
+    const schemas = new Map([['contacts', { ...described, properties: { ...(described.properties as object), score_v2: { type: ['null', 'number'] } } }]]);
+    const opening = openStore(schema, { schemas });
+    const reader = await adminClient(db.url);
+    try {
+      await vi.waitFor(
+        async () => expect((await admin.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted")).rows).toHaveLength(1),
+        { timeout: 20_000, interval: 20 },
+      );
+      // While the rows are updated, a reader takes its lock on the table at once (NOWAIT: it would fail if it had to wait).
+      await reader.query('BEGIN');
+      await reader.query(`LOCK TABLE ${schema}.contacts IN ACCESS SHARE MODE NOWAIT`);
+      expect((await reader.query(`SELECT count(*)::int AS n FROM ${schema}.contacts`)).rows[0].n).toBe(2);
+      await reader.query('COMMIT');
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(4242)');
+      await reader.end();
+    }
+    store = await opening;
+    await admin.query(`DROP TRIGGER hold ON ${schema}.contacts`);
+    expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)']);
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
+  });
+
+  it("keeps a dashboard role's grants and views across drift, full refreshes and full reads (no table is made again)", async () => {
+    const schema = 's_grants';
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2, { job_title: { title: 'Buyer' }, lifetime_value: 3 })], 2));
+    await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }], 2, { fullRead: { first: true, last: true } }));
+    await closeStore(store);
+    const role = `dash_${db.name}`; // roles are the server's, not the database's: one of this file's own
+    await admin.query(`CREATE ROLE ${role}`);
+    await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
+    await admin.query(`GRANT SELECT ON ${schema}.contacts, ${schema}.pipeline_stages TO ${role}`);
+    await admin.query(`CREATE VIEW ${schema}.names AS SELECT id, name FROM ${schema}.contacts`);
+    const oids = async () => (await admin.query(`SELECT relname, oid::text FROM pg_class WHERE relnamespace = '${schema}'::regnamespace AND relname IN ('contacts', 'pipeline_stages') ORDER BY relname`)).rows;
+    const before = await oids();
+    // An added column and a widened one; a full refresh and a full read that remove rows.
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.job_title: text -> jsonb', 'contacts.lifetime_value: new column (bigint)']);
+    await store.commit(checkpoint('pipeline_stages', [{ id: 'b' }], 3, { fullRead: { first: true, last: true } }));
+    await store.commit(checkpoint('contacts', [contact('c2', 3, { job_title: { title: 'Buyer' }, lifetime_value: 3 })], 3, { fullRead: { first: true, last: true } }));
+    await closeStore(store);
+    expect(await oids()).toEqual(before);
+    const reader = await adminClient(db.url);
+    try {
+      await reader.query(`SET ROLE ${role}`);
+      expect((await reader.query(`SELECT id FROM ${schema}.contacts`)).rows).toEqual([{ id: 'c2' }]);
+      expect((await reader.query(`SELECT id FROM ${schema}.pipeline_stages`)).rows).toEqual([{ id: 'b' }]);
+    } finally {
+      await reader.end();
+    }
+    expect((await admin.query(`SELECT id, name FROM ${schema}.names`)).rows).toEqual([{ id: 'c2', name: 'Name c2' }]);
+  });
+
+  it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", { timeout: 60_000 }, async () => {
+    const schema = 's_alter_queue';
+    await closeStore(await openStore(schema));
+    const stream = findStream('contacts');
+    if (!stream) throw new Error('no contacts stream');
+    const described = recordJsonSchema(stream);
+    const schemas = new Map([['contacts', { ...described, properties: { ...(described.properties as object), score_v2: { type: ['null', 'number'] } } }]]);
+    // A dashboard's long query holds the table (ACCESS SHARE) as the run opens and asks for ACCESS EXCLUSIVE.
+    const long = await adminClient(db.url);
+    const other = await adminClient(db.url);
+    await long.query('BEGIN');
+    await long.query(`SELECT count(*) FROM ${schema}.contacts`);
+    const opening = openStore(schema, { schemas });
+    try {
+      await vi.waitFor(
+        async () => expect((await admin.query(`SELECT 1 FROM pg_locks WHERE relation = '${schema}.contacts'::regclass AND mode = 'AccessExclusiveLock' AND NOT granted`)).rows).toHaveLength(1),
+        { timeout: 20_000, interval: 10 },
+      );
+      // Another dashboard's query, queued behind the ALTER: it gets through while the run still tries (the long one
+      // ends only after it), and the run then makes its change.
+      expect((await other.query(`SELECT count(*)::int AS n FROM ${schema}.contacts`)).rows[0].n).toBe(0);
+    } finally {
+      await long.query('COMMIT');
+      await long.end();
+      await other.end();
+    }
+    const store = await opening;
+    expect(store.postponed).toEqual([]);
+    expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)']);
+  });
+
+  it('a table a long query holds all along keeps its layout until the next run, which changes it; the run writes meanwhile', { timeout: 60_000 }, async () => {
+    const schema = 's_alter_postponed';
+    let store = await openStore(schema);
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await closeStore(store);
+    const long = await adminClient(db.url);
+    try {
+      await long.query('BEGIN');
+      await long.query(`SELECT count(*) FROM ${schema}.contacts`);
+      store = await openStore(schema);
+      expect(store.changes).toEqual([]);
+      expect(store.postponed).toEqual(['contacts.qualification_score: bigint -> numeric']);
+      expect(store.notes.map((n) => n.message)).toEqual([expect.stringMatching(/qualification_score: bigint -> numeric is left for the next run \(a reader held the table\)/)]);
+      const bigger = contact('c3', 3, { qualification_score: rawNumber('99999999999999999999999') });
+      await store.commit(checkpoint('contacts', [bigger], 3));
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+      await closeStore(store);
+    } finally {
+      await long.query('COMMIT');
+      await long.end();
+    }
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ qualification_score: 'numeric' });
+  });
+
   it('widens a timestamp column to text with the instants written as the service wrote them, and an object turns a text column into jsonb', async () => {
     const schema = 's_widen';
     let store = await openStore(schema);
@@ -239,6 +364,44 @@ describe('drift in PostgreSQL', () => {
     const before = (await admin.query(`SELECT created_at FROM ${schema}.contacts WHERE id = 'c1'`)).rows[0];
     expect(before.created_at).toBeInstanceOf(Date);
     expect((await store.readRecords('contacts'))[0]).toEqual(contact('c1', 1));
+  });
+
+  it("a widening a dashboard's view refuses is left undone with a WARN naming the view, the rest applied; the run writes; once the view is gone it widens", async () => {
+    const schema = 's_view';
+    let store = await openStore(schema);
+    const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890'), lifetime_value: 7 });
+    await store.commit(checkpoint('contacts', [contact('c1', 1), big], 2));
+    await closeStore(store);
+    await admin.query(`CREATE VIEW ${schema}.scores AS SELECT id, qualification_score FROM ${schema}.contacts`);
+    store = await openStore(schema);
+    // The new column is made; the widening is not, and the run says why and what to do.
+    expect(store.changes).toEqual(['contacts.lifetime_value: new column (bigint)']);
+    const warns = store.notes.filter((n) => n.level === 'WARN').map((n) => n.message);
+    expect(warns).toHaveLength(1);
+    expect(warns[0]).toContain('contacts.qualification_score: bigint -> numeric cannot be made');
+    expect(warns[0]).toContain(`view ${schema}.scores`);
+    expect(store.schemaChanges()).toEqual([
+      { stream: 'contacts', column: 'lifetime_value', change: 'added', from: null, to: 'bigint' },
+      { stream: 'contacts', column: 'qualification_score', change: 'left_for_next_run', from: 'bigint', to: 'numeric' },
+    ]);
+    // The run writes; a value the column cannot hold is kept whole in _extra, and every record reads back as sent.
+    const bigger = contact('c3', 3, { qualification_score: rawNumber('99999999999999999999999') });
+    await store.commit(checkpoint('contacts', [bigger], 3));
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
+    await closeStore(store);
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ qualification_score: 'bigint', lifetime_value: 'bigint' });
+    expect((await admin.query(`SELECT count(*)::int AS n FROM ${schema}.scores`)).rows[0].n).toBe(3);
+    // Every run asks again; once the view is dropped, the column widens and the values move into it.
+    await admin.query(`DROP VIEW ${schema}.scores`);
+    store = await openStore(schema);
+    expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+    const { rows } = await admin.query(`SELECT id, qualification_score::text AS q FROM ${schema}.contacts ORDER BY id`);
+    expect(rows).toEqual([
+      { id: 'c1', q: '42' },
+      { id: 'c2', q: '123456789012345678901234567890' },
+      { id: 'c3', q: '99999999999999999999999' },
+    ]);
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), big, bigger]);
   });
 
   it('keeps JSON holding U+0000 in _extra (jsonb refuses it) without asking for a jsonb column, and opens again', async () => {
@@ -376,6 +539,36 @@ describe('transactions', () => {
     expect(err.message).toMatch(/An earlier checkpoint of contacts could not be written .*refused bad/);
     await store.commit(checkpoint('stage_events', [{ id: 'e2', contact_id: 'ok', created_at: at(2) }], 2));
     expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
+  });
+
+  it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', { timeout: 60_000 }, async () => {
+    const schema = 's_lock_held';
+    const store = await openStore(schema, { lockWaitMs: 300 });
+    await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    // A dashboard team's session locked the table (or rows of it) and was left idle in its transaction.
+    const holder = await adminClient(db.url);
+    try {
+      await holder.query("SET application_name = 'team-notebook'");
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${schema}.contacts IN SHARE MODE`);
+      const failed: ConnectorError[] = [];
+      store.onStreamFailed = (_stream, error) => failed.push(error);
+      await store.write(checkpoint('contacts', [contact('c1', 2), contact('c2', 2)], 2));
+      await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(2) }], 2));
+      await store.flush();
+      expect(failed).toHaveLength(1);
+      expect(failed[0]?.failureType).toBe('transient_error');
+      expect(failed[0]?.message).toMatch(/lock/);
+      expect(failed[0]?.message).toMatch(/"team-notebook".*idle in transaction.*ShareLock on contacts/);
+      // The other streams are written; contacts stays as last committed, its state too.
+      expect(await ids(schema, 'stage_events')).toEqual(['e1']);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    expect(await ids(schema, 'contacts')).toEqual(['c1']);
+    expect((await admin.query(`SELECT updated_at FROM ${schema}.contacts`)).rows[0].updated_at).toEqual(new Date(at(1)));
+    expect(JSON.parse((await store.savedStates()).get('contacts') ?? '{}')).toEqual({ resume: { sync_watermark: at(1) } });
   });
 
   it("in a store of many accounts, a refused row stops that account's part of the stream alone; its state is kept as last committed", async () => {
