@@ -110,12 +110,13 @@ function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: 
     if (!stream.syncModes.includes('incremental')) {
       warn(`Stream "${stream.name}" supports FULL_TABLE replication only; replication-method INCREMENTAL is ignored.`);
     }
-  } else if (requested !== undefined) {
-    warn(`Stream "${stream.name}": replication-method "${String(raw)}" is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
+  } else if (raw !== undefined && raw !== null) {
+    // Not a string either (5, ["INCREMENTAL"]): said like an unknown method, not passed over.
+    warn(`Stream "${stream.name}": replication-method ${JSON.stringify(raw)} is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
   }
   const key = top['replication-key'] ?? entry.replication_key;
-  if (mode === 'incremental' && typeof key === 'string' && key !== stream.cursorField) {
-    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key "${key}" is ignored.`);
+  if (mode === 'incremental' && key !== undefined && key !== null && key !== stream.cursorField) {
+    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key ${JSON.stringify(key)} is ignored.`);
   }
   return mode;
 }

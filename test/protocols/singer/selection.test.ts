@@ -90,6 +90,22 @@ describe('stream selection', () => {
     expect(warnings[1]).toContain('FULL_TABLE replication only');
   });
 
+  it('warns about a replication-method or replication-key that is not a string, rather than passing over it', () => {
+    const catalog = select({ contacts: true, deletions: true });
+    topOf(catalog, 0)['replication-method'] = 5;
+    topOf(catalog, 0)['replication-key'] = ['updated_at'];
+    const warnings: string[] = [];
+    const plans = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plans.map((p) => [p.stream.name, p.mode])).toEqual([
+      ['contacts', 'incremental'],
+      ['deletions', 'incremental'],
+    ]);
+    expect(warnings).toEqual([
+      'Stream "contacts": replication-method 5 is not supported (use INCREMENTAL or FULL_TABLE); using INCREMENTAL.',
+      'Stream "contacts" replicates on its own cursor "updated_at"; replication-key ["updated_at"] is ignored.',
+    ]);
+  });
+
   it('rejects a selected stream the tap does not have and a stream selected twice; ignores unselected unknown ones', () => {
     const catalog = select({ contacts: true });
     catalog.streams.push({ tap_stream_id: 'invoices', stream: 'invoices', schema: {}, key_properties: [], metadata: [{ breadcrumb: [], metadata: { selected: false } }] });
