@@ -37,6 +37,7 @@ ${exitStatusHelp(false)}`;
 const ARGS: ArgsSpec = {
   values: { config: 'a file path, or ENV', catalog: 'a file path', properties: 'a file path', state: 'a file path', format: 'json or markdown', summary: 'a file path' },
   switches: ['discover', 'about', 'version', 'help'],
+  repeatable: ['config'],
   positionals: 0,
 };
 
