@@ -72,6 +72,26 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
   });
 });
 
+describe('an option the command does not take', () => {
+  // Passed over, it would do something else than what was asked: `read --db` prints to stdout what was meant for a replica.
+  const cases: readonly (readonly ['source-data-read' | 'tap-data-read', readonly string[], string])[] = [
+    ['source-data-read', ['read', '--config', 'c.json', '--catalog', 'k.json', '--db', 'r.db'], '--db is an option of replicate, not of read.'],
+    ['source-data-read', ['check', '--config', 'c.json', '--catalog', 'k.json'], '--catalog is an option of read, not of check.'],
+    ['source-data-read', ['discover', '--config', 'c.json', '--state', 's.json'], '--state is an option of read, not of discover.'],
+    ['source-data-read', ['spec', '--config', 'c.json'], '--config is an option of check, discover, read and replicate, not of spec.'],
+    ['tap-data-read', ['--config', 'c.json', '--discover', '--catalog', 'k.json'], '--catalog is an option of a sync, not of --discover.'],
+    ['tap-data-read', ['--config', 'c.json', '--discover', '--state', 's.json'], '--state is an option of a sync, not of --discover.'],
+    ['tap-data-read', ['--about', '--properties', 'p.json'], '--properties is an option of a sync, not of --about.'],
+    ['tap-data-read', ['--config', 'c.json', '--format', 'json'], '--format is an option of --about.'],
+  ];
+  it.each(cases)('%s %j: a usage mistake naming the option, exit 2, nothing on stdout', async (name, args, message) => {
+    const run = await runCli(name === 'source-data-read' ? SOURCE_BIN : TAP_BIN, args);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(message);
+  });
+});
+
 describe('source-data-read emulator', () => {
   it('is no command of the connector: a usage mistake (exit 2) that names the emulator package', async () => {
     const run = await runCli(SOURCE_BIN, ['emulator', '--contacts', '10']);
