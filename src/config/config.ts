@@ -442,6 +442,8 @@ function withGiven(message: string, issue: { readonly code: string; readonly pat
   const type = jsonType(value);
   if (SECRET_KEYS.has(String(issue.path[0]))) return issue.code === 'invalid_type' ? `${message} (got ${type})` : message;
   if (value === null) return `${message} (got null)`;
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify would write as null.
+  if (typeof value === 'number' && !Number.isFinite(value)) return `${message} (got a number too large to be read)`;
   const text = JSON.stringify(value);
   if (message.includes(text)) return message;
   if (typeof value === 'object') return text.length <= 60 ? `${message} (got ${type}: ${text})` : `${message} (got ${type})`;
@@ -468,11 +470,16 @@ export function parseConfig(input: unknown): ParsedConfig {
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
-    const problems = result.error.issues.map((issue) => {
-      const field = issue.path.join('.') || 'config';
-      const message = withGiven(issue.message, issue, input);
-      return message.startsWith(field) ? message : `${field}: ${message}`;
-    });
+    // A set: two checks of one value (an integer, in range) can fail with one message, told once.
+    const problems = [
+      ...new Set(
+        result.error.issues.map((issue) => {
+          const field = issue.path.join('.') || 'config';
+          const message = withGiven(issue.message, issue, input);
+          return message.startsWith(field) ? message : `${field}: ${message}`;
+        }),
+      ),
+    ];
     // A required key reported missing next to a key the connector does not know is most often a misspelling.
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);
     // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
