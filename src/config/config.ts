@@ -461,6 +461,29 @@ function unknownKeysWarning(keys: readonly string[]): string {
   return `Unknown config keys ignored: ${keys.map((key) => withMeant(key, key)).join(', ')}.`;
 }
 
+/** The keys each entry of a list setting takes; z.object drops any other, which the warning below then names. */
+const ENTRY_KEYS: Readonly<Record<string, { readonly keys: readonly string[]; readonly hint: string }>> = {
+  accounts: {
+    keys: ['name', 'api_key', 'account_renamed_from'],
+    hint: 'an entry of accounts takes name, api_key and account_renamed_from; every other setting is shared by all accounts, at the top level',
+  },
+  field_treatments: { keys: ['stream', 'field', 'treatment'], hint: 'an entry of field_treatments takes stream, field and treatment' },
+};
+
+/** The warning for keys inside entries of accounts or field_treatments that the connector does not know, or undefined. */
+function unknownEntryKeysWarning(input: object): string | undefined {
+  const parts: string[] = [];
+  for (const [setting, { keys, hint }] of Object.entries(ENTRY_KEYS)) {
+    const entries = (input as Record<string, unknown>)[setting];
+    if (!Array.isArray(entries)) continue;
+    const found = entries.flatMap((entry: unknown, index) =>
+      typeof entry === 'object' && entry !== null ? Object.keys(entry).filter((key) => !keys.includes(key)).map((key) => `${setting}[${index}].${key}`) : [],
+    );
+    if (found.length > 0) parts.push(`${found.join(', ')} (${hint})`);
+  }
+  return parts.length === 0 ? undefined : `Unknown config keys ignored: ${parts.join('; ')}.`;
+}
+
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -488,7 +511,12 @@ export function parseConfig(input: unknown): ParsedConfig {
     throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, secrets), { field: fields });
   }
   const keyWarning = hashKeyWarning(result.data);
-  const warnings = [...(unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : []), ...(keyWarning === undefined ? [] : [keyWarning])];
+  const entryWarning = unknownEntryKeysWarning(input);
+  const warnings = [
+    ...(unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : []),
+    ...(entryWarning === undefined ? [] : [entryWarning]),
+    ...(keyWarning === undefined ? [] : [keyWarning]),
+  ];
   return { config: result.data, unknownKeys, warnings };
 }
 
