@@ -24,3 +24,27 @@ describe('a file saved as UTF-8 with a byte order mark (Windows Notepad, PowerSh
     expect(() => readJsonFile(withBom('broken.json', '{"api_key": '), 'config')).toThrow(/The config file ".*broken\.json" is not valid JSON: (?!.*\uFEFF)/);
   });
 });
+
+describe('a key given twice in one object', () => {
+  const dir = tempDir('sdr-dup-');
+  const file = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text, 'utf8');
+    return path;
+  };
+
+  it('is refused, naming the key by its path and the line of its second occurrence, not read as its last value', () => {
+    // JSON.parse would read page_size 500 and drop 50 without a word.
+    expect(() => readJsonFile(file('config.json', '{\n  "api_key": "k",\n  "page_size": 50,\n  "page_size": 500\n}'), 'config')).toThrow(
+      /^The config file ".*config\.json" gives "page_size" twice \(again on line 4\); only one would be read\. Keep the one you mean and remove the other\.$/,
+    );
+    expect(() => readJsonFile(file('accounts.json', '{"accounts": [{"name": "a"}, {"name": "b", "api_key": "x", "name": "c"}]}'), 'config')).toThrow(/gives "accounts\[1\]\.name" twice \(again on line 1\)/);
+    // A key written with an escape is the same key.
+    expect(() => readJsonFile(file('escaped.json', '{"streams": [], "str\\u0065ams": []}'), 'catalog')).toThrow(/catalog file .* gives "streams" twice/);
+  });
+
+  it('leaves alone the same name in different objects, and strings that look like keys', () => {
+    const text = '{"a": {"id": 1}, "b": {"id": 2}, "c": ["id", "id"], "d": "x\\",\\"d\\":1", "e": [{"id": 1}, {"id": 1}]}';
+    expect(readJsonFile(file('fine.json', text), 'config')).toEqual(JSON.parse(text));
+  });
+});
