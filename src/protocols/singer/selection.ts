@@ -203,6 +203,15 @@ function planStream(
     if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
     else properties[name] = cleanProperty(property);
   }
+  // A field the catalog leaves out but its schema does not have (a typo, `emial`): nothing can drop it, and the records carry what they carry.
+  const declared = propertiesOf(base);
+  for (const m of entry?.metadata ?? []) {
+    const [where, name, ...deeper] = m.breadcrumb;
+    if (where !== 'properties' || typeof name !== 'string' || deeper.length > 0 || name in declared) continue;
+    if (m.metadata.selected === false || m.metadata.inclusion === 'unsupported') {
+      warn(`Stream "${stream.name}": the catalog leaves out field ${JSON.stringify(name)}, which the stream's schema does not have; nothing is dropped for it. Check the field's name (Meltano: the select rules).`);
+    }
+  }
   // The key, the cursor and the tombstone column are declared even if an edited catalog lost them.
   for (const name of kept) if (!(name in properties) && name in generatedProps) properties[name] = generatedProps[name];
   const { selected: _selected, ...rest } = base;

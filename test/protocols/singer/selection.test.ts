@@ -156,6 +156,21 @@ describe('field selection', () => {
     expect(plan?.schema.required).toEqual(['id', 'updated_at']);
   });
 
+  it('warns about a field the catalog leaves out that the schema does not have, rather than dropping nothing in silence', () => {
+    const catalog = select({ contacts: true });
+    const contacts = catalog.streams[0] as CatalogEntry;
+    contacts.metadata.push({ breadcrumb: ['properties', 'emial'], metadata: { selected: false } });
+    contacts.metadata.push({ breadcrumb: ['properties', 'phone_number'], metadata: { inclusion: 'unsupported' } });
+    contacts.metadata.push({ breadcrumb: ['properties', 'nickname'], metadata: { selected: true } });
+    const warnings: string[] = [];
+    const [plan] = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plan?.excluded.size).toBe(0);
+    expect(warnings).toEqual([
+      'Stream "contacts": the catalog leaves out field "emial", which the stream\'s schema does not have; nothing is dropped for it. Check the field\'s name (Meltano: the select rules).',
+      'Stream "contacts": the catalog leaves out field "phone_number", which the stream\'s schema does not have; nothing is dropped for it. Check the field\'s name (Meltano: the select rules).',
+    ]);
+  });
+
   it('keeps a field whose metadata carries no selected flag, and drops inclusion: unsupported', () => {
     const catalog = select({ conversations: true });
     const entry = catalog.streams[1] as CatalogEntry;
