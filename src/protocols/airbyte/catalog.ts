@@ -100,7 +100,9 @@ function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: r
   if (mode === 'incremental' && cursorField !== undefined && cursorField.length > 0 && JSON.stringify(cursorField) !== JSON.stringify(ownCursor)) {
     asked.push(`cursor_field ${JSON.stringify(cursorField)}`);
   }
-  if (Array.isArray(primaryKey) && primaryKey.length > 0 && JSON.stringify(primaryKey) !== JSON.stringify(ownKey)) {
+  // Not given: undefined, null or []. Any other shape ("id", {}) is a key asked for too, told as it is rather than passed over.
+  const keyGiven = primaryKey !== undefined && primaryKey !== null && !(Array.isArray(primaryKey) && primaryKey.length === 0);
+  if (keyGiven && JSON.stringify(primaryKey) !== JSON.stringify(ownKey)) {
     asked.push(`primary_key ${JSON.stringify(primaryKey)}`);
   }
   if (asked.length === 0) return undefined;

@@ -49,3 +49,21 @@ describe('field selection from the configured catalog', () => {
     expect(parseConfiguredCatalog(catalog(without('email', 'phone', 'name')), undefined, dropped)[0]?.fields?.has('name')).toBe(false);
   });
 });
+
+describe('a primary_key the configured catalog asks for', () => {
+  const entry = (primary_key: unknown): unknown => ({ streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', primary_key }] });
+  const warningsFor = (primary_key: unknown): string[] => {
+    const warnings: string[] = [];
+    parseConfiguredCatalog(entry(primary_key), (m) => warnings.push(m));
+    return warnings;
+  };
+
+  it('of any other shape than the source\'s is told in the same WARN, not passed over ("id", an object)', () => {
+    expect(warningsFor('id')).toEqual([expect.stringMatching(/^Stream "contacts": the configured catalog asks for primary_key "id", but this source defines its own/)]);
+    expect(warningsFor({ id: true })).toEqual([expect.stringContaining('asks for primary_key {"id":true}')]);
+  });
+
+  it('absent, null, empty or the source\'s own: no warning', () => {
+    for (const key of [undefined, null, [], [['id']]]) expect(warningsFor(key), JSON.stringify(key)).toEqual([]);
+  });
+});
