@@ -21,7 +21,7 @@ type Json = unknown;
 export interface BadInputCase {
   readonly name: string;
   readonly kind: 'config' | 'catalog' | 'state';
-  /** Replaces keys of a valid config (undefined values remove the key); a non-object replaces the whole config. */
+  /** Replaces keys of a valid config (undefined values remove the key); a non-object replaces the whole config (a string: the file's text). */
   readonly config?: Record<string, Json> | Json;
   /** Catalog content (a string is written as is). */
   readonly catalog?: Json;
@@ -67,6 +67,13 @@ export const BAD_INPUT_CASES: readonly BadInputCase[] = [
   { name: 'start_date a number', kind: 'config', config: { start_date: 20240101 }, message: /start_date must be a string/ },
   { name: 'config an array', kind: 'config', config: ['api_key', 'base_url'], message: /config must be a JSON object with at least api_key and base_url/ },
   { name: 'config misspelled api_key', kind: 'config', config: { api_key: undefined, apikey: 'x_live_y' }, message: /api_key is required.*"apikey"/ },
+  {
+    name: 'config gives a key twice (JSON would keep the last)',
+    kind: 'config',
+    config: '{\n"api_key": "$KEY",\n"base_url": "$BASE_URL",\n"page_size": 50,\n"page_size": 500\n}',
+    message: /config file .* gives "page_size" twice \(again on line 5\); only one would be read/,
+  },
+  { name: 'page_size 1e400 (too large to be read)', kind: 'config', config: '{"api_key": "$KEY", "base_url": "$BASE_URL", "page_size": 1e400}', message: /page_size must be an integer from 1 to 200 \(got a number too large to be read\)/ },
   // --- catalog ---
   { name: 'catalog without streams', kind: 'catalog', catalog: { stream: [] }, message: /Invalid configured catalog: streams: .*Expected \{"streams": \[/ },
   { name: 'catalog streams not a list', kind: 'catalog', catalog: { streams: { name: 'contacts' } }, message: /Invalid configured catalog: streams: .*Expected \{"streams": \[/ },
@@ -120,7 +127,9 @@ export async function runBadInput(cases: readonly BadInputCase[], parallel: numb
       const secret = `CANARY${canaryKey().slice(-16)}`;
       const secrets = [...acc.secrets, secret];
       let config: Json;
-      if (c.config !== undefined && (typeof c.config !== 'object' || c.config === null || Array.isArray(c.config))) config = c.config;
+      // A config given as text (a file no object can write: a key twice, 1e400) names the account's key and address as $KEY and $BASE_URL.
+      if (typeof c.config === 'string') config = c.config.replaceAll('$KEY', acc.key).replaceAll('$BASE_URL', valid.base_url);
+      else if (c.config !== undefined && (typeof c.config !== 'object' || c.config === null || Array.isArray(c.config))) config = c.config;
       else {
         const merged: Record<string, Json> = { ...valid, ...(c.config as Record<string, Json> | undefined) };
         // Secrets the user put in the wrong place must not be echoed either.
