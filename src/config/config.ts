@@ -493,10 +493,13 @@ export function parseConfig(input: unknown): ParsedConfig {
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
+    // A value of the wrong type is that one problem: zod still runs a list's length checks on a string ("at most 1000 entries").
+    const wrongType = new Set(result.error.issues.filter((issue) => issue.code === 'invalid_type').map((issue) => issue.path.join('.')));
+    const issues = result.error.issues.filter((issue) => issue.code === 'invalid_type' || !wrongType.has(issue.path.join('.')));
     // A set: two checks of one value (an integer, in range) can fail with one message, told once.
     const problems = [
       ...new Set(
-        result.error.issues.map((issue) => {
+        issues.map((issue) => {
           const field = issue.path.join('.') || 'config';
           const message = withGiven(issue.message, issue, input);
           return message.startsWith(field) ? message : `${field}: ${message}`;

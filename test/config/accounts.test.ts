@@ -23,6 +23,11 @@ describe('accounts', () => {
     expect(parseConfig({ ...base, accounts: [acme], max_concurrent_accounts: 64 }).config.max_concurrent_accounts).toBe(64);
   });
 
+  it('a string for accounts is told as a string, not also as a list too short or too long (its length)', () => {
+    expect(errorOf({ ...base, accounts: '' }).message).toBe('Invalid config: accounts must be a list of {"name", "api_key"} objects (got a string).');
+    expect(errorOf({ ...base, accounts: 'x'.repeat(2000) }).message).toBe('Invalid config: accounts must be a list of {"name", "api_key"} objects (got a string).');
+  });
+
   it('warns about a key of an entry it does not take (a setting of one account), as about an unknown top-level key', () => {
     const { config, warnings } = parseConfig({
       ...base,
