@@ -13,10 +13,21 @@ export function readTextFile(path: string, what: string): string {
     return text.startsWith('\uFEFF') ? text.slice(1) : text;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
+    const reason = (code === undefined ? undefined : READ_FAILURES[code]) ?? String(code ?? err);
     throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`, { field: what });
   }
 }
+
+/** Why a file cannot be read, in words, by the system's error code; an unlisted code is given as it is. */
+const READ_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  ELOOP: 'its path goes through a loop of symbolic links',
+  ENAMETOOLONG: 'its path is too long',
+};
 
 /**
  * Why JSON.parse refused a user's file, without the excerpt of the text that

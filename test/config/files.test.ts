@@ -1,5 +1,5 @@
 /** The JSON files a user passes, as the editors save them (config/files.ts). */
-import { writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJsonFile } from '../../src/config/files.js';
@@ -46,5 +46,18 @@ describe('a key given twice in one object', () => {
   it('leaves alone the same name in different objects, and strings that look like keys', () => {
     const text = '{"a": {"id": 1}, "b": {"id": 2}, "c": ["id", "id"], "d": "x\\",\\"d\\":1", "e": [{"id": 1}, {"id": 1}]}';
     expect(readJsonFile(file('fine.json', text), 'config')).toEqual(JSON.parse(text));
+  });
+});
+
+describe('a file that cannot be read', () => {
+  it('says why in words, also for a loop of symbolic links, a path through a file and a path too long', () => {
+    const dir = tempDir('sdr-unreadable-');
+    symlinkSync('b.json', join(dir, 'a.json'));
+    symlinkSync('a.json', join(dir, 'b.json'));
+    writeFileSync(join(dir, 'plain.json'), '{}');
+    expect(() => readJsonFile(join(dir, 'a.json'), 'config')).toThrow(/^Cannot read the config file ".*a\.json": its path goes through a loop of symbolic links\.$/);
+    expect(() => readJsonFile(join(dir, 'plain.json', 'config.json'), 'config')).toThrow(/: a part of its path is a file, not a directory\.$/);
+    expect(() => readJsonFile(join(dir, 'x'.repeat(300)), 'state')).toThrow(/^Cannot read the state file ".*": its path is too long\.$/);
+    expect(() => readJsonFile(join(dir, 'missing.json'), 'catalog')).toThrow(/: no such file\.$/);
   });
 });
