@@ -158,6 +158,14 @@ export function parseConfiguredCatalog(
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;
     const schema = isObject(told) && isObject(told.properties) && Object.keys(told.properties).length > 0 ? told : undefined;
+    // Absent, null or without properties: the built-in schema, as documented. Any other shape is a broken catalog, said rather than passed over.
+    const broken = told !== undefined && told !== null && (!isObject(told) || (told.properties !== undefined && !isObject(told.properties)));
+    if (broken) {
+      warn(
+        `Stream "${name}": the configured catalog's json_schema is not a JSON Schema object with "properties" as an object (it holds ${JSON.stringify(told).slice(0, 80)}); ` +
+          'the stream is read with all its fields and checked against the built-in schema. Refresh the source schema in the connection (or run discover again).',
+      );
+    }
     selected.push({ stream, mode, schema, fields: fieldSelection(stream, schema, dropped(stream)) });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });

@@ -30,6 +30,23 @@ describe('parseConfiguredCatalog', () => {
   });
 });
 
+describe('a json_schema that is not a JSON Schema object', () => {
+  it('is read as none (the built-in schema, every field), with a WARN rather than in silence', () => {
+    for (const told of ['x', ['id'], 5, { type: 'object', properties: ['id'] }]) {
+      const warnings: string[] = [];
+      const [selected] = parseConfiguredCatalog({ streams: [{ stream: { name: 'contacts', json_schema: told }, sync_mode: 'incremental' }] }, (m) => warnings.push(m));
+      expect(selected?.schema, JSON.stringify(told)).toBeUndefined();
+      expect(warnings, JSON.stringify(told)).toEqual([expect.stringMatching(/^Stream "contacts": the configured catalog's json_schema is not a JSON Schema object .*checked against the built-in schema/)]);
+    }
+    // Absent, null, {} and an object without properties: the documented way to say "the built-in one", no WARN.
+    for (const told of [undefined, null, {}, { type: 'object' }]) {
+      const warnings: string[] = [];
+      parseConfiguredCatalog({ streams: [{ stream: { name: 'contacts', json_schema: told }, sync_mode: 'incremental' }] }, (m) => warnings.push(m));
+      expect(warnings, JSON.stringify(told)).toEqual([]);
+    }
+  });
+});
+
 describe('field selection from the configured catalog', () => {
   const contactsSchema = builtInSchemas(STREAMS).get('contacts') as JsonSchema;
   const without = (...fields: string[]): JsonSchema => ({
