@@ -70,10 +70,9 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
   if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
-  // Refused rather than passed over: a catalog or state given to --discover or --about selects nothing, and a --format without --about formats nothing.
-  for (const flag of ['catalog', 'properties', 'state']) {
-    if (!isSync && args.values.has(flag)) throw new UsageError(`--${flag} is an option of a sync, not of ${args.switches.has('about') ? '--about' : '--discover'}.`);
-  }
+  // A --format without --about formats nothing: refused rather than passed over. A --catalog, --properties or --state
+  // beside --discover or --about is taken and not used: Meltano passes the files it holds (its catalog, its state) to
+  // every invocation, `meltano invoke tap-data-read --discover` and its own discovery before a sync included.
   if (!args.switches.has('about') && args.values.has('format')) throw new UsageError('--format is an option of --about.');
   const singer = await import('../protocols/singer/commands.js');
   const ctx = { out, logger, env: process.env, signal, report };
