@@ -37,7 +37,9 @@ ${exitStatusHelp(false)}`;
 const ARGS: ArgsSpec = {
   values: { config: 'a file path, or ENV', catalog: 'a file path', properties: 'a file path', state: 'a file path', format: 'json or markdown', summary: 'a file path' },
   switches: ['discover', 'about', 'version', 'help'],
-  repeatable: ['config'],
+  // --config: merged. --catalog, --properties, --state: the later one is used, with a WARNING (run below), since
+  // `meltano invoke tap-data-read --state mine.json` puts the state file Meltano holds first.
+  repeatable: ['config', 'catalog', 'properties', 'state'],
   positionals: 0,
 };
 
@@ -80,6 +82,12 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   const configs = args.values.get('config') ?? [];
   if (configs.length === 0) throw new UsageError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables).');
   if (args.switches.has('discover')) return singer.discover(ctx, configs);
+  for (const flag of ['catalog', 'properties', 'state']) {
+    const given = [...new Set(args.values.get(flag) ?? [])];
+    if (given.length > 1) {
+      logger.log('WARNING', `--${flag} is given ${given.length} times, with different files (${given.map((g) => `"${g}"`).join(', ')}); the last one is used.`);
+    }
+  }
   const catalogPath = lastValue(args, 'catalog');
   const propertiesPath = lastValue(args, 'properties');
   if (catalogPath !== undefined && propertiesPath !== undefined) logger.log('WARNING', 'Both --catalog and --properties given; --properties is ignored.');

@@ -103,6 +103,16 @@ describe("the tap's --discover and --about beside a catalog and a state", () => 
   });
 });
 
+describe("the tap's --catalog, --properties and --state given twice", () => {
+  // `meltano invoke tap-data-read --state mine.json` puts the state file Meltano holds before the user's.
+  it('are no usage mistake: the last file is used, with a WARNING naming both', async () => {
+    const run = await runCli(TAP_BIN, ['--config', 'c.json', '--state', 'held.json', '--state', 'mine.json']);
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/ WARNING tap-data-read: --state is given 2 times, with different files \("held\.json", "mine\.json"\); the last one is used\.\n/);
+    expect(run.stderr).toMatch(/Cannot read the config file "c\.json"/);
+  });
+});
+
 describe('source-data-read emulator', () => {
   it('is no command of the connector: a usage mistake (exit 2) that names the emulator package', async () => {
     const run = await runCli(SOURCE_BIN, ['emulator', '--contacts', '10']);
