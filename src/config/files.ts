@@ -99,13 +99,20 @@ export function readJsonFile(path: string, what: string): unknown {
   } catch (err) {
     throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${jsonSyntaxError(err)}.`, { field: what });
   }
-  // Refused, not read: JSON.parse would keep the later value of a key given twice and drop the other without a word.
-  const duplicate = firstDuplicateKey(text);
-  if (duplicate !== undefined) {
-    throw new ConfigError(
-      `The ${what} file "${path}" gives "${duplicate.path}" twice (again on line ${duplicate.line}); only one would be read. Keep the one you mean and remove the other.`,
-      { field: what },
-    );
-  }
+  refuseDuplicateKey(text, what, path);
   return value;
+}
+
+/**
+ * Throws the ConfigError for a key given twice in one object of `text` (valid
+ * JSON), if any: JSON.parse would keep the later value and drop the other
+ * without a word. `line` is the file's line `text` starts on (JSON lines).
+ */
+export function refuseDuplicateKey(text: string, what: string, path: string, line = 1): void {
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate === undefined) return;
+  throw new ConfigError(
+    `The ${what} file "${path}" gives "${duplicate.path}" twice (again on line ${duplicate.line + line - 1}); only one would be read. Keep the one you mean and remove the other.`,
+    { field: what },
+  );
 }

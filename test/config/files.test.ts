@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJsonFile } from '../../src/config/files.js';
 import { readSingerState } from '../../src/protocols/singer/state-input.js';
+import { readStateFile } from '../../src/protocols/state-kind.js';
 import { tempDir } from '../helpers/cli.js';
 
 describe('a file saved as UTF-8 with a byte order mark (Windows Notepad, PowerShell 5)', () => {
@@ -41,6 +42,16 @@ describe('a key given twice in one object', () => {
     expect(() => readJsonFile(file('accounts.json', '{"accounts": [{"name": "a"}, {"name": "b", "api_key": "x", "name": "c"}]}'), 'config')).toThrow(/gives "accounts\[1\]\.name" twice \(again on line 1\)/);
     // A key written with an escape is the same key.
     expect(() => readJsonFile(file('escaped.json', '{"streams": [], "str\\u0065ams": []}'), 'catalog')).toThrow(/catalog file .* gives "streams" twice/);
+  });
+
+  it('in a state file too, one document or JSON lines (a line\'s number is the file\'s)', () => {
+    const twice = '{"bookmarks": {\n  "contacts": {"sync_watermark": "2026-01-01T00:00:00.000Z"},\n  "contacts": {"sync_watermark": "2026-02-01T00:00:00.000Z"}\n}}';
+    expect(() => readSingerState(file('singer-state.json', twice), () => undefined)).toThrow(/^The state file ".*singer-state\.json" gives "bookmarks\.contacts" twice \(again on line 3\)/);
+    const line = (name: string, extra = ''): string => `{"type": "STATE", "state": {"type": "STREAM", "stream": {"stream_descriptor": {"name": "${name}"}, "stream_state": {"sync_watermark": "2026-01-01T00:00:00.000Z"${extra}}}}}`;
+    const lines = `${line('contacts')}\n${line('deletions', ', "sync_watermark": "2026-03-01T00:00:00.000Z"')}\n`;
+    expect(() => readStateFile(file('airbyte-state.jsonl', lines), { expected: '', writer: 'read' })).toThrow(/gives "state\.stream\.stream_state\.sync_watermark" twice \(again on line 2\)/);
+    // The same stream on two lines is two messages (the last per stream wins, as documented), not a key given twice.
+    expect(readStateFile(file('two-lines.jsonl', `${line('contacts')}\n${line('contacts')}\n`), { expected: '', writer: 'read' }).lines).toBe(true);
   });
 
   it('leaves alone the same name in different objects, and strings that look like keys', () => {
