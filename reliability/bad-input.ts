@@ -21,7 +21,7 @@ type Json = unknown;
 export interface BadInputCase {
   readonly name: string;
   readonly kind: 'config' | 'catalog' | 'state';
-  /** Replaces keys of a valid config (undefined values remove the key); a non-object replaces the whole config. */
+  /** Replaces keys of a valid config (undefined values remove the key); a non-object replaces the whole config (a string: the file's text). */
   readonly config?: Record<string, Json> | Json;
   /** Catalog content (a string is written as is). */
   readonly catalog?: Json;
@@ -67,6 +67,13 @@ export const BAD_INPUT_CASES: readonly BadInputCase[] = [
   { name: 'start_date a number', kind: 'config', config: { start_date: 20240101 }, message: /start_date must be a string/ },
   { name: 'config an array', kind: 'config', config: ['api_key', 'base_url'], message: /config must be a JSON object with at least api_key and base_url/ },
   { name: 'config misspelled api_key', kind: 'config', config: { api_key: undefined, apikey: 'x_live_y' }, message: /api_key is required.*"apikey"/ },
+  {
+    name: 'config gives a key twice (JSON would keep the last)',
+    kind: 'config',
+    config: '{\n"api_key": "$KEY",\n"base_url": "$BASE_URL",\n"page_size": 50,\n"page_size": 500\n}',
+    message: /config file .* gives "page_size" twice \(again on line 5\); only one would be read/,
+  },
+  { name: 'page_size 1e400 (too large to be read)', kind: 'config', config: '{"api_key": "$KEY", "base_url": "$BASE_URL", "page_size": 1e400}', message: /page_size must be an integer from 1 to 200 \(got a number too large to be read\)/ },
   // --- catalog ---
   { name: 'catalog without streams', kind: 'catalog', catalog: { stream: [] }, message: /Invalid configured catalog: streams: .*Expected \{"streams": \[/ },
   { name: 'catalog streams not a list', kind: 'catalog', catalog: { streams: { name: 'contacts' } }, message: /Invalid configured catalog: streams: .*Expected \{"streams": \[/ },
@@ -88,6 +95,15 @@ export const BAD_INPUT_CASES: readonly BadInputCase[] = [
   { name: 'state watermark a number', kind: 'state', state: [s('contacts', { sync_watermark: 1717171717 })], message: /Invalid state for stream "contacts": sync_watermark must be an ISO 8601 date-time with zone/ },
   { name: 'state watermark without a zone', kind: 'state', state: [s('contacts', { sync_watermark: '2024-01-01T00:00:00' })], message: /Invalid state for stream "contacts": sync_watermark must be an ISO 8601 date-time with zone/ },
   { name: 'state resume cursor empty', kind: 'state', state: [s('contacts', { resume: { cursor: '', sync_watermark: '2024-01-01T00:00:00.000Z' } })], message: /Invalid state for stream "contacts": resume\.cursor must be a non-empty cursor string/ },
+  {
+    // Longer than any address a server takes (Node answers 431, nginx 414): read again from the watermark, as for a cursor the service rejects.
+    name: 'state resume cursor too long to send',
+    kind: 'state',
+    catalog: catalogOf(entry('contacts', 'incremental')),
+    state: [s('contacts', { sync_watermark: '2024-01-01T00:00:00.000Z', resume: { cursor: 'A'.repeat(100_000), sync_watermark: '2024-01-01T00:00:00.000Z' } })],
+    message: /contacts: the service rejected the saved resume cursor \(The Data-Read API refused GET \/v1\/contacts as too long \(HTTP 431\).*restarting the read from the last complete watermark/,
+    warnOnly: true,
+  },
   { name: 'state resume without its watermark', kind: 'state', state: [s('contacts', { resume: { cursor: 'abc' } })], message: /Invalid state for stream "contacts": resume\.sync_watermark must be an ISO 8601 date-time with zone/ },
   { name: 'state a legacy object', kind: 'state', state: { contacts: { sync_watermark: '2024-01-01T00:00:00.000Z' } }, message: /Invalid state: the file holds an object with the keys "contacts", not STATE messages\. Expected/ },
   { name: 'state a STATE message with a string stream_state', kind: 'state', state: { type: 'STATE', state: s('contacts', 'x') }, message: /Invalid state for stream "contacts": .*object/ },
@@ -120,7 +136,9 @@ export async function runBadInput(cases: readonly BadInputCase[], parallel: numb
       const secret = `CANARY${canaryKey().slice(-16)}`;
       const secrets = [...acc.secrets, secret];
       let config: Json;
-      if (c.config !== undefined && (typeof c.config !== 'object' || c.config === null || Array.isArray(c.config))) config = c.config;
+      // A config given as text (a file no object can write: a key twice, 1e400) names the account's key and address as $KEY and $BASE_URL.
+      if (typeof c.config === 'string') config = c.config.replaceAll('$KEY', acc.key).replaceAll('$BASE_URL', valid.base_url);
+      else if (c.config !== undefined && (typeof c.config !== 'object' || c.config === null || Array.isArray(c.config))) config = c.config;
       else {
         const merged: Record<string, Json> = { ...valid, ...(c.config as Record<string, Json> | undefined) };
         // Secrets the user put in the wrong place must not be echoed either.

@@ -9,8 +9,14 @@ import { maskUrlPassword } from '../errors.js';
 import { UsageError, unknownOption } from './usage.js';
 
 export interface ArgsSpec {
-  /** The options that take a value, each with what the value is ("a file path"); every one repeatable, its values kept in order. */
+  /** The options that take a value, each with what the value is ("a file path"); its values kept in order. */
   readonly values: Readonly<Record<string, string>>;
+  /**
+   * The options of `values` whose repeats mean something (the tap's --config
+   * files, merged). Any other may be repeated with the same value only: with
+   * two different ones, taking either would silently drop the other.
+   */
+  readonly repeatable?: readonly string[];
   /** The options that take none (`help` also answers to -h). */
   readonly switches: readonly string[];
   /** How many arguments that are not options it takes (source-data-read: its command). */
@@ -78,7 +84,15 @@ export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
   }
   const extra = parsed.positionals[spec.positionals];
   if (extra !== undefined) throw new UsageError(`Unexpected argument "${maskUrlPassword(extra)}".`);
-  return toParsed(parsed);
+  const args = toParsed(parsed);
+  for (const [name, given] of args.values) {
+    const distinct = [...new Set(given)];
+    if (distinct.length > 1 && !(spec.repeatable ?? []).includes(name)) {
+      const quoted = distinct.map((v) => `"${maskUrlPassword(v)}"`).join(', ');
+      throw new UsageError(`--${name} is given ${given.length} times, with different values (${quoted}): give it once.`, { brief: true });
+    }
+  }
+  return args;
 }
 
 /**
@@ -90,7 +104,7 @@ export function readArgsLoosely(argv: readonly string[], spec: ArgsSpec): Parsed
   return toParsed(parseArgs({ args: [...argv], options: optionsOf(spec), strict: false, allowPositionals: true }));
 }
 
-/** The last value of a flag (a flag given twice: the later one wins), or undefined. */
+/** The last value of a flag (readArgs lets a flag be repeated with the same value only, unless `repeatable`), or undefined. */
 export function lastValue(args: ParsedArgs, name: string): string | undefined {
   return args.values.get(name)?.at(-1);
 }

@@ -19,6 +19,19 @@ import { VERSION } from '../runtime/version.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 
+/** Why the summary cannot be written, in words, by the system's error code; an unlisted code is given as it is. */
+const WRITE_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'its directory does not exist',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  EISDIR: 'it is a directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space is left on the device',
+  ELOOP: 'its path goes through a loop of symbolic links',
+  ENAMETOOLONG: 'its path is too long',
+};
+
 export class RunEnd {
   private readonly log: (message: string) => void;
   private recorder: RunRecorder | undefined;
@@ -91,7 +104,8 @@ export class RunEnd {
       writeSummaryFile(this.path, summaryJson(summary));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      this.log(`Cannot write the run summary to "${this.path}": ${code ?? (err instanceof Error ? err.message : String(err))}. Pass a --summary path in a writable directory.`);
+      const reason = (code === undefined ? undefined : WRITE_FAILURES[code]) ?? code ?? (err instanceof Error ? err.message : String(err));
+      this.log(`Cannot write the run summary to "${this.path}": ${reason}. Pass a --summary path in a writable directory.`);
     }
   }
 }

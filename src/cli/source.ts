@@ -43,7 +43,21 @@ const ARGS: ArgsSpec = {
   switches: ['help', 'version'],
   positionals: 1,
 };
-const COMMANDS = new Set(['spec', 'check', 'discover', 'read', 'replicate']);
+/** The options each command takes; any other is refused, not passed over (`read --db` would print to stdout what the user meant to replicate). */
+const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  spec: [],
+  check: ['config'],
+  discover: ['config'],
+  read: ['config', 'catalog', 'state', 'summary'],
+  replicate: ['config', 'db', 'schema', 'summary'],
+};
+const COMMANDS = new Set(Object.keys(COMMAND_OPTIONS));
+
+/** The commands that take `--flag`, as a message says them: "read and replicate". */
+function commandsTaking(flag: string): string {
+  const names = Object.keys(COMMAND_OPTIONS).filter((c) => COMMAND_OPTIONS[c]?.includes(flag));
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}`;
+}
 
 async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo, testing: TestSettings): Promise<number> {
   // Before the options are read: the emulator's own options (--contacts, ...) are no options of the connector.
@@ -73,17 +87,17 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
-  if (report === undefined && args.values.has('summary')) throw new UsageError(`--summary is an option of read and replicate, not of ${command}.`);
-  if (command !== 'replicate' && args.values.has('schema')) throw new UsageError(`--schema is an option of replicate, not of ${command}.`);
+  if (command === 'replicate' && (args.values.has('catalog') || args.values.has('state'))) {
+    throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
+  }
+  const foreign = [...args.values.keys()].find((flag) => !(COMMAND_OPTIONS[command] ?? []).includes(flag));
+  if (foreign !== undefined) throw new UsageError(`--${foreign} is an option of ${commandsTaking(foreign)}, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
     if (value === undefined) throw new UsageError(`${command} needs --${flag} FILE`);
     return value;
   };
   if (command === 'replicate') {
-    if (args.values.has('catalog') || args.values.has('state')) {
-      throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
-    }
     const replica = await import('../replica/command.js');
     return replica.replicate({ logger, report, signal, beforeExit: (code) => end.finish(code), lock: testing.replicaLock }, need('config'), need('db'), lastValue(args, 'schema'));
   }

@@ -37,6 +37,9 @@ ${exitStatusHelp(false)}`;
 const ARGS: ArgsSpec = {
   values: { config: 'a file path, or ENV', catalog: 'a file path', properties: 'a file path', state: 'a file path', format: 'json or markdown', summary: 'a file path' },
   switches: ['discover', 'about', 'version', 'help'],
+  // --config: merged. --catalog, --properties, --state: the later one is used, with a WARNING (run below), since
+  // `meltano invoke tap-data-read --state mine.json` puts the state file Meltano holds first.
+  repeatable: ['config', 'catalog', 'properties', 'state'],
   positionals: 0,
 };
 
@@ -69,12 +72,22 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
   if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
+  // A --format without --about formats nothing: refused rather than passed over. A --catalog, --properties or --state
+  // beside --discover or --about is taken and not used: Meltano passes the files it holds (its catalog, its state) to
+  // every invocation, `meltano invoke tap-data-read --discover` and its own discovery before a sync included.
+  if (!args.switches.has('about') && args.values.has('format')) throw new UsageError('--format is an option of --about.');
   const singer = await import('../protocols/singer/commands.js');
   const ctx = { out, logger, env: process.env, signal, report };
   if (args.switches.has('about')) return singer.about(ctx, aboutFormat(args));
   const configs = args.values.get('config') ?? [];
   if (configs.length === 0) throw new UsageError('--config FILE is required (a JSON file, or ENV for TAP_DATA_READ_* variables).');
   if (args.switches.has('discover')) return singer.discover(ctx, configs);
+  for (const flag of ['catalog', 'properties', 'state']) {
+    const given = [...new Set(args.values.get(flag) ?? [])];
+    if (given.length > 1) {
+      logger.log('WARNING', `--${flag} is given ${given.length} times, with different files (${given.map((g) => `"${g}"`).join(', ')}); the last one is used.`);
+    }
+  }
   const catalogPath = lastValue(args, 'catalog');
   const propertiesPath = lastValue(args, 'properties');
   if (catalogPath !== undefined && propertiesPath !== undefined) logger.log('WARNING', 'Both --catalog and --properties given; --properties is ignored.');

@@ -11,6 +11,7 @@ export type ApiErrorCode =
   | 'forbidden' // 403 (data API off, plan without access, key without data:read)
   | 'bad_request' // 400 (invalid parameter, altered/foreign cursor)
   | 'not_found' // 404
+  | 'too_long' // 414/431: the request line or headers longer than the service takes (a saved resume cursor too long to send)
   | 'moved' // 301/308: a permanent redirect (never followed: the key would go with it)
   | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
   | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds

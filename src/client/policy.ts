@@ -23,8 +23,9 @@
  * retry, or whose retries ran out (the response actions of the Airbyte CDK's
  * error mapping): 'fail' by default; a row may say 'restart' (read again from
  * the last complete watermark) or 'ignore' (skip the stream, with a WARN),
- * and when: a 400 on a saved resume cursor restarts the read, a 404 on an
- * optional stream skips it (readAction).
+ * and when: a 400 on a saved resume cursor restarts the read (so does a 414
+ * or 431: a saved cursor too long to send), a 404 on an optional stream
+ * skips it (readAction).
  */
 import type { FailureType } from '../errors.js';
 import type { ProxyFailure } from './proxy-error.js';
@@ -140,6 +141,13 @@ const MOVED: Outcome = {
   },
 };
 
+const TOO_LONG: Outcome = {
+  code: 'too_long',
+  scope: 'request',
+  failure: 'system_error',
+  message: (c) => `The Data-Read API refused ${c.request} as too long (HTTP ${c.status}): its address or headers are longer than the service takes.${c.said}`,
+};
+
 /** The base_url a redirect points at: its address before the path asked for, when it keeps that path. */
 function movedBase(location: string, path: string): string | undefined {
   return location.endsWith(path) ? location.slice(0, location.length - path.length) : undefined;
@@ -205,6 +213,16 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
     read: { action: 'ignore', when: 'optionalStream' },
   },
+  {
+    // The service (or a server in front of it) refuses a request line or headers that long. The connector's own requests
+    // are short; only a saved resume cursor, which the user's state file hands it, can make one so long.
+    fault: { status: 414 },
+    retried: false,
+    wait: 'none',
+    outcome: TOO_LONG,
+    read: { action: 'restart', when: 'resumeCursor' },
+  },
+  { fault: { status: 431 }, retried: false, wait: 'none', outcome: TOO_LONG, read: { action: 'restart', when: 'resumeCursor' } },
   {
     // Permanent: the API moved (or base_url lacks a part the service adds). Never followed: the Authorization header
     // would go to wherever the service points, and the next request would go to the old address again.

@@ -442,6 +442,8 @@ function withGiven(message: string, issue: { readonly code: string; readonly pat
   const type = jsonType(value);
   if (SECRET_KEYS.has(String(issue.path[0]))) return issue.code === 'invalid_type' ? `${message} (got ${type})` : message;
   if (value === null) return `${message} (got null)`;
+  // JSON.parse reads 1e400 as Infinity, which JSON.stringify would write as null.
+  if (typeof value === 'number' && !Number.isFinite(value)) return `${message} (got a number too large to be read)`;
   const text = JSON.stringify(value);
   if (message.includes(text)) return message;
   if (typeof value === 'object') return text.length <= 60 ? `${message} (got ${type}: ${text})` : `${message} (got ${type})`;
@@ -459,6 +461,29 @@ function unknownKeysWarning(keys: readonly string[]): string {
   return `Unknown config keys ignored: ${keys.map((key) => withMeant(key, key)).join(', ')}.`;
 }
 
+/** The keys each entry of a list setting takes; z.object drops any other, which the warning below then names. */
+const ENTRY_KEYS: Readonly<Record<string, { readonly keys: readonly string[]; readonly hint: string }>> = {
+  accounts: {
+    keys: ['name', 'api_key', 'account_renamed_from'],
+    hint: 'an entry of accounts takes name, api_key and account_renamed_from; every other setting is shared by all accounts, at the top level',
+  },
+  field_treatments: { keys: ['stream', 'field', 'treatment'], hint: 'an entry of field_treatments takes stream, field and treatment' },
+};
+
+/** The warning for keys inside entries of accounts or field_treatments that the connector does not know, or undefined. */
+function unknownEntryKeysWarning(input: object): string | undefined {
+  const parts: string[] = [];
+  for (const [setting, { keys, hint }] of Object.entries(ENTRY_KEYS)) {
+    const entries = (input as Record<string, unknown>)[setting];
+    if (!Array.isArray(entries)) continue;
+    const found = entries.flatMap((entry: unknown, index) =>
+      typeof entry === 'object' && entry !== null ? Object.keys(entry).filter((key) => !keys.includes(key)).map((key) => `${setting}[${index}].${key}`) : [],
+    );
+    if (found.length > 0) parts.push(`${found.join(', ')} (${hint})`);
+  }
+  return parts.length === 0 ? undefined : `Unknown config keys ignored: ${parts.join('; ')}.`;
+}
+
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -468,11 +493,19 @@ export function parseConfig(input: unknown): ParsedConfig {
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
-    const problems = result.error.issues.map((issue) => {
-      const field = issue.path.join('.') || 'config';
-      const message = withGiven(issue.message, issue, input);
-      return message.startsWith(field) ? message : `${field}: ${message}`;
-    });
+    // A value of the wrong type is that one problem: zod still runs a list's length checks on a string ("at most 1000 entries").
+    const wrongType = new Set(result.error.issues.filter((issue) => issue.code === 'invalid_type').map((issue) => issue.path.join('.')));
+    const issues = result.error.issues.filter((issue) => issue.code === 'invalid_type' || !wrongType.has(issue.path.join('.')));
+    // A set: two checks of one value (an integer, in range) can fail with one message, told once.
+    const problems = [
+      ...new Set(
+        issues.map((issue) => {
+          const field = issue.path.join('.') || 'config';
+          const message = withGiven(issue.message, issue, input);
+          return message.startsWith(field) ? message : `${field}: ${message}`;
+        }),
+      ),
+    ];
     // A required key reported missing next to a key the connector does not know is most often a misspelling.
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);
     // Messages quote some values; one that looks like a key (in the wrong field) is never quoted.
@@ -481,7 +514,12 @@ export function parseConfig(input: unknown): ParsedConfig {
     throw new ConfigError(redact(`Invalid config: ${problems.join('; ')}.`, secrets), { field: fields });
   }
   const keyWarning = hashKeyWarning(result.data);
-  const warnings = [...(unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : []), ...(keyWarning === undefined ? [] : [keyWarning])];
+  const entryWarning = unknownEntryKeysWarning(input);
+  const warnings = [
+    ...(unknownKeys.length > 0 ? [unknownKeysWarning(unknownKeys)] : []),
+    ...(entryWarning === undefined ? [] : [entryWarning]),
+    ...(keyWarning === undefined ? [] : [keyWarning]),
+  ];
   return { config: result.data, unknownKeys, warnings };
 }
 

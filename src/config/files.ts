@@ -13,10 +13,21 @@ export function readTextFile(path: string, what: string): string {
     return text.startsWith('\uFEFF') ? text.slice(1) : text;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : String(code ?? err);
+    const reason = (code === undefined ? undefined : READ_FAILURES[code]) ?? String(code ?? err);
     throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`, { field: what });
   }
 }
+
+/** Why a file cannot be read, in words, by the system's error code; an unlisted code is given as it is. */
+const READ_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  ELOOP: 'its path goes through a loop of symbolic links',
+  ENAMETOOLONG: 'its path is too long',
+};
 
 /**
  * Why JSON.parse refused a user's file, without the excerpt of the text that
@@ -29,13 +40,79 @@ export function jsonSyntaxError(err: unknown): string {
   return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
 }
 
+/** One level of the document `firstDuplicateKey` walks: an object (its keys so far) or an array; `at`, the member or item being read. */
+interface Level {
+  readonly keys: Set<string> | undefined;
+  at: string | number;
+}
+
+/**
+ * The first key that an object of `text` (valid JSON) gives twice, as a path
+ * (`accounts[1].name`) with the line of its second occurrence; undefined when
+ * none is. JSON.parse keeps the last one and drops the other in silence.
+ */
+export function firstDuplicateKey(text: string): { readonly path: string; readonly line: number } | undefined {
+  const levels: Level[] = [];
+  let expectKey = false;
+  let line = 1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const top = levels.at(-1);
+    if (c === '\n') line++;
+    else if (c === '{' || c === '[') {
+      levels.push({ keys: c === '{' ? new Set() : undefined, at: c === '{' ? '' : 0 });
+      expectKey = c === '{';
+    } else if (c === '}' || c === ']') {
+      levels.pop();
+      expectKey = false;
+    } else if (c === ',' && top !== undefined) {
+      if (top.keys !== undefined) expectKey = true;
+      else top.at = (top.at as number) + 1;
+    } else if (c === '"') {
+      // A string never holds a raw line break or an unescaped quote in valid JSON.
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (expectKey && top?.keys !== undefined) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        const seen = top.keys.has(key);
+        top.keys.add(key);
+        top.at = key;
+        expectKey = false;
+        if (seen) {
+          const path = levels.map((l, n) => (typeof l.at === 'number' ? `[${l.at}]` : n === 0 ? l.at : `.${l.at}`)).join('');
+          return { path, line };
+        }
+      }
+      i = end;
+    }
+  }
+  return undefined;
+}
+
 /** `what` names the file for the user, e.g. "config" or "state". */
 export function readJsonFile(path: string, what: string): unknown {
   const text = readTextFile(path, what);
   if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`, { field: what });
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     throw new ConfigError(`The ${what} file "${path}" is not valid JSON: ${jsonSyntaxError(err)}.`, { field: what });
   }
+  refuseDuplicateKey(text, what, path);
+  return value;
+}
+
+/**
+ * Throws the ConfigError for a key given twice in one object of `text` (valid
+ * JSON), if any: JSON.parse would keep the later value and drop the other
+ * without a word. `line` is the file's line `text` starts on (JSON lines).
+ */
+export function refuseDuplicateKey(text: string, what: string, path: string, line = 1): void {
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate === undefined) return;
+  throw new ConfigError(
+    `The ${what} file "${path}" gives "${duplicate.path}" twice (again on line ${duplicate.line + line - 1}); only one would be read. Keep the one you mean and remove the other.`,
+    { field: what },
+  );
 }

@@ -8,7 +8,7 @@
  * what to pass instead, rather than failing on the first character or field
  * that does not fit (as catalog-kind.ts does for catalogs).
  */
-import { jsonSyntaxError, readTextFile } from '../config/files.js';
+import { jsonSyntaxError, readTextFile, refuseDuplicateKey } from '../config/files.js';
 import { ConfigError } from '../errors.js';
 
 type Json = Record<string, unknown>;
@@ -41,8 +41,11 @@ export function readStateFile(path: string, words: StateFileWords): StateFile {
   }
   let documentError: string;
   try {
-    return { value: JSON.parse(text) as unknown, lines: false };
+    const value = JSON.parse(text) as unknown;
+    refuseDuplicateKey(text, 'state', path);
+    return { value, lines: false };
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     documentError = jsonSyntaxError(err);
   }
   const lines = text.split('\n').map((l) => l.trim());
@@ -61,6 +64,7 @@ export function readStateFile(path: string, words: StateFileWords): StateFile {
       const reason = values.length === 0 ? documentError : `line ${index + 1} is not valid JSON (${jsonSyntaxError(err)})`;
       throw new ConfigError(`The state file "${path}" is neither one JSON document nor JSON lines: ${reason}. ${words.expected}`, { field: 'state' });
     }
+    refuseDuplicateKey(line, 'state', path, index + 1);
   }
   return { value: values, lines: true, lineNumbers };
 }

@@ -15,6 +15,7 @@
  *   `data_read`).
  * - `duckdb:PATH`, or a path ending in `.duckdb`: a DuckDB file; tables in
  *   `--schema` (default `main`).
+ * - another URL (`mysql://`, `sqlite:///x.db`): refused, naming the forms taken.
  * - anything else: a SQLite file, as before.
  *
  * The password is a secret: it is in no message. `display` is the target as
@@ -80,6 +81,7 @@ const MAX_IDENTIFIER_BYTES = 63;
 
 const POSTGRES_SCHEME = /^postgres(?:ql)?:\/\//i;
 const DUCKDB_PREFIX = /^duckdb:/i;
+const OTHER_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 
 /** Query parameters of a PostgreSQL URL that the connector honours; any other is refused, as libpq refuses one it does not know. */
 const URL_PARAMETERS = new Set(['host', 'port', 'user', 'password', 'dbname', 'sslmode', 'sslrootcert', 'connect_timeout', 'application_name']);
@@ -104,6 +106,14 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
       display: postgresDisplay(connection),
       secrets: connection.password === undefined ? [] : [connection.password],
     };
+  }
+  // Any other scheme (mysql://, sqlite:///x.db, file://) would be taken for a SQLite path and fail on a folder named "mysql:".
+  const scheme = OTHER_SCHEME.exec(db)?.[1];
+  if (scheme !== undefined && !DUCKDB_PREFIX.test(db)) {
+    throw new ConfigError(
+      `--db "${maskUrlPassword(db)}" is a ${scheme}:// URL, which replicate cannot write to. --db takes a SQLite file's path (replica.db), a postgresql:// URL, or a DuckDB file (x.duckdb, duckdb:PATH).`,
+      { field: '--db' },
+    );
   }
   const duckPath = DUCKDB_PREFIX.test(db) ? db.slice('duckdb:'.length) : db.toLowerCase().endsWith('.duckdb') ? db : undefined;
   if (duckPath !== undefined) {

@@ -7,7 +7,7 @@ import { lastValue, readArgs, type ArgsSpec } from '../../src/cli/args.js';
 import { UsageError } from '../../src/cli/usage.js';
 
 const SOURCE: ArgsSpec = { values: { config: 'a file path', catalog: 'a file path', summary: 'a file path' }, switches: ['help', 'version'], positionals: 1 };
-const TAP: ArgsSpec = { values: { config: 'a file path, or ENV', format: 'json or markdown' }, switches: ['discover', 'help'], positionals: 0 };
+const TAP: ArgsSpec = { values: { config: 'a file path, or ENV', format: 'json or markdown' }, switches: ['discover', 'help'], repeatable: ['config'], positionals: 0 };
 
 /** The usage mistake `argv` makes, as [message, told in one line]. */
 function mistake(argv: readonly string[], spec: ArgsSpec): [string, boolean] {
@@ -22,10 +22,10 @@ function mistake(argv: readonly string[], spec: ArgsSpec): [string, boolean] {
 
 describe('readArgs', () => {
   it('reads --flag value and --flag=value, every value of a repeated flag in order, switches, -h, the command', () => {
-    const args = readArgs(['read', '--config', 'a.json', '--catalog=c.json', '--config=b.json', '-h'], SOURCE);
+    const args = readArgs(['read', '--config', 'a.json', '--catalog=c.json', '--config=a.json', '-h'], SOURCE);
     expect(args.positional).toEqual(['read']);
-    expect(args.values.get('config')).toEqual(['a.json', 'b.json']);
-    expect(lastValue(args, 'config')).toBe('b.json');
+    expect(args.values.get('config')).toEqual(['a.json', 'a.json']);
+    expect(lastValue(args, 'config')).toBe('a.json');
     expect(lastValue(args, 'catalog')).toBe('c.json');
     expect(lastValue(args, 'summary')).toBeUndefined();
     expect([...args.switches]).toEqual(['help']);
@@ -50,6 +50,20 @@ describe('readArgs', () => {
     expect(mistake(['read', 'extra'], SOURCE)).toEqual(['Unexpected argument "extra".', false]);
     expect(mistake(['--config', 'c.json', 'extra'], TAP)).toEqual(['Unexpected argument "extra".', false]);
     expect(mistake(['--config', 'c.json', '--', '--discover'], TAP)).toEqual(['Unexpected argument "--discover".', false]);
+  });
+
+  it('a flag given twice with different values, unless its repeats mean something: one line naming both values', () => {
+    // Taking the later one would silently drop the earlier (a read from the wrong state, a replica in the wrong file).
+    expect(mistake(['read', '--config', 'c.json', '--catalog', 'a.json', '--catalog=b.json'], SOURCE)).toEqual([
+      '--catalog is given 2 times, with different values ("a.json", "b.json"): give it once.',
+      true,
+    ]);
+    expect(mistake(['replicate', '--summary', 's.json', '--summary', 'postgresql://bob:S3cr3t@db/x'], SOURCE)[0]).toBe(
+      '--summary is given 2 times, with different values ("s.json", "postgresql://bob:***@db/x"): give it once.',
+    );
+    expect(mistake(['--config', 'c.json', '--format', 'json', '--format', 'markdown'], TAP)[0]).toBe('--format is given 2 times, with different values ("json", "markdown"): give it once.');
+    // The same value twice takes nothing away.
+    expect(readArgs(['check', '--config', 'c.json', '--config=c.json'], SOURCE).values.get('config')).toEqual(['c.json', 'c.json']);
   });
 
   it("quotes an unexpected argument with a URL's password masked (a --db URL given without its flag)", () => {

@@ -33,6 +33,19 @@ describe('RunEnd', () => {
     expect(logged).toEqual([]);
   });
 
+  it('a summary that cannot be written is told in words (a missing directory, a directory), the run going on', () => {
+    for (const [path, reason] of [
+      [join(dir, 'no-such-dir', 's.json'), 'its directory does not exist'],
+      [dir, 'it is a directory'],
+    ] as const) {
+      const logged: string[] = [];
+      const end = new RunEnd((message) => logged.push(message));
+      void end.start('read', path);
+      end.finish(0);
+      expect(logged).toEqual([`Cannot write the run summary to "${path}": ${reason}. Pass a --summary path in a writable directory.`]);
+    }
+  });
+
   it('finishes once: a later finish (a second signal) changes nothing', () => {
     const path = join(dir, 'once.json');
     const end = new RunEnd(() => undefined);

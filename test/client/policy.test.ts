@@ -24,8 +24,14 @@ describe('the failure policy', () => {
     for (const code of ['unauthorized', 'forbidden', 'retries_exhausted', 'wait_too_long', 'unreachable', 'unexpected_status', 'request_failed'] as const) {
       expect(readAction(code, at(true, true)), code).toBe('fail');
     }
+    // A saved resume cursor too long to send (414 from a proxy or server in front, 431 from Node's own parser): read again too.
+    for (const status of [414, 431]) {
+      expect(statusRule(status), String(status)).toMatchObject({ retried: false, outcome: { code: 'too_long', failure: 'system_error' }, read: { action: 'restart', when: 'resumeCursor' } });
+    }
+    expect(readAction('too_long', at(true, false))).toBe('restart');
+    expect(readAction('too_long', at(false, true))).toBe('fail');
     // Only the rows say so: no other row names a read action.
-    expect(FAILURE_POLICY.filter((r) => r.read !== undefined).map((r) => r.fault)).toEqual([{ status: 400 }, { status: 404 }]);
+    expect(FAILURE_POLICY.filter((r) => r.read !== undefined).map((r) => r.fault)).toEqual([{ status: 400 }, { status: 404 }, { status: 414 }, { status: 431 }]);
   });
 
   it('follows the documented statuses', () => {

@@ -23,6 +23,25 @@ describe('accounts', () => {
     expect(parseConfig({ ...base, accounts: [acme], max_concurrent_accounts: 64 }).config.max_concurrent_accounts).toBe(64);
   });
 
+  it('a string for accounts is told as a string, not also as a list too short or too long (its length)', () => {
+    expect(errorOf({ ...base, accounts: '' }).message).toBe('Invalid config: accounts must be a list of {"name", "api_key"} objects (got a string).');
+    expect(errorOf({ ...base, accounts: 'x'.repeat(2000) }).message).toBe('Invalid config: accounts must be a list of {"name", "api_key"} objects (got a string).');
+  });
+
+  it('warns about a key of an entry it does not take (a setting of one account), as about an unknown top-level key', () => {
+    const { config, warnings } = parseConfig({
+      ...base,
+      accounts: [acme, { ...globex, page_size: 10 }],
+      field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'drop', salt: 'x' }],
+    });
+    expect(config.accounts).toEqual([acme, globex]);
+    expect(warnings).toEqual([
+      'Unknown config keys ignored: accounts[1].page_size (an entry of accounts takes name, api_key and account_renamed_from; every other setting is shared by all accounts, at the top level); ' +
+        'field_treatments[0].salt (an entry of field_treatments takes stream, field and treatment).',
+    ]);
+    expect(parseConfig({ ...base, accounts: [acme, globex] }).warnings).toEqual([]);
+  });
+
   it('gives each entry a config of its own: its key and rename, every other setting shared', () => {
     const { config } = parseConfig({ ...base, page_size: 50, accounts: [acme, { ...globex, account_renamed_from: 'Globex old' }] });
     const one = entryConfig(config, config.accounts?.[1] ?? acme);

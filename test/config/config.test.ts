@@ -115,6 +115,15 @@ describe('parseConfig', () => {
     expect(errorOf({ ...good, hash_key: 'short-s3cret' }).message).not.toContain('short-s3cret');
   });
 
+  it('says a number too large to be read is one (not "null", as JSON writes Infinity), and a problem found twice once', () => {
+    // What JSON.parse makes of 1e400, and of 12345678901234567890 (an integer too large for the range check and the integer check).
+    expect(errorOf({ ...good, page_size: Infinity }).message).toBe('Invalid config: page_size must be an integer from 1 to 200 (got a number too large to be read).');
+    expect(errorOf({ ...good, start_date: -Infinity }).message).toContain('start_date must be a string: YYYY-MM-DD or an ISO 8601 date-time with zone (got a number too large to be read)');
+    expect(errorOf({ ...good, max_retries: 12345678901234567890 }).message).toBe(
+      'Invalid config: max_retries must be an integer from 0 to 50 (got the number 12345678901234567000).',
+    );
+  });
+
   it('never repeats the api_key in an error message', () => {
     const { message } = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
     expect(message).not.toContain('CANARY123secret');

@@ -1,9 +1,10 @@
 /** The JSON files a user passes, as the editors save them (config/files.ts). */
-import { writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJsonFile } from '../../src/config/files.js';
 import { readSingerState } from '../../src/protocols/singer/state-input.js';
+import { readStateFile } from '../../src/protocols/state-kind.js';
 import { tempDir } from '../helpers/cli.js';
 
 describe('a file saved as UTF-8 with a byte order mark (Windows Notepad, PowerShell 5)', () => {
@@ -22,5 +23,52 @@ describe('a file saved as UTF-8 with a byte order mark (Windows Notepad, PowerSh
 
   it('is still named for what it is when its JSON is broken', () => {
     expect(() => readJsonFile(withBom('broken.json', '{"api_key": '), 'config')).toThrow(/The config file ".*broken\.json" is not valid JSON: (?!.*\uFEFF)/);
+  });
+});
+
+describe('a key given twice in one object', () => {
+  const dir = tempDir('sdr-dup-');
+  const file = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text, 'utf8');
+    return path;
+  };
+
+  it('is refused, naming the key by its path and the line of its second occurrence, not read as its last value', () => {
+    // JSON.parse would read page_size 500 and drop 50 without a word.
+    expect(() => readJsonFile(file('config.json', '{\n  "api_key": "k",\n  "page_size": 50,\n  "page_size": 500\n}'), 'config')).toThrow(
+      /^The config file ".*config\.json" gives "page_size" twice \(again on line 4\); only one would be read\. Keep the one you mean and remove the other\.$/,
+    );
+    expect(() => readJsonFile(file('accounts.json', '{"accounts": [{"name": "a"}, {"name": "b", "api_key": "x", "name": "c"}]}'), 'config')).toThrow(/gives "accounts\[1\]\.name" twice \(again on line 1\)/);
+    // A key written with an escape is the same key.
+    expect(() => readJsonFile(file('escaped.json', '{"streams": [], "str\\u0065ams": []}'), 'catalog')).toThrow(/catalog file .* gives "streams" twice/);
+  });
+
+  it('in a state file too, one document or JSON lines (a line\'s number is the file\'s)', () => {
+    const twice = '{"bookmarks": {\n  "contacts": {"sync_watermark": "2026-01-01T00:00:00.000Z"},\n  "contacts": {"sync_watermark": "2026-02-01T00:00:00.000Z"}\n}}';
+    expect(() => readSingerState(file('singer-state.json', twice), () => undefined)).toThrow(/^The state file ".*singer-state\.json" gives "bookmarks\.contacts" twice \(again on line 3\)/);
+    const line = (name: string, extra = ''): string => `{"type": "STATE", "state": {"type": "STREAM", "stream": {"stream_descriptor": {"name": "${name}"}, "stream_state": {"sync_watermark": "2026-01-01T00:00:00.000Z"${extra}}}}}`;
+    const lines = `${line('contacts')}\n${line('deletions', ', "sync_watermark": "2026-03-01T00:00:00.000Z"')}\n`;
+    expect(() => readStateFile(file('airbyte-state.jsonl', lines), { expected: '', writer: 'read' })).toThrow(/gives "state\.stream\.stream_state\.sync_watermark" twice \(again on line 2\)/);
+    // The same stream on two lines is two messages (the last per stream wins, as documented), not a key given twice.
+    expect(readStateFile(file('two-lines.jsonl', `${line('contacts')}\n${line('contacts')}\n`), { expected: '', writer: 'read' }).lines).toBe(true);
+  });
+
+  it('leaves alone the same name in different objects, and strings that look like keys', () => {
+    const text = '{"a": {"id": 1}, "b": {"id": 2}, "c": ["id", "id"], "d": "x\\",\\"d\\":1", "e": [{"id": 1}, {"id": 1}]}';
+    expect(readJsonFile(file('fine.json', text), 'config')).toEqual(JSON.parse(text));
+  });
+});
+
+describe('a file that cannot be read', () => {
+  it('says why in words, also for a loop of symbolic links, a path through a file and a path too long', () => {
+    const dir = tempDir('sdr-unreadable-');
+    symlinkSync('b.json', join(dir, 'a.json'));
+    symlinkSync('a.json', join(dir, 'b.json'));
+    writeFileSync(join(dir, 'plain.json'), '{}');
+    expect(() => readJsonFile(join(dir, 'a.json'), 'config')).toThrow(/^Cannot read the config file ".*a\.json": its path goes through a loop of symbolic links\.$/);
+    expect(() => readJsonFile(join(dir, 'plain.json', 'config.json'), 'config')).toThrow(/: a part of its path is a file, not a directory\.$/);
+    expect(() => readJsonFile(join(dir, 'x'.repeat(300)), 'state')).toThrow(/^Cannot read the state file ".*": its path is too long\.$/);
+    expect(() => readJsonFile(join(dir, 'missing.json'), 'catalog')).toThrow(/: no such file\.$/);
   });
 });

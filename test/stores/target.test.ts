@@ -39,6 +39,20 @@ describe('parseStoreTarget: which store', () => {
     expect(pgTarget('PostgreSQL://u@h/db').connection.host).toBe('h');
   });
 
+  it('refuses a URL of another scheme, naming it and the forms taken, its password masked', () => {
+    // Taken for a SQLite path, it failed on a missing folder "mysql:" and advised `mkdir -p "mysql://x"`.
+    const mysql = refusal(() => parseStoreTarget('mysql://bob:S3cr3t@db.example/analytics', undefined, NO_ENV));
+    expect(mysql.message).toBe(
+      '--db "mysql://bob:***@db.example/analytics" is a mysql:// URL, which replicate cannot write to. --db takes a SQLite file\'s path (replica.db), a postgresql:// URL, or a DuckDB file (x.duckdb, duckdb:PATH).',
+    );
+    expect(mysql.field).toBe('--db');
+    expect(refusal(() => parseStoreTarget('sqlite:///data/replica.db', undefined, NO_ENV)).message).toMatch(/^--db "sqlite:\/\/\/data\/replica\.db" is a sqlite:\/\/ URL/);
+    expect(refusal(() => parseStoreTarget('postgresql+psycopg2://u@h/db', undefined, NO_ENV)).message).toMatch(/is a postgresql\+psycopg2:\/\/ URL/);
+    // duckdb: stays DuckDB's prefix, and a path with :// further in stays a path.
+    expect(parseStoreTarget('duckdb://srv/x.duckdb', undefined, NO_ENV).kind).toBe('duckdb');
+    expect(parseStoreTarget('./a://b.db', undefined, NO_ENV).kind).toBe('sqlite');
+  });
+
   it('refuses an empty --db and a schema name PostgreSQL cannot keep', () => {
     expect(refusal(() => parseStoreTarget('', undefined, NO_ENV)).field).toBe('--db');
     expect(refusal(() => parseStoreTarget('postgresql://h/db', '', NO_ENV)).field).toBe('--schema');

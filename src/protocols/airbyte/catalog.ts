@@ -100,7 +100,9 @@ function ownKeysWarning(stream: StreamDefinition, mode: SyncMode, cursorField: r
   if (mode === 'incremental' && cursorField !== undefined && cursorField.length > 0 && JSON.stringify(cursorField) !== JSON.stringify(ownCursor)) {
     asked.push(`cursor_field ${JSON.stringify(cursorField)}`);
   }
-  if (Array.isArray(primaryKey) && primaryKey.length > 0 && JSON.stringify(primaryKey) !== JSON.stringify(ownKey)) {
+  // Not given: undefined, null or []. Any other shape ("id", {}) is a key asked for too, told as it is rather than passed over.
+  const keyGiven = primaryKey !== undefined && primaryKey !== null && !(Array.isArray(primaryKey) && primaryKey.length === 0);
+  if (keyGiven && JSON.stringify(primaryKey) !== JSON.stringify(ownKey)) {
     asked.push(`primary_key ${JSON.stringify(primaryKey)}`);
   }
   if (asked.length === 0) return undefined;
@@ -156,6 +158,14 @@ export function parseConfiguredCatalog(
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;
     const schema = isObject(told) && isObject(told.properties) && Object.keys(told.properties).length > 0 ? told : undefined;
+    // Absent, null or without properties: the built-in schema, as documented. Any other shape is a broken catalog, said rather than passed over.
+    const broken = told !== undefined && told !== null && (!isObject(told) || (told.properties !== undefined && !isObject(told.properties)));
+    if (broken) {
+      warn(
+        `Stream "${name}": the configured catalog's json_schema is not a JSON Schema object with "properties" as an object (it holds ${JSON.stringify(told).slice(0, 80)}); ` +
+          'the stream is read with all its fields and checked against the built-in schema. Refresh the source schema in the connection (or run discover again).',
+      );
+    }
     selected.push({ stream, mode, schema, fields: fieldSelection(stream, schema, dropped(stream)) });
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });

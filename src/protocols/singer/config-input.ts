@@ -60,11 +60,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Json {
 
 /** Merge every `--config` source, left to right (a later source wins key by key). */
 export function mergeConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): Json {
-  const merged: Json = {};
+  let merged: Json = {};
   for (const source of sources) {
     const part = source === ENV_SOURCE ? configFromEnv(env) : readJsonFile(source, 'config');
     if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`, { field: 'config' });
-    Object.assign(merged, part);
+    // Spread, not Object.assign: a "__proto__" key of the file stays a key (warned about as unknown), not the prototype whose keys every setting would inherit.
+    merged = { ...merged, ...part };
   }
   return merged;
 }

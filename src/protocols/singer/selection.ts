@@ -110,12 +110,13 @@ function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: 
     if (!stream.syncModes.includes('incremental')) {
       warn(`Stream "${stream.name}" supports FULL_TABLE replication only; replication-method INCREMENTAL is ignored.`);
     }
-  } else if (requested !== undefined) {
-    warn(`Stream "${stream.name}": replication-method "${String(raw)}" is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
+  } else if (raw !== undefined && raw !== null) {
+    // Not a string either (5, ["INCREMENTAL"]): said like an unknown method, not passed over.
+    warn(`Stream "${stream.name}": replication-method ${JSON.stringify(raw)} is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
   }
   const key = top['replication-key'] ?? entry.replication_key;
-  if (mode === 'incremental' && typeof key === 'string' && key !== stream.cursorField) {
-    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key "${key}" is ignored.`);
+  if (mode === 'incremental' && key !== undefined && key !== null && key !== stream.cursorField) {
+    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key ${JSON.stringify(key)} is ignored.`);
   }
   return mode;
 }
@@ -201,6 +202,15 @@ function planStream(
     if (name === ACCOUNT_FIELD && staleAccount) continue;
     if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
     else properties[name] = cleanProperty(property);
+  }
+  // A field the catalog leaves out but its schema does not have (a typo, `emial`): nothing can drop it, and the records carry what they carry.
+  const declared = propertiesOf(base);
+  for (const m of entry?.metadata ?? []) {
+    const [where, name, ...deeper] = m.breadcrumb;
+    if (where !== 'properties' || typeof name !== 'string' || deeper.length > 0 || name in declared) continue;
+    if (m.metadata.selected === false || m.metadata.inclusion === 'unsupported') {
+      warn(`Stream "${stream.name}": the catalog leaves out field ${JSON.stringify(name)}, which the stream's schema does not have; nothing is dropped for it. Check the field's name (Meltano: the select rules).`);
+    }
   }
   // The key, the cursor and the tombstone column are declared even if an edited catalog lost them.
   for (const name of kept) if (!(name in properties) && name in generatedProps) properties[name] = generatedProps[name];

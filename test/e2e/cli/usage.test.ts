@@ -72,6 +72,47 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
   });
 });
 
+describe('an option the command does not take', () => {
+  // Passed over, it would do something else than what was asked: `read --db` prints to stdout what was meant for a replica.
+  const cases: readonly (readonly ['source-data-read' | 'tap-data-read', readonly string[], string])[] = [
+    ['source-data-read', ['read', '--config', 'c.json', '--catalog', 'k.json', '--db', 'r.db'], '--db is an option of replicate, not of read.'],
+    ['source-data-read', ['check', '--config', 'c.json', '--catalog', 'k.json'], '--catalog is an option of read, not of check.'],
+    ['source-data-read', ['discover', '--config', 'c.json', '--state', 's.json'], '--state is an option of read, not of discover.'],
+    ['source-data-read', ['spec', '--config', 'c.json'], '--config is an option of check, discover, read and replicate, not of spec.'],
+    ['tap-data-read', ['--config', 'c.json', '--format', 'json'], '--format is an option of --about.'],
+  ];
+  it.each(cases)('%s %j: a usage mistake naming the option, exit 2, nothing on stdout', async (name, args, message) => {
+    const run = await runCli(name === 'source-data-read' ? SOURCE_BIN : TAP_BIN, args);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(message);
+  });
+});
+
+describe("the tap's --discover and --about beside a catalog and a state", () => {
+  // Meltano adds --catalog and --state to every invocation when it holds those files: its discovery before a sync included.
+  it('are no usage mistake (the run goes on to read its config)', async () => {
+    for (const args of [
+      ['--config', 'c.json', '--catalog', 'k.json', '--state', 's.json', '--discover'],
+      ['--config', 'c.json', '--properties', 'p.json', '--about'],
+    ]) {
+      const run = await runCli(TAP_BIN, args);
+      expect(run.stderr, args.join(' ')).not.toMatch(/is an option of/);
+      expect(run.code, args.join(' ')).toBe(args.includes('--about') ? 0 : 78);
+    }
+  });
+});
+
+describe("the tap's --catalog, --properties and --state given twice", () => {
+  // `meltano invoke tap-data-read --state mine.json` puts the state file Meltano holds before the user's.
+  it('are no usage mistake: the last file is used, with a WARNING naming both', async () => {
+    const run = await runCli(TAP_BIN, ['--config', 'c.json', '--state', 'held.json', '--state', 'mine.json']);
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/ WARNING tap-data-read: --state is given 2 times, with different files \("held\.json", "mine\.json"\); the last one is used\.\n/);
+    expect(run.stderr).toMatch(/Cannot read the config file "c\.json"/);
+  });
+});
+
 describe('source-data-read emulator', () => {
   it('is no command of the connector: a usage mistake (exit 2) that names the emulator package', async () => {
     const run = await runCli(SOURCE_BIN, ['emulator', '--contacts', '10']);

@@ -30,6 +30,23 @@ describe('parseConfiguredCatalog', () => {
   });
 });
 
+describe('a json_schema that is not a JSON Schema object', () => {
+  it('is read as none (the built-in schema, every field), with a WARN rather than in silence', () => {
+    for (const told of ['x', ['id'], 5, { type: 'object', properties: ['id'] }]) {
+      const warnings: string[] = [];
+      const [selected] = parseConfiguredCatalog({ streams: [{ stream: { name: 'contacts', json_schema: told }, sync_mode: 'incremental' }] }, (m) => warnings.push(m));
+      expect(selected?.schema, JSON.stringify(told)).toBeUndefined();
+      expect(warnings, JSON.stringify(told)).toEqual([expect.stringMatching(/^Stream "contacts": the configured catalog's json_schema is not a JSON Schema object .*checked against the built-in schema/)]);
+    }
+    // Absent, null, {} and an object without properties: the documented way to say "the built-in one", no WARN.
+    for (const told of [undefined, null, {}, { type: 'object' }]) {
+      const warnings: string[] = [];
+      parseConfiguredCatalog({ streams: [{ stream: { name: 'contacts', json_schema: told }, sync_mode: 'incremental' }] }, (m) => warnings.push(m));
+      expect(warnings, JSON.stringify(told)).toEqual([]);
+    }
+  });
+});
+
 describe('field selection from the configured catalog', () => {
   const contactsSchema = builtInSchemas(STREAMS).get('contacts') as JsonSchema;
   const without = (...fields: string[]): JsonSchema => ({
@@ -47,5 +64,23 @@ describe('field selection from the configured catalog', () => {
     const dropped = () => new Set(['email', 'phone']);
     expect(parseConfiguredCatalog(catalog(without('email', 'phone')), undefined, dropped)[0]?.fields).toBeUndefined();
     expect(parseConfiguredCatalog(catalog(without('email', 'phone', 'name')), undefined, dropped)[0]?.fields?.has('name')).toBe(false);
+  });
+});
+
+describe('a primary_key the configured catalog asks for', () => {
+  const entry = (primary_key: unknown): unknown => ({ streams: [{ stream: { name: 'contacts', json_schema: {} }, sync_mode: 'incremental', primary_key }] });
+  const warningsFor = (primary_key: unknown): string[] => {
+    const warnings: string[] = [];
+    parseConfiguredCatalog(entry(primary_key), (m) => warnings.push(m));
+    return warnings;
+  };
+
+  it('of any other shape than the source\'s is told in the same WARN, not passed over ("id", an object)', () => {
+    expect(warningsFor('id')).toEqual([expect.stringMatching(/^Stream "contacts": the configured catalog asks for primary_key "id", but this source defines its own/)]);
+    expect(warningsFor({ id: true })).toEqual([expect.stringContaining('asks for primary_key {"id":true}')]);
+  });
+
+  it('absent, null, empty or the source\'s own: no warning', () => {
+    for (const key of [undefined, null, [], [['id']]]) expect(warningsFor(key), JSON.stringify(key)).toEqual([]);
   });
 });

@@ -61,4 +61,15 @@ describe('config sources', () => {
     const list = writeJson(dir, 'list.json', [1]);
     expect(() => mergeConfigSources([list], env)).toThrow(/must hold a JSON object/);
   });
+
+  it('keeps a "__proto__" key of a file as a key, which validation warns about, not as settings every key inherits', () => {
+    const dir = tempDir();
+    const file = writeJson(dir, 'proto.json', `{"__proto__": {"page_size": 0}, "api_key": "dr_live_abc123", "base_url": "http://127.0.0.1:8080"}`);
+    const merged = mergeConfigSources([file], {});
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(merged.page_size).toBeUndefined();
+    const { config, warnings } = parseConfig(merged);
+    expect(config.page_size).toBe(200);
+    expect(warnings).toEqual([expect.stringContaining('__proto__')]);
+  });
 });

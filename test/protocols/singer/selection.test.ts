@@ -90,6 +90,22 @@ describe('stream selection', () => {
     expect(warnings[1]).toContain('FULL_TABLE replication only');
   });
 
+  it('warns about a replication-method or replication-key that is not a string, rather than passing over it', () => {
+    const catalog = select({ contacts: true, deletions: true });
+    topOf(catalog, 0)['replication-method'] = 5;
+    topOf(catalog, 0)['replication-key'] = ['updated_at'];
+    const warnings: string[] = [];
+    const plans = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plans.map((p) => [p.stream.name, p.mode])).toEqual([
+      ['contacts', 'incremental'],
+      ['deletions', 'incremental'],
+    ]);
+    expect(warnings).toEqual([
+      'Stream "contacts": replication-method 5 is not supported (use INCREMENTAL or FULL_TABLE); using INCREMENTAL.',
+      'Stream "contacts" replicates on its own cursor "updated_at"; replication-key ["updated_at"] is ignored.',
+    ]);
+  });
+
   it('rejects a selected stream the tap does not have and a stream selected twice; ignores unselected unknown ones', () => {
     const catalog = select({ contacts: true });
     catalog.streams.push({ tap_stream_id: 'invoices', stream: 'invoices', schema: {}, key_properties: [], metadata: [{ breadcrumb: [], metadata: { selected: false } }] });
@@ -138,6 +154,21 @@ describe('field selection', () => {
     expect(plan?.excluded.has('id')).toBe(false);
     expect(plan?.excluded.has('updated_at')).toBe(false);
     expect(plan?.schema.required).toEqual(['id', 'updated_at']);
+  });
+
+  it('warns about a field the catalog leaves out that the schema does not have, rather than dropping nothing in silence', () => {
+    const catalog = select({ contacts: true });
+    const contacts = catalog.streams[0] as CatalogEntry;
+    contacts.metadata.push({ breadcrumb: ['properties', 'emial'], metadata: { selected: false } });
+    contacts.metadata.push({ breadcrumb: ['properties', 'phone_number'], metadata: { inclusion: 'unsupported' } });
+    contacts.metadata.push({ breadcrumb: ['properties', 'nickname'], metadata: { selected: true } });
+    const warnings: string[] = [];
+    const [plan] = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plan?.excluded.size).toBe(0);
+    expect(warnings).toEqual([
+      'Stream "contacts": the catalog leaves out field "emial", which the stream\'s schema does not have; nothing is dropped for it. Check the field\'s name (Meltano: the select rules).',
+      'Stream "contacts": the catalog leaves out field "phone_number", which the stream\'s schema does not have; nothing is dropped for it. Check the field\'s name (Meltano: the select rules).',
+    ]);
   });
 
   it('keeps a field whose metadata carries no selected flag, and drops inclusion: unsupported', () => {
