@@ -14,6 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
+import { STORE_FILE_MODE } from '../stores/store.js';
 
 export const TABLES_TABLE = '_replica_tables';
 /** How long a replica connection waits for another one's lock before it gives up. */
@@ -66,11 +67,8 @@ export function fullDiskError(path: string, err: unknown): ConnectorError | unde
   );
 }
 
-/** The mode a new replica file is created with: it holds personal data, for its owner's eyes alone. */
-export const REPLICA_FILE_MODE = 0o600;
-
 /**
- * Create the database file, empty, with REPLICA_FILE_MODE (less under a
+ * Create the database file, empty, with STORE_FILE_MODE (less under a
  * umask that takes more away) before SQLite opens it: SQLite creates `-wal`,
  * `-shm` and `-journal` with the database file's mode, where it would
  * otherwise create all of them 0644 (world-readable under the usual umask).
@@ -79,7 +77,7 @@ export const REPLICA_FILE_MODE = 0o600;
 function createPrivately(path: string): boolean {
   if (path === '' || path === ':memory:' || path.startsWith('file:')) return false;
   try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, REPLICA_FILE_MODE));
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, STORE_FILE_MODE));
     return true;
   } catch {
     return false; // there already (its mode stays), or not creatable: SQLite's open says why
