@@ -15,11 +15,10 @@ import { ConfigError, ConnectorError } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 import { STORE_FILE_MODE } from '../stores/store.js';
+import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
 
-export const TABLES_TABLE = '_replica_tables';
 /** How long a replica connection waits for another one's lock before it gives up. */
 export const BUSY_TIMEOUT_MS = 5000;
-export const STATE_TABLE = '_replica_state';
 
 /**
  * The writing connection's page cache (SQLite's default is 2 MB): the upper

@@ -3,7 +3,8 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConfigError } from '../errors.js';
-import { STATE_TABLE, openForRead, storedLayouts, tableExists } from './database.js';
+import { STATE_TABLE } from '../stores/checkpoint.js';
+import { openForRead, storedLayouts, tableExists } from './database.js';
 import { ident, keyColumns } from './layout.js';
 import { rowToRecord } from './rows.js';
 

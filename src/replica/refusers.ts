@@ -12,7 +12,7 @@
  * a checkpoint; a plain index on columns cannot, nor can a nullable column.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { STATE_TABLE } from './database.js';
+import { STATE_TABLE } from '../stores/checkpoint.js';
 import { SYNCED_AT_COLUMN, ident } from './layout.js';
 
 /** A table the writer writes, with the NOT NULL columns it always fills and the indexes it made itself. */

@@ -39,12 +39,12 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { isLaterInstant } from '../time.js';
-import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
+import { deletionIndexName, insertSql } from './database.js';
 import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { PartFailures, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -62,9 +62,6 @@ export interface Checkpoint extends Omit<StoreCheckpoint, 'records'> {
   /** The deletion log's checkpoint: its records as they came, applied to the tables they delete from. */
   readonly deletions?: readonly Data[] | undefined;
 }
-
-/** The ids a full read returned so far, per stream (only while one is under way). */
-export const FULL_READ_TABLE = '_replica_full_read';
 
 interface Table {
   readonly spec: TableSpec;
