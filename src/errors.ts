@@ -62,11 +62,13 @@ export class ContractError extends ConnectorError {
   }
 }
 
+/** What a thrown value says: an Error's message, anything else as text. */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /** Wrap anything thrown into a ConnectorError (unexpected errors are system errors). */
 export function toConnectorError(err: unknown): ConnectorError {
   if (err instanceof ConnectorError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new ConnectorError('system_error', `Unexpected error in the connector: ${message}`, { cause: err });
+  return new ConnectorError('system_error', `Unexpected error in the connector: ${messageOf(err)}`, { cause: err });
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { ConfigError, ConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 import { STORE_FILE_MODE } from '../stores/store.js';
@@ -43,10 +43,6 @@ const SQLITE_BUSY = 5;
 
 /** SQLite's "database or disk is full": no room left where the file is (or the file reached a size limit). */
 const SQLITE_FULL = 13;
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * A write SQLite refused for want of room: the run stops as on any failed
@@ -97,7 +93,7 @@ export function openForWrite(path: string): DatabaseSync {
     db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
     removeCreated();
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`Cannot open the replica database "${path}": ${messageOf(err)}.`, { field: 'db' });
   }
   try {
     db.exec('PRAGMA journal_mode = WAL');
@@ -120,7 +116,7 @@ export function openForWrite(path: string): DatabaseSync {
         { cause: err },
       );
     }
-    throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`"${path}" cannot be used as a replica database: ${messageOf(err)}.`, { field: 'db' });
   }
   return db;
 }
@@ -164,7 +160,7 @@ export function openForRead(path: string): DatabaseSync {
   try {
     return new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`Cannot open the replica database "${path}": ${messageOf(err)}.`, { field: 'db' });
   }
 }
 

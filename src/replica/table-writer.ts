@@ -38,6 +38,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
+import { messageOf } from '../errors.js';
 import { isLaterInstant } from '../time.js';
 import { deletionIndexName, insertSql } from './database.js';
 import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
@@ -75,8 +76,6 @@ interface Table {
   readonly cursorOf?: StatementSync;
   readonly remove?: StatementSync;
 }
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export class TableWriter {
   private readonly db: DatabaseSync;

@@ -23,7 +23,7 @@
  */
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { ConnectorError } from '../errors.js';
+import { ConnectorError, messageOf } from '../errors.js';
 import { TableWriter, type Checkpoint } from './table-writer.js';
 import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
 import type { SchemaChange } from '../stores/store.js';
@@ -47,8 +47,6 @@ const WAL_FRAME_HEADER_BYTES = 24;
 const WAL_RESTART_BYTES = 128 * 1024 * 1024;
 /** How long that waits for a reader of the WAL (someone's query) before trying again at a later commit. */
 const RESTART_WAIT_MS = 500;
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface WriterOptions {
   /** The WAL thread's module; null: none (the connection checkpoints by itself). */

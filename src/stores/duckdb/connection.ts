@@ -22,7 +22,7 @@
  */
 import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
-import { ConfigError, ConnectorError } from '../../errors.js';
+import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
@@ -179,8 +179,6 @@ export class DuckdbFileLockedError extends ConnectorError {
     this.name = 'DuckdbFileLockedError';
   }
 }
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** What an error of opening the file means: the lock held elsewhere (75), or a file that cannot be a store (78). */
 export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {

@@ -9,7 +9,7 @@
  * checkpoints DuckDB's WAL into the file and lets it go.
  */
 import type { StreamSchemas } from '../../schemas/json-schema.js';
-import { ConnectorError } from '../../errors.js';
+import { ConnectorError, messageOf } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
 import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
@@ -89,7 +89,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
     } catch (err) {
       closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
-      throw new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${messageOf(err)}`, { cause: err });
     }
   }
 

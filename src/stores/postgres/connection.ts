@@ -25,7 +25,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { ConnectionOptions } from 'node:tls';
 import type { Client, ClientConfig } from 'pg';
-import { ConfigError } from '../../errors.js';
+import { ConfigError, messageOf } from '../../errors.js';
 import { missingPackageError } from '../optional-package.js';
 import { defaultRootCertPath, type PostgresTarget } from '../target.js';
 import { postgresError } from './faults.js';
@@ -107,7 +107,7 @@ export function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)
 
 /** Whether the next attempt of prefer/allow should follow this failure. */
 function fallsBack(err: unknown, sslmode: string): boolean {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   const code = (err as { code?: unknown } | undefined)?.code;
   if (sslmode === 'prefer') return /does not support SSL/i.test(message);
   if (sslmode === 'allow') return code === '28000' && /no encryption|SSL off/i.test(message);
