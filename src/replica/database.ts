@@ -50,7 +50,7 @@ const SQLITE_FULL = 13;
  * room) and words that say so, not 70 (a bug to report). Undefined for any
  * other error.
  */
-export function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
+function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
   // SQLite's own error, or the one a lost transaction keeps as its cause.
   const full = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { errcode?: unknown }).errcode === SQLITE_FULL;
   if (!full(err) && !(err instanceof Error && full(err.cause))) return undefined;
@@ -60,6 +60,15 @@ export function fullDiskError(path: string, err: unknown): ConnectorError | unde
       'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.',
     { cause: err },
   );
+}
+
+/**
+ * The failure of a write into the replica at `path`: `err` is SQLite's error
+ * (kept as the cause; a full disk is told as such, transient); `cause` says
+ * what failed, SQLite's message unless given.
+ */
+export function writeError(path: string, err: unknown, cause = messageOf(err)): ConnectorError {
+  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${cause}.`, { cause: err });
 }
 
 /**

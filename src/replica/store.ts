@@ -16,7 +16,7 @@ import { ConnectorError } from '../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
 import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey } from '../stores/checkpoint.js';
-import { deletionIndexName, fullDiskError, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
+import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
@@ -80,11 +80,6 @@ function fileIdentity(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function dbError(path: string, err: unknown): ConnectorError {
-  const message = err instanceof Error ? err.message : String(err);
-  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
 }
 
 export class ReplicaStore {
@@ -164,7 +159,7 @@ export class ReplicaStore {
       }
     } catch (err) {
       this.close();
-      throw err instanceof ConnectorError ? err : dbError(path, err);
+      throw err instanceof ConnectorError ? err : writeError(path, err);
     }
   }
 
@@ -218,7 +213,7 @@ export class ReplicaStore {
       this.writer.commit();
     } catch (err) {
       this.writer.rollback();
-      throw dbError(this.path, err);
+      throw writeError(this.path, err);
     }
     committed?.(result);
     return result;
