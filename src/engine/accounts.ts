@@ -29,7 +29,7 @@ import { entryConfig, type AccountEntry, type Config } from '../config/config.js
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
 import type { RunAccount } from './account.js';
-import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
@@ -459,9 +459,7 @@ export class AccountsRun {
       }
       let session: SyncSession | undefined;
       try {
-        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, {
-          moved: { from: ACCOUNT_FIELD, to: SERVICE_ACCOUNT_FIELD },
-        });
+        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, { moveServiceAccount: true });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
         await sameAccountAs(entry, session.account, lane);
