@@ -21,7 +21,7 @@
 import { parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
-import { jsonText, placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
+import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
 
 export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
@@ -224,7 +224,7 @@ async function markAbsent(connection: DuckdbConnection, schema: string, layout: 
   );
 }
 
-/** Move the values a run kept in `_extra` into `field`'s column where they now fit (exact forms stay in `_extra` as placeValue says). */
+/** Move the values a run kept in `_extra` into `field`'s column where they now fit (movedFromExtra). */
 async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
   const rows = await rowsOf(
     connection,
@@ -233,13 +233,8 @@ async function moveFromExtra(connection: DuckdbConnection, schema: string, layou
   );
   const updates: (readonly [string, Cell | undefined, string | null])[] = [];
   for (const row of rows) {
-    const extra = parseExtra(row.extra);
-    const value = extra[field];
-    if (value === null || value === undefined) continue;
-    const placed = placeValue(kind, value, DUCKDB_DIALECT);
-    if (placed.cell === undefined) continue;
-    if (!placed.alsoExtra) delete extra[field];
-    updates.push([String(row.id), placed.cell, extraText(extra)]);
+    const moved = movedFromExtra(parseExtra(row.extra), field, kind, DUCKDB_DIALECT);
+    if (moved !== undefined) updates.push([String(row.id), moved.cell, moved.extra]);
   }
   await rewriteRows(connection, schema, layout, field, kind, updates);
 }
