@@ -20,7 +20,7 @@
  */
 import { parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
 
@@ -68,14 +68,6 @@ export function instantOf(kind: StoreKind, expr: string): string {
 export async function rowsOf(connection: DuckdbConnection, sql: string, values?: (string | number | boolean | null)[]): Promise<Record<string, unknown>[]> {
   const reader = await connection.runAndReadAll(sql, values);
   return reader.getRowObjectsJS() as Record<string, unknown>[];
-}
-
-export async function createBookkeeping(connection: DuckdbConnection, schema: string): Promise<void> {
-  await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream VARCHAR PRIMARY KEY, layout VARCHAR NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, committed_at TIMESTAMPTZ NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (stream, id))`);
 }
 
 async function tableExists(connection: DuckdbConnection, schema: string, table: string): Promise<boolean> {

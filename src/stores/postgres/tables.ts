@@ -21,7 +21,7 @@
  */
 import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
@@ -128,15 +128,6 @@ export function instantOf(kind: StoreKind, expr: string): string {
   const text = textOf(kind, expr);
   const lastDay = `extract(day from make_date(substr(${text}, 1, 4)::int, substr(${text}, 6, 2)::int, 1) + interval '1 month - 1 day')`;
   return `(CASE WHEN ${text} ~ '${INSTANT_TEXT}' THEN CASE WHEN substr(${text}, 9, 2)::int <= ${lastDay} THEN (${text})::timestamptz END END)`;
-}
-
-/** The bookkeeping tables, created when missing. */
-export async function createBookkeeping(client: Client, schema: string): Promise<void> {
-  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream text PRIMARY KEY, layout text NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream text PRIMARY KEY, state text NOT NULL, committed_at timestamptz NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream text NOT NULL, id text NOT NULL, PRIMARY KEY (stream, id))`);
 }
 
 /** Whether the schema holds the store's bookkeeping (a store was made there). */
