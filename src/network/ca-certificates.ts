@@ -2,7 +2,7 @@
  * Private certificate authorities (`ca_certificate`): the PEM text checked
  * (one or more certificates, each one Node can read; no private key) and cut
  * into its certificates. Shared by the config (validation) and the client
- * (client/tls.ts trusts them). node:crypto is loaded only when one is given.
+ * (client/route.ts trusts them). node:crypto is loaded only when one is given.
  */
 import { createRequire } from 'node:module';
 
