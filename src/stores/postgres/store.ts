@@ -17,7 +17,7 @@ import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
@@ -53,7 +53,7 @@ async function allMetadata(client: Client, schema: string): Promise<Map<string, 
 }
 
 async function hasTables(client: Client, schema: string): Promise<boolean> {
-  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, '_replica_tables')} LIMIT 1`);
+  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`);
   return rows.length > 0;
 }
 
