@@ -26,7 +26,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../config/config.js';
-import { SyncSession } from '../engine/session.js';
+import { SyncSession, type SessionRequest } from '../engine/session.js';
 import { treatedSchemasFor, treatmentPlan } from '../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../errors.js';
@@ -347,15 +347,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
       // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
       // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
       const gapCheck = { deletionGapFails: healed === undefined || healed.since !== undefined, deletionGapSince: healed?.since };
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, sink, observer);
-      // A read interrupted last time was finished up to the watermark it started with; one more
-      // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
-      const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
-      if (result.failures.length === 0 && resumed.length > 0) {
-        logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-        await store.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null, ...gapCheck }, sink, observer);
-      }
+      result = await readToNow(session, { streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, store, () => store.loadStates(), sink, observer);
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) logger.log('WARN', unknown);
@@ -439,6 +431,29 @@ async function healLongPause(run: {
     await run.events.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
   }
   return { result, since: plan.since };
+}
+
+/**
+ * The read of `request`'s streams from its states. A read interrupted last
+ * time is finished up to the watermark it started with; one more (short,
+ * incremental) pass, from the states saved since (`reload`), then brings
+ * everything to now, so that a run that succeeds leaves the replica
+ * current. The last pass's result.
+ */
+async function readToNow(
+  session: SyncSession,
+  request: SessionRequest,
+  store: Store,
+  reload: () => Promise<Map<string, StreamState>>,
+  events: SyncSink,
+  observer: CountObserver | undefined,
+): Promise<SyncResult> {
+  const result = await session.run(request, events, observer);
+  const resumed = [...request.states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+  if (result.failures.length > 0 || resumed.length === 0) return result;
+  await events.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+  await store.flush();
+  return session.run({ ...request, states: await reload() }, events, observer);
 }
 
 /** Each stream's state of one entry, from the states of many accounts a replica holds. */
@@ -575,14 +590,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
         // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
         // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
         const gapCheck = { deletionGapFails: account !== undefined && (healed === undefined || healed.since !== undefined), deletionGapSince: healed?.since };
-        const read = await session.run({ ...request, states: current, ...gapCheck }, lane, observer);
-        // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
-        const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
-        if (read.failures.length === 0 && resumed.length > 0) {
-          await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-          await store.flush();
-          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name), ...gapCheck }, lane, observer);
-        }
+        await readToNow(session, { ...request, states: current, ...gapCheck }, store, async () => entryStates(await store.loadStates(), entry.name), lane, observer);
         if (other !== undefined) {
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the
           // store stopped after taking them fails this account, named in the run's error and summary like a failure of the read.
