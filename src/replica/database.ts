@@ -12,7 +12,7 @@
 import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError, messageOf } from '../errors.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 import { STORE_FILE_MODE } from '../stores/store.js';
 import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
@@ -211,11 +211,11 @@ export function createTableSql(layout: TableLayout, name = layout.table): string
   const keys = keyColumns(layout);
   const single = keys.length === 1;
   const columns = layout.columns.map(
-    (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
+    (c) => `${quoteIdent(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
   );
-  columns.push(`${ident(EXTRA_COLUMN)} TEXT`, `${ident(ABSENT_COLUMN)} TEXT`, `${ident(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
-  if (!single) columns.push(`PRIMARY KEY (${keys.map(ident).join(', ')})`);
-  return `CREATE TABLE ${ident(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
+  columns.push(`${quoteIdent(EXTRA_COLUMN)} TEXT`, `${quoteIdent(ABSENT_COLUMN)} TEXT`, `${quoteIdent(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
+  if (!single) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
+  return `CREATE TABLE ${quoteIdent(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
 }
 
 /** The layouts stored in the database, by stream name. */
@@ -238,13 +238,13 @@ export function deletionIndexName(table: string): string {
   return `_replica_${table}_object`;
 }
 
-/** The upsert of one row: values in `columnNames(layout)` order. */
+/** The upsert of one row: values in `storeColumnNames(layout)` order. */
 export function insertSql(layout: TableLayout): string {
-  const names = columnNames(layout);
+  const names = storeColumnNames(layout);
   const keys = keyColumns(layout);
-  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${ident(n)} = excluded.${ident(n)}`);
+  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${quoteIdent(n)} = excluded.${quoteIdent(n)}`);
   return (
-    `INSERT INTO ${ident(layout.table)} (${names.map(ident).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
-    `ON CONFLICT (${keys.map(ident).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
+    `INSERT INTO ${quoteIdent(layout.table)} (${names.map(quoteIdent).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
+    `ON CONFLICT (${keys.map(quoteIdent).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
   );
 }

@@ -49,9 +49,11 @@ export interface TableLayout {
 /**
  * The column that holds the entry's name in a replica of many accounts, the
  * primary key's columns, and the bookkeeping columns (`_extra`, `_absent`,
- * `_synced_at`, an ISO instant here): the stores' own, one for all.
+ * `_synced_at`, an ISO instant here), every column's name in the order rows
+ * are written (storeColumnNames) and a quoted SQL identifier (quoteIdent):
+ * the stores' own, one for all.
  */
-export { ABSENT_COLUMN, ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns } from '../stores/columns.js';
+export { ABSENT_COLUMN, ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, quoteIdent, storeColumnNames } from '../stores/columns.js';
 
 export const SQL_TYPES: Readonly<Record<ColumnKind, 'TEXT' | 'INTEGER' | 'REAL'>> = {
   text: 'TEXT',
@@ -155,12 +157,3 @@ export function sameLayout(a: TableLayout, b: TableLayout): boolean {
   );
 }
 
-/** Every column of the table, in the order rows are written: the layout's, then the bookkeeping columns. */
-export function columnNames(layout: TableLayout): string[] {
-  return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
-}
-
-/** A SQL identifier, quoted. */
-export function ident(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}

@@ -18,7 +18,7 @@ import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js'
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey } from '../stores/checkpoint.js';
 import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
-import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
+import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
@@ -153,8 +153,8 @@ export class ReplicaStore {
       this.migrations = migrations;
       for (const { layout, deletionLog } of this.tables) {
         if (deletionLog) {
-          const index = ident(deletionIndexName(layout.table));
-          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${ident(layout.table)} (${ident(deletionLog.objectIdField)})`);
+          const index = quoteIdent(deletionIndexName(layout.table));
+          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdent(layout.table)} (${quoteIdent(deletionLog.objectIdField)})`);
         }
       }
     } catch (err) {
@@ -198,7 +198,7 @@ export class ReplicaStore {
   rowCounts(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const { layout } of this.tables) {
-      const row = this.db.prepare(`SELECT count(*) AS n FROM ${ident(layout.table)}`).get();
+      const row = this.db.prepare(`SELECT count(*) AS n FROM ${quoteIdent(layout.table)}`).get();
       counts.set(layout.stream, Number(row?.n ?? 0));
     }
     return counts;

@@ -274,7 +274,7 @@ export function withPending(layout: StoreLayout, drift: ReadonlyMap<string, Stor
 }
 
 /** Every column of the table in the order rows are written: the layout's, then the bookkeeping ones. */
-export function storeColumnNames(layout: StoreLayout): string[] {
+export function storeColumnNames(layout: { readonly columns: readonly { readonly field: string }[] }): string[] {
   return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
 }
 
