@@ -62,6 +62,9 @@ export class ContractError extends ConnectorError {
   }
 }
 
+/** What a thrown value says: an Error's message, anything else as text. */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /**
  * What an error the connector did not expect says, for stderr and the
  * summary: its name (and Node's code), and its message up to its first quote

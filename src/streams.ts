@@ -9,7 +9,7 @@ import { Contact, Conversation, Deletion, PipelineStage, StageEvent } from './sc
 
 export type SyncMode = 'full_refresh' | 'incremental';
 
-/** How a personal field's values are normalized before they are hashed (personal-data.ts). */
+/** How a personal field's values are normalized before they are hashed (personal-data/treatments.ts). */
 export type PersonalKind = 'email' | 'phone' | 'text';
 
 /** What makes a stream the service's deletion log: each record names one deleted object of another stream. */

@@ -5,7 +5,7 @@
  * the option meant, a flag without its value, an argument nothing takes.
  */
 import { parseArgs } from 'node:util';
-import { maskUrlPassword } from '../errors.js';
+import { maskUrlPassword, messageOf } from '../errors.js';
 import { UsageError, unknownOption } from './usage.js';
 
 export interface ArgsSpec {
@@ -53,7 +53,7 @@ function usageMistake(err: unknown, argv: readonly string[], options: Options, s
     // Quoted with a URL's password masked (a --db URL given without its flag).
     if (extra) return new UsageError(`Unexpected argument "${maskUrlPassword(extra.value ?? '')}".`);
   }
-  return new UsageError(err instanceof Error ? err.message : String(err));
+  return new UsageError(messageOf(err));
 }
 
 /** The command line `argv` read as `spec` says; any mistake in it throws a UsageError. */

@@ -9,7 +9,7 @@
  * DAGSTER_PIPES_MESSAGES set), the report also feeds the Pipes session
  * (src/pipes/): a materialization per completed stream, `closed` at the end.
  */
-import { ConfigError, ConnectorError, faultWords, toConnectorError } from '../errors.js';
+import { ConfigError, ConnectorError, faultWords, messageOf, toConnectorError } from '../errors.js';
 import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.js';
 import { EXIT_OK, EXIT_SOFTWARE, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
 import { Interrupt, exitOnceFlushed, type StopSignal } from '../runtime/interrupt.js';
@@ -97,14 +97,14 @@ export class RunEnd {
     try {
       this.pipes?.finish(summary);
     } catch (err) {
-      this.log(`Cannot send Dagster Pipes its last messages: ${err instanceof Error ? err.message : String(err)}.`);
+      this.log(`Cannot send Dagster Pipes its last messages: ${messageOf(err)}.`);
     }
     if (this.path === undefined) return;
     try {
       writeSummaryFile(this.path, summaryJson(summary));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      const reason = (code === undefined ? undefined : WRITE_FAILURES[code]) ?? code ?? (err instanceof Error ? err.message : String(err));
+      const reason = (code === undefined ? undefined : WRITE_FAILURES[code]) ?? code ?? messageOf(err);
       this.log(`Cannot write the run summary to "${this.path}": ${reason}. Pass a --summary path in a writable directory.`);
     }
   }

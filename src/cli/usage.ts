@@ -7,7 +7,7 @@
  * Any other failure exits with the status of its failure type (exit-status.ts).
  */
 import { closestName } from '../config/suggest.js';
-import { toConnectorError } from '../errors.js';
+import { messageOf, toConnectorError } from '../errors.js';
 import { EXIT_USAGE, exitStatusFor } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 
@@ -41,7 +41,7 @@ export function versionLine(executable: string): string {
 
 /** The message of a usage mistake followed by the usage text (for stderr); a brief one alone. */
 export function usageMessage(err: unknown, help: string): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return err instanceof UsageError && err.brief ? message : `${message}\n\n${help.trimEnd()}`;
 }
 
@@ -55,6 +55,6 @@ export function failureExit(err: unknown, log: (message: string) => void, help: 
     log(usageMessage(err, help));
     return EXIT_USAGE;
   }
-  log(err instanceof Error ? err.message : String(err));
+  log(messageOf(err));
   return exitStatusFor(toConnectorError(err).failureType);
 }

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { ConfigError, ConnectorError, ContractError } from '../errors.js';
+import { ConfigError, ConnectorError, ContractError, messageOf } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
@@ -417,7 +417,7 @@ class DataReadClient implements DataReadApi {
       bytes = await decode(raw, headerValue(headers, 'content-encoding'), this.#maxBodyBytes);
     } catch (err) {
       if (err instanceof BodyTooLarge) tooLarge = err;
-      decodeProblem = this.#clean(err instanceof Error ? err.message : String(err), 120);
+      decodeProblem = this.#clean(messageOf(err), 120);
     }
 
     if (status >= 200 && status < 300) {

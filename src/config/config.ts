@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { parseCaCertificates } from '../network/ca-certificates.js';
-import { ConfigError, redact } from '../errors.js';
+import { ConfigError, messageOf, redact } from '../errors.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import { parseProxyUrl } from '../network/proxy-url.js';
 import { closestName } from './suggest.js';
@@ -156,7 +156,7 @@ const checkedBy = (check: (value: string) => unknown) => (value: string, ctx: z.
   try {
     check(value);
   } catch (err) {
-    ctx.addIssue({ code: 'custom', message: (err instanceof Error ? err.message : String(err)).replace(/\.$/, '') });
+    ctx.addIssue({ code: 'custom', message: messageOf(err).replace(/\.$/, '') });
   }
 };
 

@@ -1,6 +1,6 @@
 /** Reading the JSON files a user passes (config, catalog, state) with errors that say what is wrong. */
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../errors.js';
+import { ConfigError, messageOf } from '../errors.js';
 
 /**
  * The text of a file the user named; `what` names it for the user, e.g.
@@ -36,7 +36,7 @@ const READ_FAILURES: Readonly<Record<string, string>> = {
  * redacted. The position, where Node gives one, stays.
  */
 export function jsonSyntaxError(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, '');
 }
 

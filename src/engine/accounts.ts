@@ -29,7 +29,7 @@ import { entryConfig, type AccountEntry, type Config } from '../config/config.js
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
 import type { RunAccount } from './account.js';
-import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
@@ -128,9 +128,8 @@ export const STATE_CADENCE = { records: 10_000, checkpoints: 1_000 } as const;
 /** What a stream took since its last STATE. */
 interface StateCadence {
   records: number;
+  /** Checkpoints of any account not yet in a STATE written (none: nothing to write). */
   checkpoints: number;
-  /** A checkpoint of some account not yet in a STATE written. */
-  unsent: boolean;
   /** The last STATE written of the stream (JSON), to write no identical one. */
   written: string | undefined;
 }
@@ -294,13 +293,12 @@ export class AccountsRun {
     };
 
     // The face's STATE cadence (STATE_CADENCE); unused with a sink per account, which gets every checkpoint.
-    const cadences = new Map<string, StateCadence>(request.streams.map(({ stream }) => [stream.name, { records: 0, checkpoints: 0, unsent: false, written: undefined }]));
+    const cadences = new Map<string, StateCadence>(request.streams.map(({ stream }) => [stream.name, { records: 0, checkpoints: 0, written: undefined }]));
     const definitions = new Map(request.streams.map(({ stream }) => [stream.name, stream]));
     /** The stream's state of every account, when a checkpoint of it was not written yet; marks it written. */
     const takeUnsent = (stream: StreamDefinition): StreamState | undefined => {
       const c = cadences.get(stream.name);
-      if (c === undefined || !c.unsent) return undefined;
-      c.unsent = false;
+      if (c === undefined || c.checkpoints === 0) return undefined;
       c.records = 0;
       c.checkpoints = 0;
       const value = stateOf(stream.name);
@@ -426,7 +424,6 @@ export class AccountsRun {
           }
           const c = cadences.get(stream.name);
           if (c === undefined) return;
-          c.unsent = true;
           c.checkpoints += 1;
           if (c.records >= cadence.records || c.checkpoints >= cadence.checkpoints) await writeState(stream);
         },
@@ -459,9 +456,7 @@ export class AccountsRun {
       }
       let session: SyncSession | undefined;
       try {
-        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, {
-          moved: { from: ACCOUNT_FIELD, to: SERVICE_ACCOUNT_FIELD },
-        });
+        session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, { moveServiceAccount: true });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
         await sameAccountAs(entry, session.account, lane);

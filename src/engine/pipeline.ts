@@ -23,7 +23,7 @@
  */
 import { ConnectorError } from '../errors.js';
 import { recordTreater, treatmentPlan, untreatable, withheldFields, type RecordTreater, type TreatmentConfig } from '../personal-data/treatments.js';
-import type { JsonSchema } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { RunAccount } from './account.js';
 import { TypeAudit } from './conformance.js';
@@ -54,12 +54,6 @@ export interface PipelineStream {
   readonly excluded?: ReadonlySet<string> | undefined;
 }
 
-/** A service field moved aside (with accounts: `account` to `service_account`). */
-export interface FieldMove {
-  readonly from: string;
-  readonly to: string;
-}
-
 export interface PipelineOptions {
   readonly config: TreatmentConfig;
   readonly streams: readonly PipelineStream[];
@@ -70,8 +64,8 @@ export interface PipelineOptions {
   /** Records per stream, kept over every sync of a session. */
   readonly counts?: Map<string, number> | undefined;
   readonly observer?: CountObserver | undefined;
-  /** A field the service may send under a name the face fills itself: moved, one WARN per stream. */
-  readonly moved?: FieldMove | undefined;
+  /** With accounts: a field `account` the service sends itself (the face fills `account`) is moved to `service_account`, one WARN per stream. */
+  readonly moveServiceAccount?: boolean | undefined;
 }
 
 /** Removes from a page what the face did not select; undefined when it selects every field. */
@@ -157,30 +151,30 @@ export class RecordPipeline implements SyncSink {
   }
 
   /**
-   * Move the service's own field `moved.from` of each record to `moved.to`;
-   * the WARN to say, the first time in the stream. A record holding both has
-   * nowhere to keep the first: its stream fails, naming both.
+   * Move the service's own field `account` of each record to
+   * `service_account`; the WARN to say, the first time in the stream. A
+   * record holding both has nowhere to keep the first: its stream fails,
+   * naming both.
    */
   #move(stream: StreamDefinition, records: readonly Data[]): string | undefined {
-    const moved = this.#options.moved;
-    if (moved === undefined) return undefined;
+    if (this.#options.moveServiceAccount !== true) return undefined;
     let found = false;
     for (const record of records) {
-      if (!Object.hasOwn(record, moved.from)) continue;
-      if (Object.hasOwn(record, moved.to)) {
+      if (!Object.hasOwn(record, ACCOUNT_FIELD)) continue;
+      if (Object.hasOwn(record, SERVICE_ACCOUNT_FIELD)) {
         throw new ConnectorError(
           'system_error',
-          `${stream.name}: record ${JSON.stringify(record.id)} holds both "${moved.from}" and "${moved.to}" of its own; with "accounts" in the config ` +
-            `"${moved.from}" names the entry, and the service's value has nowhere to go. Read this account with "api_key" instead of "accounts", and report the fields to the connector's maintainers.`,
+          `${stream.name}: record ${JSON.stringify(record.id)} holds both "${ACCOUNT_FIELD}" and "${SERVICE_ACCOUNT_FIELD}" of its own; with "accounts" in the config ` +
+            `"${ACCOUNT_FIELD}" names the entry, and the service's value has nowhere to go. Read this account with "api_key" instead of "accounts", and report the fields to the connector's maintainers.`,
         );
       }
-      record[moved.to] = record[moved.from];
-      delete record[moved.from];
+      record[SERVICE_ACCOUNT_FIELD] = record[ACCOUNT_FIELD];
+      delete record[ACCOUNT_FIELD];
       found = true;
     }
     if (!found || this.#toldMoved.has(stream.name)) return undefined;
     this.#toldMoved.add(stream.name);
-    return `${stream.name}: the service sent a field "${moved.from}" of its own; with "accounts" in the config that field names the entry, so the service's value is kept as "${moved.to}".`;
+    return `${stream.name}: the service sent a field "${ACCOUNT_FIELD}" of its own; with "accounts" in the config that field names the entry, so the service's value is kept as "${SERVICE_ACCOUNT_FIELD}".`;
   }
 
   #pass(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {

@@ -52,20 +52,14 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
     try {
       page = await pages.next();
     } catch (err) {
-      if (err instanceof ResumeMismatch) {
-        // Nothing of the read was passed on yet: it starts again from the last complete watermark.
-        const restart = rules.restart(err.message, 'the saved resume cursor is not the read its state names');
-        await sink.log('WARN', restart.warning);
-        await sink.readRestarted?.(stream);
-        start = restart.start;
-        continue;
-      }
-      if (!(err instanceof ApiError)) throw err;
-      // What the failure policy says a read does with it (client/policy.ts): restart, ignore, or fail.
-      const action = readAction(err.code, { resumeCursor: start.cursor !== undefined, optionalStream: stream.optional });
+      if (!(err instanceof ResumeMismatch || err instanceof ApiError)) throw err;
+      // A saved resume cursor that is not the read its state names restarts the read; a service's error does what
+      // the failure policy says a read does with it (client/policy.ts): restart, ignore, or fail.
+      const mismatch = err instanceof ResumeMismatch;
+      const action = mismatch ? 'restart' : readAction(err.code, { resumeCursor: start.cursor !== undefined, optionalStream: stream.optional });
       if (action === 'restart') {
-        // The saved resume cursor is refused: read again from the last complete watermark.
-        const restart = rules.restart(err.message);
+        // Nothing of the read was passed on yet: it starts again from the last complete watermark.
+        const restart = mismatch ? rules.restart(err.message, 'the saved resume cursor is not the read its state names') : rules.restart(err.message);
         await sink.log('WARN', restart.warning);
         await sink.readRestarted?.(stream);
         start = restart.start;

@@ -18,7 +18,7 @@ import type { CheckResult } from './connect.js';
 import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
 import type { LogLevel, SyncSink } from './sync-sink.js';
-import { RecordPipeline, type CountObserver, type FieldMove } from './pipeline.js';
+import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
 import type { RunObserver } from './run-observer.js';
@@ -46,8 +46,8 @@ function fireAndForget(call: () => void | Promise<void>): void {
 }
 
 export interface SessionOptions {
-  /** A field the service may send under a name the face fills itself (with accounts: `account`), moved aside first. */
-  readonly moved?: FieldMove | undefined;
+  /** With accounts: a field `account` the service sends itself is moved to `service_account` first (pipeline.ts). */
+  readonly moveServiceAccount?: boolean | undefined;
 }
 
 /** Where the client's notes (a retry and why) go while no sync runs (the account check). */
@@ -59,8 +59,8 @@ export class SyncSession {
   private readonly client: DataReadApi;
   private readonly counts = new Map<string, number>();
   private readonly report: RunObserver | undefined;
-  /** A service field every record's pipeline moves aside (SessionOptions). */
-  private readonly moved: FieldMove | undefined;
+  /** Whether every record's pipeline moves the service's `account` aside (SessionOptions). */
+  private readonly moveServiceAccount: boolean | undefined;
   /** The pipeline of the sync that runs now. */
   private running: RecordPipeline | undefined;
   /** The account the key reads, once /v1/me said: every state a sync of this session writes names it. */
@@ -70,7 +70,7 @@ export class SyncSession {
 
   private constructor(config: Config, log: SessionLog, engine: Engine, report: RunObserver | undefined, signal: AbortSignal | undefined, options: SessionOptions) {
     this.config = config;
-    this.moved = options.moved;
+    this.moveServiceAccount = options.moveServiceAccount;
     this.engine = engine;
     this.report = report;
     this.client = engine.connect.clientFromConfig(config, {
@@ -208,7 +208,7 @@ export class SyncSession {
       report: this.report,
       counts: this.counts,
       observer,
-      moved: this.moved,
+      moveServiceAccount: this.moveServiceAccount,
     });
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),

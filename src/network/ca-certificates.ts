@@ -2,9 +2,10 @@
  * Private certificate authorities (`ca_certificate`): the PEM text checked
  * (one or more certificates, each one Node can read; no private key) and cut
  * into its certificates. Shared by the config (validation) and the client
- * (client/tls.ts trusts them). node:crypto is loaded only when one is given.
+ * (client/route.ts trusts them). node:crypto is loaded only when one is given.
  */
 import { createRequire } from 'node:module';
+import { messageOf } from '../errors.js';
 
 const require = createRequire(import.meta.url);
 
@@ -44,7 +45,7 @@ export function parseCaCertificates(text: string): string[] {
       new X509Certificate(cert);
     } catch (err) {
       const which = certificates.length === 1 ? 'its certificate' : `certificate ${i + 1} of ${certificates.length}`;
-      const why = err instanceof Error ? err.message : String(err);
+      const why = messageOf(err);
       throw new CaCertificateError(`ca_certificate: ${which} cannot be read (${why}); copy the PEM text again, whole, with its line breaks`);
     }
   });

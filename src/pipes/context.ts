@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { CONTEXT_ENV, PipesSetupError, type PipesParams } from './params.js';
+import { messageOf } from '../errors.js';
 
 export interface PipesContextData {
   /** The step's asset keys, escaped strings ("raw/contacts"); null when the step targets no asset. */
@@ -40,7 +41,7 @@ export function loadContext(params: PipesParams): PipesContextData {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      throw new PipesSetupError(`The Pipes context file ${path} is not JSON: ${err instanceof Error ? err.message : String(err)}.`);
+      throw new PipesSetupError(`The Pipes context file ${path} is not JSON: ${messageOf(err)}.`);
     }
     return asContext(value, `in ${path}`);
   }

@@ -4,7 +4,7 @@
  * the reverse (for tests and tools that play the orchestrator's part).
  */
 import { deflateSync, inflateSync } from 'node:zlib';
-import { ConfigError } from '../errors.js';
+import { ConfigError, messageOf } from '../errors.js';
 
 export const CONTEXT_ENV = 'DAGSTER_PIPES_CONTEXT';
 export const MESSAGES_ENV = 'DAGSTER_PIPES_MESSAGES';
@@ -31,7 +31,7 @@ export function decodeParam(variable: string, raw: string): PipesParams {
     value = JSON.parse(inflateSync(Buffer.from(raw.trim(), 'base64')).toString('utf8'));
   } catch (err) {
     throw new PipesSetupError(
-      `${variable} is not a Dagster Pipes parameter (base64 of zlib of JSON): ${err instanceof Error ? err.message : String(err)}. ` +
+      `${variable} is not a Dagster Pipes parameter (base64 of zlib of JSON): ${messageOf(err)}. ` +
         'Let Dagster set it (PipesSubprocessClient, PipesDockerClient, PipesK8sClient), or unset it to run without Pipes.',
     );
   }

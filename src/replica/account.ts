@@ -14,8 +14,8 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { bindingOf, otherAccountError, type RunAccount } from '../engine/account.js';
 import type { StateAccount } from '../engine/state.js';
-import { otherShapeError } from '../stores/checkpoint.js';
-import { TABLES_TABLE, peekReadOnly, storedLayouts, tableExists, writtenBefore } from './database.js';
+import { TABLES_TABLE, otherShapeError } from '../stores/checkpoint.js';
+import { peekReadOnly, storedLayouts, tableExists, writtenBefore } from './database.js';
 
 const ACCOUNT_TABLE = '_replica_account';
 

@@ -26,7 +26,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../config/config.js';
-import { SyncSession } from '../engine/session.js';
+import { SyncSession, type SessionRequest } from '../engine/session.js';
 import { treatedSchemasFor, treatmentPlan } from '../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../errors.js';
@@ -34,6 +34,7 @@ import { AccountsRun } from '../engine/accounts.js';
 import { loadAccountsSchemas } from '../engine/connect.js';
 import type { StreamState } from '../engine/state.js';
 import type { SyncSink } from '../engine/sync-sink.js';
+import type { CountObserver } from '../engine/pipeline.js';
 import { bindAccount, type ReplicaAccount } from './account.js';
 import type { RunRecorder } from '../report/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
@@ -338,38 +339,15 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     let states = await begin(ctx, config, store);
     logger.log('INFO', `${opened.account} Replicating into ${where}${states.size > 0 ? ' (continuing from its saved state)' : ''}.`);
     progress.start();
-    // A pause longer than the service keeps deletions: contacts and conversations are read in full first, and
-    // the rows they no longer return removed; the deletion log (whose old state is what shows the gap) after.
-    const serviceNow = (stream: StreamDefinition, since: string | undefined): Promise<string> => session.serviceNow(stream, since);
-    const heal = await findHeal(states, serviceNow);
-    // A heal a stopped run left under way is continued where its checkpoints are (heal.ts, planHeal).
-    const plan = heal && (await planHeal(heal, states, (stream) => store.fullReadMarked(stream, undefined), serviceNow));
-    let result: SyncResult | undefined;
-    if (heal && plan) {
-      logger.log('INFO', healStarting(heal, plan));
-      sink.fullRead(heal.streams, new Set(plan.continued.keys()));
-      const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-      result = await session.run({ streams: healing, states: plan.states, deletionGapAdvice: null }, sink, observer);
-      if (result.failures.length === 0) {
-        await store.flush();
-        logger.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
-        states = await store.loadStates();
-      }
-    }
+    const healed = await healLongPause({ session, states, store, sink, account: undefined, events: sink, observer });
+    let result = healed?.result;
+    if (result?.failures.length === 0) states = await store.loadStates();
     if (result === undefined || result.failures.length === 0) {
       // The replica heals deletion gaps itself: the engine's advice to users of the other faces is not said.
       // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
       // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
-      const gapCheck = { deletionGapFails: heal === undefined || plan?.since !== undefined, deletionGapSince: plan?.since };
-      result = await session.run({ streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, sink, observer);
-      // A read interrupted last time was finished up to the watermark it started with; one more
-      // (short, incremental) pass brings everything to now, so that a run that succeeds leaves the replica current.
-      const resumed = [...states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
-      if (result.failures.length === 0 && resumed.length > 0) {
-        logger.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-        await store.flush();
-        result = await session.run({ streams: REPLICA_STREAMS, states: await store.loadStates(), deletionGapAdvice: null, ...gapCheck }, sink, observer);
-      }
+      const gapCheck = { deletionGapFails: healed === undefined || healed.since !== undefined, deletionGapSince: healed?.since };
+      result = await readToNow(session, { streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, store, () => store.loadStates(), sink, observer);
     }
     const unknown = sink.unknownTypesWarning();
     if (unknown) logger.log('WARN', unknown);
@@ -414,6 +392,68 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     await store.close().catch(() => undefined);
     await session.close();
   }
+}
+
+/** A long-pause heal's read, and the watermark the deletion log must then hold the deletions since (HealPlan.since). */
+type Healed = { readonly result: SyncResult; readonly since: string | undefined };
+
+/**
+ * A pause longer than the service keeps deletions, for one account (or the
+ * only one): its contacts and conversations read in full first, and the rows
+ * they no longer return removed; the deletion log (whose old state is what
+ * shows the gap) is read after, by the caller. A heal a stopped run left
+ * under way is continued where its checkpoints are (heal.ts, planHeal). The
+ * store is flushed and one WARN said when the heal read everything.
+ * Undefined when the saved states call for no heal.
+ */
+async function healLongPause(run: {
+  session: SyncSession;
+  states: ReadonlyMap<string, StreamState>;
+  store: Store;
+  sink: ReplicaSink;
+  /** The entry whose full reads the store marked; undefined for a replica of one account. */
+  account: string | undefined;
+  /** Hears the heal's read and its words. */
+  events: SyncSink;
+  observer: CountObserver | undefined;
+}): Promise<Healed | undefined> {
+  const { session, states, store, sink } = run;
+  const serviceNow = (stream: StreamDefinition, since: string | undefined): Promise<string> => session.serviceNow(stream, since);
+  const heal = await findHeal(states, serviceNow);
+  if (heal === undefined) return undefined;
+  const plan = await planHeal(heal, states, (stream) => store.fullReadMarked(stream, run.account), serviceNow);
+  await run.events.log('INFO', healStarting(heal, plan));
+  sink.fullRead(heal.streams, new Set(plan.continued.keys()));
+  const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
+  const result = await session.run({ streams: healing, states: plan.states, deletionGapAdvice: null }, run.events, run.observer);
+  if (result.failures.length === 0) {
+    await store.flush();
+    await run.events.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+  }
+  return { result, since: plan.since };
+}
+
+/**
+ * The read of `request`'s streams from its states. A read interrupted last
+ * time is finished up to the watermark it started with; one more (short,
+ * incremental) pass, from the states saved since (`reload`), then brings
+ * everything to now, so that a run that succeeds leaves the replica
+ * current. The last pass's result.
+ */
+async function readToNow(
+  session: SyncSession,
+  request: SessionRequest,
+  store: Store,
+  reload: () => Promise<Map<string, StreamState>>,
+  events: SyncSink,
+  observer: CountObserver | undefined,
+): Promise<SyncResult> {
+  const result = await session.run(request, events, observer);
+  const resumed = [...request.states].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
+  if (result.failures.length > 0 || resumed.length === 0) return result;
+  await events.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
+  await store.flush();
+  return session.run({ ...request, states: await reload() }, events, observer);
 }
 
 /** Each stream's state of one entry, from the states of many accounts a replica holds. */
@@ -537,40 +577,20 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
         const sink = sinkOf(entry.name);
         const account = session.account;
         let current = request.states;
-        let gapHealed = false;
-        // After a heal that continued an earlier run's read: the log must hold the deletions since that read began.
-        let gapSince: string | undefined;
+        let healed: Healed | undefined;
         if (account !== undefined) {
           // The entry stays the service account it was bound to: another one under its name fails this entry alone.
           for (const note of await bindEntry({ account, renamedFrom: entry.account_renamed_from, entry: entry.name })) await lane.log(note.level, note.message);
-          // A pause longer than the service keeps deletions, for this account: its contacts and conversations read in full first.
-          const serviceNow = (stream: StreamDefinition, since: string | undefined): Promise<string> => session.serviceNow(stream, since);
-          const heal = await findHeal(current, serviceNow);
-          if (heal) {
-            // A heal a stopped run left under way for this account is continued where its checkpoints are (heal.ts, planHeal).
-            const plan = await planHeal(heal, current, (stream) => store.fullReadMarked(stream, entry.name), serviceNow);
-            await lane.log('INFO', healStarting(heal, plan));
-            sink.fullRead(heal.streams, new Set(plan.continued.keys()));
-            const healing = REPLICA_STREAMS.filter((s) => heal.streams.includes(s.stream));
-            const healed = await session.run({ streams: healing, states: plan.states, deletionGapAdvice: null }, lane, observer);
-            if (healed.failures.length > 0) return;
-            await store.flush();
-            await lane.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
+          healed = await healLongPause({ session, states: current, store, sink, account: entry.name, events: lane, observer });
+          if (healed !== undefined) {
+            if (healed.result.failures.length > 0) return;
             current = entryStates(await store.loadStates(), entry.name);
-            gapHealed = true;
-            gapSince = plan.since;
           }
         }
         // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
-        const gapCheck = { deletionGapFails: account !== undefined && (!gapHealed || gapSince !== undefined), deletionGapSince: gapSince };
-        const read = await session.run({ ...request, states: current, ...gapCheck }, lane, observer);
-        // A read interrupted last time was finished up to the watermark it started with: one more pass brings it to now.
-        const resumed = [...current].filter(([, state]) => state.resume !== undefined).map(([name]) => name);
-        if (read.failures.length === 0 && resumed.length > 0) {
-          await lane.log('INFO', `Finished the read(s) interrupted last time (${resumed.join(', ')}); now reading what changed since.`);
-          await store.flush();
-          await session.run({ ...request, states: entryStates(await store.loadStates(), entry.name), ...gapCheck }, lane, observer);
-        }
+        // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
+        const gapCheck = { deletionGapFails: account !== undefined && (healed === undefined || healed.since !== undefined), deletionGapSince: healed?.since };
+        await readToNow(session, { ...request, states: current, ...gapCheck }, store, async () => entryStates(await store.loadStates(), entry.name), lane, observer);
         if (other !== undefined) {
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the
           // store stopped after taking them fails this account, named in the run's error and summary like a failure of the read.

@@ -11,14 +11,14 @@
  */
 import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { ConfigError, ConnectorError } from '../errors.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, columnNames, ident, keyColumns, parseLayout, type TableLayout } from './layout.js';
+import { ConfigError, ConnectorError, messageOf } from '../errors.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
+import { STORE_FILE_MODE } from '../stores/store.js';
+import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
 
-export const TABLES_TABLE = '_replica_tables';
 /** How long a replica connection waits for another one's lock before it gives up. */
 export const BUSY_TIMEOUT_MS = 5000;
-export const STATE_TABLE = '_replica_state';
 
 /**
  * The writing connection's page cache (SQLite's default is 2 MB): the upper
@@ -44,17 +44,13 @@ const SQLITE_BUSY = 5;
 /** SQLite's "database or disk is full": no room left where the file is (or the file reached a size limit). */
 const SQLITE_FULL = 13;
 
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * A write SQLite refused for want of room: the run stops as on any failed
  * write, keeping what it committed, but with 75 (run again once there is
  * room) and words that say so, not 70 (a bug to report). Undefined for any
  * other error.
  */
-export function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
+function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
   // SQLite's own error, or the one a lost transaction keeps as its cause.
   const full = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { errcode?: unknown }).errcode === SQLITE_FULL;
   if (!full(err) && !(err instanceof Error && full(err.cause))) return undefined;
@@ -66,11 +62,17 @@ export function fullDiskError(path: string, err: unknown): ConnectorError | unde
   );
 }
 
-/** The mode a new replica file is created with: it holds personal data, for its owner's eyes alone. */
-export const REPLICA_FILE_MODE = 0o600;
+/**
+ * The failure of a write into the replica at `path`: `err` is SQLite's error
+ * (kept as the cause; a full disk is told as such, transient); `cause` says
+ * what failed, SQLite's message unless given.
+ */
+export function writeError(path: string, err: unknown, cause = messageOf(err)): ConnectorError {
+  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${cause}.`, { cause: err });
+}
 
 /**
- * Create the database file, empty, with REPLICA_FILE_MODE (less under a
+ * Create the database file, empty, with STORE_FILE_MODE (less under a
  * umask that takes more away) before SQLite opens it: SQLite creates `-wal`,
  * `-shm` and `-journal` with the database file's mode, where it would
  * otherwise create all of them 0644 (world-readable under the usual umask).
@@ -79,7 +81,7 @@ export const REPLICA_FILE_MODE = 0o600;
 function createPrivately(path: string): boolean {
   if (path === '' || path === ':memory:' || path.startsWith('file:')) return false;
   try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, REPLICA_FILE_MODE));
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, STORE_FILE_MODE));
     return true;
   } catch {
     return false; // there already (its mode stays), or not creatable: SQLite's open says why
@@ -100,7 +102,7 @@ export function openForWrite(path: string): DatabaseSync {
     db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
     removeCreated();
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`Cannot open the replica database "${path}": ${messageOf(err)}.`, { field: 'db' });
   }
   try {
     db.exec('PRAGMA journal_mode = WAL');
@@ -123,7 +125,7 @@ export function openForWrite(path: string): DatabaseSync {
         { cause: err },
       );
     }
-    throw new ConfigError(`"${path}" cannot be used as a replica database: ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`"${path}" cannot be used as a replica database: ${messageOf(err)}.`, { field: 'db' });
   }
   return db;
 }
@@ -167,7 +169,7 @@ export function openForRead(path: string): DatabaseSync {
   try {
     return new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    throw new ConfigError(`Cannot open the replica database "${path}": ${describe(err)}.`, { field: 'db' });
+    throw new ConfigError(`Cannot open the replica database "${path}": ${messageOf(err)}.`, { field: 'db' });
   }
 }
 
@@ -209,11 +211,11 @@ export function createTableSql(layout: TableLayout, name = layout.table): string
   const keys = keyColumns(layout);
   const single = keys.length === 1;
   const columns = layout.columns.map(
-    (c) => `${ident(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
+    (c) => `${quoteIdent(c.field)} ${SQL_TYPES[c.kind]}${keys.includes(c.field) ? `${single ? ' PRIMARY KEY' : ''} NOT NULL` : ''}`,
   );
-  columns.push(`${ident(EXTRA_COLUMN)} TEXT`, `${ident(ABSENT_COLUMN)} TEXT`, `${ident(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
-  if (!single) columns.push(`PRIMARY KEY (${keys.map(ident).join(', ')})`);
-  return `CREATE TABLE ${ident(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
+  columns.push(`${quoteIdent(EXTRA_COLUMN)} TEXT`, `${quoteIdent(ABSENT_COLUMN)} TEXT`, `${quoteIdent(SYNCED_AT_COLUMN)} TEXT NOT NULL`);
+  if (!single) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
+  return `CREATE TABLE ${quoteIdent(name)} (\n  ${columns.join(',\n  ')}\n)${layout.storage === 'without_rowid' ? ' WITHOUT ROWID' : ''}`;
 }
 
 /** The layouts stored in the database, by stream name. */
@@ -236,13 +238,13 @@ export function deletionIndexName(table: string): string {
   return `_replica_${table}_object`;
 }
 
-/** The upsert of one row: values in `columnNames(layout)` order. */
+/** The upsert of one row: values in `storeColumnNames(layout)` order. */
 export function insertSql(layout: TableLayout): string {
-  const names = columnNames(layout);
+  const names = storeColumnNames(layout);
   const keys = keyColumns(layout);
-  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${ident(n)} = excluded.${ident(n)}`);
+  const updates = names.filter((n) => !keys.includes(n)).map((n) => `${quoteIdent(n)} = excluded.${quoteIdent(n)}`);
   return (
-    `INSERT INTO ${ident(layout.table)} (${names.map(ident).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
-    `ON CONFLICT (${keys.map(ident).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
+    `INSERT INTO ${quoteIdent(layout.table)} (${names.map(quoteIdent).join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ` +
+    `ON CONFLICT (${keys.map(quoteIdent).join(', ')}) DO UPDATE SET ${updates.join(', ')}`
   );
 }

@@ -7,7 +7,7 @@
  */
 import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
-import { ACCOUNT_COLUMN, layoutObject } from '../stores/columns.js';
+import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, layoutObject } from '../stores/columns.js';
 
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
@@ -46,20 +46,14 @@ export interface TableLayout {
   readonly accountKey?: true | undefined;
 }
 
-/** The column that holds the entry's name in a replica of many accounts, and the primary key's columns: the stores' own, one for all. */
-export { ACCOUNT_COLUMN, keyColumns } from '../stores/columns.js';
-
 /**
- * Fields of a record that have no typed column, or whose value does not fit
- * its column's type (kept exactly as received): a JSON object, NULL when none.
+ * The column that holds the entry's name in a replica of many accounts, the
+ * primary key's columns, and the bookkeeping columns (`_extra`, `_absent`,
+ * `_synced_at`, an ISO instant here), every column's name in the order rows
+ * are written (storeColumnNames) and a quoted SQL identifier (quoteIdent):
+ * the stores' own, one for all.
  */
-export const EXTRA_COLUMN = '_extra';
-/** Declared fields the record did not carry at all (not even null): a JSON array, NULL when none. */
-export const ABSENT_COLUMN = '_absent';
-/** When the row was last written by the replica (ISO instant). */
-export const SYNCED_AT_COLUMN = '_synced_at';
-
-export const BOOKKEEPING_COLUMNS: readonly string[] = [EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN];
+export { ABSENT_COLUMN, ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, quoteIdent, storeColumnNames } from '../stores/columns.js';
 
 export const SQL_TYPES: Readonly<Record<ColumnKind, 'TEXT' | 'INTEGER' | 'REAL'>> = {
   text: 'TEXT',
@@ -163,12 +157,3 @@ export function sameLayout(a: TableLayout, b: TableLayout): boolean {
   );
 }
 
-/** Every column of the table, in the order rows are written: the layout's, then the bookkeeping columns. */
-export function columnNames(layout: TableLayout): string[] {
-  return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
-}
-
-/** A SQL identifier, quoted. */
-export function ident(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}

@@ -17,7 +17,7 @@
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
 import { ConfigError } from '../errors.js';
 import { createTableSql, insertSql, saveLayout } from './database.js';
-import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, ident, keyColumns, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, quoteIdent, keyColumns, sameLayout, type ColumnSpec, type TableLayout } from './layout.js';
 import { recordToRow, rowToRecord } from './rows.js';
 import type { SchemaChange } from '../stores/store.js';
 
@@ -100,7 +100,7 @@ function migrate(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): st
     copyToStorage(db, stored, wanted);
     changes.push(`moved to ${wanted.storage === 'rowid' ? 'a rowid table, faster to write' : 'a WITHOUT ROWID table'}`);
   } else {
-    for (const c of added) db.exec(`ALTER TABLE ${ident(wanted.table)} ADD COLUMN ${ident(c.field)} ${SQL_TYPES[c.kind]}`);
+    for (const c of added) db.exec(`ALTER TABLE ${quoteIdent(wanted.table)} ADD COLUMN ${quoteIdent(c.field)} ${SQL_TYPES[c.kind]}`);
   }
   if (added.length > 0) {
     fillAddedColumns(db, wanted, added);
@@ -115,33 +115,33 @@ function temporaryName(layout: TableLayout): string {
 
 /** Replace the stored table by `temp` under the wanted name. */
 function swap(db: DatabaseSync, stored: TableLayout, temp: string, wanted: TableLayout): void {
-  db.exec(`DROP TABLE ${ident(stored.table)}`);
-  db.exec(`ALTER TABLE ${ident(temp)} RENAME TO ${ident(wanted.table)}`);
+  db.exec(`DROP TABLE ${quoteIdent(stored.table)}`);
+  db.exec(`ALTER TABLE ${quoteIdent(temp)} RENAME TO ${quoteIdent(wanted.table)}`);
 }
 
 /** Same columns, other storage: copy the values by SQL (each keeps its storage class). */
 function copyToStorage(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): void {
   const temp = temporaryName(wanted);
   db.exec(createTableSql(wanted, temp));
-  const names = [...stored.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS].map(ident).join(', ');
-  db.exec(`INSERT INTO ${ident(temp)} (${names}) SELECT ${names} FROM ${ident(stored.table)}`);
+  const names = [...stored.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS].map(quoteIdent).join(', ');
+  db.exec(`INSERT INTO ${quoteIdent(temp)} (${names}) SELECT ${names} FROM ${quoteIdent(stored.table)}`);
   swap(db, stored, temp, wanted);
 }
 
 /** Rows of a table that has just gained `added` columns (all NULL), made what `layout` would have written. */
 function fillAddedColumns(db: DatabaseSync, layout: TableLayout, added: readonly ColumnSpec[]): void {
-  const table = ident(layout.table);
-  const extra = ident(EXTRA_COLUMN);
+  const table = quoteIdent(layout.table);
+  const extra = quoteIdent(EXTRA_COLUMN);
   const paths = added.map((c) => `$."${c.field}"`);
   // A record written before the column existed that did not carry the field: absent, not null.
   const markAbsent = db.prepare(
-    `UPDATE ${table} SET ${ident(ABSENT_COLUMN)} = json_insert(coalesce(${ident(ABSENT_COLUMN)}, '[]'), '$[#]', ?) ` +
+    `UPDATE ${table} SET ${quoteIdent(ABSENT_COLUMN)} = json_insert(coalesce(${quoteIdent(ABSENT_COLUMN)}, '[]'), '$[#]', ?) ` +
       `WHERE ${extra} IS NULL OR json_type(${extra}, ?) IS NULL`,
   );
   added.forEach((c, i) => markAbsent.run(c.field, paths[i] ?? ''));
   // A record that carried it: its value waited in _extra; re-convert the row (row -> record -> row).
   const keys = keyColumns(layout);
-  const pk = keys.map(ident).join(', ');
+  const pk = keys.map(quoteIdent).join(', ');
   const carried = paths.map(() => `json_type(${extra}, ?) IS NOT NULL`).join(' OR ');
   const next = db.prepare(
     `SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) AND (${pk}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`,
@@ -167,7 +167,7 @@ function rebuild(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): vo
   db.exec(createTableSql(wanted, temp));
   const insert = db.prepare(insertSql({ ...wanted, table: temp }));
   const now = new Date().toISOString();
-  const rows = db.prepare(`SELECT * FROM ${ident(stored.table)}`);
+  const rows = db.prepare(`SELECT * FROM ${quoteIdent(stored.table)}`);
   rows.setReadBigInts(true); // integers beyond 2^53 move exact (rows.ts)
   for (const row of rows.iterate()) {
     insert.run(...recordToRow(wanted, rowToRecord(stored, row)), String(row[SYNCED_AT_COLUMN] ?? now));

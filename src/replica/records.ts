@@ -3,15 +3,16 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConfigError } from '../errors.js';
-import { STATE_TABLE, openForRead, storedLayouts, tableExists } from './database.js';
-import { ident, keyColumns } from './layout.js';
+import { STATE_TABLE } from '../stores/checkpoint.js';
+import { openForRead, storedLayouts, tableExists } from './database.js';
+import { quoteIdent, keyColumns } from './layout.js';
 import { rowToRecord } from './rows.js';
 
 /** The records of one stream, ordered by primary key, exactly as the service sent them. */
 export function readRecords(db: DatabaseSync, stream: string): Data[] {
   const layout = storedLayouts(db).get(stream);
   if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`, { field: 'db' });
-  const select = db.prepare(`SELECT * FROM ${ident(layout.table)} ORDER BY ${keyColumns(layout).map(ident).join(', ')}`);
+  const select = db.prepare(`SELECT * FROM ${quoteIdent(layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`);
   select.setReadBigInts(true); // integers beyond 2^53 come back exact
   return select.all().map((row) => rowToRecord(layout, row));
 }

@@ -12,8 +12,8 @@
  * a checkpoint; a plain index on columns cannot, nor can a nullable column.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { STATE_TABLE } from './database.js';
-import { SYNCED_AT_COLUMN, ident } from './layout.js';
+import { STATE_TABLE } from '../stores/checkpoint.js';
+import { SYNCED_AT_COLUMN, quoteIdent } from './layout.js';
 
 /** A table the writer writes, with the NOT NULL columns it always fills and the indexes it made itself. */
 export interface WrittenTable {
@@ -42,20 +42,20 @@ export function rowRefusers(db: DatabaseSync, tables: readonly WrittenTable[]): 
   const triggers = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE");
   const tableSql = db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?");
   for (const { table, filledNotNull, ownIndexes } of tables) {
-    const name = ident(table);
-    for (const t of triggers.all(table)) found.push(`trigger ${ident(String(t.name))} on ${name}`);
+    const name = quoteIdent(table);
+    for (const t of triggers.all(table)) found.push(`trigger ${quoteIdent(String(t.name))} on ${name}`);
     if (db.prepare(`PRAGMA foreign_key_list(${name})`).all().length > 0) found.push(`a foreign key of ${name}`);
     if (/\bCHECK\b/i.test(keywordsOf(String(tableSql.get(table)?.sql ?? '')))) found.push(`a CHECK constraint of ${name}`);
     for (const column of db.prepare(`PRAGMA table_xinfo(${name})`).all()) {
       const columnName = String(column.name);
-      if (Number(column.hidden) !== 0) found.push(`generated column ${name}.${ident(columnName)}`);
-      else if (Number(column.notnull) === 1 && !filledNotNull.includes(columnName)) found.push(`NOT NULL column ${name}.${ident(columnName)}`);
+      if (Number(column.hidden) !== 0) found.push(`generated column ${name}.${quoteIdent(columnName)}`);
+      else if (Number(column.notnull) === 1 && !filledNotNull.includes(columnName)) found.push(`NOT NULL column ${name}.${quoteIdent(columnName)}`);
     }
     for (const index of db.prepare(`PRAGMA index_list(${name})`).all()) {
       const indexName = String(index.name);
       if (index.origin === 'pk' || ownIndexes.includes(indexName)) continue;
-      const expression = db.prepare(`PRAGMA index_info(${ident(indexName)})`).all().some((c) => Number(c.cid) < 0);
-      if (Number(index.unique) === 1 || Number(index.partial) === 1 || expression) found.push(`index ${ident(indexName)} on ${name}`);
+      const expression = db.prepare(`PRAGMA index_info(${quoteIdent(indexName)})`).all().some((c) => Number(c.cid) < 0);
+      if (Number(index.unique) === 1 || Number(index.partial) === 1 || expression) found.push(`index ${quoteIdent(indexName)} on ${name}`);
     }
   }
   return found;

@@ -14,11 +14,11 @@ import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConnectorError } from '../errors.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
-import { FULL_READ_TABLE, TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
-import { fullReadKey } from '../stores/checkpoint.js';
-import { STATE_TABLE, deletionIndexName, fullDiskError, openForWrite, settleIntoOneFile, storedLayouts } from './database.js';
+import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
+import { FULL_READ_TABLE, STATE_TABLE, fullReadKey } from '../stores/checkpoint.js';
+import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
-import { evolveLayout, ident, layoutFor, type TableLayout } from './layout.js';
+import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
 import { ensureTable, type Migration } from './migrate.js';
 import { recordToRow, type RowValues } from './rows.js';
@@ -80,11 +80,6 @@ function fileIdentity(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function dbError(path: string, err: unknown): ConnectorError {
-  const message = err instanceof Error ? err.message : String(err);
-  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${message}.`, { cause: err });
 }
 
 export class ReplicaStore {
@@ -158,13 +153,13 @@ export class ReplicaStore {
       this.migrations = migrations;
       for (const { layout, deletionLog } of this.tables) {
         if (deletionLog) {
-          const index = ident(deletionIndexName(layout.table));
-          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${ident(layout.table)} (${ident(deletionLog.objectIdField)})`);
+          const index = quoteIdent(deletionIndexName(layout.table));
+          this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdent(layout.table)} (${quoteIdent(deletionLog.objectIdField)})`);
         }
       }
     } catch (err) {
       this.close();
-      throw err instanceof ConnectorError ? err : dbError(path, err);
+      throw err instanceof ConnectorError ? err : writeError(path, err);
     }
   }
 
@@ -203,7 +198,7 @@ export class ReplicaStore {
   rowCounts(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const { layout } of this.tables) {
-      const row = this.db.prepare(`SELECT count(*) AS n FROM ${ident(layout.table)}`).get();
+      const row = this.db.prepare(`SELECT count(*) AS n FROM ${quoteIdent(layout.table)}`).get();
       counts.set(layout.stream, Number(row?.n ?? 0));
     }
     return counts;
@@ -218,7 +213,7 @@ export class ReplicaStore {
       this.writer.commit();
     } catch (err) {
       this.writer.rollback();
-      throw dbError(this.path, err);
+      throw writeError(this.path, err);
     }
     committed?.(result);
     return result;

@@ -38,13 +38,14 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
+import { messageOf } from '../errors.js';
 import { isLaterInstant } from '../time.js';
-import { STATE_TABLE, deletionIndexName, insertSql } from './database.js';
-import { ACCOUNT_COLUMN, columnNames, ident, keyColumns, type TableLayout } from './layout.js';
+import { deletionIndexName, insertSql } from './database.js';
+import { ACCOUNT_COLUMN, storeColumnNames, quoteIdent, keyColumns, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { PartFailures, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export interface TableSpec {
@@ -57,14 +58,11 @@ export interface TableSpec {
 
 /** One engine checkpoint of one stream, as the writer takes it: the records as rows of the stream's table. */
 export interface Checkpoint extends Omit<StoreCheckpoint, 'records'> {
-  /** Rows in `columnNames(layout)` order, without the `_synced_at` value (the writer adds it). */
+  /** Rows in `storeColumnNames(layout)` order, without the `_synced_at` value (the writer adds it). */
   readonly rows: readonly RowValues[];
   /** The deletion log's checkpoint: its records as they came, applied to the tables they delete from. */
   readonly deletions?: readonly Data[] | undefined;
 }
-
-/** The ids a full read returned so far, per stream (only while one is under way). */
-export const FULL_READ_TABLE = '_replica_full_read';
 
 interface Table {
   readonly spec: TableSpec;
@@ -78,8 +76,6 @@ interface Table {
   readonly cursorOf?: StatementSync;
   readonly remove?: StatementSync;
 }
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export class TableWriter {
   private readonly db: DatabaseSync;
@@ -107,10 +103,10 @@ export class TableWriter {
     let log: Table | undefined;
     for (const spec of specs) {
       const { layout } = spec;
-      const names = columnNames(layout);
+      const names = storeColumnNames(layout);
       // In a replica of many accounts a row is the account's: (account, id).
       const byKey = keyColumns(layout)
-        .map((k) => `${ident(k)} = ?`)
+        .map((k) => `${quoteIdent(k)} = ?`)
         .join(' AND ');
       const table: Table = {
         spec,
@@ -120,8 +116,8 @@ export class TableWriter {
         cursorAt: layout.cursorField === null ? -1 : names.indexOf(layout.cursorField),
         ...(spec.deletedAs !== null && layout.cursorField !== null
           ? {
-              cursorOf: db.prepare(`SELECT ${ident(layout.cursorField)} AS c FROM ${ident(layout.table)} WHERE ${byKey}`),
-              remove: db.prepare(`DELETE FROM ${ident(layout.table)} WHERE ${byKey}`),
+              cursorOf: db.prepare(`SELECT ${quoteIdent(layout.cursorField)} AS c FROM ${quoteIdent(layout.table)} WHERE ${byKey}`),
+              remove: db.prepare(`DELETE FROM ${quoteIdent(layout.table)} WHERE ${byKey}`),
             }
           : {}),
       };
@@ -133,12 +129,12 @@ export class TableWriter {
     this.deletionsOf =
       log && fields
         ? db.prepare(
-            `SELECT ${ident(fields.deletedAtField)} AS d FROM ${ident(log.spec.layout.table)} ` +
-              `WHERE ${ident(fields.objectIdField)} = ? AND ${ident(fields.objectTypeField)} = ?` +
-              (log.spec.layout.accountKey === true ? ` AND ${ident(ACCOUNT_COLUMN)} = ?` : ''),
+            `SELECT ${quoteIdent(fields.deletedAtField)} AS d FROM ${quoteIdent(log.spec.layout.table)} ` +
+              `WHERE ${quoteIdent(fields.objectIdField)} = ? AND ${quoteIdent(fields.objectTypeField)} = ?` +
+              (log.spec.layout.accountKey === true ? ` AND ${quoteIdent(ACCOUNT_COLUMN)} = ?` : ''),
           )
         : undefined;
-    this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${ident(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
+    this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${quoteIdent(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
     this.readState = db.prepare(`SELECT state FROM ${STATE_TABLE} WHERE stream = ?`);
     const written = specs.map(({ layout, deletionLog }) =>
@@ -276,11 +272,11 @@ export class TableWriter {
   /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
   private sweep(table: Table, stream: string, account: string | undefined): number {
     const { table: name, primaryKey } = table.spec.layout;
-    const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${ident(name)}.${ident(primaryKey)})`;
+    const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${quoteIdent(name)}.${quoteIdent(primaryKey)})`;
     const removed =
       account === undefined
-        ? this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${unmarked}`).run(stream)
-        : this.db.prepare(`DELETE FROM ${ident(name)} WHERE ${ident(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
+        ? this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${unmarked}`).run(stream)
+        : this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
     this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
     if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
     return Number(removed.changes);

@@ -23,12 +23,12 @@
  */
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { ConnectorError } from '../errors.js';
+import { ConnectorError, messageOf } from '../errors.js';
 import { TableWriter, type Checkpoint } from './table-writer.js';
 import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
 import type { SchemaChange } from '../stores/store.js';
 import { lockLostError } from './lock.js';
-import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, fullDiskError, tuneForWriting } from './database.js';
+import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting, writeError } from './database.js';
 import { tableCheckpoint, type ReplicaStore } from './store.js';
 import type { StreamState } from '../engine/state.js';
 import type { LogLevel } from '../engine/sync-sink.js';
@@ -54,8 +54,6 @@ const RESTART_WAIT_MS = 500;
  * at every commit would stop the run RESTART_WAIT_MS each time.
  */
 const RESTART_RETRY_MS = 10_000;
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface WriterOptions {
   /** The WAL thread's module; null: none (the connection checkpoints by itself). */
@@ -125,11 +123,6 @@ export class ReplicaWriter {
     this.signal?.addEventListener('abort', this.onStop, { once: true });
   }
 
-  /** The failure of a write: `err`, SQLite's error, when there is one (a full disk is told as such, transient). */
-  private error(cause: string, err?: unknown): ConnectorError {
-    return fullDiskError(this.store.path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${this.store.path}": ${cause}.`);
-  }
-
   private startWalThread(url: URL): void {
     this.startedThread = true;
     const thread = new Worker(url, { workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
@@ -165,10 +158,10 @@ export class ReplicaWriter {
       // The transaction went with it: the group's other checkpoints, of any stream, are not saved either.
       const gone = this.writer.lostTransaction;
       if (gone) {
-        this.lost ??= this.error(gone.message, gone);
+        this.lost ??= writeError(this.store.path, gone);
         this.onCommit = [];
       }
-      throw this.error(messageOf(err), err);
+      throw writeError(this.store.path, err);
     }
     if (committed) this.onCommit.push(() => committed(result));
     const openedAt = this.writer.transactionStartedAt;
@@ -205,7 +198,7 @@ export class ReplicaWriter {
       if (held) this.writer.commit();
     } catch (err) {
       this.writer.rollback();
-      this.lost ??= err instanceof ConnectorError ? err : this.error(`a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`, err);
+      this.lost ??= err instanceof ConnectorError ? err : writeError(this.store.path, err, `a commit failed, so the checkpoints since the last commit are not saved (${messageOf(err)})`);
       throw this.lost;
     }
     if (!held) {

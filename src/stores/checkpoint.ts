@@ -9,7 +9,7 @@
 import { ConfigError } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
 import { findDeletionLog, type StreamDefinition } from '../streams.js';
-import { evolveLayout, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
+import { evolveLayout, qualified, quoteIdent, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
 import type { CommitResult } from './store.js';
 import type { Data } from './values.js';
 
@@ -26,6 +26,21 @@ export const FULL_READ_TABLE = '_replica_full_read';
 export const fullReadKey = (stream: string, account: string | undefined): string => (account === undefined ? stream : `${stream}/${account}`);
 /** The store's own facts: `key`, `value` (FORMAT_KEY, and the run's facts: store.ts, StoreFacts). */
 export const METADATA_TABLE = '_replica_metadata';
+
+/**
+ * The statements that make the schema and its bookkeeping tables where they
+ * are missing (PostgreSQL, DuckDB), in `types`' text and instant types.
+ */
+export function bookkeepingSql(schema: string, types: { readonly text: string; readonly timestamp: string }): string[] {
+  const { text, timestamp } = types;
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`,
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream ${text} PRIMARY KEY, layout ${text} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream ${text} PRIMARY KEY, state ${text} NOT NULL, committed_at ${timestamp} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key ${text} PRIMARY KEY, value ${text} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream ${text} NOT NULL, id ${text} NOT NULL, PRIMARY KEY (stream, id))`,
+  ];
+}
 
 /** The version of the tables' layout; a store written by a later version is refused. */
 export const FORMAT_KEY = 'format_version';

@@ -148,20 +148,29 @@ function fitsName(naming: ColumnNaming, field: string): boolean {
   return field !== '' && !field.includes('\u0000') && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
 }
 
-/** The keys (under a store's naming) of the names a layout's table holds, bookkeeping columns included; built once per layout. */
-const takenKeys = new WeakMap<StoreLayout, ReadonlySet<string>>();
+/** The keys (under a store's naming) of the names a table with `columns` holds, bookkeeping columns included. */
+function takenKeys(columns: readonly StoreColumn[], naming: ColumnNaming): Set<string> {
+  return new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map(naming.key));
+}
 
 /**
- * Whether a field without a column in `layout` can get one at the next open
- * (evolveLayout's rule): a name the store keeps, and no column's under its
- * naming. One that cannot (an empty name, a bookkeeping column's, one too
- * long, in DuckDB another case of a column's) stays in `_extra` for good.
+ * Whether a field without a column can get one beside the names `taken`
+ * holds: a name the store keeps, and no column's under its naming. One
+ * that cannot (an empty name, a bookkeeping column's, one too long, in
+ * DuckDB another case of a column's) stays in `_extra` for good.
  */
+function mayTake(taken: ReadonlySet<string>, field: string, naming: ColumnNaming): boolean {
+  return fitsName(naming, field) && !taken.has(naming.key(field));
+}
+
+/** Each layout's taken keys, built once per layout. */
+const layoutTaken = new WeakMap<StoreLayout, ReadonlySet<string>>();
+
+/** Whether a field without a column in `layout` can get one at the next open (evolveLayout's rule, mayTake). */
 export function mayGetColumn(layout: StoreLayout, field: string, naming: ColumnNaming): boolean {
-  if (!fitsName(naming, field)) return false;
-  let taken = takenKeys.get(layout);
-  if (!taken) takenKeys.set(layout, (taken = new Set([...BOOKKEEPING_COLUMNS, ...layout.columns.map((c) => c.field)].map(naming.key))));
-  return !taken.has(naming.key(field));
+  let taken = layoutTaken.get(layout);
+  if (!taken) layoutTaken.set(layout, (taken = takenKeys(layout.columns, naming)));
+  return mayTake(taken, field, naming);
 }
 
 /**
@@ -172,18 +181,12 @@ export function mayGetColumn(layout: StoreLayout, field: string, naming: ColumnN
  */
 export function storeLayoutFor(stream: StreamDefinition, naming: ColumnNaming, schema: JsonSchema = recordJsonSchema(stream), accountKey = false): StoreLayout {
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
-  const columns: StoreColumn[] = [];
-  const taken = new Set(BOOKKEEPING_COLUMNS.map(naming.key));
-  if (accountKey) {
-    // A store of many accounts: the entry's name first, then the id (the primary key's order).
-    columns.push({ field: ACCOUNT_COLUMN, kind: 'text' });
-    taken.add(naming.key(ACCOUNT_COLUMN));
-  }
   const key = stream.primaryKey;
-  columns.push({ field: key, kind: 'text' });
-  taken.add(naming.key(key));
+  // In a store of many accounts the entry's name comes first, then the id (the primary key's order).
+  const columns: StoreColumn[] = keyColumns({ primaryKey: key, accountKey }).map((field) => ({ field, kind: 'text' }));
+  const taken = takenKeys(columns, naming);
   for (const [field, property] of Object.entries(properties)) {
-    if (taken.has(naming.key(field)) || !fitsName(naming, field)) continue;
+    if (!mayTake(taken, field, naming)) continue;
     taken.add(naming.key(field));
     columns.push({ field, kind: kindOfProperty(property) });
   }
@@ -222,9 +225,9 @@ export function evolveLayout(wanted: StoreLayout, stored: StoreLayout | undefine
     if (kind !== c.kind) changes.push({ stream: stored.stream, field: c.field, from: c.kind, to: kind });
     return { field: c.field, kind };
   });
-  const taken = new Set([...BOOKKEEPING_COLUMNS, ...columns.map((c) => c.field)].map(naming.key));
+  const taken = takenKeys(columns, naming);
   for (const [field, kind] of asks) {
-    if (taken.has(naming.key(field)) || !fitsName(naming, field)) continue;
+    if (!mayTake(taken, field, naming)) continue;
     taken.add(naming.key(field));
     columns.push({ field, kind });
     changes.push({ stream: stored.stream, field, from: undefined, to: kind });
@@ -284,7 +287,7 @@ export function withPending(layout: StoreLayout, drift: ReadonlyMap<string, Stor
 }
 
 /** Every column of the table in the order rows are written: the layout's, then the bookkeeping ones. */
-export function storeColumnNames(layout: StoreLayout): string[] {
+export function storeColumnNames(layout: { readonly columns: readonly { readonly field: string }[] }): string[] {
   return [...layout.columns.map((c) => c.field), ...BOOKKEEPING_COLUMNS];
 }
 

@@ -14,6 +14,9 @@
 import type { Data, LogLevel } from '../engine/sync-sink.js';
 import type { StreamState } from '../engine/state.js';
 
+/** The mode a store's new file (the SQLite replica, a DuckDB file) is made with: it holds personal data, for its owner's eyes alone. */
+export const STORE_FILE_MODE = 0o600;
+
 /** One engine checkpoint of one stream, as a store takes it. */
 export interface StoreCheckpoint {
   readonly stream: string;

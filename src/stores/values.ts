@@ -178,15 +178,6 @@ function jsonFits(value: unknown, dialect: StoreDialect): boolean {
   return text !== undefined && dialect.storesJson(text);
 }
 
-export interface Placement {
-  /** The cell, or undefined when the value does not fit (it goes to `_extra`, and asks for drift). */
-  readonly cell: Cell | undefined;
-  /** The value also goes to `_extra` (the column does not give it back the same). */
-  readonly alsoExtra: boolean;
-}
-
-const NO_FIT: Placement = { cell: undefined, alsoExtra: false };
-
 /** The cell of a non-null value in a column of `kind`; undefined when the value does not fit (it goes to `_extra`, and asks for drift). */
 function cellOf(kind: StoreKind, value: unknown, dialect: StoreDialect): Cell | undefined {
   switch (kind) {
@@ -242,10 +233,20 @@ function keptExact(kind: StoreKind, value: unknown, cell: Cell, dialect: StoreDi
   return kind === 'number' && !dialect.numberExact(cell as string);
 }
 
-/** Where a non-null value of a column of `kind` goes: its cell, and whether `_extra` keeps it too. */
-export function placeValue(kind: StoreKind, value: unknown, dialect: StoreDialect): Placement {
+/**
+ * A value a run kept in a row's `_extra` (`extra`, parsed; changed here)
+ * moved into `field`'s column of `kind`, which holds it now: its cell, and
+ * the row's `_extra` text after (null when nothing is left; the value stays
+ * there too where keptExact says). Undefined when there is no such value or
+ * it does not fit yet.
+ */
+export function movedFromExtra(extra: Data, field: string, kind: StoreKind, dialect: StoreDialect): { cell: Cell; extra: string | null } | undefined {
+  const value = extra[field];
+  if (value === null || value === undefined) return undefined;
   const cell = cellOf(kind, value, dialect);
-  return cell === undefined ? NO_FIT : { cell, alsoExtra: keptExact(kind, value, cell, dialect) };
+  if (cell === undefined) return undefined;
+  if (!keptExact(kind, value, cell, dialect)) delete extra[field];
+  return { cell, extra: Object.keys(extra).length === 0 ? null : (jsonText(extra) as string) };
 }
 
 /** Set an own property, even one named __proto__ (records come from JSON.parse and may carry any key). */
@@ -284,7 +285,7 @@ export function encodeRow(layout: StoreLayout, record: Data, dialect: StoreDiale
       cells[i] = null;
       continue;
     }
-    // placeValue's two answers, without an object per cell.
+    // cellOf and keptExact, as movedFromExtra asks them.
     const cell = cellOf(kind, value, dialect);
     if (cell !== undefined) {
       cells[i] = cell;

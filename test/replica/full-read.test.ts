@@ -6,7 +6,8 @@
  * the next full read starts its marks over.
  */
 import { describe, expect, it } from 'vitest';
-import { FULL_READ_TABLE, type Checkpoint } from '../../src/replica/table-writer.js';
+import type { Checkpoint } from '../../src/replica/table-writer.js';
+import { FULL_READ_TABLE } from '../../src/stores/checkpoint.js';
 import { replicaRecords, replicaStates } from '../../src/replica/records.js';
 import { ReplicaStore, toRows } from '../../src/replica/store.js';
 import { ReplicaWriter, SqliteStore } from '../../src/replica/writer.js';

@@ -22,10 +22,11 @@
  */
 import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
-import { ConfigError, ConnectorError } from '../../errors.js';
+import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
+import { STORE_FILE_MODE } from '../store.js';
 
 export type DuckdbModule = typeof import('@duckdb/node-api');
 export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
@@ -56,9 +57,6 @@ const DUCKDB_ROW_GROUP_SIZE = 30_720;
  * that is both a database and a schema).
  */
 const STORE_CATALOG = '_replica_file';
-
-/** The mode of a new store file: it holds personal data, for its owner's eyes alone. */
-const STORE_FILE_MODE = 0o600;
 
 /** The connection to a store's file and what the run made beside it (its temporary folder), released together by closeDuckdb. */
 export interface DuckdbFiles {
@@ -181,8 +179,6 @@ export class DuckdbFileLockedError extends ConnectorError {
     this.name = 'DuckdbFileLockedError';
   }
 }
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * A write the system refused for want of room (ENOSPC: DuckDB says "No space

@@ -9,17 +9,17 @@
  * checkpoints DuckDB's WAL into the file and lets it go.
  */
 import type { StreamSchemas } from '../../schemas/json-schema.js';
-import { ConnectorError } from '../../errors.js';
+import { ConnectorError, messageOf } from '../../errors.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
-import { DUCKDB_NAMING, DUCKDB_TYPES, createBookkeeping, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
+import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { DuckdbSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -74,7 +74,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
         written = (await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
       }
       const facts = checkFacts(options.facts, held, written);
-      await createBookkeeping(connection, schema);
+      for (const sql of bookkeepingSql(schema, DUCKDB_TYPES)) await connection.run(sql);
       const stored = await storedLayouts(connection, schema, parseStoreLayout);
       refuseOtherShape(target.display, stored, options.accountKey === true);
       const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored, options.accountKey === true);
@@ -89,7 +89,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
     } catch (err) {
       closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
-      throw fullDiskError(err, target) ?? new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw fullDiskError(err, target) ?? new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${messageOf(err)}`, { cause: err });
     }
   }
 

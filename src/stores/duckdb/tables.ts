@@ -20,8 +20,8 @@
  */
 import { parseExactJson, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
-import { jsonText, placeValue, type Cell, type Data, type StoreDialect } from '../values.js';
+import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
 import type { BlockedNote } from '../notes.js';
 
@@ -69,14 +69,6 @@ export function instantOf(kind: StoreKind, expr: string): string {
 export async function rowsOf(connection: DuckdbConnection, sql: string, values?: (string | number | boolean | null)[]): Promise<Record<string, unknown>[]> {
   const reader = await connection.runAndReadAll(sql, values);
   return reader.getRowObjectsJS() as Record<string, unknown>[];
-}
-
-export async function createBookkeeping(connection: DuckdbConnection, schema: string): Promise<void> {
-  await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream VARCHAR PRIMARY KEY, layout VARCHAR NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, committed_at TIMESTAMPTZ NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`);
-  await connection.run(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (stream, id))`);
 }
 
 async function tableExists(connection: DuckdbConnection, schema: string, table: string): Promise<boolean> {
@@ -225,7 +217,7 @@ async function markAbsent(connection: DuckdbConnection, schema: string, layout: 
   );
 }
 
-/** Move the values a run kept in `_extra` into `field`'s column where they now fit (exact forms stay in `_extra` as placeValue says). */
+/** Move the values a run kept in `_extra` into `field`'s column where they now fit (movedFromExtra). */
 async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
   const rows = await rowsOf(
     connection,
@@ -234,13 +226,8 @@ async function moveFromExtra(connection: DuckdbConnection, schema: string, layou
   );
   const updates: (readonly [string, Cell | undefined, string | null])[] = [];
   for (const row of rows) {
-    const extra = parseExtra(row.extra);
-    const value = extra[field];
-    if (value === null || value === undefined) continue;
-    const placed = placeValue(kind, value, DUCKDB_DIALECT);
-    if (placed.cell === undefined) continue;
-    if (!placed.alsoExtra) delete extra[field];
-    updates.push([String(row.id), placed.cell, extraText(extra)]);
+    const moved = movedFromExtra(parseExtra(row.extra), field, kind, DUCKDB_DIALECT);
+    if (moved !== undefined) updates.push([String(row.id), moved.cell, moved.extra]);
   }
   await rewriteRows(connection, schema, layout, field, kind, updates);
 }

@@ -8,15 +8,13 @@
  * PostgreSQL's, which is why checkpoints are grouped; and the merge is a
  * DELETE then an INSERT (upsertSql says why).
  */
-import { ConnectorError } from '../../errors.js';
+import { ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, type Cell } from '../values.js';
 import { fullDiskError, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 const FRACTION = /:\d{2}\.(\d+)/;
 

@@ -25,7 +25,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { ConnectionOptions } from 'node:tls';
 import type { Client, ClientConfig } from 'pg';
-import { ConfigError } from '../../errors.js';
+import { ConfigError, messageOf } from '../../errors.js';
 import { missingPackageError } from '../optional-package.js';
 import { defaultRootCertPath, type PostgresTarget } from '../target.js';
 import { postgresError } from './faults.js';
@@ -64,8 +64,8 @@ export function loadPgDriver(): Promise<PgDriver> {
 }
 
 /** The session's name in pg_stat_activity: who holds the writer lock (at most 63 bytes are kept). */
-export function applicationName(command = 'replicate'): string {
-  return `source-data-read ${command} pid ${process.pid} on ${hostname()}`.slice(0, 63);
+function applicationName(): string {
+  return `source-data-read replicate pid ${process.pid} on ${hostname()}`.slice(0, 63);
 }
 
 /** The CA to check the server against; undefined when none is given or found. */
@@ -107,16 +107,11 @@ export function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)
 
 /** Whether the next attempt of prefer/allow should follow this failure. */
 function fallsBack(err: unknown, sslmode: string): boolean {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   const code = (err as { code?: unknown } | undefined)?.code;
   if (sslmode === 'prefer') return /does not support SSL/i.test(message);
   if (sslmode === 'allow') return code === '28000' && /no encryption|SSL off/i.test(message);
   return false;
-}
-
-export interface ConnectOptions {
-  /** What the session is named after (pg_stat_activity's application_name). */
-  readonly applicationName?: string;
 }
 
 /** Every value as the server's text: numerics keep their digits, timestamps their microseconds. */
@@ -137,7 +132,7 @@ const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as
 const SESSION_LIMITS = ['idle_in_transaction_session_timeout', 'idle_session_timeout', 'transaction_timeout'];
 
 /** An open connection to the target's database; faults as postgresError says (transient or config). */
-export async function connectPostgres(target: PostgresTarget, options: ConnectOptions = {}): Promise<Client> {
+export async function connectPostgres(target: PostgresTarget): Promise<Client> {
   const { pg } = await loadPgDriver();
   const c = target.connection;
   const attempts = tlsAttempts(target);
@@ -152,7 +147,7 @@ export async function connectPostgres(target: PostgresTarget, options: ConnectOp
       ssl,
       connectionTimeoutMillis: c.connectTimeoutMs,
       keepAlive: true,
-      application_name: options.applicationName ?? applicationName(),
+      application_name: applicationName(),
       types: RAW_TEXT,
     });
     // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.

@@ -17,7 +17,7 @@ import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
@@ -25,7 +25,7 @@ import type { PostgresTarget } from '../target.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { PG_NAMING, PG_TYPES, createBookkeeping, isoText, openTables, storeExists, storedLayouts, type OpenedTables } from './tables.js';
+import { PG_NAMING, PG_TYPES, isoText, openTables, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -65,7 +65,7 @@ async function allMetadata(client: Client, schema: string): Promise<Map<string, 
 }
 
 async function hasTables(client: Client, schema: string): Promise<boolean> {
-  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, '_replica_tables')} LIMIT 1`);
+  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`);
   return rows.length > 0;
 }
 
@@ -127,7 +127,7 @@ export class PostgresStore extends GroupStore<string> {
         written = await hasTables(client, schema);
       }
       const facts = checkFacts(options.facts, held, written);
-      await createBookkeeping(client, schema);
+      for (const sql of bookkeepingSql(schema, PG_TYPES)) await client.query(sql);
       const stored = await storedLayouts(client, schema, parseStoreLayout);
       refuseOtherShape(target.display, stored, options.accountKey === true);
       const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored, options.accountKey === true);

@@ -22,9 +22,9 @@
  */
 import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
-import { jsonText, placeValue, type Data, type StoreDialect } from '../values.js';
+import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
 import type { BlockedNote } from '../notes.js';
@@ -140,15 +140,6 @@ export function instantOf(kind: StoreKind, expr: string): string {
   return `(CASE WHEN ${text} ~ '${INSTANT_TEXT}' THEN CASE WHEN substr(${text}, 9, 2)::int <= ${lastDay} THEN (${text})::timestamptz END END)`;
 }
 
-/** The bookkeeping tables, created when missing. */
-export async function createBookkeeping(client: Client, schema: string): Promise<void> {
-  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream text PRIMARY KEY, layout text NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream text PRIMARY KEY, state text NOT NULL, committed_at timestamptz NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${qualified(schema, FULL_READ_TABLE)} (stream text NOT NULL, id text NOT NULL, PRIMARY KEY (stream, id))`);
-}
-
 /** Whether the schema holds the store's bookkeeping (a store was made there). */
 export async function storeExists(client: Client, schema: string): Promise<boolean> {
   const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [`${quoteIdent(schema)}.${quoteIdent(METADATA_TABLE)}`]);
@@ -246,11 +237,7 @@ async function markAbsent(client: Client, schema: string, layout: StoreLayout, f
   if (lacking.length > 0) await client.query(`UPDATE ${table} SET ${mark} WHERE ${rowKeySql(layout)} = ANY($2::text[])`, [field, lacking]);
 }
 
-/**
- * Move the values a run kept in `_extra` into `field`'s column where they
- * now fit (the column is null there); exact forms stay in `_extra` as
- * placeValue says.
- */
+/** Move the values a run kept in `_extra` into `field`'s column where they now fit (the column is null there; movedFromExtra). */
 async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
   const table = qualified(schema, layout.table);
   const extraColumn = quoteIdent(EXTRA_COLUMN);
@@ -261,14 +248,9 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
   if (rows.length === 0) return 0;
   const moves: (string | null)[][] = [];
   for (const row of rows) {
-    const extra = parseExactJson(row.extra) as Data;
-    const value = extra[field];
-    if (value === null || value === undefined) continue;
-    const placed = placeValue(kind, value, PG_DIALECT);
-    if (placed.cell === undefined) continue;
-    if (!placed.alsoExtra) delete extra[field];
-    const cell = typeof placed.cell === 'boolean' ? (placed.cell ? 't' : 'f') : placed.cell;
-    moves.push([row.id, cell, Object.keys(extra).length === 0 ? null : (jsonText(extra) as string)]);
+    const moved = movedFromExtra(parseExactJson(row.extra) as Data, field, kind, PG_DIALECT);
+    if (moved === undefined) continue;
+    moves.push([row.id, typeof moved.cell === 'boolean' ? (moved.cell ? 't' : 'f') : moved.cell, moved.extra]);
   }
   if (moves.length === 0) return 0;
   await client.query('DROP TABLE IF EXISTS _replica_moves');

@@ -7,7 +7,7 @@
  * tables), never a table lock that blocks a SELECT.
  */
 import type { Client } from 'pg';
-import type { ConnectorError } from '../../errors.js';
+import { messageOf, type ConnectorError } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
@@ -16,8 +16,6 @@ import type { PgDriver } from './connection.js';
 import { copyLine, copyLines } from './copy.js';
 import { postgresError } from './faults.js';
 import { PG_DIALECT, PG_TYPES } from './tables.js';
-
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** SQLSTATE lock_not_available: lock_timeout passed. */
 const LOCK_NOT_AVAILABLE = '55P03';
