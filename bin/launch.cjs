@@ -4,7 +4,8 @@
 // needs 22.16; on an older Node one line on stderr saying so and how to get
 // a newer one, the run summary a sync command was asked for (--summary FILE),
 // exit 78 (EX_CONFIG: the machine must change, see src/runtime/exit-status.ts),
-// before any of the connector's code is loaded), then the compiled
+// before any of the connector's code is loaded), Node 22's warning that
+// node:sqlite is experimental silenced, then the compiled
 // entry point (ESM, in dist/: cli/source.js or cli/tap.js), whose main()
 // gives the exit status. A
 // checkout that was never built gets one line saying how to build (78 too). Plain ES5
@@ -214,8 +215,27 @@ function cacheCompiledCode() {
   if (typeof module.enableCompileCache === 'function') module.enableCompileCache();
 }
 
+/**
+ * Drop Node 22's warning that node:sqlite is experimental, printed by every
+ * run that opens a SQLite replica: the replica uses only what the version
+ * check above guarantees, the user can do nothing about it, and it would
+ * read as a fault of the run. Every other warning is told as Node tells it.
+ * (Node 24 no longer says it.)
+ */
+function quietSqliteWarning() {
+  var emitWarning = process.emitWarning;
+  process.emitWarning = function (warning, type) {
+    var kind = type !== null && typeof type === 'object' ? type.type : type;
+    if (warning instanceof Error) kind = warning.name;
+    var text = warning instanceof Error ? warning.message : String(warning);
+    if (kind === 'ExperimentalWarning' && text.indexOf('SQLite is an experimental feature') === 0) return;
+    return emitWarning.apply(process, arguments);
+  };
+}
+
 module.exports = function launch(executable, entry, args) {
   requireNode(executable, entry, args);
+  quietSqliteWarning();
   cacheCompiledCode();
   start(executable, entry, args);
 };
