@@ -160,8 +160,13 @@ function requireNode(executable, entry, args) {
   var version = process.versions.node;
   var parts = version.split('.');
   var major = Number(parts[0]);
-  if (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR)) return;
-  var message = 'Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt();
+  // The 23 line (no longer maintained) lacks part of what 22.19 has: tls.getCACertificates and node:sqlite's
+  // busy timeout before 23.10 (the run fails), node:sqlite's isTransaction in all of it (24.0, 22.16).
+  var line23 = major === 23;
+  if (!line23 && (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR))) return;
+  var message =
+    'Node.js ' + MIN + ' or newer is needed' + (line23 ? ', other than the 23 line, which lacks part of what ' + MIN + ' has' : '') +
+    '; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt();
   process.stderr.write(executable + ': ' + message + '\n');
   var request = summaryRequest(entry, args);
   // As the compiled code does: the summary's message is at most 1,500 characters (the whole fits in 4 KiB).
