@@ -4,7 +4,8 @@
 // needs 22.16; on an older Node one line on stderr saying so and how to get
 // a newer one, the run summary a sync command was asked for (--summary FILE),
 // exit 78 (EX_CONFIG: the machine must change, see src/runtime/exit-status.ts),
-// before any of the connector's code is loaded), then the compiled
+// before any of the connector's code is loaded), Node 22's warning that
+// node:sqlite is experimental silenced, then the compiled
 // entry point (ESM, in dist/: cli/source.js or cli/tap.js), whose main()
 // gives the exit status. A
 // checkout that was never built gets one line saying how to build (78 too). Plain ES5
@@ -159,8 +160,13 @@ function requireNode(executable, entry, args) {
   var version = process.versions.node;
   var parts = version.split('.');
   var major = Number(parts[0]);
-  if (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR)) return;
-  var message = 'Node.js ' + MIN + ' or newer is needed; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt();
+  // The 23 line (no longer maintained) lacks part of what 22.19 has: tls.getCACertificates and node:sqlite's
+  // busy timeout before 23.10 (the run fails), node:sqlite's isTransaction in all of it (24.0, 22.16).
+  var line23 = major === 23;
+  if (!line23 && (major > MIN_MAJOR || (major === MIN_MAJOR && Number(parts[1]) >= MIN_MINOR))) return;
+  var message =
+    'Node.js ' + MIN + ' or newer is needed' + (line23 ? ', other than the 23 line, which lacks part of what ' + MIN + ' has' : '') +
+    '; this is Node.js ' + version + ' (' + process.execPath + '). ' + howToGetIt();
   process.stderr.write(executable + ': ' + message + '\n');
   var request = summaryRequest(entry, args);
   // As the compiled code does: the summary's message is at most 1,500 characters (the whole fits in 4 KiB).
@@ -214,8 +220,27 @@ function cacheCompiledCode() {
   if (typeof module.enableCompileCache === 'function') module.enableCompileCache();
 }
 
+/**
+ * Drop Node 22's warning that node:sqlite is experimental, printed by every
+ * run that opens a SQLite replica: the replica uses only what the version
+ * check above guarantees, the user can do nothing about it, and it would
+ * read as a fault of the run. Every other warning is told as Node tells it.
+ * (Node 24 no longer says it.)
+ */
+function quietSqliteWarning() {
+  var emitWarning = process.emitWarning;
+  process.emitWarning = function (warning, type) {
+    var kind = type !== null && typeof type === 'object' ? type.type : type;
+    if (warning instanceof Error) kind = warning.name;
+    var text = warning instanceof Error ? warning.message : String(warning);
+    if (kind === 'ExperimentalWarning' && text.indexOf('SQLite is an experimental feature') === 0) return;
+    return emitWarning.apply(process, arguments);
+  };
+}
+
 module.exports = function launch(executable, entry, args) {
   requireNode(executable, entry, args);
+  quietSqliteWarning();
   cacheCompiledCode();
   start(executable, entry, args);
 };

@@ -33,7 +33,8 @@ When stderr is a terminal and stdout is not, the logs are also told there, and r
 its progress (records per stream, rate-limit waits and when they end, requests).
 --summary FILE   (read, replicate) write one JSON object saying what the run did when it ends,
                  whatever the outcome: status, exit code, per stream records and watermarks,
-                 requests (docs/orchestrators.md). /dev/termination-log works on Kubernetes.
+                 requests. /dev/termination-log works on Kubernetes. Its fields:
+                 https://github.com/source-data-read/source-data-read/blob/main/docs/orchestrators.md#the-run-summary---summary-file
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
 every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
 ${exitStatusHelp(true)}`;

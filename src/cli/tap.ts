@@ -24,7 +24,8 @@ Usage:
 --state       resume from the bookmarks of a previous run (the value of its last STATE, that STATE line,
               or what meltano state get prints); {} is no state.
 --summary     (sync) write one JSON object saying what the run did when it ends, whatever the outcome:
-              status, exit code, per stream records and bookmarks, requests (docs/orchestrators.md).
+              status, exit code, per stream records and bookmarks, requests. Its fields:
+              https://github.com/source-data-read/source-data-read/blob/main/docs/orchestrators.md#the-run-summary---summary-file
 
 stdout carries Singer messages only (SCHEMA, RECORD, STATE, and ACTIVATE_VERSION for FULL_TABLE streams:
 catalog metadata activate-version: false on the stream turns it off for a target that does not know it),

