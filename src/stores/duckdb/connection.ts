@@ -20,7 +20,8 @@
  * them under the process's umask: 0644 and 0755, world-readable, under the
  * usual 022. A file that exists keeps its mode.
  */
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
@@ -64,6 +65,28 @@ export interface DuckdbFiles {
   readonly connection: DuckdbConnection;
   /** Removes the temporary folder when this run made it (nothing when it was there before); once. */
   readonly dropTemp: () => void;
+}
+
+/**
+ * The temporary folder of a store whose lock this run holds, found there
+ * before the run made one: a run of this store that died without its 'exit'
+ * (SIGKILL, the OOM killer, a power cut) left it, with the rows DuckDB had
+ * spilled into it (personal data, as large as that run's unsaved rows).
+ * DuckDB removes only the files it spills itself, so nothing else ever would.
+ * Its spill files (DuckDB's `duckdb_temp_` names) are removed; true when the
+ * folder is then empty, to be removed with this run's own. Anything else in
+ * it is not DuckDB's, and is left as it is with the folder.
+ */
+function clearLeftoverTemp(path: string): boolean {
+  let names: string[];
+  try {
+    names = readdirSync(path);
+  } catch {
+    return false; // not a folder, or not readable: DuckDB says why when it needs it
+  }
+  const others = names.filter((name) => !name.startsWith('duckdb_temp_'));
+  for (const name of names) if (!others.includes(name)) rmSync(join(path, name), { force: true });
+  return others.length === 0;
 }
 
 /** The temporary folder `path`, made 0700 unless it is there; true when made here. */
@@ -149,9 +172,8 @@ export function closeDuckdb(files: DuckdbFiles): void {
  * The remover of the temporary folder `path` when this run made it: at the
  * store's close, or as the process exits with the store open (a stop signal
  * exits once the last lines are out, a lost lock at once). Left there, it
- * would keep rows DuckDB moved out of its buffers (personal data) until a
- * later run, which takes it for a folder that was there before and never
- * removes it.
+ * would keep rows DuckDB moved out of its buffers (personal data) until the
+ * next run that holds the store's lock (clearLeftoverTemp).
  */
 function tempRemover(path: string | undefined): () => void {
   if (path === undefined) return () => undefined;
@@ -257,7 +279,8 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   const isNew = !existsSync(target.path);
   if (!isNew) refuseSqliteFile(target);
   const temp = `${target.path}.tmp`;
-  const dropTemp = tempRemover(makePrivateFolder(temp) ? temp : undefined);
+  const madeTemp = makePrivateFolder(temp);
+  let dropTemp = tempRemover(madeTemp ? temp : undefined);
   let instance: DuckdbInstance;
   try {
     // Until the WAL is copied into the file (below), committed rows live in DuckDB's buffers, which by
@@ -279,6 +302,8 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   try {
     connection = await instance.connect();
     await connection.run(`ATTACH ${quoteLiteral(target.path)} AS ${quoteIdent(STORE_CATALOG)} (ROW_GROUP_SIZE ${DUCKDB_ROW_GROUP_SIZE})`);
+    // The file's lock is this run's from here: a temporary folder there before is a dead run's (clearLeftoverTemp).
+    if (!madeTemp && clearLeftoverTemp(temp)) dropTemp = tempRemover(temp);
     holdUmask(connection, privateFiles(target.path, isNew));
     await connection.run(`USE ${quoteIdent(STORE_CATALOG)}`);
     // DuckDB copies its WAL into the file past 16 MB by default, rewriting every row group a group of

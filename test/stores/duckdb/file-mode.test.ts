@@ -8,10 +8,11 @@
  * and so the WAL it makes again after a checkpoint within the run (past its
  * checkpoint_threshold, in a large first sync). A file that exists keeps the
  * mode its owner gave it. A process that exits without closing the store (a
- * stop signal's way out) removes the temporary folder all the same.
+ * stop signal's way out) removes the temporary folder all the same; one
+ * killed outright leaves it, and the next run that holds the file removes it.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +77,38 @@ describe('DuckDB store file modes', () => {
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 143, stderr: '' });
     expect(existsSync(t.path)).toBe(true);
     expect(existsSync(`${t.path}.tmp`)).toBe(false);
+  });
+
+  it('a temporary folder a killed run left (SIGKILL: no exit listener runs) is emptied and removed by the next run', async () => {
+    requireBuild();
+    const t = target('killed');
+    const script = `
+      const { DuckdbStore } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'stores', 'duckdb', 'store.js')).href)});
+      const { parseStoreTarget } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'stores', 'target.js')).href)});
+      const store = await DuckdbStore.open(parseStoreTarget(${JSON.stringify(`duckdb:${t.path}`)}, undefined, {}));
+      await store.setMetadata('test:note', 'a write');
+      process.kill(process.pid, 'SIGKILL');
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect({ signal: run.signal, stderr: run.stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+    expect(mode(`${t.path}.tmp`)).toBe('700');
+    // What DuckDB had spilled there (rows past its buffers), under its own names: DuckDB removes only its own run's.
+    const spilled = join(`${t.path}.tmp`, 'duckdb_temp_storage_S32K-0.tmp');
+    writeFileSync(spilled, 'rows of the killed run');
+    const store = await DuckdbStore.open(t);
+    const spilledOnceOpen = existsSync(spilled);
+    await store.close();
+    expect({ spilledOnceOpen, folderAfterClose: existsSync(`${t.path}.tmp`) }).toEqual({ spilledOnceOpen: false, folderAfterClose: false });
+  });
+
+  it("a temporary folder holding files that are not DuckDB's is left, only DuckDB's spill files removed", async () => {
+    const t = target('kept');
+    await (await DuckdbStore.open(t)).close();
+    mkdirSync(`${t.path}.tmp`, { mode: 0o700 });
+    writeFileSync(join(`${t.path}.tmp`, 'duckdb_temp_block-4611686018427388000.block'), 'rows');
+    writeFileSync(join(`${t.path}.tmp`, 'notes.txt'), 'not DuckDB\'s');
+    await (await DuckdbStore.open(t)).close();
+    expect(readdirSync(`${t.path}.tmp`)).toEqual(['notes.txt']);
   });
 
   it.each([
