@@ -477,6 +477,7 @@ export class AccountsRun {
         });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
+        if (session.account !== undefined) outage.gotIn(entry.name);
         await sameAccountAs(entry, session.account, lane);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
         else await lanes.read(entry, session, { ...request, states }, lane, accountObserver);
@@ -530,10 +531,16 @@ export class AccountsRun {
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < this.#entries.length) {
+        await outage.settled();
+        if (next >= this.#entries.length) return;
         const entry = this.#entries[next++] as AccountEntry;
         const witnesses = outage.witnesses();
-        if (witnesses === undefined) await runOne(entry);
-        else await notTried(entry, witnesses);
+        if (witnesses !== undefined) {
+          await notTried(entry, witnesses);
+          continue;
+        }
+        outage.started(entry.name);
+        await runOne(entry);
       }
     };
     const workers = Math.max(1, Math.min(this.#config.max_concurrent_accounts, this.#entries.length));

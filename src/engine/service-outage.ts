@@ -13,7 +13,11 @@
  * for the next run. An account that ends any other way (read, or failed for
  * a reason of its own: its key refused, a 404, a state of another account)
  * shows that the service answers, and the count starts again. Accounts
- * already running finish on their own.
+ * already running finish on their own; while one account found the service
+ * down and the others running all still wait for its first answer, no other
+ * account starts until one of them ends or gets in (SharedOutage.settled),
+ * so a run of accounts read four at a time fails in about one account's
+ * retries, not two.
  *
  * What counts as the service down, for one account:
  * - no connection could be made at all (refused, host name unknown, host
@@ -57,14 +61,57 @@ export function foundServiceDown(errors: readonly ConnectorError[], gotIn: boole
   return errors.some(gotIn ? noConnection : serviceFault);
 }
 
-/** The accounts of a run that found the service down, in a row. */
+/**
+ * The accounts of a run that found the service down, in a row, and the
+ * accounts running: those whose /v1/me has not answered yet are still trying
+ * to get in.
+ */
 export class SharedOutage {
   readonly #streak: string[] = [];
+  #running = 0;
+  readonly #connecting = new Set<string>();
+  #waiting: (() => void)[] = [];
+
+  /** An account starts (before its /v1/me). */
+  started(account: string): void {
+    this.#running += 1;
+    this.#connecting.add(account);
+  }
+
+  /** The service answered the account's /v1/me. */
+  gotIn(account: string): void {
+    this.#connecting.delete(account);
+    this.#changed();
+  }
 
   /** An account ended: `down` when its failure says the service is down (foundServiceDown); any other end starts the count again. */
   ended(account: string, down: boolean): void {
+    this.#running -= 1;
+    this.#connecting.delete(account);
     if (down) this.#streak.push(account);
     else this.#streak.length = 0;
+    this.#changed();
+  }
+
+  /**
+   * Before another account starts: while one account found the service down
+   * and every account running is still trying to get in, they are about to
+   * say whether it is down (within their retries): wait until one of them
+   * ends or gets in, rather than start one more account on a full retry
+   * budget of its own. Not while any account running got in: the service
+   * answered it, and waiting for an account that reads for hours would only
+   * idle a slot.
+   */
+  async settled(): Promise<void> {
+    while (this.#streak.length > 0 && this.#streak.length < OUTAGE_ACCOUNTS && this.#running > 0 && this.#connecting.size === this.#running) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    }
+  }
+
+  #changed(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const resolve of waiting) resolve();
   }
 
   /** The accounts that found the service down in a row, once they are enough for the accounts not started to be left untried. */
