@@ -23,7 +23,9 @@
  * its retries, a state of another account) stops only that account; once
  * every account ended, one error names each failed account and why, with the
  * most actionable failure type (config_error, then transient_error, then
- * system_error).
+ * system_error). The service itself down is another matter: once accounts in
+ * a row found it so, the accounts not started yet are not tried this run
+ * (service-outage.ts), each a transient_error with its state unchanged.
  */
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
@@ -35,6 +37,7 @@ import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver } from './run-observer.js';
 import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
+import { SharedOutage, foundServiceDown } from './service-outage.js';
 import type { StreamState } from './state.js';
 
 /** A failure of one account: of one stream, or of the whole account (stream undefined). */
@@ -138,7 +141,7 @@ interface StateCadence {
 interface AccountTrack {
   readonly name: string;
   records: number;
-  ended: 'succeeded' | 'failed' | undefined;
+  ended: 'succeeded' | 'failed' | 'not_tried' | undefined;
   readonly errors: ConnectorError[];
 }
 
@@ -176,6 +179,14 @@ function settleStack(error: Error): void {
 
 const MESSAGE_MAX = 300;
 const shorten = (text: string): string => (text.length <= MESSAGE_MAX ? text : `${text.slice(0, MESSAGE_MAX - 1)}…`);
+
+/** `"a"`, `"a" and "b"`, `"a", "b" and "c"`; past `most` names, `"a", "b" and 3 more`. */
+function named(names: readonly string[], most: number): string {
+  const quoted = names.slice(0, most).map((n) => `"${n}"`);
+  const more = names.length - quoted.length;
+  if (more > 0) return `${quoted.join(', ')} and ${more} more`;
+  return quoted.length <= 1 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1) as string}`;
+}
 
 /**
  * The sync of every entry of a config with `accounts`, for a face (Airbyte
@@ -238,7 +249,7 @@ export class AccountsRun {
       const message = t.errors.length === 0 ? null : shorten(accountMessage(t.errors, this.#failures));
       return {
         name: t.name,
-        status: t.ended === undefined ? 'incomplete' : t.ended,
+        status: t.ended ?? 'incomplete',
         records: t.records,
         failure_type: type ?? null,
         message,
@@ -250,9 +261,11 @@ export class AccountsRun {
   summary(): string {
     const counts = [...this.#counts].map(([name, n]) => `${name} ${n}`).join(', ');
     const failed = [...this.#tracks.values()].filter((t) => t.ended === 'failed').map((t) => t.name);
+    const untried = [...this.#tracks.values()].filter((t) => t.ended === 'not_tried').length;
     const { requests, retries, rateLimitWaits } = this.stats;
+    const how = [...(failed.length > 0 ? [`${failed.length} failed: ${failed.join(', ')}`] : []), ...(untried > 0 ? [`${untried} not tried`] : [])];
     return (
-      `records: ${counts}; accounts: ${this.#tracks.size}${failed.length > 0 ? ` (${failed.length} failed: ${failed.join(', ')})` : ''}; ` +
+      `records: ${counts}; accounts: ${this.#tracks.size}${how.length > 0 ? ` (${how.join('; ')})` : ''}; ` +
       `requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`
     );
   }
@@ -459,6 +472,7 @@ export class AccountsRun {
         session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, { moveServiceAccount: true });
         this.#open.add(session);
         for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
+        if (session.account !== undefined) outage.gotIn(entry.name);
         await sameAccountAs(entry, session.account, lane);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
         else await lanes.read(entry, session, { ...request, states }, lane, accountObserver);
@@ -482,12 +496,45 @@ export class AccountsRun {
       // Every stream the account did not end (it stopped before reading it) ends as failed for it.
       for (const { stream } of request.streams) if (!ends.has(stream.name)) await ended(stream, 'failed');
       track.ended = track.errors.length === 0 ? 'succeeded' : 'failed';
+      // Whether the service answered its /v1/me: before it did, the service's own 5xx past the retries says it is down.
+      outage.ended(entry.name, track.ended === 'failed' && foundServiceDown(track.errors, session?.account !== undefined));
+    };
+
+    // The service found down by the accounts before: an account not started yet is not tried (service-outage.ts).
+    const outage = new SharedOutage();
+    /** Why the accounts not started are not tried, as last said. */
+    let why: string | undefined;
+    const notTried = async (entry: AccountEntry, witnesses: readonly string[]): Promise<void> => {
+      const now = `accounts ${named(witnesses, 2)} found the Data-Read API at ${this.#config.base_url.replace(/\/+$/, '')} unavailable and no account was read since`;
+      if (why !== now) {
+        why = now;
+        const left = this.#entries.length - next + 1;
+        await emitter.log(
+          'WARN',
+          `${left === 1 ? 'The account' : `The ${left} accounts`} not started yet ${left === 1 ? 'is' : 'are'} not tried this run: ${why}. ` +
+            `${left === 1 ? 'Its state is' : 'Their states are'} unchanged; the next run reads ${left === 1 ? 'it' : 'them'}.`,
+        );
+      }
+      const track = this.#tracks.get(entry.name) as AccountTrack;
+      const error = new ConnectorError('transient_error', `Not tried: ${why}. Its state is unchanged; the next run reads it.`);
+      track.errors.push(error);
+      this.#failures.push({ account: entry.name, stream: undefined, error });
+      for (const { stream } of request.streams) await ended(stream, 'failed');
+      track.ended = 'not_tried';
     };
 
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < this.#entries.length) {
+        await outage.settled();
+        if (next >= this.#entries.length) return;
         const entry = this.#entries[next++] as AccountEntry;
+        const witnesses = outage.witnesses();
+        if (witnesses !== undefined) {
+          await notTried(entry, witnesses);
+          continue;
+        }
+        outage.started(entry.name);
         await runOne(entry);
       }
     };
@@ -497,15 +544,23 @@ export class AccountsRun {
     for (const stream of definitions.values()) await writeState(stream);
     this.#unsent = undefined;
 
-    const failed = [...this.#tracks.values()].filter((t) => t.errors.length > 0);
+    const failed = [...this.#tracks.values()].filter((t) => t.errors.length > 0 && t.ended !== 'not_tried');
+    const untried = [...this.#tracks.values()].filter((t) => t.ended === 'not_tried').map((t) => t.name);
     let error: ConnectorError | undefined;
-    if (failed.length > 0) {
-      const type = mostActionable(failed.flatMap((t) => t.errors.map((e) => e.failureType))) ?? 'system_error';
-      const ok = this.#tracks.size - failed.length;
+    if (failed.length + untried.length > 0) {
+      const type = mostActionable([...this.#tracks.values()].flatMap((t) => t.errors.map((e) => e.failureType))) ?? 'system_error';
+      const ok = this.#tracks.size - failed.length - untried.length;
+      // The accounts not tried are named together, once: with 1,000 accounts, a sentence each would bury the failures.
+      const one = untried.length === 1;
+      const untriedPart =
+        untried.length === 0
+          ? []
+          : [`${one ? 'account' : 'accounts'} ${named(untried, 20)} not tried (${why ?? ''}): ${one ? 'its state is' : 'their states are'} unchanged, the next run reads ${one ? 'it' : 'them'}`];
       const message =
         `${failed.length} of ${this.#tracks.size} accounts failed` +
+        (untried.length > 0 ? ` and ${untried.length} ${one ? 'was' : 'were'} not tried` : '') +
         (ok > 0 ? ` (the other ${ok} were read and their states saved)` : '') +
-        `: ${failed.map((t) => `account "${t.name}": ${accountMessage(t.errors, this.#failures)}`).join('; ')}`;
+        `: ${[...failed.map((t) => `account "${t.name}": ${accountMessage(t.errors, this.#failures)}`), ...untriedPart].join('; ')}`;
       error = new ConnectorError(type, message);
       report?.fail(error);
       await emitter.runFailed(error, []);

@@ -23,8 +23,12 @@ export interface RunRequestCounts {
 /** How one entry of the config's `accounts` ended. */
 export interface AccountOutcome {
   readonly name: string;
-  /** succeeded: every stream read; failed: stopped by its own failure (the others went on); incomplete: the run ended before the account did. */
-  readonly status: 'succeeded' | 'failed' | 'incomplete';
+  /**
+   * succeeded: every stream read; failed: stopped by its own failure (the others went on); incomplete: the run ended
+   * before the account did; not_tried: not started, the service having been found down by the accounts before it
+   * (service-outage.ts), its state unchanged.
+   */
+  readonly status: 'succeeded' | 'failed' | 'incomplete' | 'not_tried';
   /** Records emitted for the account, over every stream. */
   readonly records: number;
   readonly failure_type: FailureType | null;

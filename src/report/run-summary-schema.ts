@@ -38,7 +38,12 @@ export const StreamSummarySchema = z
 export const AccountSummarySchema = z
   .object({
     name: z.string().describe('The name of the config\'s accounts entry'),
-    status: z.enum(['succeeded', 'failed', 'incomplete']).describe('succeeded: every stream read; failed: stopped by its own failure (the others went on); incomplete: the run ended before the account did'),
+    status: z
+      .enum(['succeeded', 'failed', 'incomplete', 'not_tried'])
+      .describe(
+        'succeeded: every stream read; failed: stopped by its own failure (the others went on); incomplete: the run ended before the account did; ' +
+          'not_tried: not started because the accounts before it found the service unreachable (a transient_error; its state is unchanged, the next run reads it)',
+      ),
     records: count.describe('Records the command emitted for the account, over every stream'),
     failure_type: z.enum(FAILURE_TYPES).nullable(),
     message: z.string().nullable().describe('Why the account failed, when it did'),

@@ -289,3 +289,87 @@ describe('the schema of many accounts', () => {
     expect(schema.required).toEqual(['account', 'id', 'updated_at']);
   });
 });
+
+describe('the service down for the accounts of a run (service-outage.ts)', () => {
+  againstNock();
+  const ME = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
+  const names = ['a1', 'a2', 'a3', 'a4', 'a5'];
+  const keyOf = (name: string): string => `drk_live_${name}outage0123456789`;
+  /** What each account's requests meet: its /v1/me, then its contacts. */
+  type Meets = 'refused' | '503' | '401' | 'ok' | 'contacts 500';
+  const scopeOf = (name: string): nock.Scope => nock(origin, { reqheaders: { authorization: `Bearer ${keyOf(name)}` } });
+
+  /** A run of contacts, one account at a time (max_retries 0): what each account met, and how the run ended. */
+  async function run(meets: Record<string, Meets>, concurrency = 1, late = new Set<string>()): Promise<{ result: Awaited<ReturnType<AccountsRun['run']>>; sink: RecordingSink }> {
+    for (const [name, meet] of Object.entries(meets)) {
+      const me = scopeOf(name).get('/v1/me');
+      if (meet === 'refused') me.replyWithError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }));
+      else if (meet === '503') me.reply(503, { title: 'Service unavailable', status: 503 }, { 'content-type': 'application/problem+json', 'retry-after': '0' });
+      else if (meet === '401') me.reply(401, { title: 'Unauthorized', status: 401 }, { 'content-type': 'application/problem+json' });
+      else me.reply(200, ME, JSON_HEADERS);
+      if (meet === 'ok') scopeOf(name).get('/v1/contacts').query(true).delay(late.has(name) ? 300 : 0).reply(200, { data: [{ id: `${name}-1`, updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS);
+      if (meet === 'contacts 500') scopeOf(name).get('/v1/contacts').query(true).reply(500, { title: 'Internal error', status: 500 }, { 'content-type': 'application/problem+json' });
+    }
+    const entries = Object.keys(meets).map((name) => ({ name, api_key: keyOf(name) }));
+    const { config } = parseUserConfig(
+      { accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: concurrency, max_retries: 0 },
+      { addSecret: () => undefined },
+      {},
+    );
+    const sink = new RecordingSink();
+    const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, sink);
+    return { result, sink };
+  }
+  const statuses = (result: Awaited<ReturnType<AccountsRun['run']>>): Record<string, string> => Object.fromEntries(result.accounts.map((a) => [a.name, a.status]));
+
+  it('the service unreachable for two accounts in a row: the accounts not started are not tried, each a transient_error saying why', async () => {
+    const { result, sink } = await run(Object.fromEntries(names.map((n) => [n, 'refused'])));
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'not_tried' });
+    // The accounts not tried sent nothing: their interceptors are left.
+    expect(nock.pendingMocks()).toHaveLength(3);
+    const untried = result.accounts.find((a) => a.name === 'a3');
+    expect(untried?.failure_type).toBe('transient_error');
+    expect(untried?.message).toBe(
+      'Not tried: accounts "a1" and "a2" found the Data-Read API at http://127.0.0.1:9 unavailable and no account was read since. Its state is unchanged; the next run reads it.',
+    );
+    expect(result.error?.failureType).toBe('transient_error');
+    expect(result.error?.message).toMatch(
+      /^2 of 5 accounts failed and 3 were not tried: account "a1": Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused.*; account "a2": Cannot reach .*; accounts "a3", "a4" and "a5" not tried \(accounts "a1" and "a2" found the Data-Read API at http:\/\/127\.0\.0\.1:9 unavailable and no account was read since\): their states are unchanged, the next run reads them$/,
+    );
+    const warns = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' && /not tried/.test(e.message) ? [e.message] : []));
+    expect(warns).toEqual(['The 3 accounts not started yet are not tried this run: accounts "a1" and "a2" found the Data-Read API at http://127.0.0.1:9 unavailable and no account was read since. Their states are unchanged; the next run reads them.']);
+    // The face hears the stream stopped, once, after every account ended it.
+    expect(sink.events.filter((e) => e.kind === 'stopped').map((e) => e.stream)).toEqual(['contacts']);
+    expect(sink.statesOf('contacts')).toEqual([]);
+  });
+
+  it('the service answering 503 to /v1/me past the retries, for two accounts in a row: the same', async () => {
+    const { result } = await run({ a1: '503', a2: '503', a3: 'ok', a4: 'ok' });
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried' });
+  });
+
+  it('two accounts at once: the first to find it down waits for the other, still trying to get in; then those not started are not tried', async () => {
+    const { result } = await run(Object.fromEntries(names.map((n) => [n, 'refused'])), 2);
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'not_tried' });
+  });
+
+  it('two accounts at once: no wait while the other one got in (the service answered it)', async () => {
+    // a2's page comes late: a3, started as soon as a1 found the service down, is read before it.
+    const { result, sink } = await run({ a1: 'refused', a2: 'ok', a3: 'ok' }, 2, new Set(['a2']));
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'succeeded', a3: 'succeeded' });
+    expect(sink.recordsOf('contacts').map((r) => r.account)).toEqual(['a3', 'a2']);
+  });
+
+  it.each<[string, Record<string, Meets>]>([
+    ['keys refused (401) in a row', { a1: '401', a2: '401', a3: 'ok', a4: 'ok' }],
+    ['a 500 of accounts that got in (their /v1/me answered): a fault of their data may be theirs', { a1: 'contacts 500', a2: 'contacts 500', a3: 'ok', a4: 'ok' }],
+    ['one unreachable, then one read: the count starts again', { a1: 'refused', a2: 'ok', a3: 'refused', a4: 'ok' }],
+    ['one unreachable, then a key refused (the service answered it): the count starts again', { a1: 'refused', a2: '401', a3: 'refused', a4: 'ok' }],
+  ])('never stop the others: %s', async (_, meets) => {
+    const { result, sink } = await run(meets);
+    expect(Object.values(statuses(result))).not.toContain('not_tried');
+    for (const [name, meet] of Object.entries(meets)) expect(statuses(result)[name]).toBe(meet === 'ok' ? 'succeeded' : 'failed');
+    expect(nock.pendingMocks()).toEqual([]);
+    expect(sink.recordsOf('contacts').map((r) => r.account)).toEqual(Object.keys(meets).filter((n) => meets[n] === 'ok'));
+  });
+});

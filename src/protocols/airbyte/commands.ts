@@ -241,7 +241,9 @@ async function readAccounts(ctx: CommandContext, sink: AirbyteSink, config: Conf
     const result = await run.run(request, sink, progress.observer());
     progress.stop();
     const failed = result.accounts.filter((a) => a.status === 'failed').length;
-    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed account(s)`}: ${run.summary()}.`);
+    const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
+    const ended = `ended with ${failed} failed account(s)${untried === 0 ? '' : ` and ${untried} not tried`}`;
+    await sink.log(failed + untried === 0 ? 'INFO' : 'WARN', `Sync ${failed + untried === 0 ? 'finished' : ended}: ${run.summary()}.`);
     return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
   } catch (err) {
     progress.stop();

@@ -280,10 +280,12 @@ async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: Stream
   return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close(), unsent: () => accounts.unsentStates() }, async (request, observer) => {
     const result = await accounts.run(request, sink, observer);
     const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
+    const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
+    const others = untried === 0 ? 'the others are complete' : `${untried} not tried (the service found unavailable), the others are complete`;
     return {
-      ok: failed.length === 0,
+      ok: failed.length + untried === 0,
       line:
-        `Sync ${failed.length === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; the others are complete and the last STATE is safe to resume from`}: ` +
+        `Sync ${failed.length + untried === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; ${others} and the last STATE is safe to resume from`}: ` +
         `${accounts.summary()}.`,
       code: result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType),
     };
