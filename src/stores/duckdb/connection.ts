@@ -20,8 +20,8 @@
  * them under the process's umask: 0644 and 0755, world-readable, under the
  * usual 022. A file that exists keeps its mode.
  */
-import { chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
@@ -73,20 +73,25 @@ export interface DuckdbFiles {
  * (SIGKILL, the OOM killer, a power cut) left it, with the rows DuckDB had
  * spilled into it (personal data, as large as that run's unsaved rows).
  * DuckDB removes only the files it spills itself, so nothing else ever would.
- * Its spill files (DuckDB's `duckdb_temp_` names) are removed; true when the
- * folder is then empty, to be removed with this run's own. Anything else in
- * it is not DuckDB's, and is left as it is with the folder.
+ * Its spill files (DuckDB's `duckdb_temp_` names) are removed, wherever the
+ * folder is. True when the folder is to be removed with this run's own: a
+ * plain folder (not a link, nor a mount point: the user's way of putting the
+ * spills on another disk) that held DuckDB's spill files and nothing else.
+ * Anything else in it is not DuckDB's, and is left as it is with the folder;
+ * so is a folder that held nothing (the user may have made it).
  */
 function clearLeftoverTemp(path: string): boolean {
   let names: string[];
+  let plain: boolean;
   try {
     names = readdirSync(path);
+    plain = lstatSync(path).isDirectory() && statSync(path).dev === statSync(dirname(path)).dev;
   } catch {
     return false; // not a folder, or not readable: DuckDB says why when it needs it
   }
-  const others = names.filter((name) => !name.startsWith('duckdb_temp_'));
-  for (const name of names) if (!others.includes(name)) rmSync(join(path, name), { force: true });
-  return others.length === 0;
+  const spilled = names.filter((name) => name.startsWith('duckdb_temp_'));
+  for (const name of spilled) rmSync(join(path, name), { force: true });
+  return plain && spilled.length > 0 && spilled.length === names.length;
 }
 
 /** The temporary folder `path`, made 0700 unless it is there; true when made here. */
@@ -179,7 +184,11 @@ function tempRemover(path: string | undefined): () => void {
   if (path === undefined) return () => undefined;
   const drop = (): void => {
     process.off('exit', drop);
-    rmSync(path, { recursive: true, force: true });
+    try {
+      rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Best effort: what the run wrote is committed; a folder that cannot go (in use, its parent read-only) stays.
+    }
   };
   process.on('exit', drop);
   return drop;

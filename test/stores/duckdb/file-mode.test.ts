@@ -12,7 +12,7 @@
  * killed outright leaves it, and the next run that holds the file removes it.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -109,6 +109,22 @@ describe('DuckDB store file modes', () => {
     writeFileSync(join(`${t.path}.tmp`, 'notes.txt'), 'not DuckDB\'s');
     await (await DuckdbStore.open(t)).close();
     expect(readdirSync(`${t.path}.tmp`)).toEqual(['notes.txt']);
+  });
+
+  it("a temporary folder the user made is left: a link to another disk (DuckDB's spill files in it removed), an empty folder", async () => {
+    const linked = target('linked');
+    const elsewhere = join(dir, 'bigger-disk');
+    mkdirSync(elsewhere, { mode: 0o700 });
+    writeFileSync(join(elsewhere, 'duckdb_temp_storage_S32K-0.tmp'), 'rows of a killed run');
+    symlinkSync(elsewhere, `${linked.path}.tmp`);
+    await (await DuckdbStore.open(linked)).close();
+    expect(lstatSync(`${linked.path}.tmp`).isSymbolicLink()).toBe(true);
+    expect(readdirSync(elsewhere)).toEqual([]);
+
+    const made = target('made');
+    mkdirSync(`${made.path}.tmp`, { mode: 0o700 });
+    await (await DuckdbStore.open(made)).close();
+    expect(existsSync(`${made.path}.tmp`)).toBe(true);
   });
 
   it.each([
