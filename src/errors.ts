@@ -74,18 +74,22 @@ export const messageOf = (err: unknown): string => (err instanceof Error ? err.m
  * 'ana@example.com'`; a driver's: `invalid input syntax for type integer:
  * "..."`), and BigInt's without quotes. The connector's own errors
  * (ConnectorError) are said whole; anything thrown that is not an Error, by
- * its type alone. Secrets are redacted (`scrub`) before the message is cut,
- * so no piece of one is left at the cut.
+ * its type alone. The cut goes back to the start of the word holding the
+ * quote, so that a secret that holds one (a password in a URL) is not left
+ * in part where the outputs' redaction would no longer know it; secrets are
+ * also redacted first where the caller knows them (`scrub`).
  */
 export function faultWords(err: unknown, scrub: (text: string) => string = (text) => text): string {
   if (!(err instanceof Error)) return `a ${err === null ? 'null' : typeof err} thrown, not an Error (its value is not shown: it may be data)`;
   const code = (err as { code?: unknown }).code;
-  const name = `${err.name}${typeof code === 'string' ? ` [${code}]` : ''}`;
+  const name = `${err.name}${typeof code === 'string' && code !== '' ? ` [${code}]` : ''}`;
   const message = scrub(err.message);
   if (err instanceof ConnectorError) return `${name}: ${message}`;
   if (/^Cannot convert [\s\S]* to a BigInt$/.test(message)) return `${name}: Cannot convert a text to a BigInt (not shown: it may be data)`;
-  const cut = /['"`\n\r]/.exec(message);
-  return cut === null ? `${name}: ${message}` : `${name}: ${message.slice(0, cut.index).trimEnd()} ... (the rest not shown: it may quote data)`;
+  const quote = /['"`\n\r]/.exec(message);
+  if (quote === null) return `${name}: ${message}`;
+  const cut = message.slice(0, quote.index).search(/\S*$/);
+  return `${name}: ${message.slice(0, cut).trimEnd()} ... (the rest not shown: it may quote data)`;
 }
 
 /** Wrap anything thrown into a ConnectorError (unexpected errors are system errors, said as faultWords says them). */

@@ -24,6 +24,11 @@ describe('toConnectorError', () => {
     expect(driver.message).toBe('Unexpected error in the connector: Error [22P02]: invalid input syntax for type integer: ... (the rest not shown: it may quote data)');
   });
 
+  it('cuts before the word holding the quote, so a secret holding one is not left in part; an empty code is not shown', () => {
+    const proxy = toConnectorError(Object.assign(new Error("connect to http://user:s3cr3t'q@proxy:3128 refused"), { code: '' }));
+    expect(proxy.message).toBe('Unexpected error in the connector: Error: connect to ... (the rest not shown: it may quote data)');
+  });
+
   it('says a message without quotes whole, and a thrown non-Error by its type alone', () => {
     expect(toConnectorError(new TypeError('x is not a function')).message).toBe('Unexpected error in the connector: TypeError: x is not a function');
     expect(toConnectorError('ana@example.com').message).toBe('Unexpected error in the connector: a string thrown, not an Error (its value is not shown: it may be data)');
