@@ -28,7 +28,11 @@ interface LockHolder {
   readonly locks: string;
 }
 
-/** The other sessions holding a lock stronger than ACCESS SHARE on a table of the schema, oldest transaction first. */
+/**
+ * The other sessions holding a lock stronger than ACCESS SHARE on a table of
+ * the schema, oldest transaction first: of this database only (a database
+ * copied from it as a template has the same tables under the same oids).
+ */
 const LOCK_HOLDERS_SQL = `
   SELECT l.pid::text AS pid, a.application_name, a.state, a.xact_start::text AS since,
          string_agg(DISTINCT l.mode || ' on ' || c.relname, ', ') AS locks
@@ -37,6 +41,7 @@ const LOCK_HOLDERS_SQL = `
     JOIN pg_namespace n ON n.oid = c.relnamespace
     LEFT JOIN pg_stat_activity a ON a.pid = l.pid
    WHERE l.granted AND n.nspname = $1 AND c.relkind IN ('r', 'p') AND l.pid <> pg_backend_pid() AND l.mode <> 'AccessShareLock'
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
    GROUP BY l.pid, a.application_name, a.state, a.xact_start
    ORDER BY a.xact_start NULLS LAST
    LIMIT 5`;

@@ -13,7 +13,7 @@ import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/targe
 import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
 import { rawNumber } from '../../../src/exact-json.js';
-import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
+import { adminClient, freshDatabase, postgresAdminUrl, withDatabase, type TestDatabase } from '../../helpers/postgres.js';
 import { at, checkpoint, connectorFailure, contact, deletion } from '../records.js';
 import { storeSuite } from '../store-suite.js';
 
@@ -581,6 +581,49 @@ describe('transactions', () => {
     expect(await ids(schema, 'contacts')).toEqual(['c1']);
     expect((await admin.query(`SELECT updated_at FROM ${schema}.contacts`)).rows[0].updated_at).toEqual(new Date(at(1)));
     expect(JSON.parse((await store.savedStates()).get('contacts') ?? '{}')).toEqual({ resume: { sync_watermark: at(1) } });
+  });
+
+  it('names the sessions of its own database only: a copy of it (the same table oids) whose session holds a lock is not named', { timeout: 60_000 }, async () => {
+    const schema = 's_lock_copy';
+    const source = await freshDatabase('src');
+    const adminUrl = await postgresAdminUrl();
+    const copyName = `${source.name}_copy`;
+    const t = parseStoreTarget(source.url, schema, {}) as PostgresTarget;
+    const clients: pg.Client[] = [];
+    try {
+      await (await PostgresStore.open(t)).close();
+      // A copy made from it as a template (a staging database) has the same tables under the same oids.
+      const server = await adminClient(adminUrl);
+      await server.query(`CREATE DATABASE "${copyName}" TEMPLATE "${source.name}"`);
+      await server.end();
+      const store = await PostgresStore.open(t, { lockWaitMs: 300 });
+      try {
+        const hold = async (url: string, name: string): Promise<void> => {
+          const client = await adminClient(url);
+          clients.push(client);
+          await client.query(`SET application_name = '${name}'`);
+          await client.query('BEGIN');
+          await client.query(`LOCK TABLE ${schema}.contacts IN SHARE MODE`);
+        };
+        await hold(withDatabase(adminUrl, copyName), 'in-the-copy');
+        await hold(source.url, 'team-notebook');
+        const failed: ConnectorError[] = [];
+        store.onStreamFailed = (_stream, error) => failed.push(error);
+        await store.write(checkpoint('contacts', [contact('c1', 1)], 1));
+        await store.flush();
+        expect(failed).toHaveLength(1);
+        expect(failed[0]?.message).toMatch(/"team-notebook".*ShareLock on contacts/);
+        expect(failed[0]?.message).not.toContain('in-the-copy');
+      } finally {
+        for (const client of clients) await client.end();
+        await store.close();
+      }
+    } finally {
+      const server = await adminClient(adminUrl);
+      await server.query(`DROP DATABASE IF EXISTS "${copyName}" WITH (FORCE)`);
+      await server.end();
+      await source.drop();
+    }
   });
 
   it("in a store of many accounts, a refused row stops that account's part of the stream alone; its state is kept as last committed", async () => {
