@@ -57,7 +57,7 @@ export interface PostgresStoreOptions {
  * its rows (LOCK TABLE, SELECT ... FOR UPDATE, an UPDATE, a CREATE INDEX)
  * does, and one left idle in its transaction would hold the run for ever.
  */
-export const WRITE_LOCK_WAIT_MS = 60_000;
+const WRITE_LOCK_WAIT_MS = 60_000;
 
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
   const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
