@@ -184,6 +184,8 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         pageSize: config.page_size,
         startDate,
         state,
+        // A full read of a stream with a cursor reads again what moved past its end while it paged (reader.ts).
+        catchUp: mode === 'full_refresh',
         ...(made ? { onPage: (records: readonly Data[], through: ReadPosition) => made.emit(pipeline, records, Date.now(), through) } : {}),
         // The gap is measured on the service's clock: its now against the saved watermark the log reads from.
         ...(log
