@@ -39,7 +39,7 @@ export interface ReadOptions {
    */
   readonly onWatermark?: (watermark: string, resumed: boolean) => void | Promise<void>;
   /**
-   * The stream is read in full (a full refresh of a stream with a cursor). A
+   * The stream is read in full (a full refresh, or a first read, of a stream with a cursor). A
    * record changed while such a read pages through leaves the pages still to
    * come for a time after the read's watermark, so the read never returns it:
    * a copy made of that read alone lacks it (a Singer target's
@@ -128,8 +128,9 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         await sink.state(stream, state);
         return { kind: 'complete', state };
       }
-      // Inside the read: a checkpoint to resume from, the complete watermark untouched.
-      await sink.state(stream, rules.midRead(page.next, page.watermark));
+      // Inside the read: a checkpoint to resume from, the complete watermark untouched. A catch-up read checkpoints
+      // only the pages it passed records of (most of its pages pass none: one STATE each would say nothing new).
+      if (after === undefined || records.length > 0) await sink.state(stream, rules.midRead(page.next, page.watermark));
       page = await pages.next();
     }
   }

@@ -2,7 +2,8 @@
  * A full read of a stream with a cursor, while records change: a record on a
  * page still to come that changes moves after the read's watermark, and the
  * read never returns it. The sync reads again from the watermark what changed
- * after it (reader.ts, catchUp), so a full refresh's copy lacks nothing.
+ * after it (reader.ts, catchUp), so the copy a full refresh or a first read
+ * makes lacks nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/config.js';
@@ -109,15 +110,21 @@ describe('a full read while records move past its end', () => {
     expect(api.calls).toHaveLength(1);
   });
 
-  it('runSync reads a full_refresh stream so, and an incremental one not (its next sync brings the change)', async () => {
+  it('runSync reads so a full_refresh stream and a first read; a read from a saved watermark not (the next sync brings the change)', async () => {
     const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 3 });
-    for (const mode of ['full_refresh', 'incremental'] as const) {
+    const cases = [
+      { mode: 'full_refresh', state: {}, catchUp: true },
+      { mode: 'incremental', state: {}, catchUp: true },
+      { mode: 'incremental', state: { sync_watermark: iso(0) }, catchUp: false },
+    ] as const;
+    for (const { mode, state, catchUp } of cases) {
       const api = new KeysetContacts(10);
       api.onRequest = (n) => (n === 2 ? api.change('c08') : undefined);
       const sink = new RecordingSink();
-      const result = await runSync({ config, client: api, sink, streams: [{ stream: contacts, mode }], states: new Map() });
+      const result = await runSync({ config, client: api, sink, streams: [{ stream: contacts, mode }], states: new Map([['contacts', state]]) });
       expect(result.failures).toEqual([]);
-      if (mode === 'full_refresh') expect(copyOf(sink)).toEqual(serviceNow(api));
+      expect(api.calls.filter((c) => c.query.cursor === undefined), `${mode} ${JSON.stringify(state)}`).toHaveLength(catchUp ? 2 : 1);
+      if (catchUp) expect(copyOf(sink)).toEqual(serviceNow(api));
       else expect(copyOf(sink).has('c08')).toBe(false);
     }
   });
