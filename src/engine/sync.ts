@@ -184,6 +184,10 @@ export async function runSync(request: SyncRequest): Promise<SyncResult> {
         pageSize: config.page_size,
         startDate,
         state,
+        // A full read of a stream with a cursor (a full refresh, or a first read: no watermark saved) reads again what
+        // moved past its end while it paged (reader.ts). Later reads need not: what moves past their end had a row
+        // already, and the next sync brings its change as any other.
+        catchUp: mode === 'full_refresh' || state.sync_watermark === undefined,
         ...(made ? { onPage: (records: readonly Data[], through: ReadPosition) => made.emit(pipeline, records, Date.now(), through) } : {}),
         // The gap is measured on the service's clock: its now against the saved watermark the log reads from.
         ...(log

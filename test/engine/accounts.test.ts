@@ -186,8 +186,10 @@ describe('the STATE cadence of many accounts (a face without a sink per account)
     nock(origin)
       .get('/v1/contacts')
       .query(true)
-      .times(K * PAGES)
+      // Each account's first read, then its read of what changed after its watermark (nothing).
+      .times(K * (PAGES + 1))
       .reply((req: Request) => {
+        if (new URL(req.url).searchParams.get('updated_since') === W) return [200, { data: [], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS];
         const cursor = new URL(req.url).searchParams.get('cursor');
         const page = cursor === null ? 0 : Number(cursor.slice(1));
         const last = page === PAGES - 1;

@@ -1,0 +1,131 @@
+/**
+ * A full read of a stream with a cursor, while records change: a record on a
+ * page still to come that changes moves after the read's watermark, and the
+ * read never returns it. The sync reads again from the watermark what changed
+ * after it (reader.ts, catchUp), so the copy a full refresh or a first read
+ * makes lacks nothing.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/config.js';
+import { readStream } from '../../src/engine/reader.js';
+import { runSync } from '../../src/engine/sync.js';
+import { findStream, type StreamDefinition } from '../../src/streams.js';
+import type { ListQuery, RawPage } from '../../src/client/types.js';
+import { FakeApi, contact, iso } from '../helpers/fake-api.js';
+import { RecordingSink } from '../helpers/recording-sink.js';
+
+const contacts = findStream('contacts') as StreamDefinition;
+const LOOK_BACK_MINUTES = 5;
+
+/**
+ * The contacts list as the service serves it: ordered by (updated_at, id),
+ * up to the read's watermark (the service's now when the read began), from
+ * updated_since less the look-back; the cursor carries the read's watermark
+ * and the last key served. `onRequest` runs before each page (its number from 1).
+ */
+class KeysetContacts extends FakeApi {
+  readonly minutes = new Map<string, number>();
+  now = 30;
+  onRequest: (request: number) => void = () => undefined;
+  #requests = 0;
+
+  constructor(count: number) {
+    super();
+    for (let i = 0; i < count; i++) this.minutes.set(`c${String(i).padStart(2, '0')}`, i);
+  }
+
+  /** Change a record now: its updated_at becomes the service's now, which moves on. */
+  change(id: string): void {
+    this.now += 1;
+    this.minutes.set(id, this.now);
+  }
+
+  override async list(path: string, query: ListQuery): Promise<RawPage> {
+    this.calls.push({ path, query: { ...query } });
+    this.onRequest(++this.#requests);
+    let watermark = this.now;
+    let since = query.updated_since === undefined ? -Infinity : (Date.parse(query.updated_since) - Date.parse(iso(0))) / 60_000 - LOOK_BACK_MINUTES;
+    let after: [number, string] | undefined;
+    if (query.cursor !== undefined) {
+      const [w, s, t, id] = JSON.parse(query.cursor) as [number, number | null, number, string];
+      [watermark, since, after] = [w, s ?? -Infinity, [t, id]];
+    }
+    const keys = [...this.minutes]
+      .filter(([id, t]) => t >= since && t <= watermark && (after === undefined || t > after[0] || (t === after[0] && id > after[1])))
+      .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1));
+    const page = keys.slice(0, query.limit);
+    const more = keys.length > page.length;
+    const last = page[page.length - 1];
+    return {
+      data: page.map(([id, t]) => contact(id, t)),
+      has_more: more,
+      next_cursor: more && last ? JSON.stringify([watermark, Number.isFinite(since) ? since : null, last[1], last[0]]) : null,
+      sync_watermark: iso(watermark),
+    };
+  }
+}
+
+/** The last version passed on of each record, by id. */
+function copyOf(sink: RecordingSink): Map<string, unknown> {
+  return new Map(sink.recordsOf('contacts').map((r) => [r.id as string, r.updated_at]));
+}
+
+const serviceNow = (api: KeysetContacts): Map<string, string> => new Map([...api.minutes].map(([id, t]) => [id, iso(t)]));
+
+describe('a full read while records move past its end', () => {
+  it('reads again from its watermark what changed after it: the copy holds every record', async () => {
+    const api = new KeysetContacts(10);
+    // While the second page is asked for, c08 (due on the last page) changes: it moves after the read's watermark.
+    api.onRequest = (n) => (n === 2 ? api.change('c08') : undefined);
+    const sink = new RecordingSink();
+    const outcome = await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state: {}, catchUp: true });
+
+    expect(copyOf(sink)).toEqual(serviceNow(api));
+    // The catch-up read passes on only what changed after the full read's watermark: no record repeats.
+    expect(sink.recordsOf('contacts')).toHaveLength(10);
+    expect(api.calls.map((c) => c.query.updated_since ?? (c.query.cursor === undefined ? 'start' : 'cursor'))).toEqual(['start', 'cursor', 'cursor', iso(30)]);
+    // One state ends the read: the catch-up read's watermark.
+    expect(sink.statesOf('contacts').filter((s) => s.resume === undefined)).toEqual([{ sync_watermark: iso(31) }]);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: iso(31) } });
+  });
+
+  it('goes on while a catch-up read, too, takes more than one page, and at most 3 times', async () => {
+    const api = new KeysetContacts(10);
+    // At every request the record changed longest ago changes: each read sees records change, and pages more than once.
+    api.onRequest = () => api.change([...api.minutes].sort(([, x], [, y]) => x - y)[0]?.[0] as string);
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 2, startDate: undefined, state: {}, catchUp: true });
+    const reads = api.calls.filter((c) => c.query.cursor === undefined);
+    expect(reads).toHaveLength(4);
+    // What moved during the last read is the next sync's (its watermark is the state): everything else was passed on.
+    const last = Date.parse(String(sink.statesOf('contacts').at(-1)?.sync_watermark));
+    const behind = [...serviceNow(api)].filter(([, at]) => Date.parse(at) <= last);
+    for (const [id, at] of behind) expect(copyOf(sink).get(id), id).toBe(at);
+  });
+
+  it('a full read of one page needs no catch-up: nothing moves out of a page served at once', async () => {
+    const api = new KeysetContacts(3);
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state: {}, catchUp: true });
+    expect(api.calls).toHaveLength(1);
+  });
+
+  it('runSync reads so a full_refresh stream and a first read; a read from a saved watermark not (the next sync brings the change)', async () => {
+    const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 3 });
+    const cases = [
+      { mode: 'full_refresh', state: {}, catchUp: true },
+      { mode: 'incremental', state: {}, catchUp: true },
+      { mode: 'incremental', state: { sync_watermark: iso(0) }, catchUp: false },
+    ] as const;
+    for (const { mode, state, catchUp } of cases) {
+      const api = new KeysetContacts(10);
+      api.onRequest = (n) => (n === 2 ? api.change('c08') : undefined);
+      const sink = new RecordingSink();
+      const result = await runSync({ config, client: api, sink, streams: [{ stream: contacts, mode }], states: new Map([['contacts', state]]) });
+      expect(result.failures).toEqual([]);
+      expect(api.calls.filter((c) => c.query.cursor === undefined), `${mode} ${JSON.stringify(state)}`).toHaveLength(catchUp ? 2 : 1);
+      if (catchUp) expect(copyOf(sink)).toEqual(serviceNow(api));
+      else expect(copyOf(sink).has('c08')).toBe(false);
+    }
+  });
+});
