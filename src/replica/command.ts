@@ -102,7 +102,9 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<st
   let deleted = 0;
   let skipped = 0;
   for (const [name, t] of tallies) {
-    parts.push(`${name} ${rows.get(name) ?? 0} rows (${read.get(name) ?? 0} read)`);
+    // A table another session kept locked is not counted (stores/postgres/store.ts).
+    const count = rows.get(name);
+    parts.push(`${name} ${count === undefined ? 'rows not counted (its table locked by another session)' : `${count} rows`} (${read.get(name) ?? 0} read)`);
     deleted += t.deletedRows;
     skipped += t.skippedDeleted;
   }
