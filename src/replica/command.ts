@@ -244,13 +244,15 @@ function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: 
   const error = toConnectorError(err);
   report?.fail(error);
   reportWritten(report, tallies, store);
-  logger.log(
-    'ERROR',
-    error.failureType === 'config_error'
-      ? `Cannot replicate: ${error.message}`
-      : `Replication stopped: ${error.message}${/run replicate again/i.test(error.message) ? '' : ' Run replicate again to continue from the last commit.'}`,
-  );
+  logger.log('ERROR', stoppedLine(error));
   return exitStatusFor(error.failureType);
+}
+
+/** The last line of a run an error stopped; the advice to run again once, where the store's own message gives none. */
+export function stoppedLine(error: ConnectorError): string {
+  if (error.failureType === 'config_error') return `Cannot replicate: ${error.message}`;
+  const advised = /run replicate again|run again later, it resumes from the last commit/i.test(error.message);
+  return `Replication stopped: ${error.message}${advised ? '' : ' Run replicate again to continue from the last commit.'}`;
 }
 
 /**
