@@ -31,7 +31,7 @@ export class UsageError extends Error {
 export function unknownOption(arg: string, known: readonly string[]): UsageError {
   const given = arg.split('=')[0] as string;
   const meant = closestName(given.replace(/^-+/, ''), known);
-  return new UsageError(`Unknown option ${given}${meant === undefined ? '' : `: did you mean --${meant}?`} Run with --help to see the options.`, { brief: true });
+  return new UsageError(`Unknown option ${given}${meant === undefined ? '.' : `: did you mean --${meant}?`} Run with --help to see the options.`, { brief: true });
 }
 
 /** The line `--version` prints: `<executable> <version>`. */

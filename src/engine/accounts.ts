@@ -555,7 +555,7 @@ export class AccountsRun {
       const untriedPart =
         untried.length === 0
           ? []
-          : [`${one ? 'account' : 'accounts'} ${named(untried, 20)} not tried (${why ?? ''}): ${one ? 'its state is' : 'their states are'} unchanged, the next run reads ${one ? 'it' : 'them'}`];
+          : [`${one ? 'account' : 'accounts'} ${named(untried, 20)} not tried (${why ?? ''}): ${one ? 'its state is' : 'their states are'} unchanged, the next run reads ${one ? 'it' : 'them'}.`];
       const message =
         `${failed.length} of ${this.#tracks.size} accounts failed` +
         (untried.length > 0 ? ` and ${untried.length} ${one ? 'was' : 'were'} not tried` : '') +

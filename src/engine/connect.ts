@@ -266,7 +266,7 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
     };
   }
   const names = entries.map((entry, i) => `"${entry.name}" (account "${results[i]?.account ?? '?'}")`);
-  return { ok: true, message: `Connected to all ${entries.length} accounts: ${names.join(', ')}.`, ...(drift ? { drift } : {}) };
+  return { ok: true, message: `Connected to ${entries.length === 1 ? 'the one account listed' : `all ${entries.length} accounts`}: ${names.join(', ')}.`, ...(drift ? { drift } : {}) };
 }
 
 /**

@@ -102,7 +102,9 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<st
   let deleted = 0;
   let skipped = 0;
   for (const [name, t] of tallies) {
-    parts.push(`${name} ${rows.get(name) ?? 0} rows (${read.get(name) ?? 0} read)`);
+    // A table another session kept locked is not counted (stores/postgres/store.ts).
+    const count = rows.get(name);
+    parts.push(`${name} ${count === undefined ? 'rows not counted (its table locked by another session)' : `${count} rows`} (${read.get(name) ?? 0} read)`);
     deleted += t.deletedRows;
     skipped += t.skippedDeleted;
   }
@@ -242,13 +244,15 @@ function stoppedBy(err: unknown, { logger, report }: ReplicateContext, tallies: 
   const error = toConnectorError(err);
   report?.fail(error);
   reportWritten(report, tallies, store);
-  logger.log(
-    'ERROR',
-    error.failureType === 'config_error'
-      ? `Cannot replicate: ${error.message}`
-      : `Replication stopped: ${error.message}${/run replicate again/i.test(error.message) ? '' : ' Run replicate again to continue from the last commit.'}`,
-  );
+  logger.log('ERROR', stoppedLine(error));
   return exitStatusFor(error.failureType);
+}
+
+/** The last line of a run an error stopped; the advice to run again once, where the store's own message gives none. */
+export function stoppedLine(error: ConnectorError): string {
+  if (error.failureType === 'config_error') return `Cannot replicate: ${error.message}`;
+  const advised = /run replicate again|run again later, it resumes from the last commit/i.test(error.message);
+  return `Replication stopped: ${error.message}${advised ? '' : ' Run replicate again to continue from the last commit.'}`;
 }
 
 /**

@@ -16,7 +16,7 @@ export const SchemaChangeSchema = z
     column: z.string(),
     change: z
       .enum(['added', 'widened', 'retyped', 'left_for_next_run'])
-      .describe('added: a new column; widened: its type widened; retyped: its type changed otherwise (a SQLite table rewritten to a newer version\'s layout); left_for_next_run: asked for but not made this run (a reader held the table, or values met during the run that do not fit their column, kept in _extra until then)'),
+      .describe('added: a new column; widened: its type widened; retyped: its type changed otherwise (a SQLite table rewritten to a newer version\'s layout); left_for_next_run: asked for but not made this run (a reader held the table; a widening a view of PostgreSQL or an index of DuckDB refuses, tried again every run; or values met during the run that do not fit their column), the values kept in _extra until then'),
     from_type: z.string().nullable().describe("The column's SQL type before (null: no column yet)"),
     to_type: z.string().describe("Its SQL type after (left_for_next_run: the type the next run gives it)"),
   })

@@ -39,7 +39,7 @@ describe('readArgs', () => {
     expect(mistake(['read', '--catlog', 'x.json'], SOURCE)).toEqual(['Unknown option --catlog: did you mean --catalog? Run with --help to see the options.', true]);
     expect(mistake(['--Discover'], TAP)).toEqual(['Unknown option --Discover: did you mean --discover? Run with --help to see the options.', true]);
     expect(mistake(['--summray=s.json'], SOURCE)[0]).toBe('Unknown option --summray: did you mean --summary? Run with --help to see the options.');
-    expect(mistake(['spec', '-x'], SOURCE)).toEqual(['Unknown option -x Run with --help to see the options.', true]);
+    expect(mistake(['spec', '-x'], SOURCE)).toEqual(['Unknown option -x. Run with --help to see the options.', true]);
   });
 
   it('a flag without its value, a switch given one, an argument nothing takes: told with the usage text', () => {

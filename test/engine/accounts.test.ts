@@ -336,7 +336,7 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     );
     expect(result.error?.failureType).toBe('transient_error');
     expect(result.error?.message).toMatch(
-      /^2 of 5 accounts failed and 3 were not tried: account "a1": Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused.*; account "a2": Cannot reach .*; accounts "a3", "a4" and "a5" not tried \(accounts "a1" and "a2" found the Data-Read API at http:\/\/127\.0\.0\.1:9 unavailable and no account was read since\): their states are unchanged, the next run reads them$/,
+      /^2 of 5 accounts failed and 3 were not tried: account "a1": Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused.*; account "a2": Cannot reach .*; accounts "a3", "a4" and "a5" not tried \(accounts "a1" and "a2" found the Data-Read API at http:\/\/127\.0\.0\.1:9 unavailable and no account was read since\): their states are unchanged, the next run reads them\.$/,
     );
     const warns = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' && /not tried/.test(e.message) ? [e.message] : []));
     expect(warns).toEqual(['The 3 accounts not started yet are not tried this run: accounts "a1" and "a2" found the Data-Read API at http://127.0.0.1:9 unavailable and no account was read since. Their states are unchanged; the next run reads them.']);

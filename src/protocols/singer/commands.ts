@@ -281,11 +281,15 @@ async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: Stream
     const result = await accounts.run(request, sink, observer);
     const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
     const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
-    const others = untried === 0 ? 'the others are complete' : `${untried} not tried (the service found unavailable), the others are complete`;
+    // Only what is true of this run: with every account failed or not tried, none is complete.
+    const others = [
+      ...(untried === 0 ? [] : [`${untried} not tried (the service found unavailable)`]),
+      ...(result.accounts.some((a) => a.status === 'succeeded') ? ['the others are complete'] : []),
+    ];
     return {
       ok: failed.length + untried === 0,
       line:
-        `Sync ${failed.length + untried === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; ${others} and the last STATE is safe to resume from`}: ` +
+        `Sync ${failed.length + untried === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; ${[...others, 'the last STATE is safe to resume from'].join(', ')}`}: ` +
         `${accounts.summary()}.`,
       code: result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType),
     };

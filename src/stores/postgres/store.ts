@@ -59,6 +59,16 @@ export interface PostgresStoreOptions {
  */
 const WRITE_LOCK_WAIT_MS = 60_000;
 
+/**
+ * How long the run's closing count of a table's rows waits for its lock. The
+ * count only feeds the last log line; a session that held a write off the
+ * table (LOCK TABLE) would hold the count as long again.
+ */
+const COUNT_LOCK_WAIT_MS = 1_000;
+
+/** SQLSTATE lock_not_available: lock_timeout passed. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
   const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
   return new Map(rows.map((r) => [r.key, r.value]));
@@ -147,6 +157,26 @@ export class PostgresStore extends GroupStore<string> {
 
   /** The SQL type of each column kind (`bigint`, `numeric`...), for messages. */
   static sqlType = PG_TYPES;
+
+  /** Rows in each stream's table; a table another session keeps locked is left out (COUNT_LOCK_WAIT_MS). */
+  override async rowCounts(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    try {
+      // The writes are done (finish() flushed them): the session's lock_timeout is the count's alone from here.
+      await this.client.query(`SET lock_timeout = ${COUNT_LOCK_WAIT_MS}`);
+      for (const { layout } of this.tables) {
+        try {
+          const { rows } = await this.client.query<{ n: string }>(`SELECT count(*) AS n FROM ${qualified(this.target.schema, layout.table)}`);
+          counts.set(layout.stream, Number(rows[0]?.n ?? 0));
+        } catch (err) {
+          if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
+        }
+      }
+    } catch (err) {
+      throw postgresError(err, this.target, 'reading');
+    }
+    return counts;
+  }
 
   protected async rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]> {
     try {

@@ -255,6 +255,14 @@ describe('Airbyte read with accounts', () => {
     expect(logs.some((l) => /no longer in the config \(acme-br\).*kept/.test(l))).toBe(true);
   });
 
+  it('check of a list of one entry says one account, not "all 1 accounts"', async () => {
+    const solo = tenant('solo', 'Solo', 5);
+    const check = await runCli(SOURCE_BIN, ['check', '--config', config([solo])]);
+    expect(check.code).toBe(0);
+    const status = parseLines(check.stdout).find((m) => m.type === 'CONNECTION_STATUS')?.connectionStatus as { status: string; message: string };
+    expect(status).toEqual({ status: 'SUCCEEDED', message: 'Connected to the one account listed: "solo" (account "Solo").' });
+  });
+
   it('one key revoked: the others are read exactly and saved, exit 78, one error naming it; check names it', async () => {
     const hooli = tenant('hooli', 'Hooli', 25);
     const pied = tenant('pied', 'Pied Piper', 25);

@@ -72,12 +72,12 @@ describe.each(EXECUTABLES)('%s', (name, bin, usage) => {
         ? [
             [['read', '--config', 'c.json', '--catlog', 'x.json'], 'Unknown option --catlog: did you mean --catalog?'],
             [['replicate', '--config=c.json', '--summray=s.json'], 'Unknown option --summray: did you mean --summary?'],
-            [['spec', '--bogus'], 'Unknown option --bogus'],
+            [['spec', '--bogus'], 'Unknown option --bogus.'],
           ]
         : [
             [['--config', 'c.json', '--catlog', 'x.json'], 'Unknown option --catlog: did you mean --catalog?'],
             [['--config', 'c.json', '--Discover'], 'Unknown option --Discover: did you mean --discover?'],
-            [['--bogus'], 'Unknown option --bogus'],
+            [['--bogus'], 'Unknown option --bogus.'],
           ];
     for (const [args, message] of cases) {
       const run = await runCli(bin, args);

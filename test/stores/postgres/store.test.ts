@@ -583,6 +583,31 @@ describe('transactions', () => {
     expect(JSON.parse((await store.savedStates()).get('contacts') ?? '{}')).toEqual({ resume: { sync_watermark: at(1) } });
   });
 
+  it('a session holding a table past the write\'s wait does not hold the run\'s end as long again: that table is not counted', { timeout: 60_000 }, async () => {
+    const schema = 's_lock_count';
+    const store = await openStore(schema, { lockWaitMs: 300 });
+    await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    // `LOCK TABLE` without a mode: ACCESS EXCLUSIVE, which keeps even a count(*) out.
+    const holder = await adminClient(db.url);
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${schema}.contacts`);
+      const failed: ConnectorError[] = [];
+      store.onStreamFailed = (_stream, error) => failed.push(error);
+      await store.write(checkpoint('contacts', [contact('c2', 2)], 2));
+      await store.write(checkpoint('stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(2) }], 2));
+      await store.flush();
+      expect(failed).toHaveLength(1);
+      // The run's last line: the tables it could count, not a second wait (and a second failure) on the held one.
+      const counts = await store.finish();
+      expect(counts.has('contacts')).toBe(false);
+      expect(counts.get('stage_events')).toBe(1);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+  });
+
   it('names the sessions of its own database only: a copy of it (the same table oids) whose session holds a lock is not named', { timeout: 60_000 }, async () => {
     const schema = 's_lock_copy';
     const source = await freshDatabase('src');
