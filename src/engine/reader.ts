@@ -45,9 +45,12 @@ export interface ReadOptions {
    * a copy made of that read alone lacks it (a Singer target's
    * ACTIVATE_VERSION even drops its row). After the last page the stream is
    * read again from the watermark, passing on only the records changed after
-   * it, until a read takes one page (a page is served at once: nothing moves
-   * out of it while it is read) or CATCH_UP_READS such reads were made (the
-   * next sync then brings the rest, as it brings any later change).
+   * it, until a read passes none (nothing moved during the read before it:
+   * the service's look-back of 5 minutes may still fill pages with records
+   * read already, after a bulk load), a read takes one page (a page is served
+   * at once: nothing moves out of it while it is read), or CATCH_UP_READS such
+   * reads were made (the next sync then brings the rest, as it brings any
+   * later change).
    */
   readonly catchUp?: boolean;
 }
@@ -105,8 +108,10 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       await sink.streamRunning(stream);
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
+    let passed = 0;
     for (let pagesRead = 1; ; pagesRead++) {
       const records = after === undefined ? page.records : changedAfter(stream, page.records, after);
+      passed += records.length;
       if (records.length > 0) {
         await sink.records(stream, records, Date.now());
         if (options.onPage) {
@@ -114,7 +119,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
       }
       if (page.next === null) {
-        if (options.catchUp === true && stream.cursorField !== null && pagesRead > 1 && catchUps < CATCH_UP_READS) {
+        if (options.catchUp === true && stream.cursorField !== null && pagesRead > 1 && passed > 0 && catchUps < CATCH_UP_READS) {
           // Records that moved past this read's end while it paged are after its watermark: read from there.
           catchUps += 1;
           after = page.watermark;

@@ -103,6 +103,17 @@ describe('a full read while records move past its end', () => {
     for (const [id, at] of behind) expect(copyOf(sink).get(id), id).toBe(at);
   });
 
+  it('a catch-up read that passes nothing ends the read, however many pages the look-back fills (a first read right after a bulk load)', async () => {
+    const api = new KeysetContacts(10);
+    // Every record changed within the service's look-back of the read's watermark: a read from it serves six of them again.
+    for (const id of api.minutes.keys()) api.minutes.set(id, 21 + Number(id.slice(1)));
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 2, startDate: undefined, state: {}, catchUp: true });
+    expect(api.calls.filter((c) => c.query.cursor === undefined)).toHaveLength(2);
+    expect(sink.recordsOf('contacts')).toHaveLength(10);
+    expect(copyOf(sink)).toEqual(serviceNow(api));
+  });
+
   it('a full read of one page needs no catch-up: nothing moves out of a page served at once', async () => {
     const api = new KeysetContacts(3);
     const sink = new RecordingSink();
