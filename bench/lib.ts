@@ -199,3 +199,12 @@ export function catalogFor(streams: readonly string[]): unknown {
     })),
   };
 }
+
+/**
+ * List requests a full read of `records` makes from the page server
+ * (bench/server.ts, 200 a page): its pages, and for more than
+ * one page the read from its watermark that follows it (the connector's
+ * catch-up of what moved while it paged), which this server answers with an
+ * empty page: nothing changes here once a read is served.
+ */
+export const listRequestsOf = (records: number): number => Math.max(1, Math.ceil(records / 200)) + (records > 200 ? 1 : 0);

@@ -28,6 +28,7 @@ import { ROOT } from './lib.js';
 import { GENERATORS, PAGE_SLOT, prng } from './records.js';
 
 export const PAGE = 200;
+
 const TEMPLATES = 32;
 const WATERMARK = '2025-06-01T12:00:00.000Z';
 const RATE_HEADERS = { 'ratelimit-limit': '1000000', 'ratelimit-remaining': '999999', 'ratelimit-reset': '60' };
@@ -143,6 +144,8 @@ let streams = new Map<string, StreamPages>();
 let delayMs = 0;
 let run = 0;
 let counters = fresh();
+/** The lists a read went through to their last page since the last setup: a later read from the server's now finds nothing new. */
+let served = new Set<string>();
 
 function json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -157,6 +160,7 @@ function problem(res: ServerResponse, status: number, title: string, detail: str
 
 function servePage(res: ServerResponse, path: string, stream: StreamPages, index: number): void {
   const isLast = index === stream.pages - 1;
+  if (isLast) served.add(path);
   const template = stream.fixed ? stream.fixed[index] : isLast && stream.last !== undefined ? stream.last : stream.full[index % TEMPLATES];
   if (template === undefined) throw new Error('no template');
   const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(BUFFER_BYTES);
@@ -207,6 +211,11 @@ function handleApi(req: IncomingMessage, res: ServerResponse, url: URL): void {
     return;
   }
   const cursor = url.searchParams.get('cursor');
+  if (cursor === null && url.searchParams.get('updated_since') === WATERMARK && served.has(path)) {
+    // A read from the watermark of a read already served (the catch-up after a full read): nothing changed since.
+    json(res, 200, { data: [], next_cursor: null, has_more: false, sync_watermark: WATERMARK }, RATE_HEADERS);
+    return;
+  }
   let index = 0;
   if (cursor !== null) {
     const m = /^([0-9a-z]+)\.([0-9a-z]+)\.(\d+)$/.exec(cursor);
@@ -248,6 +257,7 @@ async function handleControl(req: IncomingMessage, res: ServerResponse, url: URL
     delayMs = setup.delayMs ?? 0;
     run += 1;
     counters = fresh();
+    served = new Set();
     json(res, 200, { ok: true, run });
     return;
   }

@@ -10,7 +10,7 @@
  * ACTIVATE_VERSION after them activates.
  */
 import { join } from 'node:path';
-import { API_KEY, ROOT, SOURCE_BIN, measure, median, writeJson, type Measured, type PageServer } from './lib.js';
+import { API_KEY, ROOT, SOURCE_BIN, listRequestsOf, measure, median, writeJson, type Measured, type PageServer } from './lib.js';
 import type { Reporter } from './shared-key.js';
 
 /** The tap measured; BENCH_TAP_BIN compares another build (as BENCH_SOURCE_BIN does for read). */
@@ -83,7 +83,7 @@ export async function singerBench(server: PageServer, dir: string, plan: SingerP
       const m = await measure(who === 'tap' ? tapArgs : readArgs, 'null', { timeoutMs: 600_000 });
       assertOk(`${who} (${n} records)`, m);
       const listed = (await server.stats()).list[CONTACTS] ?? 0;
-      if (listed !== Math.ceil(n / 200)) throw new Error(`${who}: expected ${Math.ceil(n / 200)} list requests, the server saw ${listed}`);
+      if (listed !== listRequestsOf(n)) throw new Error(`${who}: expected ${listRequestsOf(n)} list requests, the server saw ${listed}`);
       wall[who].push(m.wallMs);
       cpu[who].push(m.cpuSeconds);
       log(`    ${who.padEnd(5)} ${k(n).padStart(5)} #${r + 1}: ${fmtS(m.wallMs)}, cpu ${m.cpuSeconds.toFixed(2)} s`);
