@@ -493,11 +493,12 @@ export class AccountsRun {
           await session.close().catch(() => undefined);
         }
       }
+      // Told first, before anything below can throw: accounts waiting to start wait for it (SharedOutage.settled). Whether
+      // the service answered its /v1/me: before it did, the service's own 5xx past the retries says it is down.
+      outage.ended(entry.name, track.errors.length > 0 && foundServiceDown(track.errors, session?.account !== undefined));
       // Every stream the account did not end (it stopped before reading it) ends as failed for it.
       for (const { stream } of request.streams) if (!ends.has(stream.name)) await ended(stream, 'failed');
       track.ended = track.errors.length === 0 ? 'succeeded' : 'failed';
-      // Whether the service answered its /v1/me: before it did, the service's own 5xx past the retries says it is down.
-      outage.ended(entry.name, track.ended === 'failed' && foundServiceDown(track.errors, session?.account !== undefined));
     };
 
     // The service found down by the accounts before: an account not started yet is not tried (service-outage.ts).
