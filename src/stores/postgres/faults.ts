@@ -22,6 +22,9 @@ import { ConnectorError, redact, type FailureType } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { PostgresTarget } from '../target.js';
 
+/** SQLSTATE lock_not_available: the session's lock_timeout passed. */
+export const LOCK_NOT_AVAILABLE = '55P03';
+
 const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
   '57P01': 'the server is shutting down (or an administrator ended the session)',
   '57P02': 'the server crashed and is restarting',

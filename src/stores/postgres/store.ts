@@ -23,7 +23,7 @@ import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
-import { postgresError } from './faults.js';
+import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
 import { PG_NAMING, PG_TYPES, isoText, openTables, storeExists, storedLayouts, type OpenedTables } from './tables.js';
 import { PostgresSql } from './writer.js';
@@ -66,8 +66,6 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
-/** SQLSTATE lock_not_available: lock_timeout passed. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
   const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);

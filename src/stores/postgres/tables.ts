@@ -27,6 +27,7 @@ import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
+import { LOCK_NOT_AVAILABLE } from './faults.js';
 import type { BlockedNote } from '../notes.js';
 
 export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
@@ -390,7 +391,7 @@ export async function openTables(
         }
         // Once the ALTERs are committed the table no longer has the stored layout: a lock not had for the rows' updates
         // fails the open (75), and the next run does them.
-        if ((err as { code?: unknown }).code !== '55P03' || before === undefined || altered) throw err;
+        if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || before === undefined || altered) throw err;
         if (performance.now() - started < LOCK_WAIT_MS) {
           await new Promise((resolve) => setTimeout(resolve, LOCK_PAUSE_MS));
           continue;

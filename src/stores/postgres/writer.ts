@@ -14,11 +14,9 @@ import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyLine, copyLines } from './copy.js';
-import { postgresError } from './faults.js';
+import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { PG_DIALECT, PG_TYPES } from './tables.js';
 
-/** SQLSTATE lock_not_available: lock_timeout passed. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 interface LockHolder {
   readonly pid: string;
