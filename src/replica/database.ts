@@ -14,7 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
-import { STORE_FILE_MODE } from '../stores/store.js';
+import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../stores/store.js';
 import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
 
 /** How long a replica connection waits for another one's lock before it gives up. */
@@ -57,7 +57,7 @@ function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
   return new ConnectorError(
     'transient_error',
     `The disk holding the replica database "${path}" is full (or the file reached a size limit): database or disk is full. ` +
-      'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.',
+      FULL_DISK_ADVICE,
     { cause: err },
   );
 }

@@ -17,6 +17,9 @@ import type { StreamState } from '../engine/state.js';
 /** The mode a store's new file (the SQLite replica, a DuckDB file) is made with: it holds personal data, for its owner's eyes alone. */
 export const STORE_FILE_MODE = 0o600;
 
+/** What a run stopped by a full disk under a store's file (SQLite, DuckDB) says to do. */
+export const FULL_DISK_ADVICE = 'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.';
+
 /** One engine checkpoint of one stream, as a store takes it. */
 export interface StoreCheckpoint {
   readonly stream: string;

@@ -27,7 +27,7 @@ import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
-import { STORE_FILE_MODE } from '../store.js';
+import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../store.js';
 
 export type DuckdbModule = typeof import('@duckdb/node-api');
 export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
@@ -224,7 +224,7 @@ export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorErro
   return new ConnectorError(
     'transient_error',
     `The disk holding the DuckDB store "${target.path}" is full: ${message}. ` +
-      'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.',
+      FULL_DISK_ADVICE,
     { cause: err },
   );
 }
