@@ -55,8 +55,10 @@ export abstract class GroupStore<R> implements Store {
    * (backpressure); rejects for a checkpoint refused or a store lost.
    */
   write(checkpoint: StoreCheckpoint, committed?: (result: StoreCommitResult) => void): Promise<void> {
+    // The callback waits for the group's commit: it keeps the stream's name, not the checkpoint and its records.
+    const { stream } = checkpoint;
     return this.writer.write(checkpoint, (result) => {
-      this.#drift.tell(checkpoint.stream, result.drift);
+      this.#drift.tell(stream, result.drift);
       committed?.(result);
     });
   }
