@@ -14,10 +14,10 @@ import { checkFacts } from './metadata.js';
 import type { SchemaChange, Store, StoreFacts, StoreNote } from './store.js';
 import { decodeRow, type Data, type ReadCell } from './values.js';
 
-export abstract class GroupStore<R> implements Store {
+export abstract class GroupStore<C> implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
-  protected readonly writer: GroupWriter<R>;
+  protected readonly writer: GroupWriter<C>;
   readonly #display: string;
   readonly #drift: DriftTeller;
   readonly #made: readonly ColumnChange[];
@@ -26,7 +26,7 @@ export abstract class GroupStore<R> implements Store {
   /** `made`: the column changes opening made; `types`: the store's SQL type of each kind. */
   protected constructor(
     display: string,
-    writer: GroupWriter<R>,
+    writer: GroupWriter<C>,
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
     made: readonly ColumnChange[],

@@ -16,16 +16,19 @@
  * GROUP_MS old, or it holds MAX_GROUP_ROWS rows, or `flush` is called.
  *
  * A checkpoint's records are encoded into the store's staged rows when it
- * is taken (values.ts, then the store's own form: PostgreSQL's COPY line),
- * and the records let go: a group holds one compact row per id, not the
- * records' objects, which the garbage collector would otherwise trace
- * again and again while the group gathers and is written.
+ * is taken (values.ts, then the store's own form of the checkpoint's rows:
+ * PostgreSQL's COPY text as bytes, DuckDB's cells), and the records let go:
+ * the garbage collector would otherwise trace them again and again while
+ * the group gathers and is written.
  *
- * Within a group the rows of a stream are merged per id (the last
- * wins, as upserts in order would), and the group's statements run in this
- * order, whose result is the same as the checkpoints' one by one (the
- * deletion guard and the deletion rule commute: a row goes iff its cursor
- * is not later than a known deletion of its object, whichever came first):
+ * A group holds one row per id of a stream: a checkpoint that holds an id
+ * the group's part of its stream holds already (a record that changed
+ * during the read and came again) starts the next group, so the later row
+ * replaces the earlier one as upserts in order would. The group's
+ * statements run in this order, whose result is the same as the
+ * checkpoints' one by one (the deletion guard and the deletion rule
+ * commute: a row goes iff its cursor is not later than a known deletion of
+ * its object, whichever came first):
  *  1. `DELETE FROM` each table a full-refresh stream replaces (DELETE, not
  *     TRUNCATE: readers keep reading the old rows until the commit);
  *  2. each stream's rows into its staging table (the store's COPY or
@@ -75,8 +78,8 @@ export interface StageTable {
   readonly columns: readonly string[];
 }
 
-/** What the group writer needs of a store: its SQL, its staging, its faults; `R` is a staged row in the store's own form. */
-export interface StoreSql<R> {
+/** What the group writer needs of a store: its SQL, its staging, its faults; `C` is a checkpoint's staged rows in the store's own form. */
+export interface StoreSql<C> {
   /** The store's values and SQL expressions. */
   readonly dialect: StoreDialect;
   /** Run a statement ($1... parameters); the rows it changed. */
@@ -94,14 +97,14 @@ export interface StoreSql<R> {
   upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
-  /** A row's cells (in the stage's columns' order) in the form fillStage takes. */
-  stageRow(cells: Cell[]): R;
+  /** A checkpoint's rows (each its cells, in the stage's columns' order) as one chunk in the form fillStage takes. */
+  stageRows(rows: Cell[][]): C;
   /**
-   * Empty `stage` and fill it with `rows`: each store empties its staging
-   * its own way (a stage is filled once per part, so several times in one
-   * transaction with many accounts).
+   * Empty `stage` and fill it with the rows of `chunks`: each store empties
+   * its staging its own way (a stage is filled once per part, so several
+   * times in one transaction with many accounts).
    */
-  fillStage(stage: StageTable, rows: readonly R[]): Promise<void>;
+  fillStage(stage: StageTable, chunks: readonly C[]): Promise<void>;
   /** Whether the store must stop after this error (the connection lost, the database invalidated). */
   isFatal(err: unknown): boolean;
   /** The error as the run reports it (a message with the store's display form). */
@@ -114,30 +117,28 @@ interface Table {
   readonly kinds: ReadonlyMap<string, StoreKind>;
 }
 
-/** A record of a group, encoded. */
-interface Staged<R> {
-  readonly row: R;
-  /** What the record asked of its columns (values.ts). */
-  readonly drift: ReadonlyMap<string, StoreKind> | undefined;
-  /** The record itself, kept for the deletion log only (its unknown object types are told). */
-  readonly record: Data | undefined;
-}
-
 /** The checkpoints of one stream in a group (of one account's, in a store of many accounts). */
-interface StreamPart<R> {
+interface StreamPart<C> {
   readonly stream: string;
   /** The entry whose rows these are, in a store of many accounts. */
   readonly account: string | undefined;
-  /** Encoded records by primary key (the last one wins). */
-  readonly records: Map<string, Staged<R>>;
+  /** The keys of its rows: a group holds one row per key (a checkpoint that repeats one starts the next group). */
+  readonly ids: Set<string>;
+  /** Its checkpoints' rows, encoded: a chunk each. */
+  readonly chunks: C[];
+  rows: number;
+  /** What its rows asked of their columns (values.ts). */
+  readonly drift: Map<string, StoreKind>;
+  /** The records themselves, of the deletion log only (its unknown object types are told). */
+  readonly records: Data[];
   fullRead: { first: boolean; last: boolean } | undefined;
   /** Each checkpoint's callback, told once the group is committed. */
   readonly committed: ((result: StoreCommitResult) => void)[];
 }
 
-interface Group<R> {
+interface Group<C> {
   /** By stream, or by stream and account in a store of many accounts (partKey). */
-  readonly parts: Map<string, StreamPart<R>>;
+  readonly parts: Map<string, StreamPart<C>>;
   /** Each stream's state as its last checkpoint of the group gave it (holding every account's, in a store of many accounts). */
   readonly states: Map<string, string>;
   rows: number;
@@ -158,8 +159,8 @@ export interface GroupOptions {
   readonly maxGroupRows?: number;
 }
 
-export class GroupWriter<R> {
-  private readonly sql: StoreSql<R>;
+export class GroupWriter<C> {
+  private readonly sql: StoreSql<C>;
   private readonly schema: string;
   private readonly tables = new Map<string, Table>();
   private readonly targets = new Map<string, Table>();
@@ -168,10 +169,10 @@ export class GroupWriter<R> {
   private readonly maxGroupRows: number;
   private prepared = false;
   private deletionsKnown = false;
-  private gathering: Group<R> | undefined;
+  private gathering: Group<C> | undefined;
   /** The group being written, and the groups waiting (closed, or full). */
   private writing: Promise<void> | undefined;
-  private readonly waiting: Group<R>[] = [];
+  private readonly waiting: Group<C>[] = [];
   /** The last group queued, and the last one written (or dropped): groups are written in the order they are queued. */
   private queued = 0;
   private done = 0;
@@ -188,7 +189,7 @@ export class GroupWriter<R> {
   onStreamFailed: ((stream: string, error: ConnectorError, account: string | undefined) => void) | undefined;
 
   /** `schema`: where the store's tables live. */
-  constructor(sql: StoreSql<R>, schema: string, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
+  constructor(sql: StoreSql<C>, schema: string, specs: readonly StoreTableSpec[], options: GroupOptions = {}) {
     this.sql = sql;
     this.schema = schema;
     this.groupMs = options.groupMs ?? GROUP_MS;
@@ -259,10 +260,13 @@ export class GroupWriter<R> {
       await this.writing;
       if (this.broken) throw this.broken;
     }
+    const { layout, deletionLog } = table.spec;
+    const ids = records.map((record) => keyOf(record[layout.primaryKey]));
     let group = this.gathering;
     const startsOver = checkpoint.fullRead?.first === true;
     const key = partKey(checkpoint.stream, account);
-    if (group && (group.closed || (startsOver && group.parts.has(key)))) {
+    const held = group?.parts.get(key);
+    if (group && (group.closed || (startsOver && held) || (held && ids.some((id) => held.ids.has(id))))) {
       this.enqueue(group);
       group = undefined;
     }
@@ -272,20 +276,25 @@ export class GroupWriter<R> {
     }
     let part = group.parts.get(key);
     if (!part) {
-      part = { stream: checkpoint.stream, account, records: new Map(), fullRead: undefined, committed: [] };
+      part = { stream: checkpoint.stream, account, ids: new Set(), chunks: [], rows: 0, drift: new Map(), records: [], fullRead: undefined, committed: [] };
       group.parts.set(key, part);
     }
     if (checkpoint.fullRead) {
       part.fullRead = { first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first, last: checkpoint.fullRead.last };
       if (checkpoint.fullRead.last) group.closed = true;
     }
-    const { layout, deletionLog } = table.spec;
-    for (const record of records) {
-      const k = keyOf(record[layout.primaryKey]);
-      const { cells, drift } = encodeRow(layout, record, this.sql.dialect);
-      if (part.records.delete(k)) group.rows--;
-      part.records.set(k, { row: this.sql.stageRow(cells), drift, record: deletionLog ? record : undefined });
-      group.rows++;
+    if (records.length > 0) {
+      const rows = new Array<Cell[]>(records.length);
+      for (let i = 0; i < records.length; i++) {
+        const { cells, drift } = encodeRow(layout, records[i] as Data, this.sql.dialect);
+        rows[i] = cells;
+        if (drift) for (const [field, kind] of drift) part.drift.set(field, widen(part.drift.get(field) ?? kind, kind));
+        part.ids.add(ids[i] as string);
+      }
+      part.chunks.push(this.sql.stageRows(rows));
+      part.rows += records.length;
+      group.rows += records.length;
+      if (deletionLog) part.records.push(...records);
     }
     group.states.set(checkpoint.stream, checkpoint.state);
     if (committed) part.committed.push(committed);
@@ -354,7 +363,7 @@ export class GroupWriter<R> {
     this.done = this.queued;
   }
 
-  private enqueue(group: Group<R>): void {
+  private enqueue(group: Group<C>): void {
     if (this.gathering === group) this.gathering = undefined;
     if (group.parts.size === 0) return;
     group.seq = ++this.queued;
@@ -406,7 +415,7 @@ export class GroupWriter<R> {
   }
 
   /** Write a group; on a refusal, again without the failing part (which stops). */
-  private async writeGroup(group: Group<R>): Promise<void> {
+  private async writeGroup(group: Group<C>): Promise<void> {
     let parts = [...group.parts.values()].filter((p) => this.failures.of(p.stream, p.account) === undefined);
     for (let attempt = 0; parts.length > 0; attempt++) {
       let failing: { stream: string; account: string | undefined } | undefined;
@@ -436,26 +445,16 @@ export class GroupWriter<R> {
 
   /** One transaction for `parts`; `at` is told the part each step works on (the one to blame if it fails: a stream alone, its state, is every account's). */
   private async transaction(
-    parts: readonly StreamPart<R>[],
+    parts: readonly StreamPart<C>[],
     states: ReadonlyMap<string, string>,
     at: (stream: string, account: string | undefined) => void,
-  ): Promise<Map<StreamPart<R>, StoreCommitResult>> {
+  ): Promise<Map<StreamPart<C>, StoreCommitResult>> {
     const sql = this.sql;
-    const results = new Map<StreamPart<R>, StoreCommitResult>();
-    const encoded = new Map<StreamPart<R>, { rows: R[]; drift: Map<string, StoreKind> }>();
-    for (const part of parts) {
-      const rows: R[] = [];
-      const drift = new Map<string, StoreKind>();
-      for (const staged of part.records.values()) {
-        rows.push(staged.row);
-        if (staged.drift) for (const [field, kind] of staged.drift) drift.set(field, widen(drift.get(field) ?? kind, kind));
-      }
-      encoded.set(part, { rows, drift });
-    }
+    const results = new Map<StreamPart<C>, StoreCommitResult>();
     // The deletion log first: its records are known to the guard of every other stream of the group.
     const ordered = [...parts].sort((a, b) => Number(this.tables.get(b.stream)?.spec.deletionLog != null) - Number(this.tables.get(a.stream)?.spec.deletionLog != null));
     // The guard is needed once the log holds a record: from before, or of this group (written first).
-    const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.records.size > 0);
+    const logRows = ordered.some((p) => this.tables.get(p.stream)?.spec.deletionLog != null && p.rows > 0);
     const guard = this.deletionsKnown || logRows;
     await sql.run('BEGIN');
     try {
@@ -463,10 +462,9 @@ export class GroupWriter<R> {
       for (const part of ordered) {
         at(part.stream, part.account);
         const table = this.tables.get(part.stream) as Table;
-        const { rows, drift } = encoded.get(part) as { rows: R[]; drift: Map<string, StoreKind> };
-        results.set(part, await this.writePart(table, part, rows, drift, guard));
+        results.set(part, await this.writePart(table, part, guard));
         const all = drifts.get(part.stream) ?? new Map<string, StoreKind>();
-        for (const [field, kind] of drift) all.set(field, widen(all.get(field) ?? kind, kind));
+        for (const [field, kind] of part.drift) all.set(field, widen(all.get(field) ?? kind, kind));
         drifts.set(part.stream, all);
       }
       // Each stream's last state (and the drift its rows asked for) once, after its rows: of every account, in a store of many.
@@ -493,14 +491,13 @@ export class GroupWriter<R> {
     }
     for (const part of ordered) {
       const table = this.tables.get(part.stream) as Table;
-      const drift = encoded.get(part)?.drift;
-      const pending = drift && drift.size > 0 ? withPending(table.spec.layout, drift) : undefined;
+      const pending = part.drift.size > 0 ? withPending(table.spec.layout, part.drift) : undefined;
       if (pending) table.spec = { ...table.spec, layout: pending };
     }
     return results;
   }
 
-  private async writePart(table: Table, part: StreamPart<R>, rows: readonly R[], drift: ReadonlyMap<string, StoreKind>, guard: boolean): Promise<StoreCommitResult> {
+  private async writePart(table: Table, part: StreamPart<C>, guard: boolean): Promise<StoreCommitResult> {
     const sql = this.sql;
     const { layout } = table.spec;
     const name = this.qualified(layout.table);
@@ -513,12 +510,13 @@ export class GroupWriter<R> {
     const account = part.account;
     const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
     // A stage holds one part's rows (the store empties it as it fills it).
-    await sql.fillStage(table.stage, rows);
+    await sql.fillStage(table.stage, part.chunks);
+    const rows = part.rows;
     const stage = table.stage.name;
 
     let skippedDeleted = 0;
     const log = this.log;
-    if (guard && log && log !== table && table.spec.deletedAs !== null && layout.cursorField !== null && rows.length > 0) {
+    if (guard && log && log !== table && table.spec.deletedAs !== null && layout.cursorField !== null && rows > 0) {
       const fields = log.spec.deletionLog as NonNullable<StoreTableSpec['deletionLog']>;
       const k = log.kinds;
       skippedDeleted = await sql.run(
@@ -531,7 +529,7 @@ export class GroupWriter<R> {
     }
 
     let upserted = 0;
-    if (rows.length > 0) {
+    if (rows > 0) {
       for (const statement of sql.upsertSql(name, stage, table.stage.columns.map(quoteIdent), keyColumns(layout).map(quoteIdent))) upserted = await sql.run(statement);
     }
 
@@ -540,7 +538,7 @@ export class GroupWriter<R> {
       const marks = this.qualified(FULL_READ_TABLE);
       const read = fullReadKey(part.stream, account);
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
-      if (rows.length > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
+      if (rows > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
       if (part.fullRead.last) {
         sweptRows = await sql.run(
           `DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $2`}`,
@@ -553,8 +551,8 @@ export class GroupWriter<R> {
     let deletedRows = 0;
     let unknownTypes: [string, string][] = [];
     const fields = table.spec.deletionLog;
-    if (fields && rows.length > 0) {
-      unknownTypes = unknownDeletionTypes([...part.records.values()].map((staged) => staged.record as Data), table.spec, new Set(this.targets.keys()));
+    if (fields && rows > 0) {
+      unknownTypes = unknownDeletionTypes(part.records, table.spec, new Set(this.targets.keys()));
       for (const [type, target] of this.targets) {
         const cursor = target.spec.layout.cursorField;
         if (cursor === null) continue;
@@ -567,6 +565,6 @@ export class GroupWriter<R> {
         );
       }
     }
-    return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows, drift: [...drift.keys()] };
+    return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows, drift: [...part.drift.keys()] };
   }
 }

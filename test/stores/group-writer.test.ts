@@ -12,7 +12,7 @@ import { STREAMS } from '../../src/streams.js';
 import { at, checkpoint, contact } from './records.js';
 
 /** A store that runs nothing: each statement and each fill of a stage recorded. */
-class RecordingSql implements StoreSql<Cell[]> {
+class RecordingSql implements StoreSql<Cell[][]> {
   readonly dialect: StoreDialect = { numberExact: () => true, storesString: () => true, textOf: (_kind, expr) => expr, instantOf: (_kind, expr) => expr };
   readonly statements: string[] = [];
   readonly fills: string[] = [];
@@ -31,11 +31,11 @@ class RecordingSql implements StoreSql<Cell[]> {
     return [`UPSERT ${table} FROM ${stage}`];
   }
   async createStage(): Promise<void> {}
-  stageRow(cells: Cell[]): Cell[] {
-    return cells;
+  stageRows(rows: Cell[][]): Cell[][] {
+    return rows;
   }
-  async fillStage(stage: StageTable, rows: readonly Cell[][]): Promise<void> {
-    this.fills.push(`${stage.name}:${rows.length}`);
+  async fillStage(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {
+    this.fills.push(`${stage.name}:${chunks.flat().length}`);
   }
   isFatal(): boolean {
     return false;
@@ -62,6 +62,22 @@ describe('the group writer', () => {
     expect(sql.fills).toEqual([`_replica_stage_${stage}:1`, `_replica_stage_${stage}:2`]);
     expect(sql.statements.filter((s) => /DELETE FROM _replica_stage_/.test(s))).toEqual([]);
     expect(sql.statements.at(-1)).toBe('COMMIT');
+  });
+});
+
+describe('a group holds one row per id of a stream', () => {
+  it('starts the next group at a checkpoint that repeats an id the group holds; a checkpoint of new ids joins it', async () => {
+    const sql = new RecordingSql();
+    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const writer = new GroupWriter(sql, 's', specs, { groupMs: 60_000 });
+    await writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
+    await writer.write(checkpoint('contacts', [contact('c3', 2)], 2));
+    // c2 changed during the read and came again: its later row goes in the next group, written after the first.
+    await writer.write(checkpoint('contacts', [contact('c2', 3), contact('c4', 3)], 3));
+    await writer.flush();
+    const stage = specs.findIndex((s) => s.layout.stream === 'contacts');
+    expect(sql.fills).toEqual([`_replica_stage_${stage}:3`, `_replica_stage_${stage}:2`]);
+    expect(sql.statements.filter((s) => s === 'COMMIT')).toHaveLength(2);
   });
 });
 

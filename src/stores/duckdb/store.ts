@@ -43,7 +43,7 @@ async function allMetadataOf(connection: DuckdbConnection, schema: string): Prom
   return new Map(rows.map((r) => [String(r.key), String(r.value)]));
 }
 
-export class DuckdbStore extends GroupStore<Cell[]> {
+export class DuckdbStore extends GroupStore<Cell[][]> {
   readonly target: DuckdbTarget;
   private readonly files: DuckdbFiles;
   private readonly connection: DuckdbConnection;
@@ -52,7 +52,7 @@ export class DuckdbStore extends GroupStore<Cell[]> {
   readonly changes: readonly string[];
   private closed = false;
 
-  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<Cell[]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
+  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<Cell[][]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
     super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
     this.files = files;

@@ -29,7 +29,7 @@ export function instantMicros(text: string): bigint {
   return BigInt(ms) * 1000n + BigInt(subMs);
 }
 
-export class DuckdbSql implements StoreSql<Cell[]> {
+export class DuckdbSql implements StoreSql<Cell[][]> {
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
@@ -79,22 +79,22 @@ export class DuckdbSql implements StoreSql<Cell[]> {
     await this.connection.run(`CREATE OR REPLACE TEMP TABLE ${stage.name} (${columns.join(', ')})`);
   }
 
-  /** A row as its cells (the appender takes them typed when the stage is filled). */
-  stageRow(cells: Cell[]): Cell[] {
-    return cells;
+  /** A checkpoint's rows as their cells (the appender takes them typed when the stage is filled). */
+  stageRows(rows: Cell[][]): Cell[][] {
+    return rows;
   }
 
-  async fillStage(stage: StageTable, cells: readonly Cell[][]): Promise<void> {
+  async fillStage(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {
     // Made again rather than emptied, at every fill (each part's, several in a transaction with many accounts): DuckDB's
     // DELETE only marks rows, and a staging table emptied group after group kept every group's rows in the run's memory
     // (or its temporary folder).
     await this.createStage(stage);
-    if (cells.length === 0) return;
+    if (chunks.length === 0) return;
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');
     const kinds = stage.layout.columns.map((c) => c.kind);
     const { DuckDBTimestampValue } = this.duckdb;
     try {
-      for (const row of cells) {
+      for (const row of chunks.flat()) {
         for (let i = 0; i < row.length; i++) {
           const cell = row[i];
           if (cell === null || cell === undefined) {

@@ -17,36 +17,53 @@ function copyCell(value: string | boolean | null): string {
   return value.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
-/** One row's line of COPY text, its newline included (cells in the COPY's columns' order). */
-export function copyLine(row: readonly (string | boolean | null)[]): string {
-  // One flat string from join (a line built with += stays a tree of its pieces until something flattens it).
-  const cells = new Array<string>(row.length);
-  for (let j = 0; j < row.length; j++) cells[j] = copyCell(row[j] ?? null);
-  cells[row.length - 1] += '\n';
-  return cells.join('\t');
+/** Where copyText writes a checkpoint's text before copying out its exact length (grown as needed, kept between calls). */
+let scratch = Buffer.allocUnsafe(256 * 1024);
+
+/**
+ * Rows (cells in the COPY's columns' order) as COPY text, a line each, in
+ * bytes. Each line goes into the bytes as soon as it is made: the text of a
+ * whole checkpoint as one string (hundreds of KB) would be a large object,
+ * which V8 moves to the old generation at the first scavenge it lives
+ * through, so that checkpoint after checkpoint they would fill it and call
+ * for full collections (bench/stores-replicate.ts).
+ */
+export function copyText(rows: readonly (readonly (string | boolean | null)[])[]): Buffer {
+  let at = 0;
+  for (const row of rows) {
+    const cells = new Array<string>(row.length);
+    for (let j = 0; j < row.length; j++) cells[j] = copyCell(row[j] ?? null);
+    const line = cells.join('\t');
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit; one more for the newline.
+    const most = line.length * 3 + 1;
+    if (at + most > scratch.length) {
+      const larger = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + most));
+      scratch.copy(larger, 0, 0, at);
+      scratch = larger;
+    }
+    at += scratch.write(line, at);
+    scratch[at++] = 0x0a;
+  }
+  return Buffer.from(scratch.subarray(0, at));
 }
 
-/** Lines per write to the COPY stream: a few hundred KB at a time, never the whole group's text as one string. */
-const LINES_PER_WRITE = 500;
-
-/** COPY `lines` (copyLine's) into `table` (already quoted, or a temporary table's plain name), its `columns` named. */
-export async function copyLines(client: Client, driver: PgDriver, table: string, columns: readonly string[], lines: readonly string[]): Promise<number> {
-  if (lines.length === 0) return 0;
+/** COPY the rows of `chunks` (copyText's) into `table` (already quoted, or a temporary table's plain name), its `columns` named. */
+export async function copyChunks(client: Client, driver: PgDriver, table: string, columns: readonly string[], chunks: readonly Buffer[]): Promise<void> {
+  if (chunks.length === 0) return;
   const stream = client.query(driver.copy.from(`COPY ${table} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`));
   // Rejects when the stream emits 'error' first (the server refused a row, the connection dropped).
   const done = once(stream, 'finish');
-  for (let i = 0; i < lines.length; i += LINES_PER_WRITE) {
-    if (!stream.write(lines.slice(i, i + LINES_PER_WRITE).join(''))) {
+  for (const chunk of chunks) {
+    if (!stream.write(chunk)) {
       // The socket's buffer is full: wait for it to drain (or for the error that ends the COPY).
       await Promise.race([once(stream, 'drain'), done]);
     }
   }
   stream.end();
   await done;
-  return lines.length;
 }
 
 /** COPY `rows` (cells in `columns` order) into `table`. */
-export function copyRows(client: Client, driver: PgDriver, table: string, columns: readonly string[], rows: readonly (readonly (string | boolean | null)[])[]): Promise<number> {
-  return copyLines(client, driver, table, columns, rows.map(copyLine));
+export function copyRows(client: Client, driver: PgDriver, table: string, columns: readonly string[], rows: readonly (readonly (string | boolean | null)[])[]): Promise<void> {
+  return copyChunks(client, driver, table, columns, rows.length === 0 ? [] : [copyText(rows)]);
 }

@@ -13,7 +13,7 @@ import type { StageTable, StoreSql } from '../group-writer.js';
 import type { PostgresTarget } from '../target.js';
 import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
-import { copyLine, copyLines } from './copy.js';
+import { copyChunks, copyText } from './copy.js';
 import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { PG_DIALECT, PG_TYPES } from './tables.js';
 
@@ -58,7 +58,7 @@ export function connectionLost(err: unknown): boolean {
   return /Connection terminated|not queryable|Client was closed|Connection ended/i.test(messageOf(err));
 }
 
-export class PostgresSql implements StoreSql<string> {
+export class PostgresSql implements StoreSql<Buffer> {
   readonly dialect = PG_DIALECT;
   private readonly client: Client;
   private readonly driver: PgDriver;
@@ -118,17 +118,17 @@ export class PostgresSql implements StoreSql<string> {
     await this.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
   }
 
-  /** A row as its line of COPY text. */
-  stageRow(cells: Cell[]): string {
-    return copyLine(cells);
+  /** A checkpoint's rows as their COPY text, in bytes: the group holds them outside the JavaScript heap until its COPY. */
+  stageRows(rows: Cell[][]): Buffer {
+    return copyText(rows);
   }
 
-  async fillStage(stage: StageTable, lines: readonly string[]): Promise<void> {
+  async fillStage(stage: StageTable, chunks: readonly Buffer[]): Promise<void> {
     // Emptied at every commit (ON COMMIT DELETE ROWS), and first here: a stage may be filled again in one transaction
     // (another account's part of the stream, in a store of many accounts). A DELETE, which a temporary table's TRUNCATE
     // would cost more than (a new file each time); on a stage already empty it finds nothing.
     await this.client.query(`DELETE FROM ${stage.name}`);
-    await copyLines(this.client, this.driver, stage.name, stage.columns, lines);
+    await copyChunks(this.client, this.driver, stage.name, stage.columns, chunks);
   }
 
   isFatal(err: unknown): boolean {
