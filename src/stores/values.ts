@@ -99,7 +99,7 @@ function utcMillis(y: number, mo: number, d: number, h: number, mi: number, s: n
 const [DASH, COLON, DOT, T, Z] = ['-', ':', '.', 'T', 'Z'].map((c) => c.charCodeAt(0)) as [number, number, number, number, number];
 
 /** Whether a text has toISOString's length and its `T`, `.` and `Z` (a valid date-time of that shape is its own canonical text). */
-function isoShaped(text: string): boolean {
+export function isoShaped(text: string): boolean {
   return text.length === 24 && text.charCodeAt(10) === T && text.charCodeAt(19) === DOT && text.charCodeAt(23) === Z;
 }
 

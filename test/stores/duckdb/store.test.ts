@@ -63,17 +63,19 @@ describe('what DuckDB holds', () => {
     }
   });
 
-  it('instants keep their microseconds whatever the session TimeZone (the appender writes them as they are)', async () => {
+  it('instants keep their microseconds whatever the session TimeZone (the appender reads the service\'s form with its Z, others as microseconds)', async () => {
     const store = await DuckdbStore.open(target('zones'));
     try {
       await store.session.run("SET TimeZone = 'America/Sao_Paulo'");
-      await store.commit(checkpoint('contacts', [contact('c1', 1, { updated_at: '2025-06-01T12:34:56.789Z' }), contact('c2', 2, { updated_at: '2025-06-01T12:34:56.789123+02:00' })], 2));
+      // The service's form (appended as its text), at the calendar's ends and a leap day, and another form (its microseconds).
+      const iso = ['2025-06-01T12:34:56.789Z', '0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2024-02-29T23:59:59.999Z'];
+      await store.commit(checkpoint('contacts', [...iso.map((t, i) => contact(`c${i + 1}`, 1, { updated_at: t })), contact('c5', 2, { updated_at: '2025-06-01T12:34:56.789123+02:00' })], 2));
       const got = await rows(store, 'SELECT id, epoch_us(updated_at) AS us FROM {schema}.contacts ORDER BY id');
       expect(got).toEqual([
-        { id: 'c1', us: BigInt(Date.parse('2025-06-01T12:34:56.789Z')) * 1000n },
-        { id: 'c2', us: BigInt(Date.parse('2025-06-01T10:34:56.789Z')) * 1000n + 123n },
+        ...iso.map((t, i) => ({ id: `c${i + 1}`, us: BigInt(Date.parse(t)) * 1000n })),
+        { id: 'c5', us: BigInt(Date.parse('2025-06-01T10:34:56.789Z')) * 1000n + 123n },
       ]);
-      expect(await store.readRecords('contacts')).toMatchObject([{ id: 'c1', updated_at: '2025-06-01T12:34:56.789Z' }, { id: 'c2', updated_at: '2025-06-01T12:34:56.789123+02:00' }]);
+      expect(await store.readRecords('contacts')).toMatchObject([...iso.map((t, i) => ({ id: `c${i + 1}`, updated_at: t })), { id: 'c5', updated_at: '2025-06-01T12:34:56.789123+02:00' }]);
     } finally {
       await store.close();
     }
