@@ -1,7 +1,8 @@
 /**
  * Rows into a table through `COPY ... FROM STDIN` (text format): one round
- * trip for a whole checkpoint, parsed by the server at its fastest, where an
- * INSERT per row (or a multi-row INSERT's bound parameters) costs far more.
+ * trip for a group's rows of a stream, parsed by the server at its fastest,
+ * where an INSERT per row (or a multi-row INSERT's bound parameters) costs
+ * far more.
  */
 import { once } from 'node:events';
 import type { Client } from 'pg';
@@ -17,8 +18,10 @@ function copyCell(value: string | boolean | null): string {
   return value.replace(/[\\\t\n\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r'));
 }
 
-/** Where copyText writes a checkpoint's text before copying out its exact length (grown as needed, kept between calls). */
-let scratch = Buffer.allocUnsafe(256 * 1024);
+/** The size of the buffer copyText writes a checkpoint's text into before copying out its exact length: a usual checkpoint's. */
+const SCRATCH_BYTES = 256 * 1024;
+/** Kept between calls; grown for a larger checkpoint, and let go after it (a page may hold up to 64 MiB). */
+let scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
 
 /**
  * Rows (cells in the COPY's columns' order) as COPY text, a line each, in
@@ -44,7 +47,9 @@ export function copyText(rows: readonly (readonly (string | boolean | null)[])[]
     at += scratch.write(line, at);
     scratch[at++] = 0x0a;
   }
-  return Buffer.from(scratch.subarray(0, at));
+  const text = Buffer.from(scratch.subarray(0, at));
+  if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+  return text;
 }
 
 /** COPY the rows of `chunks` (copyText's) into `table` (already quoted, or a temporary table's plain name), its `columns` named. */
