@@ -358,6 +358,12 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     expect(logs.filter((m) => /probed first/.test(m))).toEqual([expect.stringMatching(/^The 2 accounts not started yet are each probed first: accounts "a1" and "a2" found the Data-Read API at http:\/\/127\.0\.0\.1:9 unavailable/)]);
   });
 
+  it('two accounts at once with 503s on their own /v1/me: the accounts after them are probed two at a time and read', async () => {
+    const { result } = await run({ a1: '503', a2: '503', a3: 'ok', a4: 'ok', a5: 'ok' }, 2);
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'succeeded', a4: 'succeeded', a5: 'succeeded' });
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
   it('the service answering 503 to every /v1/me: each account after the first two is probed once and not tried; one answered is read', async () => {
     const { result } = await run({ a1: '503', a2: '503', a3: '503', a4: '503', a5: 'ok' });
     expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'succeeded' });
