@@ -24,8 +24,10 @@
  * every account ended, one error names each failed account and why, with the
  * most actionable failure type (config_error, then transient_error, then
  * system_error). The service itself down is another matter: once accounts in
- * a row found it so, the accounts not started yet are not tried this run
- * (service-outage.ts), each a transient_error with its state unchanged.
+ * a row found it so, an account not started yet is not tried this run (a
+ * transient_error, its state unchanged), unless the evidence was the
+ * service's own errors and one request of its own to /v1/me (a probe) is
+ * answered: then it is read as usual (service-outage.ts).
  */
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
@@ -37,7 +39,8 @@ import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver } from './run-observer.js';
 import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
-import { SharedOutage, foundServiceDown } from './service-outage.js';
+import { PROBE_TIMEOUT_SECONDS, SharedOutage, probeAccount, probeCause, probeOutcome, probeSettles, serviceDownBy } from './service-outage.js';
+import type { CheckResult } from './connect.js';
 import type { StreamState } from './state.js';
 
 /** A failure of one account: of one stream, or of the whole account (stream undefined). */
@@ -388,7 +391,8 @@ export class AccountsRun {
       );
     };
 
-    const runOne = async (entry: AccountEntry): Promise<void> => {
+    /** One account, read; `known`: the answer of its probe to take as its /v1/me (probeSettles). */
+    const runOne = async (entry: AccountEntry, known: CheckResult | undefined): Promise<void> => {
       const track = this.#tracks.get(entry.name) as AccountTrack;
       const ends = new Set<string>();
       const sink = lanes.sinkFor?.(entry);
@@ -471,7 +475,7 @@ export class AccountsRun {
       try {
         session = await SyncSession.open(entryConfig(this.#config, entry), (level, message) => lane.log(level, message), undefined, this.#signal, { moveServiceAccount: true });
         this.#open.add(session);
-        for (const note of await session.accountFor(states, request.streams)) await lane.log(note.level, note.message);
+        for (const note of await session.accountFor(states, request.streams, known)) await lane.log(note.level, note.message);
         if (session.account !== undefined) outage.gotIn(entry.name);
         await sameAccountAs(entry, session.account, lane);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
@@ -495,33 +499,57 @@ export class AccountsRun {
       }
       // Told first, before anything below can throw: accounts waiting to start wait for it (SharedOutage.settled). Whether
       // the service answered its /v1/me: before it did, the service's own 5xx past the retries says it is down.
-      outage.ended(entry.name, track.errors.length > 0 && foundServiceDown(track.errors, session?.account !== undefined));
+      outage.ended(entry.name, track.errors.length === 0 ? undefined : serviceDownBy(track.errors, session?.account !== undefined));
       // Every stream the account did not end (it stopped before reading it) ends as failed for it.
       for (const { stream } of request.streams) if (!ends.has(stream.name)) await ended(stream, 'failed');
       track.ended = track.errors.length === 0 ? 'succeeded' : 'failed';
     };
 
-    // The service found down by the accounts before: an account not started yet is not tried (service-outage.ts).
+    // The service found down by the accounts before: an account not started yet is not tried, or probed first (service-outage.ts).
     const outage = new SharedOutage();
-    /** Why the accounts not started are not tried, as last said. */
+    const base = this.#config.base_url.replace(/\/+$/, '');
+    const probeSeconds = Math.min(this.#config.request_timeout_seconds, PROBE_TIMEOUT_SECONDS);
+    /** Why the accounts not started are not tried (or probed), and whether they are probed, as last said. */
     let why: string | undefined;
-    const notTried = async (entry: AccountEntry, witnesses: readonly string[]): Promise<void> => {
-      const now = `accounts ${named(witnesses, 2)} found the Data-Read API at ${this.#config.base_url.replace(/\/+$/, '')} unavailable and no account was read since`;
-      if (why !== now) {
-        why = now;
-        const left = this.#entries.length - next + 1;
-        await emitter.log(
-          'WARN',
-          `${left === 1 ? 'The account' : `The ${left} accounts`} not started yet ${left === 1 ? 'is' : 'are'} not tried this run: ${why}. ` +
-            `${left === 1 ? 'Its state is' : 'Their states are'} unchanged; the next run reads ${left === 1 ? 'it' : 'them'}.`,
-        );
-      }
+    let said: string | undefined;
+    /** Say once, when the witnesses or the way change, what becomes of the `left` accounts not started yet. */
+    const announce = async (witnesses: readonly string[], probing: boolean, left: number): Promise<void> => {
+      why = `accounts ${named(witnesses, 2)} found the Data-Read API at ${base} unavailable and no account was read since`;
+      if (said === `${String(probing)} ${why}` || left === 0) return;
+      said = `${String(probing)} ${why}`;
+      const one = left === 1;
+      const accounts = one ? 'The account not started yet' : `The ${left} accounts not started yet`;
+      await emitter.log(
+        'WARN',
+        probing
+          ? `${accounts} ${one ? 'is' : 'are each'} probed first: ${why}, with errors of the service's own (a 5xx or no answer past their retries), ` +
+              `which may be theirs alone. Each sends one request to /v1/me with its own key, without retries, waiting at most ${probeSeconds} s: ` +
+              'one that meets a 5xx is not tried this run (its state unchanged, the next run reads it); the first answered otherwise is read as usual, ' +
+              'and so are the accounts after it.'
+          : `${accounts} ${one ? 'is' : 'are'} not tried this run: ${why}. ` +
+              `${one ? 'Its state is' : 'Their states are'} unchanged; the next run reads ${one ? 'it' : 'them'}.`,
+      );
+    };
+    /** An account not tried (witnesses were announced); `probed`: its probe's failure. */
+    const notTried = async (entry: AccountEntry, probed: CheckResult | undefined): Promise<void> => {
       const track = this.#tracks.get(entry.name) as AccountTrack;
-      const error = new ConnectorError('transient_error', `Not tried: ${why}. Its state is unchanged; the next run reads it.`);
+      const probe = probed === undefined ? '' : `; one request of its own to /v1/me, without retries, failed too (${probeCause(probed)})`;
+      const error = new ConnectorError('transient_error', `Not tried: ${why ?? ''}${probe}. Its state is unchanged; the next run reads it.`);
       track.errors.push(error);
       this.#failures.push({ account: entry.name, stream: undefined, error });
       for (const { stream } of request.streams) await ended(stream, 'failed');
       track.ended = 'not_tried';
+    };
+    /** The probe of an account (service-outage.ts), its requests counted with the run's. */
+    const probe = async (entry: AccountEntry): Promise<CheckResult> => {
+      const { check, stats } = await probeAccount(entryConfig(this.#config, entry), this.#signal);
+      this.#closedStats = {
+        requests: this.#closedStats.requests + stats.requests,
+        retries: this.#closedStats.retries + stats.retries,
+        rateLimitWaits: this.#closedStats.rateLimitWaits + stats.rateLimitWaits,
+        rateLimitWaitMs: this.#closedStats.rateLimitWaitMs + stats.rateLimitWaitMs,
+      };
+      return check;
     };
 
     let next = 0;
@@ -530,13 +558,35 @@ export class AccountsRun {
         await outage.settled();
         if (next >= this.#entries.length) return;
         const entry = this.#entries[next++] as AccountEntry;
+        const before = outage.witnesses();
+        let known: CheckResult | undefined;
+        let probed: CheckResult | undefined;
+        if (before !== undefined && outage.probing()) {
+          await announce(before, true, this.#entries.length - next + 1);
+          const check = await probe(entry);
+          const how = probeOutcome(check);
+          if (how === 'answered') {
+            outage.answered();
+            if (probeSettles(check)) known = check;
+            await emitter.log(
+              'INFO',
+              `Account "${entry.name}": the Data-Read API answered its /v1/me after accounts ${named(before, 2)} found it unavailable: ` +
+                'it and the accounts after it are read as usual.',
+            );
+          } else {
+            probed = check;
+            // No answer at all: the accounts after it are not probed. (Cleared meanwhile by another account: read as usual.)
+            if (how === 'silent' && outage.witnesses() !== undefined) outage.silent(entry.name);
+          }
+        }
         const witnesses = outage.witnesses();
         if (witnesses !== undefined) {
-          await notTried(entry, witnesses);
+          await announce(witnesses, outage.probing(), this.#entries.length - next + (probed === undefined ? 1 : 0));
+          await notTried(entry, probed);
           continue;
         }
         outage.started(entry.name);
-        await runOne(entry);
+        await runOne(entry, known);
       }
     };
     const workers = Math.max(1, Math.min(this.#config.max_concurrent_accounts, this.#entries.length));

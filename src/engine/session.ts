@@ -120,10 +120,12 @@ export class SyncSession {
    * GET /v1/me with this session's client (its full retry and rate-limit
    * patience), before a face prepares its output. Once it answers, the
    * session knows the account, and every state its syncs write names it
-   * (account.ts): one /v1/me a run.
+   * (account.ts): one /v1/me a run. `known`: the answer of a /v1/me this
+   * account's key already had this run (the probe of service-outage.ts),
+   * taken as this one's: no second request.
    */
-  async verifyAccount(): Promise<CheckResult> {
-    const result = await this.engine.connect.verifyAccount(this.client, this.config);
+  async verifyAccount(known?: CheckResult): Promise<CheckResult> {
+    const result = known ?? (await this.engine.connect.verifyAccount(this.client, this.config));
     const { api_key: key, hash_key: hashKey } = this.config;
     const secrets = [key, hashKey].filter((s): s is string => s !== undefined);
     if (result.ok && result.account !== undefined) this.#account = runAccount(result.account, this.config.base_url, secrets);
@@ -151,9 +153,10 @@ export class SyncSession {
    * account_renamed_from confirms). When /v1/me itself fails (the key
    * refused, the service unreachable), the failure is the run's: the next
    * `run` reads nothing and reports it as the engine reports a run-wide
-   * failure (every stream stopped, the cause said once).
+   * failure (every stream stopped, the cause said once). `known`: as for
+   * verifyAccount.
    */
-  async accountFor(states: ReadonlyMap<string, StreamState>, streams: readonly SelectedStream[]): Promise<AccountNote[]> {
+  async accountFor(states: ReadonlyMap<string, StreamState>, streams: readonly SelectedStream[], known?: CheckResult): Promise<AccountNote[]> {
     const many = [...states].filter(([, state]) => state.accounts !== undefined);
     if (many.length > 0) {
       const [name, state] = many[0] as [string, StreamState];
@@ -165,7 +168,7 @@ export class SyncSession {
         { field: `state.${name}` },
       );
     }
-    const verified = await this.verifyAccount();
+    const verified = await this.verifyAccount(known);
     const account = this.#account;
     if (!verified.ok || account === undefined) {
       this.#accountFailure = verified.error ?? new ConnectorError(verified.failureType ?? 'system_error', verified.message, { runWide: true });

@@ -345,9 +345,45 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     expect(sink.statesOf('contacts')).toEqual([]);
   });
 
-  it('the service answering 503 to /v1/me past the retries, for two accounts in a row: the same', async () => {
-    const { result } = await run({ a1: '503', a2: '503', a3: 'ok', a4: 'ok' });
-    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried' });
+  it("two accounts whose own /v1/me answers 503 past the retries: the next is probed, answered, and it and the others are read", async () => {
+    const { result, sink } = await run({ a1: '503', a2: '503', a3: 'ok', a4: 'ok' });
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'succeeded', a4: 'succeeded' });
+    // a3's probe was its one /v1/me: every interceptor used, none asked twice.
+    expect(nock.pendingMocks()).toEqual([]);
+    expect(sink.recordsOf('contacts').map((r) => r.account)).toEqual(['a3', 'a4']);
+    expect(result.error?.failureType).toBe('transient_error');
+    expect(result.error?.message).toMatch(/^2 of 4 accounts failed \(the other 2 were read and their states saved\)/);
+    const logs = sink.events.flatMap((e) => (e.kind === 'log' ? [e.message] : []));
+    expect(logs).toContain('Account "a3": the Data-Read API answered its /v1/me after accounts "a1" and "a2" found it unavailable: it and the accounts after it are read as usual.');
+    expect(logs.filter((m) => /probed first/.test(m))).toEqual([expect.stringMatching(/^The 2 accounts not started yet are each probed first: accounts "a1" and "a2" found the Data-Read API at http:\/\/127\.0\.0\.1:9 unavailable/)]);
+  });
+
+  it('two accounts at once with 503s on their own /v1/me: the accounts after them are probed two at a time and read', async () => {
+    const { result } = await run({ a1: '503', a2: '503', a3: 'ok', a4: 'ok', a5: 'ok' }, 2);
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'succeeded', a4: 'succeeded', a5: 'succeeded' });
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
+  it('the service answering 503 to every /v1/me: each account after the first two is probed once and not tried; one answered is read', async () => {
+    const { result } = await run({ a1: '503', a2: '503', a3: '503', a4: '503', a5: 'ok' });
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'succeeded' });
+    expect(nock.pendingMocks()).toEqual([]);
+    expect(result.accounts.find((a) => a.name === 'a3')).toMatchObject({
+      failure_type: 'transient_error',
+      message:
+        'Not tried: accounts "a1" and "a2" found the Data-Read API at http://127.0.0.1:9 unavailable and no account was read since; ' +
+        'one request of its own to /v1/me, without retries, failed too (HTTP 503). Its state is unchanged; the next run reads it.',
+    });
+  });
+
+  it('two accounts with 503s, then a probe that cannot connect: the accounts after it are not probed', async () => {
+    const { result } = await run({ a1: '503', a2: '503', a3: 'refused', a4: 'ok', a5: 'ok' });
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'not_tried' });
+    // a4 and a5 sent nothing.
+    expect(nock.pendingMocks()).toHaveLength(4);
+    expect(result.accounts.find((a) => a.name === 'a4')?.message).toBe(
+      'Not tried: accounts "a1", "a2" and 1 more found the Data-Read API at http://127.0.0.1:9 unavailable and no account was read since. Its state is unchanged; the next run reads it.',
+    );
   });
 
   it('two accounts at once: the first to find it down waits for the other, still trying to get in; then those not started are not tried', async () => {

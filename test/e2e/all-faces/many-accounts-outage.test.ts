@@ -5,11 +5,17 @@
  * - the service unreachable (a closed port): the first two accounts retry and
  *   fail, the others are not tried, each named with why in the error and the
  *   summary (status not_tried), 75, their states unchanged;
- * - the service answering 503 to everything: the same;
+ * - the service answering 503 to everything: the same, each account after the
+ *   first two probed once (one /v1/me, no retries) before it is not tried;
+ * - two accounts whose own /v1/me answers 500 (a tenant broken on the
+ *   service's side; a proxy in front of the emulator answers for them): the
+ *   next account's probe is answered, and every other account is read;
  * - keys refused (401) in a row stop nothing: every other account is read.
  * Retries are kept short with max_retries 1 (one wait of a second or so).
  */
 import { readFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
@@ -176,9 +182,64 @@ describe('the service answering 503 to everything', () => {
       expect(retried(r)).toEqual(['acc-1', 'acc-2']);
       expect(statuses(r.summary)).toEqual({ 'acc-1': 'failed', 'acc-2': 'failed', 'acc-3': 'not_tried', 'acc-4': 'not_tried', 'acc-5': 'not_tried', 'acc-6': 'not_tried' });
       expect(r.summary.accounts?.[0]?.message).toMatch(/HTTP 503/);
-      expect(r.summary.accounts?.[2]?.message).toBe(`Not tried: accounts "acc-1" and "acc-2" found the Data-Read API at ${emulator.url} unavailable and no account was read since. Its state is unchanged; the next run reads it.`);
+      expect(r.summary.accounts?.[2]?.message).toBe(
+        `Not tried: accounts "acc-1" and "acc-2" found the Data-Read API at ${emulator.url} unavailable and no account was read since; ` +
+          'one request of its own to /v1/me, without retries, failed too (HTTP 503). Its state is unchanged; the next run reads it.',
+      );
+      // Two accounts of two attempts each, then one probe of each other account.
+      expect(r.summary.requests).toBe(8);
     } finally {
       emulator.control.setFaults([]);
+    }
+  });
+});
+
+/**
+ * A proxy in front of the emulator that answers 500 to the /v1/me of the given keys (their tenant broken on the
+ * service's side) and passes every other request on.
+ */
+async function brokenTenants(upstream: string, broken: readonly string[]): Promise<{ url: string; server: Server }> {
+  const target = new URL(upstream);
+  const refused = new Set(broken.map((key) => `Bearer ${key}`));
+  const server = createServer((req, res) => {
+    if ((req.url ?? '').startsWith('/v1/me') && refused.has(req.headers.authorization ?? '')) {
+      res.writeHead(500, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ title: 'Internal Server Error', status: 500 }));
+      return;
+    }
+    const forward = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe.each(FACES)('%s with the first two accounts answering 500 to their own /v1/me', (face) => {
+  it('the next account is probed and answered: every other account is read and its state saved (75 for the two)', async () => {
+    const proxy = await brokenTenants(emulator.url, [keys.get('acc-1') as string, keys.get('acc-2') as string]);
+    try {
+      const r = await run(face, config(proxy.url), join(dir, `${face}-own-5xx.db`));
+      expect(r.code, r.stderr.slice(-800)).toBe(75);
+      expect(retried(r)).toEqual(['acc-1', 'acc-2']);
+      expect(statuses(r.summary)).toEqual({ 'acc-1': 'failed', 'acc-2': 'failed', 'acc-3': 'succeeded', 'acc-4': 'succeeded', 'acc-5': 'succeeded', 'acc-6': 'succeeded' });
+      for (const name of ['acc-3', 'acc-4', 'acc-5', 'acc-6']) {
+        expect(r.summary.accounts?.find((a) => a.name === name)?.records, name).toBeGreaterThan(0);
+        expect(r.states.get('contacts')?.[name], name).toMatchObject({ sync_watermark: expect.any(String) });
+      }
+      for (const name of ['acc-1', 'acc-2']) expect(r.states.get('contacts')?.[name], name).toBeUndefined();
+      expect(r.summary.accounts?.[0]?.message).toMatch(/HTTP 500/);
+      expect(r.summary.message).toMatch(/^2 of 6 accounts failed \(the other 4 were read and their states saved\)/);
+      const said = `${r.stdout}\n${r.stderr}`.replaceAll('\\"', '"');
+      expect(said).toContain('Account "acc-3": the Data-Read API answered its /v1/me after accounts "acc-1" and "acc-2" found it unavailable');
+      expect(said).not.toMatch(/Not tried:|were not tried| not tried \(/);
+      // No key in any message.
+      for (const key of keys.values()) expect(said).not.toContain(key);
+    } finally {
+      await new Promise<void>((resolve) => proxy.server.close(() => resolve()));
     }
   });
 });
