@@ -1,6 +1,8 @@
 /** Per-key request limits and the RateLimit-* headers. */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Emulator } from '../../packages/emulator/src/index.js';
+import { RateLimiter, resolveLimits } from '../../packages/emulator/src/limits.js';
+import { pacer } from '../helpers/pacer.js';
 import { expectProblem, get, setup, sleep, type Got } from './helpers.js';
 
 let emu: Emulator | undefined;
@@ -83,18 +85,55 @@ describe('per-minute window', () => {
 });
 
 describe('per-day window', () => {
-  it('429 with a long Retry-After, Remaining 0 and Reset up to the day window; the clock ends the window', async () => {
-    const s = await setup({ limits: { perDay: 2 } });
+  it('429 with a day-long Retry-After; RateLimit-* stay the minute\'s (the API\'s); the clock ends the window', async () => {
+    const s = await setup({ limits: { perDay: 2 }, frozenClock: true });
     emu = s.emu;
     expect((await get(s.emu.url, '/v1/me', { key: s.key })).body).toMatchObject({ limits: { per_day: 2 } });
     expect((await get(s.emu.url, '/v1/contacts', { key: s.key })).status).toBe(200);
     const refused = await get(s.emu.url, '/v1/contacts', { key: s.key });
     expectProblem(refused, 429, /daily/);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(86_000);
-    expect(rate(refused)).toMatchObject({ remaining: 0 });
-    expect(rate(refused).reset).toBeGreaterThan(86_000);
+    // The minute's figures: 1000 a minute, 2 spent, the minute not over.
+    expect(rate(refused)).toEqual({ limit: 1000, remaining: 998, reset: 60 });
     s.emu.control.advanceClock(86_400_000);
     expect((await get(s.emu.url, '/v1/contacts', { key: s.key })).status).toBe(200);
+  });
+
+  it('a day quota below the minute\'s does not lower RateLimit-Remaining (a client would take the gap for other users)', async () => {
+    const s = await setup({ limits: { perMinute: 1000, perDay: 5 }, frozenClock: true });
+    emu = s.emu;
+    const seen = [];
+    for (let i = 0; i < 5; i++) {
+      const got = await get(s.emu.url, '/v1/contacts', { key: s.key });
+      expect(got.status).toBe(200);
+      seen.push(rate(got));
+    }
+    expect(seen.map((h) => h.remaining)).toEqual([999, 998, 997, 996, 995]);
+    expect(seen.every((h) => h.limit === 1000 && h.reset === 60)).toBe(true);
+    expectProblem(await get(s.emu.url, '/v1/contacts', { key: s.key }), 429, /daily/);
+  });
+
+  it('the connector\'s pacer, alone on a key whose day quota is below the minute\'s, waits for nothing', async () => {
+    // The emulator's limiter and the connector's pacer on one clock: a Remaining below the minute's
+    // quota less this client's own requests reads as other users of the key (a wait up to the minute's end).
+    const now = { t: Date.UTC(2026, 0, 5) };
+    const t = pacer(now);
+    const limiter = new RateLimiter();
+    const limits = resolveLimits({ perMinute: 1000, perDay: 10 });
+    for (let i = 0; i < 10; i++) {
+      await t.p.ready('/v1/contacts');
+      const sentAt = now.t;
+      const seq = t.p.sent();
+      now.t += 20;
+      const a = limiter.admit('key', limits, now.t);
+      limiter.release('key');
+      expect(a.ok).toBe(true);
+      const headers = { 'ratelimit-limit': String(a.headers.limit), 'ratelimit-remaining': String(a.headers.remaining), 'ratelimit-reset': String(a.headers.reset) };
+      t.p.observe(headers, now.t, sentAt, seq);
+      t.p.done();
+    }
+    expect(t.waits).toEqual([]);
+    expect(t.p.view.othersPerOwn).toBe(0);
   });
 });
 

@@ -1,8 +1,10 @@
 /**
  * Request limits per API key: a fixed per-minute window and a fixed per-day
  * window (both lengths configurable so tests run in seconds) and a cap on
- * requests in flight. Windows follow the virtual clock, so advancing the clock
- * also ends them.
+ * requests in flight. Windows follow the virtual clock, so advancing the
+ * clock also ends them. RateLimit-* describe the minute's window (as the API
+ * says); the day's quota shows only in /v1/me (per_day) and in the
+ * Retry-After of its 429.
  */
 
 export interface Limits {
@@ -89,15 +91,16 @@ export class RateLimiter {
     return u;
   }
 
+  /**
+   * The minute's figures only, as the API describes its RateLimit-* (even on
+   * a 429 for the day quota, whose Retry-After says how long to wait): a
+   * Remaining capped by the day's quota would read to a client as requests
+   * of other users of the key.
+   */
   private headers(u: Usage, limits: Limits, now: number): RateHeaders {
-    const dayLeft = limits.perDay - u.dayCount;
-    if (dayLeft <= 0) {
-      // The day quota is spent: tell a pacing client to wait for the day window.
-      return { limit: limits.perMinute, remaining: 0, reset: ceilSeconds(u.dayStart + limits.dayWindowMs - now) };
-    }
     return {
       limit: limits.perMinute,
-      remaining: Math.max(0, Math.min(limits.perMinute - u.minuteCount, dayLeft)),
+      remaining: Math.max(0, limits.perMinute - u.minuteCount),
       reset: ceilSeconds(u.minuteStart + limits.windowMs - now),
     };
   }
