@@ -132,14 +132,17 @@ describe('readStream', () => {
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
   });
 
-  it('takes an earlier watermark from a complete read (the service clock went back), with a WARN naming both instants', async () => {
+  it('takes an earlier watermark from a complete read (a clock gone back, or a state edited by hand), with a WARN naming both instants and both causes', async () => {
     const api = contactsApi({ records: makeRecords(1), watermark: W0 });
     const { outcome, sink } = await read(api, { sync_watermark: W1 });
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
     expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W0 }]);
     const warnings = sink.logs('WARN');
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain(`contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}: its clock went back`);
+    expect(warnings[0]).toContain(`contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}.`);
+    // Both causes, and what to do for each: a clock gone back needs nothing; a state edited by hand lost records.
+    expect(warnings[0]).toMatch(/If the service's clock went back \(a failover or a clock correction\), there is nothing to do/);
+    expect(warnings[0]).toMatch(/If the state was edited or copied by hand .* clear the stream's state \(it is read again in full\), or set its sync_watermark back/);
     // A later or equal one says nothing.
     const again = await read(contactsApi({ records: makeRecords(1), watermark: W1 }), { sync_watermark: W1 });
     expect(again.sink.logs('WARN')).toEqual([]);

@@ -66,9 +66,13 @@ async function clockGoesBack(
     expect(Date.parse(reported), stream).toBeLessThan(Date.parse(saved));
     const warning = back.warnings.filter((w) => w.startsWith(`${stream}: the service reported sync_watermark`));
     expect(warning, stream).toEqual([
-      `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: its clock went back ` +
-        '(a failover or a clock correction). The earlier watermark is saved, so the next sync reads again from there ' +
-        'and nothing the service stamps in between is lost; records may repeat.',
+      `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}. ` +
+        'The earlier watermark is saved, so the next sync reads again from there. ' +
+        "If the service's clock went back (a failover or a clock correction), there is nothing to do: " +
+        'nothing it stamps in between is lost; records may repeat. ' +
+        "If the state was edited or copied by hand with a watermark ahead of the service's, this sync read only " +
+        `what changed from ${saved} on, and records changed since the stream's last real sync are missing: ` +
+        "clear the stream's state (it is read again in full), or set its sync_watermark back to the last sync you trust.",
     ]);
   }
 
