@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { generatedArtifacts } from '../../../scripts/artifacts.js';
 import { ROOT, tempDir } from '../../helpers/cli.js';
 
 interface Manifest {
@@ -65,6 +66,15 @@ describe('the packed package.json', () => {
     expect(Object.keys(packed.dependencies ?? {}).sort()).toEqual(['pg', 'pg-copy-streams', 'undici', 'zod']);
     // Optional: installed by default (and into the image, whose npm ci --omit=dev keeps it), left out by --omit=optional.
     expect(Object.keys(packed.optionalDependencies ?? {})).toEqual(['@duckdb/node-api']);
+  });
+
+  it('holds, beside dist/ and bin/, the generated catalog/ and schemas/ files by name and the listed ones: nothing stray', () => {
+    // Named one by one in package.json `files`: a file left in those folders is not published.
+    const generated = [...generatedArtifacts().keys()].filter((f) => /^(catalog|schemas)\//.test(f));
+    const source = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
+    expect(source.files.filter((f) => /^(catalog|schemas)\b/.test(f)).sort()).toEqual(generated.sort());
+    const others = files.filter((f) => !f.startsWith('dist/') && !f.startsWith('bin/')).sort();
+    expect(others).toEqual([...generated, 'LICENSE', 'README.md', 'icon.svg', 'metadata.yaml', 'package.json'].sort());
   });
 
   it('holds the connector alone: no emulator code, no OpenAPI document of the emulator', () => {
