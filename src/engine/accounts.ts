@@ -38,7 +38,7 @@ import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver } from './run-observer.js';
-import { SyncSession, type RequestCounts, type SessionRequest } from './session.js';
+import { SyncSession, addRequestCounts, type RequestCounts, type SessionRequest } from './session.js';
 import { PROBE_TIMEOUT_SECONDS, SharedOutage, probeAccount, probeCause, probeOutcome, probeSettles, serviceDownBy } from './service-outage.js';
 import type { CheckResult } from './connect.js';
 import type { StreamState } from './state.js';
@@ -223,14 +223,8 @@ export class AccountsRun {
   }
 
   #requestCounts(): RequestCounts & { rateLimitWaitMs: number } {
-    const total = { ...this.#closedStats };
-    for (const session of this.#open) {
-      const s = session.clientStats;
-      total.requests += s.requests;
-      total.retries += s.retries;
-      total.rateLimitWaits += s.rateLimitWaits;
-      total.rateLimitWaitMs += s.rateLimitWaitMs;
-    }
+    let total = this.#closedStats;
+    for (const session of this.#open) total = addRequestCounts(total, session.clientStats);
     return total;
   }
 
@@ -487,13 +481,7 @@ export class AccountsRun {
       } finally {
         if (session !== undefined) {
           this.#open.delete(session);
-          const s = session.clientStats;
-          this.#closedStats = {
-            requests: this.#closedStats.requests + s.requests,
-            retries: this.#closedStats.retries + s.retries,
-            rateLimitWaits: this.#closedStats.rateLimitWaits + s.rateLimitWaits,
-            rateLimitWaitMs: this.#closedStats.rateLimitWaitMs + s.rateLimitWaitMs,
-          };
+          this.#closedStats = addRequestCounts(this.#closedStats, session.clientStats);
           await session.close().catch(() => undefined);
         }
       }
@@ -543,12 +531,7 @@ export class AccountsRun {
     /** The probe of an account (service-outage.ts), its requests counted with the run's. */
     const probe = async (entry: AccountEntry): Promise<CheckResult> => {
       const { check, stats } = await probeAccount(entryConfig(this.#config, entry), this.#signal);
-      this.#closedStats = {
-        requests: this.#closedStats.requests + stats.requests,
-        retries: this.#closedStats.retries + stats.retries,
-        rateLimitWaits: this.#closedStats.rateLimitWaits + stats.rateLimitWaits,
-        rateLimitWaitMs: this.#closedStats.rateLimitWaitMs + stats.rateLimitWaitMs,
-      };
+      this.#closedStats = addRequestCounts(this.#closedStats, stats);
       return check;
     };
 

@@ -54,7 +54,7 @@ import { errorCode } from '../client/retry.js';
 import type { Config } from '../config/config.js';
 import type { ConnectorError } from '../errors.js';
 import type { CheckResult } from './connect.js';
-import type { RequestCounts } from './session.js';
+import { requestCountsOf, type RequestCounts } from './session.js';
 
 /**
  * Accounts in a row that must find the service down before the accounts not
@@ -101,11 +101,6 @@ export function serviceDownBy(errors: readonly ConnectorError[], gotIn: boolean)
   if (errors.some(noConnection)) return 'unreachable';
   if (!gotIn && errors.some(serviceFault)) return 'failing';
   return undefined;
-}
-
-/** Whether an account's failures say the service is down; `gotIn`: the service answered its /v1/me. */
-export function foundServiceDown(errors: readonly ConnectorError[], gotIn: boolean): boolean {
-  return serviceDownBy(errors, gotIn) !== undefined;
 }
 
 /**
@@ -168,8 +163,7 @@ export async function probeAccount(config: Config, signal: AbortSignal | undefin
   );
   try {
     const check = await verifyAccount(client, config);
-    const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = client.stats;
-    return { check, stats: { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs } };
+    return { check, stats: requestCountsOf(client.stats) };
   } finally {
     await client.close().catch(() => undefined);
   }

@@ -13,7 +13,7 @@
 import type { Config } from '../config/config.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
-import type { DataReadApi } from '../client/types.js';
+import type { ClientStats, DataReadApi } from '../client/types.js';
 import type { CheckResult } from './connect.js';
 import { checkStateAccounts, runAccount, type AccountNote, type RunAccount } from './account.js';
 import type { LoadedSchemas } from './service-schemas.js';
@@ -48,6 +48,17 @@ function fireAndForget(call: () => void | Promise<void>): void {
 export interface SessionOptions {
   /** With accounts: a field `account` the service sends itself is moved to `service_account` first (pipeline.ts). */
   readonly moveServiceAccount?: boolean | undefined;
+}
+
+/** A client's requests as the run counts them (its --summary's request counts). */
+export function requestCountsOf(stats: ClientStats): RequestCounts & { rateLimitWaitMs: number } {
+  const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = stats;
+  return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
+}
+
+/** Two counts of requests added (a run's, over its accounts' clients). */
+export function addRequestCounts(a: RequestCounts & { rateLimitWaitMs: number }, b: RequestCounts & { readonly rateLimitWaitMs: number }): RequestCounts & { rateLimitWaitMs: number } {
+  return { requests: a.requests + b.requests, retries: a.retries + b.retries, rateLimitWaits: a.rateLimitWaits + b.rateLimitWaits, rateLimitWaitMs: a.rateLimitWaitMs + b.rateLimitWaitMs };
 }
 
 /** Where the client's notes (a retry and why) go while no sync runs (the account check). */
@@ -107,8 +118,7 @@ export class SyncSession {
 
   /** The client's counts, the time of its rate-limit waits included (ms). */
   get clientStats(): RequestCounts & { readonly rateLimitWaitMs: number } {
-    const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = this.client.stats;
-    return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
+    return requestCountsOf(this.client.stats);
   }
 
   get stats(): RequestCounts {

@@ -2,12 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
 import { ConfigError, ContractError } from '../../src/errors.js';
-import { OUTAGE_ACCOUNTS, SharedOutage, foundServiceDown, probeOutcome, probeSettles, serviceDownBy } from '../../src/engine/service-outage.js';
+import { OUTAGE_ACCOUNTS, SharedOutage, probeOutcome, probeSettles, serviceDownBy } from '../../src/engine/service-outage.js';
 
 const withCode = (code: string): Error => Object.assign(new Error(code), { code });
 const exhausted = (extra: { status?: number; cause?: unknown }): ApiError => new ApiError('retries_exhausted', 'transient_error', 'past its retries', extra);
 
-describe('foundServiceDown', () => {
+describe('serviceDownBy: whether an account\'s failures say the service is down', () => {
   it.each<[string, ApiError | ConfigError | ContractError, boolean, boolean]>([
     // [what, the account's failure, down before /v1/me answered, down after]
     ['connection refused, unknown host (unreachable)', new ApiError('unreachable', 'transient_error', 'Cannot reach'), true, true],
@@ -26,8 +26,8 @@ describe('foundServiceDown', () => {
     ['a state of another account', new ConfigError('another account'), false, false],
     ['a body that is not JSON', new ContractError('not JSON'), false, false],
   ])('%s', (_, error, before, after) => {
-    expect(foundServiceDown([error], false)).toBe(before);
-    expect(foundServiceDown([error], true)).toBe(after);
+    expect(serviceDownBy([error], false) !== undefined).toBe(before);
+    expect(serviceDownBy([error], true) !== undefined).toBe(after);
   });
 });
 
