@@ -66,7 +66,6 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
-
 async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
   const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
   return new Map(rows.map((r) => [r.key, r.value]));

@@ -17,7 +17,6 @@ import { copyChunks, copyText } from './copy.js';
 import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { PG_DIALECT, PG_TYPES } from './tables.js';
 
-
 interface LockHolder {
   readonly pid: string;
   readonly application_name: string | null;
