@@ -143,19 +143,20 @@ export function unknownDeletionTypes(records: readonly Data[], spec: StoreTableS
 
 /**
  * The records of a checkpoint with one per primary key (the last one wins,
- * as upserts in order would), or the position of the first without a key.
+ * as upserts in order would) and their keys as text, in the same order; or
+ * the position of the first without a key.
  */
-export function lastPerKey(records: readonly Data[], key: string): { records: Data[]; keyless: number } {
+export function lastPerKey(records: readonly Data[], key: string): { records: Data[]; keys: string[]; keyless: number } {
   const byKey = new Map<string, Data>();
   for (let i = 0; i < records.length; i++) {
     const record = records[i] as Data;
     const id = record[key];
-    if (id === null || id === undefined) return { records: [], keyless: i };
+    if (id === null || id === undefined) return { records: [], keys: [], keyless: i };
     const k = typeof id === 'string' ? id : JSON.stringify(id);
     if (byKey.has(k)) byKey.delete(k);
     byKey.set(k, record);
   }
-  return { records: [...byKey.values()], keyless: -1 };
+  return { records: [...byKey.values()], keys: [...byKey.keys()], keyless: -1 };
 }
 
 /** A stream's part of one account (a store of many accounts), as a key. */

@@ -150,8 +150,6 @@ interface Group<C> {
   seq: number;
 }
 
-const keyOf = (id: unknown): string => (typeof id === 'string' ? id : JSON.stringify(id));
-
 const ZERO: StoreCommitResult = { upserted: 0, skippedDeleted: 0, deletedRows: 0, unknownTypes: [], sweptRows: 0, drift: [] };
 
 export interface GroupOptions {
@@ -246,7 +244,7 @@ export class GroupWriter<C> {
     if (earlier !== undefined) {
       throw new ConnectorError('system_error', `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`);
     }
-    const { records, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
+    const { records, keys: ids, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
     const otherAccount = account === undefined ? -1 : records.findIndex((r) => r[ACCOUNT_COLUMN] !== account);
     if (keyless >= 0 || otherAccount >= 0) {
       const cause =
@@ -261,7 +259,6 @@ export class GroupWriter<C> {
       if (this.broken) throw this.broken;
     }
     const { layout, deletionLog } = table.spec;
-    const ids = records.map((record) => keyOf(record[layout.primaryKey]));
     let group = this.gathering;
     const startsOver = checkpoint.fullRead?.first === true;
     const key = partKey(checkpoint.stream, account);
