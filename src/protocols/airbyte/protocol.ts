@@ -82,8 +82,10 @@ export const errorTrace = (error: ConnectorError, stream?: string): string =>
     },
   });
 
-/** The fixed parts of a stream's RECORD lines, so a record costs one JSON.stringify of its data. */
-export function recordSerializer(stream: string): (data: unknown, emittedAt: number) => string {
-  const head = `{"type":"RECORD","record":{"stream":${JSON.stringify(stream)},"data":`;
-  return (data, emittedAt) => `${head}${JSON.stringify(data)},"emitted_at":${emittedAt}}}\n`;
-}
+/**
+ * A RECORD line is recordHead(stream) + JSON.stringify(data) + recordTail(emittedAt):
+ * the fixed parts are made once (a stream's head, a page's tail), so a record costs one JSON.stringify of its data.
+ */
+export const recordHead = (stream: string): string => `{"type":"RECORD","record":{"stream":${JSON.stringify(stream)},"data":`;
+
+export const recordTail = (emittedAt: number): string => `,"emitted_at":${emittedAt}}}\n`;

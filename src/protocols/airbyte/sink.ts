@@ -7,14 +7,15 @@ import { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
 import type { StreamDefinition } from '../../streams.js';
-import { writeLines, type LineWriter } from '../../runtime/output.js';
+import { writeRecordLines, type LineWriter } from '../../runtime/output.js';
 import * as msg from './protocol.js';
 
 export class AirbyteSink implements SyncSink {
   private readonly out: LineWriter;
   private readonly redact: (text: string) => string;
   private readonly echo: ((level: LogLevel, message: string) => void) | undefined;
-  private readonly serializers = new Map<string, (data: unknown, emittedAt: number) => string>();
+  /** Per stream, the UTF-8 of its RECORD lines' start, up to the record's data. */
+  private readonly heads = new Map<string, Uint8Array>();
   /** Records per stream since that stream's previous STATE (sourceStats.recordCount). */
   private readonly sinceState = new Map<string, number>();
   /** Streams STARTED and not yet COMPLETE or INCOMPLETE, in start order. */
@@ -42,11 +43,11 @@ export class AirbyteSink implements SyncSink {
   }
 
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
-    let serialize = this.serializers.get(stream.name);
-    if (!serialize) this.serializers.set(stream.name, (serialize = msg.recordSerializer(stream.name)));
+    let head = this.heads.get(stream.name);
+    if (!head) this.heads.set(stream.name, (head = Buffer.from(msg.recordHead(stream.name), 'utf8')));
     this.sinceState.set(stream.name, (this.sinceState.get(stream.name) ?? 0) + records.length);
-    const line = serialize;
-    const write = (): Promise<void> => writeLines((text) => this.out.write(text), records, (record) => line(record, extractedAt));
+    const start = head;
+    const write = (): Promise<void> => writeRecordLines((bytes) => this.out.write(bytes), records, start, Buffer.from(msg.recordTail(extractedAt), 'utf8'));
     // The protocol's order is STARTED, RUNNING, then records: tombstones may reach a stream before its own read has begun.
     return this.running.has(stream.name) ? write() : this.streamRunning(stream).then(write);
   }

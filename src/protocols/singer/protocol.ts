@@ -31,12 +31,12 @@ export const state = (value: SingerState): string => line({ type: 'STATE', value
 export const activateVersion = (stream: string, version: number): string => line({ type: 'ACTIVATE_VERSION', stream, version });
 
 /**
- * The fixed parts of a stream's RECORD lines, built once: a record costs one
- * JSON.stringify of its data. `timeExtracted` is an ISO string shared by a page.
- * `version`: the table version each RECORD carries (a full-table sync with ACTIVATE_VERSION).
+ * A RECORD line is recordHead(stream) + JSON.stringify(record) + recordTail(timeExtracted, version):
+ * the fixed parts are made once (a stream's head, a page's tail), so a record costs one JSON.stringify.
+ * `timeExtracted` is an ISO string shared by a page. `version`: the table version each RECORD
+ * carries (a full-table sync with ACTIVATE_VERSION).
  */
-export function recordSerializer(stream: string, version?: number): (record: unknown, timeExtracted: string) => string {
-  const head = `{"type":"RECORD","stream":${JSON.stringify(stream)},"record":`;
-  const tail = version === undefined ? ',"time_extracted":"' : `,"version":${version},"time_extracted":"`;
-  return (record, timeExtracted) => `${head}${JSON.stringify(record)}${tail}${timeExtracted}"}\n`;
-}
+export const recordHead = (stream: string): string => `{"type":"RECORD","stream":${JSON.stringify(stream)},"record":`;
+
+export const recordTail = (timeExtracted: string, version?: number): string =>
+  `${version === undefined ? '' : `,"version":${version}`},"time_extracted":"${timeExtracted}"}\n`;

@@ -20,7 +20,7 @@
 import type { ConnectorError } from '../../errors.js';
 import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
-import { writeLines, type LineWriter, type StderrLogger } from '../../runtime/output.js';
+import { writeRecordLines, type LineWriter, type StderrLogger } from '../../runtime/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';
@@ -32,13 +32,12 @@ const LEVELS: Readonly<Record<LogLevel, string>> = { DEBUG: 'DEBUG', INFO: 'INFO
 /** Rate-limit waits at least this long are logged (shorter ones are routine pacing). */
 const RATE_LIMIT_LOG_MS = 10_000;
 
-type Serialize = (record: unknown, timeExtracted: string) => string;
-
 interface StreamOutput {
   readonly plan: StreamPlan;
   /** The table version of the stream's RECORDs; undefined: no ACTIVATE_VERSION. */
   readonly version: number | undefined;
-  readonly serialize: Serialize;
+  /** The UTF-8 of its RECORD lines' start, up to the record. */
+  readonly head: Uint8Array;
 }
 
 export class SingerSink implements SyncSink {
@@ -78,12 +77,12 @@ export class SingerSink implements SyncSink {
     this.bookmarks = new Map(bookmarks);
     for (const plan of plans) {
       const v = plan.activateVersion ? version : undefined;
-      this.streams.set(plan.stream.name, { plan, version: v, serialize: msg.recordSerializer(plan.stream.name, v) });
+      this.streams.set(plan.stream.name, { plan, version: v, head: Buffer.from(msg.recordHead(plan.stream.name), 'utf8') });
       if (!bookmarks.has(plan.stream.name)) this.firstSync.add(plan.stream.name);
     }
   }
 
-  private writeLine(text: string): Promise<void> {
+  private writeLine(text: string | Uint8Array): Promise<void> {
     this.lastState = undefined;
     return this.out.write(text);
   }
@@ -136,9 +135,8 @@ export class SingerSink implements SyncSink {
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): Promise<void> {
     const output = this.streams.get(stream.name);
     if (!output) throw new Error(`records for stream ${stream.name}, which was not planned`);
-    const { serialize } = output;
-    const timeExtracted = new Date(extractedAt).toISOString();
-    return writeLines((text) => this.writeLine(text), records, (record) => serialize(record, timeExtracted));
+    const tail = Buffer.from(msg.recordTail(new Date(extractedAt).toISOString(), output.version), 'utf8');
+    return writeRecordLines((bytes) => this.writeLine(bytes), records, output.head, tail);
   }
 
   async state(stream: StreamDefinition, state: StreamState): Promise<void> {

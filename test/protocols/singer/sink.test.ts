@@ -129,7 +129,8 @@ describe('SingerSink', () => {
 
   it('writes a large page of RECORDs in several writes of whole lines, in order', async () => {
     const writes: string[] = [];
-    const out = { write: (text: string) => (writes.push(text), Promise.resolve()) } as unknown as LineWriter;
+    // Lines are written as text or as its UTF-8 bytes.
+    const out = { write: (text: string | Uint8Array) => (writes.push(Buffer.from(text).toString('utf8')), Promise.resolve()) } as unknown as LineWriter;
     const plan = planAll(false).filter((p) => p.stream.name === 'contacts');
     const sink = new SingerSink(out, new StderrLogger('test'), plan, new Map());
     const stream = plan[0]?.stream;
