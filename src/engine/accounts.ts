@@ -32,7 +32,7 @@
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
-import type { RunAccount } from './account.js';
+import { bindingOf, type RunAccount } from './account.js';
 import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
@@ -41,7 +41,7 @@ import type { AccountOutcome, RunObserver } from './run-observer.js';
 import { SyncSession, addRequestCounts, type RequestCounts, type SessionRequest } from './session.js';
 import { PROBE_TIMEOUT_SECONDS, SharedOutage, probeAccount, probeCause, probeOutcome, probeSettles, serviceDownBy } from './service-outage.js';
 import type { CheckResult } from './connect.js';
-import type { StreamState } from './state.js';
+import type { StateAccount, StreamState } from './state.js';
 
 /** A failure of one account: of one stream, or of the whole account (stream undefined). */
 export interface AccountFailure {
@@ -385,6 +385,38 @@ export class AccountsRun {
       );
     };
 
+    // The service account each entry no longer in the config read, as its state names it (the first stream's that does).
+    const formerAccounts = new Map<string, StateAccount>();
+    for (const name of removed) {
+      for (const byEntry of input.values()) {
+        const account = byEntry.get(name)?.account;
+        if (account !== undefined) {
+          formerAccounts.set(name, account);
+          break;
+        }
+      }
+    }
+    /**
+     * An entry renamed in the config (same key, same account) is read in full under its new name while the rows and state
+     * of its former name stay: the account's rows then sit under both names. Entry names are kept by design (the state is
+     * kept under them), so this is only said, never undone.
+     */
+    const formerEntryOf = async (entry: AccountEntry, account: RunAccount | undefined, lane: SyncSink): Promise<void> => {
+      if (account === undefined) return;
+      for (const [former, bound] of formerAccounts) {
+        if (bound.base_url !== undefined && bound.base_url.replace(/\/+$/, '') !== account.base_url) continue;
+        const binding = bindingOf(bound.name, account, entry.account_renamed_from);
+        if (binding !== 'same' && binding !== 'renamed') continue;
+        await lane.log(
+          'WARN',
+          `it reads an account of the same name, "${account.name}" at ${account.base_url}, as entry "${former}", which is no longer in the config ` +
+            `(its state names that account). If "${entry.name}" is "${former}" renamed, the account is read in full under "${entry.name}" ` +
+            `while the rows and state of "${former}" stay: its rows sit under both names. Rename the entry back to "${former}" (it goes on ` +
+            `from its state), or remove the rows whose account is "${former}" and "${former}"'s state (docs/many-accounts.md, "Renaming an entry").`,
+        );
+      }
+    };
+
     /** One account, read; `known`: the answer of its probe to take as its /v1/me (probeSettles). */
     const runOne = async (entry: AccountEntry, known: CheckResult | undefined): Promise<void> => {
       const track = this.#tracks.get(entry.name) as AccountTrack;
@@ -472,6 +504,7 @@ export class AccountsRun {
         for (const note of await session.accountFor(states, request.streams, known)) await lane.log(note.level, note.message);
         if (session.account !== undefined) outage.gotIn(entry.name);
         await sameAccountAs(entry, session.account, lane);
+        await formerEntryOf(entry, session.account, lane);
         if (lanes.read === undefined) await session.run({ ...request, states }, lane, accountObserver);
         else await lanes.read(entry, session, { ...request, states }, lane, accountObserver);
       } catch (err) {

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
-import { parseStreamState } from '../../src/engine/state.js';
+import { parseStreamState, type StreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -80,13 +80,19 @@ describe('records of many accounts, against nock', () => {
    * A run of contacts for `entries`, each key's /v1/me answering Acme and its one page holding `data`; `selection`
    * as a face gives it, `extra` config settings. The recording sink, after checking the run ended without error.
    */
-  async function run(entries: readonly object[], data: readonly object[], selection: { fields?: Set<string>; excluded?: Set<string> } = {}, extra: Record<string, unknown> = {}): Promise<RecordingSink> {
+  async function run(
+    entries: readonly object[],
+    data: readonly object[],
+    selection: { fields?: Set<string>; excluded?: Set<string> } = {},
+    extra: Record<string, unknown> = {},
+    states: Map<string, StreamState> = new Map(),
+  ): Promise<RecordingSink> {
     nock(origin).get('/v1/me').times(entries.length).reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
     const page = { data, next_cursor: null, has_more: false, sync_watermark: W };
     nock(origin).get('/v1/contacts').query(true).times(entries.length).reply(200, page, JSON_HEADERS);
     const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1, ...extra }, { addSecret: () => undefined }, {});
     const sink = new RecordingSink();
-    const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental', ...selection }], states: new Map() }, sink);
+    const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental', ...selection }], states }, sink);
     expect(result.error).toBeUndefined();
     return sink;
   }
@@ -106,6 +112,19 @@ describe('records of many accounts, against nock', () => {
     const sink = await run([ACME, { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' }], [{ id: 'c1', updated_at: W }]);
     expect(sink.recordsOf('contacts')).toHaveLength(2);
     expect(warnings(sink)).toEqual([expect.stringMatching(/^Account "acme-again": entries "acme" and "acme-again" read an account of the same name, "Acme".*Keep one entry/)]);
+  });
+
+  it('an entry reading the account a state names under an entry no longer in the config (renamed): read, one WARN naming both entries', async () => {
+    const bound = (name: string): StreamState => ({ sync_watermark: W, account: { name, base_url: origin } });
+    const states = new Map([['contacts', { accounts: { 'acme-old': bound('Acme'), globex: bound('Globex') } }]]);
+    const sink = await run([ACME], [{ id: 'c1', updated_at: W }], {}, {}, states);
+    expect(sink.recordsOf('contacts')).toHaveLength(1);
+    expect(warnings(sink)).toEqual([
+      expect.stringMatching(
+        /^Account "acme": it reads an account of the same name, "Acme" at http:\/\/127\.0\.0\.1:9, as entry "acme-old", which is no longer in the config .*the rows and state of "acme-old" stay.*Rename the entry back to "acme-old"/,
+      ),
+    ]);
+    expect(JSON.stringify(sink.events)).not.toContain(ACME.api_key);
   });
 
   it('lets the session of an account that failed go: the run keeps its error, not its client', () => {

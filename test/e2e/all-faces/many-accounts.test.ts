@@ -255,6 +255,20 @@ describe('Airbyte read with accounts', () => {
     expect(logs.some((l) => /no longer in the config \(acme-br\).*kept/.test(l))).toBe(true);
   });
 
+  it('an entry renamed in the config (its key and account the same): read in full under its new name, with a WARN naming both', async () => {
+    const renamed = { ...initech, entry: 'initech-us' };
+    const run = await read(config([acme, globex, renamed]), catalog, stateLines(firstRun.stdout));
+    expect(run.code, run.stdout.slice(-1500)).toBe(0);
+    expect(recordsOf(run.stdout, 'initech-us', 'contacts')).toBe(emulator.control.dump(initech.id).contacts.length);
+    const warns = parseLines(run.stdout)
+      .filter((m) => m.type === 'LOG' && (m.log as { level: string }).level === 'WARN')
+      .map((m) => (m.log as { message: string }).message);
+    expect(warns.filter((w) => w.includes('as entry "initech.us"'))).toEqual([
+      expect.stringMatching(/^Account "initech-us": it reads an account of the same name, "Initech" at \S+, as entry "initech\.us", which is no longer in the config .*Rename the entry back to "initech\.us"/),
+    ]);
+    expect(run.stdout + run.stderr).not.toContain(initech.key);
+  });
+
   it('check of a list of one entry says one account, not "all 1 accounts"', async () => {
     const solo = tenant('solo', 'Solo', 5);
     const check = await runCli(SOURCE_BIN, ['check', '--config', config([solo])]);

@@ -20,6 +20,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { replicaRecords, replicaStates } from '../../../src/replica/records.js';
@@ -267,5 +268,51 @@ describe('replicate with accounts into a SQLite file', () => {
     const healed = await replicate(cfg, edgeDb);
     expect(healed.code, healed.stderr).toBe(0);
     expect(share(edgeDb, 'edge')).toEqual(sortedDump(edge));
+  });
+});
+
+describe('an entry renamed in the config (the same key, the same account)', () => {
+  it('says so in a WARN naming both entries and the account; the removal of docs/many-accounts.md leaves the rows under the new name alone', async () => {
+    const wayne = tenant('wayne', 'Wayne', 20);
+    const stark = tenant('stark', 'Stark', 10);
+    const renamedDb = join(dir, 'renamed.db');
+    const first = await replicate(config([wayne, stark]), renamedDb);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).not.toMatch(/no longer in the config \(its state names/);
+
+    const renamed = { ...wayne, entry: 'wayne-inc' };
+    const run = await replicate(config([renamed, stark]), renamedDb);
+    expect(run.code, run.stderr).toBe(0);
+    const warns = run.stderr.split('\n').filter((l) => /\bWARN\b/.test(l));
+    const said = warns.filter((l) => l.includes('no longer in the config'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(
+      new RegExp(
+        `Account "wayne-inc": it reads an account of the same name, "Wayne" at ${emulator.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, as entry "wayne", ` +
+          'which is no longer in the config .*the rows and state of "wayne" stay: its rows sit under both names\\. ' +
+          'Rename the entry back to "wayne" .*remove the rows whose account is "wayne"',
+      ),
+    );
+    expect(run.stderr).not.toContain(wayne.key);
+    // As the WARN says: the account's rows under both names.
+    expect(share(renamedDb, 'wayne-inc')).toEqual(sortedDump(wayne));
+    expect(share(renamedDb, 'wayne')).toEqual(sortedDump(wayne));
+
+    // The removal docs/many-accounts.md gives for a SQLite file ("Renaming an entry").
+    const db = new DatabaseSync(renamedDb);
+    try {
+      for (const table of LISTS) db.prepare(`DELETE FROM ${table} WHERE account = ?`).run('wayne');
+      db.prepare(`UPDATE _replica_state SET state = json_patch(state, '{"accounts": {"wayne": null}}')`).run();
+      db.prepare('DELETE FROM _replica_account WHERE entry = ?').run('wayne');
+    } finally {
+      db.close();
+    }
+    const after = await replicate(config([renamed, stark]), renamedDb);
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stderr).not.toMatch(/no longer in the config/);
+    expect(Object.values(share(renamedDb, 'wayne')).flat()).toEqual([]);
+    expect(share(renamedDb, 'wayne-inc')).toEqual(sortedDump(wayne));
+    expect(share(renamedDb, 'stark')).toEqual(sortedDump(stark));
+    expect(Object.keys(replicaStates(renamedDb).get('contacts')?.accounts ?? {}).sort()).toEqual(['stark', 'wayne-inc']);
   });
 });
