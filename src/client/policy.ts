@@ -153,6 +153,9 @@ function movedBase(location: string, path: string): string | undefined {
   return location.endsWith(path) ? location.slice(0, location.length - path.length) : undefined;
 }
 
+/** A 404's advice, which a run of many accounts replaces when other accounts read the same base_url (engine/accounts.ts). */
+export const NOT_FOUND_ADVICE = 'Check base_url: it must be the address before /v1, for example https://api.example.com.';
+
 export const FAILURE_POLICY: readonly FailureRule[] = [
   {
     fault: { status: 400 },
@@ -206,9 +209,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
       code: 'not_found',
       scope: 'request',
       failure: 'config_error',
-      message: (c) =>
-        `The Data-Read API has no ${c.path} (HTTP 404). Check base_url: it must be the address before /v1, ` +
-        `for example https://api.example.com.${c.said}`,
+      message: (c) => `The Data-Read API has no ${c.path} (HTTP 404). ${NOT_FOUND_ADVICE}${c.said}`,
     },
     // A stream the service may not offer (an add-on): skipped with a WARN, the others go on.
     read: { action: 'ignore', when: 'optionalStream' },

@@ -29,6 +29,8 @@
  * service's own errors and one request of its own to /v1/me (a probe) is
  * answered: then it is read as usual (service-outage.ts).
  */
+import { ApiError } from '../client/api-error.js';
+import { NOT_FOUND_ADVICE } from '../client/policy.js';
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
@@ -156,13 +158,17 @@ interface StreamTrack {
   read: boolean;
 }
 
-/** What the face's summary line says of each account's failure. */
-function accountMessage(errors: readonly ConnectorError[], failures: readonly AccountFailure[]): string {
+/** What the face's summary line says of each account's failure; `message` gives an error's words, by default its message. */
+function accountMessage(
+  errors: readonly ConnectorError[],
+  failures: readonly AccountFailure[],
+  message: (error: ConnectorError, stream: StreamDefinition | undefined) => string = (error) => error.message,
+): string {
   const said = new Set<string>();
   const parts: string[] = [];
   for (const error of errors) {
     const stream = failures.find((f) => f.error === error)?.stream;
-    const text = `${stream === undefined ? '' : `${stream.name}: `}${error.message}`;
+    const text = `${stream === undefined ? '' : `${stream.name}: `}${message(error, stream)}`;
     if (!said.has(text)) parts.push(text);
     said.add(text);
   }
@@ -208,6 +214,8 @@ export class AccountsRun {
   /** The request counts of sessions closed, and the sessions open. */
   #closedStats: RequestCounts & { rateLimitWaitMs: number } = { requests: 0, retries: 0, rateLimitWaits: 0, rateLimitWaitMs: 0 };
   readonly #open = new Set<SyncSession>();
+  /** The entries that read each stream to its end (not skipped) in this run: the base_url serves it. */
+  readonly #readStreams = new Map<string, Set<string>>();
   /** The streams with a checkpoint not yet written, and their state of every account, while run() runs (for unsentStates). */
   #unsent: (() => [StreamDefinition, StreamState][]) | undefined;
 
@@ -243,7 +251,7 @@ export class AccountsRun {
   accountSummaries(): AccountOutcome[] {
     return [...this.#tracks.values()].map((t) => {
       const type = mostActionable(t.errors.map((e) => e.failureType));
-      const message = t.errors.length === 0 ? null : shorten(accountMessage(t.errors, this.#failures));
+      const message = t.errors.length === 0 ? null : shorten(this.#accountMessage(t));
       return {
         name: t.name,
         status: t.ended ?? 'incomplete',
@@ -252,6 +260,36 @@ export class AccountsRun {
         message,
       };
     });
+  }
+
+  #accountMessage(track: AccountTrack): string {
+    return accountMessage(track.errors, this.#failures, (error, stream) => this.#advised(track.name, error, stream));
+  }
+
+  /**
+   * An error's words for the account `entry`. A 404 advises to check base_url; every account reads the same base_url,
+   * so once another account read the stream (or any stream) from it in this run, the path is there and the advice
+   * would mislead: it then says so, and points at the account's own access or plan.
+   */
+  #advised(entry: string, error: ConnectorError, stream: StreamDefinition | undefined): string {
+    if (!(error instanceof ApiError) || error.code !== 'not_found' || !error.message.includes(NOT_FOUND_ADVICE)) return error.message;
+    const others = (names: Iterable<string> | undefined): string[] => [...(names ?? [])].filter((n) => n !== entry);
+    const same = stream === undefined ? [] : others(this.#readStreams.get(stream.name));
+    if (same.length > 0) {
+      return error.message.replace(
+        NOT_FOUND_ADVICE,
+        `The path exists at this base_url: ${same.length === 1 ? 'account' : 'accounts'} ${named(same, 3)} read ${stream?.name ?? ''} from it in this run. ` +
+          "This account's access is the likely cause: its plan may not include that resource, or it is switched off for the account; " +
+          'ask an account administrator.',
+      );
+    }
+    const any = [...new Set(others([...this.#readStreams.values()].flatMap((s) => [...s])))];
+    if (any.length === 0) return error.message;
+    return error.message.replace(
+      NOT_FOUND_ADVICE,
+      `${any.length === 1 ? 'Account' : 'Accounts'} ${named(any, 3)} ${any.length === 1 ? 'was' : 'were'} read from this base_url in this run, so base_url is likely right: ` +
+        "this account's access or plan is the likely cause; ask an account administrator.",
+    );
   }
 
   /** "records: contacts 10, ...; accounts: 3 (1 failed: b); requests: ..." */
@@ -471,6 +509,10 @@ export class AccountsRun {
           if (c.records >= cadence.records || c.checkpoints >= cadence.checkpoints) await writeState(stream);
         },
         streamComplete: async (stream, skipped) => {
+          if (skipped !== true) {
+            const readers = this.#readStreams.get(stream.name) ?? new Set<string>();
+            this.#readStreams.set(stream.name, readers.add(entry.name));
+          }
           await sink?.streamComplete(stream, skipped);
           await end(stream, skipped === true ? 'skipped' : 'complete');
         },
@@ -627,7 +669,7 @@ export class AccountsRun {
         `${failed.length} of ${this.#tracks.size} accounts failed` +
         (untried.length > 0 ? ` and ${untried.length} ${one ? 'was' : 'were'} not tried` : '') +
         (ok > 0 ? ` (the other ${ok} were read and their states saved)` : '') +
-        `: ${[...failed.map((t) => `account "${t.name}": ${accountMessage(t.errors, this.#failures)}`), ...untriedPart].join('; ')}`;
+        `: ${[...failed.map((t) => `account "${t.name}": ${this.#accountMessage(t)}`), ...untriedPart].join('; ')}`;
       error = new ConnectorError(type, message);
       report?.fail(error);
       await emitter.runFailed(error, []);

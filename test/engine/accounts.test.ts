@@ -191,6 +191,54 @@ describe('records of many accounts, against nock', () => {
   });
 });
 
+describe('a 404 of one account on a base_url other accounts read', () => {
+  againstNock();
+  const keys = { acme: 'drk_live_acmeacme0123456789', globex: 'drk_live_globexglobex0123456' };
+  const page = { data: [{ id: 'c1', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W };
+  const me = (name: string): object => ({ account_name: name, scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } });
+  const notFound = { type: 'about:blank', title: 'Not Found', status: 404, detail: 'no such path' };
+
+  /** The contacts of `names` (in that order), the keys of `missing` answering 404: the run's error and summaries. */
+  async function run(names: readonly (keyof typeof keys)[], missing: readonly (keyof typeof keys)[], streams: readonly StreamDefinition[] = [contacts]) {
+    for (const name of names) {
+      const auth = { reqheaders: { authorization: `Bearer ${keys[name]}` } };
+      nock(origin, auth).get('/v1/me').reply(200, me(name), JSON_HEADERS);
+      for (const stream of streams) {
+        const path = stream.name === 'contacts' ? '/v1/contacts' : `/v1/${stream.name}`;
+        const scope = nock(origin, auth).get(path).query(true);
+        if (missing.includes(name) && stream === contacts) scope.reply(404, notFound, { 'content-type': 'application/problem+json' });
+        else scope.reply(200, page, JSON_HEADERS);
+      }
+    }
+    const entries = names.map((name) => ({ name, api_key: keys[name] }));
+    const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
+    const accountsRun = new AccountsRun(config);
+    const result = await accountsRun.run({ streams: streams.map((stream) => ({ stream, mode: 'incremental' as const })), states: new Map() }, new RecordingSink());
+    return { error: result.error?.message ?? '', summary: accountsRun.accountSummaries().find((a) => a.name === 'globex')?.message ?? '' };
+  }
+
+  it("another account read the stream: the path exists, the account's access or plan is the likely cause, not base_url", async () => {
+    // The account that meets the 404 first: the advice is the run's end's, when every account is known.
+    const { error, summary } = await run(['globex', 'acme'], ['globex']);
+    for (const text of [error, summary]) {
+      expect(text).toMatch(/contacts: The Data-Read API has no \/v1\/contacts\S* \(HTTP 404\)\. The path exists at this base_url: account "acme" read contacts from it in this run\. This account's access is the likely cause/);
+      expect(text).not.toContain('Check base_url');
+    }
+  });
+
+  it('another account read another stream only: base_url likely right, the access or plan the likely cause', async () => {
+    const stages = findStream('stage_events') as StreamDefinition;
+    const { error } = await run(['globex', 'acme'], ['globex', 'acme'], [contacts, stages]);
+    expect(error).toMatch(/account "globex": contacts: .*\(HTTP 404\)\. Account "acme" was read from this base_url in this run, so base_url is likely right/);
+    expect(error).not.toContain('Check base_url');
+  });
+
+  it('no other account read anything from the base_url: the advice to check base_url stays', async () => {
+    const { error } = await run(['globex'], ['globex']);
+    expect(error).toMatch(/contacts: The Data-Read API has no \/v1\/contacts\S* \(HTTP 404\)\. Check base_url: it must be the address before \/v1/);
+  });
+});
+
 describe('the STATE cadence of many accounts (a face without a sink per account)', () => {
   againstNock();
   // K accounts, each PAGES pages of SIZE contacts, read two at a time: their pages interleave.
