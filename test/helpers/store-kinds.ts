@@ -6,6 +6,8 @@
  */
 import { afterAll } from 'vitest';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { DuckdbStore } from '../../src/stores/duckdb/store.js';
 import { PostgresStore } from '../../src/stores/postgres/store.js';
 import { parseStoreTarget } from '../../src/stores/target.js';
@@ -31,6 +33,10 @@ export interface StoreKind {
   accountStates(db: string): Promise<Map<string, StreamState>>;
   /** The primary key's columns of a table, in order. */
   primaryKey(db: string, table: string): Promise<string[]>;
+  /** Run SQL text of one or more statements as a user would (sqlite3, psql, duckdb), no run writing the store. */
+  exec(db: string, sql: string): Promise<void>;
+  /** The rows of one query. */
+  rows(db: string, sql: string): Promise<Record<string, unknown>[]>;
 }
 
 /** The databases the PostgreSQL runs made, dropped at the end of the file that made them (storeKinds). */
@@ -89,6 +95,15 @@ const STORES: readonly StoreKind[] = [
           .all()
           .map((r) => String(r.name)),
       ),
+    exec: async (db, sql) => {
+      const handle = new DatabaseSync(db);
+      try {
+        handle.exec(sql);
+      } finally {
+        handle.close();
+      }
+    },
+    rows: async (db, sql) => readDatabase(db, (h) => h.prepare(sql).all() as Record<string, unknown>[]),
   },
   {
     name: 'postgres',
@@ -120,6 +135,15 @@ const STORES: readonly StoreKind[] = [
           [table],
         )
       ).map((r) => r.name),
+    exec: async (db, sql) => {
+      const client = await adminClient(db);
+      try {
+        await client.query(sql);
+      } finally {
+        await client.end();
+      }
+    },
+    rows: (db, sql) => pgRows(db, sql),
   },
   {
     name: 'duckdb',
@@ -137,6 +161,26 @@ const STORES: readonly StoreKind[] = [
         );
         return reader.getRowObjectsJS().map((r) => String(r.c));
       }),
+    exec: async (db, sql) => {
+      const instance = await DuckDBInstance.create(db);
+      const connection = await instance.connect();
+      try {
+        await connection.run(sql);
+      } finally {
+        connection.closeSync();
+        instance.closeSync();
+      }
+    },
+    rows: async (db, sql) => {
+      const instance = await DuckDBInstance.create(db, { access_mode: 'READ_ONLY' });
+      const connection = await instance.connect();
+      try {
+        return (await connection.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+      } finally {
+        connection.closeSync();
+        instance.closeSync();
+      }
+    },
   },
 ];
 

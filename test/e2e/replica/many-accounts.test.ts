@@ -26,6 +26,7 @@ import { startEmulator, type Emulator } from 'data-read-emulator';
 import { replicaRecords, replicaStates } from '../../../src/replica/records.js';
 import { SOURCE_BIN, runCli, tempDir, writeJson, type CliResult } from '../../helpers/cli.js';
 import { LIMITS_OUT_OF_REACH, LISTS, changeRound, dumpLists, requireBuild, type Account } from '../../helpers/emulator-runs.js';
+import { docRecipe } from '../../helpers/readme.js';
 import { readDatabase } from '../../helpers/sqlite.js';
 
 const DAY_MS = 86_400_000;
@@ -273,14 +274,15 @@ describe('replicate with accounts into a SQLite file', () => {
 
 describe('an entry renamed in the config (the same key, the same account)', () => {
   it('says so in a WARN naming both entries and the account; the removal of docs/many-accounts.md leaves the rows under the new name alone', async () => {
-    const wayne = tenant('wayne', 'Wayne', 20);
+    // The former entry is the one docs/many-accounts.md's statements name.
+    const acmeBr = tenant('acme-br', 'Acme Brazil', 20);
     const stark = tenant('stark', 'Stark', 10);
     const renamedDb = join(dir, 'renamed.db');
-    const first = await replicate(config([wayne, stark]), renamedDb);
+    const first = await replicate(config([acmeBr, stark]), renamedDb);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).not.toMatch(/no longer in the config \(its state names/);
 
-    const renamed = { ...wayne, entry: 'wayne-inc' };
+    const renamed = { ...acmeBr, entry: 'acme-brazil' };
     const run = await replicate(config([renamed, stark]), renamedDb);
     expect(run.code, run.stderr).toBe(0);
     const warns = run.stderr.split('\n').filter((l) => /\bWARN\b/.test(l));
@@ -288,31 +290,29 @@ describe('an entry renamed in the config (the same key, the same account)', () =
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(
       new RegExp(
-        `Account "wayne-inc": it reads an account of the same name, "Wayne" at ${emulator.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, as entry "wayne", ` +
-          'which is no longer in the config .*the rows and state of "wayne" stay: its rows sit under both names\\. ' +
-          'Rename the entry back to "wayne" .*remove the rows whose account is "wayne"',
+        `Account "acme-brazil": it reads an account of the same name, "Acme Brazil" at ${emulator.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, as entry "acme-br", ` +
+          'which is no longer in the config .*the rows and state of "acme-br" stay: its rows sit under both names\\. ' +
+          'Rename the entry back to "acme-br" .*remove the rows whose account is "acme-br"',
       ),
     );
-    expect(run.stderr).not.toContain(wayne.key);
+    expect(run.stderr).not.toContain(acmeBr.key);
     // As the WARN says: the account's rows under both names.
-    expect(share(renamedDb, 'wayne-inc')).toEqual(sortedDump(wayne));
-    expect(share(renamedDb, 'wayne')).toEqual(sortedDump(wayne));
+    expect(share(renamedDb, 'acme-brazil')).toEqual(sortedDump(acmeBr));
+    expect(share(renamedDb, 'acme-br')).toEqual(sortedDump(acmeBr));
 
-    // The removal docs/many-accounts.md gives for a SQLite file ("Renaming an entry").
+    // The removal docs/many-accounts.md gives for a SQLite file ("Renaming an entry"), as written.
     const db = new DatabaseSync(renamedDb);
     try {
-      for (const table of LISTS) db.prepare(`DELETE FROM ${table} WHERE account = ?`).run('wayne');
-      db.prepare(`UPDATE _replica_state SET state = json_patch(state, '{"accounts": {"wayne": null}}')`).run();
-      db.prepare('DELETE FROM _replica_account WHERE entry = ?').run('wayne');
+      db.exec(docRecipe('docs/many-accounts.md', 'many-accounts-rename-sqlite', 'sql'));
     } finally {
       db.close();
     }
     const after = await replicate(config([renamed, stark]), renamedDb);
     expect(after.code, after.stderr).toBe(0);
     expect(after.stderr).not.toMatch(/no longer in the config/);
-    expect(Object.values(share(renamedDb, 'wayne')).flat()).toEqual([]);
-    expect(share(renamedDb, 'wayne-inc')).toEqual(sortedDump(wayne));
+    expect(Object.values(share(renamedDb, 'acme-br')).flat()).toEqual([]);
+    expect(share(renamedDb, 'acme-brazil')).toEqual(sortedDump(acmeBr));
     expect(share(renamedDb, 'stark')).toEqual(sortedDump(stark));
-    expect(Object.keys(replicaStates(renamedDb).get('contacts')?.accounts ?? {}).sort()).toEqual(['stark', 'wayne-inc']);
+    expect(Object.keys(replicaStates(renamedDb).get('contacts')?.accounts ?? {}).sort()).toEqual(['acme-brazil', 'stark']);
   });
 });

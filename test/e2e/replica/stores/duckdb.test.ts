@@ -5,12 +5,13 @@
  * on a full disk. A
  * file per store, so that the stores run side by side.
  */
+import { docRecipe } from '../../../helpers/readme.js';
 import { storeKinds } from '../../../helpers/store-kinds.js';
 import { accountsSuite } from './accounts-suite.js';
 import { duckdbFullDisk, duckdbWithoutPackage, storeSuite } from './suite.js';
 
 const duckdb = storeKinds().find((kind) => kind.name === 'duckdb')!;
 storeSuite(duckdb);
-accountsSuite(duckdb);
+accountsSuite(duckdb, docRecipe('docs/many-accounts.md', 'many-accounts-rename-duckdb', 'sql'));
 duckdbWithoutPackage();
 duckdbFullDisk(duckdb);

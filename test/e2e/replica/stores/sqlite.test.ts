@@ -4,10 +4,11 @@
  * the other stores' files. A file per store, so that the stores run side
  * by side.
  */
+import { docRecipe } from '../../../helpers/readme.js';
 import { storeKinds } from '../../../helpers/store-kinds.js';
 import { accountsSuite } from './accounts-suite.js';
 import { storeSuite } from './suite.js';
 
 const sqlite = storeKinds().find((kind) => kind.name === 'sqlite')!;
 storeSuite(sqlite);
-accountsSuite(sqlite);
+accountsSuite(sqlite, docRecipe('docs/many-accounts.md', 'many-accounts-rename-sqlite', 'sql'));
