@@ -17,7 +17,7 @@
  *
  * A checkpoint's records are encoded into the store's staged rows when it
  * is taken (values.ts, then the store's own form of the checkpoint's rows:
- * PostgreSQL's COPY text as bytes, DuckDB's cells), and the records let go:
+ * PostgreSQL's COPY text as bytes, DuckDB's CSV), and the records let go:
  * the garbage collector would otherwise trace them again and again while
  * the group gathers and is written.
  *
@@ -31,8 +31,8 @@
  * its object, whichever came first):
  *  1. `DELETE FROM` each table a full-refresh stream replaces (DELETE, not
  *     TRUNCATE: readers keep reading the old rows until the commit);
- *  2. each stream's rows into its staging table (the store's COPY or
- *     appender);
+ *  2. each stream's rows into its staging table (PostgreSQL's COPY,
+ *     DuckDB's CSV reader);
  *  3. the deletion log's rows merged, then its records delete the rows
  *     they name unless the row changed after the deletion;
  *  4. every other stream: the guard drops staged rows whose object was
@@ -97,8 +97,8 @@ export interface StoreSql<C> {
   upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
-  /** A checkpoint's rows (each its cells, in the stage's columns' order) as one chunk in the form fillStage takes. */
-  stageRows(rows: Cell[][]): C;
+  /** A checkpoint's rows (each its cells, in `stage`'s columns' order) as one chunk in the form fillStage takes. */
+  stageRows(rows: Cell[][], stage: StageTable): C;
   /**
    * Empty `stage` and fill it with the rows of `chunks`: each store empties
    * its staging its own way (a stage is filled once per part, so several
@@ -288,7 +288,7 @@ export class GroupWriter<C> {
         if (drift) for (const [field, kind] of drift) part.drift.set(field, widen(part.drift.get(field) ?? kind, kind));
         part.ids.add(ids[i] as string);
       }
-      part.chunks.push(this.sql.stageRows(rows));
+      part.chunks.push(this.sql.stageRows(rows, table.stage));
       part.rows += records.length;
       group.rows += records.length;
       if (deletionLog) part.records.push(...records);

@@ -73,11 +73,12 @@ export interface DuckdbFiles {
  * (SIGKILL, the OOM killer, a power cut) left it, with the rows DuckDB had
  * spilled into it (personal data, as large as that run's unsaved rows).
  * DuckDB removes only the files it spills itself, so nothing else ever would.
- * Its spill files (DuckDB's `duckdb_temp_` names) are removed, wherever the
- * folder is. True when the folder is to be removed with this run's own: a
- * plain folder (not a link, nor a mount point: the user's way of putting the
- * spills on another disk) that held DuckDB's spill files and nothing else.
- * Anything else in it is not DuckDB's, and is left as it is with the folder;
+ * Its spill files (DuckDB's `duckdb_temp_` names) and the writer's files of
+ * staged rows (STAGE_FILE_PREFIX) are removed, wherever the folder is. True
+ * when the folder is to be removed with this run's own: a plain folder (not
+ * a link, nor a mount point: the user's way of putting the spills on another
+ * disk) that held those files and nothing else. Anything else in it is not
+ * the run's, and is left as it is with the folder;
  * so is a folder that held nothing (the user may have made it).
  */
 function clearLeftoverTemp(path: string): boolean {
@@ -89,13 +90,21 @@ function clearLeftoverTemp(path: string): boolean {
   } catch {
     return false; // not a folder, or not readable: DuckDB says why when it needs it
   }
-  const spilled = names.filter((name) => name.startsWith('duckdb_temp_'));
+  const spilled = names.filter((name) => name.startsWith('duckdb_temp_') || name.startsWith(STAGE_FILE_PREFIX));
   for (const name of spilled) rmSync(join(path, name), { force: true });
   return plain && spilled.length > 0 && spilled.length === names.length;
 }
 
+/** The store's temporary folder: DuckDB's spills, and the staged rows' files (writer.ts). */
+export function tempFolderOf(target: DuckdbTarget): string {
+  return `${target.path}.tmp`;
+}
+
+/** The prefix of the files of staged rows the writer puts in the temporary folder (writer.ts), each removed once loaded. */
+export const STAGE_FILE_PREFIX = 'replica_stage_';
+
 /** The temporary folder `path`, made 0700 unless it is there; true when made here. */
-function makePrivateFolder(path: string): boolean {
+export function makePrivateFolder(path: string): boolean {
   try {
     mkdirSync(path, { mode: 0o700 });
     return true;
@@ -287,7 +296,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   const duckdb = await loadDuckdbDriver();
   const isNew = !existsSync(target.path);
   if (!isNew) refuseSqliteFile(target);
-  const temp = `${target.path}.tmp`;
+  const temp = tempFolderOf(target);
   const madeTemp = makePrivateFolder(temp);
   let dropTemp = tempRemover(madeTemp ? temp : undefined);
   let instance: DuckdbInstance;

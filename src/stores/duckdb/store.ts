@@ -17,10 +17,9 @@ import { checkFacts, refuseLaterFormat } from '../metadata.js';
 import { changeNotes, type DriftLog } from '../notes.js';
 import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
-import type { Cell } from '../values.js';
 import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists, storedLayouts, type OpenedTables } from './tables.js';
-import { DuckdbSql } from './writer.js';
+import { DuckdbSql, type DuckdbChunk } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
@@ -43,7 +42,7 @@ async function allMetadataOf(connection: DuckdbConnection, schema: string): Prom
   return new Map(rows.map((r) => [String(r.key), String(r.value)]));
 }
 
-export class DuckdbStore extends GroupStore<Cell[][]> {
+export class DuckdbStore extends GroupStore<DuckdbChunk> {
   readonly target: DuckdbTarget;
   private readonly files: DuckdbFiles;
   private readonly connection: DuckdbConnection;
@@ -52,7 +51,7 @@ export class DuckdbStore extends GroupStore<Cell[][]> {
   readonly changes: readonly string[];
   private closed = false;
 
-  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<Cell[][]>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
+  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<DuckdbChunk>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
     super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
     this.files = files;

@@ -1,19 +1,28 @@
 /**
  * The DuckDB side of the group writer (group-writer.ts says what a group's
  * transaction does): its statements on the store's connection, its staging
- * tables (TEMPORARY) filled through the appender (typed values, no SQL text
- * to parse), which writes inside the connection's open transaction: a
- * rollback takes the staged rows with it. DuckDB merges a staged group
+ * tables (TEMPORARY) filled inside the connection's open transaction (a
+ * rollback takes the staged rows with it). A checkpoint's rows are encoded
+ * as CSV bytes when it is taken (stageRows), and a group's bytes loaded by
+ * DuckDB's own CSV reader from a private file in the store's temporary
+ * folder: the parsing is then DuckDB's, off the thread that reads the
+ * service, where the appender took a call per cell on that thread (about a
+ * quarter of the run), and the group holds bytes rather than cells for the
+ * garbage collector to trace. A row too long for the reader's lines goes
+ * through the appender. DuckDB merges a staged group
  * into a table with a primary key at a cost per statement far above
  * PostgreSQL's, which is why checkpoints are grouped; and the merge is a
  * DELETE then an INSERT (upsertSql says why).
  */
+import { open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ConnectorError, messageOf } from '../../errors.js';
-import { quoteIdent } from '../columns.js';
+import { quoteIdent, quoteLiteral, type StoreKind } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
+import { STORE_FILE_MODE } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, isoShaped, type Cell } from '../values.js';
-import { fullDiskError, type DuckdbConnection, type DuckdbModule } from './connection.js';
+import { STAGE_FILE_PREFIX, fullDiskError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const FRACTION = /:\d{2}\.(\d+)/;
@@ -29,7 +38,99 @@ export function instantMicros(text: string): bigint {
   return BigInt(ms) * 1000n + BigInt(subMs);
 }
 
-export class DuckdbSql implements StoreSql<Cell[][]> {
+/** An instant's microseconds since the epoch as text DuckDB reads exactly: UTC, six digits of fraction. */
+export function microsText(micros: bigint): string {
+  const ms = micros >= 0n ? micros / 1000n : -((-micros + 999n) / 1000n);
+  const iso = new Date(Number(ms)).toISOString();
+  return `${iso.slice(0, 23)}${String(micros - ms * 1000n).padStart(3, '0')}Z`;
+}
+
+/** What makes a text cell quoted in CSV: a delimiter, a quote, a line's end. */
+const NEEDS_QUOTES = /[",\n\r]/;
+
+/**
+ * One cell in CSV: NULL as nothing, the empty string quoted (the reader is
+ * told that no quoted field is NULL), a text with a delimiter, a quote or a
+ * line's end quoted with its quotes doubled, any other text as it is (the
+ * reader keeps its spaces; most cells, and no string made for quoting);
+ * numbers, booleans and instants as they are. An instant in toISOString's form (the
+ * service's) goes as its text, which the reader takes in the column's type
+ * (its Z makes it UTC, whatever the session's TimeZone); any other form as
+ * its microseconds, in UTC.
+ */
+function csvCell(kind: StoreKind, cell: Cell | undefined): string {
+  if (cell === null || cell === undefined) return '';
+  if (typeof cell === 'boolean') return cell ? 'true' : 'false';
+  switch (kind) {
+    case 'int64':
+    case 'int128':
+    case 'number':
+      return cell;
+    case 'timestamp':
+      return isoShaped(cell) ? cell : microsText(instantMicros(cell));
+    default:
+      if (cell.length > 0 && !NEEDS_QUOTES.test(cell)) return cell;
+      return `"${cell.includes('"') ? cell.replaceAll('"', '""') : cell}"`;
+  }
+}
+
+/**
+ * The bytes of a staged row past which it goes through the appender:
+ * DuckDB's CSV reader refuses a line longer than its max_line_size (2 MB by
+ * default), and a larger one would have it keep larger buffers.
+ */
+const CSV_LINE_BYTES = 1024 * 1024;
+/** The size of the buffer csvBytes writes a checkpoint's text into before copying out its exact length: a usual checkpoint's. */
+const SCRATCH_BYTES = 256 * 1024;
+/** Kept between calls; grown for a larger checkpoint, and let go after it. */
+let scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+
+/**
+ * Rows (cells of columns of `kinds`, then JSON) as CSV, a line each, in
+ * bytes; undefined when a row is longer than CSV_LINE_BYTES. Each line goes
+ * into the bytes as soon as it is made (the PostgreSQL store's copyText
+ * says why).
+ */
+export function csvBytes(rows: readonly (readonly Cell[])[], kinds: readonly StoreKind[]): Buffer | undefined {
+  let at = 0;
+  for (const row of rows) {
+    const cells = new Array<string>(row.length);
+    for (let j = 0; j < row.length; j++) cells[j] = csvCell(j < kinds.length ? (kinds[j] as StoreKind) : 'json', row[j]);
+    const line = cells.join(',');
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit; one more for the newline.
+    const most = line.length * 3 + 1;
+    if (at + most > scratch.length) {
+      const larger = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + most));
+      scratch.copy(larger, 0, 0, at);
+      scratch = larger;
+    }
+    const written = scratch.write(line, at);
+    if (written >= CSV_LINE_BYTES) {
+      if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+      return undefined;
+    }
+    at += written;
+    scratch[at++] = 0x0a;
+  }
+  const bytes = Buffer.from(scratch.subarray(0, at));
+  if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+  return bytes;
+}
+
+/**
+ * How DuckDB reads csvBytes' text: no guessing, empty unquoted fields NULL,
+ * quoted ones text; its buffers (32 MB by default, within DuckDB's 64 MB:
+ * a run of 1M contacts ran out of memory) as small as its lines allow.
+ */
+const CSV_OPTIONS = `FORMAT csv, HEADER false, DELIMITER ',', QUOTE '"', ESCAPE '"', NULLSTR '', ALLOW_QUOTED_NULLS false, AUTO_DETECT false, MAX_LINE_SIZE ${2 * CSV_LINE_BYTES}, BUFFER_SIZE ${4 * CSV_LINE_BYTES}`;
+
+/** A checkpoint's staged rows: CSV bytes, or their cells (a row too long for a CSV line). */
+export type DuckdbChunk = Buffer | Cell[][];
+
+/** Files of staged rows made by this process, for their names. */
+let stageFiles = 0;
+
+export class DuckdbSql implements StoreSql<DuckdbChunk> {
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
@@ -79,17 +180,54 @@ export class DuckdbSql implements StoreSql<Cell[][]> {
     await this.connection.run(`CREATE OR REPLACE TEMP TABLE ${stage.name} (${columns.join(', ')})`);
   }
 
-  /** A checkpoint's rows as their cells (the appender takes them typed when the stage is filled). */
-  stageRows(rows: Cell[][]): Cell[][] {
-    return rows;
+  /** A checkpoint's rows as CSV bytes; as their cells when a row is too long for a line of DuckDB's reader. */
+  stageRows(rows: Cell[][], stage: StageTable): DuckdbChunk {
+    return csvBytes(rows, stage.layout.columns.map((c) => c.kind)) ?? rows;
   }
 
-  async fillStage(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {
+  async fillStage(stage: StageTable, chunks: readonly DuckdbChunk[]): Promise<void> {
     // Made again rather than emptied, at every fill (each part's, several in a transaction with many accounts): DuckDB's
     // DELETE only marks rows, and a staging table emptied group after group kept every group's rows in the run's memory
     // (or its temporary folder).
     await this.createStage(stage);
-    if (chunks.length === 0) return;
+    const csv = chunks.filter((c): c is Buffer => Buffer.isBuffer(c));
+    if (csv.length > 0) await this.loadCsv(stage, csv);
+    const cells = chunks.filter((c): c is Cell[][] => !Buffer.isBuffer(c));
+    if (cells.length > 0) await this.appendCells(stage, cells);
+  }
+
+  /**
+   * The bytes into a file of the store's temporary folder (0600, its name
+   * new: a file there is never followed nor overwritten), read into the
+   * stage by DuckDB, removed. A run killed meanwhile leaves it to the next
+   * run of the store, which removes it (connection.ts), or to the removal of
+   * the folder as the process exits.
+   */
+  private async loadCsv(stage: StageTable, chunks: readonly Buffer[]): Promise<void> {
+    const folder = tempFolderOf(this.target);
+    makePrivateFolder(folder);
+    const path = join(folder, `${STAGE_FILE_PREFIX}${process.pid}_${++stageFiles}.csv`);
+    const file = await open(path, 'wx', STORE_FILE_MODE);
+    try {
+      try {
+        // In one call: each await waits for a turn of the thread that reads the service, busy between them.
+        let written = (await file.writev(chunks)).bytesWritten;
+        for (const chunk of chunks) {
+          // A write the system cut short (rare, on a regular file): the rest, from where it stopped.
+          const skip = Math.min(written, chunk.length);
+          written -= skip;
+          for (let at = skip; at < chunk.length; ) at += (await file.write(chunk, at)).bytesWritten;
+        }
+      } finally {
+        await file.close();
+      }
+      await this.connection.run(`COPY ${stage.name} FROM ${quoteLiteral(path)} (${CSV_OPTIONS})`);
+    } finally {
+      await rm(path, { force: true });
+    }
+  }
+
+  private async appendCells(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {
     const appender = await this.connection.createAppender(stage.name, 'main', 'temp');
     const kinds = stage.layout.columns.map((c) => c.kind);
     const { DuckDBTimestampValue } = this.duckdb;

@@ -101,6 +101,23 @@ describe('DuckDB store file modes', () => {
     expect({ spilledOnceOpen, folderAfterClose: existsSync(`${t.path}.tmp`) }).toEqual({ spilledOnceOpen: false, folderAfterClose: false });
   });
 
+  it("the files of staged rows (personal data) are gone once their group is committed; a killed run's are removed by the next run", async () => {
+    const t = target('staged');
+    const store = await DuckdbStore.open(t);
+    try {
+      await store.commit({ stream: 'contacts', records: [{ id: 'c1', updated_at: '2026-01-01T00:00:00.000Z', name: 'Ana' }], state: '{}' });
+      expect(readdirSync(`${t.path}.tmp`)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    mkdirSync(`${t.path}.tmp`, { mode: 0o700 });
+    writeFileSync(join(`${t.path}.tmp`, 'replica_stage_4242_1.csv'), 'rows of a killed run', { mode: 0o600 });
+    const next = await DuckdbStore.open(t);
+    const leftOnceOpen = readdirSync(`${t.path}.tmp`);
+    await next.close();
+    expect({ leftOnceOpen, folderAfterClose: existsSync(`${t.path}.tmp`) }).toEqual({ leftOnceOpen: [], folderAfterClose: false });
+  });
+
   it("a temporary folder holding files that are not DuckDB's is left, only DuckDB's spill files removed", async () => {
     const t = target('kept');
     await (await DuckdbStore.open(t)).close();

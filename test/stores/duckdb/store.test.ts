@@ -11,7 +11,12 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawNumber } from '../../../src/exact-json.js';
+import { loadDuckdbDriver } from '../../../src/stores/duckdb/connection.js';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
+import { DUCKDB_DIALECT } from '../../../src/stores/duckdb/tables.js';
+import { DuckdbSql, csvBytes } from '../../../src/stores/duckdb/writer.js';
+import type { StoreLayout } from '../../../src/stores/columns.js';
+import { encodeRow, type Cell } from '../../../src/stores/values.js';
 import { parseStoreTarget, type DuckdbTarget } from '../../../src/stores/target.js';
 import { ROOT, tempDir } from '../../helpers/cli.js';
 import { checkpoint, connectorFailure, contact } from '../records.js';
@@ -63,7 +68,7 @@ describe('what DuckDB holds', () => {
     }
   });
 
-  it('instants keep their microseconds whatever the session TimeZone (the appender reads the service\'s form with its Z, others as microseconds)', async () => {
+  it('instants keep their microseconds whatever the session TimeZone (DuckDB reads the service\'s form with its Z, others as microseconds in UTC)', async () => {
     const store = await DuckdbStore.open(target('zones'));
     try {
       await store.session.run("SET TimeZone = 'America/Sao_Paulo'");
@@ -300,6 +305,69 @@ describe('hostile values', () => {
       ]);
       // Written again into the widened column: the same rows.
       await store.commit(checkpoint('contacts', records, 4));
+      expect(await store.readRecords('contacts')).toEqual(records);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('rows staged as CSV', () => {
+  // Every kind of column, and values a CSV reader could mistake: the staged cells must be those the appender gives.
+  const values: Record<string, unknown>[] = [
+    { n: rawNumber('1e+21'), h: rawNumber('-170141183460469231731687303715884105728'), i: rawNumber('9223372036854775807'), b: true, j: { a: [rawNumber('1.50'), '"q"', null] }, t: '1969-12-31T23:59:59.999999Z', s: '' },
+    { n: rawNumber('5e-324'), h: rawNumber('170141183460469231731687303715884105727'), i: rawNumber('-9223372036854775808'), b: false, j: '', t: '2026-01-01t00:02:00.123456789z', s: ' lead, trail ' },
+    { n: rawNumber('1.7976931348623157e+308'), h: 0, i: -1, b: null, j: ['\ud800', '\\N', 'a,b\n'], t: '0001-01-01T00:00:00.000001+01:00', s: '\\N' },
+    { n: rawNumber('-0.1'), h: 1, i: 0, j: null, t: '9999-12-31T23:59:59.999Z', s: 'x"y\r\n,z' },
+    { n: 3, h: 2, i: 2, b: true, j: { '\u0000': '\u2028' }, t: '2024-02-29 12:00:00+05:30', s: 'Ação 😀 \ud83d lone' },
+  ];
+
+  it('load the same cells as the appender did, whatever the session TimeZone', async () => {
+    const store = await DuckdbStore.open(target('csv-cells'));
+    try {
+      await store.session.run("SET TimeZone = 'Pacific/Chatham'");
+      const contacts = store.layoutOf('contacts');
+      const layout: StoreLayout = {
+        ...contacts,
+        columns: [
+          { field: 'id', kind: 'text' },
+          { field: 'n', kind: 'number' },
+          { field: 'h', kind: 'int128' },
+          { field: 'i', kind: 'int64' },
+          { field: 'b', kind: 'boolean' },
+          { field: 'j', kind: 'json' },
+          { field: 't', kind: 'timestamp' },
+          { field: 's', kind: 'text' },
+        ],
+      } as StoreLayout;
+      const rowsOf = values.map((v, i) => encodeRow(layout, { id: `r${i}`, ...v, ...(i === 1 ? { unknown_field: 'to _extra' } : {}) }, DUCKDB_DIALECT).cells);
+      const sql = new DuckdbSql(store.session, await loadDuckdbDriver(), store.target);
+      const stage = { name: '_csv_test_stage', layout, columns: [] };
+      const staged = async (): Promise<unknown[]> =>
+        (await rows(store, 'SELECT id, n, CAST(h AS VARCHAR) AS h, i, b, CAST(j AS VARCHAR) AS j, epoch_us(t) AS t, s, CAST(_extra AS VARCHAR) AS x, CAST(_absent AS VARCHAR) AS a FROM _csv_test_stage ORDER BY id')).map((r) => ({ ...r, n: Object.is(r.n, -0) ? '-0' : r.n }));
+      await sql.fillStage(stage, [rowsOf as Cell[][]]);
+      const appended = await staged();
+      const csv = csvBytes(rowsOf, layout.columns.map((c) => c.kind));
+      expect(csv).toBeInstanceOf(Buffer);
+      await sql.fillStage(stage, [csv as Buffer]);
+      expect(await staged()).toEqual(appended);
+      expect(appended).toHaveLength(values.length);
+      expect(appended[1]).toMatchObject({ s: ' lead, trail ', t: BigInt(Date.parse('2026-01-01T00:02:00.123Z')) * 1000n + 456n });
+      expect(appended[2]).toMatchObject({ b: null, s: '\\N', t: -62135600400000000n + 1n });
+      expect(appended[0]).toMatchObject({ s: '', t: -1n });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a row too long for a CSV line goes through the appender, with the rest of its group, exactly', async () => {
+    const long = 'x'.repeat(600_000) + '"é,\n'.repeat(100_000);
+    const records = [contact('c1', 1), contact('c2', 1, { name: long, extra_field: long }), contact('c3', 1, { name: '' })];
+    const store = await DuckdbStore.open(target('csv-long'));
+    try {
+      expect(csvBytes([[long]], ['text'])).toBeUndefined();
+      await store.commit(checkpoint('contacts', records.slice(0, 1), 1));
+      await store.commit(checkpoint('contacts', records, 2));
       expect(await store.readRecords('contacts')).toEqual(records);
     } finally {
       await store.close();
