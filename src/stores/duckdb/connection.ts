@@ -43,7 +43,7 @@ const WAL_COPY_THRESHOLD = '1GB';
  * to the store's file (`FILE.tmp`, removed when the store closes).
  */
 const DUCKDB_MEMORY_LIMIT = '64MB';
-/** DuckDB's worker threads: one, beside the connector's own thread, which reads and encodes. */
+/** DuckDB's worker threads while the run reads: one, beside the connector's own thread, which reads and encodes (two for the copy at close: store.ts). */
 const DUCKDB_THREADS = '1';
 /**
  * Rows per row group in the file: a quarter of DuckDB's default (122,880).
@@ -305,7 +305,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
     // default may take most of the machine's memory: the run's memory would follow the rows written.
     // Past the limit DuckDB moves them to its temporary folder, and the run's memory stays flat.
     // One thread: a second one (DuckDB's default on two cores) competes with the connector's read for
-    // the same cores and doubles the memory DuckDB takes when it copies the WAL at close.
+    // the same cores. The copy of the WAL at close, once the read is over, takes two (store.ts).
     instance = await duckdb.DuckDBInstance.create(':memory:', {
       autoinstall_known_extensions: 'false',
       memory_limit: DUCKDB_MEMORY_LIMIT,
