@@ -320,6 +320,9 @@ describe('rows staged as CSV', () => {
     { n: rawNumber('1.7976931348623157e+308'), h: 0, i: -1, b: null, j: ['\ud800', '\\N', 'a,b\n'], t: '0001-01-01T00:00:00.000001+01:00', s: '\\N' },
     { n: rawNumber('-0.1'), h: 1, i: 0, j: null, t: '9999-12-31T23:59:59.999Z', s: 'x"y\r\n,z' },
     { n: 3, h: 2, i: 2, b: true, j: { '\u0000': '\u2028' }, t: '2024-02-29 12:00:00+05:30', s: 'Ação 😀 \ud83d lone' },
+    { n: rawNumber('2.4703282292062328e-324'), h: 3, i: 3, t: '2024-01-01T00:00:00Z', s: '\u0001\t' },
+    { n: rawNumber('1e400'), h: 4, i: 4, s: 'no "instant"' },
+    { n: rawNumber('123456789012345678901234567890123456789012'), h: 5, i: 5, s: ',' },
   ];
 
   it('load the same cells as the appender did, whatever the session TimeZone', async () => {
