@@ -101,6 +101,27 @@ describe('DuckDB store file modes', () => {
     expect({ spilledOnceOpen, folderAfterClose: existsSync(`${t.path}.tmp`) }).toEqual({ spilledOnceOpen: false, folderAfterClose: false });
   });
 
+  it('a file of staged rows is 600 under the usual umask (022) while DuckDB loads it', async () => {
+    process.umask(0o022);
+    const t = target('staged-mode');
+    const store = await DuckdbStore.open(t);
+    // The store's connection, seen at each statement: the mode of the file a COPY loads, while it exists.
+    const connection = store.session;
+    const run = connection.run.bind(connection);
+    const loaded: string[] = [];
+    connection.run = (async (sql: string, values?: unknown) => {
+      const file = /^COPY \S+ FROM '([^']+)'/.exec(sql)?.[1];
+      if (file !== undefined) loaded.push(mode(file));
+      return run(sql, values as never);
+    }) as typeof connection.run;
+    try {
+      await store.commit({ stream: 'contacts', records: [{ id: 'c1', updated_at: '2026-01-01T00:00:00.000Z', email: 'ana@example.com' }], state: '{}' });
+    } finally {
+      await store.close();
+    }
+    expect(loaded).toEqual(['600']);
+  });
+
   it("the files of staged rows (personal data) are gone once their group is committed; a killed run's are removed by the next run", async () => {
     const t = target('staged');
     const store = await DuckdbStore.open(t);
