@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral, type StoreKind } from '../columns.js';
 import type { StageTable, StoreSql } from '../group-writer.js';
+import { lineBytes } from '../line-bytes.js';
 import { STORE_FILE_MODE } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, isoShaped, type Cell } from '../values.js';
@@ -80,41 +81,17 @@ function csvCell(kind: StoreKind, cell: Cell | undefined): string {
  * default), and a larger one would have it keep larger buffers.
  */
 const CSV_LINE_BYTES = 1024 * 1024;
-/** The size of the buffer csvBytes writes a checkpoint's text into before copying out its exact length: a usual checkpoint's. */
-const SCRATCH_BYTES = 256 * 1024;
-/** Kept between calls; grown for a larger checkpoint, and let go after it. */
-let scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
-
 /**
  * Rows (cells of columns of `kinds`, then JSON) as CSV, a line each, in
- * bytes; undefined when a row is longer than CSV_LINE_BYTES. Each line goes
- * into the bytes as soon as it is made (the PostgreSQL store's copyText
- * says why).
+ * bytes (lineBytes); undefined when a row is longer than CSV_LINE_BYTES.
  */
 export function csvBytes(rows: readonly (readonly Cell[])[], kinds: readonly StoreKind[]): Buffer | undefined {
-  let at = 0;
-  for (const row of rows) {
+  const line = (row: readonly Cell[]): string => {
     const cells = new Array<string>(row.length);
     for (let j = 0; j < row.length; j++) cells[j] = csvCell(j < kinds.length ? (kinds[j] as StoreKind) : 'json', row[j]);
-    const line = cells.join(',');
-    // UTF-8 takes at most 3 bytes per UTF-16 code unit; one more for the newline.
-    const most = line.length * 3 + 1;
-    if (at + most > scratch.length) {
-      const larger = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + most));
-      scratch.copy(larger, 0, 0, at);
-      scratch = larger;
-    }
-    const written = scratch.write(line, at);
-    if (written >= CSV_LINE_BYTES) {
-      if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
-      return undefined;
-    }
-    at += written;
-    scratch[at++] = 0x0a;
-  }
-  const bytes = Buffer.from(scratch.subarray(0, at));
-  if (scratch.length > SCRATCH_BYTES) scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
-  return bytes;
+    return cells.join(',');
+  };
+  return lineBytes(rows, line, CSV_LINE_BYTES);
 }
 
 /**
