@@ -76,6 +76,8 @@ const want = (name: string): boolean => ONLY.has(name);
 const PROXY = argv.includes('--proxy');
 
 const PAGE = 200;
+/** The service's look-back (data-read-api.md): a read from updated_since also gets the 5 minutes before it. */
+const LOOK_BACK_MS = 5 * 60 * 1000;
 const CONTACTS = '/v1/contacts';
 /** The one request a run makes beside its lists: whose account the key reads. */
 const ME = '/v1/me';
@@ -320,15 +322,26 @@ async function pacing(): Promise<void> {
     emu.control.resetStats();
     const config = writeJson(dir, 'config.json', { api_key: key, base_url: emu.url });
     const catalog = writeJson(dir, 'catalog.json', catalogFor(['contacts']));
+    const before = Date.parse(emu.control.now());
     const m = await measure(connectorArgs(config, catalog), 'null', { timeoutMs: minMs * 3 + 60_000 });
     assertOk('read (pacing)', m);
     const stats = emu.control.stats();
     const listed = Object.entries(stats.byPath).filter(([p]) => p.includes('contacts')).reduce((a, [, by]) => a + (by['200'] ?? 0), 0);
-    const factor = m.wallMs / minMs;
-    raw.pacing = { limit, windowMs, served, pages, requests, minMs, wallMs: m.wallMs, stats };
-    row('pacing', `${pages} pages and /v1/me at ${limit} per ${windowMs / 1000} s: sync time / the limit's minimum`, `${fmtS(m.wallMs)} / ${fmtS(minMs)} = ${factor.toFixed(3)}`, `≤ ${TARGETS.pacingFactor}`, factor <= TARGETS.pacingFactor);
+    // A first read of more than one page reads again from its watermark (the catch-up read), and the service
+    // answers it with the records of its 5-minute look-back: their pages are needed too. The watermark is the
+    // service's time at the read's first page, between `before` and now.
+    const updated = emu.control.dump(account.id).contacts.map((c) => Date.parse(c.updated_at));
+    const catchUp = (watermark: number): number => (pages > 1 ? Math.max(1, Math.ceil(updated.filter((t) => t >= watermark - LOOK_BACK_MS).length / PAGE)) : 0);
+    const fewest = pages + catchUp(Date.parse(emu.control.now()));
+    const most = pages + catchUp(before);
+    const needed = fewest === most ? String(most) : `${fewest}-${most}`;
+    // The limit's minimum for the fewest requests needed.
+    const minNeededMs = (Math.ceil((fewest + 1) / limit) - 1) * windowMs;
+    const factor = m.wallMs / minNeededMs;
+    raw.pacing = { limit, windowMs, served, pages, pagesNeeded: [fewest, most], requests, minMs: minNeededMs, wallMs: m.wallMs, stats };
+    row('pacing', `${fewest} pages and /v1/me at ${limit} per ${windowMs / 1000} s: sync time / the limit's minimum`, `${fmtS(m.wallMs)} / ${fmtS(minNeededMs)} = ${factor.toFixed(3)}`, `≤ ${TARGETS.pacingFactor}`, factor <= TARGETS.pacingFactor);
     row('pacing', '429 responses received', String(stats.throttled), `≤ ${TARGETS.pacingMax429}`, stats.throttled <= TARGETS.pacingMax429);
-    row('pacing', 'pages served (200) / needed', `${listed} / ${pages}`, '= needed', listed === pages);
+    row('pacing', 'pages served (200) / needed (the read, then its catch-up read)', `${listed} / ${needed}`, '= needed', listed >= fewest && listed <= most);
   } finally {
     await emu.close();
     removeDir(dir);
