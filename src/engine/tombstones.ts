@@ -61,10 +61,6 @@ export class TombstoneEmitter {
     }
   }
 
-  get streams(): readonly StreamDefinition[] {
-    return [...this.targets.values()].map((t) => t.stream);
-  }
-
   /**
    * Emit the tombstones for one page of deletion records; `through` is the
    * deletion log's position after that page (its next cursor, or on its last

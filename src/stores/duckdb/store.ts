@@ -100,8 +100,6 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
     }
   }
 
-  static sqlType = DUCKDB_TYPES;
-
   protected rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]> {
     return rowsOf(this.connection, sql, params === undefined ? undefined : [...params]);
   }
@@ -136,12 +134,5 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
     }
     closeDuckdb(this.files);
     if (lost !== undefined) throw lost;
-  }
-
-  /** Let the file go without committing what is gathered (a run stopped): the next run reads it again. */
-  abandon(): void {
-    this.writer.abandon();
-    this.closed = true;
-    closeDuckdb(this.files);
   }
 }

@@ -152,9 +152,6 @@ export class PostgresStore extends GroupStore<Buffer> {
     }
   }
 
-  /** The SQL type of each column kind (`bigint`, `numeric`...), for messages. */
-  static sqlType = PG_TYPES;
-
   /** Rows in each stream's table; a table another session keeps locked is left out (COUNT_LOCK_WAIT_MS). */
   override async rowCounts(): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
@@ -221,12 +218,5 @@ export class PostgresStore extends GroupStore<Buffer> {
     this.locked = false;
     await this.client.end().catch(() => {});
     if (lost !== undefined) throw lost;
-  }
-
-  /** End the session without committing what is gathered (a run stopped): the next run reads it again. */
-  async abandon(): Promise<void> {
-    this.writer.abandon();
-    this.closed = true;
-    await this.client.end().catch(() => {});
   }
 }
