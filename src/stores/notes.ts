@@ -1,19 +1,105 @@
 /**
  * What the PostgreSQL and DuckDB stores say and read back alike: the
- * changes opening made to the tables (schema drift), one line each; a value
- * a run met that did not fit its column, once per field; and the states
- * saved in the store, checked as a state file's are.
+ * changes opening made to the tables (schema drift), one line each, and the
+ * widenings the database refused; a value a run met that did not fit its
+ * column, once per field; and the states saved in the store, checked as a
+ * state file's are.
  */
 import { ConfigError } from '../errors.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import type { LogLevel } from '../engine/sync-sink.js';
-import { widen, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
+import { describeChange, widen, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
+import type { StoreTableSpec } from './checkpoint.js';
 import type { SchemaChange, StoreNote } from './store.js';
 
 /** A widening the database refuses because something depends on the column: the change in words, and what the database said. */
 export interface BlockedNote {
   readonly change: string;
   readonly why: string;
+}
+
+/**
+ * A widening (ALTER COLUMN ... TYPE) the database refuses because something a
+ * user made depends on the column or its table (a dashboard team's view, an
+ * index): dropping it is not the run's to do, so the column keeps its type and
+ * the values that do not fit stay in `_extra`. `why`: the database's words.
+ */
+export class RefusedWidening extends Error {
+  readonly field: string;
+  readonly why: string;
+  constructor(field: string, why: string) {
+    super(why);
+    this.field = field;
+    this.why = why;
+  }
+}
+
+/** What opening made of the tables. */
+export interface OpenedTables {
+  /** The layout each table is written with now. */
+  readonly specs: StoreTableSpec[];
+  /** The changes made, in words (`contacts.score: bigint -> numeric`). */
+  readonly changes: string[];
+  /** Changes left for the next run (PostgreSQL: a table lock not had in time), in words. */
+  readonly postponed: string[];
+  /** Widenings the database refuses, in words, with its reason. */
+  readonly blocked: BlockedNote[];
+  /** The changes made, for the run summary. */
+  readonly applied: ColumnChange[];
+}
+
+/** One table to open: `mine`, the changes `asked` of it but the widenings `refused` so far, make it `layout` (from `before`, none for a new table). */
+export interface TableToOpen {
+  readonly spec: StoreTableSpec;
+  readonly before: StoreLayout | undefined;
+  readonly asked: readonly ColumnChange[];
+  readonly mine: readonly ColumnChange[];
+  readonly layout: StoreLayout;
+  readonly refused: ReadonlyMap<string, StoreKind>;
+}
+
+/**
+ * Make each stream's table, or change it to `specs`' layout (from the one
+ * `stored`): `open` does one table in a transaction it rolls back when it
+ * fails, and gives back nothing once made, or the layout the table keeps when
+ * it leaves the changes for the next run. A RefusedWidening it throws is
+ * noted (in the words `why` gives) and the table opened again without that
+ * widening, its other changes made: the column keeps its type, and the next
+ * run asks again.
+ */
+export async function openEachTable(
+  specs: readonly StoreTableSpec[],
+  stored: ReadonlyMap<string, StoreLayout>,
+  changes: readonly ColumnChange[],
+  types: Readonly<Record<StoreKind, string>>,
+  open: (table: TableToOpen) => Promise<StoreLayout | undefined>,
+  why: (err: RefusedWidening, spec: StoreTableSpec) => Promise<string> = async (err) => err.why,
+): Promise<OpenedTables> {
+  const opened: OpenedTables = { specs: [], changes: [], postponed: [], blocked: [], applied: [] };
+  const describe = (c: ColumnChange): string => describeChange(c, (k) => types[k]);
+  for (const spec of specs) {
+    const before = stored.get(spec.layout.stream);
+    const asked = changes.filter((c) => c.stream === spec.layout.stream);
+    const refused = new Map<string, StoreKind>();
+    for (;;) {
+      const mine = asked.filter((c) => !refused.has(c.field));
+      const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
+      try {
+        const kept = await open({ spec, before, asked, mine, layout, refused });
+        opened.specs.push({ ...spec, layout: kept ?? layout });
+        (kept === undefined ? opened.changes : opened.postponed).push(...mine.map(describe));
+        if (kept === undefined) opened.applied.push(...mine);
+        break;
+      } catch (err) {
+        if (!(err instanceof RefusedWidening)) throw err;
+        // The table's transaction is undone: make it again without this widening.
+        const change = asked.find((c) => c.field === err.field) as ColumnChange;
+        refused.set(change.field, change.to);
+        opened.blocked.push({ change: describe(change), why: await why(err, spec) });
+      }
+    }
+  }
+  return opened;
 }
 
 /**

@@ -19,11 +19,11 @@
  * because they did not fit move into the column.
  */
 import { parseExactJson, rawNumber } from '../../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
-import type { BlockedNote } from '../notes.js';
+import { RefusedWidening, openEachTable, type OpenedTables } from '../notes.js';
 
 export const DUCKDB_TYPES: Readonly<Record<StoreKind, string>> = {
   text: 'VARCHAR',
@@ -232,31 +232,10 @@ async function moveFromExtra(connection: DuckdbConnection, schema: string, layou
   await rewriteRows(connection, schema, layout, field, kind, updates);
 }
 
-export interface OpenedTables {
-  readonly specs: StoreTableSpec[];
-  /** The changes made, in words (`contacts.score: BIGINT -> DOUBLE`). */
-  readonly changes: string[];
-  /** Widenings DuckDB refuses because something depends on the table (an index someone made), in words, with the reason. */
-  readonly blocked: BlockedNote[];
-  /** The changes made, for the run summary. */
-  readonly applied: ColumnChange[];
-}
-
 /**
- * A widening (ALTER COLUMN ... SET DATA TYPE) DuckDB refuses because an
- * index depends on the table: one a dashboard's user made to speed up its
- * queries (DuckDB refuses to change any column's type then, not only the
- * indexed one's). Dropping it is not the run's to do: the column keeps its
- * type and the values that do not fit stay in `_extra`.
+ * DuckDB refuses to change any column's type in a table with an index (one a
+ * dashboard's user made to speed up its queries), not only the indexed one's.
  */
-class IndexDependencyError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(message);
-    this.field = field;
-  }
-}
-
 const DEPENDENCY = /depends on it|Dependency Error/i;
 
 /** The indexes on `table`, named for the warning (DuckDB's message names none). */
@@ -268,83 +247,65 @@ async function indexesOn(connection: DuckdbConnection, schema: string, table: st
 /**
  * Make each stream's table, or change it to `specs`' layout (from the one
  * `stored`), one transaction per table. A widening DuckDB refuses because
- * of an index on the table is left out, the table's other changes made:
- * the column keeps its type, and the next run asks again.
+ * of an index on the table is left out, the table's other changes made.
  */
-export async function openTables(
+export function openTables(
   connection: DuckdbConnection,
   schema: string,
   specs: readonly StoreTableSpec[],
   stored: ReadonlyMap<string, StoreLayout>,
   changes: readonly ColumnChange[],
 ): Promise<OpenedTables> {
-  const out: StoreTableSpec[] = [];
-  const made: string[] = [];
-  const applied: ColumnChange[] = [];
-  const blocked: BlockedNote[] = [];
-  const describe = (c: ColumnChange): string => describeChange(c, (k) => DUCKDB_TYPES[k]);
-  for (const spec of specs) {
-    const before = stored.get(spec.layout.stream);
-    const asked = changes.filter((c) => c.stream === spec.layout.stream);
-    const refused = new Map<string, StoreKind>();
-    for (;;) {
-      const mine = asked.filter((c) => !refused.has(c.field));
-      const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
-      if (before !== undefined && refused.size === 0) {
-        // In a transaction of its own: DuckDB cannot commit an UPDATE and an ALTER of the same table together.
-        // Should the ALTER then fail, an exact text in _extra beside its column is still a valid row.
-        for (const change of mine) {
-          if (change.from !== undefined && change.to === 'number' && DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
-            await connection.run('BEGIN TRANSACTION');
-            try {
-              await keepExactIntegers(connection, schema, layout, change.field, change.from);
-              await connection.run('COMMIT');
-            } catch (err) {
-              await connection.run('ROLLBACK').catch(() => {});
-              throw err;
-            }
+  const why = async (err: RefusedWidening, spec: StoreTableSpec): Promise<string> => {
+    const indexes = await indexesOn(connection, schema, spec.layout.table);
+    const named = indexes.length === 0 ? '' : ` (index ${indexes.map((i) => `"${i}"`).join(', ')} on ${spec.layout.table}; DuckDB changes no column's type in a table with an index)`;
+    return `${err.why.replace(/\.$/, '')}${named}`;
+  };
+  return openEachTable(specs, stored, changes, DUCKDB_TYPES, async ({ before, mine, layout, refused }) => {
+    if (before !== undefined && refused.size === 0) {
+      // In a transaction of its own: DuckDB cannot commit an UPDATE and an ALTER of the same table together.
+      // Should the ALTER then fail, an exact text in _extra beside its column is still a valid row.
+      for (const change of mine) {
+        if (change.from !== undefined && change.to === 'number' && DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
+          await connection.run('BEGIN TRANSACTION');
+          try {
+            await keepExactIntegers(connection, schema, layout, change.field, change.from);
+            await connection.run('COMMIT');
+          } catch (err) {
+            await connection.run('ROLLBACK').catch(() => {});
+            throw err;
           }
         }
-      }
-      await connection.run('BEGIN TRANSACTION');
-      try {
-        if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
-          await connection.run(createTableSql(schema, layout));
-        } else {
-          const table = qualified(schema, layout.table);
-          // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
-          for (const change of mine) {
-            const column = quoteIdent(change.field);
-            if (change.from === undefined) {
-              await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${DUCKDB_TYPES[change.to]}`);
-            } else if (DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
-              await connection
-                .run(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DATA TYPE ${DUCKDB_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
-                .catch((err: unknown) => {
-                  throw err instanceof Error && DEPENDENCY.test(err.message) ? new IndexDependencyError(change.field, err.message) : err;
-                });
-            }
-          }
-          for (const change of mine) if (change.from === undefined) await markAbsent(connection, schema, layout, change.field);
-          for (const change of mine) await moveFromExtra(connection, schema, layout, change.field, change.to);
-        }
-        await saveLayout(connection, schema, layout);
-        await connection.run('COMMIT');
-        out.push({ ...spec, layout });
-        made.push(...mine.map(describe));
-        applied.push(...mine);
-        break;
-      } catch (err) {
-        await connection.run('ROLLBACK').catch(() => {});
-        if (!(err instanceof IndexDependencyError)) throw err;
-        // The table's transaction is undone: make it again without this widening.
-        const change = asked.find((c) => c.field === err.field) as ColumnChange;
-        refused.set(change.field, change.to);
-        const indexes = await indexesOn(connection, schema, spec.layout.table);
-        const named = indexes.length === 0 ? '' : ` (index ${indexes.map((i) => `"${i}"`).join(', ')} on ${spec.layout.table}; DuckDB changes no column's type in a table with an index)`;
-        blocked.push({ change: describe(change), why: `${err.message.replace(/\.$/, '')}${named}` });
       }
     }
-  }
-  return { specs: out, changes: made, blocked, applied };
+    await connection.run('BEGIN TRANSACTION');
+    try {
+      if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
+        await connection.run(createTableSql(schema, layout));
+      } else {
+        const table = qualified(schema, layout.table);
+        // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
+        for (const change of mine) {
+          const column = quoteIdent(change.field);
+          if (change.from === undefined) {
+            await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${DUCKDB_TYPES[change.to]}`);
+          } else if (DUCKDB_TYPES[change.from] !== DUCKDB_TYPES[change.to]) {
+            await connection
+              .run(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DATA TYPE ${DUCKDB_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
+              .catch((err: unknown) => {
+                throw err instanceof Error && DEPENDENCY.test(err.message) ? new RefusedWidening(change.field, err.message) : err;
+              });
+          }
+        }
+        for (const change of mine) if (change.from === undefined) await markAbsent(connection, schema, layout, change.field);
+        for (const change of mine) await moveFromExtra(connection, schema, layout, change.field, change.to);
+      }
+      await saveLayout(connection, schema, layout);
+      await connection.run('COMMIT');
+      return undefined;
+    } catch (err) {
+      await connection.run('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  }, why);
 }

@@ -21,14 +21,14 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, describeChange, keyColumns, qualified, quoteIdent, rowKeySql, withoutWidenings, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyRows } from './copy.js';
 import { LOCK_NOT_AVAILABLE } from './faults.js';
-import type { BlockedNote } from '../notes.js';
+import { RefusedWidening, openEachTable, type OpenedTables } from '../notes.js';
 
 export const PG_TYPES: Readonly<Record<StoreKind, string>> = {
   text: 'text',
@@ -270,36 +270,10 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
   return result.rowCount ?? 0;
 }
 
-export interface OpenedTables {
-  /** The layout each table is written with now. */
-  readonly specs: StoreTableSpec[];
-  /** The changes made, in words (`contacts.score: bigint -> numeric`). */
-  readonly changes: string[];
-  /** Changes left for the next run (a table lock not had in time), in words. */
-  readonly postponed: string[];
-  /** Widenings another object of the database refuses (a view over the column), in words, with the server's reason. */
-  readonly blocked: BlockedNote[];
-  /** The changes made, for the run summary. */
-  readonly applied: ColumnChange[];
-}
-
 /**
- * A widening (ALTER COLUMN ... TYPE) refused because another object uses the
- * column (0A000: a view, a rule, a policy, a trigger's WHEN): a dashboard
- * team's view over the table. Dropping their object is not the run's to do;
- * the column keeps its type and the values that do not fit stay in `_extra`.
+ * The server's words for a widening refused because another object uses the column (0A000: a view, a rule, a policy, a
+ * trigger's WHEN): its message and the detail naming the object (`rule _RETURN on view x depends on column "y"`).
  */
-class DependentObjectError extends Error {
-  readonly field: string;
-  readonly why: string;
-  constructor(field: string, why: string) {
-    super(why);
-    this.field = field;
-    this.why = why;
-  }
-}
-
-/** The server's words for a refused widening: its message and the detail naming the object (`rule _RETURN on view x depends on column "y"`). */
 function dependentObjectWhy(err: unknown): string | undefined {
   const e = err as { code?: unknown; message?: unknown; detail?: unknown };
   if (e.code !== '0A000') return undefined;
@@ -312,10 +286,9 @@ function dependentObjectWhy(err: unknown): string | undefined {
  * `stored`): one transaction per table, trying LOCK_WAIT_MS at most for its
  * lock (in tries of LOCK_TRY_MS); a table whose lock cannot be had keeps its
  * stored layout (and its pending drift) until the next run. A widening another object refuses (a
- * view over the column) is left out, the table's other changes made: the
- * column keeps its type, and the next run asks again.
+ * view over the column) is left out, the table's other changes made.
  */
-export async function openTables(
+export function openTables(
   client: Client,
   driver: PgDriver,
   schema: string,
@@ -323,20 +296,15 @@ export async function openTables(
   stored: ReadonlyMap<string, StoreLayout>,
   changes: readonly ColumnChange[],
 ): Promise<OpenedTables> {
-  const out: StoreTableSpec[] = [];
-  const made: string[] = [];
-  const applied: ColumnChange[] = [];
-  const postponed: string[] = [];
-  const blocked: BlockedNote[] = [];
-  const describe = (c: ColumnChange): string => describeChange(c, (k) => PG_TYPES[k]);
-  for (const spec of specs) {
-    const before = stored.get(spec.layout.stream);
-    const asked = changes.filter((c) => c.stream === spec.layout.stream);
-    const refused = new Map<string, StoreKind>();
-    const started = performance.now();
+  // LOCK_WAIT_MS counts from a table's first try, the tries without a refused widening included.
+  let opening: StoreTableSpec | undefined;
+  let started = 0;
+  return openEachTable(specs, stored, changes, PG_TYPES, async ({ spec, before, asked, mine, layout }) => {
+    if (spec !== opening) {
+      opening = spec;
+      started = performance.now();
+    }
     for (;;) {
-      const mine = asked.filter((c) => !refused.has(c.field));
-      const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
       let altered = false;
       await client.query('BEGIN');
       try {
@@ -358,7 +326,7 @@ export async function openTables(
                 .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
                 .catch((err: unknown) => {
                   const why = dependentObjectWhy(err);
-                  throw why === undefined ? err : new DependentObjectError(change.field, why);
+                  throw why === undefined ? err : new RefusedWidening(change.field, why);
                 });
             }
           }
@@ -376,32 +344,19 @@ export async function openTables(
         }
         await saveLayout(client, schema, layout);
         await client.query('COMMIT');
-        out.push({ ...spec, layout });
-        made.push(...mine.map(describe));
-        applied.push(...mine);
-        break;
+        return undefined;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});
-        if (err instanceof DependentObjectError) {
-          // The table's transaction is undone: make it again without this widening.
-          const change = asked.find((c) => c.field === err.field) as ColumnChange;
-          refused.set(change.field, change.to);
-          blocked.push({ change: describe(change), why: err.why });
-          continue;
-        }
-        // Once the ALTERs are committed the table no longer has the stored layout: a lock not had for the rows' updates
-        // fails the open (75), and the next run does them.
+        // A refused widening (no code) goes on up, to be left out. Once the ALTERs are committed the table no longer has
+        // the stored layout: a lock not had for the rows' updates fails the open (75), and the next run does them.
         if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || before === undefined || altered) throw err;
         if (performance.now() - started < LOCK_WAIT_MS) {
           await new Promise((resolve) => setTimeout(resolve, LOCK_PAUSE_MS));
           continue;
         }
         // A reader holds the table: write with the stored layout, and keep what was asked for the next run.
-        out.push({ ...spec, layout: { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] } });
-        postponed.push(...asked.filter((c) => !refused.has(c.field)).map(describe));
-        break;
+        return { ...before, pending: [...before.pending, ...asked.map((c) => ({ field: c.field, kind: c.to }))] };
       }
     }
-  }
-  return { specs: out, changes: made, postponed, blocked, applied };
+  });
 }
