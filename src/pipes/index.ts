@@ -7,9 +7,7 @@ import type { RunCommand, RunRecorder } from '../report/run-report.js';
 import { PipesReport } from './report.js';
 import { PipesSession } from './session.js';
 
-export { PipesSession, type PipesFailure } from './session.js';
 export { PipesReport } from './report.js';
-export { PipesSetupError } from './params.js';
 
 /**
  * The session when DAGSTER_PIPES_CONTEXT and DAGSTER_PIPES_MESSAGES are both

@@ -17,7 +17,7 @@ import type { RunStatus, RunSummary, SchemaChangeSummary, StreamStatus, StreamSu
 import type { AccountOutcome, RunObserver, RunRequestCounts, StreamEnd } from '../engine/run-observer.js';
 import type { StreamState } from '../engine/state.js';
 
-export type { AccountSummary, RunSummary, SchemaChangeSummary, StreamStatus, StreamSummary } from './run-summary-schema.js';
+export type { RunSummary, StreamSummary } from './run-summary-schema.js';
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';

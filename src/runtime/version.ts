@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 interface PackageJson {
   readonly name: string;
   readonly version: string;
-  readonly homepage?: string;
 }
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageJson;
