@@ -26,20 +26,13 @@ const STDOUT_NAMES = new Set(['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1']);
  * names, or, stdout not being a terminal (which is stderr too), the same file.
  */
 export function namesStdout(path: string): boolean {
-  return STDOUT_NAMES.has(resolve(path)) || (!isatty(1) && isStdout(path));
+  return STDOUT_NAMES.has(resolve(path)) || (!isatty(1) && isDescriptor(path, 1));
 }
 
-/** Whether FILE is this process's stdout (/dev/stdout, /proc/self/fd/1, the file stdout is redirected to); /dev/null never is. */
-export function isStdout(path: string): boolean {
-  return isDescriptor(path, 1);
-}
-
-/** Whether FILE is this process's stderr (/dev/stderr, /proc/self/fd/2, the file stderr is redirected to); /dev/null never is. */
-export function isStderr(path: string): boolean {
-  return isDescriptor(path, 2);
-}
-
-/** Whether FILE is what file descriptor `fd` of this process is open on (the same device and inode), /dev/null aside. */
+/**
+ * Whether FILE is what file descriptor `fd` of this process is open on (the same device and inode: 1 for /dev/stdout,
+ * /proc/self/fd/1 or the file stdout is redirected to), /dev/null aside.
+ */
 function isDescriptor(path: string, fd: number): boolean {
   try {
     const target = statSync(path);
@@ -136,12 +129,12 @@ function writeByRename(path: string, text: string): boolean {
 export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
   const content = `${text}\n`;
   // stdout itself (replicate --summary /dev/stdout): written to fd 1, which also works where stdout is a socket that cannot be opened by name.
-  if (isStdout(path)) {
+  if (isDescriptor(path, 1)) {
     writeFileSync(1, content);
     return 'in-place';
   }
   // stderr itself (--summary /dev/stderr with `2> run.log`): opening it by name with 'w' would empty the log of the run's own lines; fd 2 adds to it.
-  if (isStderr(path)) {
+  if (isDescriptor(path, 2)) {
     writeFileSync(2, content);
     return 'in-place';
   }

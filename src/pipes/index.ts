@@ -10,20 +10,14 @@ import { PipesSession } from './session.js';
 export { PipesReport } from './report.js';
 
 /**
- * The session when DAGSTER_PIPES_CONTEXT and DAGSTER_PIPES_MESSAGES are both
- * set (`opened` written), else undefined. `stdoutFree`: the command writes
- * nothing else on stdout. Throws PipesSetupError (a ConfigError) when they are
- * set but cannot be used.
+ * Pipes for a sync command whose report is `recorder`, when
+ * DAGSTER_PIPES_CONTEXT and DAGSTER_PIPES_MESSAGES are both set (`opened`
+ * written); undefined otherwise. Throws PipesSetupError (a ConfigError) when
+ * they are set but cannot be used.
  */
-function pipesFromEnv(env: NodeJS.ProcessEnv, options: { stdoutFree: boolean }): PipesSession | undefined {
-  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: options.stdoutFree });
-  session?.closeAtExit();
-  return session;
-}
-
-/** Pipes for a sync command whose report is `recorder`, when the environment asks for it (`opened` written); undefined otherwise. */
 export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand): PipesReport | undefined {
   // replicate writes nothing on stdout; read and the tap's sync write their protocol there.
-  const session = pipesFromEnv(env, { stdoutFree: command === 'replicate' });
+  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate' });
+  session?.closeAtExit();
   return session === undefined ? undefined : new PipesReport(session, recorder, command);
 }

@@ -68,14 +68,9 @@ export class PipesSession {
     return new PipesSession(context, channel);
   }
 
-  /** The asset key a stream is reported under. */
-  assetKey(stream: string): string {
-    return assetKeyFor(stream, this.context.asset_keys);
-  }
-
   /** One materialization per asset key: a stream reported twice (or after close) is not reported again. */
   materialized(done: StreamMaterialization): void {
-    const assetKey = this.assetKey(done.stream);
+    const assetKey = assetKeyFor(done.stream, this.context.asset_keys);
     if (this.closedAlready || this.reported.has(assetKey)) return;
     this.reported.add(assetKey);
     const watermark: PipesMetadataValue = done.syncWatermark === null ? { type: 'null', raw_value: null } : { type: 'text', raw_value: done.syncWatermark };

@@ -130,11 +130,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = airbyteSink(ctx);
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState }, { readAirbyteStateFile }] = await Promise.all([
-    import('./catalog.js'),
-    import('./state-input.js'),
-    import('./state-file.js'),
-  ]);
+  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState, readAirbyteStateFile }] = await Promise.all([import('./catalog.js'), import('./state-input.js')]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
   try {

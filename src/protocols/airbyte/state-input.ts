@@ -5,12 +5,13 @@
  * - a single STATE message (e.g. the last STATE line of a read's output);
  * - JSON lines of STATE messages (the STATE lines of a read's output).
  * When a stream appears more than once, the last one wins. Anything else is a
- * config error that shows these shapes: never a silent full re-read.
+ * config error that shows these shapes: never a silent full re-read. The file
+ * is read as both faces read it (../state-kind.ts).
  */
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
-import { describeJson, isSingerState, messageKind } from '../state-kind.js';
+import { describeJson, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -23,6 +24,11 @@ export const EXPECTED_STATE =
   '[{"type": "STREAM", "stream": {"stream_descriptor": {"name": "<stream>"}, "stream_state": {"sync_watermark": "..."}}}, ...]; ' +
   'a single STATE message {"type": "STATE", "state": {"type": "STREAM", ...}}; ' +
   `or the STATE lines of a read's output, one a line (${STATE_RECIPE}; the last of each stream wins).`;
+
+/** The --state file of read: one JSON document, or JSON lines. */
+export function readAirbyteStateFile(path: string): StateFile {
+  return readStateFile(path, { expected: EXPECTED_STATE, writer: 'read' });
+}
 
 export interface StateOptions {
   /** The streams of the configured catalog: a state for another stream is ignored with a warning (Airbyte passes the states of deselected streams). */

@@ -1,7 +1,6 @@
 /** The --state file of read: its two forms (one JSON document, JSON lines) and the shapes accepted in each. */
 import { describe, expect, it } from 'vitest';
-import { readAirbyteStateFile } from '../../../src/protocols/airbyte/state-file.js';
-import { parseAirbyteState } from '../../../src/protocols/airbyte/state-input.js';
+import { parseAirbyteState, readAirbyteStateFile } from '../../../src/protocols/airbyte/state-input.js';
 import { tempDir, writeJson } from '../../helpers/cli.js';
 
 const stream = (name: string, wm: string): Record<string, unknown> => ({ type: 'STREAM', stream: { stream_descriptor: { name }, stream_state: { sync_watermark: wm } } });
