@@ -113,14 +113,14 @@ export function isDeletionLog(stream: StreamDefinition): stream is DeletionLogSt
   return stream.deletionLog !== null && stream.cursorField !== null;
 }
 
-/** The service's deletion log among `streams` (the whole table by default), if there is one. */
-export function findDeletionLog(streams: readonly StreamDefinition[] = STREAMS): DeletionLogStream | undefined {
-  return streams.find(isDeletionLog);
+/** The service's deletion log, if there is one. */
+export function findDeletionLog(): DeletionLogStream | undefined {
+  return STREAMS.find(isDeletionLog);
 }
 
 /** The streams whose objects the deletion log names (rows it deletes, tombstone targets). */
-export function deletionTargets(streams: readonly StreamDefinition[] = STREAMS): StreamDefinition[] {
-  return streams.filter((s) => s.tombstoneObjectType !== null);
+export function deletionTargets(): StreamDefinition[] {
+  return STREAMS.filter((s) => s.tombstoneObjectType !== null);
 }
 
 /** The stream whose objects the deletion log names with `objectType`. */

@@ -157,12 +157,12 @@ const JSON_START = /^[\s\uFEFF]*[[{]/;
  * breaks off is records: names, e-mails, phones, whatever the config says of
  * them, as they were before any treatment).
  */
-export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean, chars = 80): string {
+export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean): string {
   const type = contentType === undefined ? 'no content-type' : `content-type ${clean(contentType, 80)}`;
   if (bytes.length === 0) return `${type}, empty body`;
   const text = bytes.toString('utf8');
   if (JSON_START.test(text)) return `${type}, ${bytes.length} bytes of JSON text (not quoted: it may hold records)`;
   // Clean the whole text before cutting it, so no part of a secret can survive at the cut.
-  const head = clean(text, chars);
+  const head = clean(text, 80);
   return `${type}, ${bytes.length} bytes, beginning "${head}"`;
 }

@@ -197,7 +197,7 @@ class DataReadClient implements DataReadApi {
   async me(): Promise<Me> {
     const target = requestTarget(this.#base, '/v1/me');
     const value = await this.#get(target, '/v1/me');
-    return checkMe(value, 'GET /v1/me', this.#clean);
+    return checkMe(value, this.#clean);
   }
 
   async description(): Promise<unknown> {

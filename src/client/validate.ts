@@ -63,14 +63,14 @@ export function checkEnvelope(value: unknown, request: string, clean: Clean): Ra
 }
 
 /** GET /v1/me: account_name, scopes and limits. */
-export function checkMe(value: unknown, request: string, clean: Clean): Me {
+export function checkMe(value: unknown, clean: Clean): Me {
   // Limits are figures for people: a limit written 1000.0 or 1e3 (kept exact by the parse) is the number 1000.
   const parsed = Me.safeParse(JSON.parse(JSON.stringify(value)) as unknown);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const where = issue === undefined || issue.path.length === 0 ? 'the document' : `"${issue.path.map(String).join('.')}"`;
   throw contractError(
-    request,
+    'GET /v1/me',
     `account information that does not match the documented shape (${where}: ${clean(issue?.message ?? 'invalid', 200)})`,
     `me: ${clean(parsed.error.message, 500)}`,
   );

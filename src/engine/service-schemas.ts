@@ -42,7 +42,7 @@ export interface LoadedSchemas {
 export const WHERE = 'GET /v1/openapi.json';
 
 /** "1 field", "2 fields". */
-const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+const fields = (n: number): string => `${n} field${n === 1 ? '' : 's'}`;
 
 /** The built-in schemas, made when first asked for (check only needs the reason). */
 function builtIn(streams: readonly StreamDefinition[], source: 'pinned' | 'fallback', notes: readonly SchemaNote[], reason?: string): LoadedSchemas {
@@ -157,8 +157,8 @@ export function driftNote(loaded: LoadedSchemas, pinned: boolean): SchemaNote {
     return { level: 'INFO', message: `Schema drift: none; the service's description declares the fields of the built-in schemas.${pin}` };
   }
   const parts: string[] = [];
-  if (added.length > 0) parts.push(`the service describes ${plural(added.length, 'field')} the built-in schemas lack: ${list(added)}${pinned ? '' : ' (discover declares them)'}`);
-  if (missing.length > 0) parts.push(`the built-in schemas declare ${plural(missing.length, 'field')} the service no longer describes: ${list(missing)}`);
-  if (conflicts.length > 0) parts.push(`${plural(conflicts.length, 'field')} typed differently: ${list(conflicts)}`);
+  if (added.length > 0) parts.push(`the service describes ${fields(added.length)} the built-in schemas lack: ${list(added)}${pinned ? '' : ' (discover declares them)'}`);
+  if (missing.length > 0) parts.push(`the built-in schemas declare ${fields(missing.length)} the service no longer describes: ${list(missing)}`);
+  if (conflicts.length > 0) parts.push(`${fields(conflicts.length)} typed differently: ${list(conflicts)}`);
   return { level: missing.length + conflicts.length > 0 ? 'WARN' : 'INFO', message: `Schema drift: ${parts.join('; ')}.${pin}` };
 }

@@ -194,10 +194,10 @@ export class SyncSession {
    * request) or merged with the service's description. A service that cannot
    * be reached is then known to the sync that follows (one series of retries).
    */
-  async streamSchemas(streams?: readonly StreamDefinition[]): Promise<LoadedSchemas> {
+  async streamSchemas(): Promise<LoadedSchemas> {
     // Loaded here: Airbyte's read never asks (its catalog carries the schemas).
     const { schemasWith } = await import('./connect.js');
-    return schemasWith(this.client, this.config, streams);
+    return schemasWith(this.client, this.config);
   }
 
   /**

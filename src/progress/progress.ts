@@ -81,8 +81,8 @@ const clock = (ms: number): string => `${new Date(ms).toISOString().slice(11, 19
 const rate = (n: number): string => (n >= 10_000 ? `${(n / 1000).toFixed(0)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0));
 
 /** replicate's plain lines: every SOURCE_DATA_READ_PROGRESS_MS milliseconds (default 10000; 0 = at every change). */
-export function plainEveryMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.SOURCE_DATA_READ_PROGRESS_MS;
+export function plainEveryMsFromEnv(): number {
+  const raw = process.env.SOURCE_DATA_READ_PROGRESS_MS;
   const n = raw === undefined || raw.trim() === '' ? DEFAULT_PLAIN_MS : Number(raw);
   return Number.isFinite(n) && n >= 0 ? n : DEFAULT_PLAIN_MS;
 }

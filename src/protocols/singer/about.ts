@@ -30,7 +30,8 @@ export function about(): About {
 
 const cell = (value: unknown): string => (value === undefined ? '' : String(typeof value === 'string' ? value : JSON.stringify(value)).replace(/\|/g, '\\|'));
 
-export function aboutMarkdown(info: About = about()): string {
+export function aboutMarkdown(): string {
+  const info = about();
   const required = new Set(Array.isArray(info.settings.required) ? info.settings.required : []);
   const props = isObject(info.settings.properties) ? info.settings.properties : {};
   const rows = Object.entries(props).map(([key, prop]) => {

@@ -44,8 +44,3 @@ export async function copyChunks(client: Client, driver: PgDriver, table: string
   stream.end();
   await done;
 }
-
-/** COPY `rows` (cells in `columns` order) into `table`. */
-export function copyRows(client: Client, driver: PgDriver, table: string, columns: readonly string[], rows: readonly (readonly (string | boolean | null)[])[]): Promise<void> {
-  return copyChunks(client, driver, table, columns, rows.length === 0 ? [] : [copyText(rows)]);
-}

@@ -26,7 +26,7 @@ import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
-import { copyRows } from './copy.js';
+import { copyChunks, copyText } from './copy.js';
 import { LOCK_NOT_AVAILABLE } from './faults.js';
 import { RefusedWidening, openEachTable, type OpenedTables } from '../notes.js';
 
@@ -263,7 +263,7 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
   if (moves.length === 0) return 0;
   await client.query('DROP TABLE IF EXISTS _replica_moves');
   await client.query('CREATE TEMP TABLE _replica_moves (id text PRIMARY KEY, cell text, extra text) ON COMMIT DROP');
-  await copyRows(client, driver, '_replica_moves', ['id', 'cell', 'extra'], moves);
+  await copyChunks(client, driver, '_replica_moves', ['id', 'cell', 'extra'], [copyText(moves)]);
   const result = await client.query(
     `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${extraColumn} = m.extra::json FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
   );
