@@ -87,6 +87,18 @@ export function parseExactJson(text: string): unknown {
   return JSON_SOURCE.parse(text, keepSource);
 }
 
+/** Whether a value is a JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The JSON object `text` holds, its numbers exact; {} when it is not a string or holds no object. Throws as JSON.parse does. */
+export function parseExactObject(text: unknown): Record<string, unknown> {
+  if (typeof text !== 'string') return {};
+  const parsed = parseExactJson(text);
+  return isObject(parsed) ? parsed : {};
+}
+
 /** Whether a value is a number kept as its JSON text. */
 export function isRawNumber(value: unknown): value is RawNumber {
   return JSON_SOURCE.isRawJSON(value);

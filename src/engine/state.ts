@@ -6,6 +6,7 @@
  *     tombstones_through?: <ReadPosition> }  (written only: see StreamState)
  * The faces wrap it in their own envelopes; this module validates the content.
  */
+import { isObject } from '../exact-json.js';
 import { z } from 'zod';
 import { parseInstant } from '../time.js';
 import { ConfigError } from '../errors.js';
@@ -74,7 +75,7 @@ export interface StreamState {
  * one account as above.
  */
 export function parseStreamState(stream: string, input: unknown): StreamState {
-  if (typeof input === 'object' && input !== null && !Array.isArray(input) && 'accounts' in input) return parseAccountsState(stream, input as Record<string, unknown>);
+  if (isObject(input) && 'accounts' in input) return parseAccountsState(stream, input);
   return parseOneState(`"${stream}"`, input, `state.${stream}`);
 }
 

@@ -7,13 +7,11 @@
  * it needs and how to make it, instead of failing on the first field that
  * does not fit.
  */
+import { isObject } from '../exact-json.js';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
 
 export type CatalogKind = 'airbyte-configured' | 'airbyte-discovered' | 'airbyte-catalog-message' | 'singer' | 'unknown';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The kind of one entry of `streams`, or undefined when it has none of the marks. */
 function entryKind(entry: unknown): CatalogKind | undefined {

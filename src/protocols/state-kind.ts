@@ -8,11 +8,9 @@
  * what to pass instead, rather than failing on the first character or field
  * that does not fit (as catalog-kind.ts does for catalogs).
  */
+import { isObject } from '../exact-json.js';
 import { jsonSyntaxError, readTextFile, refuseDuplicateKey } from '../config/files.js';
 import { ConfigError } from '../errors.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface StateFile {
   /** The parsed document, or the parsed lines in file order. */

@@ -14,7 +14,7 @@
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
-import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
+import { isRawNumber, parseExactJson, parseExactObject, rawNumber } from '../exact-json.js';
 import { declaredOf, put } from '../stores/values.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
 
@@ -127,9 +127,7 @@ export function recordToRow(layout: TableLayout, record: Data): RowValues {
 }
 
 function parseJsonObject(value: SQLOutputValue | undefined): Data {
-  if (value === null || value === undefined) return {};
-  const parsed = parseExactJson(String(value));
-  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
+  return value === null || value === undefined ? {} : parseExactObject(String(value));
 }
 
 function parseJsonArray(value: SQLOutputValue | undefined): Set<string> {

@@ -7,6 +7,7 @@
  * built with (treatments.ts). A store of another account, or built with
  * other treatments, is refused (78) as it was; a new store records both.
  */
+import { isObject } from '../exact-json.js';
 import { bindingOf, otherAccountError } from '../engine/account.js';
 import type { StateAccount } from '../engine/state.js';
 import { ConfigError } from '../errors.js';
@@ -26,7 +27,7 @@ function parsedObject(text: string | undefined): Record<string, unknown> | undef
   if (text === undefined) return undefined;
   try {
     const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    if (isObject(parsed)) return parsed;
   } catch {
     // refused below as what it is: not a record of this connector's
   }

@@ -6,14 +6,11 @@
  * The schema is neutral: each protocol face adds its own annotations (the
  * Airbyte face its `airbyte_type`) and names its own deleted-at column.
  */
+import { isObject } from '../exact-json.js';
 import { z } from 'zod';
 import type { StreamDefinition } from '../streams.js';
 
 export type JsonSchema = { [key: string]: unknown };
-
-function isObject(value: unknown): value is JsonSchema {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Turn one zod-generated property schema into the destination-friendly form. */
 function normalizeProperty(input: JsonSchema): JsonSchema {

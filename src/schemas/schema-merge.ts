@@ -15,6 +15,7 @@
  * Field order: the built-in fields first, then the added ones in the
  * description's order. Pure data in, data out.
  */
+import { isObject } from '../exact-json.js';
 import type { StreamDefinition } from '../streams.js';
 import type { JsonSchema } from './json-schema.js';
 import type { DescribedStream } from './service-description.js';
@@ -42,8 +43,6 @@ export interface StreamMerge {
   /** Fields the service lists without a type that can be read (not declared unless built in). */
   readonly untyped: readonly string[];
 }
-
-const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function types(prop: JsonSchema): string[] {
   const t = prop.type;

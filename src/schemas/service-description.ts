@@ -11,6 +11,7 @@
  * `type: [T, "null"]`, an `anyOf`/`oneOf` with a null variant and an enum that
  * holds null. Pure: the document comes in as parsed JSON, nothing is fetched.
  */
+import { isObject } from '../exact-json.js';
 import type { StreamDefinition } from '../streams.js';
 import type { JsonSchema } from './json-schema.js';
 
@@ -35,8 +36,6 @@ export type Description =
   | { readonly ok: false; readonly reason: string };
 
 type Json = { [key: string]: unknown };
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** How deep references and nesting are followed (a cycle or an absurd document stops here). */
 const MAX_DEPTH = 24;

@@ -18,7 +18,7 @@
  * as the ISO 8601 text sent (with a zone; canonicalInstant checks it), JSON
  * as its text; each store turns them into its own values.
  */
-import { isRawNumber, parseExactJson, rawNumber } from '../exact-json.js';
+import { isRawNumber, parseExactJson, parseExactObject, rawNumber } from '../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, mayGetColumn, type ColumnNaming, type StoreKind, type StoreLayout, widen } from './columns.js';
 
 export type Data = Record<string, unknown>;
@@ -343,15 +343,9 @@ function decodeCell(kind: StoreKind, cell: ReadCell): unknown {
   }
 }
 
-function parseObject(text: ReadCell | undefined): Data {
-  if (typeof text !== 'string') return {};
-  const parsed = parseExactJson(text);
-  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
-}
-
 /** A row read back (column name -> cell, `_extra` and `_absent` as JSON text) as the record it was made from. */
 export function decodeRow(layout: StoreLayout, row: Readonly<Record<string, ReadCell>>): Data {
-  const extra = parseObject(row[EXTRA_COLUMN]);
+  const extra = parseExactObject(row[EXTRA_COLUMN]);
   const absentText = row[ABSENT_COLUMN];
   const absent = new Set(typeof absentText === 'string' ? (JSON.parse(absentText) as string[]) : []);
   const record: Data = {};

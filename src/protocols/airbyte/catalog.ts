@@ -3,6 +3,7 @@
  * schemas (built in, or merged with the service's description), and the
  * configured catalog a user passes to `read`, validated against it.
  */
+import { isObject } from '../../exact-json.js';
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import { builtInSchema, primaryKeyPaths, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
@@ -14,8 +15,6 @@ import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
 export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
   return tombstones && stream.tombstoneObjectType !== null;
 }
-
-const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A copy with Airbyte's type annotation on every date-time (destinations then type the column as a timestamp). */
 function withAirbyteTypes(schema: JsonSchema): JsonSchema {

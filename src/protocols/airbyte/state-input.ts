@@ -8,13 +8,11 @@
  * config error that shows these shapes: never a silent full re-read. The file
  * is read as both faces read it (../state-kind.ts).
  */
+import { isObject } from '../../exact-json.js';
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
 import { describeJson, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The recipe that turns a read's output into the next read's state. */
 export const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;

@@ -3,6 +3,7 @@
  * (name, description, version, capabilities, settings as JSON Schema), as
  * JSON or as Markdown for a README.
  */
+import { isObject } from '../../exact-json.js';
 import { VERSION } from '../../runtime/version.js';
 import { settingsSchema } from './settings.js';
 
@@ -14,7 +15,6 @@ export const DESCRIPTION =
 export const CAPABILITIES = ['catalog', 'discover', 'state', 'about', 'activate-version'] as const;
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface About {
   name: string;

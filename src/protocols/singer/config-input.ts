@@ -6,6 +6,7 @@
  * (integer, boolean, a list given as JSON text) so validation sees what a
  * JSON file would hold.
  */
+import { isObject } from '../../exact-json.js';
 import { readJsonFile } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
@@ -14,7 +15,6 @@ export const ENV_PREFIX = 'TAP_DATA_READ_';
 export const ENV_SOURCE = 'ENV';
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The JSON Schema type of each config key, from the zod schema. */
 function declaredTypes(): Map<string, string> {

@@ -3,6 +3,7 @@
  * in, or merged with the service's description), with `_sdc_deleted_at`
  * declared only when the stream receives tombstones.
  */
+import { isObject } from '../../exact-json.js';
 import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
 import type { StreamDefinition } from '../../streams.js';
 import { SINGER_DELETED_AT } from './protocol.js';
@@ -10,10 +11,6 @@ import { SINGER_DELETED_AT } from './protocol.js';
 /** Whether a stream gets the tombstone column with this config. */
 export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
   return tombstones && stream.tombstoneObjectType !== null;
-}
-
-function isObject(value: unknown): value is JsonSchema {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `manyAccounts` (a config with `accounts`): the account field declared, first. */

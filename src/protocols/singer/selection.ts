@@ -17,6 +17,7 @@
  *   rows the source no longer has) unless its `[]` metadata sets
  *   `activate-version: false`, for a target that does not understand it.
  */
+import { isObject } from '../../exact-json.js';
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
@@ -38,8 +39,6 @@ export interface StreamPlan extends SelectedStream {
 
 /** The `[]` metadata that switches ACTIVATE_VERSION off for a FULL_TABLE stream (`false`). */
 const ACTIVATE_VERSION_METADATA = 'activate-version';
-
-const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const MetadataEntry = z.looseObject({
   breadcrumb: z.array(z.union([z.string(), z.number()])),

@@ -4,10 +4,10 @@
  * `--about` shows it, and `npm run generate` writes meltano.yml's settings
  * from it (this module reads no file, so the generator can load it).
  */
+import { isObject } from '../../exact-json.js';
 import { configJsonSchema } from '../../config/config.js';
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const SINGER_DESCRIPTIONS: Readonly<Record<string, string>> = {
   deletions_as_tombstones:
@@ -50,4 +50,3 @@ export function settingsSchema(): Json {
   }
   return { type: 'object', properties, required: source.required ?? [], additionalProperties: true };
 }
-

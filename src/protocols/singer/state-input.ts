@@ -16,14 +16,12 @@
  * and a command that keeps it), Airbyte state (what the tap keeps instead),
  * another object (its keys).
  */
+import { isObject } from '../../exact-json.js';
 import { resolve } from 'node:path';
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
 import { MELTANO_STATE_KEY, countTypes, describeJson, isSingerState, messageKind, readStateFile, shellWord } from '../state-kind.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** What the tap's --state takes, said at the end of every refusal. */
 export const EXPECTED_SINGER_STATE =

@@ -18,7 +18,7 @@
  * value a double cannot hold. Then the values a run kept in `_extra`
  * because they did not fit move into the column.
  */
-import { parseExactJson, rawNumber } from '../../exact-json.js';
+import { parseExactObject, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
@@ -178,12 +178,6 @@ async function rewriteRows(connection: DuckdbConnection, schema: string, layout:
   await connection.run('DROP TABLE _replica_moves');
 }
 
-function parseExtra(text: unknown): Data {
-  if (typeof text !== 'string') return {};
-  const parsed = parseExactJson(text);
-  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Data) : {};
-}
-
 const extraText = (extra: Data): string | null => (Object.keys(extra).length === 0 ? null : (jsonText(extra) as string));
 
 /** Before an integer column becomes DOUBLE: the exact text of each value a double cannot hold goes to `_extra`. */
@@ -195,7 +189,7 @@ async function keepExactIntegers(connection: DuckdbConnection, schema: string, l
       `WHERE ${column} > 9007199254740992 OR ${column} < -9007199254740992`, // not abs(), which overflows on the type's smallest value
   );
   const updates = rows.map((row) => {
-    const extra = parseExtra(row.extra);
+    const extra = parseExactObject(row.extra);
     extra[field] = rawNumber(String(row.v));
     return [String(row.id), undefined, extraText(extra)] as const;
   });
@@ -226,7 +220,7 @@ async function moveFromExtra(connection: DuckdbConnection, schema: string, layou
   );
   const updates: (readonly [string, Cell | undefined, string | null])[] = [];
   for (const row of rows) {
-    const moved = movedFromExtra(parseExtra(row.extra), field, kind, DUCKDB_DIALECT);
+    const moved = movedFromExtra(parseExactObject(row.extra), field, kind, DUCKDB_DIALECT);
     if (moved !== undefined) updates.push([String(row.id), moved.cell, moved.extra]);
   }
   await rewriteRows(connection, schema, layout, field, kind, updates);
