@@ -9,6 +9,7 @@ import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } 
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';
 import type { LockSettings } from '../replica/lock.js';
+import { andList } from '../streams.js';
 
 /** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
 export interface TestSettings {
@@ -56,8 +57,7 @@ const COMMANDS = new Set(Object.keys(COMMAND_OPTIONS));
 
 /** The commands that take `--flag`, as a message says them: "read and replicate". */
 function commandsTaking(flag: string): string {
-  const names = Object.keys(COMMAND_OPTIONS).filter((c) => COMMAND_OPTIONS[c]?.includes(flag));
-  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}`;
+  return andList(Object.keys(COMMAND_OPTIONS).filter((c) => COMMAND_OPTIONS[c]?.includes(flag)));
 }
 
 async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo, testing: TestSettings): Promise<number> {

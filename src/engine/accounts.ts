@@ -36,7 +36,7 @@ import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
 import { bindingOf, type RunAccount } from './account.js';
 import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
-import { isDeletionLog, type StreamDefinition } from '../streams.js';
+import { andList, isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver } from './run-observer.js';
@@ -194,7 +194,7 @@ function named(names: readonly string[], most: number): string {
   const quoted = names.slice(0, most).map((n) => `"${n}"`);
   const more = names.length - quoted.length;
   if (more > 0) return `${quoted.join(', ')} and ${more} more`;
-  return quoted.length <= 1 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1) as string}`;
+  return andList(quoted);
 }
 
 /**
