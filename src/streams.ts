@@ -123,6 +123,11 @@ export function deletionTargets(): StreamDefinition[] {
   return STREAMS.filter((s) => s.tombstoneObjectType !== null);
 }
 
+/** Whether a stream gets the tombstone column with this config. */
+export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
+  return tombstones && stream.tombstoneObjectType !== null;
+}
+
 /** The stream whose objects the deletion log names with `objectType`. */
 export function findDeletionTarget(objectType: unknown): StreamDefinition | undefined {
   return typeof objectType === 'string' ? STREAMS.find((s) => s.tombstoneObjectType === objectType) : undefined;

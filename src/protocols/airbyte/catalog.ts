@@ -7,14 +7,9 @@ import { isObject } from '../../exact-json.js';
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import { builtInSchema, primaryKeyPaths, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
-import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
+import { STREAMS, findStream, hasTombstones, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
-
-/** Whether a stream gets the tombstone column with this config. */
-export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
-  return tombstones && stream.tombstoneObjectType !== null;
-}
 
 /** A copy with Airbyte's type annotation on every date-time (destinations then type the column as a timestamp). */
 function withAirbyteTypes(schema: JsonSchema): JsonSchema {

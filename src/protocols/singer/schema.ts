@@ -5,13 +5,8 @@
  */
 import { isObject } from '../../exact-json.js';
 import { ACCOUNT_FIELD, recordJsonSchema, type JsonSchema } from '../../schemas/json-schema.js';
-import type { StreamDefinition } from '../../streams.js';
+import { hasTombstones, type StreamDefinition } from '../../streams.js';
 import { SINGER_DELETED_AT } from './protocol.js';
-
-/** Whether a stream gets the tombstone column with this config. */
-export function hasTombstones(stream: StreamDefinition, tombstones: boolean): boolean {
-  return tombstones && stream.tombstoneObjectType !== null;
-}
 
 /** `manyAccounts` (a config with `accounts`): the account field declared, first. */
 export function singerSchema(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): JsonSchema {

@@ -22,9 +22,9 @@ import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { ACCOUNT_FIELD, type StreamSchemas } from '../../schemas/json-schema.js';
-import { STREAMS, findStream, type StreamDefinition, type SyncMode } from '../../streams.js';
+import { STREAMS, findStream, hasTombstones, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
-import { alwaysKept, hasTombstones, keyProperties, propertiesOf, singerSchema } from './schema.js';
+import { alwaysKept, keyProperties, propertiesOf, singerSchema } from './schema.js';
 
 export interface StreamPlan extends SelectedStream {
   /** The schema sent in SCHEMA: the catalog's, with field selection applied. */
