@@ -13,7 +13,7 @@ export type SyncMode = 'full_refresh' | 'incremental';
 export type PersonalKind = 'email' | 'phone' | 'text';
 
 /** What makes a stream the service's deletion log: each record names one deleted object of another stream. */
-export interface DeletionLog {
+interface DeletionLog {
   /** Field naming the deleted object's type: the `tombstoneObjectType` of the stream it belongs to. */
   readonly objectTypeField: string;
   /** Field holding the deleted object's primary key. */

@@ -17,7 +17,7 @@ import { closeSync, fstatSync, fsyncSync, openSync, readlinkSync, realpathSync, 
 import { basename, dirname, join, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 
-export type SummaryWriteMode = 'rename' | 'in-place';
+type SummaryWriteMode = 'rename' | 'in-place';
 
 const STDOUT_NAMES = new Set(['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1']);
 

@@ -40,7 +40,7 @@ export function versionLine(executable: string): string {
 }
 
 /** The message of a usage mistake followed by the usage text (for stderr); a brief one alone. */
-export function usageMessage(err: unknown, help: string): string {
+function usageMessage(err: unknown, help: string): string {
   const message = messageOf(err);
   return err instanceof UsageError && err.brief ? message : `${message}\n\n${help.trimEnd()}`;
 }

@@ -127,7 +127,7 @@ export async function decode(bytes: Buffer, contentEncoding: string | undefined,
   return out;
 }
 
-export type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string };
+type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string };
 
 /**
  * Parse a whole body (bytes, or text already decoded) as JSON (a leading BOM

@@ -33,12 +33,12 @@ export type CreateClientOptions = ClientOptions & {
   readonly dispatcher?: Dispatcher;
 };
 
-export const DEFAULT_RETRY_BASE_MS = 1000;
-export const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
-export const DEFAULT_RETRY_MAX_MS = 60_000;
+const DEFAULT_RETRY_BASE_MS = 1000;
+const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
+const DEFAULT_RETRY_MAX_MS = 60_000;
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** Where the service serves its machine-readable description (API description, section 4.2). */
-export const DESCRIPTION_PATH = '/v1/openapi.json';
+const DESCRIPTION_PATH = '/v1/openapi.json';
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
 const NEVER: Promise<never> = new Promise(() => undefined);
 

@@ -3,7 +3,7 @@
  * order. A released permit passes straight to the oldest waiter, so a caller
  * that arrives later can never overtake one that is already queued.
  */
-export type Release = () => void;
+type Release = () => void;
 
 export class Gate {
   readonly size: number;

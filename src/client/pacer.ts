@@ -41,7 +41,7 @@ import { headerValue, secondsAsMs } from './headers.js';
  * is left of it is expected to go to other users of the key, or the service
  * asked (Retry-After).
  */
-export type PaceCause = 'quota' | 'shared' | 'spread' | 'retry_after';
+type PaceCause = 'quota' | 'shared' | 'spread' | 'retry_after';
 
 export interface PaceWait {
   readonly until: number;
@@ -50,7 +50,7 @@ export interface PaceWait {
   readonly status?: number;
 }
 
-export interface PacerOptions {
+interface PacerOptions {
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   /** Longest single wait accepted, ms; a longer one is handed to `tooLong` instead. */
@@ -63,7 +63,7 @@ export interface PacerOptions {
   readonly tooLong: (wait: PaceWait, waitMs: number, path: string) => Error;
 }
 
-export interface PacerView {
+interface PacerView {
   readonly limit: number | undefined;
   readonly remaining: number | undefined;
   readonly resetAt: number | undefined;

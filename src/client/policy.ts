@@ -32,10 +32,10 @@ import type { ProxyFailure } from './proxy-error.js';
 import type { NetKind } from './retry.js';
 import type { ApiErrorCode } from './api-error.js';
 
-export type Wait = 'none' | 'backoff' | 'retry_after';
+type Wait = 'none' | 'backoff' | 'retry_after';
 
 /** What a message may say about the failed request. */
-export interface FailureContext {
+interface FailureContext {
   /** "GET /v1/contacts" (path without the query). */
   readonly request: string;
   readonly path: string;
@@ -65,10 +65,10 @@ export interface FailureContext {
 }
 
 /** 'request': this request fails; 'client': every request would, so every later one fails with the same error (run-wide). */
-export type Scope = 'request' | 'client';
+type Scope = 'request' | 'client';
 
 /** What a failure becomes. `code` 'contract' is a ContractError, every other code an ApiError. */
-export interface Outcome {
+interface Outcome {
   readonly code: ApiErrorCode | 'contract' | 'request_failed';
   readonly failure: FailureType;
   readonly scope: Scope;
@@ -80,7 +80,7 @@ export interface Outcome {
  * 2xx body that is not JSON, or a failure at the proxy (down or unable to
  * reach the API; no tunnel in time; a refusal: 407, 403, its certificate).
  */
-export type Fault =
+type Fault =
   | { readonly status: number | '5xx' | 'any other' }
   | { readonly network: NetKind }
   | { readonly body: 'not JSON' }
@@ -90,10 +90,10 @@ export type Fault =
  * What the reader does with a failure: 'fail' the stream, 'restart' the read
  * from the last complete watermark, or 'ignore' the stream (skipped).
  */
-export type ReadAction = 'fail' | 'restart' | 'ignore';
+type ReadAction = 'fail' | 'restart' | 'ignore';
 
 /** Where the failed request stood in the read of a stream. */
-export interface ReadSituation {
+interface ReadSituation {
   /** The read started from a saved resume cursor (and has not got past its first page). */
   readonly resumeCursor: boolean;
   /** The stream is one the service may not offer (StreamDefinition.optional). */
@@ -120,7 +120,7 @@ const RETRIES_EXHAUSTED: Outcome = {
 };
 
 /** The longest wait between two attempts while the service (or the proxy) cannot be reached. */
-export const UNREACHABLE_CAP_MS = 10_000;
+const UNREACHABLE_CAP_MS = 10_000;
 
 const UNREACHABLE: Outcome = {
   code: 'unreachable',

@@ -60,7 +60,7 @@ function reachError(proxy: ProxyEndpoint, err: unknown, timeoutMs: number): Prox
 }
 
 /** A 407: credentials missing, refused, or of a scheme other than Basic (its challenge, when known). */
-export function authError(proxy: ProxyEndpoint, challenge?: string | readonly string[]): ProxyError {
+function authError(proxy: ProxyEndpoint, challenge?: string | readonly string[]): ProxyError {
   const schemes = [challenge ?? []].flat().join(',').split(',').map((s) => s.trim().split(/\s+/)[0] ?? '').filter((s) => /^[A-Za-z][\w-]*$/.test(s));
   const what = proxy.token === undefined
     ? `requires a user name and password (HTTP 407 Proxy Authentication Required); give them in ${proxy.source} as http://user:password@${proxy.display}`

@@ -121,7 +121,7 @@ function isTlsCode(code: string): boolean {
   );
 }
 
-export interface NetContext {
+interface NetContext {
   /** Our own deadline for the attempt fired. */
   readonly timedOut: boolean;
   readonly timeoutMs: number;

@@ -20,7 +20,7 @@ import { envAllProxy, envNoProxy, envProxy, type Env, type EnvValue } from '../n
 import { parseProxyUrl, type ProxyEndpoint } from '../network/proxy-url.js';
 import { ProxyPool } from './proxy-error.js';
 
-export interface RouteOptions {
+interface RouteOptions {
   /** The config's proxy_url: wins over the environment (NO_PROXY included). */
   readonly proxyUrl?: string | undefined;
   /** The config's ca_certificate: PEM text. */
@@ -28,7 +28,7 @@ export interface RouteOptions {
   readonly env: Env;
 }
 
-export interface RouteNote {
+interface RouteNote {
   readonly level: 'INFO' | 'WARN';
   readonly message: string;
 }
@@ -74,7 +74,7 @@ export function chooseRoute(origin: string, options: RouteOptions): Route {
   return { proxy, noProxy, caCertificates, notes };
 }
 
-export interface DispatcherSettings {
+interface DispatcherSettings {
   /** max_concurrent_requests: one connection per request in flight. */
   readonly connections: number;
   readonly keepAliveTimeout: number;

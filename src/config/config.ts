@@ -247,7 +247,7 @@ const accountRenamedFrom = z
   .transform(emptyIsNone);
 
 /** The most entries `accounts` takes. */
-export const MAX_ACCOUNTS = 1000;
+const MAX_ACCOUNTS = 1000;
 const ACCOUNT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 const accountEntry = z

@@ -41,7 +41,7 @@ export function runAccount(name: string, baseUrl: string, secrets: readonly stri
  * with the run's account: the same one, not bound yet, the same account
  * renamed (account_renamed_from names `bound`), or another account.
  */
-export type Binding = 'same' | 'unbound' | 'renamed' | 'other';
+type Binding = 'same' | 'unbound' | 'renamed' | 'other';
 
 export function bindingOf(bound: string | undefined, current: RunAccount, renamedFrom: string | undefined): Binding {
   if (bound === undefined) return 'unbound';
@@ -50,7 +50,7 @@ export function bindingOf(bound: string | undefined, current: RunAccount, rename
 }
 
 /** What a refusal says of its subject beyond the account's name. */
-export interface Refusal {
+interface Refusal {
   /** "The state", `The replica "r.db"`. */
   readonly subject: string;
   /** Said in parentheses after the bound account's name (the streams it holds), before the address it was read from. */

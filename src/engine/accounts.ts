@@ -46,13 +46,13 @@ import type { CheckResult } from './connect.js';
 import type { StateAccount, StreamState } from './state.js';
 
 /** A failure of one account: of one stream, or of the whole account (stream undefined). */
-export interface AccountFailure {
+interface AccountFailure {
   readonly account: string;
   readonly stream: StreamDefinition | undefined;
   readonly error: ConnectorError;
 }
 
-export interface AccountsResult {
+interface AccountsResult {
   /** Every failure, by account, in the order they happened. */
   readonly failures: readonly AccountFailure[];
   /** The one error naming each failed account, when one failed. */
@@ -89,7 +89,7 @@ export function accountStates(states: ReadonlyMap<string, StreamState>, entries:
  * account, the account bound to its entry in the store, the long-pause heal
  * and the resumed read of each account).
  */
-export interface AccountLanes {
+interface AccountLanes {
   /**
    * The sink of one account's records, checkpoints (each with the stream's
    * state of every account) and stream starts and stops; the face's emitter

@@ -14,14 +14,14 @@ import { mostActionable } from '../runtime/exit-status.js';
 import { USER_AGENT } from '../runtime/version.js';
 import type { LoadedSchemas } from './service-schemas.js';
 
-export type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;
+type ClientHooks = Pick<ClientOptions, 'onWait' | 'onLog' | 'signal'>;
 
 /**
  * The key of a config that reads one account. A config with `accounts` is
  * read one entry at a time (accounts.ts gives each its own config); a client
  * asked for the whole config is refused here.
  */
-export function singleKey(config: Config): string {
+function singleKey(config: Config): string {
   if (config.api_key !== undefined) return config.api_key;
   throw new ConfigError(
     'This command reads one account: give its api_key. A config with "accounts" is read one entry at a time, each with its own key.',
@@ -59,7 +59,7 @@ export interface CheckResult {
 }
 
 /** A check's answer, and its one line on schema drift (when the key works). */
-export interface ConnectionCheck extends CheckResult {
+interface ConnectionCheck extends CheckResult {
   readonly drift?: { readonly level: 'INFO' | 'WARN'; readonly message: string };
 }
 

@@ -54,7 +54,7 @@ export interface PipelineStream {
   readonly excluded?: ReadonlySet<string> | undefined;
 }
 
-export interface PipelineOptions {
+interface PipelineOptions {
   readonly config: TreatmentConfig;
   readonly streams: readonly PipelineStream[];
   /** The account every state given to the emitter names (account.ts). */
@@ -69,7 +69,7 @@ export interface PipelineOptions {
 }
 
 /** Removes from a page what the face did not select; undefined when it selects every field. */
-export type FieldSelector = (records: readonly Data[]) => void;
+type FieldSelector = (records: readonly Data[]) => void;
 
 export function fieldSelector(stream: StreamDefinition, fields?: ReadonlySet<string>, excluded?: ReadonlySet<string>): FieldSelector | undefined {
   const always = untreatable(stream);

@@ -17,7 +17,7 @@ import type { Data, SyncSink } from './sync-sink.js';
 import { Paginator, ResumeMismatch, type Page } from './paginator.js';
 import type { ReadPosition, StreamState } from './state.js';
 
-export interface ReadOptions {
+interface ReadOptions {
   readonly client: DataReadApi;
   /** Where pages and checkpoints go: the record pipeline (pipeline.ts). */
   readonly sink: SyncSink;
@@ -68,7 +68,7 @@ function changedAfter(stream: StreamDefinition, records: readonly Data[], after:
   });
 }
 
-export type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | { readonly kind: 'skipped' };
+type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | { readonly kind: 'skipped' };
 
 export async function readStream(stream: StreamDefinition, options: ReadOptions): Promise<ReadOutcome> {
   const { client, sink, pageSize } = options;

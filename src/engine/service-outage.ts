@@ -74,14 +74,14 @@ export const OUTAGE_ACCOUNTS = 2;
 export const PROBE_TIMEOUT_SECONDS = 10;
 
 /** No connection could be made to the service (or its proxy): the request never reached it. */
-export function noConnection(error: ConnectorError): boolean {
+function noConnection(error: ConnectorError): boolean {
   if (!(error instanceof ApiError)) return false;
   if (error.code === 'unreachable') return true;
   return error.code === 'retries_exhausted' && errorCode(error.cause) === 'UND_ERR_CONNECT_TIMEOUT';
 }
 
 /** The service itself failed: no connection, or its own 5xx or timeouts past the retries, or a 503 asking for too long a wait. */
-export function serviceFault(error: ConnectorError): boolean {
+function serviceFault(error: ConnectorError): boolean {
   if (noConnection(error)) return true;
   if (!(error instanceof ApiError)) return false;
   if (error.code === 'retries_exhausted') return error.status === undefined || error.status >= 500;
@@ -95,7 +95,7 @@ export function serviceFault(error: ConnectorError): boolean {
  * /v1/me answered). `gotIn`: the service answered its /v1/me (then only no
  * connection at all counts).
  */
-export type DownEvidence = 'unreachable' | 'failing';
+type DownEvidence = 'unreachable' | 'failing';
 
 export function serviceDownBy(errors: readonly ConnectorError[], gotIn: boolean): DownEvidence | undefined {
   if (errors.some(noConnection)) return 'unreachable';
@@ -109,7 +109,7 @@ export function serviceDownBy(errors: readonly ConnectorError[], gotIn: boolean)
  * a long wait included); `silent` no answer at all (no connection, or none
  * within the probe's bound).
  */
-export type ProbeOutcome = 'answered' | 'failing' | 'silent';
+type ProbeOutcome = 'answered' | 'failing' | 'silent';
 
 export function probeOutcome(check: CheckResult): ProbeOutcome {
   const error = check.error;

@@ -12,12 +12,12 @@ import { mergeStreamSchema, type StreamMerge } from '../schemas/schema-merge.js'
 import { readServiceDescription } from '../schemas/service-description.js';
 import { andList as list, findStream, type StreamDefinition } from '../streams.js';
 
-export interface SchemaNote {
+interface SchemaNote {
   readonly level: 'INFO' | 'WARN';
   readonly message: string;
 }
 
-export type SchemaSource =
+type SchemaSource =
   /** The built-in schemas merged with the service's description. */
   | 'service'
   /** use_service_schema is false: the built-in schemas, nothing asked. */

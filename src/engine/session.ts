@@ -45,7 +45,7 @@ function fireAndForget(call: () => void | Promise<void>): void {
   }
 }
 
-export interface SessionOptions {
+interface SessionOptions {
   /** With accounts: a field `account` the service sends itself is moved to `service_account` first (pipeline.ts). */
   readonly moveServiceAccount?: boolean | undefined;
 }
@@ -62,7 +62,7 @@ export function addRequestCounts(a: RequestCounts & { rateLimitWaitMs: number },
 }
 
 /** Where the client's notes (a retry and why) go while no sync runs (the account check). */
-export type SessionLog = (level: LogLevel, message: string) => void | Promise<void>;
+type SessionLog = (level: LogLevel, message: string) => void | Promise<void>;
 
 export class SyncSession {
   private readonly config: Config;

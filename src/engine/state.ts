@@ -15,7 +15,7 @@ const WATERMARK = 'must be an ISO 8601 date-time with zone, as the service wrote
 
 const watermark = z.string({ error: WATERMARK }).refine((v) => !Number.isNaN(parseInstant(v)), { message: WATERMARK });
 
-export const StreamStateSchema = z.looseObject({
+const StreamStateSchema = z.looseObject({
   sync_watermark: watermark.optional(),
   resume: z
     .object(

@@ -66,7 +66,7 @@ export interface SyncRequest {
   readonly failed?: ConnectorError | undefined;
 }
 
-export interface StreamFailure {
+interface StreamFailure {
   readonly stream: StreamDefinition;
   readonly error: ConnectorError;
 }

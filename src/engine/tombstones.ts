@@ -15,7 +15,7 @@ import type { RecordPipeline } from './pipeline.js';
 import type { ReadPosition, StreamState } from './state.js';
 
 /** The saved checkpoint of a tombstone target stream, re-emitted after its tombstones (see emit). */
-export type CheckpointOf = (stream: StreamDefinition) => StreamState | undefined;
+type CheckpointOf = (stream: StreamDefinition) => StreamState | undefined;
 
 export class TombstoneEmitter {
   private readonly log: DeletionLogStream;

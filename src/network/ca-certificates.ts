@@ -18,7 +18,7 @@ export class CaCertificateError extends Error {
 }
 
 /** A PEM block: its label and body. */
-export const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
 /**
  * The certificates of a PEM text, each as its own PEM block. Literal `\n`

@@ -22,9 +22,9 @@ import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '.
 export const TREATMENTS = ['keep', 'drop', 'hash', 'sha256', 'email_domain'] as const;
 export type Treatment = (typeof TREATMENTS)[number];
 export const PERSONAL_DATA_CHOICES = ['keep', 'hash', 'drop'] as const;
-export type PersonalDataChoice = (typeof PERSONAL_DATA_CHOICES)[number];
+type PersonalDataChoice = (typeof PERSONAL_DATA_CHOICES)[number];
 
-export interface FieldTreatment {
+interface FieldTreatment {
   readonly stream: string;
   readonly field: string;
   readonly treatment: Treatment;
@@ -38,7 +38,7 @@ export interface TreatmentConfig {
 }
 
 /** One treated field of a stream. */
-export interface TreatedField {
+interface TreatedField {
   readonly field: string;
   readonly treatment: Exclude<Treatment, 'keep'>;
   /** How its values are normalized before hashing. */
@@ -46,7 +46,7 @@ export interface TreatedField {
 }
 
 /** The treatments of one stream (never empty). */
-export interface StreamTreatments {
+interface StreamTreatments {
   readonly fields: readonly TreatedField[];
 }
 
@@ -134,7 +134,7 @@ function valueTreatment(field: ChangingField, mac: ((message: string) => string)
 // ---------------------------------------------------------------- plan
 
 /** The kind of a field for normalization: as the streams table marks it, else text. */
-export function kindOf(stream: StreamDefinition, field: string): PersonalKind {
+function kindOf(stream: StreamDefinition, field: string): PersonalKind {
   return stream.personal[field] ?? 'text';
 }
 

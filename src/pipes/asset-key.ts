@@ -27,7 +27,7 @@ export function assetKeyParts(key: string): string[] {
 }
 
 /** One part, escaped for an asset key string (a "/" or "\" in a stream name stays inside its part). */
-export function escapeKeyPart(part: string): string {
+function escapeKeyPart(part: string): string {
   return part.replace(/[\\/]/g, (ch) => `\\${ch}`);
 }
 

@@ -19,7 +19,7 @@ export interface MessageChannel {
 }
 
 /** Something lines can be written to synchronously (process.stderr, a test's collector). */
-export interface LineTarget {
+interface LineTarget {
   write(text: string): unknown;
 }
 

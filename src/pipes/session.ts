@@ -12,19 +12,19 @@ import { openChannel, type ChannelTargets, type MessageChannel } from './channel
 import { loadContext, type PipesContextData } from './context.js';
 import { CONTEXT_ENV, MESSAGES_ENV, decodeParam } from './params.js';
 
-export const PIPES_PROTOCOL_VERSION = '0.1';
-export const PIPES_VERSION_FIELD = '__dagster_pipes_version';
+const PIPES_PROTOCOL_VERSION = '0.1';
+const PIPES_VERSION_FIELD = '__dagster_pipes_version';
 
-export type PipesMethod = 'opened' | 'closed' | 'log' | 'report_asset_materialization';
+type PipesMethod = 'opened' | 'closed' | 'log' | 'report_asset_materialization';
 
 /** A metadata value with its type said, as Dagster's reader resolves it. */
-export type PipesMetadataValue =
+type PipesMetadataValue =
   | { readonly type: 'int'; readonly raw_value: number }
   | { readonly type: 'text'; readonly raw_value: string }
   | { readonly type: 'null'; readonly raw_value: null };
 
 /** What a stream that completed tells the orchestrator. */
-export interface StreamMaterialization {
+interface StreamMaterialization {
   readonly stream: string;
   readonly records: number;
   /** The stream's sync_watermark after the run; null for a stream without one (full refresh). */
@@ -32,13 +32,13 @@ export interface StreamMaterialization {
 }
 
 /** The failure a `closed` message carries (Dagster's PipesException). */
-export interface PipesFailure {
+interface PipesFailure {
   readonly message: string;
   /** The kind of failure (the connector's failure type, or the signal). */
   readonly name: string;
 }
 
-export function pipesMessage(method: PipesMethod, params: Record<string, unknown> | null): Record<string, unknown> {
+function pipesMessage(method: PipesMethod, params: Record<string, unknown> | null): Record<string, unknown> {
   return { [PIPES_VERSION_FIELD]: PIPES_PROTOCOL_VERSION, method, params };
 }
 

@@ -18,9 +18,9 @@
  * does not fit is shortened, then left out, never cut in the middle of a number.
  */
 
-export type StreamPhase = 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
+type StreamPhase = 'waiting' | 'running' | 'rate_limited' | 'complete' | 'failed';
 
-export interface StreamProgress {
+interface StreamProgress {
   readonly name: string;
   /** Records so far. */
   readonly count: number;
@@ -55,7 +55,7 @@ export interface ProgressLogger {
   routeThrough(through: ((level: string, message: string) => void) | undefined): void;
 }
 
-export interface ProgressOptions {
+interface ProgressOptions {
   readonly logger: ProgressLogger;
   /** The run's requests and rate-limit waits so far, once known. */
   readonly requests?: () => { readonly requests: number; readonly rateLimitWaits: number } | undefined;

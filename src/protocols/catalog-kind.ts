@@ -11,7 +11,7 @@ import { isObject } from '../exact-json.js';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
 
-export type CatalogKind = 'airbyte-configured' | 'airbyte-discovered' | 'airbyte-catalog-message' | 'singer' | 'unknown';
+type CatalogKind = 'airbyte-configured' | 'airbyte-discovered' | 'airbyte-catalog-message' | 'singer' | 'unknown';
 
 /** The kind of one entry of `streams`, or undefined when it has none of the marks. */
 function entryKind(entry: unknown): CatalogKind | undefined {

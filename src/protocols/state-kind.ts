@@ -21,7 +21,7 @@ export interface StateFile {
   readonly lineNumbers?: readonly number[];
 }
 
-export interface StateFileWords {
+interface StateFileWords {
   /** What the face accepts, appended to every refusal. */
   readonly expected: string;
   /** What writes a state file of this face, e.g. "read" or "tap run". */
@@ -76,10 +76,10 @@ export function describeJson(input: unknown): string {
   return keys.length === 0 ? 'an empty object' : `an object with the keys ${keys.slice(0, 5).map((k) => `"${k}"`).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
 }
 
-export type Protocol = 'airbyte' | 'singer';
+type Protocol = 'airbyte' | 'singer';
 
 /** A protocol message: its protocol (undefined when its type alone does not tell) and its type. */
-export interface MessageKind {
+interface MessageKind {
   readonly protocol: Protocol | undefined;
   readonly type: string;
 }

@@ -56,7 +56,7 @@ import type { GroupStore } from '../stores/group-store.js';
 import type { LogLevel } from '../engine/sync-sink.js';
 import { entryFacts, replicaFacts } from './store-facts.js';
 
-export interface ReplicateContext {
+interface ReplicateContext {
   readonly logger: StderrLogger;
   /** The run's report, fed with what the run wrote (for --summary). */
   readonly report?: RunRecorder | undefined;

@@ -29,7 +29,7 @@ import type { StreamState } from '../engine/state.js';
 import { parseInstant } from '../time.js';
 import { deletionTargets, findDeletionLog, type DeletionLogStream, type StreamDefinition } from '../streams.js';
 
-export interface Heal {
+interface Heal {
   readonly log: DeletionLogStream;
   readonly gap: DeletionGap;
   /** The streams read in full. */
@@ -37,7 +37,7 @@ export interface Heal {
 }
 
 /** Asks the service for its now (a one-record page of `stream` from `since`). */
-export type ServiceNow = (stream: StreamDefinition, since: string | undefined) => Promise<string>;
+type ServiceNow = (stream: StreamDefinition, since: string | undefined) => Promise<string>;
 
 const hasState = (state: StreamState | undefined): boolean => state !== undefined && Object.keys(state).length > 0;
 
@@ -59,7 +59,7 @@ export async function findHeal(states: ReadonlyMap<string, StreamState>, service
 }
 
 /** How the heal reads its streams: each from no state, or continuing the read a stopped run left under way. */
-export interface HealPlan {
+interface HealPlan {
   /** The states the heal starts from: a continued read's saved state; none for the others. */
   readonly states: Map<string, StreamState>;
   /** The streams whose read is continued, with the watermark it began with. */

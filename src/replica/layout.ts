@@ -27,7 +27,7 @@ export interface ColumnSpec {
  *   the replica wrote up to version 0.1.0. With random UUID keys every insert
  *   lands in a random leaf holding whole ~1 KB rows: several times slower.
  */
-export type TableStorage = 'rowid' | 'without_rowid';
+type TableStorage = 'rowid' | 'without_rowid';
 
 export interface TableLayout {
   readonly stream: string;

@@ -78,7 +78,7 @@ function ensureLockTable(db: DatabaseSync): void {
   if (!columns.includes('renewed_at')) db.exec(`ALTER TABLE ${LOCK_TABLE} ADD COLUMN renewed_at TEXT`);
 }
 
-export interface AcquiredLock {
+interface AcquiredLock {
   /** The warning to log when a stale or dead run's lock was taken over (names the old holder and its age). */
   readonly takeover: string | undefined;
 }

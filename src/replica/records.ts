@@ -9,7 +9,7 @@ import { quoteIdent, keyColumns } from './layout.js';
 import { rowToRecord } from './rows.js';
 
 /** The records of one stream, ordered by primary key, exactly as the service sent them. */
-export function readRecords(db: DatabaseSync, stream: string): Data[] {
+function readRecords(db: DatabaseSync, stream: string): Data[] {
   const layout = storedLayouts(db).get(stream);
   if (!layout) throw new ConfigError(`The replica has no table for stream "${stream}".`, { field: 'db' });
   const select = db.prepare(`SELECT * FROM ${quoteIdent(layout.table)} ORDER BY ${keyColumns(layout).map(quoteIdent).join(', ')}`);

@@ -16,7 +16,7 @@ import { STATE_TABLE } from '../stores/checkpoint.js';
 import { SYNCED_AT_COLUMN, quoteIdent } from './layout.js';
 
 /** A table the writer writes, with the NOT NULL columns it always fills and the indexes it made itself. */
-export interface WrittenTable {
+interface WrittenTable {
   readonly table: string;
   readonly filledNotNull: readonly string[];
   readonly ownIndexes: readonly string[];

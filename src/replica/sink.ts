@@ -32,7 +32,7 @@ export interface StreamTally {
   savedWatermark?: string | undefined;
 }
 
-export type ReplicaLog = (level: LogLevel, message: string) => void;
+type ReplicaLog = (level: LogLevel, message: string) => void;
 
 export class ReplicaSink implements SyncSink {
   private readonly store: Store;

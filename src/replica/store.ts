@@ -27,7 +27,7 @@ import { bindAccount, refuseOtherAccount, refuseOtherShape, type ReplicaAccount 
 import type { CommitResult, StoreCheckpoint } from './sink.js';
 
 /** How the tables' columns are chosen when a store opens. */
-export interface ColumnOptions {
+interface ColumnOptions {
   /** Each stream's record schema (merged with the service's description); default: the built-in schemas. */
   readonly schemas?: StreamSchemas | undefined;
   /**
@@ -46,7 +46,7 @@ export interface ColumnOptions {
  * writer needs them: each stream's columns from its schema, evolved from the
  * layout its table was stored with (`stored`).
  */
-export function tableSpecs(
+function tableSpecs(
   streams: readonly StreamDefinition[],
   options: ColumnOptions = {},
   stored: ReadonlyMap<string, TableLayout> = new Map(),

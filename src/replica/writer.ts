@@ -34,9 +34,9 @@ import type { StreamState } from '../engine/state.js';
 import type { LogLevel } from '../engine/sync-sink.js';
 
 /** How long a transaction stays open to take more checkpoints, when its rows share pages. */
-export const COMMIT_EVERY_MS = 250;
+const COMMIT_EVERY_MS = 250;
 /** How long it stays open when they do not (the first group too). */
-export const SHORT_GROUP_MS = 10;
+const SHORT_GROUP_MS = 10;
 /** WAL pages written per row at or above which a group's rows are taken not to share pages. */
 const OWN_PAGE_PER_ROW = 0.5;
 /** WAL size from which a WAL thread is worth starting (smaller runs leave the copy to the file's close). */
@@ -55,7 +55,7 @@ const RESTART_WAIT_MS = 500;
  */
 const RESTART_RETRY_MS = 10_000;
 
-export interface WriterOptions {
+interface WriterOptions {
   /** The WAL thread's module; null: none (the connection checkpoints by itself). */
   readonly walThread?: URL | null;
   /** How long a group whose rows share pages stays open (COMMIT_EVERY_MS). */

@@ -11,7 +11,7 @@ const FAILURE_TYPES = ['config_error', 'transient_error', 'system_error'] as con
 const instant = z.iso.datetime({ offset: true });
 const count = z.number().int().nonnegative();
 
-export const SchemaChangeSchema = z
+const SchemaChangeSchema = z
   .object({
     column: z.string(),
     change: z
@@ -22,7 +22,7 @@ export const SchemaChangeSchema = z
   })
   .strict();
 
-export const StreamSummarySchema = z
+const StreamSummarySchema = z
   .object({
     name: z.string(),
     status: z.enum(['complete', 'incomplete', 'skipped']).describe('complete: read to the end; incomplete: stopped with its last checkpoint kept; skipped: not read at all'),
@@ -35,7 +35,7 @@ export const StreamSummarySchema = z
   })
   .strict();
 
-export const AccountSummarySchema = z
+const AccountSummarySchema = z
   .object({
     name: z.string().describe('The name of the config\'s accounts entry'),
     status: z

@@ -15,7 +15,7 @@ export const EXIT_SOFTWARE = 70;
 /** EX_TEMPFAIL: a transient_error; run again later. */
 export const EXIT_TEMPFAIL = 75;
 /** EX_CONFIG: a config_error; the user must act. */
-export const EXIT_CONFIG = 78;
+const EXIT_CONFIG = 78;
 
 /** The exit status of a command that ended with a failure of this type. */
 export function exitStatusFor(failureType: FailureType): number {

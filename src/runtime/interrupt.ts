@@ -27,12 +27,12 @@ export type StopSignal = 'SIGTERM' | 'SIGINT';
 const STOP_SIGNALS: readonly StopSignal[] = ['SIGTERM', 'SIGINT'];
 
 /** Where signals come from: the process, or an EventEmitter in tests. */
-export interface SignalSource {
+interface SignalSource {
   on(event: StopSignal, listener: (signal: StopSignal) => void): unknown;
   off(event: StopSignal, listener: (signal: StopSignal) => void): unknown;
 }
 
-export interface InterruptOptions {
+interface InterruptOptions {
   readonly out: LineWriter;
   /** Logs one message on stderr (the executable's logger, at its error level). */
   readonly log: (message: string) => void;

@@ -33,7 +33,7 @@ function normalizeProperty(input: JsonSchema): JsonSchema {
   return out;
 }
 
-export interface RecordSchemaOptions {
+interface RecordSchemaOptions {
   /** Declare this deleted-at column, a nullable date-time (tombstones are on for the stream). */
   readonly deletedAtColumn?: string | undefined;
   /**

@@ -20,7 +20,7 @@ import type { StreamDefinition } from '../streams.js';
 import type { JsonSchema } from './json-schema.js';
 import type { DescribedStream } from './service-description.js';
 
-export interface TypeConflict {
+interface TypeConflict {
   readonly field: string;
   /** The types as a person reads them: "integer or null", "string (date-time)". */
   readonly builtIn: string;

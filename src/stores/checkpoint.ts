@@ -107,7 +107,7 @@ export function refuseOtherShape(display: string, stored: ReadonlyMap<string, St
 }
 
 /** How the refusal of a store built for the other kind of config names the store, where else to replicate, and its rows. */
-export interface ShapeWords {
+interface ShapeWords {
   /** "The store X", "The replica "FILE"". */
   readonly store: string;
   /** "another store (...)", "a new file (...)". */

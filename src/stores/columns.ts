@@ -29,16 +29,16 @@ import type { StreamDefinition } from '../streams.js';
 
 export type StoreKind = 'text' | 'timestamp' | 'boolean' | 'int64' | 'int128' | 'number' | 'json';
 
-export const STORE_KINDS: readonly StoreKind[] = ['text', 'timestamp', 'boolean', 'int64', 'int128', 'number', 'json'];
+const STORE_KINDS: readonly StoreKind[] = ['text', 'timestamp', 'boolean', 'int64', 'int128', 'number', 'json'];
 
-export interface StoreColumn {
+interface StoreColumn {
   /** The field's name in the record; also the column's name. */
   readonly field: string;
   readonly kind: StoreKind;
 }
 
 /** A widening a run asked for (a value that did not fit), applied when the store next opens. */
-export interface PendingDrift {
+interface PendingDrift {
   readonly field: string;
   readonly kind: StoreKind;
 }

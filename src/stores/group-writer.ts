@@ -65,7 +65,7 @@ import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, TABLES_TABLE, PartFailures, 
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
 /** How long a group gathers checkpoints at least, when the writer is idle. */
-export const GROUP_MS = 250;
+const GROUP_MS = 250;
 /** Rows after which a group is written without waiting. */
 export const MAX_GROUP_ROWS = 20_000;
 

@@ -13,7 +13,7 @@ import type { StoreTableSpec } from './checkpoint.js';
 import type { SchemaChange, StoreNote } from './store.js';
 
 /** A widening the database refuses because something depends on the column: the change in words, and what the database said. */
-export interface BlockedNote {
+interface BlockedNote {
   readonly change: string;
   readonly why: string;
 }
@@ -49,7 +49,7 @@ export interface OpenedTables {
 }
 
 /** One table to open: `mine`, the changes `asked` of it but the widenings `refused` so far, make it `layout` (from `before`, none for a new table). */
-export interface TableToOpen {
+interface TableToOpen {
   readonly spec: StoreTableSpec;
   readonly before: StoreLayout | undefined;
   readonly asked: readonly ColumnChange[];

@@ -28,11 +28,11 @@ import { join } from 'node:path';
 import { ConfigError, maskUrlPassword } from '../errors.js';
 
 /** How TLS is used, as libpq's `sslmode` says (connection.ts applies it). */
-export type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
+type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
 
 const SSL_MODES: readonly SslMode[] = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'];
 
-export interface PostgresConnectionSettings {
+interface PostgresConnectionSettings {
   /** A host name or address, or the folder of a Unix socket (starts with `/`). */
   readonly host: string;
   readonly port: number;
@@ -47,7 +47,7 @@ export interface PostgresConnectionSettings {
   readonly connectTimeoutMs: number;
 }
 
-export interface SqliteTarget {
+interface SqliteTarget {
   readonly kind: 'sqlite';
   readonly path: string;
   readonly display: string;
@@ -72,10 +72,10 @@ export interface DuckdbTarget {
 
 export type StoreTarget = SqliteTarget | PostgresTarget | DuckdbTarget;
 
-export const POSTGRES_DEFAULT_SCHEMA = 'data_read';
-export const DUCKDB_DEFAULT_SCHEMA = 'main';
+const POSTGRES_DEFAULT_SCHEMA = 'data_read';
+const DUCKDB_DEFAULT_SCHEMA = 'main';
 /** libpq waits for ever by default; a connector run on a schedule should not. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 /** PostgreSQL's longest identifier, in bytes. */
 const MAX_IDENTIFIER_BYTES = 63;
 
@@ -184,7 +184,7 @@ function systemUser(): string {
 const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
 
 /** A `postgresql://` URL's connection settings, completed from the PG* variables and libpq's defaults. */
-export function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): PostgresConnectionSettings {
+function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): PostgresConnectionSettings {
   const scheme = POSTGRES_SCHEME.exec(url)?.[0] ?? '';
   // The credentials end at the first `@` before any `/`, as libpq reads them: a `?` or `#` in a password is the password's.
   const credentials = /^[^@/]*@/.exec(url.slice(scheme.length))?.[0] ?? '';
@@ -278,7 +278,7 @@ export function defaultRootCertPath(): string {
 const enc = (text: string): string => encodeURIComponent(text);
 
 /** The URL as messages show it: every setting in force, the password (if any) as `***`. */
-export function postgresDisplay(c: PostgresConnectionSettings): string {
+function postgresDisplay(c: PostgresConnectionSettings): string {
   const socket = c.host.startsWith('/');
   const host = socket ? '' : c.host.includes(':') ? `[${c.host}]` : enc(c.host);
   const params: string[] = [];

@@ -50,7 +50,7 @@ export interface StoreDialect {
   readonly instantOf: (kind: StoreKind, expr: string) => string;
 }
 
-export interface EncodedRow {
+interface EncodedRow {
   /** One cell per column of the layout, then `_extra` (JSON text or null), then `_absent` (JSON text or null). */
   readonly cells: Cell[];
   /** Fields whose value did not fit: the kind each asks its column to widen to (or a new column to have). */
@@ -153,7 +153,7 @@ export function canonicalInstant(text: string): string | undefined {
  * stays in `_extra` only, rather than widening a column that could not hold
  * it either.
  */
-export function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | undefined {
+function naturalKind(value: unknown, dialect: StoreDialect): StoreKind | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'string') return dialect.storesString(value) ? 'text' : undefined;
   if (typeof value === 'boolean') return 'boolean';

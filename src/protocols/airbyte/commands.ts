@@ -31,7 +31,7 @@ const AIRBYTE_GAP_ADVICE =
 
 export const DOCUMENTATION_URL = 'https://github.com/source-data-read/source-data-read/blob/main/docs/airbyte.md';
 
-export interface CommandContext {
+interface CommandContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
   /** Aborted by SIGTERM/SIGINT (process/interrupt.ts): requests end, and `read` says its last words. */

@@ -20,7 +20,7 @@ export interface AirbyteStream {
   description?: string;
 }
 
-export type StreamStatus = 'STARTED' | 'RUNNING' | 'COMPLETE' | 'INCOMPLETE';
+type StreamStatus = 'STARTED' | 'RUNNING' | 'COMPLETE' | 'INCOMPLETE';
 
 const line = (message: unknown): string => `${JSON.stringify(message)}\n`;
 

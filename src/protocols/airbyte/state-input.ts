@@ -15,9 +15,9 @@ import { findStream } from '../../streams.js';
 import { describeJson, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
 
 /** The recipe that turns a read's output into the next read's state. */
-export const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
+const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
 
-export const EXPECTED_STATE =
+const EXPECTED_STATE =
   'Expected the state Airbyte passes, a JSON array of per-stream states ' +
   '[{"type": "STREAM", "stream": {"stream_descriptor": {"name": "<stream>"}, "stream_state": {"sync_watermark": "..."}}}, ...]; ' +
   'a single STATE message {"type": "STATE", "state": {"type": "STREAM", ...}}; ' +
@@ -28,7 +28,7 @@ export function readAirbyteStateFile(path: string): StateFile {
   return readStateFile(path, { expected: EXPECTED_STATE, writer: 'read' });
 }
 
-export interface StateOptions {
+interface StateOptions {
   /** The streams of the configured catalog: a state for another stream is ignored with a warning (Airbyte passes the states of deselected streams). */
   readonly selected?: ReadonlySet<string>;
   /** The streams read incrementally: a single STATE message that leaves some of them out is warned about. */

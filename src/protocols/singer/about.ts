@@ -8,15 +8,15 @@ import { VERSION } from '../../runtime/version.js';
 import { settingsSchema } from './settings.js';
 
 
-export const TAP_NAME = 'tap-data-read';
-export const DESCRIPTION =
+const TAP_NAME = 'tap-data-read';
+const DESCRIPTION =
   'Singer tap for the Data-Read API: contacts, conversations, stage changes and deletions, replicated incrementally.';
 /** What the tap really implements; nothing more is claimed. */
-export const CAPABILITIES = ['catalog', 'discover', 'state', 'about', 'activate-version'] as const;
+const CAPABILITIES = ['catalog', 'discover', 'state', 'about', 'activate-version'] as const;
 
 type Json = Record<string, unknown>;
 
-export interface About {
+interface About {
   name: string;
   description: string;
   version: string;

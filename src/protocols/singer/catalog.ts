@@ -22,11 +22,11 @@ export interface CatalogEntry {
   metadata: MetadataEntry[];
 }
 
-export interface SingerCatalog {
+interface SingerCatalog {
   streams: CatalogEntry[];
 }
 
-export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tombstones: boolean, manyAccounts = false): MetadataEntry[] {
+function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tombstones: boolean, manyAccounts = false): MetadataEntry[] {
   const top: Record<string, unknown> = {
     inclusion: 'available',
     'selected-by-default': true,
@@ -42,7 +42,7 @@ export function streamMetadata(stream: StreamDefinition, schema: JsonSchema, tom
   return [{ breadcrumb: [], metadata: top }, ...fields];
 }
 
-export function catalogEntry(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): CatalogEntry {
+function catalogEntry(stream: StreamDefinition, tombstones: boolean, base?: JsonSchema, manyAccounts = false): CatalogEntry {
   const schema = singerSchema(stream, tombstones, base, manyAccounts);
   const entry: CatalogEntry = {
     tap_stream_id: stream.name,

@@ -34,7 +34,7 @@ const SINGER_GAP_ADVICE =
   "with another target (the Meltano SDK's default keeps them), empty its contacts and conversations tables before that sync. " +
   'Then set them back to INCREMENTAL.';
 
-export interface TapContext {
+interface TapContext {
   readonly out: LineWriter;
   readonly logger: StderrLogger;
   readonly env: NodeJS.ProcessEnv;
@@ -44,7 +44,7 @@ export interface TapContext {
   readonly report?: RunObserver | undefined;
 }
 
-export interface SyncInputs {
+interface SyncInputs {
   /** `--config` sources, in order: file paths or ENV. */
   readonly configs: readonly string[];
   /** `--catalog` or `--properties` file; none syncs every stream. */
@@ -53,7 +53,7 @@ export interface SyncInputs {
 }
 
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
-export function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
+function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
   return parseUserConfig(mergeConfigSources(sources, ctx.env), ctx.logger, ctx.env);
 }
 

@@ -11,8 +11,8 @@ import { readJsonFile } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
 
-export const ENV_PREFIX = 'TAP_DATA_READ_';
-export const ENV_SOURCE = 'ENV';
+const ENV_PREFIX = 'TAP_DATA_READ_';
+const ENV_SOURCE = 'ENV';
 
 type Json = Record<string, unknown>;
 

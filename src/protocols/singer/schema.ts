@@ -19,7 +19,7 @@ export function propertiesOf(schema: JsonSchema): JsonSchema {
 }
 
 /** The fields that are always replicated: the primary key and the cursor. */
-export function automaticFields(stream: StreamDefinition, manyAccounts = false): string[] {
+function automaticFields(stream: StreamDefinition, manyAccounts = false): string[] {
   return [...keyProperties(stream, manyAccounts), ...(stream.cursorField ? [stream.cursorField] : [])];
 }
 

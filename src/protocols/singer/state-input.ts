@@ -24,7 +24,7 @@ import { findStream } from '../../streams.js';
 import { MELTANO_STATE_KEY, countTypes, describeJson, isSingerState, messageKind, readStateFile, shellWord } from '../state-kind.js';
 
 /** What the tap's --state takes, said at the end of every refusal. */
-export const EXPECTED_SINGER_STATE =
+const EXPECTED_SINGER_STATE =
   'Expected the value of the last STATE message of a tap run, {"bookmarks": {"<stream>": {"sync_watermark": ...}}, "currently_syncing": ...} ' +
   '(or that STATE line whole), Meltano\'s {"singer_state": {...}} as `meltano state get` prints it, or {} for no state.';
 

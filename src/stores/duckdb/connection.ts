@@ -31,7 +31,7 @@ import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../store.js';
 
 export type DuckdbModule = typeof import('@duckdb/node-api');
 export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
-export type DuckdbInstance = import('@duckdb/node-api').DuckDBInstance;
+type DuckdbInstance = import('@duckdb/node-api').DuckDBInstance;
 
 let driver: Promise<DuckdbModule> | undefined;
 
@@ -213,7 +213,7 @@ export function loadDuckdbDriver(): Promise<DuckdbModule> {
 }
 
 /** Another process writes the file: run again later. */
-export class DuckdbFileLockedError extends ConnectorError {
+class DuckdbFileLockedError extends ConnectorError {
   constructor(message: string) {
     super('transient_error', message);
     this.name = 'DuckdbFileLockedError';
@@ -239,7 +239,7 @@ export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorErro
 }
 
 /** What an error of opening the file means: the lock held elsewhere or a full disk (75), or a file that cannot be a store (78). */
-export function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
+function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
   const message = messageOf(err);
   const full = fullDiskError(err, target);
   if (full !== undefined) return full;

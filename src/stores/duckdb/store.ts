@@ -23,7 +23,7 @@ import { DuckdbSql, type DuckdbChunk } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
-export interface DuckdbStoreOptions {
+interface DuckdbStoreOptions {
   readonly streams?: readonly StreamDefinition[];
   readonly schemas?: StreamSchemas;
   /** The run's facts (the account, the treatments), checked and recorded before anything changes. */

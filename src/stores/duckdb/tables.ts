@@ -53,7 +53,7 @@ export function isoText(expr: string): string {
 }
 
 /** A column's value as text (to compare ids across kinds). */
-export function textOf(kind: StoreKind, expr: string): string {
+function textOf(kind: StoreKind, expr: string): string {
   if (kind === 'text') return expr;
   if (kind === 'json') return `json_extract_string(${expr}, '$')`;
   if (kind === 'timestamp') return isoText(expr);
@@ -61,7 +61,7 @@ export function textOf(kind: StoreKind, expr: string): string {
 }
 
 /** A column's value as an instant (NULL when it is not one). */
-export function instantOf(kind: StoreKind, expr: string): string {
+function instantOf(kind: StoreKind, expr: string): string {
   return kind === 'timestamp' ? expr : `TRY_CAST(${textOf(kind, expr)} AS TIMESTAMPTZ)`;
 }
 
@@ -94,7 +94,7 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
  * of those ids, its INSERT puts the new ones (writer.ts). Tables made by
  * earlier versions keep their constraint; both are written the same way.
  */
-export function createTableSql(schema: string, layout: StoreLayout): string {
+function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
@@ -109,7 +109,7 @@ export function createTableSql(schema: string, layout: StoreLayout): string {
  * ECMAScript's Number::toString rules. inf and nan keep DuckDB's text.
  * Inline (no lambda): DuckDB 1.5 fails on a lambda in ALTER ... USING.
  */
-export function jsNumberText(expr: string): string {
+function jsNumberText(expr: string): string {
   const text = `CAST(${expr} AS VARCHAR)`;
   const part = (group: number): string => `regexp_extract(${text}, '^(-?)([0-9]+)(?:[.]([0-9]+))?(?:e([-+][0-9]+))?$', ${group})`;
   const written = `(${part(2)} || ${part(3)})`;
@@ -149,7 +149,7 @@ export async function storedLayouts(connection: DuckdbConnection, schema: string
   return out;
 }
 
-export async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout): Promise<void> {
+async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout): Promise<void> {
   await connection.run(`INSERT OR REPLACE INTO ${qualified(schema, TABLES_TABLE)} (stream, layout) VALUES ($1, $2)`, [layout.stream, JSON.stringify(layout)]);
 }
 

@@ -40,7 +40,7 @@ export function instantMicros(text: string): bigint {
 }
 
 /** An instant's microseconds since the epoch as text DuckDB reads exactly: UTC, six digits of fraction. */
-export function microsText(micros: bigint): string {
+function microsText(micros: bigint): string {
   const ms = micros >= 0n ? micros / 1000n : -((-micros + 999n) / 1000n);
   const iso = new Date(Number(ms)).toISOString();
   return `${iso.slice(0, 23)}${String(micros - ms * 1000n).padStart(3, '0')}Z`;

@@ -30,8 +30,8 @@ import { missingPackageError } from '../optional-package.js';
 import { defaultRootCertPath, type PostgresTarget } from '../target.js';
 import { postgresError } from './faults.js';
 
-export type PgModule = typeof import('pg');
-export type CopyModule = typeof import('pg-copy-streams');
+type PgModule = typeof import('pg');
+type CopyModule = typeof import('pg-copy-streams');
 
 export interface PgDriver {
   readonly pg: PgModule;
@@ -85,7 +85,7 @@ function rootCertificate(target: PostgresTarget): { ca: string | undefined; give
 }
 
 /** The `ssl` settings of each attempt, in order (prefer and allow have a second one). */
-export function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
+function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
   const { sslmode, host } = target.connection;
   const unchecked: ConnectionOptions = { rejectUnauthorized: false };
   if (sslmode === 'disable') return [false];

@@ -29,7 +29,7 @@ export function advisoryKey(schema: string): readonly [number, number] {
 }
 
 /** Another run writes the schema: run again later. */
-export class WriterLockHeldError extends ConnectorError {
+class WriterLockHeldError extends ConnectorError {
   constructor(message: string) {
     super('transient_error', message);
     this.name = 'WriterLockHeldError';

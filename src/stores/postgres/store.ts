@@ -30,7 +30,7 @@ import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
-export interface PostgresStoreOptions {
+interface PostgresStoreOptions {
   /** The streams replicated (the deletion log's table is always kept); default: all. */
   readonly streams?: readonly StreamDefinition[];
   /** Each stream's record schema (merged with the service's description); default: the built-in ones. */

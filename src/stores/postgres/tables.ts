@@ -58,7 +58,7 @@ const NUMBER_PARTS = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
  * (`1.00e-16382` has 16384); past them PostgreSQL refuses the value ("value
  * overflows numeric format").
  */
-export function numericHolds(text: string): boolean {
+function numericHolds(text: string): boolean {
   const m = NUMBER_PARTS.exec(text);
   if (!m) return false;
   const whole = m[1] as string;
@@ -99,7 +99,7 @@ export const PG_DIALECT: StoreDialect = {
 
 
 /** How long opening tries for a table lock (a reader's long query) before it leaves a change for the next run. */
-export const LOCK_WAIT_MS = 5000;
+const LOCK_WAIT_MS = 5000;
 /**
  * How long one try waits. While an ALTER waits for its lock, every query of
  * the table that comes after it waits behind it: in short tries, with
@@ -116,7 +116,7 @@ export function isoText(expr: string): string {
 }
 
 /** A column's value as text (for comparing ids across kinds). */
-export function textOf(kind: StoreKind, expr: string): string {
+function textOf(kind: StoreKind, expr: string): string {
   if (kind === 'text') return expr;
   if (kind === 'json') return `(${expr} #>> '{}')`;
   if (kind === 'timestamp') return isoText(expr);
@@ -134,7 +134,7 @@ const INSTANT_TEXT = String.raw`^(000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d{3})-(0[1
  * (one widened because some value was no instant) may hold anything: only a text of INSTANT_TEXT whose day is in
  * its month (no 30 February) is cast. Nested CASEs, as PostgreSQL may evaluate the two sides of an AND in any order.
  */
-export function instantOf(kind: StoreKind, expr: string): string {
+function instantOf(kind: StoreKind, expr: string): string {
   if (kind === 'timestamp') return expr;
   const text = textOf(kind, expr);
   const lastDay = `extract(day from make_date(substr(${text}, 1, 4)::int, substr(${text}, 6, 2)::int, 1) + interval '1 month - 1 day')`;
@@ -147,7 +147,7 @@ export async function storeExists(client: Client, schema: string): Promise<boole
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
-export function createTableSql(schema: string, layout: StoreLayout): string {
+function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
   columns.push(`${quoteIdent(EXTRA_COLUMN)} json`, `${quoteIdent(ABSENT_COLUMN)} jsonb`, `${quoteIdent(SYNCED_AT_COLUMN)} timestamptz NOT NULL`);
@@ -187,7 +187,7 @@ export async function storedLayouts(client: Client, schema: string, parse: (text
  * each run, never reach autovacuum's threshold (50 dead rows), so its file
  * grew a page every few runs without end (150 hourly runs: 8 KB to 248 KB).
  */
-export async function saveLayout(client: Client, schema: string, layout: StoreLayout): Promise<void> {
+async function saveLayout(client: Client, schema: string, layout: StoreLayout): Promise<void> {
   await client.query(
     `INSERT INTO ${qualified(schema, TABLES_TABLE)} AS t (stream, layout) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET layout = EXCLUDED.layout WHERE t.layout IS DISTINCT FROM EXCLUDED.layout`,
     [layout.stream, JSON.stringify(layout)],

@@ -51,7 +51,7 @@ function describeLockHolder(h: LockHolder): string {
 }
 
 /** Whether an error left the connection unusable (the server or the network failed, not a statement). */
-export function connectionLost(err: unknown): boolean {
+function connectionLost(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || /^E[A-Z]+$/.test(code))) return true;
   return /Connection terminated|not queryable|Client was closed|Connection ended/i.test(messageOf(err));
