@@ -132,7 +132,6 @@ async function openOtherStore(
   options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger; accountKey?: boolean },
 ): Promise<GroupStore<unknown>> {
   const opening = {
-    streams: STREAMS,
     schemas: options.schemas,
     facts: options.facts,
     accountKey: options.accountKey === true,

@@ -8,7 +8,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
-import { findDeletionLog, type StreamDefinition } from '../streams.js';
+import { STREAMS, findDeletionLog } from '../streams.js';
 import { evolveLayout, qualified, quoteIdent, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
 import type { CommitResult } from './store.js';
 import type { Data } from './values.js';
@@ -62,23 +62,21 @@ export interface StoreCommitResult extends CommitResult {
 }
 
 /**
- * The tables of `streams` (and of the deletion log, always kept): each
- * stream's columns from its schema (`schemas`, else the built-in one),
- * evolved from the layout stored (columns only added or widened), with the
- * changes that makes.
+ * The tables of every stream, the deletion log's included: each stream's
+ * columns from its schema (`schemas`, else the built-in one), evolved from
+ * the layout stored (columns only added or widened), with the changes that
+ * makes.
  */
 export function storeTableSpecs(
-  streams: readonly StreamDefinition[],
   naming: ColumnNaming,
   schemas: StreamSchemas | undefined,
   stored: ReadonlyMap<string, StoreLayout>,
-  accountKey = false,
+  accountKey: boolean,
 ): { specs: StoreTableSpec[]; changes: ColumnChange[] } {
   const log = findDeletionLog();
   if (!log) throw new Error('the streams table has no deletion log');
-  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
   const changes: ColumnChange[] = [];
-  const specs = all.map((stream) => {
+  const specs = STREAMS.map((stream) => {
     const schema: JsonSchema | undefined = schemas?.get(stream.name);
     const evolved = evolveLayout(storeLayoutFor(stream, naming, schema, accountKey), stored.get(stream.name), naming);
     changes.push(...evolved.changes);

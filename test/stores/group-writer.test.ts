@@ -8,7 +8,6 @@ import { ConnectorError } from '../../src/errors.js';
 import { storeTableSpecs } from '../../src/stores/checkpoint.js';
 import { GroupWriter, type StageTable, type StoreSql } from '../../src/stores/group-writer.js';
 import type { Cell, StoreDialect } from '../../src/stores/values.js';
-import { STREAMS } from '../../src/streams.js';
 import { at, checkpoint, contact } from './records.js';
 
 /** A store that runs nothing: each statement and each fill of a stage recorded. */
@@ -48,7 +47,7 @@ class RecordingSql implements StoreSql<Cell[][]> {
 describe('the group writer', () => {
   it("leaves emptying a stage to the store's fill: two accounts' parts of a stream in one group, no DELETE of the stage", async () => {
     const sql = new RecordingSql();
-    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), true);
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), true);
     const writer = new GroupWriter(sql, 's', specs);
     const of = (account: string, ids: string[]) => ({
       ...checkpoint('contacts', ids.map((id) => ({ ...contact(id, 1), account })), 1),
@@ -68,7 +67,7 @@ describe('the group writer', () => {
 describe('a group holds one row per id of a stream', () => {
   it('starts the next group at a checkpoint that repeats an id the group holds; a checkpoint of new ids joins it', async () => {
     const sql = new RecordingSql();
-    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
     const writer = new GroupWriter(sql, 's', specs, { groupMs: 60_000 });
     await writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
     await writer.write(checkpoint('contacts', [contact('c3', 2)], 2));
@@ -84,7 +83,7 @@ describe('a group holds one row per id of a stream', () => {
 describe("the group writer's clock", () => {
   it('commits a gathering group after groupMs even when the machine clock steps back meanwhile (an NTP step, a clock fix)', async () => {
     const sql = new RecordingSql();
-    const { specs } = storeTableSpecs(STREAMS, { key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
     const writer = new GroupWriter(sql, 's', specs, { groupMs: 20 });
     const wall = Date.now();
     const clock = vi.spyOn(Date, 'now').mockReturnValue(wall);

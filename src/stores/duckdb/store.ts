@@ -10,7 +10,6 @@
  */
 import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError, messageOf } from '../../errors.js';
-import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
 import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
@@ -24,7 +23,6 @@ import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 interface DuckdbStoreOptions {
-  readonly streams?: readonly StreamDefinition[];
   readonly schemas?: StreamSchemas;
   /** The run's facts (the account, the treatments), checked and recorded before anything changes. */
   readonly facts?: StoreFacts;
@@ -84,7 +82,7 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
       for (const sql of bookkeepingSql(schema, DUCKDB_TYPES)) await connection.run(sql);
       const stored = await storedLayouts(connection, schema, parseStoreLayout);
       refuseOtherShape(target.display, stored, options.accountKey === true);
-      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, DUCKDB_NAMING, options.schemas, stored, options.accountKey === true);
+      const { specs, changes } = storeTableSpecs(DUCKDB_NAMING, options.schemas, stored, options.accountKey === true);
       const opened = await openTables(connection, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);

@@ -15,7 +15,6 @@
  */
 import type { Client } from 'pg';
 import type { StreamSchemas } from '../../schemas/json-schema.js';
-import { STREAMS, type StreamDefinition } from '../../streams.js';
 import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
 import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
 import { checkFacts, refuseLaterFormat } from '../metadata.js';
@@ -31,8 +30,6 @@ import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
 interface PostgresStoreOptions {
-  /** The streams replicated (the deletion log's table is always kept); default: all. */
-  readonly streams?: readonly StreamDefinition[];
   /** Each stream's record schema (merged with the service's description); default: the built-in ones. */
   readonly schemas?: StreamSchemas;
   /** The run's facts (the account, the treatments), checked and recorded under the lock before anything changes. */
@@ -137,7 +134,7 @@ export class PostgresStore extends GroupStore<Buffer> {
       for (const sql of bookkeepingSql(schema, PG_TYPES)) await client.query(sql);
       const stored = await storedLayouts(client, schema, parseStoreLayout);
       refuseOtherShape(target.display, stored, options.accountKey === true);
-      const { specs, changes } = storeTableSpecs(options.streams ?? STREAMS, PG_NAMING, options.schemas, stored, options.accountKey === true);
+      const { specs, changes } = storeTableSpecs(PG_NAMING, options.schemas, stored, options.accountKey === true);
       const opened = await openTables(client, driver, schema, specs, stored, changes);
       const meta = qualified(schema, METADATA_TABLE);
       await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
