@@ -14,7 +14,7 @@ import { RunRecorder, summaryJson, type RunCommand } from '../report/run-report.
 import { EXIT_OK, EXIT_SOFTWARE, EXIT_TEMPFAIL, exitStatusForAll } from '../runtime/exit-status.js';
 import { Interrupt, exitOnceFlushed, type StopSignal } from '../runtime/interrupt.js';
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
-import type { PipesReport } from '../pipes/index.js';
+import type { PipesReport } from '../pipes/report.js';
 import { VERSION } from '../runtime/version.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
@@ -59,7 +59,7 @@ export class RunEnd {
     this.path = summaryPath;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
     if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
-      const { pipesForRun } = await import('../pipes/index.js');
+      const { pipesForRun } = await import('../pipes/report.js');
       this.pipes = pipesForRun(process.env, recorder, command);
     }
     return recorder;

@@ -7,7 +7,22 @@
  * since): its streams are reported from the final summary instead, once.
  */
 import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../report/run-report.js';
-import type { PipesSession } from './session.js';
+import { PipesSession } from './session.js';
+
+/**
+ * Pipes for a sync command (Airbyte `read`, the tap's sync, `replicate`)
+ * whose report is `recorder`, when DAGSTER_PIPES_CONTEXT and
+ * DAGSTER_PIPES_MESSAGES are both set (`opened` written, and the session
+ * closed at exit if the command could not close it itself); undefined
+ * otherwise. Throws PipesSetupError (a ConfigError) when they are set but
+ * cannot be used.
+ */
+export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand): PipesReport | undefined {
+  // replicate writes nothing on stdout; read and the tap's sync write their protocol there.
+  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate' });
+  session?.closeAtExit();
+  return session === undefined ? undefined : new PipesReport(session, recorder, command);
+}
 
 export class PipesReport {
   private readonly pipes: PipesSession;
