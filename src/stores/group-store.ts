@@ -171,16 +171,27 @@ export abstract class GroupStore<C> implements Store {
     });
   }
 
-  /** Commit what is gathered as the store closes: the loss this meets, unless a write was already told it (undefined then). */
-  protected async flushAtClose(): Promise<unknown> {
+  #closed = false;
+
+  /**
+   * Commit what is gathered, then let the store go (release). Rejects with
+   * the loss the commit meets, unless a write was already told it; the store
+   * is let go either way. Once: a second close does nothing.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     const reported = this.writer.lost;
+    let lost: unknown;
     try {
       await this.writer.flush();
-      return undefined;
     } catch (err) {
-      return err === reported ? undefined : err;
+      if (err !== reported) lost = err;
     }
+    await this.release();
+    if (lost !== undefined) throw lost;
   }
 
-  abstract close(): Promise<void>;
+  /** Let the store go once its last group is committed or lost. */
+  protected abstract release(): Promise<void>;
 }

@@ -55,7 +55,6 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
   readonly tables: readonly StoreTableSpec[];
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
-  private closed = false;
 
   private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<DuckdbChunk>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
     super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
@@ -118,11 +117,8 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
     return this.connection;
   }
 
-  /** Commit what is gathered, copy DuckDB's WAL into the file and let the file go (its lock with it). */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const lost = await this.flushAtClose();
+  /** Copy DuckDB's WAL into the file and let the file go (its lock with it). */
+  protected async release(): Promise<void> {
     try {
       // The read is over and the connector's thread waits: the copy takes a second thread (CLOSING_THREADS).
       await this.connection.run(`SET threads = ${CLOSING_THREADS}`);
@@ -131,6 +127,5 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
       // the next open replays the WAL
     }
     closeDuckdb(this.files);
-    if (lost !== undefined) throw lost;
   }
 }

@@ -82,7 +82,6 @@ export class PostgresStore extends GroupStore<Buffer> {
   /** Changes left for the next run because a reader held a table (in words). */
   readonly postponed: readonly string[];
   private locked: boolean;
-  private closed = false;
 
   private constructor(
     target: PostgresTarget,
@@ -198,15 +197,8 @@ export class PostgresStore extends GroupStore<Buffer> {
     return this.client;
   }
 
-  /**
-   * Commit what is gathered, give the lock back and end the session (a lost
-   * session already freed its lock). Rejects with the store's loss when the
-   * last group could not be committed; the session ends either way.
-   */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const lost = await this.flushAtClose();
+  /** Give the lock back and end the session (a lost session already freed its lock). */
+  protected async release(): Promise<void> {
     try {
       if (this.locked && !this.writer.lost) await releaseWriterLock(this.client, this.target);
     } catch {
@@ -214,6 +206,5 @@ export class PostgresStore extends GroupStore<Buffer> {
     }
     this.locked = false;
     await this.client.end().catch(() => {});
-    if (lost !== undefined) throw lost;
   }
 }
