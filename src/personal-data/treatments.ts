@@ -133,11 +133,6 @@ function valueTreatment(field: ChangingField, mac: ((message: string) => string)
 
 // ---------------------------------------------------------------- plan
 
-/** The kind of a field for normalization: as the streams table marks it, else text. */
-function kindOf(stream: StreamDefinition, field: string): PersonalKind {
-  return stream.personal[field] ?? 'text';
-}
-
 /** Every stream's treatments under this config (personal_data for the marked fields, then the overrides). */
 export function treatmentPlan(config: TreatmentConfig, streams: readonly StreamDefinition[] = STREAMS): TreatmentPlan {
   const plan = new Map<string, StreamTreatments>();
@@ -146,7 +141,8 @@ export function treatmentPlan(config: TreatmentConfig, streams: readonly StreamD
     if (config.personal_data !== 'keep') for (const field of Object.keys(stream.personal)) chosen.set(field, config.personal_data);
     for (const t of config.field_treatments) if (t.stream === stream.name) chosen.set(t.field, t.treatment);
     const fields: TreatedField[] = [];
-    for (const [field, treatment] of chosen) if (treatment !== 'keep') fields.push({ field, treatment, kind: kindOf(stream, field) });
+    // The kind for normalization: as the streams table marks the field, else text.
+    for (const [field, treatment] of chosen) if (treatment !== 'keep') fields.push({ field, treatment, kind: stream.personal[field] ?? 'text' });
     if (fields.length > 0) plan.set(stream.name, { fields });
   }
   return plan;

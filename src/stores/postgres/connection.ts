@@ -63,11 +63,6 @@ export function loadPgDriver(): Promise<PgDriver> {
   return driver;
 }
 
-/** The session's name in pg_stat_activity: who holds the writer lock (at most 63 bytes are kept). */
-function applicationName(): string {
-  return `source-data-read replicate pid ${process.pid} on ${hostname()}`.slice(0, 63);
-}
-
 /** The CA to check the server against; undefined when none is given or found. */
 function rootCertificate(target: PostgresTarget): { ca: string | undefined; given: boolean } {
   const file = target.connection.sslrootcert;
@@ -147,7 +142,8 @@ export async function connectPostgres(target: PostgresTarget): Promise<Client> {
       ssl,
       connectionTimeoutMillis: c.connectTimeoutMs,
       keepAlive: true,
-      application_name: applicationName(),
+      // The session's name in pg_stat_activity: who holds the writer lock (at most 63 bytes are kept).
+      application_name: `source-data-read replicate pid ${process.pid} on ${hostname()}`.slice(0, 63),
       types: RAW_TEXT,
     });
     // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.
