@@ -67,14 +67,21 @@ function config(baseUrl: string, key: (name: string) => string = (name) => keys.
   });
 }
 
-let catalogPath: string | undefined;
-/** The configured catalog of every stream, as discover declares it with accounts (pinned schemas: no request). */
-async function catalog(): Promise<string> {
-  if (catalogPath !== undefined) return catalogPath;
+let catalogPath: Promise<string> | undefined;
+/**
+ * The configured catalog of every stream, as discover declares it with accounts (pinned schemas: no request).
+ * Made once: the faces' tests run together and share it.
+ */
+function catalog(): Promise<string> {
+  catalogPath ??= discoverCatalog();
+  return catalogPath;
+}
+
+async function discoverCatalog(): Promise<string> {
   const discovered = await runCli(SOURCE_BIN, ['discover', '--config', config(down)]);
   expect(discovered.code, discovered.stderr).toBe(0);
   const streams = (parseLines(discovered.stdout).find((m) => m.type === 'CATALOG')?.catalog as { streams: { supported_sync_modes: string[] }[] }).streams;
-  catalogPath = writeJson(dir, 'catalog.json', {
+  return writeJson(dir, 'catalog.json', {
     streams: streams.map((stream) => ({
       stream,
       sync_mode: stream.supported_sync_modes.includes('incremental') ? 'incremental' : 'full_refresh',
@@ -82,7 +89,6 @@ async function catalog(): Promise<string> {
       primary_key: [['account'], ['id']],
     })),
   });
-  return catalogPath;
 }
 
 interface Run extends CliResult {
@@ -133,7 +139,9 @@ function retried(r: CliResult): string[] {
 
 const statuses = (s: RunSummary): Record<string, string> => Object.fromEntries((s.accounts ?? []).map((a) => [a.name, a.status]));
 
-describe.each(FACES)('%s with accounts and the service down', (face) => {
+// The faces' runs wait out their retries most of the time, and each has its own files: they run together. The
+// 503 case, which spoils the shared emulator for every account, runs alone between the two groups.
+describe.concurrent.each(FACES)('%s with accounts and the service down', (face) => {
   it('unreachable: two accounts retry and fail, the others are not tried and say why (75); their states are unchanged', async () => {
     const db = join(dir, `${face}-down.db`);
     // A first run reads every account: each has a state of its own.
@@ -218,7 +226,7 @@ async function brokenTenants(upstream: string, broken: readonly string[]): Promi
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-describe.each(FACES)('%s with the first two accounts answering 500 to their own /v1/me', (face) => {
+describe.concurrent.each(FACES)('%s with the first two accounts answering 500 to their own /v1/me', (face) => {
   it('the next account is probed and answered: every other account is read and its state saved (75 for the two)', async () => {
     const proxy = await brokenTenants(emulator.url, [keys.get('acc-1') as string, keys.get('acc-2') as string]);
     try {
