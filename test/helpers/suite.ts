@@ -90,23 +90,27 @@ export function withTempDatabases(prefix: string, name = 'r.db'): () => string {
  * For the terminal tests: an emulator on a real clock with a small limit per
  * window (4 requests every 1.2 s), so that the client waits for the window
  * several times; an account of `contacts` contacts and its config.json in a
- * temporary directory, handed to `ready`.
+ * temporary directory, handed to `ready`. `configOfNewKey` writes the config
+ * of another key of the same account: the limit is per key, so a run with a
+ * key of its own waits on its own windows alone, and such runs can go side by side.
  */
 export function withRateLimitedEmulator(
   prefix: string,
   data: { readonly contacts: number; readonly seed: number },
-  ready: (suite: { readonly emulator: Emulator; readonly dir: string; readonly config: string }) => void,
+  ready: (suite: { readonly emulator: Emulator; readonly dir: string; readonly config: string; readonly configOfNewKey: (name: string) => string }) => void,
 ): void {
   let emulator: Emulator | undefined;
   let dir: string | undefined;
   beforeAll(async () => {
     requireBuild();
-    emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: data.seed, limits: { perMinute: 4, windowMs: 1200, perDay: 1_000_000 } });
-    const account = emulator.control.createAccount({ name: 'Terminal test' });
-    const { key } = emulator.control.createKey(account.id);
-    emulator.control.seed(account.id, { contacts: data.contacts });
-    dir = tempDir(prefix);
-    ready({ emulator, dir, config: writeJson(dir, 'config.json', { api_key: key, base_url: emulator.url, page_size: 100 }) });
+    const started = (emulator = await startEmulator({ host: '127.0.0.1', port: 0, seed: data.seed, limits: { perMinute: 4, windowMs: 1200, perDay: 1_000_000 } }));
+    const account = started.control.createAccount({ name: 'Terminal test' });
+    const where = (dir = tempDir(prefix));
+    const configOfNewKey = (name: string): string =>
+      writeJson(where, `${name}.json`, { api_key: started.control.createKey(account.id).key, base_url: started.url, page_size: 100 });
+    const config = configOfNewKey('config');
+    started.control.seed(account.id, { contacts: data.contacts });
+    ready({ emulator: started, dir: where, config, configOfNewKey });
   });
   afterAll(async () => {
     await emulator?.close();

@@ -17,10 +17,11 @@ import { onTerminal, parseScreen } from '../../helpers/terminal.js';
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 const COLUMNS = 120;
 let dir: string;
-let config: string;
+let configOfNewKey: (name: string) => string;
 
-// A real clock and a small per-window limit: the client waits for the window several times.
-withRateLimitedEmulator('terminal-', { contacts: 120, seed: 9 }, (s) => ({ dir, config } = s));
+// A real clock and a small per-window limit: the client waits for the window several times. Each test has a key of
+// its own (the limit is per key): the tests wait on their windows side by side, each as if alone.
+withRateLimitedEmulator('terminal-', { contacts: 120, seed: 9 }, (s) => ({ dir, configOfNewKey } = s));
 
 /** Run `bin args > file` on the terminal: stdout to the file, stderr to the terminal. */
 function withStdoutTo(file: string, bin: string, args: readonly string[]): string[] {
@@ -30,8 +31,9 @@ function withStdoutTo(file: string, bin: string, args: readonly string[]): strin
 
 const LOG_LINE = (prog: string): RegExp => new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z (INFO|WARN|WARNING|ERROR|CRITICAL|DEBUG) ${prog}: `);
 
-describe('on a terminal, with stdout to a file', () => {
+describe.concurrent('on a terminal, with stdout to a file', () => {
   it('read: a status line with the records per stream and the rate-limit wait with its end; the logs told too; stdout valid Airbyte', { timeout: 120_000 }, async () => {
+    const config = configOfNewKey('read-config');
     const out = join(dir, 'read.jsonl');
     const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG]));
     expect(code, screen).toBe(0);
@@ -50,6 +52,7 @@ describe('on a terminal, with stdout to a file', () => {
   });
 
   it('the tap: the same status line under its log lines; stdout valid Singer', { timeout: 120_000 }, async () => {
+    const config = configOfNewKey('tap-config');
     const out = join(dir, 'tap.jsonl');
     const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, TAP_BIN, ['--config', config]));
     expect(code, screen).toBe(0);
@@ -63,7 +66,7 @@ describe('on a terminal, with stdout to a file', () => {
   });
 
   it('check and discover tell their warnings there too (a misspelled key)', async () => {
-    const typo = writeJson(dir, 'typo.json', { ...(JSON.parse(readFileSync(config, 'utf8')) as object), page_sise: 50 });
+    const typo = writeJson(dir, 'typo.json', { ...(JSON.parse(readFileSync(configOfNewKey('typo-config'), 'utf8')) as object), page_sise: 50 });
     for (const command of ['check', 'discover']) {
       const out = join(dir, `${command}.jsonl`);
       const { code, screen } = await onTerminal(COLUMNS, withStdoutTo(out, SOURCE_BIN, [command, '--config', typo]));
@@ -78,7 +81,7 @@ describe('on a terminal, with stdout to a file', () => {
   });
 
   it('in a pipe, read leaves stderr to what stops it: nothing here', async () => {
-    const run = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG]);
+    const run = await runCli(SOURCE_BIN, ['read', '--config', configOfNewKey('pipe-config'), '--catalog', CATALOG]);
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
   });
