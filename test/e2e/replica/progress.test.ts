@@ -12,15 +12,16 @@ import { join } from 'node:path';
 import { SOURCE_BIN } from '../../helpers/cli.js';
 import { onTerminal, parseScreen } from '../../helpers/terminal.js';
 
-describe('replicate on a terminal', () => {
+describe.concurrent('replicate on a terminal', () => {
   let dir: string;
-  let config: string;
-  // A real clock and a small per-window limit: the client waits for the window several times.
-  withRateLimitedEmulator('replica-tty-', { contacts: 150, seed: 5 }, (s) => ({ dir, config } = s));
+  let configOfNewKey: (name: string) => string;
+  // A real clock and a small per-window limit: the client waits for the window several times. Each width has a key of
+  // its own (the limit is per key): the runs wait on their windows side by side, each as if alone.
+  withRateLimitedEmulator('replica-tty-', { contacts: 150, seed: 5 }, (s) => ({ dir, configOfNewKey } = s));
 
   for (const columns of [60, 0]) {
     it(`a terminal ${columns === 0 ? 'that reports width 0' : `${columns} columns wide`}: one status line in place, fitted, the wait shown; log lines whole`, { timeout: 120_000 }, async () => {
-      const { code, screen } = await onTerminal(columns, [process.execPath, SOURCE_BIN, 'replicate', '--config', config, '--db', join(dir, `replica-${columns}.db`)]);
+      const { code, screen } = await onTerminal(columns, [process.execPath, SOURCE_BIN, 'replicate', '--config', configOfNewKey(`config-${columns}`), '--db', join(dir, `replica-${columns}.db`)]);
       const { status, lines } = parseScreen(screen);
       expect(code, screen).toBe(0);
       const width = (columns === 0 ? 80 : columns) - 1;
