@@ -88,7 +88,9 @@ const SIGNALS = [
   ['SIGINT', 130],
 ] as const;
 
-describe('source-data-read read, interrupted', () => {
+// Each case has an account (or a server) of its own and waits on the emulator's latency or on its signal most of the
+// time: the cases, and the three groups, run together.
+describe.concurrent('source-data-read read, interrupted', () => {
   it.each(SIGNALS)('%s mid-sync: INCOMPLETE streams and a transient ERROR trace, exit %i; resuming from the states loses nothing', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', acc.config, '--catalog', CATALOG], { signal, count: 3 });
@@ -165,7 +167,7 @@ describe('source-data-read read, interrupted', () => {
   });
 });
 
-describe('tap-data-read sync, interrupted', () => {
+describe.concurrent('tap-data-read sync, interrupted', () => {
   it.each(SIGNALS)('%s mid-sync: ends with a STATE of what was checkpointed, exit %i; resuming from it completes the replica', async (signal, code) => {
     const acc = account(400);
     const stopped = await runAndSignal(TAP_BIN, ['--config', acc.config], { signal, count: 3 });
