@@ -538,7 +538,9 @@ describe('Singer tap with accounts', () => {
   });
 });
 
-describe('many keys rate-limited at once', () => {
+// The last two suites, each on an emulator of its own, wait on their rate-limit windows most of the time: they run
+// together.
+describe.concurrent('many keys rate-limited at once', () => {
   let limitedEmulator: Emulator;
   afterAll(async () => {
     await limitedEmulator?.close();
@@ -581,7 +583,7 @@ describe('many keys rate-limited at once', () => {
   }, 120_000);
 });
 
-describe('a key revoked mid-run', () => {
+describe.concurrent('a key revoked mid-run', () => {
   let own: Emulator;
   afterAll(async () => {
     await own?.close();
