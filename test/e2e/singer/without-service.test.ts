@@ -28,15 +28,18 @@ describe('tap-data-read (no service)', () => {
   });
 
   it('--discover writes the catalog without contacting the service, from files or ENV', async () => {
-    const r = await runCli(TAP_BIN, ['--config', config, '--discover']);
+    // Each run waits out its retries of the service's description (refused) before it falls back: the two wait together.
+    const [r, env] = await Promise.all([
+      runCli(TAP_BIN, ['--config', config, '--discover']),
+      runCli(TAP_BIN, ['--config', 'ENV', '--discover'], {
+        env: { TAP_DATA_READ_API_KEY: KEY, TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:9', TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true' },
+      }),
+    ]);
     expect(r.code).toBe(0);
     const [catalog] = parseLines(r.stdout) as [{ streams: { tap_stream_id: string; schema: object }[] }];
     expect(catalog.streams.map((s) => s.tap_stream_id)).toEqual(['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages']);
     expect(r.stdout).not.toContain('_sdc_deleted_at');
 
-    const env = await runCli(TAP_BIN, ['--config', 'ENV', '--discover'], {
-      env: { TAP_DATA_READ_API_KEY: KEY, TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:9', TAP_DATA_READ_DELETIONS_AS_TOMBSTONES: 'true' },
-    });
     expect(env.code).toBe(0);
     expect(env.stdout).toContain('_sdc_deleted_at');
   });
