@@ -117,7 +117,9 @@ function expectWhole(snapshots: readonly Snapshot[], truth: Record<string, reado
   expect(snapshots.filter((s) => inProgress(s) > 0).length).toBeGreaterThanOrEqual(3);
 }
 
-describe('a reader during a run into PostgreSQL', () => {
+// Each store's suite has an emulator, an account and a store of its own, and its run is slowed by the emulator's
+// latency: the three run side by side.
+describe.concurrent('a reader during a run into PostgreSQL', () => {
   let account: Account;
   let dir: string;
   const databases: TestDatabase[] = [];
@@ -184,7 +186,7 @@ describe('a reader during a run into PostgreSQL', () => {
   });
 });
 
-describe('a reader during a run into SQLite', () => {
+describe.concurrent('a reader during a run into SQLite', () => {
   let account: Account;
   let dir: string;
   withEmulatorAccount('readers-sqlite-', { contacts: 300, seed: 73 }, (s) => ({ account, dir } = s));
@@ -240,7 +242,7 @@ describe('a reader during a run into SQLite', () => {
   });
 });
 
-describe('a reader of a DuckDB file', () => {
+describe.concurrent('a reader of a DuckDB file', () => {
   let account: Account;
   let dir: string;
   withEmulatorAccount('readers-duckdb-', { contacts: 300, seed: 79 }, (s) => ({ account, dir } = s));
