@@ -29,15 +29,23 @@ const DAY_MS = 86_400_000;
 const INTEGER_TYPE = { sqlite: 'INTEGER', postgres: 'bigint', duckdb: 'BIGINT' } as const;
 const TEXT_TYPE = { sqlite: 'TEXT', postgres: 'text', duckdb: 'VARCHAR' } as const;
 
+/**
+ * The suites of a store's file run side by side: each has an emulator, an account, a directory and stores of its
+ * own, and what it asserts is what its own runs did. The tests of one suite share its account (and change it), so
+ * they run one after another: vitest hands a suite's `concurrent` down to its tests, which say IN_TURN.
+ */
+export const SIDE_BY_SIDE = { concurrent: true } as const;
+export const IN_TURN = { concurrent: false } as const;
+
 /** The suite every store passes, the same code for each. */
 export function storeSuite(store: StoreKind): void {
-  describe(`replicate into ${store.name}`, () => {
+  describe(`replicate into ${store.name}`, SIDE_BY_SIDE, () => {
     describe('equals the service', () => {
       let account: Account;
       let dir: string;
       withEmulatorAccount(`stores-${store.name}-`, { contacts: 200, seed: 41 }, (s) => ({ account, dir } = s));
 
-      it('after a full run and after incremental runs with changes and deletions', { timeout: 180_000 }, async () => {
+      it('after a full run and after incremental runs with changes and deletions', { ...IN_TURN, timeout: 180_000 }, async () => {
         const config = account.config(dir);
         const db = await store.fresh(dir, 'exact');
         const first = await replicate(config, db);
@@ -60,7 +68,7 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
-      it('fields the service adds become columns on the next run, two at once', { timeout: 120_000 }, async () => {
+      it('fields the service adds become columns on the next run, two at once', { ...IN_TURN, timeout: 120_000 }, async () => {
         const config = account.config(dir);
         const db = await store.fresh(dir, 'drift');
         expect((await replicate(config, db)).code).toBe(0);
@@ -108,7 +116,7 @@ export function storeSuite(store: StoreKind): void {
         expect(held).toStrictEqual({ ...truth, contacts });
       });
 
-      it('a key of another account is refused (78) naming both accounts, nothing changed', { timeout: 60_000 }, async () => {
+      it('a key of another account is refused (78) naming both accounts, nothing changed', { ...IN_TURN, timeout: 60_000 }, async () => {
         const db = await store.fresh(dir, 'account');
         expect((await replicate(account.config(dir), db)).code).toBe(0);
         const before = await store.dump(db);
@@ -129,7 +137,7 @@ export function storeSuite(store: StoreKind): void {
         expect(await store.dump(db)).toStrictEqual(before);
       });
 
-      it('a second writer exits 75 at once, naming the first; the store stays exact', { timeout: 120_000 }, async () => {
+      it('a second writer exits 75 at once, naming the first; the store stays exact', { ...IN_TURN, timeout: 120_000 }, async () => {
         const config = account.config(dir, { page_size: 10, max_concurrent_requests: 1 });
         const db = await store.fresh(dir, 'writers');
         // Slow enough that the first run is still writing when the second process has started, on a busy machine too;
@@ -303,12 +311,12 @@ export function storeSuite(store: StoreKind): void {
 
 /** PostgreSQL alone: its server's faults. */
 export function postgresFaults(postgres: StoreKind): void {
-  describe('replicate into PostgreSQL: faults', () => {
+  describe('replicate into PostgreSQL: faults', SIDE_BY_SIDE, () => {
     let account: Account;
     let dir: string;
     withEmulatorAccount('stores-pg-faults-', { contacts: 20, seed: 59 }, (s) => ({ account, dir } = s));
 
-    it('a wrong password: 78, naming the refused login, the password in no output', { timeout: 60_000 }, async () => {
+    it('a wrong password: 78, naming the refused login, the password in no output', { ...IN_TURN, timeout: 60_000 }, async () => {
       const url = new URL(await postgres.fresh(dir, 'password'));
       const wrong = 'not-the-Password-42';
       url.password = wrong;
@@ -319,7 +327,7 @@ export function postgresFaults(postgres: StoreKind): void {
       expect(`${run.stdout}${run.stderr}`).not.toContain(wrong);
     });
 
-    it('rows the server refuses at commit (a trigger): the run fails naming the stream, its state kept, the rest written; then exact', { timeout: 120_000 }, async () => {
+    it('rows the server refuses at commit (a trigger): the run fails naming the stream, its state kept, the rest written; then exact', { ...IN_TURN, timeout: 120_000 }, async () => {
       const url = await postgres.fresh(dir, 'refused_stream');
       const config = account.config(dir);
       const ids = async (list: string): Promise<string[]> => ((await postgres.dump(url))[list] ?? []).map((r) => String((r as { id: unknown }).id)).sort();
@@ -348,7 +356,7 @@ export function postgresFaults(postgres: StoreKind): void {
       }
     });
 
-    it("with accounts, rows one account's part cannot write (a trigger): that account and stream named, the others written, its state kept; then exact", { timeout: 120_000 }, async () => {
+    it("with accounts, rows one account's part cannot write (a trigger): that account and stream named, the others written, its state kept; then exact", { ...IN_TURN, timeout: 120_000 }, async () => {
       const url = await postgres.fresh(dir, 'refused_part');
       const control = account.emulator.control;
       const other = control.createAccount({ name: 'Other' });
@@ -405,7 +413,7 @@ export function postgresFaults(postgres: StoreKind): void {
       }
     });
 
-    it('a missing database: 78, naming the database', { timeout: 60_000 }, async () => {
+    it('a missing database: 78, naming the database', { ...IN_TURN, timeout: 60_000 }, async () => {
       const url = new URL(await postgres.fresh(dir, 'missing'));
       url.pathname = '/no_such_database_here';
       const run = await replicate(account.config(dir), url.toString());
@@ -413,7 +421,7 @@ export function postgresFaults(postgres: StoreKind): void {
       expect(run.stderr).toContain('no_such_database_here');
     });
 
-    it('the connection dropped mid-run (the server ends the session): 75, nothing half-written; the next run is exact', { timeout: 120_000 }, async () => {
+    it('the connection dropped mid-run (the server ends the session): 75, nothing half-written; the next run is exact', { ...IN_TURN, timeout: 120_000 }, async () => {
       const url = await postgres.fresh(dir, 'dropped');
       const database = new URL(url).pathname.slice(1);
       const config = account.config(dir, { page_size: 5, max_concurrent_requests: 1 });
@@ -457,7 +465,7 @@ export function postgresFaults(postgres: StoreKind): void {
       expect(await postgres.dump(url)).toStrictEqual(dumpLists(account.dump()));
     });
 
-    it('a server that cannot be reached: 75', { timeout: 60_000 }, async () => {
+    it('a server that cannot be reached: 75', { ...IN_TURN, timeout: 60_000 }, async () => {
       const run = await replicate(account.config(dir), 'postgresql://someone:secret-pw@127.0.0.1:1/analytics?connect_timeout=2');
       expect(run.code, run.stderr).toBe(75);
       expect(`${run.stdout}${run.stderr}`).not.toContain('secret-pw');
@@ -467,7 +475,7 @@ export function postgresFaults(postgres: StoreKind): void {
 
 /** DuckDB alone: its optional package missing. */
 export function duckdbWithoutPackage(): void {
-  describe('replicate into DuckDB without its optional package', () => {
+  describe('replicate into DuckDB without its optional package', SIDE_BY_SIDE, () => {
     let account: Account;
     let dir: string;
     withEmulatorAccount('stores-no-driver-', { contacts: 10, seed: 67 }, (s) => ({ account, dir } = s));
@@ -496,7 +504,7 @@ export function duckdbWithoutPackage(): void {
 
 /** DuckDB alone: no room left for its WAL (a real ENOSPC from the kernel: the WAL's name a link to /dev/full). */
 export function duckdbFullDisk(duckdb: StoreKind): void {
-  describe('replicate into DuckDB on a full disk', () => {
+  describe('replicate into DuckDB on a full disk', SIDE_BY_SIDE, () => {
     let account: Account;
     let dir: string;
     withEmulatorAccount('stores-duckdb-full-', { contacts: 60, seed: 71 }, (s) => ({ account, dir } = s));
