@@ -488,7 +488,10 @@ describe('one writer per schema', () => {
       [k1, k2],
     );
     expect(rows).toHaveLength(1);
-    await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+    // pg_terminate_backend only signals the session; the lock goes when its process has ended, which the
+    // timeout form waits for (PostgreSQL 14+). Opening at once could meet the lock still held on a busy machine.
+    const ended = await admin.query('SELECT pg_terminate_backend($1, 10000) AS ended', [rows[0].pid]);
+    expect(ended.rows[0].ended).toBe(true);
     await openStore('s_lock_kill');
     // The first run's next write fails as transient: its connection is gone, and with it its open transaction.
     const err = await connectorFailure(() => first.commit(checkpoint('contacts', [contact('x', 1)], 1)));
