@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DEFAULT_WIDTH, progressLine, usableWidth, type ProgressSnapshot } from '../../src/progress/progress.js';
 
 const NOW = Date.parse('2026-03-01T10:00:00.000Z');
@@ -74,5 +74,16 @@ describe('progressLine', () => {
     // A wait that has ended is not shown.
     const ended: ProgressSnapshot = { streams: [{ name: 'contacts', count: 5, phase: 'rate_limited', waitUntil: NOW - 1 }] };
     expect(progressLine(ended, 80, NOW)).toBe('contacts 5');
+  });
+
+  it('groups the thousands of its counts without the locale machinery (ICU data would stay resident: some 8 MB)', () => {
+    const localized = vi.spyOn(Number.prototype, 'toLocaleString');
+    try {
+      const big: ProgressSnapshot = { streams: [{ name: 'contacts', count: 1_234_567, phase: 'running' }, { name: 'deletions', count: 999, phase: 'complete' }], requests: 1_000 };
+      expect(progressLine(big, Number.POSITIVE_INFINITY, NOW)).toBe('contacts 1,234,567 | done: deletions 999 | 1,000 requests, 0 rate-limit waits');
+      expect(localized).not.toHaveBeenCalled();
+    } finally {
+      localized.mockRestore();
+    }
   });
 });
