@@ -136,3 +136,8 @@ export function redact(text: string, secrets: readonly string[]): string {
   }
   return out;
 }
+
+/** "a", "a and b", "a, b and c". */
+export function andList(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}

@@ -5,6 +5,7 @@
  * delete from, an optional path) is a column, read by the engine and the faces.
  */
 import type { z } from 'zod';
+import { andList } from './errors.js';
 import { Contact, Conversation, Deletion, PipelineStage, StageEvent } from './schemas/resources.js';
 
 export type SyncMode = 'full_refresh' | 'incremental';
@@ -138,7 +139,3 @@ export function streamList(streams: readonly StreamDefinition[]): string {
   return andList(streams.map((s) => s.name));
 }
 
-/** "a", "a and b", "a, b and c". */
-export function andList(items: readonly string[]): string {
-  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
-}

@@ -462,6 +462,21 @@ describe('the import graph of src/ and of the emulator package', () => {
     expect(loads.filter((e) => e.kind === 'static').map((e) => `${e.from} imports ${e.to}`)).toEqual([]);
   });
 
+  it("the executables' entries reach zod only through import(): `spec`, `--help` and `--about` start without the schemas", () => {
+    // What a start costs is what its static imports load; zod and the record schemas are most of it.
+    const reached = (entry: string): Set<string> => {
+      const seen = new Set([entry]);
+      for (const file of seen) for (const e of all) if (e.from === file && e.kind === 'static' && e.pkg === undefined) seen.add(e.to);
+      return seen;
+    };
+    for (const entry of ['src/cli/source.ts', 'src/cli/tap.ts']) {
+      const files = reached(entry);
+      expect(files.size, entry).toBeGreaterThan(3);
+      const heavy = all.filter((e) => files.has(e.from) && e.kind === 'static' && (e.pkg === 'zod' || e.to.startsWith('src/schemas/')));
+      expect(heavy.map((e) => `${entry} reaches ${e.from}, which imports ${e.pkg ?? e.to}`), entry).toEqual([]);
+    }
+  });
+
   it('src/ takes node:http and node:https as types only: an ES import of either reads all its exports, and their lazy WebSocket loads Node\'s own undici at every start', () => {
     const builtins = GRAPH.builtins.filter((b) => b.from.startsWith('src/'));
     // The recorder sees built-ins and tells a value import from a type-only one (node:fs is read, node:http's types are used).

@@ -3,13 +3,13 @@
  * local SQLite replica). Commands are loaded on demand so `spec` and `check`
  * start fast.
  */
+import { andList } from '../errors.js';
 import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, versionLine } from './usage.js';
 import type { LockSettings } from '../replica/lock.js';
-import { andList } from '../streams.js';
 
 /** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
 export interface TestSettings {

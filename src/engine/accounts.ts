@@ -32,11 +32,11 @@
 import { ApiError } from '../client/api-error.js';
 import { NOT_FOUND_ADVICE } from '../client/policy.js';
 import { entryConfig, type AccountEntry, type Config } from '../config/config.js';
-import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
+import { andList, ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import { mostActionable } from '../runtime/exit-status.js';
 import { bindingOf, type RunAccount } from './account.js';
 import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
-import { andList, isDeletionLog, type StreamDefinition } from '../streams.js';
+import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver } from './run-observer.js';

@@ -9,8 +9,9 @@
  * never the machine's: a machine whose clock differs from the service's
  * would see no gap, or one that is not there.
  */
+import { andList } from '../errors.js';
 import { parseInstant } from '../time.js';
-import { andList, deletionTargets, streamList, type DeletionLogStream } from '../streams.js';
+import { deletionTargets, streamList, type DeletionLogStream } from '../streams.js';
 import type { StreamState } from './state.js';
 
 const DAY_MS = 24 * 3600 * 1000;

@@ -6,11 +6,12 @@
  * the fetching (one request with the client's auth, pacing and retries)
  * lives with the connection, in connect.ts. Also the drift line of `check`.
  */
+import { andList as list } from '../errors.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { builtInSchema, builtInSchemas } from '../schemas/json-schema.js';
 import { mergeStreamSchema, type StreamMerge } from '../schemas/schema-merge.js';
 import { readServiceDescription } from '../schemas/service-description.js';
-import { andList as list, findStream, type StreamDefinition } from '../streams.js';
+import { findStream, type StreamDefinition } from '../streams.js';
 
 interface SchemaNote {
   readonly level: 'INFO' | 'WARN';

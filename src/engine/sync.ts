@@ -9,8 +9,8 @@
  */
 import type { Config } from '../config/config.js';
 import type { DataReadApi } from '../client/types.js';
-import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
-import { andList, deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
+import { andList, ConfigError, ConnectorError, toConnectorError } from '../errors.js';
+import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream, type StreamDefinition, type SyncMode } from '../streams.js';
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { readStream } from './reader.js';
