@@ -536,6 +536,22 @@ describe('Singer tap with accounts', () => {
     const kept = stateLines(fourth.stdout).at(-1)?.value as { bookmarks: Record<string, { accounts: Record<string, unknown> }> };
     expect(Object.keys(kept.bookmarks.pipeline_stages?.accounts ?? {})).toEqual(['north', 'south']);
   });
+
+  it('an entry renamed in the config (its key and account the same): synced in full under its new name, with a WARNING naming both', async () => {
+    const east = tenant('east', 'East', 12);
+    const first = await tap(config([east]));
+    expect(first.code, first.stderr.slice(-800)).toBe(0);
+    const renamed = { ...east, entry: 'east-2' };
+    const run = await tap(config([renamed]), stateLines(first.stdout).at(-1)?.value);
+    expect(run.code, run.stderr.slice(-800)).toBe(0);
+    expect((await protocolCheckAsync('singer', run.stdout)).n_errors).toBe(0);
+    expect(recordsOf(run.stdout, 'east-2', 'contacts')).toBe(emulator.control.dump(east.id).contacts.length);
+    const warnings = run.stderr.split('\n').filter((l) => l.includes('as entry "east"'));
+    expect(warnings).toEqual([
+      expect.stringMatching(/^\S+ WARNING tap-data-read: Account "east-2": it reads an account of the same name, "East" at \S+, as entry "east", which is no longer in the config .*Rename the entry back to "east"/),
+    ]);
+    expect(run.stdout + run.stderr).not.toContain(east.key);
+  });
 });
 
 // The last two suites, each on an emulator of its own, wait on their rate-limit windows most of the time: they run
