@@ -17,7 +17,8 @@
  *
  * A checkpoint's records are encoded into the store's staged rows when it
  * is taken (values.ts, then the store's own form of the checkpoint's rows:
- * PostgreSQL's COPY text as bytes, DuckDB's CSV), and the records let go:
+ * PostgreSQL's COPY text as bytes, DuckDB's CSV appended to a file of the
+ * group's), and the records let go:
  * the garbage collector would otherwise trace them again and again while
  * the group gathers and is written.
  *
@@ -97,14 +98,19 @@ export interface StoreSql<C> {
   upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[];
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
-  /** A checkpoint's rows (each its cells, in `stage`'s columns' order) as one chunk in the form fillStage takes. */
-  stageRows(rows: Cell[][], stage: StageTable): C;
+  /** A part's staged rows, none yet (a part of a group: one stream's checkpoints, of one account's). */
+  newStaged(): C;
+  /** A checkpoint's rows (each its cells, in `stage`'s columns' order) added to a part's staged rows. */
+  stageRows(staged: C, rows: Cell[][], stage: StageTable): void;
   /**
-   * Empty `stage` and fill it with the rows of `chunks`: each store empties
+   * Empty `stage` and fill it with the rows of `staged`: each store empties
    * its staging its own way (a stage is filled once per part, so several
-   * times in one transaction with many accounts).
+   * times in one transaction with many accounts; a part again when its
+   * group is written again without a refused part).
    */
-  fillStage(stage: StageTable, chunks: readonly C[]): Promise<void>;
+  fillStage(stage: StageTable, staged: C): Promise<void>;
+  /** Let a part's staged rows go, once its group is over (committed, refused, dropped); more than once does nothing. */
+  dropStaged(staged: C): void;
   /** Whether the store must stop after this error (the connection lost, the database invalidated). */
   isFatal(err: unknown): boolean;
   /** The error as the run reports it (a message with the store's display form). */
@@ -124,8 +130,8 @@ interface StreamPart<C> {
   readonly account: string | undefined;
   /** The keys of its rows: a group holds one row per key (a checkpoint that repeats one starts the next group). */
   readonly ids: Set<string>;
-  /** Its checkpoints' rows, encoded: a chunk each. */
-  readonly chunks: C[];
+  /** Its checkpoints' rows, encoded (the store's own form). */
+  readonly staged: C;
   rows: number;
   /** What its rows asked of their columns (values.ts). */
   readonly drift: Map<string, StoreKind>;
@@ -273,7 +279,7 @@ export class GroupWriter<C> {
     }
     let part = group.parts.get(key);
     if (!part) {
-      part = { stream: checkpoint.stream, account, ids: new Set(), chunks: [], rows: 0, drift: new Map(), records: [], fullRead: undefined, committed: [] };
+      part = { stream: checkpoint.stream, account, ids: new Set(), staged: this.sql.newStaged(), rows: 0, drift: new Map(), records: [], fullRead: undefined, committed: [] };
       group.parts.set(key, part);
     }
     if (checkpoint.fullRead) {
@@ -288,7 +294,7 @@ export class GroupWriter<C> {
         if (drift) for (const [field, kind] of drift) part.drift.set(field, widen(part.drift.get(field) ?? kind, kind));
         part.ids.add(ids[i] as string);
       }
-      part.chunks.push(this.sql.stageRows(rows, table.stage));
+      this.sql.stageRows(part.staged, rows, table.stage);
       part.rows += records.length;
       group.rows += records.length;
       if (deletionLog) part.records.push(...records);
@@ -355,9 +361,14 @@ export class GroupWriter<C> {
   abandon(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    for (const group of [...this.waiting.splice(0), ...(this.gathering ? [this.gathering] : [])]) this.dropStaged(group);
     this.gathering = undefined;
-    this.waiting.length = 0;
     this.done = this.queued;
+  }
+
+  /** Let the group's staged rows go (a store may hold them in files: DuckDB's). */
+  private dropStaged(group: Group<C>): void {
+    for (const part of group.parts.values()) this.sql.dropStaged(part.staged);
   }
 
   private enqueue(group: Group<C>): void {
@@ -372,6 +383,9 @@ export class GroupWriter<C> {
     if (this.writing) return;
     if (this.broken) {
       for (const task of this.tasks.splice(0)) task.fail(this.broken);
+      // Never written now: their staged rows go (DuckDB's files of rows, personal data, not left until the process exits).
+      for (const group of [...this.waiting.splice(0), ...(this.gathering ? [this.gathering] : [])]) this.dropStaged(group);
+      this.gathering = undefined;
       return;
     }
     const task = this.tasks.shift();
@@ -398,6 +412,7 @@ export class GroupWriter<C> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.writing = this.writeGroup(group).finally(() => {
+      this.dropStaged(group);
       this.done = group.seq;
       this.writing = undefined;
       this.pump();
@@ -507,7 +522,7 @@ export class GroupWriter<C> {
     const account = part.account;
     const sameAccount = (a: string, b: string): string => (layout.accountKey === true ? ` AND ${a}.${quoteIdent(ACCOUNT_COLUMN)} = ${b}.${quoteIdent(ACCOUNT_COLUMN)}` : '');
     // A stage holds one part's rows (the store empties it as it fills it).
-    await sql.fillStage(table.stage, part.chunks);
+    await sql.fillStage(table.stage, part.staged);
     const rows = part.rows;
     const stage = table.stage.name;
 

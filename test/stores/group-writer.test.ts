@@ -30,11 +30,22 @@ class RecordingSql implements StoreSql<Cell[][]> {
     return [`UPSERT ${table} FROM ${stage}`];
   }
   async createStage(): Promise<void> {}
-  stageRows(rows: Cell[][]): Cell[][] {
-    return rows;
+  /** Every part's staged rows made, and those let go. */
+  readonly staged: Cell[][][] = [];
+  readonly dropped = new Set<Cell[][]>();
+  newStaged(): Cell[][] {
+    const staged: Cell[][] = [];
+    this.staged.push(staged);
+    return staged;
   }
-  async fillStage(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {
-    this.fills.push(`${stage.name}:${chunks.flat().length}`);
+  stageRows(staged: Cell[][], rows: Cell[][]): void {
+    staged.push(...rows);
+  }
+  async fillStage(stage: StageTable, staged: Cell[][]): Promise<void> {
+    this.fills.push(`${stage.name}:${staged.length}`);
+  }
+  dropStaged(staged: Cell[][]): void {
+    this.dropped.add(staged);
   }
   isFatal(): boolean {
     return false;
@@ -77,6 +88,33 @@ describe('a group holds one row per id of a stream', () => {
     const stage = specs.findIndex((s) => s.layout.stream === 'contacts');
     expect(sql.fills).toEqual([`_replica_stage_${stage}:3`, `_replica_stage_${stage}:2`]);
     expect(sql.statements.filter((s) => s === 'COMMIT')).toHaveLength(2);
+  });
+});
+
+describe("a group's staged rows (a store may keep them in files)", () => {
+  it('are let go once the group is over: committed, or never written because the store was lost', async () => {
+    class LosingSql extends RecordingSql {
+      lose = false;
+      override async run(sql: string): Promise<number> {
+        if (this.lose && sql === 'COMMIT') throw new Error('FATAL: the store is gone');
+        return super.run(sql);
+      }
+      override isFatal(): boolean {
+        return true;
+      }
+    }
+    const sql = new LosingSql();
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const writer = new GroupWriter(sql, 's', specs, { groupMs: 60_000, maxGroupRows: 2 });
+    await writer.write(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
+    await writer.flush();
+    expect(sql.staged.map((s) => sql.dropped.has(s))).toEqual([true]);
+    sql.lose = true;
+    // The first group is being written (and fails) while the second, full, waits behind it.
+    await writer.write(checkpoint('contacts', [contact('c3', 2), contact('c4', 2)], 2));
+    await writer.write(checkpoint('contacts', [contact('c5', 3), contact('c6', 3)], 3));
+    await expect(writer.flush()).rejects.toThrow(/gone/);
+    expect(sql.staged.map((s) => sql.dropped.has(s))).toEqual([true, true, true]);
   });
 });
 

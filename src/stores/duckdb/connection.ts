@@ -100,7 +100,7 @@ export function tempFolderOf(target: DuckdbTarget): string {
   return `${target.path}.tmp`;
 }
 
-/** The prefix of the files of staged rows the writer puts in the temporary folder (writer.ts), each removed once loaded. */
+/** The prefix of the files of staged rows the writer puts in the temporary folder (writer.ts), each removed once its group is over. */
 export const STAGE_FILE_PREFIX = 'replica_stage_';
 
 /** The temporary folder `path`, made 0700 unless it is there; true when made here. */

@@ -18,7 +18,7 @@ import type { StoreFacts, StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists, storedLayouts } from './tables.js';
-import { DuckdbSql, type DuckdbChunk } from './writer.js';
+import { DuckdbSql, type DuckdbStaged } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
@@ -48,7 +48,7 @@ async function allMetadataOf(connection: DuckdbConnection, schema: string): Prom
  */
 const CLOSING_THREADS = 2;
 
-export class DuckdbStore extends GroupStore<DuckdbChunk> {
+export class DuckdbStore extends GroupStore<DuckdbStaged> {
   readonly target: DuckdbTarget;
   private readonly files: DuckdbFiles;
   private readonly connection: DuckdbConnection;
@@ -56,7 +56,7 @@ export class DuckdbStore extends GroupStore<DuckdbChunk> {
   /** What opening changed in the tables, in words, for the run summary. */
   readonly changes: readonly string[];
 
-  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<DuckdbChunk>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
+  private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<DuckdbStaged>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
     super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
     this.target = target;
     this.files = files;

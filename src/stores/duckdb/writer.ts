@@ -3,18 +3,19 @@
  * transaction does): its statements on the store's connection, its staging
  * tables (TEMPORARY) filled inside the connection's open transaction (a
  * rollback takes the staged rows with it). A checkpoint's rows are encoded
- * as CSV bytes when it is taken (stageRows), and a group's bytes loaded by
- * DuckDB's own CSV reader from a private file in the store's temporary
- * folder: the parsing is then DuckDB's, off the thread that reads the
- * service, where the appender took a call per cell on that thread (about a
- * quarter of the run), and the group holds bytes rather than cells for the
- * garbage collector to trace. A row too long for the reader's lines goes
- * through the appender. DuckDB merges a staged group
+ * as CSV bytes when it is taken (stageRows) and appended at once to a
+ * private file of its part in the store's temporary folder, which DuckDB's
+ * own CSV reader loads when the group is written: the parsing is then
+ * DuckDB's, off the thread that reads the service, where the appender took
+ * a call per cell on that thread (about a quarter of the run), and a
+ * gathering group holds neither cells for the garbage collector to trace
+ * nor bytes in the process's memory. A row too long for the reader's lines
+ * goes through the appender. DuckDB merges a staged group
  * into a table with a primary key at a cost per statement far above
  * PostgreSQL's, which is why checkpoints are grouped; and the merge is a
  * DELETE then an INSERT (upsertSql says why).
  */
-import { open, rm } from 'node:fs/promises';
+import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral, type StoreKind } from '../columns.js';
@@ -101,13 +102,31 @@ export function csvBytes(rows: readonly (readonly Cell[])[], kinds: readonly Sto
  */
 const CSV_OPTIONS = `FORMAT csv, HEADER false, DELIMITER ',', QUOTE '"', ESCAPE '"', NULLSTR '', ALLOW_QUOTED_NULLS false, AUTO_DETECT false, MAX_LINE_SIZE ${2 * CSV_LINE_BYTES}, BUFFER_SIZE ${4 * CSV_LINE_BYTES}`;
 
-/** A checkpoint's staged rows: CSV bytes, or their cells (a row too long for a CSV line). */
-export type DuckdbChunk = Buffer | Cell[][];
+/**
+ * A part's staged rows: its checkpoints' CSV bytes appended, as each is
+ * taken, to a file of the store's temporary folder (made at the first,
+ * 0600, its name new: a file there is never followed nor overwritten), and
+ * the cells of rows too long for a CSV line. A gathering group then holds
+ * no bytes of rows in memory, and DuckDB's reader starts on a file written
+ * already when the group is written. The file is removed once the group is
+ * over (dropStaged: after its commit, or its last refusal, or a run that
+ * stops early), not once loaded: a group refused is written again without
+ * its failing part, from the same files. A run killed meanwhile
+ * leaves it to the next run of the store, which removes it
+ * (connection.ts), or to the removal of the folder as the process exits.
+ */
+export interface DuckdbStaged {
+  path: string | undefined;
+  /** Open while checkpoints are added; closed before DuckDB reads the file. */
+  fd: number | undefined;
+  bytes: number;
+  readonly cells: Cell[][][];
+}
 
 /** Files of staged rows made by this process, for their names. */
 let stageFiles = 0;
 
-export class DuckdbSql implements StoreSql<DuckdbChunk> {
+export class DuckdbSql implements StoreSql<DuckdbStaged> {
   readonly dialect = DUCKDB_DIALECT;
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
@@ -157,51 +176,67 @@ export class DuckdbSql implements StoreSql<DuckdbChunk> {
     await this.connection.run(`CREATE OR REPLACE TEMP TABLE ${stage.name} (${columns.join(', ')})`);
   }
 
-  /** A checkpoint's rows as CSV bytes; as their cells when a row is too long for a line of DuckDB's reader. */
-  stageRows(rows: Cell[][], stage: StageTable): DuckdbChunk {
-    return csvBytes(rows, stage.layout.columns.map((c) => c.kind)) ?? rows;
+  newStaged(): DuckdbStaged {
+    return { path: undefined, fd: undefined, bytes: 0, cells: [] };
   }
 
-  async fillStage(stage: StageTable, chunks: readonly DuckdbChunk[]): Promise<void> {
+  /**
+   * A checkpoint's rows as CSV bytes, appended to the part's file (made at
+   * its first rows); as their cells when a row is too long for a CSV line.
+   * Written at once, on this thread (a few hundred kilobytes into the
+   * system's cache): the checkpoint's bytes then go with it.
+   */
+  stageRows(staged: DuckdbStaged, rows: Cell[][], stage: StageTable): void {
+    const csv = csvBytes(rows, stage.layout.columns.map((c) => c.kind));
+    if (csv === undefined) {
+      staged.cells.push(rows);
+      return;
+    }
+    try {
+      if (staged.path === undefined) {
+        const folder = tempFolderOf(this.target);
+        makePrivateFolder(folder);
+        const path = join(folder, `${STAGE_FILE_PREFIX}${process.pid}_${++stageFiles}.csv`);
+        staged.fd = openSync(path, 'wx', STORE_FILE_MODE);
+        staged.path = path;
+      }
+      if (staged.fd === undefined) throw new Error('the staged rows of this group were loaded already');
+      for (let at = 0; at < csv.length; ) at += writeSync(staged.fd, csv, at, csv.length - at, staged.bytes + at);
+      staged.bytes += csv.length;
+    } catch (err) {
+      // What a failed write left of this checkpoint is cut off: the file holds whole checkpoints only.
+      try {
+        if (staged.fd !== undefined) ftruncateSync(staged.fd, staged.bytes);
+      } catch {
+        // the group's COPY then refuses the file, and the group is not committed
+      }
+      throw this.error(err);
+    }
+  }
+
+  async fillStage(stage: StageTable, staged: DuckdbStaged): Promise<void> {
     // Made again rather than emptied, at every fill (each part's, several in a transaction with many accounts): DuckDB's
     // DELETE only marks rows, and a staging table emptied group after group kept every group's rows in the run's memory
     // (or its temporary folder).
     await this.createStage(stage);
-    const csv = chunks.filter((c): c is Buffer => Buffer.isBuffer(c));
-    if (csv.length > 0) await this.loadCsv(stage, csv);
-    const cells = chunks.filter((c): c is Cell[][] => !Buffer.isBuffer(c));
-    if (cells.length > 0) await this.appendCells(stage, cells);
+    if (staged.fd !== undefined) {
+      closeSync(staged.fd);
+      staged.fd = undefined;
+    }
+    if (staged.path !== undefined) await this.connection.run(`COPY ${stage.name} FROM ${quoteLiteral(staged.path)} (${CSV_OPTIONS})`);
+    if (staged.cells.length > 0) await this.appendCells(stage, staged.cells);
   }
 
-  /**
-   * The bytes into a file of the store's temporary folder (0600, its name
-   * new: a file there is never followed nor overwritten), read into the
-   * stage by DuckDB, removed. A run killed meanwhile leaves it to the next
-   * run of the store, which removes it (connection.ts), or to the removal of
-   * the folder as the process exits.
-   */
-  private async loadCsv(stage: StageTable, chunks: readonly Buffer[]): Promise<void> {
-    const folder = tempFolderOf(this.target);
-    makePrivateFolder(folder);
-    const path = join(folder, `${STAGE_FILE_PREFIX}${process.pid}_${++stageFiles}.csv`);
-    const file = await open(path, 'wx', STORE_FILE_MODE);
+  dropStaged(staged: DuckdbStaged): void {
     try {
-      try {
-        // In one call: each await waits for a turn of the thread that reads the service, busy between them.
-        let written = (await file.writev(chunks)).bytesWritten;
-        for (const chunk of chunks) {
-          // A write the system cut short (rare, on a regular file): the rest, from where it stopped.
-          const skip = Math.min(written, chunk.length);
-          written -= skip;
-          for (let at = skip; at < chunk.length; ) at += (await file.write(chunk, at)).bytesWritten;
-        }
-      } finally {
-        await file.close();
-      }
-      await this.connection.run(`COPY ${stage.name} FROM ${quoteLiteral(path)} (${CSV_OPTIONS})`);
-    } finally {
-      await rm(path, { force: true });
+      if (staged.fd !== undefined) closeSync(staged.fd);
+    } catch {
+      // closed already
     }
+    staged.fd = undefined;
+    if (staged.path !== undefined) rmSync(staged.path, { force: true });
+    staged.path = undefined;
+    staged.cells.length = 0;
   }
 
   private async appendCells(stage: StageTable, chunks: readonly Cell[][][]): Promise<void> {

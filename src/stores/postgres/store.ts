@@ -73,7 +73,7 @@ async function hasTables(client: Client, schema: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export class PostgresStore extends GroupStore<Buffer> {
+export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
   private readonly client: Client;
   readonly tables: readonly StoreTableSpec[];

@@ -57,7 +57,7 @@ function connectionLost(err: unknown): boolean {
   return /Connection terminated|not queryable|Client was closed|Connection ended/i.test(messageOf(err));
 }
 
-export class PostgresSql implements StoreSql<Buffer> {
+export class PostgresSql implements StoreSql<Buffer[]> {
   readonly dialect = PG_DIALECT;
   private readonly client: Client;
   private readonly driver: PgDriver;
@@ -117,12 +117,20 @@ export class PostgresSql implements StoreSql<Buffer> {
     await this.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
   }
 
-  /** A checkpoint's rows as their COPY text, in bytes: the group holds them outside the JavaScript heap until its COPY. */
-  stageRows(rows: Cell[][]): Buffer {
-    return copyText(rows);
+  newStaged(): Buffer[] {
+    return [];
   }
 
-  async fillStage(stage: StageTable, chunks: readonly Buffer[]): Promise<void> {
+  /** A checkpoint's rows as their COPY text, in bytes: the group holds them outside the JavaScript heap until its COPY. */
+  stageRows(staged: Buffer[], rows: Cell[][]): void {
+    staged.push(copyText(rows));
+  }
+
+  dropStaged(staged: Buffer[]): void {
+    staged.length = 0;
+  }
+
+  async fillStage(stage: StageTable, chunks: Buffer[]): Promise<void> {
     // Emptied at every commit (ON COMMIT DELETE ROWS), and first here: a stage may be filled again in one transaction
     // (another account's part of the stream, in a store of many accounts). A DELETE, which a temporary table's TRUNCATE
     // would cost more than (a new file each time); on a stage already empty it finds nothing.

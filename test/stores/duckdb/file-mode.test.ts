@@ -12,7 +12,7 @@
  * killed outright leaves it, and the next run that holds the file removes it.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -120,6 +120,27 @@ describe('DuckDB store file modes', () => {
       await store.close();
     }
     expect(loaded).toEqual(['600']);
+  });
+
+  it("a gathering group's rows are in its file of staged rows (600) as each checkpoint is taken, not held until the group is written", async () => {
+    process.umask(0o022);
+    const t = target('staged-gathering');
+    // Groups that wait a minute: the group gathers until the flush.
+    const store = await DuckdbStore.open(t, { groups: { groupMs: 60_000 } });
+    try {
+      await store.write({ stream: 'contacts', records: [{ id: 'c1', updated_at: '2026-01-01T00:00:00.000Z', email: 'ana@example.com' }], state: '{"n":1}' });
+      await store.write({ stream: 'contacts', records: [{ id: 'c2', updated_at: '2026-01-01T00:00:00.000Z', email: 'bo@example.com' }], state: '{"n":2}' });
+      const files = readdirSync(`${t.path}.tmp`);
+      expect(files).toHaveLength(1);
+      const file = join(`${t.path}.tmp`, files[0] as string);
+      expect(mode(file)).toBe('600');
+      expect(readFileSync(file, 'utf8')).toMatch(/^c1,.*ana@example\.com.*\nc2,.*bo@example\.com.*\n$/s);
+      await store.flush();
+      expect(readdirSync(`${t.path}.tmp`)).toEqual([]);
+      expect(await store.readRecords('contacts')).toHaveLength(2);
+    } finally {
+      await store.close();
+    }
   });
 
   it("the files of staged rows (personal data) are gone once their group is committed; a killed run's are removed by the next run", async () => {

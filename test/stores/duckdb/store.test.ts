@@ -348,11 +348,16 @@ describe('rows staged as CSV', () => {
       const stage = { name: '_csv_test_stage', layout, columns: [] };
       const staged = async (): Promise<unknown[]> =>
         (await rows(store, 'SELECT id, n, CAST(h AS VARCHAR) AS h, i, b, CAST(j AS VARCHAR) AS j, epoch_us(t) AS t, s, CAST(_extra AS VARCHAR) AS x, CAST(_absent AS VARCHAR) AS a FROM _csv_test_stage ORDER BY id')).map((r) => ({ ...r, n: Object.is(r.n, -0) ? '-0' : r.n }));
-      await sql.fillStage(stage, [rowsOf as Cell[][]]);
+      await sql.fillStage(stage, { ...sql.newStaged(), cells: [rowsOf as Cell[][]] });
       const appended = await staged();
-      const csv = csvBytes(rowsOf, layout.columns.map((c) => c.kind));
-      expect(csv).toBeInstanceOf(Buffer);
-      await sql.fillStage(stage, [csv as Buffer]);
+      expect(csvBytes(rowsOf, layout.columns.map((c) => c.kind))).toBeInstanceOf(Buffer);
+      // Two checkpoints' CSV bytes, appended to the part's file.
+      const asCsv = sql.newStaged();
+      sql.stageRows(asCsv, rowsOf.slice(0, 3) as Cell[][], stage);
+      sql.stageRows(asCsv, rowsOf.slice(3) as Cell[][], stage);
+      expect(asCsv.cells).toEqual([]);
+      await sql.fillStage(stage, asCsv);
+      sql.dropStaged(asCsv);
       expect(await staged()).toEqual(appended);
       expect(appended).toHaveLength(values.length);
       expect(appended[1]).toMatchObject({ s: ' lead, trail ', t: BigInt(Date.parse('2026-01-01T00:02:00.123Z')) * 1000n + 456n });
