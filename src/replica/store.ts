@@ -13,9 +13,9 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConnectorError } from '../errors.js';
-import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
+import { STREAMS, type StreamDefinition } from '../streams.js';
 import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
-import { FULL_READ_TABLE, STATE_TABLE, fullReadKey } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, tableSpecs } from '../stores/checkpoint.js';
 import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
@@ -39,27 +39,6 @@ interface ColumnOptions {
   readonly retype?: boolean | undefined;
   /** A replica of many accounts (a config with `accounts`): each table keyed by (account, id). */
   readonly accountKey?: boolean | undefined;
-}
-
-/**
- * The tables of `streams` (and of the deletion log, always kept), as the
- * writer needs them: each stream's columns from its schema, evolved from the
- * layout its table was stored with (`stored`).
- */
-function tableSpecs(
-  streams: readonly StreamDefinition[],
-  options: ColumnOptions = {},
-  stored: ReadonlyMap<string, TableLayout> = new Map(),
-): TableSpec[] {
-  const log = findDeletionLog();
-  if (!log) throw new Error('the streams table has no deletion log');
-  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
-  return all.map((stream) => ({
-    layout: evolveLayout(layoutFor(stream, options.schemas?.get(stream.name), options.accountKey === true), stored.get(stream.name), options.retype ?? true),
-    deletedAs: stream.tombstoneObjectType,
-    deletionLog:
-      stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
-  }));
 }
 
 /** Records of one page to rows of `layout`. */
@@ -144,7 +123,9 @@ export class ReplicaStore {
       this.accountNote = options.account === undefined ? undefined : bindAccount(this.db, path, options.account);
       if (options.treatments !== undefined) this.inFirstSave = recordTreatments(this.db, path, options.treatments);
       const stored = storedLayouts(this.db);
-      this.tables = tableSpecs(streams, options, stored);
+      // Each stream's columns from its schema, evolved from the layout its table was stored with.
+      const retype = options.retype ?? true;
+      this.tables = tableSpecs(streams, (s) => evolveLayout(layoutFor(s, options.schemas?.get(s.name), options.accountKey === true), stored.get(s.name), retype));
       const migrations: Migration[] = [];
       for (const { layout } of this.tables) {
         const migration = ensureTable(this.db, layout, stored.get(layout.stream));

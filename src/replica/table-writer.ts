@@ -45,16 +45,10 @@ import { ACCOUNT_COLUMN, storeColumnNames, quoteIdent, keyColumns, type TableLay
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName, type TableSpec as StoreTableSpecOf } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
-export interface TableSpec {
-  readonly layout: TableLayout;
-  /** The object type of deletion records that delete rows of this table ('contact'); null when none do. */
-  readonly deletedAs: string | null;
-  /** When this table is the deletion log (its records delete rows of the other tables): the fields its records name them by. */
-  readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
-}
+export type TableSpec = StoreTableSpecOf<TableLayout>;
 
 /** One engine checkpoint of one stream, as the writer takes it: the records as rows of the stream's table. */
 export interface Checkpoint extends Omit<StoreCheckpoint, 'records'> {

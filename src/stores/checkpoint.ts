@@ -8,7 +8,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
-import { STREAMS, findDeletionLog } from '../streams.js';
+import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
 import { evolveLayout, qualified, quoteIdent, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
 import type { CommitResult } from './store.js';
 import type { Data } from './values.js';
@@ -46,13 +46,28 @@ export function bookkeepingSql(schema: string, types: { readonly text: string; r
 export const FORMAT_KEY = 'format_version';
 export const STORE_FORMAT_VERSION = 1;
 
-/** A stream's table, as a writer needs to know it. */
-export interface StoreTableSpec {
-  readonly layout: StoreLayout;
+/** A stream's table, as a writer needs to know it, laid out as `L` (a store's layout, or the SQLite replica's). */
+export interface TableSpec<L> {
+  readonly layout: L;
   /** The object type of deletion records that delete rows of this table ('contact'); null when none do. */
   readonly deletedAs: string | null;
   /** When this table is the deletion log: the fields its records name the deleted objects by. */
   readonly deletionLog: { readonly objectTypeField: string; readonly objectIdField: string; readonly deletedAtField: string } | null;
+}
+
+export type StoreTableSpec = TableSpec<StoreLayout>;
+
+/** The tables of `streams` and of the deletion log (always kept), each laid out by `layoutOf` (every store: SQLite's too). */
+export function tableSpecs<L>(streams: readonly StreamDefinition[], layoutOf: (stream: StreamDefinition) => L): TableSpec<L>[] {
+  const log = findDeletionLog();
+  if (!log) throw new Error('the streams table has no deletion log');
+  const all = streams.some((s) => s.name === log.name) ? streams : [...streams, log];
+  return all.map((stream) => ({
+    layout: layoutOf(stream),
+    deletedAs: stream.tombstoneObjectType,
+    deletionLog:
+      stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
+  }));
 }
 
 /** What a committed checkpoint did, with what the PostgreSQL and DuckDB stores add. */
@@ -73,19 +88,12 @@ export function storeTableSpecs(
   stored: ReadonlyMap<string, StoreLayout>,
   accountKey: boolean,
 ): { specs: StoreTableSpec[]; changes: ColumnChange[] } {
-  const log = findDeletionLog();
-  if (!log) throw new Error('the streams table has no deletion log');
   const changes: ColumnChange[] = [];
-  const specs = STREAMS.map((stream) => {
+  const specs = tableSpecs(STREAMS, (stream) => {
     const schema: JsonSchema | undefined = schemas?.get(stream.name);
     const evolved = evolveLayout(storeLayoutFor(stream, naming, schema, accountKey), stored.get(stream.name), naming);
     changes.push(...evolved.changes);
-    return {
-      layout: evolved.layout,
-      deletedAs: stream.tombstoneObjectType,
-      deletionLog:
-        stream.name === log.name ? { objectTypeField: log.deletionLog.objectTypeField, objectIdField: log.deletionLog.objectIdField, deletedAtField: log.cursorField } : null,
-    };
+    return evolved.layout;
   });
   return { specs, changes };
 }
