@@ -37,23 +37,43 @@ function storedAccount(db: DatabaseSync, entry: string): StateAccount | undefine
   return row === undefined ? undefined : { name: String(row.account_name), base_url: String(row.base_url) };
 }
 
-function refuseIfOther(path: string, stored: StateAccount | undefined, run: ReplicaAccount): void {
-  if (stored === undefined || bindingOf(stored.name, run.account, run.renamedFrom) !== 'other') return;
-  const current = run.account.name;
-  throw otherAccountError(
-    {
-      subject: `The replica "${path}"`,
-      consequence:
-        `Replicating "${current}" into it would mix both accounts' rows and read "${current}" from the watermarks of "${stored.name}". ` +
-        'Nothing was changed in it.',
-      remedy: `Replicate "${current}" into a file of its own (--db with another path), or use the API key of "${stored.name}"`,
-      field: 'api_key',
-    },
-    stored,
-    run.account,
-    run.renamedFrom,
-  );
+/** How the account check names a store (`The replica "r.db"`), where else an account goes, and (`unboundWhy`) why it recorded none. */
+type AccountWords = { readonly subject: string; readonly elsewhere: string; readonly unboundWhy?: string };
+
+/**
+ * The account check of every store (the SQLite file, the PostgreSQL and
+ * DuckDB stores' facts): throws the ConfigError that refuses a store bound
+ * to another account; otherwise whether to record the run's account (a new
+ * store, one written before the rule, a confirmed rename, a new address) and
+ * what to say then. `written`: whether the store held rows already.
+ */
+export function checkBinding(words: AccountWords, stored: StateAccount | undefined, run: ReplicaAccount, written: () => boolean): { record: boolean; note?: string | undefined } {
+  const current = run.account;
+  const binding = bindingOf(stored?.name, current, run.renamedFrom);
+  if (stored !== undefined && binding === 'other') {
+    throw otherAccountError(
+      {
+        subject: words.subject,
+        consequence: `Replicating "${current.name}" into it would mix both accounts' rows and read "${current.name}" from the watermarks of "${stored.name}". Nothing was changed in it.`,
+        remedy: `Replicate "${current.name}" into ${words.elsewhere}, or use the API key of "${stored.name}"`,
+        field: 'api_key',
+      },
+      stored,
+      current,
+      run.renamedFrom,
+    );
+  }
+  if (stored?.name === current.name && stored.base_url === current.base_url) return { record: false };
+  if (stored === undefined) {
+    // An entry of a store of many accounts is recorded by its first run: there is no store of entries from before the rule.
+    const bound = (run.entry ?? SINGLE_ACCOUNT_ENTRY) === SINGLE_ACCOUNT_ENTRY && written();
+    return { record: true, note: bound ? `${words.subject} recorded no account${words.unboundWhy ?? ''}: it now belongs to account "${current.name}".` : undefined };
+  }
+  const renamed = `${words.subject} belonged to account "${stored.name}", which account_renamed_from confirms is now "${current.name}": it now belongs to "${current.name}".`;
+  return { record: true, note: binding === 'renamed' ? renamed : undefined };
 }
+
+const replicaWords = (path: string): AccountWords => ({ subject: `The replica "${path}"`, elsewhere: 'a file of its own (--db with another path)', unboundWhy: ' (it was written before replicas recorded theirs)' });
 
 /**
  * Refuse a replica of another account: a ConfigError naming both. Read on a
@@ -61,7 +81,7 @@ function refuseIfOther(path: string, stored: StateAccount | undefined, run: Repl
  * refused file is left byte for byte as it was.
  */
 export function refuseOtherAccount(path: string, run: ReplicaAccount): void {
-  refuseIfOther(path, peekReadOnly(path, (db) => storedAccount(db, run.entry ?? SINGLE_ACCOUNT_ENTRY)), run);
+  checkBinding(replicaWords(path), peekReadOnly(path, (db) => storedAccount(db, run.entry ?? SINGLE_ACCOUNT_ENTRY)), run, () => false);
 }
 
 /**
@@ -73,26 +93,16 @@ export function refuseOtherAccount(path: string, run: ReplicaAccount): void {
  */
 export function bindAccount(db: DatabaseSync, path: string, run: ReplicaAccount): string | undefined {
   const entry = run.entry ?? SINGLE_ACCOUNT_ENTRY;
-  const stored = storedAccount(db, entry);
-  refuseIfOther(path, stored, run);
-  const { name, base_url: baseUrl } = run.account;
-  if (stored?.name === name && stored.base_url === baseUrl) return undefined;
-  const before = writtenBefore(db);
+  const { record, note } = checkBinding(replicaWords(path), storedAccount(db, entry), run, () => writtenBefore(db));
+  if (!record) return undefined;
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${ACCOUNT_TABLE} (entry TEXT PRIMARY KEY NOT NULL, account_name TEXT NOT NULL, base_url TEXT NOT NULL, bound_at TEXT NOT NULL)`,
   );
   db.prepare(
     `INSERT INTO ${ACCOUNT_TABLE} (entry, account_name, base_url, bound_at) VALUES (?, ?, ?, ?) ` +
       'ON CONFLICT (entry) DO UPDATE SET account_name = excluded.account_name, base_url = excluded.base_url, bound_at = excluded.bound_at',
-  ).run(entry, name, baseUrl, new Date().toISOString());
-  if (stored === undefined) {
-    // An entry of a replica of many accounts is recorded by its first run: there is no replica of entries from before the rule.
-    return before && entry === SINGLE_ACCOUNT_ENTRY ? `The replica "${path}" recorded no account (it was written before replicas recorded theirs): it now belongs to account "${name}".` : undefined;
-  }
-  if (stored.name !== name) {
-    return `The replica "${path}" belonged to account "${stored.name}", which account_renamed_from confirms is now "${name}": it now belongs to "${name}".`;
-  }
-  return undefined;
+  ).run(entry, run.account.name, run.account.base_url, new Date().toISOString());
+  return note;
 }
 
 /**

@@ -168,21 +168,27 @@ function storedTreatments(db: DatabaseSync): Record<string, string> | undefined 
  * writing, so a refused file is left byte for byte as it was.
  */
 export function refuseOtherTreatments(path: string, treatments: RunTreatments): void {
-  refuseIfOther(path, peekReadOnly(path, storedTreatments), treatments);
+  refuseIfOther(fileWords(path), peekReadOnly(path, storedTreatments), treatments);
 }
 
-/** The refusal of a file whose `stored` treatments differ from this run's (none when they are the same, or the file is new). */
-function refuseIfOther(path: string, stored: Readonly<Record<string, string>> | undefined, treatments: RunTreatments): void {
+/** How a refusal names the store (`The store X`) and where else to replicate (`another store (...)`). */
+type TreatmentWords = { readonly subject: string; readonly elsewhere: string };
+
+/** The refusal of a store whose `stored` treatments differ from this run's (none when they are the same, or the store is new): every store's. */
+export function refuseIfOther(words: TreatmentWords, stored: Readonly<Record<string, string>> | undefined, treatments: RunTreatments): void {
   if (stored === undefined) return;
   const differences = treatmentDifferences(stored, treatments);
   if (differences.length === 0) return;
   throw new ConfigError(
-    `The replica "${path}" was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
+    `${words.subject} was built with other personal-data treatments than this config's (${differences.join('; ')}). ` +
       'Its rows would mix values treated both ways. Nothing was changed in it. ' +
-      'Restore the treatments it was built with, or replicate into a new file (--db with another path, or delete this one to start over).',
+      `Restore the treatments it was built with, or replicate into ${words.elsewhere}.`,
     { field: 'field_treatments' },
   );
 }
+
+/** The SQLite file as the refusal names it, and where else to replicate. */
+const fileWords = (path: string): TreatmentWords => ({ subject: `The replica "${path}"`, elsewhere: 'a new file (--db with another path, or delete this one to start over)' });
 
 /**
  * Record the treatments a file is written with, under the writer lock. Read
@@ -194,7 +200,7 @@ function refuseIfOther(path: string, stored: Readonly<Record<string, string>> | 
  */
 export function recordTreatments(db: DatabaseSync, path: string, treatments: RunTreatments): (() => void) | undefined {
   const stored = storedRow(db);
-  refuseIfOther(path, stored?.treatments ?? storedTreatments(db), treatments);
+  refuseIfOther(fileWords(path), stored?.treatments ?? storedTreatments(db), treatments);
   db.exec(`CREATE TABLE IF NOT EXISTS ${TREATMENTS_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), treatments TEXT NOT NULL)`);
   const { key } = treatments;
   if (stored === undefined) {
