@@ -7,7 +7,7 @@
  */
 import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
-import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, layoutObject } from '../stores/columns.js';
+import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, kindOfProperty, layoutObject, type LayoutHead, type StoreKind } from '../stores/columns.js';
 
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
@@ -29,21 +29,9 @@ export interface ColumnSpec {
  */
 type TableStorage = 'rowid' | 'without_rowid';
 
-export interface TableLayout {
-  readonly stream: string;
-  /** Table name (the stream name). */
-  readonly table: string;
-  readonly primaryKey: string;
-  /** Cursor field (updated_at, created_at, deleted_at), null for full-refresh streams. */
-  readonly cursorField: string | null;
+export interface TableLayout extends LayoutHead {
   readonly columns: readonly ColumnSpec[];
   readonly storage: TableStorage;
-  /**
-   * The table of a replica of many accounts (a config with `accounts`): an
-   * `account` column first, the primary key (account, primaryKey). Absent
-   * for a replica of one account.
-   */
-  readonly accountKey?: true | undefined;
 }
 
 /**
@@ -63,24 +51,8 @@ export const SQL_TYPES: Readonly<Record<ColumnKind, 'TEXT' | 'INTEGER' | 'REAL'>
   json: 'TEXT',
 };
 
-function kindOf(property: unknown): ColumnKind {
-  if (typeof property !== 'object' || property === null) return 'json';
-  const declared = (property as { type?: unknown }).type;
-  const types = (Array.isArray(declared) ? declared : [declared]).filter((t) => t !== 'null');
-  if (types.length !== 1) return 'json';
-  switch (types[0]) {
-    case 'string':
-      return 'text'; // date-times included: ISO 8601 text, exactly as the service wrote it
-    case 'integer':
-      return 'integer';
-    case 'number':
-      return 'real';
-    case 'boolean':
-      return 'boolean';
-    default:
-      return 'json';
-  }
-}
+/** The kind of a field's column in SQLite, from the kind a PostgreSQL or DuckDB store gives it (date-times: ISO 8601 text, as the service wrote it). */
+const SQLITE_KINDS: Readonly<Record<StoreKind, ColumnKind>> = { text: 'text', timestamp: 'text', boolean: 'boolean', int64: 'integer', int128: 'integer', number: 'real', json: 'json' };
 
 /**
  * The layout of a stream's table, from its record schema: the built-in one,
@@ -96,7 +68,7 @@ export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJ
     // SQLite reads SQL text up to its first U+0000: such a name cannot be written in CREATE TABLE. Its values go to _extra.
     if (field.includes('\u0000')) continue;
     taken.add(field.toLowerCase());
-    columns.push({ field, kind: field === stream.primaryKey ? 'text' : kindOf(property) });
+    columns.push({ field, kind: field === stream.primaryKey ? 'text' : SQLITE_KINDS[kindOfProperty(property)] });
   }
   if (!columns.some((c) => c.field === stream.primaryKey)) columns.splice(accountKey ? 1 : 0, 0, { field: stream.primaryKey, kind: 'text' });
   const layout: TableLayout = { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };

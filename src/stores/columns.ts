@@ -43,22 +43,26 @@ interface PendingDrift {
   readonly kind: StoreKind;
 }
 
-export interface StoreLayout {
+/** What every store's layout of a stream's table says besides its columns (the SQLite replica's too). */
+export interface LayoutHead {
   readonly stream: string;
   /** The table's name (the stream's). */
   readonly table: string;
   readonly primaryKey: string;
   /** The cursor field (updated_at, created_at, deleted_at); null for full-refresh streams. */
   readonly cursorField: string | null;
-  readonly columns: readonly StoreColumn[];
-  /** Drift seen by a run, not yet applied to the table. */
-  readonly pending: readonly PendingDrift[];
   /**
    * The table of a store of many accounts (a config with `accounts`): an
    * `account` column first, the primary key (account, primaryKey). Absent
    * for a store of one account.
    */
   readonly accountKey?: true | undefined;
+}
+
+export interface StoreLayout extends LayoutHead {
+  readonly columns: readonly StoreColumn[];
+  /** Drift seen by a run, not yet applied to the table. */
+  readonly pending: readonly PendingDrift[];
 }
 
 /** The column that holds the entry's name in a store of many accounts. */
@@ -125,7 +129,8 @@ export function widen(a: StoreKind, b: StoreKind): StoreKind {
   return 'text';
 }
 
-function kindOfProperty(property: unknown): StoreKind {
+/** The kind of a field's column, from its JSON schema (the SQLite replica's too). */
+export function kindOfProperty(property: unknown): StoreKind {
   if (typeof property !== 'object' || property === null) return 'json';
   const { type: declared, format } = property as { type?: unknown; format?: unknown };
   const types = (Array.isArray(declared) ? declared : [declared]).filter((t) => t !== 'null');
