@@ -54,31 +54,22 @@ function checkTreatments(display: string, stored: string | undefined, written: b
   if (stored === undefined) record.set(TREATMENTS_FACT, JSON.stringify(recordedForm(treatments)));
 }
 
-/**
- * The account of one entry of a config with `accounts`, checked and
- * recorded once the entry's /v1/me answered (GroupStore.recordFacts): the
- * entry stays the service account it was first bound to.
- */
-export function entryFacts(display: string, account: ReplicaAccount): StoreFacts {
-  return {
-    check(stored, written) {
-      const record = new Map<string, string>();
-      const notes: StoreNote[] = [];
-      checkAccount(display, stored.get(accountFact(account.entry)), written, account, record, notes);
-      return { record, notes };
-    },
-  };
-}
-
-/** The facts of a run: its treatments, and its account when the run knows it (undefined: not checked). */
-export function replicaFacts(display: string, treatments: RunTreatments, account?: ReplicaAccount): StoreFacts {
+/** The facts of a run: its treatments (none: not checked), and its account when the run knows it (undefined: not checked). */
+export function replicaFacts(display: string, treatments: RunTreatments | undefined, account?: ReplicaAccount): StoreFacts {
   return {
     check(stored, written) {
       const record = new Map<string, string>();
       const notes: StoreNote[] = [];
       if (account !== undefined) checkAccount(display, stored.get(accountFact(account.entry)), written, account, record, notes);
-      checkTreatments(display, stored.get(TREATMENTS_FACT), written, treatments, record);
+      if (treatments !== undefined) checkTreatments(display, stored.get(TREATMENTS_FACT), written, treatments, record);
       return { record, notes };
     },
   };
 }
+
+/**
+ * The account of one entry of a config with `accounts`, checked and
+ * recorded once the entry's /v1/me answered (GroupStore.recordFacts): the
+ * entry stays the service account it was first bound to.
+ */
+export const entryFacts = (display: string, account: ReplicaAccount): StoreFacts => replicaFacts(display, undefined, account);
