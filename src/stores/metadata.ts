@@ -6,7 +6,11 @@
  * it changes.
  */
 import { ConfigError } from '../errors.js';
-import { FORMAT_KEY, STORE_FORMAT_VERSION } from './checkpoint.js';
+import type { StreamSchemas } from '../schemas/json-schema.js';
+import { parseStoreLayout, qualified, type ColumnChange, type ColumnNaming, type StoreKind, type StoreLayout } from './columns.js';
+import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from './checkpoint.js';
+import type { GroupOptions } from './group-writer.js';
+import type { DriftLog, OpenedTables } from './notes.js';
 import type { StoreFacts, StoreNote } from './store.js';
 
 /** The refusal of a store written by a later version of the connector (its tables may be laid out otherwise). */
@@ -27,4 +31,66 @@ export function checkFacts(facts: StoreFacts | undefined, stored: ReadonlyMap<st
   const { record, notes } = facts.check(new Map([...stored].filter(([key]) => key !== FORMAT_KEY)), written);
   if (record.has(FORMAT_KEY)) throw new Error(`${FORMAT_KEY} is the store's own fact`);
   return { record, notes };
+}
+
+/** How a PostgreSQL or DuckDB store is opened for a run. */
+export interface StoreOpenOptions {
+  /** Each stream's record schema (merged with the service's description); default: the built-in ones. */
+  readonly schemas?: StreamSchemas;
+  /** The run's facts (the account, the treatments), checked and recorded under the writer lock before anything changes. */
+  readonly facts?: StoreFacts;
+  /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
+  readonly accountKey?: boolean;
+  /** How checkpoints are grouped into transactions (group-writer.ts). */
+  readonly groups?: GroupOptions;
+  /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
+  readonly log?: DriftLog;
+}
+
+/** What opening asks of a store's session, and how the store writes (its SQL types, its column names, the upsert of a fact). */
+interface OpeningStore {
+  /** Whether the schema holds the store's bookkeeping. */
+  exists(): Promise<boolean>;
+  run(sql: string, params?: string[]): Promise<void>;
+  rows(sql: string): Promise<Record<string, unknown>[]>;
+  readonly types: Readonly<Record<StoreKind, string>>;
+  readonly naming: ColumnNaming;
+  /** The statement that records a fact ($1 key, $2 value), replacing the one of its key. */
+  readonly putFact: string;
+}
+
+/**
+ * Open a store's tables, PostgreSQL's and DuckDB's alike: a store of a later
+ * format, or whose facts (account, treatments) or shape refuse the run, is
+ * refused before anything in it changes; the bookkeeping tables are made
+ * where missing, each stream's table made or changed (`openTables`), then
+ * the format and the run's facts recorded.
+ */
+export async function openStoreTables(
+  store: OpeningStore,
+  display: string,
+  schema: string,
+  options: StoreOpenOptions,
+  openTables: (specs: StoreTableSpec[], stored: ReadonlyMap<string, StoreLayout>, changes: ColumnChange[]) => Promise<OpenedTables>,
+): Promise<{ opened: OpenedTables; notes: readonly StoreNote[] }> {
+  let held = new Map<string, string>();
+  let written = false;
+  if (await store.exists()) {
+    held = new Map((await store.rows(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`)).map((r) => [String(r.key), String(r.value)]));
+    refuseLaterFormat(display, held.get(FORMAT_KEY));
+    written = (await store.rows(`SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
+  }
+  const facts = checkFacts(options.facts, held, written);
+  for (const sql of bookkeepingSql(schema, store.types)) await store.run(sql);
+  const stored = new Map<string, StoreLayout>();
+  for (const row of await store.rows(`SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`)) {
+    const layout = parseStoreLayout(String(row.layout));
+    if (layout) stored.set(String(row.stream), layout);
+  }
+  refuseOtherShape(display, stored, options.accountKey === true);
+  const { specs, changes } = storeTableSpecs(store.naming, options.schemas, stored, options.accountKey === true);
+  const opened = await openTables(specs, stored, changes);
+  await store.run(`INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
+  for (const [key, value] of facts.record) if (held.get(key) !== value) await store.run(store.putFact, [key, value]);
+  return { opened, notes: facts.notes };
 }

@@ -8,37 +8,20 @@
  * (group-writer.ts, writer.ts); `close` commits what is gathered,
  * checkpoints DuckDB's WAL into the file and lets it go.
  */
-import type { StreamSchemas } from '../../schemas/json-schema.js';
 import { ConnectorError, messageOf } from '../../errors.js';
-import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
-import { checkFacts, refuseLaterFormat } from '../metadata.js';
+import { qualified, type StoreKind } from '../columns.js';
+import { METADATA_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { openStoreTables, type StoreOpenOptions } from '../metadata.js';
 import { changeNotes, type DriftLog, type OpenedTables } from '../notes.js';
-import type { StoreFacts, StoreNote } from '../store.js';
+import type { StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
-import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists, storedLayouts } from './tables.js';
+import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists } from './tables.js';
 import { DuckdbSql, type DuckdbStaged } from './writer.js';
 import { GroupStore } from '../group-store.js';
-import { GroupWriter, type GroupOptions } from '../group-writer.js';
+import { GroupWriter } from '../group-writer.js';
 
-interface DuckdbStoreOptions {
-  readonly schemas?: StreamSchemas;
-  /** The run's facts (the account, the treatments), checked and recorded before anything changes. */
-  readonly facts?: StoreFacts;
-  /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
-  readonly accountKey?: boolean;
-  /** How checkpoints are grouped into transactions (group-writer.ts). */
-  readonly groups?: GroupOptions;
-  /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
-  readonly log?: DriftLog;
-}
-
-/** Every fact of a store's metadata table. */
-async function allMetadataOf(connection: DuckdbConnection, schema: string): Promise<Map<string, string>> {
-  const rows = await rowsOf(connection, `SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
-  return new Map(rows.map((r) => [String(r.key), String(r.value)]));
-}
+type DuckdbStoreOptions = StoreOpenOptions;
 
 /**
  * DuckDB's threads once the run's rows are committed, for copying its WAL
@@ -47,6 +30,9 @@ async function allMetadataOf(connection: DuckdbConnection, schema: string): Prom
  * a quarter less time (0.70 s to 0.53 s), the peak RSS of 1M the same.
  */
 const CLOSING_THREADS = 2;
+
+/** The statement that records a fact of the store's ($1 key, $2 value). */
+const putFactSql = (schema: string): string => `INSERT OR REPLACE INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2)`;
 
 export class DuckdbStore extends GroupStore<DuckdbStaged> {
   readonly target: DuckdbTarget;
@@ -70,26 +56,17 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
     const { connection } = files;
     try {
       const schema = target.schema;
-      let held = new Map<string, string>();
-      let written = false;
-      if (await storeExists(connection, schema)) {
-        held = await allMetadataOf(connection, schema);
-        refuseLaterFormat(target.display, held.get(FORMAT_KEY));
-        written = (await rowsOf(connection, `SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
-      }
-      const facts = checkFacts(options.facts, held, written);
-      for (const sql of bookkeepingSql(schema, DUCKDB_TYPES)) await connection.run(sql);
-      const stored = await storedLayouts(connection, schema, parseStoreLayout);
-      refuseOtherShape(target.display, stored, options.accountKey === true);
-      const { specs, changes } = storeTableSpecs(DUCKDB_NAMING, options.schemas, stored, options.accountKey === true);
-      const opened = await openTables(connection, schema, specs, stored, changes);
-      const meta = qualified(schema, METADATA_TABLE);
-      await connection.run(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-      for (const [key, value] of facts.record) {
-        if (held.get(key) !== value) await connection.run(`INSERT OR REPLACE INTO ${meta} (key, value) VALUES ($1, $2)`, [key, value]);
-      }
+      const session = {
+        exists: () => storeExists(connection, schema),
+        run: async (sql: string, params?: string[]) => void (await connection.run(sql, params)),
+        rows: (sql: string) => rowsOf(connection, sql),
+        types: DUCKDB_TYPES,
+        naming: DUCKDB_NAMING,
+        putFact: putFactSql(schema),
+      };
+      const { opened, notes } = await openStoreTables(session, target.display, schema, options, (specs, stored, changes) => openTables(connection, schema, specs, stored, changes));
       const writer = new GroupWriter(new DuckdbSql(connection, duckdb, target), target.schema, opened.specs, options.groups);
-      return new DuckdbStore(target, files, writer, opened, facts.notes, options.log);
+      return new DuckdbStore(target, files, writer, opened, notes, options.log);
     } catch (err) {
       closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
@@ -109,7 +86,7 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
   }
 
   async setMetadata(key: string, value: string): Promise<void> {
-    await this.connection.run(`INSERT OR REPLACE INTO ${qualified(this.target.schema, METADATA_TABLE)} (key, value) VALUES ($1, $2)`, [key, value]);
+    await this.connection.run(putFactSql(this.target.schema), [key, value]);
   }
 
   /** The connection, for what a caller must do on it (tests, checks). */

@@ -140,15 +140,6 @@ function convertSql(from: StoreKind, to: StoreKind, column: string): string {
   return `CAST(${column} AS ${DUCKDB_TYPES[to]})`;
 }
 
-export async function storedLayouts(connection: DuckdbConnection, schema: string, parse: (text: string) => StoreLayout | undefined): Promise<Map<string, StoreLayout>> {
-  const out = new Map<string, StoreLayout>();
-  for (const row of await rowsOf(connection, `SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`)) {
-    const layout = parse(String(row.layout));
-    if (layout) out.set(String(row.stream), layout);
-  }
-  return out;
-}
-
 async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout): Promise<void> {
   await connection.run(`INSERT OR REPLACE INTO ${qualified(schema, TABLES_TABLE)} (stream, layout) VALUES ($1, $2)`, [layout.stream, JSON.stringify(layout)]);
 }

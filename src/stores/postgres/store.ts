@@ -14,34 +14,23 @@
  * `_replica_full_read` (checkpoint.ts).
  */
 import type { Client } from 'pg';
-import type { StreamSchemas } from '../../schemas/json-schema.js';
-import { parseStoreLayout, qualified, type StoreKind } from '../columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from '../checkpoint.js';
-import { checkFacts, refuseLaterFormat } from '../metadata.js';
+import { qualified, type StoreKind } from '../columns.js';
+import { METADATA_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { openStoreTables, type StoreOpenOptions } from '../metadata.js';
 import { changeNotes, type DriftLog, type OpenedTables } from '../notes.js';
-import type { StoreFacts, StoreNote } from '../store.js';
+import type { StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { PG_NAMING, PG_TYPES, isoText, openTables, storeExists, storedLayouts } from './tables.js';
+import { PG_NAMING, PG_TYPES, isoText, openTables, storeExists } from './tables.js';
 import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
 
-interface PostgresStoreOptions {
-  /** Each stream's record schema (merged with the service's description); default: the built-in ones. */
-  readonly schemas?: StreamSchemas;
-  /** The run's facts (the account, the treatments), checked and recorded under the lock before anything changes. */
-  readonly facts?: StoreFacts;
+interface PostgresStoreOptions extends StoreOpenOptions {
   /** Take the writer lock (default true: every writing run does). */
   readonly lock?: boolean;
-  /** A store of many accounts (a config with `accounts`): each table keyed by (account, id); a store of the other kind is refused. */
-  readonly accountKey?: boolean;
-  /** How checkpoints are grouped into transactions (group-writer.ts). */
-  readonly groups?: GroupOptions;
-  /** Told once per field when a committed value did not fit its column (its column changes at the next open). */
-  readonly log?: DriftLog;
   /** How long a write waits for a lock another session holds (WRITE_LOCK_WAIT_MS). */
   readonly lockWaitMs?: number;
 }
@@ -63,15 +52,8 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
-async function allMetadata(client: Client, schema: string): Promise<Map<string, string>> {
-  const { rows } = await client.query<{ key: string; value: string }>(`SELECT key, value FROM ${qualified(schema, METADATA_TABLE)}`);
-  return new Map(rows.map((r) => [r.key, r.value]));
-}
-
-async function hasTables(client: Client, schema: string): Promise<boolean> {
-  const { rows } = await client.query(`SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`);
-  return rows.length > 0;
-}
+/** The statement that records a fact of the store's ($1 key, $2 value). */
+const putFactSql = (schema: string): string => `INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
 
 export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
@@ -122,26 +104,16 @@ export class PostgresStore extends GroupStore<Buffer[]> {
       // For the whole session (opening's table changes wait less: tables.ts), whatever the role or database sets.
       await client.query(`SET lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs ?? WRITE_LOCK_WAIT_MS))}`);
       const schema = target.schema;
-      let held = new Map<string, string>();
-      let written = false;
-      if (await storeExists(client, schema)) {
-        held = await allMetadata(client, schema);
-        refuseLaterFormat(target.display, held.get(FORMAT_KEY));
-        written = await hasTables(client, schema);
-      }
-      const facts = checkFacts(options.facts, held, written);
-      for (const sql of bookkeepingSql(schema, PG_TYPES)) await client.query(sql);
-      const stored = await storedLayouts(client, schema, parseStoreLayout);
-      refuseOtherShape(target.display, stored, options.accountKey === true);
-      const { specs, changes } = storeTableSpecs(PG_NAMING, options.schemas, stored, options.accountKey === true);
-      const opened = await openTables(client, driver, schema, specs, stored, changes);
-      const meta = qualified(schema, METADATA_TABLE);
-      await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-      for (const [key, value] of facts.record) {
-        if (held.get(key) === value) continue;
-        await client.query(`INSERT INTO ${meta} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value]);
-      }
-      return new PostgresStore(target, client, driver, opened, locked, options.groups, facts.notes, options.log);
+      const session = {
+        exists: () => storeExists(client, schema),
+        run: async (sql: string, params?: string[]) => void (await client.query(sql, params)),
+        rows: async (sql: string) => (await client.query<Record<string, unknown>>(sql)).rows,
+        types: PG_TYPES,
+        naming: PG_NAMING,
+        putFact: putFactSql(schema),
+      };
+      const { opened, notes } = await openStoreTables(session, target.display, schema, options, (specs, stored, changes) => openTables(client, driver, schema, specs, stored, changes));
+      return new PostgresStore(target, client, driver, opened, locked, options.groups, notes, options.log);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');
@@ -183,10 +155,7 @@ export class PostgresStore extends GroupStore<Buffer[]> {
   /** Record a fact of the store's (under the writer lock). */
   async setMetadata(key: string, value: string): Promise<void> {
     try {
-      await this.client.query(
-        `INSERT INTO ${qualified(this.target.schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-        [key, value],
-      );
+      await this.client.query(putFactSql(this.target.schema), [key, value]);
     } catch (err) {
       throw postgresError(err, this.target, 'writing to');
     }

@@ -169,17 +169,6 @@ function convertSql(from: StoreKind, to: StoreKind, column: string): string {
   return `${column}::${PG_TYPES[to]}`;
 }
 
-/** The stored layouts, by stream. */
-export async function storedLayouts(client: Client, schema: string, parse: (text: string) => StoreLayout | undefined): Promise<Map<string, StoreLayout>> {
-  const out = new Map<string, StoreLayout>();
-  const { rows } = await client.query<{ stream: string; layout: string }>(`SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`);
-  for (const row of rows) {
-    const layout = parse(row.layout);
-    if (layout) out.set(row.stream, layout);
-  }
-  return out;
-}
-
 /**
  * Record a stream's layout, written only when it differs from the one
  * stored: every run opens the store, and an UPDATE that changes nothing
