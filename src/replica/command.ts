@@ -32,6 +32,7 @@ import type { SelectedStream, SyncResult } from '../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../errors.js';
 import { AccountsRun } from '../engine/accounts.js';
 import { loadAccountsSchemas } from '../engine/connect.js';
+import type { LoadedSchemas } from '../engine/service-schemas.js';
 import type { StreamState } from '../engine/state.js';
 import type { SyncSink } from '../engine/sync-sink.js';
 import type { CountObserver } from '../engine/pipeline.js';
@@ -126,27 +127,46 @@ function prepare(logger: StderrLogger, configPath: string, db: string, schema: s
   return { config: loaded.config, target };
 }
 
-/** Open a PostgreSQL or DuckDB store (its module, and its driver, loaded now), checking and recording the run's facts. */
-async function openOtherStore(
-  target: Exclude<StoreTarget, { kind: 'sqlite' }>,
-  options: { schemas: Parameters<typeof treatedSchemasFor>[1]; facts: ReturnType<typeof replicaFacts>; logger: StderrLogger; accountKey?: boolean },
-): Promise<GroupStore<unknown>> {
-  const opening = {
-    schemas: options.schemas,
-    facts: options.facts,
-    accountKey: options.accountKey === true,
-    log: (level: LogLevel, message: string) => options.logger.log(level, message),
-  };
+/**
+ * Open the run's store, the tables' columns from `described` (the built-in
+ * schemas merged with the service's description, or pinned): the SQLite
+ * file, or a PostgreSQL or DuckDB store (its module, and its driver, loaded
+ * now). Dropped fields get no column, hashed ones a text column; the store
+ * remembers the treatments it is built with, and belongs to `account` (when
+ * given: another account's store is refused untouched, one of none bound).
+ */
+async function openStore(
+  target: StoreTarget,
+  config: Config,
+  { logger, lock = {} }: ReplicateContext,
+  described: LoadedSchemas,
+  account: ReplicaAccount | undefined,
+  accountKey: boolean,
+): Promise<Opened> {
+  for (const note of described.notes) logger.log(note.level, note.message);
+  const retype = described.source === 'service';
+  const schemas = treatedSchemasFor(config, described.schemas, retype, (w) => logger.log('WARN', w));
+  const treatments = runTreatments(treatmentPlan(config), config.hash_key);
+  if (target.kind === 'sqlite') return { file: new ReplicaStore(target.path, STREAMS, { lock, schemas, retype, treatments, accountKey, ...(account === undefined ? {} : { account }) }) };
+  const opening = { schemas, facts: replicaFacts(target.display, treatments, account), accountKey, log: (level: LogLevel, message: string) => logger.log(level, message) };
   if (target.kind === 'postgres') {
     const { PostgresStore } = await import('../stores/postgres/store.js');
-    return PostgresStore.open(target, opening);
+    return { other: await PostgresStore.open(target, opening) };
   }
   const { DuckdbStore } = await import('../stores/duckdb/store.js');
-  return DuckdbStore.open(target, opening);
+  return { other: await DuckdbStore.open(target, opening) };
 }
 
 /** The store the run opened: the SQLite file (written by the replica's own writer), or another store. */
 type Opened = { readonly file: ReplicaStore; readonly other?: undefined } | { readonly file?: undefined; readonly other: GroupStore<unknown> };
+
+/** A run refused before it wrote anything: told to the report and the log; its exit status. */
+function cannotReplicate({ logger, report }: ReplicateContext, err: unknown): number {
+  const error = toConnectorError(err);
+  report?.fail(error);
+  logger.log('ERROR', `Cannot replicate: ${error.message}`);
+  return exitStatusFor(error.failureType);
+}
 
 /**
  * The account is checked (the run's own client: its full retry and rate-limit
@@ -158,14 +178,14 @@ async function openRun(
   logger: StderrLogger,
   config: Config,
   target: StoreTarget,
-  { report, signal, lock = {} }: ReplicateContext,
+  ctx: ReplicateContext,
 ): Promise<({ session: SyncSession; account: string } & Opened) | Refusal> {
+  const { report, signal } = ctx;
   const session = await SyncSession.open(config, (level, message) => logger.log(level, message), report, signal);
   const refuse = async (error: ConnectorError): Promise<Refusal> => {
-    report?.fail(error);
-    logger.log('ERROR', `Cannot replicate: ${error.message}`);
+    const code = cannotReplicate(ctx, error);
     await session.close();
-    return { code: exitStatusFor(error.failureType) };
+    return { code };
   };
   // The tables' columns: the built-in schemas merged with the service's description (one request), unless
   // pinned. Asked for while the account is checked; used only once the account is known to be good.
@@ -174,26 +194,10 @@ async function openRun(
   try {
     const account = await session.verifyAccount();
     if (!account.ok) return await refuse(new ConnectorError(account.failureType ?? 'system_error', account.message));
-    const schemas = await describing;
-    for (const note of schemas.notes) logger.log(note.level, note.message);
-    // Dropped fields get no column, hashed ones a text column; the file remembers the treatments it is built with.
-    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
-    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
     // The file belongs to one account: another account's replica is refused untouched, one of none is bound to this one.
     const bound = session.account;
-    if (target.kind !== 'sqlite') {
-      const facts = replicaFacts(target.display, treatments, bound === undefined ? undefined : { account: bound, renamedFrom: config.account_renamed_from });
-      const other = await openOtherStore(target, { schemas: treated, facts, logger });
-      return { session, other, account: account.message };
-    }
-    const store = new ReplicaStore(target.path, STREAMS, {
-      lock,
-      schemas: treated,
-      retype: schemas.source === 'service',
-      treatments,
-      ...(bound === undefined ? {} : { account: { account: bound, renamedFrom: config.account_renamed_from } }),
-    });
-    return { session, file: store, account: account.message };
+    const opened = await openStore(target, config, ctx, await describing, bound === undefined ? undefined : { account: bound, renamedFrom: config.account_renamed_from }, false);
+    return { session, ...opened, account: account.message };
   } catch (err) {
     return refuse(toConnectorError(err));
   }
@@ -301,10 +305,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   try {
     ({ config, target } = prepare(logger, configPath, db, schema));
   } catch (err) {
-    const error = toConnectorError(err);
-    report?.fail(error);
-    logger.log('ERROR', `Cannot replicate: ${error.message}`);
-    return exitStatusFor(error.failureType);
+    return cannotReplicate(ctx, err);
   }
   report?.setRedact((text) => logger.redact(text));
   if (config.accounts !== undefined) {
@@ -502,27 +503,15 @@ function addedTallies(sinks: Iterable<ReplicaSink>): Map<string, StreamTally> {
  * of a stop before the replica is open (replicate's), once it is.
  */
 async function replicateAccounts(ctx: ReplicateContext, config: Config, target: StoreTarget, started: number, stopEarly: () => void): Promise<number> {
-  const { logger, report, signal, lock = {} } = ctx;
+  const { logger, report, signal } = ctx;
   const where = target.display;
-  const refuse = (err: unknown): number => {
-    const error = toConnectorError(err);
-    report?.fail(error);
-    logger.log('ERROR', `Cannot replicate: ${error.message}`);
-    return exitStatusFor(error.failureType);
-  };
   let opened: Opened;
   try {
     // The tables' columns: the service's description read once, with the first key it takes (or the pinned schemas).
     const schemas = await loadAccountsSchemas(config, { onLog: (level, message) => logger.log(level, message), signal });
-    for (const note of schemas.notes) logger.log(note.level, note.message);
-    const treated = treatedSchemasFor(config, schemas.schemas, schemas.source === 'service', (w) => logger.log('WARN', w));
-    const treatments = runTreatments(treatmentPlan(config), config.hash_key);
-    opened =
-      target.kind === 'sqlite'
-        ? { file: new ReplicaStore(target.path, STREAMS, { lock, schemas: treated, retype: schemas.source === 'service', treatments, accountKey: true }) }
-        : { other: await openOtherStore(target, { schemas: treated, facts: replicaFacts(where, treatments), logger, accountKey: true }) };
+    opened = await openStore(target, config, ctx, schemas, undefined, true);
   } catch (err) {
-    return refuse(err);
+    return cannotReplicate(ctx, err);
   }
   // The replica is open: a stop from now on says what it kept (below), no longer that nothing was written.
   stopEarly();
