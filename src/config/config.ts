@@ -489,7 +489,8 @@ export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new ConfigError('The config must be a JSON object with at least api_key and base_url.', { field: 'config' });
   }
-  const result = ConfigSchema.safeParse(input);
+  // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
+  const result = ConfigSchema.safeParse(input, { jitless: true });
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];

@@ -110,7 +110,8 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
       { field: at },
     );
   }
-  const result = StreamStateSchema.safeParse(input);
+  // Parsed once a stream: zod's compiled fast path (`new Function`) would cost more to build than it saves.
+  const result = StreamStateSchema.safeParse(input, { jitless: true });
   if (!result.success) {
     const issue = result.error.issues[0];
     const field = issue ? issue.path.join('.') : '';

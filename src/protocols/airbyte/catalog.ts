@@ -118,7 +118,8 @@ export function parseConfiguredCatalog(
   dropped: (stream: StreamDefinition) => ReadonlySet<string> = () => new Set(),
   manyAccounts = false,
 ): SelectedStream[] {
-  const parsed = ConfiguredCatalog.safeParse(input);
+  // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
+  const parsed = ConfiguredCatalog.safeParse(input, { jitless: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ConfigError(

@@ -233,7 +233,8 @@ export function planAll(tombstones: boolean, schemas?: StreamSchemas, manyAccoun
 
 /** The streams a catalog selects, in catalog order. */
 export function planFromCatalog(input: unknown, tombstones: boolean, warn: (message: string) => void, manyAccounts = false): StreamPlan[] {
-  const parsed = Catalog.safeParse(input);
+  // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
+  const parsed = Catalog.safeParse(input, { jitless: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ConfigError(
