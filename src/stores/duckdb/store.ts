@@ -21,8 +21,6 @@ import { DuckdbSql, type DuckdbStaged } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter } from '../group-writer.js';
 
-type DuckdbStoreOptions = StoreOpenOptions;
-
 /**
  * DuckDB's threads once the run's rows are committed, for copying its WAL
  * into the file: with the read over, a second one no longer competes with
@@ -51,7 +49,7 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
     this.changes = opened.changes;
   }
 
-  static async open(target: DuckdbTarget, options: DuckdbStoreOptions = {}): Promise<DuckdbStore> {
+  static async open(target: DuckdbTarget, options: StoreOpenOptions = {}): Promise<DuckdbStore> {
     const { duckdb, ...files } = await openDuckdb(target);
     const { connection } = files;
     try {
