@@ -45,7 +45,7 @@ import { ACCOUNT_COLUMN, storeColumnNames, quoteIdent, keyColumns, type TableLay
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName, type TableSpec as StoreTableSpecOf } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName, unknownDeletionTypes, type TableSpec as StoreTableSpecOf } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export type TableSpec = StoreTableSpecOf<TableLayout>;
@@ -206,7 +206,7 @@ export class TableWriter {
     let skippedDeleted = 0;
     let deletedRows = 0;
     let sweptRows = 0;
-    const unknownTypes: [string, string][] = [];
+    let unknownTypes: [string, string][] = [];
     const isolated = this.isolatesCheckpoints;
     const fullRead = checkpoint.fullRead;
     try {
@@ -227,14 +227,9 @@ export class TableWriter {
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
-        for (const deletion of checkpoint.deletions ?? []) {
-          const outcome = this.applyDeletion(deletion, fields);
-          if (outcome === 'deleted') deletedRows++;
-          else if (outcome === 'unknown_type') {
-            const type = deletion[fields.objectTypeField];
-            unknownTypes.push([type === undefined ? '(missing)' : JSON.stringify(type), String(deletion[table.spec.layout.primaryKey])]);
-          }
-        }
+        const deletions = checkpoint.deletions ?? [];
+        for (const deletion of deletions) if (this.applyDeletion(deletion, fields)) deletedRows++;
+        unknownTypes = unknownDeletionTypes(deletions, table.spec, new Set(this.targets.keys()));
       }
       const kept = this.failures.accountsOf(checkpoint.stream);
       const state = kept === undefined ? checkpoint.state : keepSavedStates(checkpoint.state, this.savedState(checkpoint.stream), kept);
@@ -329,21 +324,20 @@ export class TableWriter {
     return false;
   }
 
-  private applyDeletion(deletion: Data, fields: NonNullable<TableSpec['deletionLog']>): 'deleted' | 'kept' | 'unknown_type' {
+  /** Whether the deletion removed a row (a deletion of an unknown type removes none: unknownDeletionTypes tells it). */
+  private applyDeletion(deletion: Data, fields: NonNullable<TableSpec['deletionLog']>): boolean {
     const type = deletion[fields.objectTypeField];
     const target = typeof type === 'string' ? this.targets.get(type) : undefined;
-    if (target === undefined) return 'unknown_type';
     const id = deletion[fields.objectIdField];
-    if (!target.cursorOf || !target.remove || typeof id !== 'string') return 'kept';
+    if (!target?.cursorOf || !target.remove || typeof id !== 'string') return false;
     // A deletion of one account removes that account's row only.
     const account = deletion[ACCOUNT_COLUMN];
-    if (target.accountAt >= 0 && typeof account !== 'string') return 'kept';
+    if (target.accountAt >= 0 && typeof account !== 'string') return false;
     const key = target.accountAt >= 0 ? [account as string, id] : [id];
     const row = target.cursorOf.get(...key);
-    if (!row) return 'kept';
     // Keep only a row known to have changed after the deletion (the object came back).
-    if (isLaterInstant(row.c, deletion[fields.deletedAtField])) return 'kept';
+    if (!row || isLaterInstant(row.c, deletion[fields.deletedAtField])) return false;
     target.remove.run(...key);
-    return 'deleted';
+    return true;
   }
 }

@@ -135,7 +135,7 @@ export function otherShapeError(words: ShapeWords, keyed: boolean): ConfigError 
 }
 
 /** Deletion records whose object type names none of `known`: [the type as JSON text, or `(missing)`; the record's id]. */
-export function unknownDeletionTypes(records: readonly Data[], spec: StoreTableSpec, known: ReadonlySet<string>): [string, string][] {
+export function unknownDeletionTypes(records: readonly Data[], spec: TableSpec<{ readonly primaryKey: string }>, known: ReadonlySet<string>): [string, string][] {
   const fields = spec.deletionLog;
   if (!fields) return [];
   const out: [string, string][] = [];
