@@ -26,7 +26,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseUserConfig, type Config } from '../config/config.js';
-import { SyncSession, type SessionRequest } from '../engine/session.js';
+import { SyncSession, type RequestCounts, type SessionRequest } from '../engine/session.js';
 import { treatedSchemasFor, treatmentPlan } from '../personal-data/treatments.js';
 import type { SelectedStream, SyncResult } from '../engine/sync.js';
 import { ConnectorError, toConnectorError, type FailureType } from '../errors.js';
@@ -86,16 +86,18 @@ export const REPLICA_STREAMS: readonly SelectedStream[] = STREAMS.map((stream) =
   mode: stream.syncModes.includes('incremental') ? 'incremental' : 'full_refresh',
 }));
 
-function fileSize(path: string): string {
+/** The final line's end: the requests, the time, where (a file with its size). */
+function costs(stats: RequestCounts, started: number, where: string, file: ReplicaStore | undefined): string {
   let bytes = 0;
-  for (const file of [path, `${path}-wal`]) {
+  for (const path of file === undefined ? [] : [file.path, `${file.path}-wal`]) {
     try {
-      bytes += statSync(file).size;
+      bytes += statSync(path).size;
     } catch {
       // no such file
     }
   }
-  return bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MB` : `${Math.ceil(bytes / 1024)} KB`;
+  const size = file === undefined ? '' : bytes >= 1 << 20 ? ` ${(bytes / (1 << 20)).toFixed(1)} MB` : ` ${Math.ceil(bytes / 1024)} KB`;
+  return `requests ${stats.requests}, retries ${stats.retries}, rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${where}${size}.`;
 }
 
 function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<string, number>, rows: ReadonlyMap<string, number>): string {
@@ -274,18 +276,28 @@ async function begin({ logger, report }: ReplicateContext, config: Config, store
 }
 
 /**
- * What a run does when another run took the lock over (this one was stalled
- * past the staleness limit): the open group is rolled back (it was read
- * before that run's commits), then the run stops (75).
+ * What a run with its store open says on a stop: what it kept. And, for the
+ * SQLite file, what it does when another run took the lock over (this one
+ * was stalled past the staleness limit), seen by the renewal timer or by a
+ * group's commit: the open group is rolled back (it was read before that
+ * run's commits), then the run stops (75).
  */
-function lockLostExit(ctx: ReplicateContext, file: ReplicaStore, writer: ReplicaWriter, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): () => void {
-  return () => {
+function watchStops(ctx: ReplicateContext, store: Store, file: ReplicaStore | undefined, writer: ReplicaWriter | undefined, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): void {
+  const { logger, report } = ctx;
+  onStop(ctx.signal, (signal) => {
+    progress.stop();
+    reportWritten(report, tallies(), store);
+    file?.close();
+    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
+  });
+  if (file === undefined || writer === undefined) return;
+  file.onLockLost = () => {
     progress.stop();
     writer.abandon();
-    reportWritten(ctx.report, tallies());
+    reportWritten(report, tallies());
     const error = lockLostError(file.path);
-    ctx.report?.fail(error);
-    ctx.logger.log('ERROR', error.message);
+    report?.fail(error);
+    logger.log('ERROR', error.message);
     ctx.beforeExit?.(EXIT_TEMPFAIL);
     process.exit(EXIT_TEMPFAIL);
   };
@@ -325,17 +337,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   const sink = new ReplicaSink(store, (level, message) => logger.log(level, message));
   const progress = new Progress({ logger, requests: () => session.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
   stopEarly();
-  onStop(ctx.signal, (signal) => {
-    progress.stop();
-    reportWritten(report, sink.tallies, store);
-    file?.close();
-    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
-  });
-  // Another run took the lock over (this one was stalled past the staleness limit), seen by the renewal timer or
-  // by a group's commit: the open group is rolled back (it was read before that run's commits), then the run stops.
-  if (file !== undefined && writer !== undefined) {
-    file.onLockLost = lockLostExit(ctx, file, writer, progress, () => sink.tallies);
-  }
+  watchStops(ctx, store, file, writer, progress, () => sink.tallies);
   // A group the store refused after taking its checkpoints stops that stream (the run fails it below, once all is committed).
   if (opened.other !== undefined) opened.other.onStreamFailed = (stream, error) => sink.storeFailed(stream, error);
   const observer = progress.observer();
@@ -364,10 +366,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
     if (lost.length > 0) result = { ...result, failures: [...result.failures, ...lost] };
     reportWritten(report, sink.tallies, store);
     await store.close();
-    const stats = session.stats;
-    const totals =
-      `${summary(sink.tallies, session.records, rows)}${changesLine(store)}; requests ${stats.requests}, retries ${stats.retries}, ` +
-      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
+    const totals = `${summary(sink.tallies, session.records, rows)}${changesLine(store)}; ${costs(session.stats, started, where, file)}`;
     if (result.failures.length === 0) {
       logger.log('INFO', `Replica up to date: ${totals}`);
       return EXIT_OK;
@@ -539,13 +538,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
   }
   const run = new AccountsRun(config, report, signal);
   const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
-  onStop(signal, (sig) => {
-    progress.stop();
-    reportWritten(report, addedTallies(sinks.values()), store);
-    file?.close();
-    logger.log('WARN', `Interrupted (${sig}). The replica keeps everything committed so far; run replicate again to continue.`);
-  });
-  if (file !== undefined && writer !== undefined) file.onLockLost = lockLostExit(ctx, file, writer, progress, () => addedTallies(sinks.values()));
+  watchStops(ctx, store, file, writer, progress, () => addedTallies(sinks.values()));
   // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
   const face: SyncSink = {
     streamStarted: () => undefined,
@@ -600,10 +593,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
     const tallies = addedTallies(sinks.values());
     reportWritten(report, tallies, store);
     await store.close();
-    const stats = run.stats;
-    const totals =
-      `${summary(tallies, run.records, rows)}${changesLine(store)}; accounts ${entries.length}; requests ${stats.requests}, retries ${stats.retries}, ` +
-      `rate-limit waits ${stats.rateLimitWaits}; ${((Date.now() - started) / 1000).toFixed(1)} s; ${file === undefined ? where : `${where} ${fileSize(file.path)}`}.`;
+    const totals = `${summary(tallies, run.records, rows)}${changesLine(store)}; accounts ${entries.length}; ${costs(run.stats, started, where, file)}`;
     if (result.error === undefined) {
       logger.log('INFO', `Replica up to date: ${totals}`);
       return EXIT_OK;
