@@ -9,7 +9,7 @@ import type { StreamState } from '../engine/state.js';
 import { keyColumns, qualified, quoteIdent, storeColumnNames, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
 import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, fullReadKey, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
-import { DriftTeller, parseSavedStates, schemaChanges, type DriftLog } from './notes.js';
+import { DriftTeller, changeNotes, parseSavedStates, schemaChanges, type DriftLog, type OpenedTables } from './notes.js';
 import { checkFacts } from './metadata.js';
 import type { SchemaChange, Store, StoreFacts, StoreNote } from './store.js';
 import { decodeRow, type Data, type ReadCell } from './values.js';
@@ -17,26 +17,32 @@ import { decodeRow, type Data, type ReadCell } from './values.js';
 export abstract class GroupStore<C> implements Store {
   /** What opening did that the run says (the facts' notes, the tables changed). */
   readonly notes: readonly StoreNote[];
+  /** The stream tables, as opening made them. */
+  readonly tables: readonly StoreTableSpec[];
+  /** What opening changed in the tables (new columns, widened types), in words, for the run summary. */
+  readonly changes: readonly string[];
   protected readonly writer: GroupWriter<C>;
   readonly #display: string;
   readonly #drift: DriftTeller;
   readonly #made: readonly ColumnChange[];
   readonly #types: Readonly<Record<StoreKind, string>>;
 
-  /** `made`: the column changes opening made; `types`: the store's SQL type of each kind. */
+  /** `notes`: the facts' notes (the tables' changes follow them); `types`: the store's SQL type of each kind. */
   protected constructor(
     display: string,
     writer: GroupWriter<C>,
+    opened: OpenedTables,
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
-    made: readonly ColumnChange[],
     types: Readonly<Record<StoreKind, string>>,
   ) {
     this.#display = display;
     this.writer = writer;
-    this.notes = notes;
+    this.notes = [...notes, ...changeNotes(display, opened.changes, opened.postponed, opened.blocked)];
+    this.tables = opened.specs;
+    this.changes = opened.changes;
     this.#drift = new DriftTeller(display, log);
-    this.#made = made;
+    this.#made = opened.applied;
     this.#types = types;
   }
 
@@ -94,8 +100,6 @@ export abstract class GroupStore<C> implements Store {
 
   /** Where the store's tables live. */
   abstract readonly target: { readonly schema: string };
-  /** The stream tables, as opening made them. */
-  abstract readonly tables: readonly StoreTableSpec[];
 
   /** A query's rows on the store's session (column name -> value as the driver gives it); a failure as the store reports it. */
   protected abstract rows(sql: string, params?: readonly string[]): Promise<Record<string, unknown>[]>;

@@ -10,9 +10,9 @@
  */
 import { ConnectorError, messageOf } from '../../errors.js';
 import { qualified, type StoreKind } from '../columns.js';
-import { METADATA_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE } from '../checkpoint.js';
 import { openStoreTables, type StoreOpenOptions } from '../metadata.js';
-import { changeNotes, type DriftLog, type OpenedTables } from '../notes.js';
+import type { DriftLog, OpenedTables } from '../notes.js';
 import type { StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { closeDuckdb, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
@@ -36,17 +36,12 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
   readonly target: DuckdbTarget;
   private readonly files: DuckdbFiles;
   private readonly connection: DuckdbConnection;
-  readonly tables: readonly StoreTableSpec[];
-  /** What opening changed in the tables, in words, for the run summary. */
-  readonly changes: readonly string[];
 
   private constructor(target: DuckdbTarget, files: DuckdbFiles, writer: GroupWriter<DuckdbStaged>, opened: OpenedTables, notes: readonly StoreNote[], log: DriftLog | undefined) {
-    super(target.display, writer, [...notes, ...changeNotes(target.display, opened.changes, [], opened.blocked)], log, opened.applied, DUCKDB_TYPES);
+    super(target.display, writer, opened, notes, log, DUCKDB_TYPES);
     this.target = target;
     this.files = files;
     this.connection = files.connection;
-    this.tables = opened.specs;
-    this.changes = opened.changes;
   }
 
   static async open(target: DuckdbTarget, options: StoreOpenOptions = {}): Promise<DuckdbStore> {

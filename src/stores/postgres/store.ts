@@ -15,9 +15,9 @@
  */
 import type { Client } from 'pg';
 import { qualified, type StoreKind } from '../columns.js';
-import { METADATA_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE } from '../checkpoint.js';
 import { openStoreTables, type StoreOpenOptions } from '../metadata.js';
-import { changeNotes, type DriftLog, type OpenedTables } from '../notes.js';
+import type { DriftLog, OpenedTables } from '../notes.js';
 import type { StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
@@ -58,9 +58,6 @@ const putFactSql = (schema: string): string => `INSERT INTO ${qualified(schema, 
 export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
   private readonly client: Client;
-  readonly tables: readonly StoreTableSpec[];
-  /** What opening changed in the tables (new columns, widened types), in words, for the run summary. */
-  readonly changes: readonly string[];
   /** Changes left for the next run because a reader held a table (in words). */
   readonly postponed: readonly string[];
   private locked: boolean;
@@ -75,18 +72,9 @@ export class PostgresStore extends GroupStore<Buffer[]> {
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
   ) {
-    super(
-      target.display,
-      new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups),
-      [...notes, ...changeNotes(target.display, opened.changes, opened.postponed, opened.blocked)],
-      log,
-      opened.applied,
-      PG_TYPES,
-    );
+    super(target.display, new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups), opened, notes, log, PG_TYPES);
     this.target = target;
     this.client = client;
-    this.tables = opened.specs;
-    this.changes = opened.changes;
     this.postponed = opened.postponed;
     this.locked = locked;
   }
