@@ -12,6 +12,7 @@ import { ConfigError, ConnectorError, ContractError, messageOf } from '../errors
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
@@ -574,19 +575,10 @@ class DataReadClient implements DataReadApi {
     this.#onLog?.(level, this.#clean(message, 2000));
   }
 
-  #timerSleep(ms: number): Promise<void> {
-    const signal = this.#halt;
-    if (signal.aborted) return Promise.reject(this.#closedError());
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(this.#closedError());
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
+  async #timerSleep(ms: number): Promise<void> {
+    // Node's timer rejects only on the abort: the client's close or the run's stop.
+    await sleep(ms, undefined, { signal: this.#halt }).catch(() => {
+      throw this.#closedError();
     });
   }
 }
