@@ -77,6 +77,14 @@ async function warnAbout(sink: AirbyteSink, parsed: ParsedConfig): Promise<void>
   for (const w of parsed.warnings) await sink.log('WARN', w);
 }
 
+/** A failure that ends the command: its ERROR trace, and the exit status of its type; the run's report told unless `report` is false. */
+async function failed(ctx: CommandContext, sink: AirbyteSink, err: unknown, report = true): Promise<number> {
+  const error = toConnectorError(err);
+  if (report) ctx.report?.fail(error);
+  await sink.error(error);
+  return exitStatusFor(error.failureType);
+}
+
 export async function check(ctx: CommandContext, configPath: string): Promise<number> {
   const sink = airbyteSink(ctx);
   let config: Config;
@@ -122,9 +130,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
     await ctx.out.write(msg.catalog(discoverCatalog(config.deletions_as_tombstones, schemas, config.accounts !== undefined)));
     return 0;
   } catch (err) {
-    const error = toConnectorError(err);
-    await sink.error(error);
-    return exitStatusFor(error.failureType);
+    return failed(ctx, sink, err);
   }
 }
 
@@ -154,10 +160,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     for (const w of [...warnings, ...configWarnings]) await sink.log('WARN', w);
     prepared = { config, streams, states };
   } catch (err) {
-    const error = toConnectorError(err);
-    ctx.report?.fail(error);
-    await sink.error(error);
-    return exitStatusFor(error.failureType);
+    return failed(ctx, sink, err);
   }
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
@@ -178,14 +181,11 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     // The key refused or the service unreachable: the run's failure, known before the streams' first lines.
     if (session.failure !== undefined) sink.failing(session.failure);
   } catch (err) {
-    const error = toConnectorError(err);
-    ctx.report?.fail(error);
     try {
-      await sink.error(error);
+      return await failed(ctx, sink, err);
     } finally {
       await session.close();
     }
-    return exitStatusFor(error.failureType);
   }
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
   progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
@@ -202,9 +202,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
-    const error = toConnectorError(err);
-    await sink.error(error);
-    return exitStatusFor(error.failureType);
+    return await failed(ctx, sink, err, false); // session.run told the report
   } finally {
     progress.stop();
     await session.close();
@@ -243,10 +241,7 @@ async function readAccounts(ctx: CommandContext, sink: AirbyteSink, config: Conf
     return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
   } catch (err) {
     progress.stop();
-    const error = toConnectorError(err);
-    ctx.report?.fail(error);
-    await sink.error(error);
-    return exitStatusFor(error.failureType);
+    return await failed(ctx, sink, err);
   } finally {
     progress.stop();
     await run.close();
