@@ -87,6 +87,16 @@ export function interactivePatience(config: Config): Partial<ClientOptions> {
   };
 }
 
+/** `work` with a client of `config` with interactive patience, closed once it is done. */
+async function withInteractiveClient<T>(config: Config, hooks: ClientHooks, work: (client: DataReadApi) => Promise<T>): Promise<T> {
+  const client = clientFromConfig(config, hooks, interactivePatience(config));
+  try {
+    return await work(client);
+  } finally {
+    await client.close();
+  }
+}
+
 /**
  * GET /v1/me with the given client: the key works and carries data:read. The
  * message names the account, or says in plain words what is wrong.
@@ -129,15 +139,12 @@ export async function checkConnection(config: Config, hooks: ClientHooks = {}): 
   // There is no state in a check: a start_date more than a day ahead would be used by the first sync.
   const future = futureStartDate(config.start_date);
   if (future) return { ok: false, message: future };
-  const client = clientFromConfig(config, hooks, interactivePatience(config));
-  try {
+  return withInteractiveClient(config, hooks, async (client): Promise<ConnectionCheck> => {
     const result = await verifyAccount(client, config);
     if (!result.ok) return result;
     const { drift, invalid } = await describeForCheck(client, config);
     return invalid === undefined ? { ...result, drift } : { ok: false, message: invalid, drift };
-  } finally {
-    await client.close();
-  }
+  });
 }
 
 /**
@@ -197,12 +204,7 @@ export async function schemasWith(client: DataReadApi, config: Config, streams: 
  */
 export async function loadStreamSchemas(config: Config, hooks: ClientHooks = {}, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
   if (!config.use_service_schema) return (await import('./service-schemas.js')).pinnedSchemas(streams);
-  const client = clientFromConfig(config, hooks, interactivePatience(config));
-  try {
-    return await schemasWith(client, config, streams);
-  } finally {
-    await client.close();
-  }
+  return withInteractiveClient(config, hooks, (client) => schemasWith(client, config, streams));
 }
 
 /** Run `work` on every item, at most `limit` at a time; the results in the items' order. */
@@ -230,12 +232,7 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
   if (future) return { ok: false, message: future };
   const results = await pooled(entries, config.max_concurrent_accounts, async (entry) => {
     const one = entryConfig(config, entry);
-    const client = clientFromConfig(one, hooks, interactivePatience(one));
-    try {
-      return await verifyAccount(client, one);
-    } finally {
-      await client.close();
-    }
+    return withInteractiveClient(one, hooks, (client) => verifyAccount(client, one));
   });
   const failed = entries.flatMap((entry, i) => (results[i]?.ok === true ? [] : [{ entry, result: results[i] as CheckResult }]));
   const firstOk = entries.findIndex((_, i) => results[i]?.ok === true);
@@ -243,15 +240,10 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
   if (firstOk >= 0) {
     // The description and the treated fields once, with the first key that works (already verified above).
     const one = entryConfig(config, entries[firstOk] as AccountEntry);
-    const client = clientFromConfig(one, hooks, interactivePatience(one));
-    try {
-      const described = await describeForCheck(client, one);
-      drift = described.drift;
-      // A treatment of a field the service does not describe either: the config's mistake, whichever account.
-      if (described.invalid !== undefined) return { ok: false, message: described.invalid, drift };
-    } finally {
-      await client.close();
-    }
+    const described = await withInteractiveClient(one, hooks, (client) => describeForCheck(client, one));
+    drift = described.drift;
+    // A treatment of a field the service does not describe either: the config's mistake, whichever account.
+    if (described.invalid !== undefined) return { ok: false, message: described.invalid, drift };
   }
   if (failed.length > 0) {
     const type = mostActionable(failed.map((f) => f.result.failureType ?? 'system_error'));
