@@ -67,6 +67,11 @@ export function readStateFile(path: string, words: StateFileWords): StateFile {
   return { value: values, lines: true, lineNumbers };
 }
 
+/** A refused state: "Invalid state: " and why. */
+export function invalidState(message: string): ConfigError {
+  return new ConfigError(`Invalid state: ${message}`, { field: 'state' });
+}
+
 /** A JSON value in a few words, for a refusal: "an array", "an object with the keys "a", "b"". */
 export function describeJson(input: unknown): string {
   if (input === null) return 'null';

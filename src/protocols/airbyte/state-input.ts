@@ -9,10 +9,10 @@
  * is read as both faces read it (../state-kind.ts).
  */
 import { isObject } from '../../exact-json.js';
-import { ConfigError } from '../../errors.js';
+import type { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
-import { describeJson, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
+import { describeJson, invalidState, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
 
 /** The recipe that turns a read's output into the next read's state. */
 const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
@@ -39,10 +39,9 @@ interface StateOptions {
 
 /** The refusal of the Singer tap's state (or output): what it is, and how its bookmarks become Airbyte's. */
 function singerState(given: string): ConfigError {
-  return new ConfigError(
-    `Invalid state: ${given}, not Airbyte state. ${EXPECTED_STATE} ` +
+  return invalidState(
+    `${given}, not Airbyte state. ${EXPECTED_STATE} ` +
       'A bookmark of the tap is its stream\'s stream_state as it is: {"type": "STREAM", "stream": {"stream_descriptor": {"name": "<stream>"}, "stream_state": <its bookmark>}}.',
-    { field: 'state' },
   );
 }
 
@@ -54,21 +53,15 @@ function streamEntry(entry: unknown, where: string): [string, unknown] {
     throw singerState(`${where} is ${what}`);
   }
   if (isObject(entry) && typeof entry.type === 'string' && !['STATE', 'STREAM', 'GLOBAL', 'LEGACY'].includes(entry.type)) {
-    throw new ConfigError(
-      `Invalid state: ${where} is a ${entry.type} message, not a STATE. Keep only the STATE lines of a read's output: ${STATE_RECIPE}.`,
-      { field: 'state' },
-    );
+    throw invalidState(`${where} is a ${entry.type} message, not a STATE. Keep only the STATE lines of a read's output: ${STATE_RECIPE}.`);
   }
   const message = isObject(entry) && entry.type === 'STATE' && isObject(entry.state) ? entry.state : entry;
   if (!isObject(message) || message.type !== 'STREAM' || !isObject(message.stream)) {
-    throw new ConfigError(
-      `Invalid state: ${where} is not a per-stream state ({"type": "STREAM", "stream": {"stream_descriptor": {"name": ...}, "stream_state": {...}}}). ${EXPECTED_STATE}`,
-      { field: 'state' },
-    );
+    throw invalidState(`${where} is not a per-stream state ({"type": "STREAM", "stream": {"stream_descriptor": {"name": ...}, "stream_state": {...}}}). ${EXPECTED_STATE}`);
   }
   const descriptor = message.stream.stream_descriptor;
   if (!isObject(descriptor) || typeof descriptor.name !== 'string') {
-    throw new ConfigError(`Invalid state: ${where} has no stream_descriptor.name.`, { field: 'state' });
+    throw invalidState(`${where} has no stream_descriptor.name.`);
   }
   return [descriptor.name, message.stream.stream_state];
 }
@@ -80,7 +73,7 @@ function itemsOf(input: unknown, lines: boolean): { items: unknown[]; where: (i:
     return { items: [input], where: () => 'the STATE message', single: true };
   }
   if (isSingerState(input)) throw singerState(`the file holds the Singer tap's state (${describeJson(input)})`);
-  throw new ConfigError(`Invalid state: the file holds ${describeJson(input)}, not STATE messages. ${EXPECTED_STATE}`, { field: 'state' });
+  throw invalidState(`the file holds ${describeJson(input)}, not STATE messages. ${EXPECTED_STATE}`);
 }
 
 export function parseAirbyteState(input: unknown, warn: (message: string) => void, options: StateOptions = {}): Map<string, StreamState> {

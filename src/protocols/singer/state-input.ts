@@ -21,7 +21,7 @@ import { resolve } from 'node:path';
 import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
-import { MELTANO_STATE_KEY, countTypes, describeJson, isSingerState, messageKind, readStateFile, shellWord } from '../state-kind.js';
+import { MELTANO_STATE_KEY, countTypes, describeJson, invalidState as invalid, isSingerState, messageKind, readStateFile, shellWord } from '../state-kind.js';
 
 /** What the tap's --state takes, said at the end of every refusal. */
 const EXPECTED_SINGER_STATE =
@@ -30,10 +30,6 @@ const EXPECTED_SINGER_STATE =
 
 /** Keys a state value without bookmarks may hold and still mean "no state". */
 const EMPTY_STATE_KEYS: ReadonlySet<string> = new Set(['currently_syncing']);
-
-function invalid(message: string): ConfigError {
-  return new ConfigError(`Invalid state: ${message}`, { field: 'state' });
-}
 
 /** The refusal of Airbyte state: what it is, and what the tap keeps instead. */
 function airbyteState(given: string): ConfigError {
