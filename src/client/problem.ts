@@ -29,13 +29,13 @@ export function readProblem(bytes: Buffer, headers: IncomingHttpHeaders, clean: 
   const headerId = str(headerValue(headers, 'x-request-id') ?? headerValue(headers, 'request-id'), clean, 120);
   const contentType = headerValue(headers, 'content-type') ?? '';
   const looksJson = /json/i.test(contentType) || /^\s*\{/.test(bytes.subarray(0, 64).toString('utf8'));
-  if (!looksJson || bytes.length === 0) return headerId === undefined ? {} : { requestId: headerId };
-  const parsed = parseJson(bytes);
-  if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
+  const parsed = looksJson && bytes.length > 0 ? parseJson(bytes) : undefined;
+  if (!parsed?.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
     return headerId === undefined ? {} : { requestId: headerId };
   }
   const doc = parsed.value as Record<string, unknown>;
-  const { title, detail, requestId = headerId } = problemWords(doc, clean);
+  const words = problemWords(doc, clean);
+  const { title, detail, requestId = headerId } = words;
   // An error answer is rare: zod's compiled fast path (`new Function`) would cost more to build than it saves.
   const checked = Problem.safeParse(doc, { jitless: true });
   // Only the documented fields are kept: an extra field could echo anything, the key included.
@@ -48,12 +48,7 @@ export function readProblem(bytes: Buffer, headers: IncomingHttpHeaders, clean: 
         request_id: requestId ?? '',
       }
     : undefined;
-  return {
-    ...(title === undefined ? {} : { title }),
-    ...(detail === undefined ? {} : { detail }),
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(problem === undefined ? {} : { problem }),
-  };
+  return { ...words, ...(requestId === undefined ? {} : { requestId }), ...(problem === undefined ? {} : { problem }) };
 }
 
 /** title, detail and request_id of an error document, each cleaned and only when it is a string. */
