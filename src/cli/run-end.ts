@@ -16,20 +16,16 @@ import { Interrupt, exitOnceFlushed, type StopSignal } from '../runtime/interrup
 import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.js';
 import type { PipesReport } from '../pipes/report.js';
 import { VERSION } from '../runtime/version.js';
+import { FILE_FAILURES } from '../config/files.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 
 /** Why the summary cannot be written, in words, by the system's error code; an unlisted code is given as it is. */
 const WRITE_FAILURES: Readonly<Record<string, string>> = {
+  ...FILE_FAILURES,
   ENOENT: 'its directory does not exist',
-  ENOTDIR: 'a part of its path is a file, not a directory',
-  EISDIR: 'it is a directory',
-  EACCES: 'permission denied',
-  EPERM: 'permission denied',
   EROFS: 'the file system is read-only',
   ENOSPC: 'no space is left on the device',
-  ELOOP: 'its path goes through a loop of symbolic links',
-  ENAMETOOLONG: 'its path is too long',
 };
 
 export class RunEnd {

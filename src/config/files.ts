@@ -18,9 +18,8 @@ export function readTextFile(path: string, what: string): string {
   }
 }
 
-/** Why a file cannot be read, in words, by the system's error code; an unlisted code is given as it is. */
-const READ_FAILURES: Readonly<Record<string, string>> = {
-  ENOENT: 'no such file',
+/** Why a file cannot be read or written, in words, by the system's error code; an unlisted code is given as it is. */
+export const FILE_FAILURES: Readonly<Record<string, string>> = {
   EACCES: 'permission denied',
   EPERM: 'permission denied',
   EISDIR: 'it is a directory',
@@ -28,6 +27,7 @@ const READ_FAILURES: Readonly<Record<string, string>> = {
   ELOOP: 'its path goes through a loop of symbolic links',
   ENAMETOOLONG: 'its path is too long',
 };
+const READ_FAILURES: Readonly<Record<string, string>> = { ...FILE_FAILURES, ENOENT: 'no such file' };
 
 /**
  * Why JSON.parse refused a user's file, without the excerpt of the text that
