@@ -22,7 +22,6 @@ export type { RunSummary, StreamSummary } from './run-summary-schema.js';
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
 
-
 interface StreamTrack {
   readonly name: string;
   ended: StreamEnd | undefined;
@@ -96,12 +95,10 @@ export class RunRecorder implements RunObserver {
     for (const { name, state } of streams) {
       const before = state?.sync_watermark ?? null;
       const known = this.streams.get(name);
-      if (known === undefined) {
-        this.streams.set(name, { name, ended: undefined, records: 0, tombstones: 0, written: undefined, states: 0, before, after: before, schemaChanges: undefined });
-      } else if (known.ended === undefined && known.records === 0 && known.states === 0 && (state !== undefined || known.before === null)) {
-        known.before = before;
-        known.after = before;
-      }
+      if (known !== undefined && (known.ended !== undefined || known.records !== 0 || known.states !== 0 || (state === undefined && known.before !== null))) continue;
+      const t = this.track(name);
+      t.before = before;
+      t.after = before;
     }
   }
 
