@@ -164,7 +164,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   }
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
-  if (config.accounts !== undefined) return readAccounts(ctx, sink, config, { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE });
+  const request = { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE };
+  if (config.accounts !== undefined) return readAccounts(ctx, sink, config, request);
   ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
   let progress: Progress | undefined;
   onStop(ctx.signal, (signal) => {
@@ -191,11 +192,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
   progress.start();
   try {
-    const result = await session.run(
-      { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE },
-      sink,
-      progress.observer(),
-    );
+    const result = await session.run(request, sink, progress.observer());
     progress.stop();
     const failed = result.failures.length;
     await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
