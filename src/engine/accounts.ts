@@ -39,7 +39,7 @@ import { ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
-import type { AccountOutcome, RunObserver } from './run-observer.js';
+import type { AccountOutcome, RunObserver, RunRequestCounts } from './run-observer.js';
 import { SyncSession, addRequestCounts, type RequestCounts, type SessionRequest } from './session.js';
 import { PROBE_TIMEOUT_SECONDS, SharedOutage, probeAccount, probeCause, probeOutcome, probeSettles, serviceDownBy } from './service-outage.js';
 import type { CheckResult } from './connect.js';
@@ -212,7 +212,7 @@ export class AccountsRun {
   readonly #failures: AccountFailure[] = [];
   readonly #counts = new Map<string, number>();
   /** The request counts of sessions closed, and the sessions open. */
-  #closedStats: RequestCounts & { rateLimitWaitMs: number } = { requests: 0, retries: 0, rateLimitWaits: 0, rateLimitWaitMs: 0 };
+  #closedStats: RunRequestCounts = { requests: 0, retries: 0, rateLimitWaits: 0, rateLimitWaitMs: 0 };
   readonly #open = new Set<SyncSession>();
   /** The entries that read each stream to its end (not skipped) in this run: the base_url serves it. */
   readonly #readStreams = new Map<string, Set<string>>();
@@ -230,7 +230,7 @@ export class AccountsRun {
     report?.setAccounts(() => this.accountSummaries());
   }
 
-  #requestCounts(): RequestCounts & { rateLimitWaitMs: number } {
+  #requestCounts(): RunRequestCounts {
     let total = this.#closedStats;
     for (const session of this.#open) total = addRequestCounts(total, session.clientStats);
     return total;

@@ -54,7 +54,8 @@ import { errorCode } from '../client/retry.js';
 import type { Config } from '../config/config.js';
 import type { ConnectorError } from '../errors.js';
 import type { CheckResult } from './connect.js';
-import { requestCountsOf, type RequestCounts } from './session.js';
+import { requestCountsOf } from './session.js';
+import type { RunRequestCounts } from './run-observer.js';
 
 /**
  * Accounts in a row that must find the service down before the accounts not
@@ -148,7 +149,7 @@ export function probeSettles(check: CheckResult): boolean {
  * notes (a proxy's route) are the account's session's to say. `signal`: the
  * run's stop.
  */
-export async function probeAccount(config: Config, signal: AbortSignal | undefined): Promise<{ check: CheckResult; stats: RequestCounts & { rateLimitWaitMs: number } }> {
+export async function probeAccount(config: Config, signal: AbortSignal | undefined): Promise<{ check: CheckResult; stats: RunRequestCounts }> {
   const { clientFromConfig, verifyAccount } = await import('./connect.js');
   const client = clientFromConfig(
     config,

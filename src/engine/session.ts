@@ -21,17 +21,13 @@ import type { LogLevel, SyncSink } from './sync-sink.js';
 import { RecordPipeline, type CountObserver } from './pipeline.js';
 import type { StreamState } from './state.js';
 import type { SelectedStream, SyncRequest, SyncResult } from './sync.js';
-import type { RunObserver } from './run-observer.js';
+import type { RunObserver, RunRequestCounts } from './run-observer.js';
 
 // The client and the engine are loaded by `open`.
 type Engine = { readonly connect: typeof import('./connect.js'); readonly sync: typeof import('./sync.js') };
 
 /** What the run cost in requests, for progress lines and summaries. */
-export interface RequestCounts {
-  readonly requests: number;
-  readonly retries: number;
-  readonly rateLimitWaits: number;
-}
+export type RequestCounts = Omit<RunRequestCounts, 'rateLimitWaitMs'>;
 
 export type SessionRequest = Omit<SyncRequest, 'config' | 'client' | 'sink' | 'pipeline'>;
 
@@ -51,13 +47,13 @@ interface SessionOptions {
 }
 
 /** A client's requests as the run counts them (its --summary's request counts). */
-export function requestCountsOf(stats: ClientStats): RequestCounts & { rateLimitWaitMs: number } {
+export function requestCountsOf(stats: ClientStats): RunRequestCounts {
   const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = stats;
   return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
 }
 
 /** Two counts of requests added (a run's, over its accounts' clients). */
-export function addRequestCounts(a: RequestCounts & { rateLimitWaitMs: number }, b: RequestCounts & { readonly rateLimitWaitMs: number }): RequestCounts & { rateLimitWaitMs: number } {
+export function addRequestCounts(a: RunRequestCounts, b: RunRequestCounts): RunRequestCounts {
   return { requests: a.requests + b.requests, retries: a.retries + b.retries, rateLimitWaits: a.rateLimitWaits + b.rateLimitWaits, rateLimitWaitMs: a.rateLimitWaitMs + b.rateLimitWaitMs };
 }
 
@@ -93,10 +89,7 @@ export class SyncSession {
       onLog: (level, message) => fireAndForget(() => (this.running ? this.running.log(level, message) : log(level, message))),
       signal,
     });
-    report?.setRequestCounts(() => {
-      const { requests, retries, rateLimitWaits, rateLimitWaitedMs } = this.client.stats;
-      return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
-    });
+    report?.setRequestCounts(() => requestCountsOf(this.client.stats));
   }
 
   /**
@@ -117,7 +110,7 @@ export class SyncSession {
   }
 
   /** The client's counts, the time of its rate-limit waits included (ms). */
-  get clientStats(): RequestCounts & { readonly rateLimitWaitMs: number } {
+  get clientStats(): RunRequestCounts {
     return requestCountsOf(this.client.stats);
   }
 
