@@ -40,7 +40,7 @@ import { isDeletionLog, type StreamDefinition } from '../streams.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { CountObserver } from './pipeline.js';
 import type { AccountOutcome, RunObserver, RunRequestCounts } from './run-observer.js';
-import { SyncSession, addRequestCounts, type RequestCounts, type SessionRequest } from './session.js';
+import { SyncSession, addRequestCounts, summaryLine, type RequestCounts, type SessionRequest } from './session.js';
 import { PROBE_TIMEOUT_SECONDS, SharedOutage, probeAccount, probeCause, probeOutcome, probeSettles, serviceDownBy } from './service-outage.js';
 import type { CheckResult } from './connect.js';
 import type { StateAccount, StreamState } from './state.js';
@@ -294,15 +294,10 @@ export class AccountsRun {
 
   /** "records: contacts 10, ...; accounts: 3 (1 failed: b); requests: ..." */
   summary(): string {
-    const counts = [...this.#counts].map(([name, n]) => `${name} ${n}`).join(', ');
     const failed = [...this.#tracks.values()].filter((t) => t.ended === 'failed').map((t) => t.name);
     const untried = [...this.#tracks.values()].filter((t) => t.ended === 'not_tried').length;
-    const { requests, retries, rateLimitWaits } = this.stats;
     const how = [...(failed.length > 0 ? [`${failed.length} failed: ${failed.join(', ')}`] : []), ...(untried > 0 ? [`${untried} not tried`] : [])];
-    return (
-      `records: ${counts}; accounts: ${this.#tracks.size}${how.length > 0 ? ` (${how.join('; ')})` : ''}; ` +
-      `requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`
-    );
+    return summaryLine(this.#counts, this.stats, `accounts: ${this.#tracks.size}${how.length > 0 ? ` (${how.join('; ')})` : ''}; `);
   }
 
   /**

@@ -52,6 +52,11 @@ export function requestCountsOf(stats: ClientStats): RunRequestCounts {
   return { requests, retries, rateLimitWaits, rateLimitWaitMs: rateLimitWaitedMs };
 }
 
+/** A run's closing words: "records: contacts 10, deletions 2; requests: 3, retries: 0, rate-limit waits: 0", `more` ("accounts: 3; ") before the requests. */
+export function summaryLine(records: ReadonlyMap<string, number>, { requests, retries, rateLimitWaits }: RequestCounts, more = ''): string {
+  return `records: ${[...records].map(([name, n]) => `${name} ${n}`).join(', ')}; ${more}requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`;
+}
+
 /** Two counts of requests added (a run's, over its accounts' clients). */
 export function addRequestCounts(a: RunRequestCounts, b: RunRequestCounts): RunRequestCounts {
   return { requests: a.requests + b.requests, retries: a.retries + b.retries, rateLimitWaits: a.rateLimitWaits + b.rateLimitWaits, rateLimitWaitMs: a.rateLimitWaitMs + b.rateLimitWaitMs };
@@ -232,9 +237,7 @@ export class SyncSession {
 
   /** "records: contacts 10, deletions 2; requests: 3, retries: 0, rate-limit waits: 0" */
   summary(): string {
-    const counts = [...this.records].map(([name, n]) => `${name} ${n}`).join(', ');
-    const { requests, retries, rateLimitWaits } = this.stats;
-    return `records: ${counts}; requests: ${requests}, retries: ${retries}, rate-limit waits: ${rateLimitWaits}`;
+    return summaryLine(this.records, this.stats);
   }
 
   close(): Promise<void> {

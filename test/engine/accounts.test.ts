@@ -107,6 +107,18 @@ describe('records of many accounts, against nock', () => {
     expect(warnings(sink)).toEqual([expect.stringMatching(/contacts: the service sent a field "account" of its own.*kept as "service_account"/)]);
   });
 
+  it('sums the run up in one line: records per stream, the accounts and those that failed, the requests', async () => {
+    const globex = { name: 'globex', api_key: 'drk_live_globex0123456789abc' };
+    const me = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
+    nock(origin).get('/v1/me').matchHeader('authorization', `Bearer ${ACME.api_key}`).reply(200, me, JSON_HEADERS);
+    nock(origin).get('/v1/me').matchHeader('authorization', `Bearer ${globex.api_key}`).reply(401, { title: 'Unauthorized', status: 401 }, { 'content-type': 'application/problem+json' });
+    nock(origin).get('/v1/contacts').query(true).reply(200, { data: [{ id: 'c1', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS);
+    const { config } = parseUserConfig({ accounts: [ACME, globex], base_url: origin, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
+    const accounts = new AccountsRun(config);
+    await accounts.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, new RecordingSink());
+    expect(accounts.summary()).toBe('records: contacts 1; accounts: 2 (1 failed: globex); requests: 3, retries: 0, rate-limit waits: 0');
+  });
+
   it('two entries reading an account of the same name are both read, with one WARN naming both entries and the account', async () => {
     // Two keys of one account would read it twice.
     const sink = await run([ACME, { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' }], [{ id: 'c1', updated_at: W }]);
