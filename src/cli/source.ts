@@ -8,7 +8,7 @@ import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
-import { UsageError, versionLine } from './usage.js';
+import { UsageError, helpOrVersion } from './usage.js';
 import type { LockSettings } from '../replica/lock.js';
 
 /** What only a test gives the command line (bin/ never does): the replica's writer-lock settings. */
@@ -76,14 +76,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     throw err;
   }
   const [command] = args.positional;
-  if (args.switches.has('help') || command === 'help') {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  if (args.switches.has('version')) {
-    process.stdout.write(versionLine('source-data-read'));
-    return 0;
-  }
+  if (helpOrVersion('source-data-read', HELP, { help: args.switches.has('help') || command === 'help', version: args.switches.has('version') })) return 0;
   if (command === undefined) throw new UsageError('No command given.');
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.

@@ -6,7 +6,7 @@ import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
-import { UsageError, versionLine } from './usage.js';
+import { UsageError, helpOrVersion } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
 
@@ -61,14 +61,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
     if (!loose.switches.has('about') && !loose.switches.has('discover')) await end.startForUsageMistake('sync', lastValue(loose, 'summary'));
     throw err;
   }
-  if (args.switches.has('help')) {
-    process.stdout.write(TAP_HELP);
-    return 0;
-  }
-  if (args.switches.has('version')) {
-    process.stdout.write(versionLine('tap-data-read'));
-    return 0;
-  }
+  if (helpOrVersion('tap-data-read', TAP_HELP, { help: args.switches.has('help'), version: args.switches.has('version') })) return 0;
   const isSync = !args.switches.has('about') && !args.switches.has('discover');
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
   const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;

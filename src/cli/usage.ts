@@ -34,9 +34,11 @@ export function unknownOption(arg: string, known: readonly string[]): UsageError
   return new UsageError(`Unknown option ${given}${meant === undefined ? '.' : `: did you mean --${meant}?`} Run with --help to see the options.`, { brief: true });
 }
 
-/** The line `--version` prints: `<executable> <version>`. */
-export function versionLine(executable: string): string {
-  return `${executable} ${VERSION}\n`;
+/** What `--help` (the usage text) or else `--version` (`<executable> <version>`) asks for, on stdout; false when neither was asked for. */
+export function helpOrVersion(executable: string, help: string, asked: { readonly help: boolean; readonly version: boolean }): boolean {
+  if (asked.help) process.stdout.write(help);
+  else if (asked.version) process.stdout.write(`${executable} ${VERSION}\n`);
+  return asked.help || asked.version;
 }
 
 /** The message of a usage mistake followed by the usage text (for stderr); a brief one alone. */
