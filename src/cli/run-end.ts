@@ -17,6 +17,7 @@ import { LineWriter, StderrLogger, closedOutputError } from '../runtime/output.j
 import type { PipesReport } from '../pipes/report.js';
 import { VERSION } from '../runtime/version.js';
 import { FILE_FAILURES } from '../config/files.js';
+import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
 import { namesStdout, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 
@@ -62,16 +63,22 @@ export class RunEnd {
   }
 
   /**
-   * The report of a sync command whose command line is wrong, so that its
-   * summary tells the usage mistake. The mistake stays what the command ends
-   * with (exit 2): a --summary or Dagster Pipes variable this start cannot
-   * use is not told instead of it.
+   * The command line `argv`, read by `spec`. When it is wrong and `syncOf`
+   * names the sync command it was meant for (from what can be read of it),
+   * that command's report is started, so that its summary tells the usage
+   * mistake. The mistake stays what the command ends with (exit 2): a
+   * --summary or Dagster Pipes variable this start cannot use is not told
+   * instead of it.
    */
-  async startForUsageMistake(command: RunCommand, summaryPath: string | undefined): Promise<void> {
+  async readArgs(argv: readonly string[], spec: ArgsSpec, syncOf: (loose: ParsedArgs) => RunCommand | undefined): Promise<ParsedArgs> {
     try {
-      await this.start(command, summaryPath);
-    } catch {
-      // the usage mistake is told; the report exists, and its summary goes where --summary can take it
+      return readArgs(argv, spec);
+    } catch (err) {
+      const loose = readArgsLoosely(argv, spec);
+      const command = syncOf(loose);
+      // The report exists either way, and its summary goes where --summary can take it.
+      if (command !== undefined) await this.start(command, lastValue(loose, 'summary')).catch(() => undefined);
+      throw err;
     }
   }
 

@@ -6,7 +6,7 @@
 import { andList } from '../errors.js';
 import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
-import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
+import { lastValue, type ArgsSpec } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, helpOrVersion } from './usage.js';
 import type { LockSettings } from '../replica/lock.js';
@@ -65,16 +65,8 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (argv[0] === 'emulator') {
     throw new UsageError('"emulator" is not a command of source-data-read: the local Data-Read API is its own package in the source checkout, packages/emulator/bin/data-read-emulator.');
   }
-  let args: ParsedArgs;
-  try {
-    args = readArgs(argv, ARGS);
-  } catch (err) {
-    // A sync command's usage mistake is reported in its --summary too.
-    const loose = readArgsLoosely(argv, ARGS);
-    const [named] = loose.positional;
-    if (named === 'read' || named === 'replicate') await end.startForUsageMistake(named, lastValue(loose, 'summary'));
-    throw err;
-  }
+  // A sync command's usage mistake is reported in its --summary too.
+  const args = await end.readArgs(argv, ARGS, ({ positional: [named] }) => (named === 'read' || named === 'replicate' ? named : undefined));
   const [command] = args.positional;
   if (helpOrVersion('source-data-read', HELP, { help: args.switches.has('help') || command === 'help', version: args.switches.has('version') })) return 0;
   if (command === undefined) throw new UsageError('No command given.');

@@ -4,7 +4,7 @@
  */
 import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
-import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
+import { lastValue, type ArgsSpec, type ParsedArgs } from './args.js';
 import { runCommand, type CommandIo } from './run-end.js';
 import { UsageError, helpOrVersion } from './usage.js';
 
@@ -52,15 +52,8 @@ function aboutFormat(args: ParsedArgs): 'json' | 'markdown' {
 
 async function run(argv: readonly string[], { out, logger, end, signal }: CommandIo): Promise<number> {
   if (argv.length === 0) throw new UsageError('No arguments given.');
-  let args: ParsedArgs;
-  try {
-    args = readArgs(argv, ARGS);
-  } catch (err) {
-    // A sync's usage mistake is reported in its --summary too.
-    const loose = readArgsLoosely(argv, ARGS);
-    if (!loose.switches.has('about') && !loose.switches.has('discover')) await end.startForUsageMistake('sync', lastValue(loose, 'summary'));
-    throw err;
-  }
+  // A sync's usage mistake is reported in its --summary too.
+  const args = await end.readArgs(argv, ARGS, (loose) => (loose.switches.has('about') || loose.switches.has('discover') ? undefined : 'sync'));
   if (helpOrVersion('tap-data-read', TAP_HELP, { help: args.switches.has('help'), version: args.switches.has('version') })) return 0;
   const isSync = !args.switches.has('about') && !args.switches.has('discover');
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
