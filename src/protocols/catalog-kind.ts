@@ -11,6 +11,13 @@ import { isObject } from '../exact-json.js';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
 
+/** The refusal of a `what` catalog that does not take its schema: its first issue, where (field catalog.<path>), then `expected`. */
+export function invalidCatalog(what: string, issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[], expected: string): ConfigError {
+  const issue = issues[0];
+  const field = issue && issue.path.length > 0 ? `catalog.${issue.path.join('.')}` : 'catalog';
+  return new ConfigError(`Invalid ${what}: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ${expected}`, { field });
+}
+
 type CatalogKind = 'airbyte-configured' | 'airbyte-discovered' | 'airbyte-catalog-message' | 'singer' | 'unknown';
 
 /** The kind of one entry of `streams`, or undefined when it has none of the marks. */

@@ -10,6 +10,7 @@ import { builtInSchema, primaryKeyPaths, recordJsonSchema, type JsonSchema, type
 import { STREAMS, findStream, hasTombstones, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
+import { invalidCatalog } from '../catalog-kind.js';
 
 /** A copy with Airbyte's type annotation on every date-time (destinations then type the column as a timestamp). */
 function withAirbyteTypes(schema: JsonSchema): JsonSchema {
@@ -120,14 +121,7 @@ export function parseConfiguredCatalog(
 ): SelectedStream[] {
   // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
   const parsed = ConfiguredCatalog.safeParse(input, { jitless: true });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConfigError(
-      `Invalid configured catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
-        'Expected {"streams": [{"stream": {"name": ...}, "sync_mode": "incremental" | "full_refresh", ...}]}.',
-      { field: issue && issue.path.length > 0 ? `catalog.${issue.path.join('.')}` : 'catalog' },
-    );
-  }
+  if (!parsed.success) throw invalidCatalog('configured catalog', parsed.error.issues, 'Expected {"streams": [{"stream": {"name": ...}, "sync_mode": "incremental" | "full_refresh", ...}]}.');
   const seen = new Set<string>();
   const selected: SelectedStream[] = [];
   for (const [index, entry] of parsed.data.streams.entries()) {

@@ -25,6 +25,7 @@ import { ACCOUNT_FIELD, type StreamSchemas } from '../../schemas/json-schema.js'
 import { STREAMS, findStream, hasTombstones, type StreamDefinition, type SyncMode } from '../../streams.js';
 import { SINGER_DELETED_AT, type JsonSchema } from './protocol.js';
 import { alwaysKept, keyProperties, propertiesOf, singerSchema } from './schema.js';
+import { invalidCatalog } from '../catalog-kind.js';
 
 export interface StreamPlan extends SelectedStream {
   /** The schema sent in SCHEMA: the catalog's, with field selection applied. */
@@ -235,14 +236,7 @@ export function planAll(tombstones: boolean, schemas?: StreamSchemas, manyAccoun
 export function planFromCatalog(input: unknown, tombstones: boolean, warn: (message: string) => void, manyAccounts = false): StreamPlan[] {
   // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
   const parsed = Catalog.safeParse(input, { jitless: true });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConfigError(
-      `Invalid catalog: ${issue ? `${issue.path.join('.') || 'catalog'}: ${issue.message}` : 'unreadable'}. ` +
-        'Expected a Singer catalog {"streams": [{"tap_stream_id": ..., "schema": {...}, "metadata": [...]}]}, as --discover writes it.',
-      { field: issue && issue.path.length > 0 ? `catalog.${issue.path.join('.')}` : 'catalog' },
-    );
-  }
+  if (!parsed.success) throw invalidCatalog('catalog', parsed.error.issues, 'Expected a Singer catalog {"streams": [{"tap_stream_id": ..., "schema": {...}, "metadata": [...]}]}, as --discover writes it.');
   const plans: StreamPlan[] = [];
   const seen = new Set<string>();
   for (const [index, entry] of parsed.data.streams.entries()) {

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { discoverCatalog, parseConfiguredCatalog } from '../../../src/protocols/airbyte/catalog.js';
 import { builtInSchemas, type JsonSchema } from '../../../src/schemas/json-schema.js';
 import { STREAMS } from '../../../src/streams.js';
+import { ConfigError } from '../../../src/errors.js';
+import { thrown } from '../../helpers/thrown.js';
 
 describe('discoverCatalog with the stream schemas of a run', () => {
   it('declares each stream with its schema (Airbyte annotations added), built in where none is given', () => {
@@ -27,6 +29,16 @@ describe('parseConfiguredCatalog', () => {
       ],
     });
     expect(selected.map((s) => [s.stream.name, s.schema])).toEqual([['contacts', told], ['deletions', undefined], ['pipeline_stages', undefined]]);
+  });
+
+  it('refuses a catalog of another shape with its first issue, where, and the shape expected (a config_error)', () => {
+    const error = thrown(() => parseConfiguredCatalog({ streams: [{ stream: 'contacts', sync_mode: 'incremental' }] }));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(
+      /^Invalid configured catalog: streams\.0\.stream: .+\. Expected \{"streams": \[\{"stream": \{"name": \.\.\.\}, "sync_mode": "incremental" \| "full_refresh", \.\.\.\}\]\}\.$/,
+    );
+    expect(error).toMatchObject({ fields: ['catalog.streams.0.stream'] });
+    expect(thrown(() => parseConfiguredCatalog([]))).toMatchObject({ fields: ['catalog'] });
   });
 });
 
