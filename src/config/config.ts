@@ -61,20 +61,13 @@ const API_KEY_META = {
   order: 0,
 };
 
+/** An api_key of the given shape. */
+const keyOfShape = (shape: RegExp) =>
+  z.string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') }).trim().regex(shape, { error: API_KEY_MESSAGE }).meta(API_KEY_META);
 /** The key of an entry of `accounts`: always given. */
-const apiKey = z
-  .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
-  .trim()
-  .regex(KEY_SHAPE, { error: API_KEY_MESSAGE })
-  .meta(API_KEY_META);
-
+const apiKey = keyOfShape(KEY_SHAPE);
 /** The config's own api_key: optional (accounts instead), so empty is not set and the config's check asks for it. */
-const topApiKey = z
-  .string({ error: requiredString('api_key', 'the account API key, <prefix>_live_<secret>') })
-  .trim()
-  .regex(new RegExp(`^(?:${KEY_SHAPE.source.slice(1, -1)})?$`), { error: API_KEY_MESSAGE })
-  .meta(API_KEY_META)
-  .transform(emptyIsNone);
+const topApiKey = keyOfShape(new RegExp(`^(?:${KEY_SHAPE.source.slice(1, -1)})?$`)).transform(emptyIsNone);
 
 const baseUrl = z
   .string({ error: requiredString('base_url', 'the address before /v1, e.g. https://api.example.com') })
