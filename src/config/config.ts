@@ -135,13 +135,10 @@ const startDate = z
 /** Airbyte's UI annotations of a setting: its title, its description and its place in the form. */
 const ui = (title: string, description: string, order: number) => ({ title, description, order });
 
-const boundedInt = (name: string, min: number, max: number, fallback: number) =>
-  z
-    .number({ error: `${name} must be an integer from ${min} to ${max}` })
-    .int({ error: `${name} must be an integer from ${min} to ${max}` })
-    .min(min, { error: `${name} must be an integer from ${min} to ${max}` })
-    .max(max, { error: `${name} must be an integer from ${min} to ${max}` })
-    .default(fallback);
+const boundedInt = (name: string, min: number, max: number, fallback: number) => {
+  const error = `${name} must be an integer from ${min} to ${max}`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error }).default(fallback);
+};
 
 /** A check that throws an Error whose message says what is wrong, as a zod refinement. */
 const checkedBy = (check: (value: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
