@@ -373,18 +373,9 @@ const KNOWN_KEYS = new Set(Object.keys(ConfigSchema.shape));
 
 /** The secrets a config holds: no message may print them. */
 function configSecrets(given: Readonly<Record<string, unknown>>): string[] {
-  const out: string[] = [];
-  for (const key of ['api_key', 'hash_key'] as const) {
-    const value = given[key];
-    if (typeof value === 'string') out.push(value, value.trim());
-  }
-  if (Array.isArray(given.accounts)) {
-    for (const entry of given.accounts as unknown[]) {
-      const value = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined;
-      if (typeof value === 'string') out.push(value, value.trim());
-    }
-  }
-  return out;
+  const entries: unknown[] = Array.isArray(given.accounts) ? given.accounts : [];
+  const entryKeys = entries.map((entry) => (typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined));
+  return [given.api_key, given.hash_key, ...entryKeys].flatMap((value) => (typeof value === 'string' ? [value, value.trim()] : []));
 }
 
 export interface ParsedConfig {

@@ -81,4 +81,11 @@ describe('accounts', () => {
     for (const key of [acme.api_key, globex.api_key, 'zed_live_s3cr3tZED']) expect(message).not.toContain(key);
     expect(secrets).toEqual(expect.arrayContaining([acme.api_key, 'zed_live_s3cr3tZED']));
   });
+
+  it('hands the secrets over as given and trimmed: api_key, hash_key, then each entry key, in order', () => {
+    const secrets: string[] = [];
+    const input = { ...base, api_key: ' top_live_s3cr3t ', hash_key: 'h4sh-s3cr3t-0123456789 ', accounts: [acme, 'no entry', { api_key: 7 }, { name: 'g', api_key: ' g_live_s3cr3t' }] };
+    thrown(() => parseUserConfig(input, { addSecret: (s) => secrets.push(s) }, {}));
+    expect(secrets).toEqual([' top_live_s3cr3t ', 'top_live_s3cr3t', 'h4sh-s3cr3t-0123456789 ', 'h4sh-s3cr3t-0123456789', acme.api_key, acme.api_key, ' g_live_s3cr3t', 'g_live_s3cr3t']);
+  });
 });
