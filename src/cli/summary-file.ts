@@ -129,13 +129,10 @@ function writeByRename(path: string, text: string): boolean {
 export function writeSummaryFile(path: string, text: string): SummaryWriteMode {
   const content = `${text}\n`;
   // stdout itself (replicate --summary /dev/stdout): written to fd 1, which also works where stdout is a socket that cannot be opened by name.
-  if (isDescriptor(path, 1)) {
-    writeFileSync(1, content);
-    return 'in-place';
-  }
   // stderr itself (--summary /dev/stderr with `2> run.log`): opening it by name with 'w' would empty the log of the run's own lines; fd 2 adds to it.
-  if (isDescriptor(path, 2)) {
-    writeFileSync(2, content);
+  const fd = [1, 2].find((n) => isDescriptor(path, n));
+  if (fd !== undefined) {
+    writeFileSync(fd, content);
     return 'in-place';
   }
   if (summaryWriteMode(path) === 'rename') {
