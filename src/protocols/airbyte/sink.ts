@@ -69,8 +69,7 @@ export class AirbyteSink implements SyncSink {
   }
 
   async streamIncomplete(stream: StreamDefinition, error: ConnectorError): Promise<void> {
-    this.open.delete(stream.name);
-    await this.out.write(msg.streamStatus(stream.name, 'INCOMPLETE'));
+    await this.streamStopped(stream);
     await this.error(error, stream.name);
   }
 
