@@ -13,7 +13,7 @@ import { onStop } from '../../runtime/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../runtime/output.js';
 import type { StreamDefinition } from '../../streams.js';
 import type { LogLevel } from '../../engine/sync-sink.js';
-import type { SessionRequest } from '../../engine/session.js';
+import type { SyncSession } from '../../engine/session.js';
 import type { AccountsRun } from '../../engine/accounts.js';
 import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress, watchedOnTerminal } from '../../progress/progress.js';
@@ -165,82 +165,59 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
   const request = { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE };
-  if (config.accounts !== undefined) return readAccounts(ctx, sink, config, request);
-  ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? states.get(stream.name) : undefined })));
+  const many = config.accounts !== undefined;
+  // With accounts, a stream's state holds every account's: no one watermark it starts from.
+  ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: !many && mode === 'incremental' ? states.get(stream.name) : undefined })));
   let progress: Progress | undefined;
+  let accounts: AccountsRun | undefined;
   onStop(ctx.signal, (signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
-    const words = sink.interrupted(signal);
+    // With accounts, the checkpoints the STATE cadence held back go out first: every record written is covered.
+    const words = sink.interrupted(signal, accounts?.unsentStates());
     void ctx.out.seal(words.lines);
     ctx.logger.log('ERROR', words.message);
   });
-  const { SyncSession } = await import('../../engine/session.js');
-  const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report, ctx.signal);
-  try {
-    // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
-    for (const note of await session.accountFor(states, streams)) await sink.log(note.level, note.message);
-    // The key refused or the service unreachable: the run's failure, known before the streams' first lines.
-    if (session.failure !== undefined) sink.failing(session.failure);
-  } catch (err) {
+  let runner: SyncSession | AccountsRun;
+  if (many) {
+    // engine/accounts.ts: the records of every account (each with its `account`), one STATE per stream holding every
+    // account's state; an account that fails stops alone, and one ERROR trace at the end names each failed account and why.
+    const { AccountsRun } = await import('../../engine/accounts.js');
+    runner = accounts = new AccountsRun(config, ctx.report, ctx.signal);
+  } else {
+    const { SyncSession } = await import('../../engine/session.js');
+    const session = await SyncSession.open(config, (level, message) => sink.log(level, message), ctx.report, ctx.signal);
+    runner = session;
     try {
-      return await failed(ctx, sink, err);
-    } finally {
-      await session.close();
+      // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any record.
+      for (const note of await session.accountFor(states, streams)) await sink.log(note.level, note.message);
+      // The key refused or the service unreachable: the run's failure, known before the streams' first lines.
+      if (session.failure !== undefined) sink.failing(session.failure);
+    } catch (err) {
+      try {
+        return await failed(ctx, sink, err);
+      } finally {
+        await session.close();
+      }
     }
   }
   // A person at a terminal sees the streams, the requests and any rate-limit wait move on stderr.
-  progress = new Progress({ logger: ctx.logger, requests: () => session.stats });
+  progress = new Progress({ logger: ctx.logger, requests: () => runner.stats });
   progress.start();
   try {
-    const result = await session.run(request, sink, progress.observer());
+    const result = await runner.run(request, sink, progress.observer());
     progress.stop();
-    const failed = result.failures.length;
-    await sink.log(failed === 0 ? 'INFO' : 'WARN', `Sync ${failed === 0 ? 'finished' : `ended with ${failed} failed stream(s)`}: ${session.summary()}.`);
-    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
+    // With accounts, the accounts that failed or were not tried; else the streams that failed.
+    const failures = 'accounts' in result ? result.accounts.filter((a) => a.status === 'failed').length : result.failures.length;
+    const untried = 'accounts' in result ? result.accounts.filter((a) => a.status === 'not_tried').length : 0;
+    const ended = `ended with ${failures} failed ${many ? `account(s)${untried === 0 ? '' : ` and ${untried} not tried`}` : 'stream(s)'}`;
+    await sink.log(failures + untried === 0 ? 'INFO' : 'WARN', `Sync ${failures + untried === 0 ? 'finished' : ended}: ${runner.summary()}.`);
+    if ('accounts' in result) return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+    return failures === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
-    return await failed(ctx, sink, err, false); // session.run told the report
+    return await failed(ctx, sink, err, many); // session.run tells the report of its own failure
   } finally {
     progress.stop();
-    await session.close();
-  }
-}
-
-/**
- * `read` of a config with `accounts` (engine/accounts.ts): one stream per
- * resource, the records of every account (each with its `account`), one STATE
- * per stream holding every account's state; an account that fails stops
- * alone, and one ERROR trace at the end names each failed account and why.
- */
-async function readAccounts(ctx: CommandContext, sink: AirbyteSink, config: Config, request: SessionRequest): Promise<number> {
-  ctx.report?.plan(request.streams.map(({ stream }) => ({ name: stream.name })));
-  let progress: Progress | undefined;
-  let running: AccountsRun | undefined;
-  onStop(ctx.signal, (signal) => {
-    progress?.stop();
-    // The checkpoints the STATE cadence held back go out first: every record written is covered.
-    const words = sink.interrupted(signal, running?.unsentStates());
-    void ctx.out.seal(words.lines);
-    ctx.logger.log('ERROR', words.message);
-  });
-  const { AccountsRun } = await import('../../engine/accounts.js');
-  const run = new AccountsRun(config, ctx.report, ctx.signal);
-  running = run;
-  progress = new Progress({ logger: ctx.logger, requests: () => run.stats });
-  progress.start();
-  try {
-    const result = await run.run(request, sink, progress.observer());
-    progress.stop();
-    const failed = result.accounts.filter((a) => a.status === 'failed').length;
-    const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
-    const ended = `ended with ${failed} failed account(s)${untried === 0 ? '' : ` and ${untried} not tried`}`;
-    await sink.log(failed + untried === 0 ? 'INFO' : 'WARN', `Sync ${failed + untried === 0 ? 'finished' : ended}: ${run.summary()}.`);
-    return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
-  } catch (err) {
-    progress.stop();
-    return await failed(ctx, sink, err);
-  } finally {
-    progress.stop();
-    await run.close();
+    await runner.close();
   }
 }

@@ -155,6 +155,12 @@ describe('read with bad input exits 78 with one config_error trace', () => {
     const last = lines.findLastIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'STREAM_STATUS');
     const trace = lines.findIndex((m) => m.type === 'TRACE' && (m.trace as { type: string }).type === 'ERROR');
     expect(trace).toBeGreaterThan(last);
+    // The closing LOG counts the streams that failed.
+    const logs = lines.filter((m) => m.type === 'LOG').map((m) => m.log as { level: string; message: string });
+    expect(logs.at(-1)).toEqual({
+      level: 'WARN',
+      message: 'Sync ended with 5 failed stream(s): records: contacts 0, conversations 0, stage_events 0, deletions 0, pipeline_stages 0; requests: 1, retries: 0, rate-limit waits: 0.',
+    });
     expect(result.stdout + result.stderr).not.toContain(CANARY);
   });
 });
