@@ -5,7 +5,6 @@ import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-da
 import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession, type SessionRequest } from '../../engine/session.js';
-import type { CountObserver } from '../../engine/pipeline.js';
 import type { StreamState } from '../../engine/state.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunObserver } from '../../engine/run-observer.js';
@@ -159,67 +158,35 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await new SingerSink(ctx.out, ctx.logger, [], states).finish();
     return 0;
   }
-  if (config.accounts !== undefined) return syncAccounts(ctx, config, fromCatalog, states);
-  const session = await SyncSession.open(config, logTo(ctx), ctx.report, ctx.signal);
+  // With accounts (engine/accounts.ts): the same streams and SCHEMA for every account, each RECORD with its `account`, one
+  // bookmark per stream holding every account's; an account that fails stops alone, and one CRITICAL line at the end
+  // names each failed account and why.
+  const names = config.accounts?.map((a) => a.name);
+  const session = names === undefined ? await SyncSession.open(config, logTo(ctx), ctx.report, ctx.signal) : undefined;
   let plans: StreamPlan[];
   try {
     // With a catalog, its schemas are the ones sent (as discovered); without one, every stream with the schemas discover
-    // would declare, read with the sync's own client (a service that cannot be reached is one series of retries, not two).
+    // would declare, read with the sync's own client (a service that cannot be reached is one series of retries, not two),
+    // or with accounts, by the first account that answers.
+    const schemas = async (): Promise<LoadedSchemas> =>
+      session?.streamSchemas() ?? (await import('../../engine/connect.js')).loadAccountsSchemas(config, { onLog: logTo(ctx), signal: ctx.signal });
     plans = fromCatalog
       ? treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w))
-      : planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await session.streamSchemas(), config));
+      : planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await schemas(), config), names !== undefined);
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any message on stdout.
-    for (const note of await session.accountFor(states, plans)) logTo(ctx)(note.level, note.message);
+    for (const note of (await session?.accountFor(states, plans)) ?? []) logTo(ctx)(note.level, note.message);
   } catch (err) {
-    await session.close();
+    await session?.close();
     return critical(ctx, err);
   }
-  const sink = new SingerSink(ctx.out, ctx.logger, plans, states);
-  return syncWith(ctx, sink, config, { plans, states }, { stats: () => session.stats, close: () => session.close() }, async (request, observer) => {
-    const result = await session.run(request, sink, observer);
-    const failed = result.failures.length;
-    return {
-      ok: failed === 0,
-      line:
-        `Sync ${failed === 0 ? 'finished' : `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`}: ` +
-        `${session.summary()}.`,
-      code: failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType)),
-    };
-  });
-}
-
-/** How a sync ended: its last log line, and its exit status. */
-interface SyncEnd {
-  readonly ok: boolean;
-  readonly line: string;
-  readonly code: number;
-}
-
-/**
- * The run of a sync, the same with one account or many: the progress line
- * (told the requests by `runner.stats`), the stop handler's last words, the
- * tombstones' properties, `run` with the engine's request, then the final
- * STATE, the closing log line, and `runner.close`.
- */
-async function syncWith(
-  ctx: TapContext,
-  sink: SingerSink,
-  config: Config,
-  input: { readonly plans: readonly StreamPlan[]; readonly states: ReadonlyMap<string, StreamState> },
-  runner: {
-    readonly stats: () => { requests: number; retries: number; rateLimitWaits: number };
-    readonly close: () => Promise<void>;
-    /** With accounts: the checkpoints the STATE cadence held back (engine/accounts.ts), for the last words. */
-    readonly unsent?: () => readonly (readonly [StreamDefinition, StreamState])[];
-  },
-  run: (request: SessionRequest, observer: CountObserver | undefined) => Promise<SyncEnd>,
-): Promise<number> {
-  const { plans, states } = input;
+  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
+  const runner = session ?? new (await import('../../engine/accounts.js')).AccountsRun(config, ctx.report, ctx.signal);
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
-  const progress = new Progress({ logger: ctx.logger, requests: runner.stats });
+  const progress = new Progress({ logger: ctx.logger, requests: () => runner.stats });
   onStop(ctx.signal, (signal) => {
     progress.stop(); // the last words are printed under a cleared status line
-    for (const [stream, state] of runner.unsent?.() ?? []) sink.bookmark(stream, state);
+    // With accounts, the checkpoints the STATE cadence held back (engine/accounts.ts) first.
+    if (!(runner instanceof SyncSession)) for (const [stream, state] of runner.unsentStates()) sink.bookmark(stream, state);
     void ctx.out.seal(sink.interruptedState());
     ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
   });
@@ -229,21 +196,34 @@ async function syncWith(
     Object.entries(propertiesOf(planned.get(stream.name)?.schema ?? {}))
       .filter(([name, property]) => name !== SINGER_DELETED_AT && admitsNull(property))
       .map(([name]) => name);
+  const request: SessionRequest = {
+    streams: plans,
+    states,
+    deletionGapAdvice: SINGER_GAP_ADVICE,
+    ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
+  };
   progress.start();
   try {
-    const end = await run(
-      {
-        streams: plans,
-        states,
-        deletionGapAdvice: SINGER_GAP_ADVICE,
-        ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
-      },
-      progress.observer(),
-    );
+    const result = await runner.run(request, sink, progress.observer());
     progress.stop();
     await sink.finish();
-    ctx.logger.log(end.ok ? 'INFO' : 'CRITICAL', end.line);
-    return end.code;
+    if ('accounts' in result) {
+      const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
+      const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
+      // Only what is true of this run: with every account failed or not tried, none is complete.
+      const others = [
+        ...(untried === 0 ? [] : [`${untried} not tried (the service found unavailable)`]),
+        ...(result.accounts.some((a) => a.status === 'succeeded') ? ['the others are complete'] : []),
+      ];
+      const ok = failed.length + untried === 0;
+      const how = `failed for ${failed.length} account(s): ${failed.join(', ')}; ${[...others, 'the last STATE is safe to resume from'].join(', ')}`;
+      ctx.logger.log(ok ? 'INFO' : 'CRITICAL', `Sync ${ok ? 'finished' : how}: ${runner.summary()}.`);
+      return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+    }
+    const failed = result.failures.length;
+    const how = `failed for ${failed} stream(s): ${result.failures.map((f) => f.stream.name).join(', ')}; the last STATE is safe to resume from`;
+    ctx.logger.log(failed === 0 ? 'INFO' : 'CRITICAL', `Sync ${failed === 0 ? 'finished' : how}: ${runner.summary()}.`);
+    return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
     const code = critical(ctx, err);
@@ -253,45 +233,4 @@ async function syncWith(
     progress.stop();
     await runner.close();
   }
-}
-
-/**
- * A sync of a config with `accounts` (engine/accounts.ts): the same streams
- * and SCHEMA for every account, each RECORD with its `account`, one bookmark
- * per stream holding every account's; an account that fails stops alone, and
- * one CRITICAL line at the end names each failed account and why.
- */
-async function syncAccounts(ctx: TapContext, config: Config, fromCatalog: StreamPlan[] | undefined, states: Map<string, StreamState>): Promise<number> {
-  let plans: StreamPlan[];
-  try {
-    if (fromCatalog) plans = treatedPlans(config, fromCatalog, (w) => logTo(ctx)('WARN', w));
-    else {
-      // No catalog: every stream, with the schemas discover would declare (the description read once, by the first account that answers).
-      const { loadAccountsSchemas } = await import('../../engine/connect.js');
-      plans = planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await loadAccountsSchemas(config, { onLog: logTo(ctx), signal: ctx.signal }), config), true);
-    }
-  } catch (err) {
-    return critical(ctx, err);
-  }
-  const names = (config.accounts ?? []).map((a) => a.name);
-  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
-  const { AccountsRun } = await import('../../engine/accounts.js');
-  const accounts = new AccountsRun(config, ctx.report, ctx.signal);
-  return syncWith(ctx, sink, config, { plans, states }, { stats: () => accounts.stats, close: () => accounts.close(), unsent: () => accounts.unsentStates() }, async (request, observer) => {
-    const result = await accounts.run(request, sink, observer);
-    const failed = result.accounts.filter((a) => a.status === 'failed').map((a) => a.name);
-    const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
-    // Only what is true of this run: with every account failed or not tried, none is complete.
-    const others = [
-      ...(untried === 0 ? [] : [`${untried} not tried (the service found unavailable)`]),
-      ...(result.accounts.some((a) => a.status === 'succeeded') ? ['the others are complete'] : []),
-    ];
-    return {
-      ok: failed.length + untried === 0,
-      line:
-        `Sync ${failed.length + untried === 0 ? 'finished' : `failed for ${failed.length} account(s): ${failed.join(', ')}; ${[...others, 'the last STATE is safe to resume from'].join(', ')}`}: ` +
-        `${accounts.summary()}.`,
-      code: result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType),
-    };
-  });
 }

@@ -167,6 +167,11 @@ describe.concurrent.each(FACES)('%s with accounts and the service down', (face) 
     expect(said).toContain(error);
     // Every account failed or was not tried: none is said to be complete.
     expect(said).not.toContain('the others are complete');
+    if (face === 'tap') {
+      expect(said).toMatch(
+        /CRITICAL tap-data-read: Sync failed for 2 account\(s\): acc-1, acc-2; 4 not tried \(the service found unavailable\), the last STATE is safe to resume from: records: .*; accounts: 6 \(2 failed: acc-1, acc-2; 4 not tried\); requests: 4, /,
+      );
+    }
     if (face === 'read') expect(said).toMatch(/"level":"WARN","message":"Sync ended with 2 failed account\(s\) and 4 not tried: records: .*; accounts: 6 \(2 failed: acc-1, acc-2; 4 not tried\); requests: 4, /);
     // Nothing lost: every account's state is the one the first run ended with.
     for (const stream of first.states.keys()) expect(second.states.get(stream), stream).toEqual(first.states.get(stream));
@@ -179,6 +184,7 @@ describe.concurrent.each(FACES)('%s with accounts and the service down', (face) 
     expect(statuses(r.summary)).toEqual({ 'acc-1': 'failed', 'acc-2': 'failed', 'acc-3': 'succeeded', 'acc-4': 'failed', 'acc-5': 'succeeded', 'acc-6': 'succeeded' });
     for (const account of r.summary.accounts ?? []) if (account.status === 'succeeded') expect(account.records).toBeGreaterThan(0);
     expect(`${r.stdout}\n${r.stderr}`).not.toMatch(/not tried/);
+    if (face === 'tap') expect(r.stderr).toMatch(/CRITICAL tap-data-read: Sync failed for 3 account\(s\): acc-1, acc-2, acc-4; the others are complete, the last STATE is safe to resume from: records: /);
   });
 });
 

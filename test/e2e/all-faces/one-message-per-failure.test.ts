@@ -60,7 +60,9 @@ describe('a service that cannot be reached (a closed port)', () => {
     // The cause once (no stream named: it is the run's), then the summary naming the streams not finished.
     expect(critical).toHaveLength(2);
     expect(critical[0]).toMatch(/CRITICAL tap-data-read: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9: the connection was refused \(ECONNREFUSED\); 2 attempts over [\d.]+ m?s \(1 \+ max_retries 1\)\. /);
-    expect(critical[1]).toMatch(/Sync failed for 5 stream\(s\)/);
+    expect(critical[1]).toMatch(
+      /CRITICAL tap-data-read: Sync failed for 5 stream\(s\): contacts, conversations, stage_events, deletions, pipeline_stages; the last STATE is safe to resume from: records: contacts 0, .*; requests: 2, retries: 1, rate-limit waits: 0\.$/,
+    );
     expect(parseLines(run.stdout).at(-1)).toMatchObject({ type: 'STATE' });
   });
 
