@@ -47,7 +47,7 @@ export interface StoreOpenOptions {
   readonly log?: DriftLog;
 }
 
-/** What opening asks of a store's session, and how the store writes (its SQL types, its column names, the upsert of a fact). */
+/** What opening asks of a store's session, and how the store writes (its SQL types, its column names). */
 interface OpeningStore {
   /** Whether the schema holds the store's bookkeeping. */
   exists(): Promise<boolean>;
@@ -55,9 +55,11 @@ interface OpeningStore {
   rows(sql: string): Promise<Record<string, unknown>[]>;
   readonly types: Readonly<Record<StoreKind, string>>;
   readonly naming: ColumnNaming;
-  /** The statement that records a fact ($1 key, $2 value), replacing the one of its key. */
-  readonly putFact: string;
 }
+
+/** The statement that records a fact of a store's ($1 key, $2 value), replacing the one of its key: PostgreSQL's and DuckDB's alike. */
+export const putFactSql = (schema: string): string =>
+  `INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
 
 /**
  * Open a store's tables, PostgreSQL's and DuckDB's alike: a store of a later
@@ -91,6 +93,6 @@ export async function openStoreTables(
   const { specs, changes } = storeTableSpecs(store.naming, options.schemas, stored, options.accountKey === true);
   const opened = await openTables(specs, stored, changes);
   await store.run(`INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-  for (const [key, value] of facts.record) if (held.get(key) !== value) await store.run(store.putFact, [key, value]);
+  for (const [key, value] of facts.record) if (held.get(key) !== value) await store.run(putFactSql(schema), [key, value]);
   return { opened, notes: facts.notes };
 }

@@ -15,8 +15,7 @@
  */
 import type { Client } from 'pg';
 import { qualified, type StoreKind } from '../columns.js';
-import { METADATA_TABLE } from '../checkpoint.js';
-import { openStoreTables, type StoreOpenOptions } from '../metadata.js';
+import { openStoreTables, putFactSql, type StoreOpenOptions } from '../metadata.js';
 import type { DriftLog, OpenedTables } from '../notes.js';
 import type { StoreNote } from '../store.js';
 import type { PostgresTarget } from '../target.js';
@@ -52,8 +51,6 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
-/** The statement that records a fact of the store's ($1 key, $2 value). */
-const putFactSql = (schema: string): string => `INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`;
 
 export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
@@ -98,7 +95,6 @@ export class PostgresStore extends GroupStore<Buffer[]> {
         rows: async (sql: string) => (await client.query<Record<string, unknown>>(sql)).rows,
         types: PG_TYPES,
         naming: PG_NAMING,
-        putFact: putFactSql(schema),
       };
       const { opened, notes } = await openStoreTables(session, target.display, schema, options, (specs, stored, changes) => openTables(client, driver, schema, specs, stored, changes));
       return new PostgresStore(target, client, driver, opened, locked, options.groups, notes, options.log);
