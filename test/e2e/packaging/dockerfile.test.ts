@@ -26,8 +26,11 @@ const build = stages.find((s) => s.name === 'build');
 const env = collect(final, 'ENV');
 const labels = collect(final, 'LABEL');
 const entrypoint = execForm(last(final, 'ENTRYPOINT')?.args ?? '');
-/** The second line of an executable, which sh runs from PATH (Node reads it as a string and a comment): the malloc arenas it sets unless set, the Node flags. */
-const LAUNCH = /^":" \/\/; export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-(\d+)\}"; exec node((?: --[a-z-]+=\d+)+) "\$0" "\$@"$/;
+/**
+ * The second line of an executable, which sh runs from PATH (Node reads it as a string and a comment): the malloc arenas
+ * it sets unless set, the Node flags of a sync (the one `exec node` with flags; the short commands' has none).
+ */
+const LAUNCH = /^":" \/\/; export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-(\d+)\}"; .*\bexec node((?: --[a-z-]+=\d+)+) "\$0" "\$@"/;
 function launchLine(bin: string): RegExpExecArray | null {
   const lines = read(bin).split('\n');
   expect(lines[0], `${bin}'s first line`).toBe('#!/bin/sh');
@@ -35,7 +38,7 @@ function launchLine(bin: string): RegExpExecArray | null {
   expect(exec, `${bin}'s second line`).not.toBeNull();
   return exec;
 }
-/** The Node flags an executable starts Node with when sh runs it from PATH. */
+/** The Node flags an executable starts a sync's Node with when sh runs it from PATH. */
 const launcherFlags = (bin: string): string[] => (launchLine(bin)?.[2] ?? '').trim().split(' ');
 /** The MALLOC_ARENA_MAX an executable gives Node when none is set. */
 const launcherArenas = (bin: string): string | undefined => launchLine(bin)?.[1];

@@ -1,7 +1,7 @@
 /**
  * The executables as sh runs them from PATH (their second line has sh start
- * Node): the Node flags and MALLOC_ARENA_MAX they pass, a user's own
- * MALLOC_ARENA_MAX kept. A stand-in `node` first on PATH prints what it was
+ * Node): the Node flags and MALLOC_ARENA_MAX they pass (the memory flags for
+ * a sync only), a user's own MALLOC_ARENA_MAX kept. A stand-in `node` first on PATH prints what it was
  * given; a real run shows Node reading the file as JavaScript.
  */
 import { spawnSync } from 'node:child_process';
@@ -12,6 +12,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../helpers/cli.js';
 
 const BINS = ['source-data-read', 'tap-data-read'] as const;
+/** Per executable, command lines of a sync (the memory flags) and of a short command (none). */
+const RUNS: Record<(typeof BINS)[number], { readonly sync: readonly string[][]; readonly short: readonly string[][] }> = {
+  'source-data-read': {
+    sync: [['replicate', '--config', 'c.json', '--db', 'r.db'], ['--config', 'c.json', 'read', '--catalog', 'k.json']],
+    short: [['spec'], ['check', '--config', 'c.json'], ['--config', 'c.json', 'discover'], ['--help'], ['--version'], ['help']],
+  },
+  'tap-data-read': {
+    sync: [['--config', 'c.json'], ['--config', 'c.json', '--catalog', 'k.json', '--state', 's.json']],
+    short: [['--config', 'c.json', '--discover'], ['--about', '--format', 'json'], ['--help'], ['-h'], ['--version']],
+  },
+};
+const MEMORY_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=10'];
 const dir = mkdtempSync(join(tmpdir(), 'sdr-launchers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -37,17 +49,14 @@ function launch(bin: string, args: readonly string[], env: Record<string, string
 describe.each(BINS)('bin/%s run by sh', (bin) => {
   const script = join(ROOT, 'bin', bin);
 
-  it('starts Node with the memory flags, on itself, with the arguments as given, and two malloc arenas', () => {
-    expect(launch(bin, ['read', '--config', 'a b.json', ''])).toEqual([
-      'MALLOC_ARENA_MAX=2',
-      '--max-semi-space-size=2',
-      '--heap-growing-percent=10',
-      script,
-      'read',
-      '--config',
-      'a b.json',
-      '',
-    ]);
+  it('starts a sync with the memory flags, on itself, with the arguments as given, and two malloc arenas', () => {
+    const sync = bin === 'source-data-read' ? ['read'] : [];
+    expect(launch(bin, [...sync, '--config', 'a b.json', ''])).toEqual(['MALLOC_ARENA_MAX=2', ...MEMORY_FLAGS, script, ...sync, '--config', 'a b.json', '']);
+    for (const args of RUNS[bin].sync) expect(launch(bin, args)).toEqual(['MALLOC_ARENA_MAX=2', ...MEMORY_FLAGS, script, ...args]);
+  });
+
+  it('starts a short command without the memory flags (it starts sooner), with two malloc arenas', () => {
+    for (const args of RUNS[bin].short) expect(launch(bin, args)).toEqual(['MALLOC_ARENA_MAX=2', script, ...args]);
   });
 
   it("keeps the user's own MALLOC_ARENA_MAX", () => {
