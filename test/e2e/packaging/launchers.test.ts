@@ -1,8 +1,9 @@
 /**
  * The executables as sh runs them from PATH (their second line has sh start
  * Node): the Node flags and MALLOC_ARENA_MAX they pass (the memory flags for
- * a sync only), a user's own MALLOC_ARENA_MAX kept. A stand-in `node` first on PATH prints what it was
- * given; a real run shows Node reading the file as JavaScript.
+ * a sync only), a user's own MALLOC_ARENA_MAX kept. A stand-in `node` first
+ * on PATH prints what it was given; a real run shows Node reading the file
+ * as JavaScript.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
