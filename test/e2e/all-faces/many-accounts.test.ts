@@ -376,6 +376,17 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
   });
 
   /** The STATE lines of each stream; the RECORD lines of each stream. */
+  /** Every account exact in a destination that takes each of `outputs` in turn (Airbyte's or the tap's stdout). */
+  const expectEveryAccountExact = (face: 'airbyte' | 'singer', ...outputs: string[]): void => {
+    for (const t of tenants) {
+      const destination = new MemoryDestination();
+      for (const out of outputs) {
+        if (face === 'airbyte') destination.applyAirbyte(airbyteShare(out, t.entry));
+        else destination.applySinger(singerShare(out, t.entry));
+      }
+      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
+    }
+  };
   const perStream = (stdout: string, type: 'STATE' | 'RECORD'): Map<string, number> => {
     const out = new Map<string, number>();
     for (const m of parseLines(stdout)) {
@@ -397,11 +408,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
       expect(states.get(stream) ?? 0, `${stream}: ${n} records`).toBeLessThanOrEqual(bound);
     }
     expect(Math.max(...records.values())).toBeGreaterThan(STATE_CADENCE.records);
-    for (const t of tenants) {
-      const destination = new MemoryDestination();
-      destination.applyAirbyte(airbyteShare(whole.stdout, t.entry));
-      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
-    }
+    expectEveryAccountExact('airbyte', whole.stdout);
   });
 
   it('killed (SIGKILL) mid-run: resumed from its last STATEs, every account is exact (records after them come again)', async () => {
@@ -416,13 +423,8 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     const resumed = await read(cfg, catalog, states);
     expect(resumed.code, resumed.stdout.slice(-1500)).toBe(0);
     expect((await protocolCheckAsync('airbyte', resumed.stdout)).n_errors).toBe(0);
-    for (const t of tenants) {
-      // A destination commits the records before each STATE and drops those after the last one.
-      const destination = new MemoryDestination();
-      destination.applyAirbyte(airbyteShare(written, t.entry));
-      destination.applyAirbyte(airbyteShare(resumed.stdout, t.entry));
-      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
-    }
+    // A destination commits the records before each STATE and drops those after the last one.
+    expectEveryAccountExact('airbyte', written, resumed.stdout);
     // It went on from the STATEs: what it read again is bounded by the cadence, not the whole sync.
     const again = parseLines(resumed.stdout).filter((m) => m.type === 'RECORD').length;
     expect(again).toBeLessThan(total);
@@ -440,12 +442,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     expect(after.length).toBeGreaterThan(0);
     const resumed = await read(cfg, catalog, stateLines(stopped.stdout));
     expect(resumed.code, resumed.stdout.slice(-1500)).toBe(0);
-    for (const t of tenants) {
-      const destination = new MemoryDestination();
-      destination.applyAirbyte(airbyteShare(stopped.stdout, t.entry));
-      destination.applyAirbyte(airbyteShare(resumed.stdout, t.entry));
-      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
-    }
+    expectEveryAccountExact('airbyte', stopped.stdout, resumed.stdout);
     // The last words saved the progress: the resumed run reads what was left (and the pages in flight), not everything again.
     const again = parseLines(resumed.stdout).filter((m) => m.type === 'RECORD').length;
     expect(again).toBeLessThan(total * 0.7);
@@ -460,12 +457,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     expect(last?.type).toBe('STATE');
     const resumed = await tap(cfg, last?.value);
     expect(resumed.code, resumed.stderr.slice(-1500)).toBe(0);
-    for (const t of tenants) {
-      const destination = new MemoryDestination();
-      destination.applySinger(singerShare(stopped.stdout, t.entry));
-      destination.applySinger(singerShare(resumed.stdout, t.entry));
-      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
-    }
+    expectEveryAccountExact('singer', stopped.stdout, resumed.stdout);
     // The last words saved the progress: the resumed run reads what was left (and the pages in flight), not everything again.
     const again = parseLines(resumed.stdout).filter((m) => m.type === 'RECORD').length;
     expect(again).toBeLessThan(total * 0.7);
@@ -478,11 +470,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     const records = parseLines(run.stdout).filter((m) => m.type === 'RECORD').length;
     // One STATE per stream's end and a few by the cadence, where a STATE per page would be records / 40.
     expect(stateLines(run.stdout).length).toBeLessThanOrEqual(2 * 5 + Math.floor(records / STATE_CADENCE.records));
-    for (const t of tenants) {
-      const destination = new MemoryDestination();
-      destination.applySinger(singerShare(run.stdout, t.entry));
-      expect(destination.diff(emulator.control.dump(t.id)), t.entry).toMatchObject({ missing: 0, stale: 0, extra: 0 });
-    }
+    expectEveryAccountExact('singer', run.stdout);
   });
 });
 
