@@ -206,12 +206,15 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   try {
     const result = await runner.run(request, sink, progress.observer());
     progress.stop();
-    // With accounts, the accounts that failed or were not tried; else the streams that failed.
-    const failures = 'accounts' in result ? result.accounts.filter((a) => a.status === 'failed').length : result.failures.length;
-    const untried = 'accounts' in result ? result.accounts.filter((a) => a.status === 'not_tried').length : 0;
-    const ended = `ended with ${failures} failed ${many ? `account(s)${untried === 0 ? '' : ` and ${untried} not tried`}` : 'stream(s)'}`;
-    await sink.log(failures + untried === 0 ? 'INFO' : 'WARN', `Sync ${failures + untried === 0 ? 'finished' : ended}: ${runner.summary()}.`);
-    if ('accounts' in result) return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+    if ('accounts' in result) {
+      const failures = result.accounts.filter((a) => a.status === 'failed').length;
+      const untried = result.accounts.filter((a) => a.status === 'not_tried').length;
+      const ended = `ended with ${failures} failed account(s)${untried === 0 ? '' : ` and ${untried} not tried`}`;
+      await sink.log(failures + untried === 0 ? 'INFO' : 'WARN', `Sync ${failures + untried === 0 ? 'finished' : ended}: ${runner.summary()}.`);
+      return result.error === undefined ? EXIT_OK : exitStatusFor(result.error.failureType);
+    }
+    const failures = result.failures.length;
+    await sink.log(failures === 0 ? 'INFO' : 'WARN', `Sync ${failures === 0 ? 'finished' : `ended with ${failures} failed stream(s)`}: ${runner.summary()}.`);
     return failures === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();

@@ -51,7 +51,6 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
-
 export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
   private readonly client: Client;
