@@ -53,11 +53,12 @@ describe('a client stopped through its signal', () => {
   });
 
   it('close() ends a rate-limit wait at once: the request fails as closed, its retry never sent', async () => {
-    nock(BASE).get('/v1/contacts').query(true).reply(429, { title: 'Too Many Requests', status: 429 }, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+    const limited = nock(BASE).get('/v1/contacts').query(true).reply(429, { title: 'Too Many Requests', status: 429 }, { 'content-type': 'application/problem+json', 'retry-after': '1' });
     const retry = nock(BASE).get('/v1/contacts').query(true).reply(200, page(), JSON_HEADERS);
     const { client } = harness({}, false);
     const waiting = client.list('/v1/contacts', { limit: 5 });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Once the 429 is answered: the close comes during the wait it asked for, not before the request.
+    while (!limited.isDone()) await new Promise((resolve) => setTimeout(resolve, 5));
     await client.close();
     await expect(waiting).rejects.toThrow('The Data-Read API client was closed while a request was pending.');
     expect(retry.isDone()).toBe(false);
