@@ -380,6 +380,28 @@ export function storeSuite(h: StoreHarness): void {
       });
     });
 
+    it('widens a column to text with the values kept exact in _extra as they were sent (an offset, microseconds, an exponent)', async () => {
+      // Instants and numbers the column held in its own form, their text as sent kept in _extra beside it.
+      const sent = [
+        contact('c1', 1, { consent_given_at: '2026-01-01T02:00:00.123456+02:00', ratio: rawNumber('1e3') }),
+        contact('c2', 2, { consent_given_at: '2026-01-01T00:00:00.000Z', ratio: 2.5 }),
+      ];
+      await withStore('drift-exact-text', (store) => store.commit(checkpoint('contacts', sent, 2)));
+      await withStore('drift-exact-text', (store) => store.commit(checkpoint('contacts', [contact('c3', 3, { consent_given_at: 'soon', ratio: 'n/a' })], 3)));
+      await withStore('drift-exact-text', async (store) => {
+        expect(store.changes).toEqual([`contacts.consent_given_at: ${h.types.timestamp} -> ${h.types.text}`, `contacts.ratio: ${h.types.number} -> ${h.types.text}`]);
+        // Rows written now hold the text as sent; so do the rows written before the widening.
+        await store.commit(checkpoint('contacts', [contact('c4', 4, { consent_given_at: '2026-01-01T02:00:00.123456+02:00', ratio: rawNumber('1e3') })], 4));
+        expect(await h.rows(store, 'SELECT id, consent_given_at AS c, ratio AS r FROM {schema}.contacts ORDER BY id')).toEqual([
+          { id: 'c1', c: '2026-01-01T02:00:00.123456+02:00', r: '1e3' },
+          { id: 'c2', c: '2026-01-01T00:00:00.000Z', r: '2.5' },
+          { id: 'c3', c: 'soon', r: 'n/a' },
+          { id: 'c4', c: '2026-01-01T02:00:00.123456+02:00', r: '1e3' },
+        ]);
+        expect((await store.readRecords('contacts'))[0]).toEqual(sent[0]);
+      });
+    });
+
     it('keeps a field no column can take (an empty name, a bookkeeping column\'s, one too long) in _extra, never announced as drift', async () => {
       const records = [contact('c1', 1, { '': 'empty', _synced_at: 'mine', ['n'.repeat(1100)]: 'long' }), contact('c2', 2)];
       await withStore('drift-unnamable', async (store) => {

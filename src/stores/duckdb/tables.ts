@@ -202,12 +202,18 @@ async function markAbsent(connection: DuckdbConnection, schema: string, layout: 
   );
 }
 
-/** Move the values a run kept in `_extra` into `field`'s column where they now fit (movedFromExtra). */
+/**
+ * Move the values a run kept in `_extra` into `field`'s column where they now fit (movedFromExtra): those that did not
+ * fit (the column is null there), and those the column held in its own form beside their text as sent (an instant with
+ * an offset, a number with an exponent), which a column widened to text or JSON now holds as sent, as it does in rows
+ * written after the widening.
+ */
 async function moveFromExtra(connection: DuckdbConnection, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<void> {
   const rows = await rowsOf(
     connection,
     `SELECT ${rowKeySql(layout)} AS id, CAST(${quoteIdent(EXTRA_COLUMN)} AS VARCHAR) AS extra FROM ${qualified(schema, layout.table)} ` +
-      `WHERE ${quoteIdent(field)} IS NULL AND ${quoteIdent(EXTRA_COLUMN)} IS NOT NULL`,
+      `WHERE ${quoteIdent(EXTRA_COLUMN)} IS NOT NULL AND list_contains(json_keys(${quoteIdent(EXTRA_COLUMN)}), $1)`,
+    [field],
   );
   const updates: (readonly [string, Cell | undefined, string | null])[] = [];
   for (const row of rows) {

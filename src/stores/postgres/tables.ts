@@ -234,12 +234,17 @@ async function markAbsent(client: Client, schema: string, layout: StoreLayout, f
   if (lacking.length > 0) await client.query(`UPDATE ${table} SET ${mark} WHERE ${rowKeySql(layout)} = ANY($2::text[])`, [field, lacking]);
 }
 
-/** Move the values a run kept in `_extra` into `field`'s column where they now fit (the column is null there; movedFromExtra). */
+/**
+ * Move the values a run kept in `_extra` into `field`'s column where they now fit (movedFromExtra): those that did not
+ * fit (the column is null there), and those the column held in its own form beside their text as sent (an instant with
+ * an offset, a number with an exponent), which a column widened to text or JSON now holds as sent, as it does in rows
+ * written after the widening.
+ */
 async function moveFromExtra(client: Client, driver: PgDriver, schema: string, layout: StoreLayout, field: string, kind: StoreKind): Promise<number> {
   const table = qualified(schema, layout.table);
   const extraColumn = quoteIdent(EXTRA_COLUMN);
   const { rows } = await client.query<{ id: string; extra: string }>(
-    `SELECT ${rowKeySql(layout)} AS id, ${extraColumn}::text AS extra FROM ${table} WHERE ${quoteIdent(field)} IS NULL AND CASE WHEN ${mayHoldNul(extraColumn, '$2')} THEN true ELSE ${extraColumn} -> $1 IS NOT NULL END`,
+    `SELECT ${rowKeySql(layout)} AS id, ${extraColumn}::text AS extra FROM ${table} WHERE CASE WHEN ${mayHoldNul(extraColumn, '$2')} THEN true ELSE ${extraColumn} -> $1 IS NOT NULL END`,
     [field, NUL_ESCAPE_TEXT],
   );
   if (rows.length === 0) return 0;
