@@ -426,7 +426,12 @@ export class GroupWriter<C> {
     this.prepared = true;
   }
 
-  /** Write a group; on a refusal, again without the failing part (which stops). */
+  /**
+   * Write a group; on a refusal, again without the failing part (which stops), as many times as parts are refused:
+   * each try has one part fewer, and two streams whose rows the server refuses (a trigger) stop those two, not the
+   * store. A transient failure on a try after the first (a full disk, a second lock held) is the store's: it stops the
+   * run, which the next one resumes.
+   */
   private async writeGroup(group: Group<C>): Promise<void> {
     let parts = [...group.parts.values()].filter((p) => this.failures.of(p.stream, p.account) === undefined);
     for (let attempt = 0; parts.length > 0; attempt++) {
@@ -443,7 +448,7 @@ export class GroupWriter<C> {
         return;
       } catch (err) {
         const error = this.sql.error(err);
-        if (this.sql.isFatal(err) || failing === undefined || attempt > 0) {
+        if (this.sql.isFatal(err) || failing === undefined || (attempt > 0 && error.failureType === 'transient_error')) {
           this.broken ??= error;
           return;
         }

@@ -556,6 +556,30 @@ describe('transactions', () => {
     expect(await ids(schema, 'stage_events')).toEqual(['e1', 'e2']);
   });
 
+  it('two streams the server refuses in one group both stop; the rest of the group is written, and the run goes on', async () => {
+    const schema = 's_refused_two';
+    const store = await openStore(schema);
+    await admin.query(`CREATE FUNCTION ${schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 'bad' THEN RAISE EXCEPTION 'refused %', NEW.id; END IF; RETURN NEW; END $$`);
+    for (const table of ['contacts', 'stage_events']) {
+      await admin.query(`CREATE TRIGGER refuse BEFORE INSERT ON ${schema}.${table} FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse()`);
+    }
+    const failed: string[] = [];
+    store.onStreamFailed = (stream, error) => failed.push(`${stream}: ${error.message}`);
+    // One group: two refused streams' checkpoints and another stream's.
+    await store.write(checkpoint('contacts', [contact('ok', 1), contact('bad', 1)], 1));
+    await store.write(checkpoint('stage_events', [{ id: 'bad', contact_id: 'ok', created_at: at(1) }], 1));
+    await store.write(checkpoint('pipeline_stages', [{ id: 's1' }], 1, { fullRead: { first: true, last: false } }));
+    await store.flush();
+    expect(failed.sort()).toEqual([expect.stringMatching(/^contacts: .*refused bad/), expect.stringMatching(/^stage_events: .*refused bad/)]);
+    expect(await ids(schema, 'contacts')).toEqual([]);
+    expect(await ids(schema, 'stage_events')).toEqual([]);
+    expect(await ids(schema, 'pipeline_stages')).toEqual(['s1']);
+    expect([...(await store.savedStates()).keys()]).toEqual(['pipeline_stages']);
+    // The other streams go on.
+    await store.commit(checkpoint('pipeline_stages', [{ id: 's2' }], 2, { fullRead: { first: false, last: true } }));
+    expect(await ids(schema, 'pipeline_stages')).toEqual(['s1', 's2']);
+  });
+
   it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', { timeout: 60_000 }, async () => {
     const schema = 's_lock_held';
     const store = await openStore(schema, { lockWaitMs: 300 });
