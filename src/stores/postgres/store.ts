@@ -14,6 +14,7 @@
  * `_replica_full_read` (checkpoint.ts).
  */
 import type { Client } from 'pg';
+import { ConfigError } from '../../errors.js';
 import { qualified, type StoreKind } from '../columns.js';
 import { openStoreTables, putFactSql, type StoreOpenOptions } from '../metadata.js';
 import type { DriftLog, OpenedTables } from '../notes.js';
@@ -51,6 +52,24 @@ const WRITE_LOCK_WAIT_MS = 60_000;
  */
 const COUNT_LOCK_WAIT_MS = 1_000;
 
+/**
+ * Refuse a database whose encoding is not UTF8 before anything is made in
+ * it: LATIN1 and the like cannot hold every character the service sends (an
+ * emoji in a contact's name), and the row that carries one would be refused,
+ * stopping its stream at every run from then on; SQL_ASCII checks nothing.
+ */
+async function refuseOtherEncoding(client: Client, target: PostgresTarget): Promise<void> {
+  const { rows } = await client.query<{ encoding: string }>("SELECT current_setting('server_encoding') AS encoding");
+  const encoding = rows[0]?.encoding ?? '';
+  if (encoding === 'UTF8') return;
+  throw new ConfigError(
+    `The PostgreSQL database ${target.display} has the encoding ${encoding}, which cannot hold every character the service sends (an emoji in a name): ` +
+      `its rows would be refused. Nothing was changed in it. Replicate into a database created with ENCODING 'UTF8' ` +
+      `(CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0, with a UTF-8 locale).`,
+    { field: '--db' },
+  );
+}
+
 export class PostgresStore extends GroupStore<Buffer[]> {
   readonly target: PostgresTarget;
   private readonly client: Client;
@@ -81,6 +100,7 @@ export class PostgresStore extends GroupStore<Buffer[]> {
     const client = await connectPostgres(target);
     let locked = false;
     try {
+      await refuseOtherEncoding(client, target);
       if (options.lock ?? true) {
         await takeWriterLock(client, target);
         locked = true;

@@ -91,6 +91,28 @@ describe('opening', () => {
     expect(meta.rows[0]?.value).toBe('1');
   });
 
+  it('refuses a database whose encoding is not UTF8 (an emoji in a name would stop its stream at every run), creating nothing', async () => {
+    const name = `${db.name}_latin1`;
+    const server = await adminClient(await postgresAdminUrl());
+    try {
+      await server.query(`CREATE DATABASE "${name}" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`);
+      const latin1 = parseStoreTarget(withDatabase(db.url, name), 'data_read', {});
+      if (latin1.kind !== 'postgres') throw new Error('not postgres');
+      const err = await connectorFailure(() => PostgresStore.open(latin1));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(/encoding LATIN1.*UTF8/);
+      const other = await adminClient(withDatabase(db.url, name));
+      try {
+        expect((await other.query("SELECT 1 FROM pg_namespace WHERE nspname = 'data_read'")).rows).toEqual([]);
+      } finally {
+        await other.end();
+      }
+    } finally {
+      await server.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await server.end();
+    }
+  });
+
   it('opening again with nothing changed rewrites no row of the bookkeeping tables (each rewrite leaves a dead row version)', async () => {
     // Runs every hour for months: _replica_tables' few rows, rewritten at each open, never reached autovacuum's threshold
     // and its file grew a page every few runs. A row version's xmin is the transaction that wrote it.
