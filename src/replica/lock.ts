@@ -3,8 +3,9 @@
  * that overlaps the previous one) would each commit what they read, and the
  * later commit of an older read could put back an older version of a row.
  * The lock is a row in the database naming the writing process (pid, host,
- * start) and when it last renewed it: the holder renews it every RENEW_MS
- * (at least every 15 s, rate-limit waits included: a timer, not the reads).
+ * a random id of the process, start) and when it last renewed it: the
+ * holder renews it every RENEW_MS (at least every 15 s, rate-limit waits
+ * included: a timer, not the reads).
  *
  * A lock is taken over, with a warning naming its old holder and its age:
  * at once when its holder ran on this host and no longer runs (killed); and
@@ -23,11 +24,20 @@
  * `unshare --uts`). The replica needs a local file system (SQLite's WAL does
  * not work across hosts over NFS).
  */
+import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
 import { ConnectorError } from '../errors.js';
 
 const LOCK_TABLE = '_replica_lock';
+
+/**
+ * This process among those that show the same pid and host name: processes
+ * in containers that share the host's name (`--network host`, Kubernetes'
+ * hostNetwork) each have their own pid namespace, where node is pid 1 in
+ * every one. The lock row is this process's only when it holds this id too.
+ */
+const RUN_ID = randomUUID();
 
 /** How often the holder renews its lock. */
 const RENEW_MS = 10_000;
@@ -69,13 +79,14 @@ function seconds(ms: number): string {
   return `${Math.max(0, Math.round(ms / 1000))} s`;
 }
 
-/** The lock table, with renewed_at (a file written by a version without it gains the column). */
+/** The lock table, with renewed_at and run_id (a file written by a version without them gains the columns). */
 function ensureLockTable(db: DatabaseSync): void {
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, renewed_at TEXT)`,
+    `CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, renewed_at TEXT, run_id TEXT)`,
   );
   const columns = db.prepare(`PRAGMA table_info(${LOCK_TABLE})`).all().map((c) => String(c.name));
   if (!columns.includes('renewed_at')) db.exec(`ALTER TABLE ${LOCK_TABLE} ADD COLUMN renewed_at TEXT`);
+  if (!columns.includes('run_id')) db.exec(`ALTER TABLE ${LOCK_TABLE} ADD COLUMN run_id TEXT`);
 }
 
 interface AcquiredLock {
@@ -91,7 +102,7 @@ export function acquireLock(db: DatabaseSync, path: string, settings: LockSettin
   ensureLockTable(db);
   db.exec('BEGIN IMMEDIATE');
   try {
-    const row = db.prepare(`SELECT pid, host, started_at, renewed_at FROM ${LOCK_TABLE} WHERE id = 1`).get();
+    const row = db.prepare(`SELECT pid, host, started_at, renewed_at, run_id FROM ${LOCK_TABLE} WHERE id = 1`).get();
     let takeover: string | undefined;
     if (row) {
       const pid = Number(row.pid);
@@ -101,7 +112,8 @@ export function acquireLock(db: DatabaseSync, path: string, settings: LockSettin
       const age = now - Date.parse(renewedAt);
       const holder = `pid ${pid} on ${host}, started ${startedAt}, last renewed ${renewedAt} (${seconds(age)} ago)`;
       const here = host === settings.host;
-      const mine = here && pid === process.pid;
+      // Another process with this pid (another pid namespace) is alive to this one: only its staleness tells.
+      const mine = here && pid === process.pid && row.run_id === RUN_ID;
       if (!mine) {
         if (here && !alive(pid)) {
           takeover = `Took over the writer lock of "${path}" from a run that no longer runs (${holder}): it was killed or crashed; continuing from its last commit.`;
@@ -118,7 +130,7 @@ export function acquireLock(db: DatabaseSync, path: string, settings: LockSettin
       }
     }
     const at = new Date(now).toISOString();
-    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at, renewed_at) VALUES (1, ?, ?, ?, ?)`).run(process.pid, settings.host, at, at);
+    db.prepare(`INSERT OR REPLACE INTO ${LOCK_TABLE} (id, pid, host, started_at, renewed_at, run_id) VALUES (1, ?, ?, ?, ?, ?)`).run(process.pid, settings.host, at, at, RUN_ID);
     db.exec('COMMIT');
     return { takeover };
   } catch (err) {
@@ -134,7 +146,7 @@ export function acquireLock(db: DatabaseSync, path: string, settings: LockSettin
  * this process's: another run took the lock over.
  */
 export function renewLock(db: DatabaseSync, now: number = Date.now(), host: string = osHostname()): boolean {
-  const result = db.prepare(`UPDATE ${LOCK_TABLE} SET renewed_at = ? WHERE id = 1 AND pid = ? AND host = ?`).run(new Date(now).toISOString(), process.pid, host);
+  const result = db.prepare(`UPDATE ${LOCK_TABLE} SET renewed_at = ? WHERE id = 1 AND pid = ? AND host = ? AND run_id = ?`).run(new Date(now).toISOString(), process.pid, host, RUN_ID);
   return Number(result.changes) > 0;
 }
 
@@ -144,7 +156,7 @@ export function renewLock(db: DatabaseSync, now: number = Date.now(), host: stri
  * opened after a takeover is rolled back, never committed).
  */
 export function holdsLock(db: DatabaseSync, host: string = osHostname()): boolean {
-  return db.prepare(`SELECT 1 AS held FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).get(process.pid, host) !== undefined;
+  return db.prepare(`SELECT 1 AS held FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ? AND run_id = ?`).get(process.pid, host, RUN_ID) !== undefined;
 }
 
 /** The error of a run whose lock another run took over (it was stalled past the staleness limit): exit 75. */
@@ -159,7 +171,7 @@ export function lockLostError(path: string): ConnectorError {
 /** Give the lock back (only if this process holds it). */
 export function releaseLock(db: DatabaseSync, host: string = osHostname()): void {
   try {
-    db.prepare(`DELETE FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ?`).run(process.pid, host);
+    db.prepare(`DELETE FROM ${LOCK_TABLE} WHERE id = 1 AND pid = ? AND host = ? AND run_id = ?`).run(process.pid, host, RUN_ID);
   } catch {
     // a lock left behind is taken over by the next run
   }

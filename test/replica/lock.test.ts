@@ -1,5 +1,5 @@
 /** The replica's writer lock: refused while its holder lives and renews it, taken over when it is dead or stale, renewed by a timer. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hostname } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { openForWrite } from '../../src/replica/database.js';
@@ -77,6 +77,23 @@ describe('replica writer lock', () => {
     const { path, db } = newDb();
     holdAs(db, process.ppid, hostname(), T0);
     expect(acquireLock(db, path, timings, T0 + 61_000).takeover).toMatch(/not renewed for 61 s/);
+    db.close();
+  });
+
+  it('a live run of another process with the same pid and host name (containers sharing the host name, node pid 1 in each): refused, never taken as its own', async () => {
+    const { path, db } = newDb();
+    acquireLock(db, path, timings, T0);
+    // This module loaded afresh is another process's: same pid and host name as the holder, as in two containers on --network host.
+    vi.resetModules();
+    const other = await import('../../src/replica/lock.js');
+    expect(() => other.acquireLock(db, path, timings, T0 + 1000)).toThrow(/^Another replicate run is writing .* \(pid \d+ on /);
+    expect(other.renewLock(db, T0 + 2000)).toBe(false);
+    expect(other.holdsLock(db)).toBe(false);
+    other.releaseLock(db);
+    expect(renewLock(db, T0 + 3000)).toBe(true);
+    // Not renewed for the staleness limit (its container was killed): taken over then, with the WARN.
+    expect(other.acquireLock(db, path, timings, T0 + 63_000).takeover).toMatch(/not renewed for 60 s/);
+    expect(renewLock(db, T0 + 64_000)).toBe(false);
     db.close();
   });
 
