@@ -28,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { DatabaseSync } from 'node:sqlite';
 import { ConnectorError } from '../errors.js';
+import { BUSY_TIMEOUT_MS } from './database.js';
 
 const LOCK_TABLE = '_replica_lock';
 
@@ -89,6 +90,30 @@ function ensureLockTable(db: DatabaseSync): void {
   if (!columns.includes('run_id')) db.exec(`ALTER TABLE ${LOCK_TABLE} ADD COLUMN run_id TEXT`);
 }
 
+/** SQLite's "database is locked": another connection held the write lock past the busy timeout. */
+const SQLITE_BUSY = 5;
+
+/**
+ * The refusal of a run that could not even look at the lock: another
+ * connection kept the file's write lock past BUSY_TIMEOUT_MS (the holder
+ * migrating a large table, sweeping one, or copying a large WAL at its
+ * end). Its lock row, read outside the write lock, names it when there is
+ * one. Undefined for any other error.
+ */
+function busyError(db: DatabaseSync, path: string, err: unknown): LockHeldError | undefined {
+  if ((err as { errcode?: unknown }).errcode !== SQLITE_BUSY) return undefined;
+  const busy = `kept it busy for ${seconds(BUSY_TIMEOUT_MS)}. Run again once it has finished (exit 75: a scheduler retries later).`;
+  let row: Record<string, unknown> | undefined;
+  try {
+    row = db.prepare(`SELECT pid, host, started_at, renewed_at FROM ${LOCK_TABLE} WHERE id = 1`).get();
+  } catch {
+    // no lock table yet: the writer is not a replicate run that holds the lock
+  }
+  if (row === undefined) return new LockHeldError(`Another connection is writing "${path}" (a replicate run, or another program) and ${busy}`);
+  const renewedAt = row.renewed_at === null || row.renewed_at === undefined ? row.started_at : row.renewed_at;
+  return new LockHeldError(`Another replicate run is writing "${path}" (pid ${String(row.pid)} on ${String(row.host)}, started ${String(row.started_at)}, last renewed ${String(renewedAt)}) and ${busy}`);
+}
+
 interface AcquiredLock {
   /** The warning to log when a stale or dead run's lock was taken over (names the old holder and its age). */
   readonly takeover: string | undefined;
@@ -99,8 +124,12 @@ interface AcquiredLock {
  * naming the run that holds it.
  */
 export function acquireLock(db: DatabaseSync, path: string, settings: LockSettings = lockSettings(), now: number = Date.now()): AcquiredLock {
-  ensureLockTable(db);
-  db.exec('BEGIN IMMEDIATE');
+  try {
+    ensureLockTable(db);
+    db.exec('BEGIN IMMEDIATE');
+  } catch (err) {
+    throw busyError(db, path, err) ?? err;
+  }
   try {
     const row = db.prepare(`SELECT pid, host, started_at, renewed_at, run_id FROM ${LOCK_TABLE} WHERE id = 1`).get();
     let takeover: string | undefined;

@@ -97,6 +97,27 @@ describe('replica writer lock', () => {
     db.close();
   });
 
+  it('a live run that keeps a write transaction open longer than the busy timeout (a migration, a large sweep): refused as transient (75) naming it, not a system error', () => {
+    const { path, db } = newDb();
+    db.close();
+    const holder = new ReplicaStore(path, STREAMS, { lock: true });
+    holder.db.exec('BEGIN IMMEDIATE');
+    let thrown: unknown;
+    try {
+      new ReplicaStore(path, STREAMS, { lock: true }).close();
+    } catch (err) {
+      thrown = err;
+    } finally {
+      holder.db.exec('ROLLBACK');
+    }
+    expect(thrown).toBeInstanceOf(LockHeldError);
+    expect((thrown as LockHeldError).failureType).toBe('transient_error');
+    expect((thrown as Error).message).toMatch(new RegExp(`^Another replicate run is writing ".*" \\(pid ${process.pid} on .*\\) and kept it busy for 5 s\\. Run again once it has finished`));
+    // Nothing was taken: the holder still holds its lock.
+    expect(holder.confirmLock()).toBe(true);
+    holder.close();
+  });
+
   it("a dead run's lock on this host is taken over at once, whatever its age", () => {
     const { path, db } = newDb();
     holdAs(db, DEAD_PID, hostname(), T0);
