@@ -11,6 +11,9 @@
  * `1e3`, `-0`) arrives as a raw JSON number and goes into `_extra`, whose
  * JSON keeps the text (`_extra -> '$.field'` reads it back in SQL).
  * Rows with such integers must be read with `setReadBigInts(true)`.
+ *
+ * A string that is not well-formed Unicode (a lone surrogate) goes into its
+ * TEXT column as SQLite stores it, with U+FFFD, and into `_extra` exactly.
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
@@ -24,6 +27,9 @@ export type RowValues = SQLInputValue[];
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+
+/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler's lib predates it): no lone surrogate. */
+const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /**
  * An integer SQLite stores exactly, else undefined: a raw JSON number written
@@ -109,8 +115,12 @@ export function recordToRow(layout: TableLayout, record: Data): RowValues {
     carried++;
     const value = record[field];
     if (value === null) values[i] = null;
-    else if (fits(kind, value)) values[i] = toSql(kind, value);
-    else {
+    else if (fits(kind, value)) {
+      values[i] = toSql(kind, value);
+      // SQLite holds text as UTF-8: a lone surrogate (JSON can carry one as an escape) reaches the column as U+FFFD,
+      // so the exact string is kept in _extra too, which reads back first.
+      if (kind === 'text' && !isWellFormed(value as string)) put((extra ??= {}), field, value);
+    } else {
       values[i] = null;
       put((extra ??= {}), field, value);
     }

@@ -76,6 +76,20 @@ describe('records to rows and back', () => {
   });
 });
 
+describe('strings that are not well-formed Unicode', () => {
+  it('a lone surrogate (a cut emoji, sent as an escape) reads back exact from _extra; its column keeps the text with U+FFFD', () => {
+    const layout = layoutFor(contacts);
+    const record = parseExactJson('{"id":"c4","updated_at":"2026-01-01T00:00:00.000Z","name":"Ana \\ud83d","email":"\\udc00x@y.z","job_title":"pair \\ud83d\\ude00"}') as Record<string, unknown>;
+    expect(roundTrip(layout, record)).toStrictEqual(record);
+    const db = openForWrite(':memory:');
+    ensureTable(db, layout, undefined);
+    db.prepare(insertSql(layout)).run(...recordToRow(layout, record), '2026-01-01T00:00:00.000Z');
+    // SQL sees the text as SQLite holds it (UTF-8), and the exact value with `_extra ->`.
+    expect(db.prepare(`SELECT name, job_title, _extra -> '$.name' AS exact FROM contacts`).get()).toEqual({ name: 'Ana \ufffd', job_title: 'pair \ud83d\ude00', exact: '"Ana \\ud83d"' });
+    db.close();
+  });
+});
+
 describe('numbers digit for digit', () => {
   const layout = layoutFor(findStream('conversations') as StreamDefinition);
 
