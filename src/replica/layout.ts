@@ -9,6 +9,9 @@ import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, kindOfProperty, layoutObject, type LayoutHead, type StoreKind } from '../stores/columns.js';
 
+/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler's lib predates it): no lone surrogate. */
+export const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';
 
@@ -66,7 +69,8 @@ export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJ
   for (const [field, property] of Object.entries(properties)) {
     if (taken.has(field.toLowerCase())) continue; // never shadow a bookkeeping column; the value goes to _extra
     // SQLite reads SQL text up to its first U+0000: such a name cannot be written in CREATE TABLE. Its values go to _extra.
-    if (field.includes('\u0000')) continue;
+    // SQL text is UTF-8: a lone surrogate would become U+FFFD, a column of another name (two such names, one name). Likewise.
+    if (field.includes('\u0000') || !isWellFormed(field)) continue;
     taken.add(field.toLowerCase());
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : SQLITE_KINDS[kindOfProperty(property)] });
   }

@@ -19,7 +19,7 @@ import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { isRawNumber, parseExactJson, parseExactObject, rawNumber } from '../exact-json.js';
 import { declaredOf, put } from '../stores/values.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, isWellFormed, type ColumnKind, type TableLayout } from './layout.js';
 
 /** Column values in the layout's order, then _extra, then _absent. */
 export type RowValues = SQLInputValue[];
@@ -27,9 +27,6 @@ export type RowValues = SQLInputValue[];
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
-
-/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler's lib predates it): no lone surrogate. */
-const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /**
  * An integer SQLite stores exactly, else undefined: a raw JSON number written

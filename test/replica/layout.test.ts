@@ -61,6 +61,22 @@ describe('ReplicaStore with the stream schemas of a run', () => {
     expect(replicaRecords(path).get('contacts')).toStrictEqual([...records, contact('c3', 3, { 'nul\u0000name': 'w', tier: 'gold' })]);
   });
 
+  it('gives no column to a described field whose name holds a lone surrogate (SQL text is UTF-8: it would name another column): its values stay in _extra', () => {
+    const path = join(dir, 'lone-name.db');
+    const [high, low] = ['lone\ud800name', 'lone\udc00name'];
+    const records = [contact('c1', 1, { [high]: 'v', [low]: 'w' }), contact('c2', 2)];
+    const first = new ReplicaStore(path);
+    first.commit(contacts, records, { sync_watermark: iso(2) });
+    first.close();
+    // The service's description declares both (each would be "lone\ufffdname" in SQL): the next run opens, and writes, as before.
+    const schemas = new Map([[contacts.name, schemaWith({ [high]: { type: ['null', 'string'] }, [low]: { type: ['null', 'string'] }, tier: { type: 'string' } })]]);
+    const described = new ReplicaStore(path, undefined, { schemas, retype: true });
+    expect(described.layoutOf(contacts.name).columns.map((c) => c.field)).not.toContain(high);
+    described.commit(contacts, [contact('c3', 3, { [high]: 'x', tier: 'gold' })], { sync_watermark: iso(3) });
+    described.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual([...records, contact('c3', 3, { [high]: 'x', tier: 'gold' })]);
+  });
+
   it('adds the columns in place, keeps them on a later run with the built-in schemas, and every record reads back the same', () => {
     const path = join(dir, 'store.db');
     const records = [contact('c1', 1, { lifetime_value: 12 }), contact('c2', 2)];
