@@ -63,12 +63,33 @@ function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
 }
 
 /**
+ * A write that waited BUSY_TIMEOUT_MS for another connection's write lock:
+ * a program writing into the file (sqlite3 in a transaction, a CREATE
+ * INDEX), not a bug. Transient: the next run continues from the last
+ * commit. Undefined for any other error.
+ */
+function busyError(path: string, err: unknown): ConnectorError | undefined {
+  if (typeof err !== 'object' || err === null || (err as { errcode?: unknown }).errcode !== SQLITE_BUSY) return undefined;
+  return new ConnectorError(
+    'transient_error',
+    `Cannot write the replica database "${path}": another connection kept it busy for more than ${BUSY_TIMEOUT_MS / 1000} s (a program writing into it: sqlite3 in a transaction, a CREATE INDEX). ` +
+      'Run replicate again once that is done: it continues from the last commit.',
+    { cause: err },
+  );
+}
+
+/**
  * The failure of a write into the replica at `path`: `err` is SQLite's error
- * (kept as the cause; a full disk is told as such, transient); `cause` says
- * what failed, SQLite's message unless given.
+ * (kept as the cause; a full disk and a file kept busy by another writer are
+ * told as such, transient); `cause` says what failed, SQLite's message
+ * unless given.
  */
 export function writeError(path: string, err: unknown, cause = messageOf(err)): ConnectorError {
-  return fullDiskError(path, err) ?? new ConnectorError('system_error', `Cannot write the replica database "${path}": ${cause}.`, { cause: err });
+  return (
+    fullDiskError(path, err) ??
+    busyError(path, err) ??
+    new ConnectorError('system_error', `Cannot write the replica database "${path}": ${cause}.`, { cause: err })
+  );
 }
 
 /**

@@ -310,6 +310,28 @@ describe('ReplicaWriter', () => {
     expect(replicaRecords(path).get('conversations')?.map((r) => r.id)).toEqual(['v1']);
   });
 
+  it('another connection writing the file for longer than the busy timeout (sqlite3 in a transaction, a CREATE INDEX): the stream stops as transient (75), naming it', async () => {
+    const path = newDb();
+    const { store, checkpoint } = replica(path);
+    const writer = new ReplicaWriter(store, { walThread: null });
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    let thrown: unknown;
+    try {
+      writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    } catch (err) {
+      thrown = err;
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(thrown).toMatchObject({ failureType: 'transient_error', message: expect.stringMatching(/^Cannot write the replica database ".*r\.db": another connection kept it busy .* Run replicate again/) });
+    writer.write(checkpoint('conversations', [conversation('v1', 2)], 2));
+    await writer.close();
+    store.close();
+    expect(replicaRecords(path).get('conversations')?.map((r) => r.id)).toEqual(['v1']);
+  });
+
   it('a commit that fails loses its group: flush, every later write and close say so', async () => {
     const path = newDb();
     const { store, checkpoint } = replica(path);
