@@ -439,14 +439,15 @@ class DataReadClient implements DataReadApi {
     let retryAfterMs: number | undefined;
     if (rule.retried && rule.wait === 'retry_after') {
       retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now(), headerValue(headers, 'date'));
-      // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
-      // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
-      // growing backoff instead (not the minute's RateLimit-Reset: the service said the wait is short).
-      if (retryAfterMs === 0) retryAfterMs = undefined;
-      else if (retryAfterMs === undefined) {
+      if (retryAfterMs === undefined) {
         const reset = headerValue(headers, 'ratelimit-reset');
         if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
       }
+      // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
+      // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
+      // growing backoff instead (not the minute's RateLimit-Reset after a Retry-After 0: the service said the
+      // wait is short). A RateLimit-Reset 0 in place of a Retry-After says no more.
+      if (retryAfterMs === 0) retryAfterMs = undefined;
     }
     const location = status >= 300 && status < 400 ? this.#redirectTarget(headerValue(headers, 'location')) : undefined;
     const base: Fault = { rule, retryable: rule.retried, kind: 'status', status, info, cause, internal, ...(location === undefined ? {} : { location }) };

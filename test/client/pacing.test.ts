@@ -228,6 +228,24 @@ describe('429 and 503', () => {
     expect(h.waits.map((w) => w.reason)).toEqual(['backoff', 'backoff', 'backoff']);
   });
 
+  it.each([
+    ['429', 429],
+    ['503', 503],
+  ] as const)('%s without Retry-After, RateLimit-Reset 0: retried after growing backoffs, not at once', async (_name, status) => {
+    // "The minute restarts now" is no wait either: taken at its word, every retry would go at once.
+    const h = harness();
+    const refusal: [number, unknown, Record<string, string>] = [
+      status,
+      problem(status, 'Too Many Requests', 'x'),
+      { ...PROBLEM_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '0' },
+    ];
+    const times = serve(() => h.clock, [refusal, refusal, refusal, [200, page(), JSON_HEADERS]]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 10, T0 + 28, T0 + 56]);
+    expect(h.waits.map((w) => w.reason)).toEqual(['backoff', 'backoff', 'backoff']);
+  });
+
   it('a Retry-After makes the other callers wait too (one shared, announced wait)', async () => {
     let t = T0;
     let wake: () => void = () => undefined;
