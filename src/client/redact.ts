@@ -31,6 +31,8 @@ export function duration(ms: number): string {
   return minutes > 0 ? `${hours} h ${minutes} min` : `${hours} h`;
 }
 
+/** An instant as ISO 8601; one past the dates a Date holds (a Retry-After of some 10^13 s and more) in words, not a RangeError. */
 export function isoTime(epochMs: number): string {
-  return new Date(Math.round(epochMs)).toISOString();
+  const date = new Date(Math.round(epochMs));
+  return Number.isNaN(date.getTime()) ? 'a time past any date' : date.toISOString();
 }

@@ -317,6 +317,34 @@ describe('429 and 503', () => {
     expect(h.client.stats).toMatchObject({ throttled: 1, waitedMs: 0 });
   });
 
+  it.each([
+    ['a Retry-After', { 'retry-after': '99999999999999999999' }, 429],
+    ['a RateLimit-Reset (no Retry-After)', { 'ratelimit-remaining': '0', 'ratelimit-reset': '99999999999999999999' }, 429],
+  ] as const)('429 with %s beyond any date: wait_too_long that says so, not a crash on the date', async (_name, headers, status) => {
+    const h = harness({ maxWaitSeconds: 900 });
+    serve(() => h.clock, [[status, problem(status, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, ...headers }]]);
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    const again = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    for (const e of [err, again]) {
+      expect(e).toBeInstanceOf(ApiError);
+      expect(e).toMatchObject({ code: 'wait_too_long', failureType: 'transient_error', status: 429 });
+      expect(e.message).toContain('it resets at a time past any date');
+      expect(e.message).toContain('longer than max_wait_seconds (900 s) allows');
+    }
+  });
+
+  it('Remaining 0 with a RateLimit-Reset beyond any date: wait_too_long that says so, not a crash on the date', async () => {
+    const h = harness({ maxWaitSeconds: 900 });
+    serve(() => h.clock, [[200, page(), { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '99999999999999999999' }]]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+    await h.client.close();
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: 'wait_too_long', failureType: 'transient_error' });
+    expect(err.message).toContain('longer than max_wait_seconds (900 s) allows');
+  });
+
   it('after a too-long Retry-After, other callers stop at once without sending', async () => {
     const h = harness();
     const sent = countRequests('/v1/contacts', 5, () => [503, problem(503, 'Service Unavailable', 'Long maintenance.'), { ...PROBLEM_HEADERS, 'retry-after': '7200' }]);
