@@ -33,7 +33,7 @@ export function parseCaCertificates(text: string): string[] {
       'ca_certificate holds a private key; give only the certificate of the certificate authority (-----BEGIN CERTIFICATE-----), never a key',
     );
   }
-  const certificates = blocks.filter((b) => b[1] === 'CERTIFICATE' || b[1] === 'TRUSTED CERTIFICATE').map((b) => b[0].replace('TRUSTED CERTIFICATE', 'CERTIFICATE'));
+  const certificates = blocks.filter((b) => b[1] === 'CERTIFICATE' || b[1] === 'TRUSTED CERTIFICATE').map((b) => b[0].replaceAll('TRUSTED CERTIFICATE', 'CERTIFICATE'));
   if (certificates.length === 0) {
     throw new CaCertificateError(
       'ca_certificate must hold one or more PEM certificates, each from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----',

@@ -265,6 +265,12 @@ describe('through a CONNECT tunnel', () => {
     const right = make({ env: { HTTPS_PROXY: proxy.url } });
     await expect(right.client.me()).resolves.toMatchObject({ account_name: 'Proxied' });
     await right.client.close();
+    // The same authority in OpenSSL's TRUSTED CERTIFICATE form (openssl x509 -addtrust): its DER, then trust settings.
+    const der = Buffer.from(ca.caCert.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64');
+    const body = Buffer.concat([der, Buffer.from('300c300a06082b06010505070301', 'hex')]).toString('base64').replace(/.{64}/g, '$&\n');
+    const trusted = make({ env: { HTTPS_PROXY: proxy.url }, caCertificate: `-----BEGIN TRUSTED CERTIFICATE-----\n${body}\n-----END TRUSTED CERTIFICATE-----\n` });
+    await expect(trusted.client.me()).resolves.toMatchObject({ account_name: 'Proxied' });
+    await trusted.client.close();
   });
 
   it('an https:// proxy: TLS to the proxy too, trusting ca_certificate for both', async () => {

@@ -66,6 +66,17 @@ describe('ca_certificate', () => {
     expect(() => parseConfig({ ...good, ca_certificate: `${ca.caCert}${ca.otherCaCert}` })).not.toThrow();
   });
 
+  it('OpenSSL\'s TRUSTED CERTIFICATE form (openssl x509 -addtrust, ca-bundle.trust.crt): read as the certificate it holds', () => {
+    // The certificate's DER followed by OpenSSL's trust settings (SEQUENCE { SEQUENCE OF { serverAuth } }).
+    const der = Buffer.from(ca.caCert.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64');
+    const trust = Buffer.from('300c300a06082b06010505070301', 'hex');
+    const body = Buffer.concat([der, trust]).toString('base64').replace(/.{64}/g, '$&\n');
+    const trusted = `-----BEGIN TRUSTED CERTIFICATE-----\n${body}\n-----END TRUSTED CERTIFICATE-----\n`;
+    const [read] = parseCaCertificates(trusted);
+    expect(read).toMatch(/^-----BEGIN CERTIFICATE-----\n[\s\S]+\n-----END CERTIFICATE-----$/);
+    expect(() => parseConfig({ ...good, ca_certificate: `${ca.otherCaCert}${trusted}` })).not.toThrow();
+  });
+
   it.each([
     ['not a certificate', /ca_certificate must hold one or more PEM certificates/],
     [ca.server.key, /ca_certificate holds a private key; give only the certificate/],
