@@ -21,7 +21,7 @@ const DAY_MS = 24 * 3600 * 1000;
  * parameters"), for the records it stamps a little earlier than a watermark
  * it already gave. Those must still be in the log too.
  */
-const LOOK_BACK_MS = 5 * 60 * 1000;
+export const LOOK_BACK_MS = 5 * 60 * 1000;
 /**
  * How much shorter than its days times 24 hours the retention may be: days
  * counted in a time zone with daylight saving time lose an hour across a

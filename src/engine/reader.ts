@@ -12,6 +12,7 @@ import { readAction } from '../client/policy.js';
 import type { DataReadApi } from '../client/types.js';
 import type { StreamDefinition } from '../streams.js';
 import { isLaterInstant, parseInstant } from '../time.js';
+import { LOOK_BACK_MS } from './deletion-gap.js';
 import { StateRules } from './state-rules.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { Paginator, ResumeMismatch, type Page } from './paginator.js';
@@ -45,10 +46,13 @@ interface ReadOptions {
    * a copy made of that read alone lacks it (a Singer target's
    * ACTIVATE_VERSION even drops its row). After the last page the stream is
    * read again from the watermark, passing on only the records changed after
-   * it, until a read passes none (nothing moved during the read before it:
-   * the service's look-back of 5 minutes may still fill pages with records
-   * read already, after a bulk load), a read takes one page (a page is served
-   * at once: nothing moves out of it while it is read), or CATCH_UP_READS such
+   * it and, of those the service's look-back of 5 minutes brings again, the
+   * ones the read before did not bring as they are (a change stamped before
+   * the watermark, made after that read passed its record: the state moves
+   * past it for good), until a read passes none (nothing moved during the
+   * read before it: the look-back may still fill pages with records read
+   * already, after a bulk load), a read takes one page (a page is served at
+   * once: nothing moves out of it while it is read), or CATCH_UP_READS such
    * reads were made (the next sync then brings the rest, as it brings any
    * later change).
    */
@@ -58,13 +62,71 @@ interface ReadOptions {
 /** Reads again from the watermark after a full read (ReadOptions.catchUp), at most. */
 export const CATCH_UP_READS = 3;
 
-/** The records whose cursor is later than `after`; a record whose cursor is not an instant is kept (at least once). */
-function changedAfter(stream: StreamDefinition, records: readonly Data[], after: string): readonly Data[] {
+/** Records of a read's look-back window remembered at most (about 100 bytes each); past it, a catch-up read passes on every record of the window. */
+const WINDOW_KEPT = 20_000;
+
+/**
+ * The records a read brought whose cursor lies within the service's
+ * look-back before its watermark, by id and cursor value: the catch-up read
+ * from that watermark brings them again.
+ */
+class LookBackWindow {
+  /** The watermark, and the instant the window starts (epoch ms). */
+  readonly watermark: string;
+  readonly from: number;
+  /** `from` as the service writes instants (UTC, ms, Z), which compare as text: no parse per record of a long read. */
+  readonly #fromText: string;
+  readonly #stream: StreamDefinition;
+  readonly #held = new Set<string>();
+  #overflow = false;
+
+  constructor(stream: StreamDefinition, watermark: string) {
+    this.#stream = stream;
+    this.watermark = watermark;
+    this.from = parseInstant(watermark) - LOOK_BACK_MS;
+    this.#fromText = Number.isNaN(this.from) ? '' : new Date(this.from).toISOString();
+  }
+
+  /** Remember the records of a page of the read that fall in the window. */
+  note(records: readonly Data[]): void {
+    for (const record of records) {
+      if (this.#overflow) return;
+      const key = this.#key(record);
+      if (key === undefined) continue;
+      if (this.#held.size >= WINDOW_KEPT) this.#overflow = true;
+      else this.#held.add(key);
+    }
+  }
+
+  /** Whether the read brought this record as it is (false when it cannot tell: too many were in the window). */
+  holds(record: Data): boolean {
+    if (this.#overflow) return false;
+    const key = this.#key(record);
+    return key !== undefined && this.#held.has(key);
+  }
+
+  #key(record: Data): string | undefined {
+    const at = record[this.#stream.cursorField as string];
+    if (typeof at !== 'string') return undefined;
+    const inWindow = at.length === 24 && at.endsWith('Z') ? at >= this.#fromText : parseInstant(at) >= this.from;
+    return inWindow ? `${String(record[this.#stream.primaryKey])}\u0000${at}` : undefined;
+  }
+}
+
+/**
+ * The records of a catch-up read to pass on: those changed after the
+ * watermark of the read before it (`before`), and those of its look-back that
+ * it did not bring as they are (a change stamped before that watermark, made
+ * after that read had passed its record). A record whose cursor is not an
+ * instant is kept (at least once).
+ */
+function changedAfter(stream: StreamDefinition, records: readonly Data[], before: LookBackWindow): readonly Data[] {
   const field = stream.cursorField;
   if (field === null) return records;
   return records.filter((record) => {
     const at = record[field];
-    return !(typeof at === 'string' && !Number.isNaN(parseInstant(at)) && !isLaterInstant(at, after));
+    if (typeof at !== 'string' || Number.isNaN(parseInstant(at)) || isLaterInstant(at, before.watermark)) return true;
+    return parseInstant(at) >= before.from && !before.holds(record);
   });
 }
 
@@ -75,8 +137,8 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
   let rules = new StateRules(stream, options.state, options.startDate);
   let start = rules.start();
   let catchUps = 0;
-  /** In a catch-up read (ReadOptions.catchUp): the watermark of the read before it, which returned everything up to it. */
-  let after: string | undefined;
+  /** In a catch-up read (ReadOptions.catchUp): what the read before it brought within the look-back of its watermark. */
+  let after: LookBackWindow | undefined;
 
   read: for (;;) {
     const pages = new Paginator(client, stream, start, pageSize);
@@ -108,9 +170,11 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       await sink.streamRunning(stream);
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
+    const window = options.catchUp === true && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
     let passed = 0;
     for (let pagesRead = 1; ; pagesRead++) {
       const records = after === undefined ? page.records : changedAfter(stream, page.records, after);
+      window?.note(page.records);
       passed += records.length;
       if (records.length > 0) {
         await sink.records(stream, records, Date.now());
@@ -119,10 +183,10 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
       }
       if (page.next === null) {
-        if (options.catchUp === true && stream.cursorField !== null && pagesRead > 1 && passed > 0 && catchUps < CATCH_UP_READS) {
+        if (window !== undefined && pagesRead > 1 && passed > 0 && catchUps < CATCH_UP_READS) {
           // Records that moved past this read's end while it paged are after its watermark: read from there.
           catchUps += 1;
-          after = page.watermark;
+          after = window;
           rules = new StateRules(stream, { sync_watermark: page.watermark }, options.startDate);
           start = rules.start();
           continue read;

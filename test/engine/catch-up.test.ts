@@ -65,12 +65,52 @@ class KeysetContacts extends FakeApi {
   }
 }
 
+/**
+ * The contacts list of a service that orders it by id (the API does not
+ * document the order), from updated_since less the look-back, up to the read's
+ * watermark; its clock moves on by `tick` minutes at every request (a long read).
+ */
+class ByIdContacts extends FakeApi {
+  readonly minutes = new Map<string, number>();
+  now: number;
+  readonly #tick: number;
+  onRequest: (request: number) => void = () => undefined;
+  #requests = 0;
+
+  constructor(count: number, start: number, tick: number) {
+    super();
+    for (let i = 0; i < count; i++) this.minutes.set(`c${String(i).padStart(2, '0')}`, i);
+    this.now = start - tick;
+    this.#tick = tick;
+  }
+
+  override async list(path: string, query: ListQuery): Promise<RawPage> {
+    this.calls.push({ path, query: { ...query } });
+    this.now += this.#tick;
+    this.onRequest(++this.#requests);
+    let watermark = this.now;
+    let since = query.updated_since === undefined ? -Infinity : (Date.parse(query.updated_since) - Date.parse(iso(0))) / 60_000 - LOOK_BACK_MINUTES;
+    let after = '';
+    if (query.cursor !== undefined) [watermark, since, after] = JSON.parse(query.cursor) as [number, number, string];
+    const keys = [...this.minutes].filter(([id, t]) => t >= since && t <= watermark && id > after).sort(([a], [b]) => (a < b ? -1 : 1));
+    const page = keys.slice(0, query.limit);
+    const more = keys.length > page.length;
+    const last = page[page.length - 1];
+    return {
+      data: page.map(([id, t]) => contact(id, t)),
+      has_more: more,
+      next_cursor: more && last ? JSON.stringify([watermark, Number.isFinite(since) ? since : -1e9, last[0]]) : null,
+      sync_watermark: iso(watermark),
+    };
+  }
+}
+
 /** The last version passed on of each record, by id. */
 function copyOf(sink: RecordingSink): Map<string, unknown> {
   return new Map(sink.recordsOf('contacts').map((r) => [r.id as string, r.updated_at]));
 }
 
-const serviceNow = (api: KeysetContacts): Map<string, string> => new Map([...api.minutes].map(([id, t]) => [id, iso(t)]));
+const serviceNow = (api: KeysetContacts | ByIdContacts): Map<string, string> => new Map([...api.minutes].map(([id, t]) => [id, iso(t)]));
 
 describe('a full read while records move past its end', () => {
   it('reads again from its watermark what changed after it: the copy holds every record', async () => {
@@ -112,6 +152,32 @@ describe('a full read while records move past its end', () => {
     expect(api.calls.filter((c) => c.query.cursor === undefined)).toHaveLength(2);
     expect(sink.recordsOf('contacts')).toHaveLength(10);
     expect(copyOf(sink)).toEqual(serviceNow(api));
+  });
+
+  it('passes on a change its look-back brings that the full read passed by (stamped before the watermark, made after): not lost', async () => {
+    // A service that orders by id, its clock 3 minutes on at every request: the full read's watermark is 30.
+    const api = new ByIdContacts(10, 30, 3);
+    // While the second page is asked for, c00 (served on the first) changes in a transaction that began at minute 29:
+    // stamped before the watermark, as the service's look-back of 5 minutes allows. The full read has passed it.
+    api.onRequest = (n) => (n === 2 ? api.minutes.set('c00', 29) : undefined);
+    const sink = new RecordingSink();
+    const first = await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state: {}, catchUp: true });
+    expect(first.kind).toBe('complete');
+    // The next sync, from the state the first one saved, as every later sync reads.
+    api.onRequest = () => undefined;
+    await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state: first.kind === 'complete' ? first.state : {}, catchUp: false });
+    expect(copyOf(sink).get('c00')).toBe(iso(29));
+    expect(copyOf(sink)).toEqual(serviceNow(api));
+  });
+
+  it('past 20,000 records in the look-back of a watermark, a catch-up read passes on every record of it (it cannot tell which it brought)', async () => {
+    const api = new FakeApi();
+    const records = Array.from({ length: 20_001 }, (_, i) => ({ id: `r${String(i).padStart(5, '0')}`, updated_at: api.watermark }));
+    api.set('/v1/contacts', records);
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: {}, catchUp: true });
+    // The full read, then its catch-up reads (this service serves the same records to each), each record passed on every time.
+    expect(sink.recordsOf('contacts')).toHaveLength(records.length * 4);
   });
 
   it('a full read of one page needs no catch-up: nothing moves out of a page served at once', async () => {
