@@ -361,7 +361,11 @@ export class Pacer {
    */
   observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends, status?: number): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
-    const remaining = headerNumber(headers, 'ratelimit-remaining');
+    const reported = headerNumber(headers, 'ratelimit-remaining');
+    // A Remaining above the Limit is not the window's (a gateway counting another window, the day's): at most the
+    // Limit, or its fall to the next answer's figure would count as others spending the key, and their share stop the sync.
+    const cap = limit ?? this.#limit;
+    const remaining = reported !== undefined && cap !== undefined ? Math.min(reported, cap) : reported;
     const resetRaw = headerValue(headers, 'ratelimit-reset');
     // Whole ms, rounded up: the instant a wait ends is announced (quota_reset) and must not come before the service's.
     const resetMs = resetRaw === undefined ? undefined : secondsAsMs(resetRaw);

@@ -458,6 +458,21 @@ describe('decimal header values', () => {
   });
 });
 
+describe('RateLimit-Remaining above RateLimit-Limit (a gateway that counts another window)', () => {
+  it('is no sign of other users of the key: the sync neither stops nor waits past the minute', async () => {
+    const h = harness({ maxWaitSeconds: 900 });
+    const times = serve(() => h.clock, [
+      [200, page(), { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '100000', 'ratelimit-reset': '60' }],
+      [200, page(), limits(58, 59)],
+      [200, page(), limits(57, 58)],
+    ]);
+    for (let i = 0; i < 3; i++) await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toHaveLength(3);
+    expect(h.clock.sleeps.reduce((a, b) => a + b, 0)).toBeLessThan(60_000);
+  });
+});
+
 describe('Pacer (unit)', () => {
   it('takes the requests still in flight off the reported Remaining', () => {
     const now = { t: 0 };
