@@ -149,6 +149,11 @@ export function classifyNetError(err: unknown, ctx: NetContext): NetFault {
   if (code !== undefined && UNREACHABLE_CODES.has(code)) {
     return { kind: 'unreachable', code, text: `the host cannot be reached (${tag})` };
   }
+  // OpenSSL's "wrong version number": the server answered an https:// address in something else than TLS (plain
+  // HTTP, most often), met on reading or, as EPROTO, on writing. Not its certificate, and not a fault a retry mends.
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || (code === 'EPROTO' && /wrong version number/i.test(message))) {
+    return { kind: 'tls', code, text: `${ctx.host} did not answer in TLS (${code}): no HTTPS is served there; check the host and port of base_url` };
+  }
   if (code !== undefined && isTlsCode(code)) {
     return { kind: 'tls', code, text: `the TLS certificate of ${ctx.host} is not trusted (${tag})` };
   }

@@ -148,6 +148,26 @@ describe('network faults', () => {
   });
 
 
+  it('https:// to a server that does not speak TLS (a plain HTTP port): a config_error naming that, not its certificate', async () => {
+    nock.enableNetConnect('127.0.0.1');
+    const server = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const h = harness({ baseUrl: `https://127.0.0.1:${port}`, maxRetries: 1 });
+      const err = await failureThenClose(h, () => h.client.me());
+      expect(err).toMatchObject({ code: 'unreachable', failureType: 'config_error' });
+      // OpenSSL's "wrong version number", met on reading (ERR_SSL_WRONG_VERSION_NUMBER) or on writing (EPROTO).
+      expect(err.message).toMatch(new RegExp(`127\\.0\\.0\\.1:${port} did not answer in TLS \\((ERR_SSL_WRONG_VERSION_NUMBER|EPROTO)\\)`));
+      expect(err.message).toContain('no HTTPS is served there; check the host and port of base_url');
+      expect(err.message).not.toContain('certificate of');
+      expect(h.client.stats.requests).toBe(1);
+    } finally {
+      nock.disableNetConnect();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('classifies undici and node error codes', () => {
     const ctx = { timedOut: false, timeoutMs: 60_000, host: 'api.test', clean: cleaner(['secret-key']) };
     const kind = (code: string): string => classifyNetError(Object.assign(new Error(`x ${code} secret-key`), { code }), ctx).kind;
@@ -159,6 +179,8 @@ describe('network faults', () => {
     expect(kind('ECONNREFUSED')).toBe('unreachable');
     expect(kind('EAI_AGAIN')).toBe('unreachable');
     expect(kind('ERR_TLS_CERT_ALTNAME_INVALID')).toBe('tls');
+    const eproto = classifyNetError(Object.assign(new Error('write EPROTO 40:error:0A00010B:SSL routines::wrong version number'), { code: 'EPROTO' }), ctx);
+    expect(eproto).toMatchObject({ kind: 'tls', text: 'api.test did not answer in TLS (EPROTO): no HTTPS is served there; check the host and port of base_url' });
     expect(kind('UND_ERR_DESTROYED')).toBe('fatal');
     // a code found on the cause, and on an AggregateError member
     expect(classifyNetError(new TypeError('fetch failed', { cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) }), ctx).kind).toBe('unreachable');
