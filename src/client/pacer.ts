@@ -291,15 +291,25 @@ export class Pacer {
 
   /**
    * Resolve when a request may be sent. Throws `tooLong(...)` when the wait
-   * exceeds maxWaitMs. Call `sent()` right after, with no await in between.
+   * exceeds maxWaitMs (a spread is cut to it instead). Call `sent()` right
+   * after, with no await in between.
    */
   async ready(path: string): Promise<void> {
+    /** A spread longer than maxWaitMs was waited, cut to it. */
+    let cut = false;
     for (;;) {
       const now = this.#o.now();
       const wait = this.required(now);
-      if (wait === undefined) return;
+      if (wait === undefined || (cut && wait.cause === 'spread')) return;
       const waitMs = wait.until - now;
-      if (waitMs > this.#o.maxWaitMs) throw this.#o.tooLong(wait, waitMs, path);
+      if (waitMs > this.#o.maxWaitMs) {
+        // The spread is this client's own courtesy to the key's other users, not a wait the service asked for: cut to
+        // max_wait_seconds, never a reason to stop the sync.
+        if (wait.cause !== 'spread') throw this.#o.tooLong(wait, waitMs, path);
+        cut = true;
+        await this.#o.sleep(this.#o.maxWaitMs);
+        continue;
+      }
       await this.#waitFor(wait, waitMs, path);
     }
   }

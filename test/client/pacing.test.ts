@@ -473,6 +473,21 @@ describe('RateLimit-Remaining above RateLimit-Limit (a gateway that counts anoth
   });
 });
 
+describe('the spread of requests over the window (pacer.ts) and max_wait_seconds', () => {
+  it('is never a reason to stop: a pause of its own longer than max_wait_seconds is cut to it', async () => {
+    // 10 requests a minute: in its first window the client spreads them, one every 1.8 s (18 s / 10).
+    const h = harness({ maxWaitSeconds: 1 });
+    const times = serve(() => h.clock, [
+      [200, page(), limits(9, 60, 10)],
+      [200, page(), limits(8, 59, 10)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 1000]);
+  });
+});
+
 describe('Pacer (unit)', () => {
   it('takes the requests still in flight off the reported Remaining', () => {
     const now = { t: 0 };
