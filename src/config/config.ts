@@ -69,6 +69,12 @@ const apiKey = keyOfShape(KEY_SHAPE);
 /** The config's own api_key: optional (accounts instead), so empty is not set and the config's check asks for it. */
 const topApiKey = keyOfShape(new RegExp(`^(?:${KEY_SHAPE.source.slice(1, -1)})?$`)).transform(emptyIsNone);
 
+/**
+ * An address as a message may quote it: what comes before its last "@" (a
+ * user and password, whatever characters the password holds) shown as `***`.
+ */
+const withoutUserinfo = (value: string): string => value.replace(/^((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/)?.*@/s, (_, scheme?: string) => `${scheme ?? ''}***@`);
+
 const baseUrl = z
   .string({ error: requiredString('base_url', 'the address before /v1, e.g. https://api.example.com') })
   .trim()
@@ -81,7 +87,7 @@ const baseUrl = z
         code: 'custom',
         message: KEY_SHAPE.test(value)
           ? 'base_url holds what looks like an API key (<prefix>_live_<secret>), not an address (are api_key and base_url swapped?)'
-          : `base_url must be a URL such as https://api.example.com (got "${value}")`,
+          : `base_url must be a URL such as https://api.example.com (got "${withoutUserinfo(value)}")`,
       });
       return;
     }

@@ -128,6 +128,16 @@ describe('parseConfig', () => {
     const { message } = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
     expect(message).not.toContain('CANARY123secret');
   });
+
+  it('never repeats the password of a base_url it cannot read as a URL', () => {
+    // A password with a "/" (base64) or a typo elsewhere makes the address unreadable; the message quotes it without its credentials.
+    for (const base_url of ['https://gate:pa/ss0rdS3CRET@api.example.com', 'https://gate:pass0rdS3CRET@api example.com', 'https://p@ss:w0rdS3CRET@api.example .com']) {
+      const { message } = errorOf({ ...good, base_url });
+      expect(message).toMatch(/base_url must be a URL/);
+      expect(message).not.toContain('S3CRET');
+      expect(message).toContain('https://***@');
+    }
+  });
 });
 
 describe('futureStartDate', () => {
