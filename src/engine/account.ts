@@ -46,7 +46,8 @@ type Binding = 'same' | 'unbound' | 'renamed' | 'other';
 export function bindingOf(bound: string | undefined, current: RunAccount, renamedFrom: string | undefined): Binding {
   if (bound === undefined) return 'unbound';
   if (bound === current.name) return 'same';
-  return renamedFrom !== undefined && bound === renamedFrom ? 'renamed' : 'other';
+  // The config trims account_renamed_from (a form's stray spaces): a former name with spaces at its ends is matched trimmed.
+  return renamedFrom !== undefined && (bound === renamedFrom || bound.trim() === renamedFrom) ? 'renamed' : 'other';
 }
 
 /** What a refusal says of its subject beyond the account's name. */

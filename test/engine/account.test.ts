@@ -9,6 +9,7 @@ import { bindingOf, checkStateAccounts, otherAccountError, runAccount } from '..
 import { RecordPipeline } from '../../src/engine/pipeline.js';
 import { parseStreamState, type StreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
+import { parseConfig } from '../../src/config/config.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { thrown } from '../helpers/thrown.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
@@ -94,6 +95,17 @@ describe('checkStateAccounts', () => {
         level: 'INFO',
         message: 'The state of stream contacts names no account (it was written before states named theirs): taken as account "Globex"\'s; the states this run saves name it.',
       },
+    ]);
+  });
+
+  it('confirms the rename of a former name with spaces at its ends, given as the refusal spells it (the config trims the setting)', () => {
+    const former = { name: 'Acme Brazil ', base_url: URL };
+    const given = states({ contacts: { sync_watermark: W, account: former } });
+    const refusal = (thrown(() => checkStateAccounts(given, globex, undefined)) as Error).message;
+    expect(refusal).toContain('confirm the rename with "account_renamed_from": "Acme Brazil " in the config');
+    const { config } = parseConfig({ api_key: 'acme_live_s3cr3tKEY', base_url: URL, account_renamed_from: 'Acme Brazil ' });
+    expect(checkStateAccounts(given, globex, config.account_renamed_from).map((n) => n.message)).toEqual([
+      'The state of stream contacts belongs to account "Acme Brazil", which account_renamed_from confirms is now "Globex": read as "Globex"\'s; the states this run saves name "Globex".',
     ]);
   });
 
