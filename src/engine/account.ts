@@ -80,7 +80,8 @@ export function otherAccountError(refusal: Refusal, bound: StateAccount, current
     `${refusal.subject} belongs to account "${bound.name}"${details.length > 0 ? ` (${details.join('; ')})` : ''}, ` +
       `but this config's API key reads account "${current.name}". ${refusal.consequence} ${refusal.remedy}; ` +
       `if "${bound.name}" is this same account, renamed "${current.name}" in Data-Read, ` +
-      `confirm the rename with "account_renamed_from": "${bound.name}" in the config${given}.`,
+      // As JSON: a name may hold a quote or a backslash, and the user pastes this into the config.
+      `confirm the rename with "account_renamed_from": ${JSON.stringify(bound.name)} in the config${given}.`,
     { field: refusal.field },
   );
 }

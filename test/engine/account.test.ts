@@ -109,6 +109,13 @@ describe('checkStateAccounts', () => {
     ]);
   });
 
+  it('spells the rename\'s confirmation as JSON a config can hold, whatever the former name holds (quotes, a backslash)', () => {
+    const former = { name: 'Acme "BR" \\ Sul', base_url: URL };
+    const refusal = (thrown(() => checkStateAccounts(states({ contacts: { sync_watermark: W, account: former } }), globex, undefined)) as Error).message;
+    const snippet = /confirm the rename with (.*) in the config\.$/.exec(refusal)?.[1] ?? '';
+    expect(JSON.parse(`{${snippet}}`)).toEqual({ account_renamed_from: former.name });
+  });
+
   it('says nothing of a stream given no state: a null stream_state (Airbyte\'s reset) or {} is read from start_date', () => {
     const reset = new Map([['contacts', parseStreamState('contacts', null)], ['conversations', parseStreamState('conversations', {})]]);
     expect(checkStateAccounts(reset, globex, undefined)).toEqual([]);
