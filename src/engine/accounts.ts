@@ -156,6 +156,8 @@ interface StreamTrack {
   remaining: number;
   failed: boolean;
   read: boolean;
+  /** Whether an account's service did not offer it (a 404 on an optional stream): the face then hears it skipped, read or not by others. */
+  skipped: boolean;
 }
 
 /** What the face's summary line says of each account's failure; `message` gives an error's words, by default its message. */
@@ -325,7 +327,7 @@ export class AccountsRun {
           'their states are kept as they are in every state this run writes (remove them from the state to forget them).',
       );
     }
-    const streams = new Map<string, StreamTrack>(request.streams.map(({ stream }) => [stream.name, { started: false, remaining: this.#entries.length, failed: false, read: false }]));
+    const streams = new Map<string, StreamTrack>(request.streams.map(({ stream }) => [stream.name, { started: false, remaining: this.#entries.length, failed: false, read: false, skipped: false }]));
     const combined = new Map<string, Map<string, StreamState>>(request.streams.map(({ stream }) => [stream.name, new Map(input.get(stream.name) ?? [])]));
     const report = this.#report;
 
@@ -385,6 +387,7 @@ export class AccountsRun {
       track.remaining -= 1;
       if (how === 'failed') track.failed = true;
       if (how === 'complete') track.read = true;
+      if (how === 'skipped') track.skipped = true;
       if (track.remaining > 0) return;
       // Every record of the stream is covered before its last status.
       await writeState(stream);
@@ -394,7 +397,9 @@ export class AccountsRun {
         await emitter.streamStopped(stream);
       } else {
         observer?.ended(stream.name, 'complete');
-        await emitter.streamComplete(stream, !track.read);
+        // Skipped for the face when any account skipped it: the Singer tap then activates no table version, which would remove
+        // that account's rows from the target (they keep theirs, as with one account, or an account that failed).
+        await emitter.streamComplete(stream, !track.read || track.skipped);
         report?.streamEnded(stream.name, track.read ? 'complete' : 'skipped');
       }
     };

@@ -29,7 +29,10 @@ export interface SyncSink {
   readRestarted?(stream: StreamDefinition): void | Promise<void>;
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
-  /** The stream ended well; `skipped`: the service does not offer it (a 404 on an optional stream), nothing was read. */
+  /**
+   * The stream ended well; `skipped`: the service does not offer it (a 404 on an optional stream), nothing was read
+   * (with accounts: the service of one account at least does not offer it; the others may have read it).
+   */
   streamComplete(stream: StreamDefinition, skipped?: boolean): void | Promise<void>;
   /** The stream ends unfinished because of its own failure (a path, a cursor, an answer): say it with the stream. */
   streamIncomplete(stream: StreamDefinition, error: ConnectorError): void | Promise<void>;

@@ -6,7 +6,8 @@ import nock from 'nock';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
 import { parseStreamState, type StreamState } from '../../src/engine/state.js';
@@ -16,7 +17,10 @@ import { findStream, type StreamDefinition } from '../../src/streams.js';
 import type { Data } from '../../src/engine/sync-sink.js';
 import { thrown } from '../helpers/thrown.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
-import { ROOT } from '../helpers/cli.js';
+import { ROOT, parseLines } from '../helpers/cli.js';
+import { planAll } from '../../src/protocols/singer/selection.js';
+import { SingerSink } from '../../src/protocols/singer/sink.js';
+import { LineWriter, StderrLogger } from '../../src/runtime/output.js';
 import { requireBuild } from '../helpers/emulator-runs.js';
 import { JSON_HEADERS, resetNock } from '../client/helpers.js';
 
@@ -488,5 +492,44 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     for (const [name, meet] of Object.entries(meets)) expect(statuses(result)[name]).toBe(meet === 'ok' ? 'succeeded' : 'failed');
     expect(nock.pendingMocks()).toEqual([]);
     expect(sink.recordsOf('contacts').map((r) => r.account)).toEqual(Object.keys(meets).filter((n) => meets[n] === 'ok'));
+  });
+});
+
+describe('a FULL_TABLE stream that one account does not offer (404), in the Singer tap', () => {
+  againstNock();
+  const keys = { acme: 'drk_live_acmeacme0123456789', globex: 'drk_live_globexglobex0123456' };
+  const me = (name: string): object => ({ account_name: name, scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } });
+  const notFound = { type: 'about:blank', title: 'Not Found', status: 404, detail: 'no such path' };
+
+  it("activates no version: the rows of the account that skipped it keep theirs in the target, as with one account", async () => {
+    for (const [name, key] of Object.entries(keys)) {
+      const auth = { reqheaders: { authorization: `Bearer ${key}` } };
+      nock(origin, auth).get('/v1/me').reply(200, me(name), JSON_HEADERS);
+      const scope = nock(origin, auth).get('/v1/pipeline_stages').query(true);
+      if (name === 'globex') scope.reply(404, notFound, { 'content-type': 'application/problem+json' });
+      else scope.reply(200, { data: [{ id: 's1', name: 'Lead' }], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS);
+    }
+    const entries = Object.entries(keys).map(([name, api_key]) => ({ name, api_key }));
+    const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 1 }, { addSecret: () => undefined }, {});
+    const plans = planAll(false, undefined, true).filter((p) => p.stream.name === 'pipeline_stages');
+    expect(plans[0]?.activateVersion).toBe(true);
+    // A later sync: both accounts read the stream before (their rows in the target carry an older version).
+    const states = new Map([['pipeline_stages', parseStreamState('pipeline_stages', { accounts: { acme: {}, globex: {} } })]]);
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on('data', (b: Buffer) => chunks.push(b));
+    const logger = new StderrLogger('test');
+    const logged = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const sink = new SingerSink(new LineWriter(out), logger, plans, states, 1_790_000_000_000, entries.map((e) => e.name));
+      const result = await new AccountsRun(config).run({ streams: plans, states }, sink);
+      await sink.finish();
+      expect(result.error).toBeUndefined();
+    } finally {
+      logged.mockRestore();
+    }
+    const lines = parseLines(Buffer.concat(chunks).toString('utf8'));
+    expect(lines.filter((m) => m.type === 'RECORD').map((m) => (m.record as Data).account)).toEqual(['acme']);
+    expect(lines.filter((m) => m.type === 'ACTIVATE_VERSION')).toEqual([]);
   });
 });
