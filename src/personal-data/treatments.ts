@@ -17,6 +17,7 @@
 import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { ConfigError } from '../errors.js';
 import { isRawNumber } from '../exact-json.js';
+import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
 
 export const TREATMENTS = ['keep', 'drop', 'hash', 'sha256', 'email_domain'] as const;
@@ -188,7 +189,12 @@ function hashes(config: { readonly personal_data: string; readonly field_treatme
  * A field the built-in schemas lack is not judged here (the service may
  * describe it): see unknownTreatedFields.
  */
-export function treatmentProblems(config: { readonly personal_data: string; readonly field_treatments: readonly FieldTreatment[]; readonly hash_key?: string | undefined }): string[] {
+export function treatmentProblems(config: {
+  readonly personal_data: string;
+  readonly field_treatments: readonly FieldTreatment[];
+  readonly hash_key?: string | undefined;
+  readonly accounts?: readonly unknown[] | undefined;
+}): string[] {
   const problems: string[] = [];
   const names = STREAMS.map((s) => s.name).join(', ');
   const seen = new Map<string, number>();
@@ -202,6 +208,15 @@ export function treatmentProblems(config: { readonly personal_data: string; read
     const why = untreatable(stream).get(t.field);
     if (why !== undefined) {
       problems.push(`${entry}: ${t.field} is ${why} of ${stream.name} and cannot be treated; treat other fields`);
+      continue;
+    }
+    // With accounts, `account` is the entry's name (first in the key), and the service's own field moved to service_account
+    // before any treatment: a treatment naming `account` would treat nothing, and the value it was meant for go out untreated.
+    if (config.accounts !== undefined && t.field === ACCOUNT_FIELD) {
+      problems.push(
+        `${entry}: with accounts, ${ACCOUNT_FIELD} is the entry's name, first in the primary key of ${stream.name}, and cannot be treated; ` +
+          `a field "${ACCOUNT_FIELD}" the service sends is kept as ${SERVICE_ACCOUNT_FIELD}: name ${SERVICE_ACCOUNT_FIELD} to treat it`,
+      );
       continue;
     }
     const key = `${t.stream}\u0000${t.field}`;

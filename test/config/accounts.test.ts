@@ -42,6 +42,19 @@ describe('accounts', () => {
     expect(parseConfig({ ...base, accounts: [acme, globex] }).warnings).toEqual([]);
   });
 
+  it("refuses a treatment of account (the entry's name, in the key) and names service_account, where the service's own field goes", () => {
+    // The service's `account` is moved to service_account before treatments: one naming `account` treated nothing, and
+    // the value it was meant to drop went out as service_account.
+    const error = errorOf({ ...base, accounts: [acme], field_treatments: [{ stream: 'contacts', field: 'account', treatment: 'drop' }] });
+    expect(error.message).toContain(
+      'field_treatments[0] ("contacts"."account"): with accounts, account is the entry\'s name, first in the primary key of contacts, and cannot be treated; ' +
+        'a field "account" the service sends is kept as service_account: name service_account to treat it',
+    );
+    expect(parseConfig({ ...base, accounts: [acme], field_treatments: [{ stream: 'contacts', field: 'service_account', treatment: 'drop' }] }).config.field_treatments).toHaveLength(1);
+    // With one api_key, `account` is a field like any other the service may send.
+    expect(parseConfig({ ...base, api_key: acme.api_key, field_treatments: [{ stream: 'contacts', field: 'account', treatment: 'drop' }] }).config.field_treatments).toHaveLength(1);
+  });
+
   it('gives each entry a config of its own: its key and rename, every other setting shared', () => {
     const { config } = parseConfig({ ...base, page_size: 50, accounts: [acme, { ...globex, account_renamed_from: 'Globex old' }] });
     const one = entryConfig(config, config.accounts?.[1] ?? acme);
