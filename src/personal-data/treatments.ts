@@ -17,7 +17,7 @@
 import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { ConfigError } from '../errors.js';
 import { isRawNumber } from '../exact-json.js';
-import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD } from '../schemas/json-schema.js';
+import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD, withServiceAccount } from '../schemas/json-schema.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
 
 export const TREATMENTS = ['keep', 'drop', 'hash', 'sha256', 'email_domain'] as const;
@@ -36,6 +36,8 @@ export interface TreatmentConfig {
   readonly personal_data: PersonalDataChoice;
   readonly field_treatments: readonly FieldTreatment[];
   readonly hash_key?: string | undefined;
+  /** Many accounts: the service's own field `account` is served as service_account. */
+  readonly accounts?: readonly unknown[] | undefined;
 }
 
 /** One treated field of a stream. */
@@ -409,12 +411,14 @@ export function treatedSchemasFor<S extends Schema>(
   described: boolean,
   warn: (message: string) => void,
 ): ReadonlyMap<string, S> {
-  const unknown = unknownTreatedFields(config, schemas);
+  // With accounts, treatments name the service's `account` as the records carry it: service_account.
+  const served = config.accounts === undefined ? schemas : new Map([...schemas].map(([name, schema]) => [name, withServiceAccount(schema) as S]));
+  const unknown = unknownTreatedFields(config, served);
   if (unknown !== undefined) {
     if (described) {
       throw new ConfigError(`Invalid config: ${unknown} Name a field the stream has (a top-level field), or remove the entry.`, { field: 'field_treatments' });
     }
     warn(`field_treatments names fields the built-in schemas lack (the service's description was not read): ${unknown} Each is treated if records carry it.`);
   }
-  return treatSchemas(schemas, treatmentPlan(config));
+  return treatSchemas(served, treatmentPlan(config));
 }

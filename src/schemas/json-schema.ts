@@ -106,10 +106,22 @@ export function recordJsonSchema(stream: StreamDefinition, options: RecordSchema
   if (!options.accountField) return { ...base, properties };
   const account: JsonSchema = { type: 'string', description: 'The name of the config\'s accounts entry the record was read from (first part of the primary key)' };
   const required = Array.isArray(base.required) ? base.required.filter((r) => r !== ACCOUNT_FIELD) : [];
-  // A field `account` the service describes is served as service_account (accounts.ts): declared there.
+  const served = withServiceAccount({ ...base, properties });
+  return { ...served, required: [ACCOUNT_FIELD, ...required], properties: { [ACCOUNT_FIELD]: account, ...(served.properties as JsonSchema) } };
+}
+
+/**
+ * A schema as a config with `accounts` serves it: a field `account` the
+ * service describes is declared as service_account (where the pipeline
+ * moves its values: engine/pipeline.ts), `account` left for the entry's
+ * name. The schema given is not changed.
+ */
+export function withServiceAccount(schema: JsonSchema): JsonSchema {
+  const properties: JsonSchema = isObject(schema.properties) ? schema.properties : {};
+  if (!(ACCOUNT_FIELD in properties)) return schema;
   const { [ACCOUNT_FIELD]: described, ...rest } = properties;
-  const moved = described === undefined || SERVICE_ACCOUNT_FIELD in rest ? {} : { [SERVICE_ACCOUNT_FIELD]: described };
-  return { ...base, required: [ACCOUNT_FIELD, ...required], properties: { [ACCOUNT_FIELD]: account, ...rest, ...moved } };
+  const moved = SERVICE_ACCOUNT_FIELD in rest ? {} : { [SERVICE_ACCOUNT_FIELD]: described };
+  return { ...schema, properties: { ...rest, ...moved } };
 }
 
 

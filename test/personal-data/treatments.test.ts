@@ -2,7 +2,8 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/config.js';
 import { fieldSelector } from '../../src/engine/pipeline.js';
-import { emailDomain, hashKeyWarning, hmacSha256, normalize, recordTreater, sha256Hex, treatSchema, treatmentPlan, weakKeyReason } from '../../src/personal-data/treatments.js';
+import { emailDomain, hashKeyWarning, hmacSha256, normalize, recordTreater, sha256Hex, treatSchema, treatedSchemasFor, treatmentPlan, weakKeyReason } from '../../src/personal-data/treatments.js';
+import { discoverCatalog } from '../../src/protocols/airbyte/catalog.js';
 import { builtInSchema } from '../../src/schemas/json-schema.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 
@@ -186,6 +187,31 @@ describe('schemas', () => {
     expect(String(props.email?.description)).toMatch(/HMAC-SHA-256.*lower-cased/);
     // The built-in schema itself is untouched (schemas/ and catalog/ stay the untreated defaults).
     expect((builtInSchema(contacts).properties as Record<string, unknown>).phone).toBeDefined();
+  });
+});
+
+describe('with accounts, the service\'s own field account is treated as service_account, where its values go', () => {
+  const accounts = [{ name: 'acme-br', api_key: 'acme_live_s3cr3tACME' }];
+  // The service's description declares a field `account` of its own (the pipeline serves its values as service_account).
+  const described = new Map([['contacts', { ...builtInSchema(contacts), properties: { ...(builtInSchema(contacts).properties as object), account: { type: ['null', 'string'] } } }]]);
+  const fail = (message: string): never => {
+    throw new Error(message);
+  };
+
+  it('a drop of service_account is a field the description has, and no schema declares it', () => {
+    const { config } = parseConfig({ base_url: base.base_url, accounts, field_treatments: [{ stream: 'contacts', field: 'service_account', treatment: 'drop' }] });
+    const schemas = treatedSchemasFor(config, described, true, fail);
+    const [discovered] = discoverCatalog(false, schemas, true);
+    const props = Object.keys(discovered?.json_schema.properties as object);
+    expect(props).toContain('account');
+    expect(props).not.toContain('service_account');
+  });
+
+  it('a hash of service_account declares it hashed', () => {
+    const { config } = parseConfig({ base_url: base.base_url, accounts, hash_key: 'k'.repeat(16), field_treatments: [{ stream: 'contacts', field: 'service_account', treatment: 'hash' }] });
+    const [discovered] = discoverCatalog(false, treatedSchemasFor(config, described, true, fail), true);
+    expect((discovered?.json_schema.properties as Record<string, unknown>).service_account).toMatchObject({ pattern: '^[0-9a-f]{64}$' });
+    expect((discovered?.json_schema.properties as Record<string, unknown>).account).toMatchObject({ type: 'string' });
   });
 });
 
