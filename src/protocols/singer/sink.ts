@@ -211,7 +211,12 @@ export class SingerSink implements SyncSink {
     this.logger.log('CRITICAL', `${stream ? `${stream}: ` : ''}${error.message}`);
     if (error.internal) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}${error.internal}`);
     const cause = error.cause;
-    if (error.failureType === 'system_error' && cause instanceof Error && cause.stack) this.logger.log('DEBUG', cause.stack);
+    if (error.failureType === 'system_error' && cause instanceof Error && cause.stack) {
+      // Its frames only: a stack starts with the fault's message, which may quote a record's value (errors.ts faultWords),
+      // and the CRITICAL line above said of it what may be said.
+      const frames = cause.stack.split('\n').filter((line) => /^\s*at /.test(line));
+      if (frames.length > 0) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}the fault's stack: ${frames.map((frame) => frame.trim()).join(' | ')}`);
+    }
   }
 
   /**

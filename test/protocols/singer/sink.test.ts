@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../../helpers/stderr.js';
 import { ApiError } from '../../../src/client/api-error.js';
+import { toConnectorError } from '../../../src/errors.js';
 import type { DataReadApi } from '../../../src/client/types.js';
 import { parseConfig } from '../../../src/config/config.js';
 import { runSync } from '../../../src/engine/sync.js';
@@ -151,5 +152,21 @@ describe('SingerSink', () => {
     const sink = new SingerSink(new LineWriter(stream), new StderrLogger('test'), [], new Map([['contacts', { sync_watermark: W }]]));
     await sink.finish();
     expect(parseLines(String(stream.read()))).toEqual([{ type: 'STATE', value: { bookmarks: { contacts: { sync_watermark: W } }, currently_syncing: null } }]);
+  });
+});
+
+describe('a stream stopped by a fault the connector did not expect', () => {
+  it("logs the fault's stack by its frames: never its message past what the CRITICAL line says (it may quote a record's value)", async () => {
+    const plans = planAll(false);
+    const contacts = plans[0]?.stream;
+    if (contacts === undefined) throw new Error('no contacts plan');
+    const sink = new SingerSink(new LineWriter(new PassThrough()), new StderrLogger('test'), plans, new Map());
+    // V8's words for a property set on a string: the string is a record's value, as received.
+    const fault = new TypeError("Cannot create property 'x' on string 'ana.souza@example.com'");
+    await sink.streamStarted(contacts);
+    await sink.streamIncomplete(contacts, toConnectorError(fault));
+    expect(stderrText()).toContain('CRITICAL test: contacts: Unexpected error in the connector: TypeError: Cannot create property ... (the rest not shown: it may quote data)');
+    expect(stderrText()).toMatch(/DEBUG test: contacts: the fault's stack: at /);
+    expect(stderrText()).not.toContain('ana.souza');
   });
 });
