@@ -240,7 +240,8 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
   if (firstOk >= 0) {
     // The description and the treated fields once, with the first key that works (already verified above).
     const one = entryConfig(config, entries[firstOk] as AccountEntry);
-    const described = await withInteractiveClient(one, hooks, (client) => describeForCheck(client, one));
+    // Judged with the whole config: with accounts, a field `account` the service describes is treated as service_account.
+    const described = await withInteractiveClient(one, hooks, (client) => describeForCheck(client, config));
     drift = described.drift;
     // A treatment of a field the service does not describe either: the config's mistake, whichever account.
     if (described.invalid !== undefined) return { ok: false, message: described.invalid, drift };

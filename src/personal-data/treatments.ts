@@ -16,7 +16,7 @@
  */
 import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { ConfigError } from '../errors.js';
-import { isRawNumber } from '../exact-json.js';
+import { isObject, isRawNumber } from '../exact-json.js';
 import { ACCOUNT_FIELD, SERVICE_ACCOUNT_FIELD, withServiceAccount } from '../schemas/json-schema.js';
 import { STREAMS, findStream, type PersonalKind, type StreamDefinition } from '../streams.js';
 
@@ -291,7 +291,9 @@ function propertyNames(schema: unknown): Set<string> {
 export function unknownTreatedFields(config: TreatmentConfig, schemas: ReadonlyMap<string, unknown>): string | undefined {
   const unknown: string[] = [];
   for (const [i, t] of config.field_treatments.entries()) {
-    const schema = schemas.get(t.stream);
+    const given = schemas.get(t.stream);
+    // With accounts, a field `account` the service describes is served (and treated) as service_account.
+    const schema = config.accounts !== undefined && isObject(given) ? withServiceAccount(given) : given;
     if (schema === undefined) continue;
     const fields = propertyNames(schema);
     if (!fields.has(t.field)) unknown.push(`field_treatments[${i}]: ${t.stream} has no field ${JSON.stringify(t.field)} (its fields: ${[...fields].join(', ')})`);

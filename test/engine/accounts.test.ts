@@ -10,6 +10,8 @@ import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
+import { checkAccounts } from '../../src/engine/connect.js';
+import { buildOpenApiDocument } from '../../packages/emulator/src/openapi.js';
 import { parseStreamState, type StreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
 import { builtInSchema, recordJsonSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
@@ -531,5 +533,26 @@ describe('a FULL_TABLE stream that one account does not offer (404), in the Sing
     const lines = parseLines(Buffer.concat(chunks).toString('utf8'));
     expect(lines.filter((m) => m.type === 'RECORD').map((m) => (m.record as Data).account)).toEqual(['acme']);
     expect(lines.filter((m) => m.type === 'ACTIVATE_VERSION')).toEqual([]);
+  });
+});
+
+describe("check of accounts whose service describes a field `account` of its own, against nock", () => {
+  againstNock();
+
+  it('takes a treatment of service_account, where that field goes (only a field described by neither name is refused)', async () => {
+    const doc = buildOpenApiDocument({ extraFields: (list) => (list === 'contacts' ? [{ list, name: 'account', type: 'string' }] : []) });
+    const me = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
+    const check = async (field: string) => {
+      nock(origin).get('/v1/me').reply(200, me, JSON_HEADERS);
+      nock(origin).get('/v1/openapi.json').reply(200, doc, JSON_HEADERS);
+      const accounts = [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }];
+      const { config } = parseUserConfig({ accounts, base_url: origin, field_treatments: [{ stream: 'contacts', field, treatment: 'drop' }] }, { addSecret: () => undefined }, {});
+      return checkAccounts(config);
+    };
+    const ok = await check('service_account');
+    expect(ok.message).not.toMatch(/has no field/);
+    expect(ok.ok).toBe(true);
+    const typo = await check('service_acount');
+    expect(typo).toMatchObject({ ok: false, message: expect.stringMatching(/contacts has no field "service_acount"/) });
   });
 });
