@@ -8,7 +8,8 @@
  *   half-written stays: the open transaction dies with the connection, and
  *   the next run resumes from the last commit.
  * - config_error (78, the user must change something): the login refused
- *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry), the
+ *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry, a
+ *   password asked for and none given), the
  *   database missing (3D000), a privilege missing (42501: the message names
  *   the grant that gives it), a server or role that accepts no writes
  *   (25006: a standby, default_transaction_read_only), the TLS settings
@@ -106,6 +107,10 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
   if (code === '28P01') {
     failure = 'config_error';
     text = `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role)${said}. Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass).`;
+  } else if (c.password === undefined && /client password must be a string/i.test(message)) {
+    // The driver's words when the server asks for a password (SCRAM) and neither the URL, PGPASSWORD nor ~/.pgpass gave one: libpq's "no password supplied".
+    failure = 'config_error';
+    text = `PostgreSQL asks for the password of role "${c.user}" on ${c.host}:${c.port}, and none was given. Give it in ${where} (postgresql://user:password@...), in PGPASSWORD, or in ~/.pgpass.`;
   } else if (code === '28000') {
     failure = 'config_error';
     text = `PostgreSQL refused the login of role "${c.user}" to database "${c.database}" on ${c.host}:${c.port}${said}. Check the role, and the server's pg_hba.conf for this client and sslmode.`;

@@ -67,6 +67,25 @@ describe('connectPostgres', () => {
     expect(err.message).toContain('postgres:***@');
   });
 
+  it('a server asking for a password none was given for is a config_error saying so', async () => {
+    const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE };
+    // No password anywhere: not in the URL, PGPASSWORD or a pass file (the driver reads these from the process's environment).
+    delete process.env.PGPASSWORD;
+    process.env.PGPASSFILE = '/nonexistent/pgpass';
+    try {
+      const u = new URL(db.url);
+      u.password = '';
+      const err = await connectorFailure(() => connectPostgres(target(u.toString())));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(/asks for the password of role "postgres" on 127\.0\.0\.1:\d+, and none was given/);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('a missing database is a config_error naming it', async () => {
     const err = await connectorFailure(() => connectPostgres(target(withDatabase(db.url, 'no_such_db'))));
     expect(err.failureType).toBe('config_error');
