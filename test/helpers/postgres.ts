@@ -62,8 +62,8 @@ export async function freshDatabase(prefix = 't'): Promise<TestDatabase> {
 }
 
 /** A second throw-away server, ready; the test stops it. */
-export async function startThrowAwayServer(): Promise<LaunchedServer> {
-  const server = await launchServer();
+export async function startThrowAwayServer(options: { socket?: boolean } = {}): Promise<LaunchedServer> {
+  const server = await launchServer(options);
   try {
     await waitUntilReady(server.info);
   } catch (err) {

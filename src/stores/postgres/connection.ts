@@ -17,6 +17,8 @@
  *   ~/.postgresql/root.crt exists) require checks the chain as verify-ca.
  * - verify-ca: TLS, the chain checked against the CA, the host name not.
  * - verify-full: TLS, the chain and the host name checked.
+ * Over a Unix socket (a host that is a folder) no TLS is asked for, whatever
+ * the sslmode, as libpq does: the server accepts none there.
  * The CA: `sslrootcert` (a PEM file, or `system` for the system's roots),
  * else ~/.postgresql/root.crt; verify-ca and verify-full without one are a
  * config_error, as in libpq.
@@ -83,7 +85,8 @@ function rootCertificate(target: PostgresTarget): { ca: string | undefined; give
 function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
   const { sslmode, host } = target.connection;
   const unchecked: ConnectionOptions = { rejectUnauthorized: false };
-  if (sslmode === 'disable') return [false];
+  // A Unix socket never carries TLS (the server refuses it there): libpq asks for none over one, whatever the sslmode.
+  if (sslmode === 'disable' || host.startsWith('/')) return [false];
   if (sslmode === 'allow') return [false, unchecked];
   if (sslmode === 'prefer') return [unchecked, false];
   const { ca, given } = rootCertificate(target);
@@ -97,7 +100,7 @@ function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
     );
   }
   if (sslmode === 'verify-ca') return [{ ...chain, checkServerIdentity: () => undefined }];
-  return [{ ...chain, servername: host.startsWith('/') ? undefined : host }];
+  return [{ ...chain, servername: host }];
 }
 
 /** Whether the next attempt of prefer/allow should follow this failure. */

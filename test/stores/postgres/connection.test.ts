@@ -260,6 +260,25 @@ describe('connectPostgres', () => {
     }
   });
 
+  it('a Unix socket connects without TLS whatever the sslmode, as libpq does (no TLS is asked for over a socket)', async () => {
+    const server = await startThrowAwayServer({ socket: true });
+    try {
+      const password = new URL(server.url).password;
+      for (const sslmode of ['prefer', 'require', 'verify-full']) {
+        const t = target(`postgresql://postgres:${password}@/postgres?host=${encodeURIComponent(server.socketDir ?? '')}&port=${server.port}&sslmode=${sslmode}`, { HOME: '/nonexistent' });
+        const client = await connectPostgres(t);
+        try {
+          const { rows } = await client.query('SELECT inet_client_addr() IS NULL AS socket');
+          expect(rows[0], sslmode).toEqual({ socket: 't' });
+        } finally {
+          await client.end();
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
   it('a server stopped under a connection is transient, and so is connecting to it afterwards', async () => {
     const server = await startThrowAwayServer();
     let stopped = false;
