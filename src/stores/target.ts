@@ -16,6 +16,8 @@
  * - `duckdb:PATH`, or a path ending in `.duckdb`: a DuckDB file; tables in
  *   `--schema` (default `main`).
  * - another URL (`mysql://`, `sqlite:///x.db`): refused, naming the forms taken.
+ * - libpq's keyword/value string (`host=h dbname=d`), or `postgresql:` without
+ *   `//`: refused, quoting nothing of it (it may hold a password).
  * - anything else: a SQLite file, as before.
  *
  * The password is a secret: it is in no message. `display` is the target as
@@ -82,6 +84,13 @@ const MAX_IDENTIFIER_BYTES = 63;
 const POSTGRES_SCHEME = /^postgres(?:ql)?:\/\//i;
 const DUCKDB_PREFIX = /^duckdb:/i;
 const OTHER_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+/**
+ * A PostgreSQL target in another form than the URL: libpq's keyword/value
+ * string (`host=h user=u password=p dbname=d`), or the scheme without its
+ * `//`. Taken for a SQLite path, it would make a file of that name and show
+ * it, password and all, in every line that names the store.
+ */
+const OTHER_POSTGRES_FORM = /^(?:\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode|sslrootcert|connect_timeout|application_name|options)\s*=|postgres(?:ql)?:(?!\/\/))/i;
 
 /** Query parameters of a PostgreSQL URL that the connector honours; any other is refused, as libpq refuses one it does not know. */
 const URL_PARAMETERS = new Set(['host', 'port', 'user', 'password', 'dbname', 'sslmode', 'sslrootcert', 'connect_timeout', 'application_name']);
@@ -112,6 +121,13 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
   if (scheme !== undefined && !DUCKDB_PREFIX.test(db)) {
     throw new ConfigError(
       `--db "${maskUrlPassword(db)}" is a ${scheme}:// URL, which replicate cannot write to. --db takes a SQLite file's path (replica.db), a postgresql:// URL, or a DuckDB file (x.duckdb, duckdb:PATH).`,
+      { field: '--db' },
+    );
+  }
+  if (OTHER_POSTGRES_FORM.test(db)) {
+    throw new ConfigError(
+      '--db looks like a PostgreSQL connection string that is not a URL (not quoted here: it may hold a password). ' +
+        `--db takes PostgreSQL as a URL: postgresql://user:password@host:port/dbname?sslmode=...${ENCODE_HINT}`,
       { field: '--db' },
     );
   }

@@ -53,6 +53,22 @@ describe('parseStoreTarget: which store', () => {
     expect(parseStoreTarget('./a://b.db', undefined, NO_ENV).kind).toBe('sqlite');
   });
 
+  it('refuses a libpq keyword/value string and a postgresql: without //, quoting none of it (not a SQLite file of that name)', () => {
+    for (const db of [
+      'host=db.example.com port=5432 user=loader password=S3cr3t-pw dbname=analytics',
+      " dbname = analytics password='S3cr3t-pw'",
+      'postgresql:/loader:S3cr3t-pw@db.example.com/analytics',
+      'postgres:loader:S3cr3t-pw@db.example.com/analytics',
+    ]) {
+      const err = refusal(() => parseStoreTarget(db, undefined, NO_ENV));
+      expect(err.field, db).toBe('--db');
+      expect(err.message, db).toMatch(/postgresql:\/\/user:password@host:port\/dbname/);
+      expect(err.message, db).not.toContain('S3cr3t-pw');
+    }
+    // A file whose name merely holds an = stays a SQLite file.
+    expect(parseStoreTarget('./exports/run=1.db', undefined, NO_ENV).kind).toBe('sqlite');
+  });
+
   it('refuses an empty --db and a schema name PostgreSQL cannot keep', () => {
     expect(refusal(() => parseStoreTarget('', undefined, NO_ENV)).field).toBe('--db');
     expect(refusal(() => parseStoreTarget('postgresql://h/db', '', NO_ENV)).field).toBe('--schema');
