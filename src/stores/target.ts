@@ -276,6 +276,13 @@ function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): Po
     }
   }
   host ??= nonEmpty(env.PGHOST) ?? defaultSocketFolder();
+  // libpq's list of hosts, from ?host= or PGHOST: one host here, or "h1,h2" would be looked up as one name, in vain at every run.
+  if (host.includes(',')) {
+    throw new ConfigError(
+      `The PostgreSQL target ${maskUrlPassword(url)} names several hosts (its host parameter or PGHOST); give one (the connector writes to one primary server).`,
+      { field: '--db' },
+    );
+  }
   port ??= env.PGPORT !== undefined && env.PGPORT !== '' ? portOf(env.PGPORT, 'PGPORT', url) : 5432;
   user ??= nonEmpty(env.PGUSER) ?? systemUser();
   password ??= nonEmpty(env.PGPASSWORD);

@@ -119,6 +119,9 @@ describe('parseStoreTarget: libpq URL forms', () => {
     expect(refusal(() => pgTarget('postgresql://h/d?sslmode=sometimes')).message).toMatch(/sslmode "sometimes"/);
     expect(refusal(() => pgTarget('postgresql://h/d?target_session_attrs=any')).message).toMatch(/"target_session_attrs"/);
     expect(refusal(() => pgTarget('postgresql://h1,h2/d')).message).toMatch(/several hosts/);
+    // libpq's other ways of naming several hosts: the host parameter and PGHOST (else "h1,h2" is looked up as one name: 75 at every run).
+    expect(refusal(() => pgTarget('postgresql:///d?host=h1,h2')).message).toMatch(/several hosts/);
+    expect(refusal(() => pgTarget('postgresql:///d', { PGHOST: 'primary.example,standby.example' })).message).toMatch(/several hosts/);
     expect(refusal(() => pgTarget('postgresql://h/d', { PGSSLMODE: 'bogus' })).message).toMatch(/PGSSLMODE/);
   });
 });
