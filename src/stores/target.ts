@@ -18,6 +18,8 @@
  * - another URL (`mysql://`, `sqlite:///x.db`): refused, naming the forms taken.
  * - libpq's keyword/value string (`host=h dbname=d`), or `postgresql:` without
  *   `//`: refused, quoting nothing of it (it may hold a password).
+ * - `:memory:` (SQLite's or DuckDB's database in memory): refused, as it keeps
+ *   nothing past the run.
  * - anything else: a SQLite file, as before.
  *
  * The password is a secret: it is in no message. `display` is the target as
@@ -130,6 +132,13 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
         `--db takes PostgreSQL as a URL: postgresql://user:password@host:port/dbname?sslmode=...${ENCODE_HINT}`,
       { field: '--db' },
     );
+  }
+  // SQLite's and DuckDB's in-memory database: a run would say "up to date" and keep nothing, its state with it.
+  const file = DUCKDB_PREFIX.test(db) ? db.slice('duckdb:'.length) : db;
+  if (file.startsWith(':memory:')) {
+    throw new ConfigError(`--db ${db} is a database in memory, which keeps nothing past the run (rows nor state): name a file (replica.db, x.duckdb).`, {
+      field: '--db',
+    });
   }
   const duckPath = DUCKDB_PREFIX.test(db) ? db.slice('duckdb:'.length) : db.toLowerCase().endsWith('.duckdb') ? db : undefined;
   if (duckPath !== undefined) {

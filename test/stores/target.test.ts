@@ -33,6 +33,16 @@ describe('parseStoreTarget: which store', () => {
     expect(refusal(() => parseStoreTarget('duckdb:', undefined, NO_ENV)).field).toBe('--db');
   });
 
+  it('refuses an in-memory database (:memory:), which keeps nothing past the run, for SQLite and DuckDB', () => {
+    for (const db of [':memory:', 'duckdb::memory:', 'duckdb::memory:scratch']) {
+      const err = refusal(() => parseStoreTarget(db, undefined, NO_ENV));
+      expect(err.field, db).toBe('--db');
+      expect(err.message, db).toMatch(/in memory/);
+    }
+    // A file whose name merely holds it stays a file.
+    expect(parseStoreTarget('./:memory:.duckdb', undefined, NO_ENV)).toMatchObject({ kind: 'duckdb', path: './:memory:.duckdb' });
+  });
+
   it('postgresql:// and postgres:// are PostgreSQL, schema data_read by default', () => {
     expect(pgTarget('postgresql://u@h/db').schema).toBe('data_read');
     expect(pgTarget('postgres://u@h/db', NO_ENV, 'analytics').schema).toBe('analytics');
