@@ -80,6 +80,13 @@ const POSTGRES_DEFAULT_SCHEMA = 'data_read';
 const DUCKDB_DEFAULT_SCHEMA = 'main';
 /** libpq waits for ever by default; a connector run on a schedule should not. */
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+/**
+ * The databases (catalogs) of the DuckDB connection a run writes with
+ * (duckdb/connection.ts): DuckDB's own, and the store's file as attached. A
+ * schema of one of these names is an ambiguous reference DuckDB refuses in
+ * every statement (names compared without case, as DuckDB does).
+ */
+const DUCKDB_CATALOGS: readonly string[] = ['memory', 'system', 'temp', '_replica_file'];
 /** PostgreSQL's longest identifier, in bytes. */
 const MAX_IDENTIFIER_BYTES = 63;
 
@@ -143,7 +150,14 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
   const duckPath = DUCKDB_PREFIX.test(db) ? db.slice('duckdb:'.length) : db.toLowerCase().endsWith('.duckdb') ? db : undefined;
   if (duckPath !== undefined) {
     if (duckPath === '') throw new ConfigError('--db duckdb: needs a file path after "duckdb:" (duckdb:analytics.duckdb).', { field: '--db' });
-    return { kind: 'duckdb', path: duckPath, schema: schemaName(schema, DUCKDB_DEFAULT_SCHEMA), display: duckPath, secrets: [] };
+    const name = schemaName(schema, DUCKDB_DEFAULT_SCHEMA);
+    if (DUCKDB_CATALOGS.includes(name.toLowerCase())) {
+      throw new ConfigError(
+        `--schema "${name}" is the name of one of the databases DuckDB's connection holds (${DUCKDB_CATALOGS.join(', ')}): DuckDB could not tell the schema from it. Give another name (the default is main).`,
+        { field: '--schema' },
+      );
+    }
+    return { kind: 'duckdb', path: duckPath, schema: name, display: duckPath, secrets: [] };
   }
   if (schema !== undefined) {
     throw new ConfigError(`--schema applies to PostgreSQL and DuckDB stores only; "${db}" is a SQLite file, whose tables have no schema.`, { field: '--schema' });

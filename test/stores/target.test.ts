@@ -33,6 +33,16 @@ describe('parseStoreTarget: which store', () => {
     expect(refusal(() => parseStoreTarget('duckdb:', undefined, NO_ENV)).field).toBe('--db');
   });
 
+  it("refuses as a DuckDB --schema a name of the connection's databases (temp, system, memory, the file's own), which DuckDB would find ambiguous", () => {
+    for (const schema of ['temp', 'system', 'memory', 'TEMP', '_replica_file']) {
+      const err = refusal(() => parseStoreTarget('analytics.duckdb', schema, NO_ENV));
+      expect(err.field, schema).toBe('--schema');
+      expect(err.message, schema).toContain(`"${schema}"`);
+    }
+    // PostgreSQL has no such names.
+    expect(pgTarget('postgresql://u@h/db', NO_ENV, 'temp').schema).toBe('temp');
+  });
+
   it('refuses an in-memory database (:memory:), which keeps nothing past the run, for SQLite and DuckDB', () => {
     for (const db of [':memory:', 'duckdb::memory:', 'duckdb::memory:scratch']) {
       const err = refusal(() => parseStoreTarget(db, undefined, NO_ENV));

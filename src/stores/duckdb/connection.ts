@@ -55,7 +55,8 @@ const DUCKDB_ROW_GROUP_SIZE = 30_720;
 /**
  * The store's file as the connection's default database (see openDuckdb):
  * a name no schema of the store is likely to have (DuckDB refuses a name
- * that is both a database and a schema).
+ * that is both a database and a schema: target.ts refuses it as --schema,
+ * with DuckDB's own databases' names).
  */
 const STORE_CATALOG = '_replica_file';
 
