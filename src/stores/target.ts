@@ -117,10 +117,17 @@ export function parseStoreTarget(db: string, schema?: string, env: NodeJS.Proces
   if (db.trim() === '') throw new ConfigError('--db must name a SQLite file, a postgresql:// URL or a DuckDB file.', { field: '--db' });
   if (POSTGRES_SCHEME.test(db)) {
     const connection = parsePostgresUrl(db, env);
+    const name = schemaName(schema, POSTGRES_DEFAULT_SCHEMA);
+    // PostgreSQL refuses to create such a schema (42939, "unacceptable schema name"), at every run.
+    if (name.startsWith('pg_')) {
+      throw new ConfigError(`--schema "${name}" begins with pg_, which PostgreSQL reserves for its own schemas: give another name (the default is ${POSTGRES_DEFAULT_SCHEMA}).`, {
+        field: '--schema',
+      });
+    }
     return {
       kind: 'postgres',
       connection,
-      schema: schemaName(schema, POSTGRES_DEFAULT_SCHEMA),
+      schema: name,
       display: postgresDisplay(connection),
       secrets: connection.password === undefined ? [] : [connection.password],
     };

@@ -33,6 +33,15 @@ describe('parseStoreTarget: which store', () => {
     expect(refusal(() => parseStoreTarget('duckdb:', undefined, NO_ENV)).field).toBe('--db');
   });
 
+  it('refuses a PostgreSQL --schema beginning with pg_, which PostgreSQL reserves for its own schemas', () => {
+    const err = refusal(() => pgTarget('postgresql://u@h/db', NO_ENV, 'pg_data'));
+    expect(err.field).toBe('--schema');
+    expect(err.message).toMatch(/"pg_data".*pg_/);
+    // PostgreSQL compares the prefix with its case; DuckDB has no such rule.
+    expect(pgTarget('postgresql://u@h/db', NO_ENV, 'PG_data').schema).toBe('PG_data');
+    expect(parseStoreTarget('analytics.duckdb', 'pg_data', NO_ENV).kind).toBe('duckdb');
+  });
+
   it("refuses as a DuckDB --schema a name of the connection's databases (temp, system, memory, the file's own), which DuckDB would find ambiguous", () => {
     for (const schema of ['temp', 'system', 'memory', 'TEMP', '_replica_file']) {
       const err = refusal(() => parseStoreTarget('analytics.duckdb', schema, NO_ENV));
