@@ -286,7 +286,8 @@ function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): Po
       if (pair === '') continue;
       const eq = pair.indexOf('=');
       const key = decode(eq >= 0 ? pair.slice(0, eq) : pair, 'query parameter', url);
-      const value = decode((eq >= 0 ? pair.slice(eq + 1) : '').replaceAll('+', ' '), `value of ${key}`, url);
+      // Only %XX is decoded, as libpq does: a + stays a + (a base64 password holds some).
+      const value = decode(eq >= 0 ? pair.slice(eq + 1) : '', `value of ${key}`, url);
       if (!URL_PARAMETERS.has(key)) {
         throw new ConfigError(
           `The PostgreSQL URL ${maskUrlPassword(url)} has a query parameter the connector does not know${quoted(key, url)} (known: ${[...URL_PARAMETERS].join(', ')}).` +

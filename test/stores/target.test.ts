@@ -106,6 +106,11 @@ describe('parseStoreTarget: which store', () => {
 });
 
 describe('parseStoreTarget: libpq URL forms', () => {
+  it('keeps a + in a query value as a +, as libpq does (only %XX is decoded): a base64 password, a file name', () => {
+    const { connection } = pgTarget('postgresql://u@h/db?password=ab+c/d+e%3D&sslrootcert=/etc/ssl/ca+1.pem&dbname=a+b');
+    expect(connection).toMatchObject({ password: 'ab+c/d+e=', sslrootcert: '/etc/ssl/ca+1.pem', database: 'a+b' });
+  });
+
   it('reads user, password, host, port and database, percent-decoded', () => {
     const { connection } = pgTarget('postgresql://ana%40corp:p%3Ass%2Fw@db.example.com:6543/ana%20lytics');
     expect(connection).toMatchObject({ user: 'ana@corp', password: 'p:ss/w', host: 'db.example.com', port: 6543, database: 'ana lytics', sslmode: 'prefer' });
