@@ -266,7 +266,7 @@ function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): Po
   if (hostport.startsWith('[')) {
     const close = hostport.indexOf(']');
     if (close < 0) throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has an unclosed IPv6 address.`, { field: '--db' });
-    host = hostport.slice(1, close);
+    host = decode(hostport.slice(1, close), 'host', url);
     const after = hostport.slice(close + 1);
     if (after.startsWith(':')) port = portOf(after.slice(1), 'the URL', url);
     else if (after !== '') throw new ConfigError(`The PostgreSQL URL ${maskUrlPassword(url)} has text after its IPv6 address.`, { field: '--db' });

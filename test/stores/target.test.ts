@@ -120,6 +120,8 @@ describe('parseStoreTarget: libpq URL forms', () => {
     const { connection, display } = pgTarget('postgresql://u@[::1]:5433/db');
     expect(connection).toMatchObject({ host: '::1', port: 5433 });
     expect(display).toBe('postgresql://u@[::1]:5433/db');
+    // A link-local address's zone, percent-encoded as a URL must carry it, is decoded as libpq decodes the host.
+    expect(pgTarget('postgresql://u@[fe80::1%25eth0]:5433/db').connection.host).toBe('fe80::1%eth0');
   });
 
   it('reads a Unix-socket folder, percent-encoded in the host or as ?host=', () => {
