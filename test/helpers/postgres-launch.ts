@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,8 +40,15 @@ export interface LaunchedServer {
   stop(): Promise<void>;
 }
 
+export interface LaunchOptions {
+  /** Listen on a Unix socket too, in the server's folder (LaunchedServer.socketDir). */
+  readonly socket?: boolean;
+  /** Accept TLS with this certificate and key (PEM texts). */
+  readonly tls?: { readonly cert: string; readonly key: string };
+}
+
 /** Start a server; it is ready once `waitUntilReady(info)` returns. */
-export async function launchServer(options: { socket?: boolean } = {}): Promise<LaunchedServer> {
+export async function launchServer(options: LaunchOptions = {}): Promise<LaunchedServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sdr-postgres-'));
   chmodSync(dir, 0o755);
   const root = process.getuid?.() === 0;
@@ -50,7 +57,15 @@ export async function launchServer(options: { socket?: boolean } = {}): Promise<
   const password = randomBytes(12).toString('hex');
   const info = join(dir, 'info.json');
   const socketDir = options.socket ? dir : undefined;
-  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify({ dir, port, password, info, socketDir })], {
+  const tls = options.tls !== undefined;
+  if (options.tls !== undefined) {
+    // The server reads them as its own user, and refuses a key others may read.
+    for (const [name, text] of [['server.crt', options.tls.cert], ['server.key', options.tls.key]] as const) {
+      writeFileSync(join(dir, name), text, { mode: 0o600 });
+      if (root) chownSync(join(dir, name), NOBODY, NOBODY);
+    }
+  }
+  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify({ dir, port, password, info, socketDir, tls })], {
     stdio: ['pipe', 'ignore', 'inherit'],
     ...(root ? { uid: NOBODY, gid: NOBODY } : {}),
     env: { ...process.env, TMPDIR: dir, NODE_NO_WARNINGS: '1' },

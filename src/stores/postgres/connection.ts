@@ -100,7 +100,9 @@ function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
     );
   }
   if (sslmode === 'verify-ca') return [{ ...chain, checkServerIdentity: () => undefined }];
-  return [{ ...chain, servername: host }];
+  // The host name is checked by tls.connect against the host the driver passes (and sends as SNI when it is a name):
+  // a servername set here would also be an IP address's, which Node warns of on stderr (DEP0123, RFC 6066).
+  return [chain];
 }
 
 /** Whether the next attempt of prefer/allow should follow this failure. */

@@ -5,7 +5,11 @@
  * password; an unreachable server, a session ended by the server, and a
  * server stopped are transient (75).
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPostgres } from '../../../src/stores/postgres/connection.js';
@@ -276,6 +280,43 @@ describe('connectPostgres', () => {
       }
     } finally {
       await server.stop();
+    }
+  }, 120_000);
+
+  it('verify-full to a server named by its IP address checks its certificate, and Node warns of nothing', async () => {
+    const certs = mkdtempSync(join(tmpdir(), 'sdr-tls-'));
+    const openssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: certs, stdio: 'ignore' });
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=sdr test CA');
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+    writeFileSync(join(certs, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'san.ext');
+    const server = await startThrowAwayServer({ tls: { cert: readFileSync(join(certs, 'server.crt'), 'utf8'), key: readFileSync(join(certs, 'server.key'), 'utf8') } });
+    const warnings: string[] = [];
+    const listen = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', listen);
+    try {
+      const u = new URL(server.url);
+      u.searchParams.set('sslmode', 'verify-full');
+      u.searchParams.set('sslrootcert', join(certs, 'ca.pem'));
+      const client = await connectPostgres(target(u.toString()));
+      try {
+        const { rows } = await client.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+        expect(rows[0]).toEqual({ ssl: 't' });
+      } finally {
+        await client.end();
+      }
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+      // The name is still checked: the certificate names 127.0.0.1 only, not localhost.
+      u.hostname = 'localhost';
+      const err = await connectorFailure(() => connectPostgres(target(u.toString())));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toContain('ERR_TLS_CERT_ALTNAME_INVALID');
+    } finally {
+      process.off('warning', listen);
+      await server.stop();
+      rmSync(certs, { recursive: true, force: true });
     }
   }, 120_000);
 
