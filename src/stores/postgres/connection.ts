@@ -23,8 +23,9 @@
  * else ~/.postgresql/root.crt; verify-ca and verify-full without one are a
  * config_error, as in libpq.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
 import type { ConnectionOptions } from 'node:tls';
 import type { Client, ClientConfig } from 'pg';
 import { ConfigError, messageOf } from '../../errors.js';
@@ -114,6 +115,44 @@ function fallsBack(err: unknown, sslmode: string): boolean {
   return false;
 }
 
+/**
+ * The password of the pass file (PGPASSFILE, else ~/.pgpass) for `c`, as
+ * libpq reads it: lines `host:port:database:user:password`, `*` matching
+ * anything, `\:` and `\\` escaped, `#` a comment, the first match used; a
+ * Unix socket matches `localhost`; a file that is not plain or that group or
+ * others may read is ignored. Read here, not by the driver: its own reading
+ * matches a socket folder, not localhost, and writes a deprecation warning
+ * on stderr at every run.
+ */
+function passFilePassword(c: PostgresTarget['connection']): string | undefined {
+  const file = process.env.PGPASSFILE || join(homedir(), '.pgpass');
+  let text: string;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile() || (stat.mode & 0o077) !== 0) return undefined;
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const wanted = [c.host.startsWith('/') ? 'localhost' : c.host, String(c.port), c.database, c.user];
+  for (const line of text.split(/\r?\n/)) {
+    if (line.startsWith('#')) continue;
+    const fields: string[] = [];
+    let field = '';
+    for (let i = 0; i < line.length; i++) {
+      const ch = line[i];
+      if (ch === '\\' && i + 1 < line.length) field += line[++i];
+      else if (ch === ':' && fields.length < 4) {
+        fields.push(field);
+        field = '';
+      } else field += ch;
+    }
+    if (fields.length < 4 || field === '') continue;
+    if (wanted.every((value, i) => fields[i] === '*' || fields[i] === value)) return field;
+  }
+  return undefined;
+}
+
 /** Every value as the server's text: numerics keep their digits, timestamps their microseconds. */
 const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as ClientConfig['types'];
 
@@ -143,7 +182,8 @@ export async function connectPostgres(target: PostgresTarget): Promise<Client> {
       port: c.port,
       user: c.user,
       database: c.database,
-      ...(c.password === undefined ? {} : { password: c.password }),
+      // Asked for only when the server wants a password; undefined (none found) the driver takes as none given.
+      password: c.password ?? ((async () => passFilePassword(c)) as () => Promise<string>),
       ssl,
       connectionTimeoutMillis: c.connectTimeoutMs,
       keepAlive: true,

@@ -320,6 +320,40 @@ describe('connectPostgres', () => {
     }
   }, 120_000);
 
+  it('without a password anywhere else, reads the pass file as libpq does (a socket matches localhost), and Node warns of nothing', async () => {
+    const server = await startThrowAwayServer({ socket: true });
+    const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE };
+    const warnings: string[] = [];
+    const listen = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', listen);
+    const folder = mkdtempSync(join(tmpdir(), 'sdr-pgpass-'));
+    try {
+      delete process.env.PGPASSWORD;
+      const password = new URL(server.url).password;
+      const file = join(folder, 'pgpass');
+      // A comment, an entry for another port, then the server's: over TCP by its address, over the socket as localhost.
+      writeFileSync(file, `# the tests' server\n127.0.0.1:1:*:postgres:wrong\n127.0.0.1:${server.port}:*:postgres:${password}\nlocalhost:${server.port}:postgres:postgres:${password}\n`, { mode: 0o600 });
+      process.env.PGPASSFILE = file;
+      for (const url of [
+        `postgresql://postgres@127.0.0.1:${server.port}/postgres?sslmode=disable`,
+        `postgresql://postgres@/postgres?host=${encodeURIComponent(server.socketDir ?? '')}&port=${server.port}`,
+      ]) {
+        const client = await connectPostgres(target(url));
+        await client.end();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', listen);
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      rmSync(folder, { recursive: true, force: true });
+      await server.stop();
+    }
+  }, 120_000);
+
   it('a server stopped under a connection is transient, and so is connecting to it afterwards', async () => {
     const server = await startThrowAwayServer();
     let stopped = false;
