@@ -3,7 +3,8 @@
  * - transient_error (75, run again later): the server cannot be reached
  *   (refused, unknown or unresolvable host, a timeout), the connection
  *   dropped mid-run, the server is shutting down or starting up (57P01,
- *   57P02, 57P03), too many connections (53300), a serialization failure or
+ *   57P02, 57P03), too many connections (53300: the message names the
+ *   database's or role's CONNECTION LIMIT, or max_connections), a serialization failure or
  *   deadlock (40001, 40P01), a lock not had in time (55P03). Nothing
  *   half-written stays: the open transaction dies with the connection, and
  *   the next run resumes from the last commit.
@@ -12,7 +13,8 @@
  *   password asked for and none given), the
  *   database missing (3D000), a privilege missing (42501: the message names
  *   the grant that gives it), a server or role that accepts no writes
- *   (25006: a standby, default_transaction_read_only), the TLS settings
+ *   (25006: a standby, default_transaction_read_only), a database closed
+ *   to connections (55000: ALLOW_CONNECTIONS false), the TLS settings
  *   (sslmode, the CA) refused by either side. The message says which role,
  *   database and host.
  * - anything else: a system_error.
@@ -95,6 +97,17 @@ function privilegeAdvice(message: string, target: PostgresTarget): string {
   return `Grant it CREATE on the database (for the schema ${schema}) or ownership of that schema and its tables.`;
 }
 
+/** Which limit 53300 met (the database's, the role's, or the server's max_connections), and how to raise it. */
+function connectionLimitAdvice(message: string): string {
+  const limit = /too many connections for (database|role) "([^"]*)"/i.exec(message);
+  if (limit !== null) {
+    const kind = (limit[1] ?? '').toLowerCase();
+    const name = limit[2] ?? '';
+    return ` The CONNECTION LIMIT of the ${kind} "${name}" is reached: wait for other sessions to end, or raise it (ALTER ${kind.toUpperCase()} ${quoteIdent(name)} CONNECTION LIMIT n; -1 for none).`;
+  }
+  return " The server's max_connections is reached: wait for other sessions to end, or raise it on the server.";
+}
+
 /** What `err` means, in a ConnectorError whose message shows `target` redacted; `doing`: what the connector was doing ("connecting to", "writing to"). */
 export function postgresError(err: unknown, target: PostgresTarget, doing: string): ConnectorError {
   if (err instanceof ConnectorError) return err;
@@ -123,6 +136,9 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
   } else if (code === '25006') {
     failure = 'config_error';
     text = `The server of ${where} accepts no writes${said}: it is a standby (in recovery), or default_transaction_read_only is on for role "${c.user}" or database "${c.database}". Point --db at the primary server, or turn it off (ALTER ROLE ${quoteIdent(c.user)} SET default_transaction_read_only = off).`;
+  } else if (code === '55000' && /not currently accepting connections/i.test(message)) {
+    failure = 'config_error';
+    text = `The database "${c.database}" on ${c.host}:${c.port} accepts no connections${said}: it was closed to them (ALTER DATABASE ... ALLOW_CONNECTIONS false). Open it (ALTER DATABASE ${quoteIdent(c.database)} ALLOW_CONNECTIONS true), or name another database in ${where}.`;
   } else if (code !== undefined && TLS_CODES.has(code)) {
     failure = 'config_error';
     text = `The server's TLS certificate was refused under sslmode=${c.sslmode} while ${doing} ${where} (${code}: ${message}). Give the CA that signed it (sslrootcert=FILE or PGSSLROOTCERT), or a weaker sslmode.`;
@@ -136,7 +152,8 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
       typeof holders === 'string'
         ? ` Sessions holding locks on the schema's tables: ${holders} (end the one that holds it, with pg_terminate_backend(pid) if it is stuck idle in a transaction).`
         : '';
-    text = `PostgreSQL failed while ${doing} ${where}: ${TRANSIENT_SQLSTATES[code]}${said}.${named} Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
+    const limit = code === '53300' ? connectionLimitAdvice(message) : '';
+    text = `PostgreSQL failed while ${doing} ${where}: ${TRANSIENT_SQLSTATES[code]}${said}.${named}${limit} Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
   } else if ((code !== undefined && TRANSIENT_NODE_CODES[code] !== undefined) || (code !== undefined && code.startsWith('08'))) {
     failure = 'transient_error';
     const why = (code && TRANSIENT_NODE_CODES[code]) ?? 'the connection failed';

@@ -217,6 +217,59 @@ describe('connectPostgres', () => {
     }
   });
 
+  it('a database closed to connections (ALLOW_CONNECTIONS false) is a config_error naming it and how to open it', async () => {
+    const closed = await freshDatabase('closed');
+    const admin = await adminClient(withDatabase(closed.url, 'postgres'));
+    try {
+      await admin.query(`ALTER DATABASE "${closed.name}" ALLOW_CONNECTIONS false`);
+      const err = await connectorFailure(() => connectPostgres(target(closed.url)));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toContain(`The database "${closed.name}" on 127.0.0.1:`);
+      expect(err.message).toMatch(/accepts no connections/);
+      expect(err.message).toContain(`ALTER DATABASE "${closed.name}" ALLOW_CONNECTIONS true`);
+      expect(err.message).not.toContain(new URL(closed.url).password);
+      await admin.query(`ALTER DATABASE "${closed.name}" ALLOW_CONNECTIONS true`);
+    } finally {
+      await admin.end();
+      await closed.drop();
+    }
+  });
+
+  it("a database's or a role's CONNECTION LIMIT reached is transient and names the limit", async () => {
+    const role = `few_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const limited = await freshDatabase('limited');
+    const admin = await adminClient(withDatabase(limited.url, 'postgres'));
+    const as = (): PostgresTarget => {
+      const u = new URL(limited.url);
+      u.username = role;
+      u.password = password;
+      return target(u.toString());
+    };
+    const holders: Awaited<ReturnType<typeof connectPostgres>>[] = [];
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+      await admin.query(`ALTER DATABASE "${limited.name}" CONNECTION LIMIT 1`);
+      holders.push(await connectPostgres(as()));
+      let err = await connectorFailure(() => connectPostgres(as()));
+      expect(err.failureType).toBe('transient_error');
+      expect(err.message).toMatch(/too many connections/);
+      expect(err.message).toContain(`CONNECTION LIMIT of the database "${limited.name}"`);
+      expect(err.message).not.toContain(password);
+      await admin.query(`ALTER DATABASE "${limited.name}" CONNECTION LIMIT -1`);
+      await admin.query(`ALTER ROLE ${role} CONNECTION LIMIT 1`);
+      err = await connectorFailure(() => connectPostgres(as()));
+      expect(err.failureType).toBe('transient_error');
+      expect(err.message).toContain(`CONNECTION LIMIT of the role "${role}"`);
+      expect(err.message).toContain(`ALTER ROLE "${role}" CONNECTION LIMIT`);
+    } finally {
+      for (const h of holders) await h.end().catch(() => {});
+      await limited.drop();
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
+  });
+
   it('a session ended for idling in a transaction (25P03) is transient', () => {
     const raw = Object.assign(new Error('terminating connection due to idle-in-transaction timeout'), { code: '25P03' });
     expect(postgresError(raw, target(db.url), 'writing to').failureType).toBe('transient_error');
