@@ -12,12 +12,12 @@ export type ApiErrorCode =
   | 'bad_request' // 400 (invalid parameter, altered/foreign cursor)
   | 'not_found' // 404
   | 'too_long' // 414/431: the request line or headers longer than the service takes (a saved resume cursor too long to send)
-  | 'moved' // 301/308: a permanent redirect (never followed: the key would go with it)
+  | 'moved' // 301/308, 302/303/307: a permanent or temporary redirect (never followed: the key would go with it)
   | 'retries_exhausted' // 429/5xx/network/timeout/unparsable past max_retries
   | 'wait_too_long' // Retry-After or RateLimit-Reset beyond max_wait_seconds
   | 'unreachable' // DNS failure, connection refused, TLS failure, past retries (the API's or the proxy's)
   | 'proxy' // the proxy refused: credentials (407), its rules (403), not an HTTP proxy, its certificate
-  | 'unexpected_status' // a status the API does not document and that is not retried (302/303/307, 405, 410, 422...)
+  | 'unexpected_status' // a status the API does not document and that is not retried (405, 410, 422, another 3xx...)
   | 'request_failed'; // the request could not be made at all (a bug, a closed client)
 // A 2xx whose body breaks the contract is a ContractError (errors.ts), not an ApiError.
 

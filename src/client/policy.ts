@@ -129,17 +129,23 @@ const UNREACHABLE: Outcome = {
   message: (c) => `Cannot reach the Data-Read API at ${c.base}: ${c.cause}; ${c.tries} (1 + ${c.retryLimit}). ${c.reach}${c.stopNote}`,
 };
 
-const MOVED: Outcome = {
-  code: 'moved',
-  scope: 'request',
-  failure: 'config_error',
-  message: (c) => {
-    const to = c.location === undefined ? 'without a Location' : `to ${c.location}`;
-    const base = c.location === undefined ? undefined : movedBase(c.location, c.path);
-    const fix = base === undefined ? 'Check base_url: it must be the address before /v1, with https://.' : `If that is the API's new address, set base_url to ${base}.`;
-    return `The Data-Read API at ${c.base} answered ${c.request} with HTTP ${c.status}, a permanent redirect ${to}, which the connector does not follow (the API key would go with it). ${fix}${c.said}`;
-  },
-};
+/** A redirect, permanent (301, 308: the API moved) or temporary (302, 303, 307: base_url points at something in front of it, or at an old address). */
+function moved(kind: 'permanent' | 'temporary'): Outcome {
+  return {
+    code: 'moved',
+    scope: 'request',
+    failure: 'config_error',
+    message: (c) => {
+      const to = c.location === undefined ? 'without a Location' : `to ${c.location}`;
+      const base = c.location === undefined ? undefined : movedBase(c.location, c.path);
+      const fix = base === undefined ? 'Check base_url: it must be the address before /v1, with https://.' : `If that is the API's address, set base_url to ${base}.`;
+      return `The Data-Read API at ${c.base} answered ${c.request} with HTTP ${c.status}, a ${kind} redirect ${to}, which the connector does not follow (the API key would go with it). ${fix}${c.said}`;
+    },
+  };
+}
+
+const MOVED = moved('permanent');
+const REDIRECTED = moved('temporary');
 
 const TOO_LONG: Outcome = {
   code: 'too_long',
@@ -233,6 +239,11 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     outcome: MOVED,
   },
   { fault: { status: 308 }, retried: false, wait: 'none', outcome: MOVED },
+  // Temporary: a login page or gateway in front of the API, or an address that forwards elsewhere. Never followed
+  // either (the key would go with it); the user acts on base_url (or on what stands in front of the API).
+  { fault: { status: 302 }, retried: false, wait: 'none', outcome: REDIRECTED },
+  { fault: { status: 303 }, retried: false, wait: 'none', outcome: REDIRECTED },
+  { fault: { status: 307 }, retried: false, wait: 'none', outcome: REDIRECTED },
   { fault: { status: 408 }, retried: true, wait: 'backoff', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 429 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },
   { fault: { status: 503 }, retried: true, wait: 'retry_after', outcome: RETRIES_EXHAUSTED },

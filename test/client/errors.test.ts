@@ -152,11 +152,22 @@ describe('redirects: never followed (the API key would go with them)', () => {
     expectSays(err, `a permanent redirect to ${BASE}/login,`, 'Check base_url');
   });
 
-  it.each([302, 303, 307])('HTTP %i (a temporary redirect, even to itself: no loop): one request, unexpected_status naming where it points', async (status) => {
+  it.each([302, 303, 307])('HTTP %i (a temporary redirect, to another host or to itself: no loop): one request, a config_error naming the status, where it points and the base_url to set', async (status) => {
+    const there = nock(elsewhere).get(/.*/).times(5).reply(200, page(), JSON_HEADERS);
+    const { err, requests } = await errorFor(status, '', { location: `https://user:pw-${CANARY}@new-api.example.test/v1/contacts?limit=10&cursor=secret-cursor` });
+    expect(requests).toBe(1);
+    expect(there.isDone()).toBe(false);
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error', status });
+    expectSays(err, `HTTP ${status}, a temporary redirect to ${elsewhere}/v1/contacts, which the connector does not follow`, `set base_url to ${elsewhere}`);
+    expect(err.message).not.toContain('secret-cursor');
+    expect(err.message).not.toContain('pw-');
+  });
+
+  it.each([302, 307])('HTTP %i to itself: one request (no loop), the same config_error', async (status) => {
     const { err, requests } = await errorFor(status, '', { location: `${BASE}/v1/contacts?limit=10` });
     expect(requests).toBe(1);
-    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status });
-    expectSays(err, `HTTP ${status}, a redirect to ${BASE}/v1/contacts, which the connector does not follow`);
+    expect(err).toMatchObject({ code: 'moved', failureType: 'config_error' });
+    expectSays(err, `a temporary redirect to ${BASE}/v1/contacts,`);
   });
 
   it('the API key in a Location is not repeated', async () => {

@@ -45,9 +45,9 @@ describe('the failure policy', () => {
 
   it('retries every 5xx and 408, refuses what the API does not document', () => {
     for (const status of [408, 502, 504, 599]) expect(row(status).retried, String(status)).toBe(true);
-    for (const status of [302, 303, 307, 405, 410, 422]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'unexpected_status', failure: 'system_error' });
-    // A permanent redirect: the API moved, the fix is base_url.
-    for (const status of [301, 308]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'moved', failure: 'config_error' });
+    for (const status of [300, 304, 405, 410, 422]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'unexpected_status', failure: 'system_error' });
+    // A redirect, permanent or temporary: never followed, the fix is base_url.
+    for (const status of [301, 302, 303, 307, 308]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'moved', failure: 'config_error' });
     expect(row(404)).toEqual({ retried: false, wait: 'none', code: 'not_found', failure: 'config_error' });
   });
 
