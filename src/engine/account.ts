@@ -39,13 +39,18 @@ export function runAccount(name: string, baseUrl: string, secrets: readonly stri
 /**
  * How something bound to `bound` (undefined: bound to nothing yet) stands
  * with the run's account: the same one, not bound yet, the same account
- * renamed (account_renamed_from names `bound`), or another account.
+ * renamed (account_renamed_from names `bound`), bound to an account of no
+ * name (empty or spaces: taken as this one's, since nothing could confirm a
+ * rename from it), or another account.
  */
-type Binding = 'same' | 'unbound' | 'renamed' | 'other';
+type Binding = 'same' | 'unbound' | 'renamed' | 'blank' | 'other';
 
 export function bindingOf(bound: string | undefined, current: RunAccount, renamedFrom: string | undefined): Binding {
   if (bound === undefined) return 'unbound';
   if (bound === current.name) return 'same';
+  // An account of no name (empty or spaces, as /v1/me may give it) names no one to tell apart, and account_renamed_from
+  // (trimmed, empty taken as unset) cannot name it: taken as renamed, with a note ('blank').
+  if (bound.trim() === '') return 'blank';
   // The config trims account_renamed_from (a form's stray spaces): a former name with spaces at its ends is matched trimmed.
   return renamedFrom !== undefined && (bound === renamedFrom || bound.trim() === renamedFrom) ? 'renamed' : 'other';
 }
@@ -98,6 +103,7 @@ const streamList = (names: readonly string[]): string => `${names.length === 1 ?
 export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, current: RunAccount, renamedFrom: string | undefined): AccountNote[] {
   const unbound: string[] = [];
   const renamed: string[] = [];
+  const blank = new Map<string, string[]>();
   const other = new Map<string, { account: StateAccount; streams: string[] }>();
   // In the streams table's order, whatever the order of the file.
   const known = STREAMS.map((s) => s.name);
@@ -110,6 +116,7 @@ export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, cur
     const binding = bindingOf(account?.name, current, renamedFrom);
     if (binding === 'unbound') unbound.push(name);
     else if (binding === 'renamed') renamed.push(name);
+    else if (binding === 'blank' && account !== undefined) blank.set(account.name, [...(blank.get(account.name) ?? []), name]);
     else if (binding === 'other' && account !== undefined) {
       const entry = other.get(account.name) ?? { account, streams: [] };
       entry.streams.push(name);
@@ -139,6 +146,14 @@ export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, cur
       message:
         `The state of ${streamList(renamed)} belongs to account "${renamedFrom ?? ''}", which account_renamed_from confirms is now "${current.name}": ` +
         `read as "${current.name}"'s; the states this run saves name "${current.name}".`,
+    });
+  }
+  for (const [former, streams] of blank) {
+    notes.push({
+      level: 'INFO',
+      message:
+        `The state of ${streamList(streams)} belongs to an account of no name (${JSON.stringify(former)}), which cannot be confirmed as renamed: ` +
+        `taken as account "${current.name}"'s; the states this run saves name "${current.name}".`,
     });
   }
   if (unbound.length > 0) {

@@ -70,6 +70,9 @@ export function checkBinding(words: AccountWords, stored: StateAccount | undefin
     return { record: true, note: bound ? `${words.subject} recorded no account${words.unboundWhy ?? ''}: it now belongs to account "${current.name}".` : undefined };
   }
   const renamed = `${words.subject} belonged to account "${stored.name}", which account_renamed_from confirms is now "${current.name}": it now belongs to "${current.name}".`;
+  if (binding === 'blank') {
+    return { record: true, note: `${words.subject} belonged to an account of no name (${JSON.stringify(stored.name)}), which cannot be confirmed as renamed: it now belongs to "${current.name}".` };
+  }
   return { record: true, note: binding === 'renamed' ? renamed : undefined };
 }
 

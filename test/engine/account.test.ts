@@ -109,6 +109,20 @@ describe('checkStateAccounts', () => {
     ]);
   });
 
+  it('takes a state of an account whose name was empty or spaces (no account_renamed_from can name it) as renamed, and says so', () => {
+    for (const former of ['', '   ']) {
+      const given = states({ contacts: { sync_watermark: W, account: { name: former, base_url: URL } } });
+      const { config } = parseConfig({ api_key: 'acme_live_s3cr3tKEY', base_url: URL, account_renamed_from: former });
+      for (const renamedFrom of [undefined, config.account_renamed_from]) {
+        expect(checkStateAccounts(given, globex, renamedFrom).map((n) => n.message)).toEqual([
+          `The state of stream contacts belongs to an account of no name (${JSON.stringify(former)}), which cannot be confirmed as renamed: taken as account "Globex"'s; the states this run saves name "Globex".`,
+        ]);
+      }
+    }
+    expect(bindingOf('  ', runAccount('', URL), undefined)).toBe('blank');
+    expect(bindingOf('', runAccount('', URL), undefined)).toBe('same');
+  });
+
   it('spells the rename\'s confirmation as JSON a config can hold, whatever the former name holds (quotes, a backslash)', () => {
     const former = { name: 'Acme "BR" \\ Sul', base_url: URL };
     const refusal = (thrown(() => checkStateAccounts(states({ contacts: { sync_watermark: W, account: former } }), globex, undefined)) as Error).message;

@@ -96,6 +96,17 @@ describe("a replica's account", () => {
     again.close();
   });
 
+  it('a replica of an account whose name was empty or spaces (no account_renamed_from can name it) binds the new name, with a note', () => {
+    for (const former of ['', '  ']) {
+      const path = newDb();
+      replicaOf(path, { account: runAccount(former, URL) });
+      const store = new ReplicaStore(path, STREAMS, { lock: true, account: globex });
+      expect(store.accountNote).toBe(`The replica "${path}" belonged to an account of no name (${JSON.stringify(former)}), which cannot be confirmed as renamed: it now belongs to "Globex".`);
+      store.close();
+      expect(bound(path)).toEqual([{ entry: '', account_name: 'Globex', base_url: URL }]);
+    }
+  });
+
   it('is checked again under the writer lock: a binding recorded since the first look is refused, and stays', () => {
     const path = newDb();
     replicaOf(path, acme);
