@@ -98,8 +98,17 @@ export async function check(ctx: CommandContext, configPath: string): Promise<nu
   }
   // The HTTP client (undici) is loaded only by the commands that talk to the API: spec starts faster.
   const { checkAccounts, checkConnection } = await import('../../engine/connect.js');
+  // What the client logs (the proxy it goes through, ALL_PROXY not read, retries) as LOG lines before the answer,
+  // each line once: with accounts every key has a client of its own on the same route.
+  const told = new Set<string>();
+  const onLog = (level: LogLevel, message: string): void => {
+    if (told.has(`${level} ${message}`)) return;
+    told.add(`${level} ${message}`);
+    void sink.log(level, message).catch(() => undefined);
+  };
+  const hooks = { signal: ctx.signal, onLog };
   // With accounts: every key checked, each failing one named.
-  const result = config.accounts === undefined ? await checkConnection(config, { signal: ctx.signal }) : await checkAccounts(config, { signal: ctx.signal });
+  const result = config.accounts === undefined ? await checkConnection(config, hooks) : await checkAccounts(config, hooks);
   if (result.drift) await sink.log(result.drift.level, result.drift.message);
   await ctx.out.write(ctx.logger.redact(msg.connectionStatus(result.ok ? 'SUCCEEDED' : 'FAILED', result.message)));
   return 0;

@@ -63,10 +63,13 @@ describe('check', () => {
       try {
         const run = await runCli(SOURCE_BIN, ['check', '--config', config]);
         expect(run.code).toBe(0);
-        const [m] = parseLines(run.stdout) as [{ connectionStatus: { status: string; message: string } }];
+        // The retries are told in LOG lines before the answer, which comes last.
+        const lines = parseLines(run.stdout);
+        const m = lines.at(-1) as { connectionStatus: { status: string; message: string } };
         expect(m.connectionStatus.status).toBe('FAILED');
         expect(m.connectionStatus.message).toMatch(message);
         expect(m.connectionStatus.message).not.toMatch(/sync|saved state/i);
+        expect(lines.slice(0, -1).map((l) => (l as { log: { message: string } }).log.message).join('\n')).not.toMatch(/sync|saved state/i);
       } finally {
         control.clearFaults();
       }

@@ -305,6 +305,22 @@ describe('when the proxy says no, or is not there', () => {
     expect(connectionStatus(result).status).toBe('SUCCEEDED');
   });
 
+  it('check tells the route as read does: the proxy it goes through, and ALL_PROXY not read (a WARN before its answer)', async () => {
+    const acc = account(plainEmu, 1);
+    const config = acc.config();
+    const ignored = await airbyte(['check', '--config', config], { ALL_PROXY: `http://127.0.0.1:${await closedPort()}` });
+    expect(connectionStatus(ignored).status).toBe('SUCCEEDED');
+    expect(logs(ignored)).toContain(`ALL_PROXY is not read: requests to 127.0.0.1:${plainEmu.port} go without a proxy; name the proxy in HTTPS_PROXY or proxy_url.`);
+    const through = await airbyte(['check', '--config', config], { HTTP_PROXY: `http://etl:${ENCODED}@127.0.0.1:${authProxy.port}` });
+    expect(connectionStatus(through).status).toBe('SUCCEEDED');
+    expect(logs(through)).toContain(`go through the proxy 127.0.0.1:${authProxy.port} (HTTP_PROXY) as absolute-form requests, with the credentials it carries.`);
+    // With accounts: each key has a client of its own on the same route, told once.
+    const many = writeJson(dir, 'config-accounts-route.json', { accounts: [{ name: 'a', api_key: acc.key }, { name: 'b', api_key: account(plainEmu, 1).key }], base_url: plainEmu.url });
+    const both = await airbyte(['check', '--config', many], { ALL_PROXY: `http://127.0.0.1:${await closedPort()}` });
+    expect(connectionStatus(both).status).toBe('SUCCEEDED');
+    expect(logs(both).match(/ALL_PROXY is not read/g)).toHaveLength(1);
+  });
+
   it('unusable settings are told by name: a SOCKS proxy in HTTPS_PROXY or in proxy_url', async () => {
     const acc = account(tlsEmu, 1);
     const fromEnv = connectionStatus(await airbyte(['check', '--config', acc.config({ ca_certificate: ca.caCert })], { HTTPS_PROXY: `socks5://etl:${ENCODED}@127.0.0.1:1080` }));
