@@ -17,6 +17,25 @@ import { RecordingSink } from '../helpers/recording-sink.js';
 const contacts = findStream('contacts') as StreamDefinition;
 const LOOK_BACK_MINUTES = 5;
 
+/** A contact as a fake list holds it: its id and its updated_at in minutes. */
+type Entry = [id: string, minute: number];
+
+/**
+ * One page of a fake contacts list: the first `limit` of `keys` in `order`, and
+ * when more remain, a cursor whose shape `cursorOf` gives from the page's last entry.
+ */
+function pageOf(keys: Entry[], limit: number, watermark: number, order: (a: Entry, b: Entry) => number, cursorOf: (last: Entry) => unknown[]): RawPage {
+  const page = keys.sort(order).slice(0, limit);
+  const more = keys.length > page.length;
+  const last = page[page.length - 1];
+  return {
+    data: page.map(([id, t]) => contact(id, t)),
+    has_more: more,
+    next_cursor: more && last ? JSON.stringify(cursorOf(last)) : null,
+    sync_watermark: iso(watermark),
+  };
+}
+
 /**
  * The contacts list as the service serves it: ordered by (updated_at, id),
  * up to the read's watermark (the service's now when the read began), from
@@ -50,18 +69,8 @@ class KeysetContacts extends FakeApi {
       const [w, s, t, id] = JSON.parse(query.cursor) as [number, number | null, number, string];
       [watermark, since, after] = [w, s ?? -Infinity, [t, id]];
     }
-    const keys = [...this.minutes]
-      .filter(([id, t]) => t >= since && t <= watermark && (after === undefined || t > after[0] || (t === after[0] && id > after[1])))
-      .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1));
-    const page = keys.slice(0, query.limit);
-    const more = keys.length > page.length;
-    const last = page[page.length - 1];
-    return {
-      data: page.map(([id, t]) => contact(id, t)),
-      has_more: more,
-      next_cursor: more && last ? JSON.stringify([watermark, Number.isFinite(since) ? since : null, last[1], last[0]]) : null,
-      sync_watermark: iso(watermark),
-    };
+    const keys = [...this.minutes].filter(([id, t]) => t >= since && t <= watermark && (after === undefined || t > after[0] || (t === after[0] && id > after[1])));
+    return pageOf(keys, query.limit, watermark, ([a, x], [b, y]) => x - y || (a < b ? -1 : 1), ([id, t]) => [watermark, Number.isFinite(since) ? since : null, t, id]);
   }
 }
 
@@ -92,16 +101,8 @@ class ByIdContacts extends FakeApi {
     let since = query.updated_since === undefined ? -Infinity : (Date.parse(query.updated_since) - Date.parse(iso(0))) / 60_000 - LOOK_BACK_MINUTES;
     let after = '';
     if (query.cursor !== undefined) [watermark, since, after] = JSON.parse(query.cursor) as [number, number, string];
-    const keys = [...this.minutes].filter(([id, t]) => t >= since && t <= watermark && id > after).sort(([a], [b]) => (a < b ? -1 : 1));
-    const page = keys.slice(0, query.limit);
-    const more = keys.length > page.length;
-    const last = page[page.length - 1];
-    return {
-      data: page.map(([id, t]) => contact(id, t)),
-      has_more: more,
-      next_cursor: more && last ? JSON.stringify([watermark, Number.isFinite(since) ? since : -1e9, last[0]]) : null,
-      sync_watermark: iso(watermark),
-    };
+    const keys = [...this.minutes].filter(([id, t]) => t >= since && t <= watermark && id > after);
+    return pageOf(keys, query.limit, watermark, ([a], [b]) => (a < b ? -1 : 1), ([id]) => [watermark, Number.isFinite(since) ? since : -1e9, id]);
   }
 }
 
