@@ -95,11 +95,20 @@ const DUCKDB_PREFIX = /^duckdb:/i;
 const OTHER_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 /**
  * A PostgreSQL target in another form than the URL: libpq's keyword/value
- * string (`host=h user=u password=p dbname=d`), or the scheme without its
+ * string (`host=h user=u password=p dbname=d`, beginning with any of libpq's
+ * keywords: `sslpassword=p` too), or the scheme without its
  * `//`. Taken for a SQLite path, it would make a file of that name and show
  * it, password and all, in every line that names the store.
  */
-const OTHER_POSTGRES_FORM = /^(?:\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode|sslrootcert|connect_timeout|application_name|options)\s*=|postgres(?:ql)?:(?!\/\/))/i;
+const LIBPQ_KEYWORDS = [
+  'host', 'hostaddr', 'port', 'dbname', 'user', 'password', 'passfile', 'service', 'options', 'replication', 'requirepeer',
+  'connect_timeout', 'client_encoding', 'application_name', 'fallback_application_name', 'target_session_attrs', 'load_balance_hosts',
+  'keepalives', 'keepalives_idle', 'keepalives_interval', 'keepalives_count', 'tcp_user_timeout',
+  'require_auth', 'channel_binding', 'gssencmode', 'gsslib', 'gssdelegation', 'krbsrvname', 'requiressl',
+  'sslmode', 'sslnegotiation', 'sslcompression', 'sslcert', 'sslkey', 'sslpassword', 'sslcertmode', 'sslrootcert', 'sslcrl', 'sslcrldir', 'sslsni',
+  'ssl_min_protocol_version', 'ssl_max_protocol_version',
+];
+const OTHER_POSTGRES_FORM = new RegExp(`^(?:\\s*(?:${LIBPQ_KEYWORDS.join('|')})\\s*=|postgres(?:ql)?:(?!//))`, 'i');
 
 /** Query parameters of a PostgreSQL URL that the connector honours; any other is refused, as libpq refuses one it does not know. */
 const URL_PARAMETERS = new Set(['host', 'port', 'user', 'password', 'dbname', 'sslmode', 'sslrootcert', 'connect_timeout', 'application_name']);

@@ -88,6 +88,10 @@ describe('parseStoreTarget: which store', () => {
       " dbname = analytics password='S3cr3t-pw'",
       'postgresql:/loader:S3cr3t-pw@db.example.com/analytics',
       'postgres:loader:S3cr3t-pw@db.example.com/analytics',
+      // libpq's string may begin with any of its keywords, not only the common ones.
+      'sslpassword=S3cr3t-pw sslkey=/keys/client.key host=db.example.com dbname=analytics',
+      'target_session_attrs=read-write host=db.example.com password=S3cr3t-pw',
+      'gssencmode=disable user=loader password=S3cr3t-pw',
     ]) {
       const err = refusal(() => parseStoreTarget(db, undefined, NO_ENV));
       expect(err.field, db).toBe('--db');
