@@ -65,9 +65,9 @@ export function mostActionable(types: Iterable<FailureType>): FailureType | unde
 export function exitStatusHelp(replica: boolean): string {
   const busy = replica
     ? `  75   transient_error, a wait beyond max_wait_seconds, the replica locked by a live run,
-       or stdout closed by its reader: run again later (state saved)`
-    : `  75   transient_error, a wait beyond max_wait_seconds, or stdout closed by its reader:
-       run again later (state saved)`;
+       or stdout closed by its reader or on a full disk: run again later (state saved)`
+    : `  75   transient_error, a wait beyond max_wait_seconds, or stdout closed by its reader
+       or on a full disk: run again later (state saved)`;
   return `Exit status (sysexits.h, for schedulers):
   0    success
   2    usage mistake (bad arguments)

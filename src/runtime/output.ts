@@ -195,13 +195,25 @@ export class StderrLogger {
   }
 }
 
+/** Write failures of stdout that say the file it goes to has no room left (`read > out.jsonl` on a full disk, over quota, past the file size limit). */
+const FULL_OUTPUT: Readonly<Record<string, string>> = {
+  ENOSPC: 'no space is left on the device it goes to',
+  EDQUOT: 'the disk quota of the device it goes to is used up',
+  EFBIG: 'the file it goes to reached its size limit',
+};
+
 /**
- * A failure that says the reader of stdout went away (a closed pipe) as the
- * transient_error to end with (exit 75: run again later, from the last STATE
- * it took); undefined for any other error.
+ * A failure that says the reader of stdout went away (a closed pipe), or that
+ * the file stdout goes to has no room left, as the transient_error to end
+ * with (exit 75: run again later, from the last STATE it took), as the
+ * replica's full disk is; undefined for any other error.
  */
 export function closedOutputError(err: unknown): ConnectorError | undefined {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  const full = typeof code === 'string' ? FULL_OUTPUT[code] : undefined;
+  if (full !== undefined) {
+    return new ConnectorError('transient_error', `stdout could not be written (${code}: ${full}); stopped. Run it again once there is room (a sync resumes from the last whole STATE line written).`);
+  }
   if (code !== 'EPIPE' && code !== 'ERR_STREAM_DESTROYED' && code !== 'ERR_STREAM_WRITE_AFTER_END') return undefined;
   return new ConnectorError('transient_error', `stdout was closed before the command ended (${code}: its reader went away); stopped. Run it again (a sync resumes from the last STATE its reader took).`);
 }

@@ -6,7 +6,7 @@
  * carries no secret, and its records and watermarks are those of the output.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Ajv } from 'ajv';
@@ -302,6 +302,39 @@ describe('--summary naming a symbolic link', () => {
     expect(run.code, run.stderr.slice(-800)).toBe(75);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(summaryOf(target)).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
+  });
+});
+
+describe('a stdout on a full disk (cron: `read > out.jsonl`)', () => {
+  /** Runs `bin` with stdout on /dev/full, where every write fails with ENOSPC: exit status and stderr. */
+  async function intoFullDisk(bin: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+    const fd = openSync('/dev/full', 'w');
+    try {
+      const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', fd, 'pipe'] });
+      const err: Buffer[] = [];
+      child.stderr?.on('data', (b: Buffer) => err.push(b));
+      const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+      return { code, stderr: Buffer.concat(err).toString('utf8') };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  const FULL = /stdout could not be written \(ENOSPC: no space is left on the device it goes to\); stopped\. Run it again once there is room/;
+
+  it.skipIf(!existsSync('/dev/full'))('read and the tap: 75 (run again once there is room), said as a full disk, not as a bug nor a reader gone', async () => {
+    for (const [bin, name, level] of [
+      [SOURCE_BIN, 'read', 'ERROR'],
+      [TAP_BIN, 'tap', 'CRITICAL'],
+    ] as const) {
+      const summary = join(dir, `${name}-full-disk.json`);
+      const runArgs = name === 'read' ? ['read', '--config', config(`${name}-full`), '--catalog', CATALOG, '--summary', summary] : ['--config', config(`${name}-full`), '--summary', summary];
+      const run = await intoFullDisk(bin, runArgs);
+      expect(run.code, run.stderr.slice(-800)).toBe(75);
+      expect(run.stderr).toMatch(new RegExp(`${level} [a-z-]+: ${FULL.source}`));
+      expect(run.stderr).not.toMatch(/Unexpected error|reader went away/);
+      expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
+    }
   });
 });
 
