@@ -27,6 +27,7 @@ const WRITE_FAILURES: Readonly<Record<string, string>> = {
   ENOENT: 'its directory does not exist',
   EROFS: 'the file system is read-only',
   ENOSPC: 'no space is left on the device',
+  ENXIO: 'it is a pipe no process reads',
 };
 
 export class RunEnd {

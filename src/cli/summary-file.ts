@@ -9,11 +9,12 @@
  * bind-mounts /dev/termination-log: a rename onto it fails with EBUSY), or
  * when the directory takes no temporary file (read-only, no permission).
  * Through a symbolic link, the file the link names is written; the link
- * stays. This process's stdout or stderr (/dev/stderr, the file `2>` names) is
+ * stays. A named pipe no process reads is not waited for: the summary is
+ * said not written. This process's stdout or stderr (/dev/stderr, the file `2>` names) is
  * written through its open descriptor, after what is already there.
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 
@@ -82,8 +83,31 @@ function linkTarget(path: string): string {
   throw Object.assign(new Error(`ELOOP: too many symbolic links from ${path}`), { code: 'ELOOP' });
 }
 
+/**
+ * Open FILE to write it in place. A named pipe is opened without waiting for
+ * a reader: opened plainly, it would wait forever for one that may never come
+ * (and on a signal's way out, with the event loop blocked, a second signal
+ * could not end it). No process reading it is ENXIO, said as such.
+ */
+function openInPlace(path: string): number {
+  let fifo = false;
+  try {
+    fifo = statSync(path).isFIFO();
+  } catch {
+    // not there: created below
+  }
+  if (!fifo) return openSync(path, 'w');
+  const probe = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  try {
+    // A reader is there: opened again to write as to any file (blocking writes, a summary of many accounts being larger than the pipe's buffer).
+    return openSync(path, 'w');
+  } finally {
+    closeSync(probe);
+  }
+}
+
 function writeInPlace(path: string, text: string): void {
-  const fd = openSync(path, 'w');
+  const fd = openInPlace(path);
   try {
     writeFileSync(fd, text);
     try {
