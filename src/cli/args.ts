@@ -86,6 +86,8 @@ export function readArgs(argv: readonly string[], spec: ArgsSpec): ParsedArgs {
   if (extra !== undefined) throw new UsageError(`Unexpected argument "${maskUrlPassword(extra)}".`);
   const args = toParsed(parsed);
   for (const [name, given] of args.values) {
+    // An empty value is a value missing (`--summary "$FILE"` with FILE unset), not a file named "".
+    if (given.includes('')) throw new UsageError(`--${name} needs a value (${spec.values[name] ?? 'a value'}).`);
     const distinct = [...new Set(given)];
     if (distinct.length > 1 && !(spec.repeatable ?? []).includes(name)) {
       const quoted = distinct.map((v) => `"${maskUrlPassword(v)}"`).join(', ');

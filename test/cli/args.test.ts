@@ -52,6 +52,12 @@ describe('readArgs', () => {
     expect(mistake(['--config', 'c.json', '--', '--discover'], TAP)).toEqual(['Unexpected argument "--discover".', false]);
   });
 
+  it('an empty value (a variable of a script that was not set: --summary "$FILE"): the value missing, not a file named ""', () => {
+    expect(mistake(['read', '--config', 'c.json', '--summary', ''], SOURCE)).toEqual(['--summary needs a value (a file path).', false]);
+    expect(mistake(['read', '--config=', '--catalog', 'c.json'], SOURCE)).toEqual(['--config needs a value (a file path).', false]);
+    expect(mistake(['--config', 'c.json', '--config', ''], TAP)).toEqual(['--config needs a value (a file path, or ENV).', false]);
+  });
+
   it('a flag given twice with different values, unless its repeats mean something: one line naming both values', () => {
     // Taking the later one would silently drop the earlier (a read from the wrong state, a replica in the wrong file).
     expect(mistake(['read', '--config', 'c.json', '--catalog', 'a.json', '--catalog=b.json'], SOURCE)).toEqual([
