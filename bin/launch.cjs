@@ -149,7 +149,23 @@ function writeRefusedSummary(executable, request, code, message) {
     }
   }
   try {
-    fs.writeFileSync(request.path, text);
+    var fd;
+    if (fs.existsSync(request.path) && fs.statSync(request.path).isFIFO()) {
+      // A named pipe: opened plainly it waits forever for a reader that may never come. Without one this is ENXIO.
+      var probe = fs.openSync(request.path, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+      try {
+        fd = fs.openSync(request.path, 'w');
+      } finally {
+        fs.closeSync(probe);
+      }
+    } else {
+      fd = fs.openSync(request.path, 'w');
+    }
+    try {
+      fs.writeFileSync(fd, text);
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch (err) {
     process.stderr.write(executable + ': cannot write the run summary to "' + request.path + '": ' + (err && err.code ? err.code : String(err)) + '.\n');
   }

@@ -137,6 +137,18 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(RunSummarySchema.parse(JSON.parse(readFileSync(join(dir, 'shared', 'summary.json'), 'utf8')))).toMatchObject({ command: 'sync', exit_code: 78 });
   });
 
+  it('--summary naming a named pipe that no process reads: not waited for, said not written, exit 78', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-pipe-');
+    const pipe = join(dir, 'summary.pipe');
+    spawnSync('mkfifo', [pipe]);
+    // The timeout only ends a run that would never end: it is not what the test measures.
+    const run = spawnSync(node, [TAP_BIN, '--config', 'config.json', '--summary', pipe], { cwd: ROOT, encoding: 'utf8', timeout: 10_000 });
+    expect(run.signal, run.stderr).toBeNull();
+    expect(run.status, run.stderr).toBe(78);
+    expect(run.stderr).toContain(`tap-data-read: cannot write the run summary to "${pipe}": ENXIO.`);
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
