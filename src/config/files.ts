@@ -5,12 +5,16 @@ import { ConfigError, messageOf } from '../errors.js';
 /**
  * The text of a file the user named; `what` names it for the user, e.g.
  * "config" or "state". A leading byte order mark (Windows' Notepad and
- * PowerShell 5 save UTF-8 with one) is not part of the text.
+ * PowerShell 5 save UTF-8 with one) is not part of the text; one of UTF-16
+ * (PowerShell 5's `>`) says the text is UTF-16, read as such.
  */
 export function readTextFile(path: string, what: string): string {
   try {
-    const text = readFileSync(path, 'utf8');
-    return text.startsWith('\uFEFF') ? text.slice(1) : text;
+    const bytes = readFileSync(path);
+    // UTF-16 with its byte order mark: what Windows PowerShell 5's `>` and Out-File write. Anything else is read as UTF-8.
+    const encoding = bytes[0] === 0xff && bytes[1] === 0xfe ? 'utf-16le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'utf-16be' : 'utf-8';
+    // The decoder drops the byte order mark (UTF-8's too: Notepad's).
+    return new TextDecoder(encoding).decode(bytes);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = (code === undefined ? undefined : READ_FAILURES[code]) ?? String(code ?? err);

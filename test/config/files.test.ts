@@ -26,6 +26,23 @@ describe('a file saved as UTF-8 with a byte order mark (Windows Notepad, PowerSh
   });
 });
 
+describe("a file saved as UTF-16 with its byte order mark (Windows PowerShell 5's `>` and Out-File)", () => {
+  const dir = tempDir('sdr-utf16-');
+
+  it('is read as the JSON it holds, little- or big-endian: config and state alike', () => {
+    const text = '{"api_key": "k", "start_date": "2024-01-01", "note": "é"}';
+    const le = join(dir, 'le.json');
+    writeFileSync(le, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+    expect(readJsonFile(le, 'config')).toEqual({ api_key: 'k', start_date: '2024-01-01', note: 'é' });
+    const be = join(dir, 'be.json');
+    writeFileSync(be, Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text, 'utf16le').swap16()]));
+    expect(readJsonFile(be, 'config')).toEqual({ api_key: 'k', start_date: '2024-01-01', note: 'é' });
+    const state = join(dir, 'state.json');
+    writeFileSync(state, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"bookmarks": {"contacts": {"sync_watermark": "2026-01-01T00:00:00.000Z"}}}', 'utf16le')]));
+    expect(readSingerState(state, () => undefined).get('contacts')).toEqual({ sync_watermark: '2026-01-01T00:00:00.000Z' });
+  });
+});
+
 describe('a key given twice in one object', () => {
   const dir = tempDir('sdr-dup-');
   const file = (name: string, text: string): string => {
