@@ -64,7 +64,28 @@ function summaryRequest(entry, args) {
   }
   // read's and the tap's stdout carries their protocol: a summary may not go there (the compiled code refuses it too).
   if (path === undefined || path === '' || (command !== 'replicate' && /^\/(dev\/stdout|dev\/fd\/1|proc\/self\/fd\/1)$/.test(path))) return undefined;
+  // Nor over a file the command reads or keeps (its config, catalog, state, replica): the compiled code refuses it too.
+  for (var k = 0; k + 1 < args.length; k++) {
+    var flag = /^--(config|catalog|properties|state|db)(=(.*))?$/.exec(args[k]);
+    if (flag === null) continue;
+    var value = flag[2] !== undefined ? flag[3] : args[k + 1];
+    if (sameFile(path, value.replace(/^duckdb:/, ''))) return undefined;
+  }
   return { command: command, path: path };
+}
+
+/** Whether two paths name one file: the same path, or the same device and inode. */
+function sameFile(a, b) {
+  var fs = require('fs');
+  var path = require('path');
+  if (path.resolve(a) === path.resolve(b)) return true;
+  try {
+    var x = fs.statSync(a);
+    var y = fs.statSync(b);
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch (gone) {
+    return false;
+  }
 }
 
 /** Whether FILE is this process's stderr (/dev/stderr, the file stderr is redirected to); /dev/null never is. */

@@ -18,7 +18,7 @@ import type { PipesReport } from '../pipes/report.js';
 import { VERSION } from '../runtime/version.js';
 import { FILE_FAILURES } from '../config/files.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
-import { namesStdout, writeSummaryFile } from './summary-file.js';
+import { namesStdout, sameFile, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 
 /** Why the summary cannot be written, in words, by the system's error code; an unlisted code is given as it is. */
@@ -29,6 +29,14 @@ const WRITE_FAILURES: Readonly<Record<string, string>> = {
   ENOSPC: 'no space is left on the device',
   ENXIO: 'it is a pipe no process reads',
 };
+
+/** The flags that name a file a command reads or keeps: a --summary may not name one of them. */
+const FILE_FLAGS = ['config', 'catalog', 'properties', 'state', 'db'] as const;
+
+/** The files the command line names (flag and path; --db's DuckDB file without its `duckdb:`), for RunEnd.start. */
+export function commandFiles(args: ParsedArgs): [string, string][] {
+  return FILE_FLAGS.flatMap((flag) => (args.values.get(flag) ?? []).map((value): [string, string] => [flag, flag === 'db' ? value.replace(/^duckdb:/, '') : value]));
+}
 
 export class RunEnd {
   private readonly log: (message: string) => void;
@@ -47,12 +55,17 @@ export class RunEnd {
    * value, if given. The report exists when this returns, before its first
    * await: a signal from then on is recorded and the summary written.
    */
-  async start(command: RunCommand, summaryPath: string | undefined): Promise<RunRecorder> {
+  async start(command: RunCommand, summaryPath: string | undefined, files: readonly (readonly [string, string])[] = []): Promise<RunRecorder> {
     const recorder = new RunRecorder(command, { version: VERSION });
     this.recorder = recorder;
     // read's and the tap's stdout carries protocol messages: a summary there would corrupt the stream (replicate's is free).
     if (command !== 'replicate' && summaryPath !== undefined && namesStdout(summaryPath)) {
       throw new UsageError(`--summary ${summaryPath} is this command's stdout, which carries its protocol messages: give a file (or /dev/stderr).`);
+    }
+    // Written over the replica, the state or the config (its API key), the summary would replace them.
+    const clash = summaryPath === undefined ? undefined : files.find(([, path]) => sameFile(summaryPath, path));
+    if (clash !== undefined) {
+      throw new UsageError(`--summary names the file of --${clash[0]} (${clash[1]}), which the summary would replace: give the summary a file of its own.`, { brief: true });
     }
     this.path = summaryPath;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
@@ -78,7 +91,7 @@ export class RunEnd {
       const loose = readArgsLoosely(argv, spec);
       const command = syncOf(loose);
       // The report exists either way, and its summary goes where --summary can take it.
-      if (command !== undefined) await this.start(command, lastValue(loose, 'summary')).catch(() => undefined);
+      if (command !== undefined) await this.start(command, lastValue(loose, 'summary'), commandFiles(loose)).catch(() => undefined);
       throw err;
     }
   }

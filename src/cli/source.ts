@@ -7,7 +7,7 @@ import { andList } from '../errors.js';
 import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 import { lastValue, type ArgsSpec } from './args.js';
-import { runCommand, type CommandIo } from './run-end.js';
+import { commandFiles, runCommand, type CommandIo } from './run-end.js';
 import { UsageError, helpOrVersion } from './usage.js';
 import type { LockSettings } from '../replica/lock.js';
 
@@ -72,7 +72,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (command === undefined) throw new UsageError('No command given.');
   if (!COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   // The sync commands report what they did (--summary FILE), whatever the outcome, usage mistakes included.
-  const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary')) : undefined;
+  const report = command === 'read' || command === 'replicate' ? await end.start(command, lastValue(args, 'summary'), commandFiles(args)) : undefined;
   if (command === 'replicate' && (args.values.has('catalog') || args.values.has('state'))) {
     throw new UsageError('replicate takes no --catalog or --state: it replicates every stream and keeps its state in the --db file');
   }

@@ -44,6 +44,18 @@ function isDescriptor(path: string, fd: number): boolean {
   }
 }
 
+/** Whether paths `a` and `b` name one file: the same path, or the same device and inode (links, hard links). */
+export function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const x = statSync(a);
+    const y = statSync(b);
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 /** How FILE is written: renamed into place, or written in place (not a regular file, or a mount point of its own). */
 export function summaryWriteMode(path: string): SummaryWriteMode {
   let target;

@@ -5,7 +5,7 @@
 import { exitStatusHelp } from '../runtime/exit-status.js';
 import { VERSION } from '../runtime/version.js';
 import { lastValue, type ArgsSpec, type ParsedArgs } from './args.js';
-import { runCommand, type CommandIo } from './run-end.js';
+import { commandFiles, runCommand, type CommandIo } from './run-end.js';
 import { UsageError, helpOrVersion } from './usage.js';
 
 export const TAP_HELP = `tap-data-read ${VERSION}: Singer tap for the Data-Read API
@@ -57,7 +57,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (helpOrVersion('tap-data-read', TAP_HELP, { help: args.switches.has('help'), version: args.switches.has('version') })) return 0;
   const isSync = !args.switches.has('about') && !args.switches.has('discover');
   // A sync reports what it did (--summary FILE), whatever the outcome, usage mistakes included.
-  const report = isSync ? await end.start('sync', lastValue(args, 'summary')) : undefined;
+  const report = isSync ? await end.start('sync', lastValue(args, 'summary'), commandFiles(args)) : undefined;
   if (!isSync && args.values.has('summary')) throw new UsageError('--summary is an option of a sync, not of --about or --discover.');
   // A --format without --about formats nothing: refused rather than passed over. A --catalog, --properties or --state
   // beside --discover or --about is taken and not used: Meltano passes the files it holds (its catalog, its state) to

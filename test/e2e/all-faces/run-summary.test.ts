@@ -49,7 +49,7 @@ type Face = 'read' | 'tap' | 'replicate';
 const FACES: readonly Face[] = ['read', 'tap', 'replicate'];
 
 function config(name: string, extra: Record<string, unknown> = {}): string {
-  return writeJson(dir, `${name}.json`, { api_key: key, base_url: emulator.url, page_size: 20, ...extra });
+  return writeJson(dir, `config-${name}.json`, { api_key: key, base_url: emulator.url, page_size: 20, ...extra });
 }
 
 function args(face: Face, configPath: string, summary: string, db: string): [string, string[]] {

@@ -149,6 +149,19 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(run.stderr).toContain(`tap-data-read: cannot write the run summary to "${pipe}": ENXIO.`);
   });
 
+  it('--summary naming the replica (--db) or the config: not written over it, as the compiled code refuses it', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-input-');
+    const db = join(dir, 'replica.db');
+    writeFileSync(db, 'the replica');
+    const config = join(dir, 'config.json');
+    writeFileSync(config, '{"api_key": "k"}');
+    expect(spawnSync(node, [SOURCE_BIN, 'replicate', '--config', config, '--db', db, '--summary', db], { cwd: ROOT }).status).toBe(78);
+    expect(spawnSync(node, [TAP_BIN, `--config=${config}`, '--summary', config], { cwd: ROOT }).status).toBe(78);
+    expect(readFileSync(db, 'utf8')).toBe('the replica');
+    expect(readFileSync(config, 'utf8')).toBe('{"api_key": "k"}');
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
