@@ -45,9 +45,11 @@ function lastLine(stdout: string): Record<string, unknown> {
 
 /**
  * Run `bin` with its stdout left unread (the pipe fills, the connector waits
- * on it), send SIGTERM after `stallMs`, and read stdout to its end only
- * `busyMs` later: a reader that is busy (a destination loading a batch), not
- * gone; or, `thenGone`, close it then unread. `killed`: still running after 20 s.
+ * on it), send SIGTERM `stallMs` after its first output, and read stdout to
+ * its end only `busyMs` later: a reader that is busy (a destination loading a
+ * batch), not gone; or, `thenGone`, close it then unread. `killed`: still
+ * running after 20 s. Timed from the first output, not from the start: on a
+ * busy machine the start alone can take longer than `stallMs`.
  */
 function runStoppedWhileReaderBusy(bin: string, args: readonly string[], o: { stallMs: number; busyMs: number; thenGone?: boolean }): Promise<CliResult & { killed: boolean }> {
   return new Promise((resolvePromise, reject) => {
@@ -58,15 +60,21 @@ function runStoppedWhileReaderBusy(bin: string, args: readonly string[], o: { st
     const take = (): void => {
       if (reading) for (let chunk = child.stdout.read() as Buffer | null; chunk !== null; chunk = child.stdout.read() as Buffer | null) out.push(chunk);
     };
+    let stop: NodeJS.Timeout | undefined;
+    let read: NodeJS.Timeout | undefined;
     // Paused mode: nothing is read from the pipe beyond the stream's buffer until `take` reads (and nothing is lost at the exit).
-    child.stdout.on('readable', take);
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const stop = setTimeout(() => child.kill('SIGTERM'), o.stallMs);
-    const read = setTimeout(() => {
-      if (o.thenGone === true) child.stdout.destroy();
-      reading = true;
+    child.stdout.on('readable', () => {
+      if (stop === undefined) {
+        stop = setTimeout(() => child.kill('SIGTERM'), o.stallMs);
+        read = setTimeout(() => {
+          if (o.thenGone === true) child.stdout.destroy();
+          reading = true;
+          take();
+        }, o.stallMs + o.busyMs);
+      }
       take();
-    }, o.stallMs + o.busyMs);
+    });
+    child.stderr.on('data', (b: Buffer) => err.push(b));
     let killed = false;
     const timer = setTimeout(() => {
       killed = true;
