@@ -30,8 +30,8 @@ describe('--summary naming a named pipe', () => {
       [TAP_BIN, ['--config', config], 'CRITICAL'],
     ] as const) {
       const path = fifo(`unread-${level}`);
-      // The timeout only ends a run that would never end: it is not what the test measures.
-      const run = await runCli(bin, [...args, '--summary', path], { timeoutMs: 10_000 });
+      // runCli's guard (SIGKILL after 60 s) only ends a run that would never end: it is not what the test measures.
+      const run = await runCli(bin, [...args, '--summary', path]);
       expect(run.signal, run.stderr.slice(-800)).toBeNull();
       expect(run.code, run.stderr.slice(-800)).toBe(75);
       expect(run.stderr).toContain(`${level} ${bin === TAP_BIN ? 'tap-data-read' : 'source-data-read'}: Cannot write the run summary to "${path}": it is a pipe no process reads.`);
@@ -44,7 +44,7 @@ describe('--summary naming a named pipe', () => {
     const reader = createReadStream(path);
     reader.on('data', (b) => chunks.push(b as Buffer));
     const ended = new Promise((resolve) => reader.on('end', resolve));
-    const run = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG, '--summary', path], { timeoutMs: 10_000 });
+    const run = await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG, '--summary', path]);
     await ended;
     expect(run.code, run.stderr.slice(-800)).toBe(75);
     expect(run.stderr).not.toContain('Cannot write the run summary');
