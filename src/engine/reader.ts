@@ -51,7 +51,9 @@ interface ReadOptions {
    * the watermark, made after that read passed its record: the state moves
    * past it for good), until a read passes none (nothing moved during the
    * read before it: the look-back may still fill pages with records read
-   * already, after a bulk load), a read takes one page (a page is served at
+   * already, after a bulk load; past WINDOW_KEPT records in the look-back it
+   * passes them all on, and only those changed after the watermark count), a
+   * read takes one page (a page is served at
    * once: nothing moves out of it while it is read), or CATCH_UP_READS such
    * reads were made (the next sync then brings the rest, as it brings any
    * later change).
@@ -98,6 +100,11 @@ class LookBackWindow {
     }
   }
 
+  /** Whether the window holds fewer records than were in it (WINDOW_KEPT): it cannot tell which records the read brought. */
+  get overflowed(): boolean {
+    return this.#overflow;
+  }
+
   /** Whether the read brought this record as it is (false when it cannot tell: too many were in the window). */
   holds(record: Data): boolean {
     if (this.#overflow) return false;
@@ -118,16 +125,27 @@ class LookBackWindow {
  * watermark of the read before it (`before`), and those of its look-back that
  * it did not bring as they are (a change stamped before that watermark, made
  * after that read had passed its record). A record whose cursor is not an
- * instant is kept (at least once).
+ * instant is kept (at least once). `moved` counts the records passed on that
+ * show a change made during the read before; a record of an overflowed window
+ * is passed on without showing one (the window cannot tell whether that read
+ * brought it), so a bulk change inside the look-back is read twice, not up
+ * to CATCH_UP_READS + 1 times.
  */
-function changedAfter(stream: StreamDefinition, records: readonly Data[], before: LookBackWindow): readonly Data[] {
+function changedAfter(stream: StreamDefinition, records: readonly Data[], before: LookBackWindow): { readonly pass: readonly Data[]; readonly moved: number } {
   const field = stream.cursorField;
-  if (field === null) return records;
-  return records.filter((record) => {
+  if (field === null) return { pass: records, moved: records.length };
+  let moved = 0;
+  const pass = records.filter((record) => {
     const at = record[field];
-    if (typeof at !== 'string' || Number.isNaN(parseInstant(at)) || isLaterInstant(at, before.watermark)) return true;
-    return parseInstant(at) >= before.from && !before.holds(record);
+    if (typeof at !== 'string' || Number.isNaN(parseInstant(at)) || isLaterInstant(at, before.watermark)) {
+      moved += 1;
+      return true;
+    }
+    if (parseInstant(at) < before.from || before.holds(record)) return false;
+    if (!before.overflowed) moved += 1;
+    return true;
   });
+  return { pass, moved };
 }
 
 type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | { readonly kind: 'skipped' };
@@ -171,11 +189,12 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
     const window = options.catchUp === true && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
-    let passed = 0;
+    /** Records passed on that show a change made while the read before this one paged (all of a first read's). */
+    let moved = 0;
     for (let pagesRead = 1; ; pagesRead++) {
-      const records = after === undefined ? page.records : changedAfter(stream, page.records, after);
+      const { pass: records, moved: movedHere } = after === undefined ? { pass: page.records, moved: page.records.length } : changedAfter(stream, page.records, after);
       window?.note(page.records);
-      passed += records.length;
+      moved += movedHere;
       if (records.length > 0) {
         await sink.records(stream, records, Date.now());
         if (options.onPage) {
@@ -183,7 +202,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
       }
       if (page.next === null) {
-        if (window !== undefined && pagesRead > 1 && passed > 0 && catchUps < CATCH_UP_READS) {
+        if (window !== undefined && pagesRead > 1 && moved > 0 && catchUps < CATCH_UP_READS) {
           // Records that moved past this read's end while it paged are after its watermark: read from there.
           catchUps += 1;
           after = window;

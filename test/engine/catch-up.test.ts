@@ -171,14 +171,37 @@ describe('a full read while records move past its end', () => {
     expect(copyOf(sink)).toEqual(serviceNow(api));
   });
 
-  it('past 20,000 records in the look-back of a watermark, a catch-up read passes on every record of it (it cannot tell which it brought)', async () => {
+  it('past 20,000 records in the look-back of a watermark, a catch-up read passes on every record of it (it cannot tell which it brought), once', async () => {
     const api = new FakeApi();
     const records = Array.from({ length: 20_001 }, (_, i) => ({ id: `r${String(i).padStart(5, '0')}`, updated_at: api.watermark }));
     api.set('/v1/contacts', records);
     const sink = new RecordingSink();
     await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: {}, catchUp: true });
-    // The full read, then its catch-up reads (this service serves the same records to each), each record passed on every time.
-    expect(sink.recordsOf('contacts')).toHaveLength(records.length * 4);
+    // The full read, then one catch-up read (this service serves the same records): each record passed on twice. None of
+    // the catch-up read's is stamped after the watermark, so none shows a change made during the full read: no third read.
+    expect(sink.recordsOf('contacts')).toHaveLength(records.length * 2);
+    expect(api.calls.filter((c) => c.query.cursor === undefined)).toHaveLength(2);
+  });
+
+  it('past 20,000 records in the look-back, a change stamped after the watermark still calls for another catch-up read', async () => {
+    const api = new FakeApi();
+    const records = Array.from({ length: 20_001 }, (_, i) => ({ id: `r${String(i).padStart(5, '0')}`, updated_at: api.watermark }));
+    api.set('/v1/contacts', records);
+    const later = '2026-03-01T00:01:00.000Z';
+    let changed = false;
+    // While the full read paged (seen when the catch-up read starts), r00000 changed: stamped after the full read's watermark.
+    api.beforePage = (_path, query) => {
+      if (changed || query.updated_since === undefined) return undefined;
+      changed = true;
+      records[0] = { id: 'r00000', updated_at: later };
+      api.watermark = later;
+      return undefined;
+    };
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: {}, catchUp: true });
+    // The full read, the catch-up read that brought the change, and one more that brings none stamped after its watermark.
+    expect(api.calls.filter((c) => c.query.cursor === undefined)).toHaveLength(3);
+    expect(copyOf(sink).get('r00000')).toBe(later);
   });
 
   it('a full read of one page needs no catch-up: nothing moves out of a page served at once', async () => {
