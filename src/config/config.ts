@@ -471,6 +471,22 @@ function unknownEntryKeysWarning(input: object): string | undefined {
   return parts.length === 0 ? undefined : `Unknown config keys ignored: ${parts.join('; ')}.`;
 }
 
+/** The personal-data settings, shared by all accounts: in an entry of accounts they would be ignored, and what they name left the connector. */
+const TREATMENT_KEYS = ['personal_data', 'field_treatments', 'hash_key'];
+
+/** Problems for personal-data settings given inside entries of accounts (refused, not ignored with a warning). */
+function misplacedTreatments(input: object): string[] {
+  const entries = (input as Record<string, unknown>).accounts;
+  if (!Array.isArray(entries)) return [];
+  return entries.flatMap((entry: unknown, index) =>
+    typeof entry === 'object' && entry !== null
+      ? TREATMENT_KEYS.filter((key) => Object.hasOwn(entry, key)).map(
+          (key) => `accounts[${index}].${key}: personal-data settings are shared by all accounts; set ${key} at the top level (an entry of accounts takes name, api_key and account_renamed_from)`,
+        )
+      : [],
+  );
+}
+
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -479,6 +495,10 @@ export function parseConfig(input: unknown): ParsedConfig {
   // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
   const result = ConfigSchema.safeParse(input, { jitless: true });
   const unknownKeys = Object.keys(input).filter((key) => !KNOWN_KEYS.has(key));
+  const misplaced = misplacedTreatments(input);
+  if (result.success && misplaced.length > 0) {
+    throw new ConfigError(`Invalid config: ${misplaced.join('; ')}.`, { field: 'accounts' });
+  }
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || 'config'))];
     // A value of the wrong type is that one problem: zod still runs a list's length checks on a string ("at most 1000 entries").
@@ -493,6 +513,7 @@ export function parseConfig(input: unknown): ParsedConfig {
           return message.startsWith(field) ? message : `${field}: ${message}`;
         }),
       ),
+      ...misplaced,
     ];
     // A required key reported missing next to a key the connector does not know is most often a misspelling.
     if (unknownKeys.length > 0) problems.push(`keys this connector does not know (misspelled?): ${unknownKeys.map((k) => withMeant(JSON.stringify(k), k)).join(', ')}`);

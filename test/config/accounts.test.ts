@@ -42,6 +42,19 @@ describe('accounts', () => {
     expect(parseConfig({ ...base, accounts: [acme, globex] }).warnings).toEqual([]);
   });
 
+  it('refuses personal-data settings inside an entry of accounts: ignored, what they name would leave the connector', () => {
+    const error = errorOf({ ...base, accounts: [acme, { ...globex, personal_data: 'drop', hash_key: 'k'.repeat(40) }] });
+    expect(error.message).toBe(
+      'Invalid config: accounts[1].personal_data: personal-data settings are shared by all accounts; set personal_data at the top level (an entry of accounts takes name, api_key and account_renamed_from); ' +
+        'accounts[1].hash_key: personal-data settings are shared by all accounts; set hash_key at the top level (an entry of accounts takes name, api_key and account_renamed_from).',
+    );
+    expect(error.message).not.toContain('k'.repeat(40));
+    // Told beside the config's other problems.
+    const both = errorOf({ ...base, page_size: 0, accounts: [{ ...acme, field_treatments: [] }] }).message;
+    expect(both).toContain('page_size');
+    expect(both).toContain('accounts[0].field_treatments: personal-data settings are shared by all accounts');
+  });
+
   it("refuses a treatment of account (the entry's name, in the key) and names service_account, where the service's own field goes", () => {
     // The service's `account` is moved to service_account before treatments: one naming `account` treated nothing, and
     // the value it was meant to drop went out as service_account.
