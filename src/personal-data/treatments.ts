@@ -87,9 +87,11 @@ export function sha256Hex(message: string): string {
 
 /**
  * A domain name (labels of letters, marks, digits, `-` and `_`, any script,
- * a final dot allowed) or an address literal (`[192.0.2.1]`, `[ipv6:...]`).
+ * a final dot allowed; the last label not of digits alone, RFC 3696
+ * section 2: `ana@5511987654321` holds a phone, `ana@192.0.2.1` an address)
+ * or an address literal (`[192.0.2.1]`, `[ipv6:...]`).
  */
-const DOMAIN = /^(?:[\p{L}\p{M}\p{N}_-]+(?:\.[\p{L}\p{M}\p{N}_-]+)*\.?|\[(?:ipv6:)?[0-9a-f:.]+\])$/u;
+const DOMAIN = /^(?:(?:[\p{L}\p{M}\p{N}_-]+\.)*(?!\p{N}+\.?$)[\p{L}\p{M}\p{N}_-]+\.?|\[(?:ipv6:)?[0-9a-f:.]+\])$/u;
 
 /**
  * The part after the last `@`, lower-case and trimmed; null when there is no

@@ -59,6 +59,13 @@ describe('normalization', () => {
     expect(emailDomain(' ana@[192.0.2.1] ')).toBe('[192.0.2.1]');
     expect(emailDomain('ana@Example.COM.')).toBe('example.com.');
     expect(emailDomain('Ana Souza <ana@x.com> +55 11 91234-5678')).toBeNull();
+    // A last label of digits only is no domain name (RFC 3696, section 2): a phone or an address typed after the @.
+    expect(emailDomain('ana.souza@5511987654321')).toBeNull();
+    expect(emailDomain('ana@192.0.2.1')).toBeNull();
+    expect(emailDomain('ana@x.5511987654321.')).toBeNull();
+    expect(emailDomain('ana@\u0665\u0665\u0661\u0661')).toBeNull();
+    expect(emailDomain('ana@123.example.com')).toBe('123.example.com');
+    expect(emailDomain('ana@mail.x1')).toBe('mail.x1');
     const { config } = parseConfig({ ...base, field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'email_domain' }] });
     const treat = recordTreater(treatmentPlan(config).get('contacts'), undefined);
     const page: Record<string, unknown>[] = [
