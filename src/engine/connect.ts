@@ -8,7 +8,7 @@ import { ApiError } from '../client/api-error.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
 import { entryConfig, futureStartDate, type AccountConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
-import { unknownTreatedFields } from '../personal-data/treatments.js';
+import { unknownTreatedFields, unknownTreatedFieldsMessage } from '../personal-data/treatments.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { mostActionable } from '../runtime/exit-status.js';
 import { USER_AGENT } from '../runtime/version.js';
@@ -165,7 +165,7 @@ async function describeForCheck(client: DataReadApi, config: Config): Promise<{ 
     (err: unknown) => ({ level: 'WARN' as const, message: `Schema drift unknown: the service's description cannot be read. ${toConnectorError(err).message}` }),
   );
   if (unknownFields === undefined) return { drift };
-  return { drift, invalid: `Invalid config: ${unknownFields} Name a field the stream has (a top-level field), or remove the entry.` };
+  return { drift, invalid: unknownTreatedFieldsMessage(unknownFields) };
 }
 
 /** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */

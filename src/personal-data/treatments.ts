@@ -403,6 +403,19 @@ function treatSchemas<S extends Schema>(schemas: ReadonlyMap<string, S>, plan: T
 // ---------------------------------------------------------------- what a command declares
 
 /**
+ * The config_error for treatments naming fields the service does not
+ * describe: a misspelling most often, or a field the service sends without
+ * describing it, which only the built-in schemas let be treated (removing the
+ * entry would let it out as received).
+ */
+export function unknownTreatedFieldsMessage(unknown: string): string {
+  return (
+    `Invalid config: ${unknown} Name a field the stream has (a top-level field), or remove the entry; ` +
+    'to treat a field the service sends without describing it, set use_service_schema to false (the treatment then applies wherever records carry the field).'
+  );
+}
+
+/**
  * The schemas a command declares under this config's treatments. When
  * `described` (the schemas hold the service's description: every field the
  * service has), a field_treatments entry naming a field none declares is a
@@ -420,7 +433,7 @@ export function treatedSchemasFor<S extends Schema>(
   const unknown = unknownTreatedFields(config, served);
   if (unknown !== undefined) {
     if (described) {
-      throw new ConfigError(`Invalid config: ${unknown} Name a field the stream has (a top-level field), or remove the entry.`, { field: 'field_treatments' });
+      throw new ConfigError(unknownTreatedFieldsMessage(unknown), { field: 'field_treatments' });
     }
     warn(`field_treatments names fields the built-in schemas lack (the service's description was not read): ${unknown} Each is treated if records carry it.`);
   }

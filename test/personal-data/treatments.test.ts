@@ -222,6 +222,32 @@ describe('with accounts, the service\'s own field account is treated as service_
   });
 });
 
+describe('a treatment of a field the service does not describe', () => {
+  const described = new Map([['contacts', builtInSchema(contacts)]]);
+  const { config } = parseConfig({ ...base, field_treatments: [{ stream: 'contacts', field: 'cpf', treatment: 'drop' }] });
+
+  it('is refused under the service\'s description, telling how to treat a field it sends undescribed (not only to remove the entry, which lets it out)', () => {
+    let message = '';
+    try {
+      treatedSchemasFor(config, described, true, () => undefined);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/field_treatments\[0\]: contacts has no field "cpf"/);
+    expect(message).toMatch(/or remove the entry; to treat a field the service sends without describing it, set use_service_schema to false/);
+  });
+
+  it('is told and kept under the built-in schemas (use_service_schema false): applied where records carry the field', () => {
+    const warnings: string[] = [];
+    treatedSchemasFor(config, described, false, (w) => warnings.push(w));
+    expect(warnings).toEqual([expect.stringMatching(/contacts has no field "cpf".*Each is treated if records carry it/)]);
+    const treat = recordTreater(treatmentPlan(config).get('contacts'), undefined);
+    const page: Record<string, unknown>[] = [{ id: 'c1', cpf: '123.456.789-09' }];
+    treat?.(page);
+    expect(page).toEqual([{ id: 'c1' }]);
+  });
+});
+
 describe('bad treatments are config errors naming the entry and what is allowed', () => {
   const problem = (extra: Record<string, unknown>): string => {
     try {
