@@ -76,7 +76,8 @@ const ConfiguredCatalog = z.object({
       stream: z.looseObject({ name: z.string(), namespace: z.string().nullish(), json_schema: z.unknown().optional() }),
       sync_mode: z.string(),
       destination_sync_mode: z.string().optional(),
-      cursor_field: z.array(z.string()).optional(),
+      // null as none given: what a serializer that writes every unset field writes (PyAirbyte's pydantic models).
+      cursor_field: z.array(z.string()).nullish(),
       primary_key: z.unknown().optional(),
     }),
   ),
@@ -142,7 +143,7 @@ export function parseConfiguredCatalog(
         { field: `catalog.streams.${index}.sync_mode` },
       );
     }
-    const warning = ownKeysWarning(stream, mode, entry.cursor_field, entry.primary_key, manyAccounts);
+    const warning = ownKeysWarning(stream, mode, entry.cursor_field ?? undefined, entry.primary_key, manyAccounts);
     if (warning) warn(warning);
     // The schema the destination was told: records are checked against its types (built in when it declares no properties).
     const told = entry.stream.json_schema;

@@ -96,3 +96,25 @@ describe('a primary_key the configured catalog asks for', () => {
     for (const key of [undefined, null, [], [['id']]]) expect(warningsFor(key), JSON.stringify(key)).toEqual([]);
   });
 });
+
+describe('a configured catalog serialized with its unset fields as null', () => {
+  // PyAirbyte writes its pydantic ConfiguredAirbyteCatalog with model_dump_json(): every field it did not set is null
+  // (cursor_field of a stream without default_cursor_field, primary_key, the refresh fields, the stream's namespace).
+  const pyairbyte = (name: string, sync_mode: string): unknown => ({
+    stream: { name, json_schema: {}, namespace: null, source_defined_cursor: null, default_cursor_field: null },
+    sync_mode,
+    cursor_field: null,
+    destination_sync_mode: 'overwrite',
+    primary_key: null,
+    generation_id: null,
+    minimum_generation_id: null,
+    sync_id: null,
+  });
+
+  it('reads a null cursor_field as none given: each stream in its mode, on its own cursor, without a word', () => {
+    const warnings: string[] = [];
+    const selected = parseConfiguredCatalog({ streams: [pyairbyte('contacts', 'incremental'), pyairbyte('pipeline_stages', 'full_refresh')] }, (m) => warnings.push(m));
+    expect(selected.map((s) => [s.stream.name, s.mode])).toEqual([['contacts', 'incremental'], ['pipeline_stages', 'full_refresh']]);
+    expect(warnings).toEqual([]);
+  });
+});
