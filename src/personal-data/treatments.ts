@@ -229,8 +229,12 @@ export function treatmentProblems(config: {
     else seen.set(key, i);
   }
   if (hashes(config) && (config.hash_key === undefined || config.hash_key === '')) {
-    const who = config.personal_data === 'hash' ? 'personal_data is hash' : `field_treatments[${config.field_treatments.findIndex((t) => t.treatment === 'hash')}] is hash`;
-    problems.push(`${who} but hash_key is not set: give hash_key (a long random secret, kept for as long as the tokens must join), or use sha256 (guessable) or drop`);
+    // The way out named is one the key at fault takes: personal_data has no sha256, a field's treatment has.
+    const [who, otherwise] =
+      config.personal_data === 'hash'
+        ? ['personal_data is hash', 'or set personal_data to drop, or treat the fields sha256 (guessable) in field_treatments']
+        : [`field_treatments[${config.field_treatments.findIndex((t) => t.treatment === 'hash')}] is hash`, 'or make its treatment sha256 (guessable) or drop'];
+    problems.push(`${who} but hash_key is not set: give hash_key (a long random secret, kept for as long as the tokens must join), ${otherwise}`);
   }
   return problems;
 }

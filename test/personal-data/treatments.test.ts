@@ -271,6 +271,15 @@ describe('bad treatments are config errors naming the entry and what is allowed'
   ])('%j', (extra, message) => {
     expect(problem(extra)).toMatch(message);
   });
+  it('a missing hash_key suggests only values the key at fault takes (personal_data has no sha256)', () => {
+    const message = problem({ personal_data: 'hash' });
+    expect(message).not.toMatch(/use sha256/);
+    expect(message).toMatch(/set personal_data to drop/);
+    expect(message).toMatch(/sha256 \(guessable\) in field_treatments/);
+    expect(() => parseConfig({ ...base, personal_data: 'drop' })).not.toThrow();
+    const perField = problem({ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] });
+    expect(perField).toMatch(/make its treatment sha256 \(guessable\) or drop/);
+  });
   it('an empty hash_key (a form\'s cleared field) is a missing one: the same error', () => {
     expect(problem({ personal_data: 'hash', hash_key: '' })).toBe(problem({ personal_data: 'hash' }));
     const hashed = { field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] };
