@@ -37,7 +37,8 @@ its progress (records per stream, rate-limit waits and when they end, requests).
                  requests. /dev/termination-log works on Kubernetes. Its fields:
                  https://github.com/source-data-read/source-data-read/blob/main/docs/orchestrators.md#the-run-summary---summary-file
 SIGTERM or SIGINT stops a command at once: a read ends with an ERROR trace and exits 143 (130 for SIGINT);
-every STATE written before it is safe to resume from. check exits 0 with CONNECTION_STATUS FAILED.
+every STATE written before it is safe to resume from.
+check exits 0 with CONNECTION_STATUS FAILED when the connection does not work (what Airbyte asks).
 ${exitStatusHelp(true)}`;
 
 const ARGS: ArgsSpec = {
