@@ -20,7 +20,7 @@
  * them under the process's umask: 0644 and 0755, world-readable, under the
  * usual 022. A file that exists keeps its mode.
  */
-import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
@@ -66,6 +66,8 @@ export interface DuckdbFiles {
   readonly connection: DuckdbConnection;
   /** Removes the temporary folder when this run made it (nothing when it was there before); once. */
   readonly dropTemp: () => void;
+  /** The file's WAL (`FILE.wal`); undefined for DuckDB's ':memory:'. */
+  readonly wal?: string;
 }
 
 /**
@@ -171,9 +173,28 @@ function releaseUmask(connection: DuckdbConnection): void {
   if (narrowed.delete(connection)) applyUmask();
 }
 
+/**
+ * The WAL made empty at open (privateFiles) and never written: a run that
+ * wrote nothing (refused once it read the file: another account's, other
+ * treatments) leaves the file as it found it, with nothing beside it. Removed
+ * while this run still holds the file's lock, so no other run can be using
+ * it; one DuckDB wrote to is not empty (and a CHECKPOINT has removed it),
+ * and what is not a regular file (a link put there) is left alone.
+ */
+function dropUnusedWal(wal: string | undefined): void {
+  if (wal === undefined) return;
+  try {
+    const stat = lstatSync(wal);
+    if (stat.isFile() && stat.size === 0) unlinkSync(wal);
+  } catch {
+    // not there (DuckDB removed it at its checkpoint), or cannot go: DuckDB replays an empty WAL as nothing
+  }
+}
+
 /** Close the connection and the instance (the file and its lock go with them), then the temporary folder this run made. */
 export function closeDuckdb(files: DuckdbFiles): void {
   try {
+    dropUnusedWal(files.wal);
     files.connection.closeSync();
     files.instance.closeSync();
   } finally {
@@ -329,7 +350,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
     // updates touched: for updates spread over a large table, the whole table again at each copy.
     // The run's WAL is copied once, when the store closes (store.ts), or replayed by the next open.
     await connection.run(`SET checkpoint_threshold = '${WAL_COPY_THRESHOLD}'`);
-    return { instance, connection, dropTemp, duckdb };
+    return { instance, connection, dropTemp, duckdb, ...(existsSync(target.path) ? { wal: `${target.path}.wal` } : {}) };
   } catch (err) {
     connection?.closeSync();
     instance.closeSync();

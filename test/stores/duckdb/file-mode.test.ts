@@ -62,6 +62,17 @@ describe('DuckDB store file modes', () => {
     expect(mode(t.path)).toBe('640');
   });
 
+  it('a store opened and closed without a write (a run refused once it read the file) leaves no WAL beside it', async () => {
+    const t = target('untouched');
+    await (await DuckdbStore.open(t)).close();
+    expect(existsSync(`${t.path}.wal`)).toBe(false);
+    const before = readFileSync(t.path);
+    // What a run refused for another account's or other treatments' store does: open, read, close.
+    await (await DuckdbStore.open(t)).close();
+    expect(existsSync(`${t.path}.wal`)).toBe(false);
+    expect(readFileSync(t.path).equals(before)).toBe(true);
+  });
+
   it('a process that exits without closing the store (a stop signal) leaves no temporary folder', () => {
     requireBuild();
     const t = target('stopped');

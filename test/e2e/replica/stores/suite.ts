@@ -517,7 +517,7 @@ export function duckdbFullDisk(duckdb: StoreKind): void {
       changeRound(account);
       // Writes to /dev/full fail with ENOSPC: the store's next commit finds no room, as on a full disk.
       const wal = `${db.replace(/^duckdb:/, '')}.wal`;
-      rmSync(wal, { force: true }); // the empty WAL the last run left
+      rmSync(wal, { force: true }); // a WAL the last run may have left
       symlinkSync('/dev/full', wal);
       const full = await replicate(config, db);
       unlinkSync(wal);
