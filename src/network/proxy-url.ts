@@ -50,6 +50,13 @@ export function parseProxyUrl(value: string, source: string): ProxyEndpoint {
     throw unusable(`${source} must start with http:// or https:// (got ${url.protocol}//)`);
   }
   if (url.hostname === '') throw unusable(`${source} has no host name; expected http://[user:password@]host:port`);
+  // An @ past the host: credentials holding an unencoded @ and then a /, ? or #, which end the URL's authority there,
+  // so that its host would be read from inside the password (and named in every message).
+  if (`${url.pathname}${url.search}${url.hash}`.includes('@')) {
+    throw unusable(
+      `${source} has an @ after its host: a user name or password holding @, /, ? or # must percent-encode them (@ as %40, / as %2F, ? as %3F, # as %23); expected http://[user:password@]host:port`,
+    );
+  }
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   let token: string | undefined;
   if (url.username !== '' || url.password !== '') {

@@ -121,6 +121,10 @@ describe('proxy addresses', () => {
       ['http://user:Sup3rSecret@', /not a valid proxy address|has no host name/],
       ['http://user:Sup3rSecret@proxy:99999', /not a valid proxy address/],
       ['http://user:Sup3r%zzSecret@proxy:3128', /password in proxy_url has a malformed %-escape/],
+      // An @ left unencoded, then a #, ? or /: the URL's host would be read from inside the password (and logged).
+      ['http://etl:Sup3r@Secret#w@proxy:3128', /proxy_url has an @ after its host.*percent-encode.*%23/],
+      ['http://etl:Sup3r@Secret?w@proxy:3128', /proxy_url has an @ after its host/],
+      ['http://etl:Sup3r@Secret/w@proxy:3128', /proxy_url has an @ after its host/],
     ];
     for (const [value, message] of cases) {
       let error: unknown;
