@@ -168,10 +168,17 @@ async function describeForCheck(client: DataReadApi, config: Config): Promise<{ 
   return { drift, invalid: unknownTreatedFieldsMessage(unknownFields) };
 }
 
-/** Why the description could not be had, as the end of a sentence; rethrows a rejected key. */
+const isRefusedKey = (error: unknown): boolean => error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden');
+
+/**
+ * Why the description could not be had, as the end of a sentence. Rethrows
+ * what the user must fix for every request of the run, not the description
+ * alone: a rejected key (401, 403), a proxy or CA setting that cannot be
+ * used, an untrusted certificate, a proxy that refuses the connector.
+ */
 function fetchFailure(err: unknown, where: string): string {
   const error = toConnectorError(err);
-  if (error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden')) throw error;
+  if (isRefusedKey(error) || (error.failureType === 'config_error' && error.runWide)) throw error;
   if (error instanceof ApiError && error.code === 'not_found') return `${where} answered HTTP 404 (the service does not serve its description there).`;
   return error.message;
 }
@@ -179,7 +186,9 @@ function fetchFailure(err: unknown, where: string): string {
 /**
  * Read the service's description with `client` (one request with its auth,
  * pacing and retries) and merge it into the built-in schemas. The
- * description is never a reason to fail: only a rejected key (401, 403) throws.
+ * description is never a reason to fail: only what stops every request of
+ * the run for the user to fix (a rejected key, an unusable proxy or CA
+ * setting, an untrusted certificate) throws.
  */
 export async function describeStreams(client: DataReadApi, streams: readonly StreamDefinition[] = STREAMS): Promise<LoadedSchemas> {
   const { fallbackSchemas, mergeDescription, WHERE } = await import('./service-schemas.js');

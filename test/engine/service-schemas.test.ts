@@ -1,14 +1,14 @@
 /**
  * The schemas a command declares: merged with the service's description, or
  * built in with one WARN saying why (each way the description can fail), or
- * pinned without a request; only a rejected key is an error. And the drift
- * line of `check`.
+ * pinned without a request; only a rejected key or a setting that fails every
+ * request of the run is an error. And the drift line of `check`.
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
 import { ConfigSchema } from '../../src/config/config.js';
 import { buildOpenApiDocument } from 'data-read-emulator';
-import { ContractError } from '../../src/errors.js';
+import { ConfigError, ContractError } from '../../src/errors.js';
 import { describeStreams, loadStreamSchemas } from '../../src/engine/connect.js';
 import { driftNote, type LoadedSchemas } from '../../src/engine/service-schemas.js';
 import { builtInSchemas } from '../../src/schemas/json-schema.js';
@@ -99,6 +99,16 @@ describe('describeStreams', () => {
     api.openApi = error;
     await expect(describeStreams(api)).rejects.toBe(error);
   });
+
+  it.each([
+    ['an untrusted certificate', new ApiError('unreachable', 'config_error', 'Could not connect securely to the Data-Read API: the TLS certificate of api.example.com is not trusted.', { runWide: true })],
+    ['a proxy that refuses the connector', new ApiError('proxy', 'config_error', 'Could not reach the Data-Read API: the proxy proxy.corp:3128 (HTTPS_PROXY) answered 407.', { runWide: true })],
+    ['a proxy setting that cannot be used', new ConfigError('HTTP_PROXY names a SOCKS proxy (socks5://), which this connector does not support.', { runWide: true })],
+  ])('%s, which stops every request of the run, is an error too, not a fallback', async (_name, error) => {
+    const api = new FakeApi();
+    api.openApi = error;
+    await expect(describeStreams(api)).rejects.toBe(error);
+  });
 });
 
 describe('loadStreamSchemas', () => {
@@ -108,6 +118,21 @@ describe('loadStreamSchemas', () => {
     const loaded = await loadStreamSchemas(config);
     expect(loaded).toMatchObject({ source: 'pinned', notes: [] });
     expect(loaded.schemas).toEqual(builtInSchemas(STREAMS));
+  });
+
+  it('a proxy variable that cannot be used (SOCKS) fails it, as proxy_url does: config_error', async () => {
+    const config = ConfigSchema.parse({ api_key: 'drk_live_test', base_url: 'http://127.0.0.1:9', max_retries: 0 });
+    const before = { lower: process.env.http_proxy, upper: process.env.HTTP_PROXY };
+    delete process.env.http_proxy; // it would hide HTTP_PROXY
+    process.env.HTTP_PROXY = 'socks5://127.0.0.1:1080';
+    try {
+      await expect(loadStreamSchemas(config)).rejects.toMatchObject({ failureType: 'config_error', message: expect.stringContaining('HTTP_PROXY names a SOCKS proxy') });
+    } finally {
+      for (const [name, value] of [['http_proxy', before.lower], ['HTTP_PROXY', before.upper]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it('an unreachable service: the built-in schemas and a WARN (discover does not fail)', async () => {
