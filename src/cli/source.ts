@@ -81,7 +81,7 @@ async function run(argv: readonly string[], { out, logger, end, signal }: Comman
   if (foreign !== undefined) throw new UsageError(`--${foreign} is an option of ${commandsTaking(foreign)}, not of ${command}.`);
   const need = (flag: string): string => {
     const value = lastValue(args, flag);
-    if (value === undefined) throw new UsageError(`${command} needs --${flag} FILE`);
+    if (value === undefined) throw new UsageError(`${command} needs --${flag} ${flag === 'db' ? 'TARGET (a SQLite or DuckDB file, or a postgresql:// URL)' : 'FILE'}`);
     return value;
   };
   if (command === 'replicate') {

@@ -97,7 +97,7 @@ describe('replicate: errors', () => {
   it('usage mistakes: no --db, or a --state the replica does not take', async () => {
     const noDb = await runCli(SOURCE_BIN, ['replicate', '--config', account.config(dir)]);
     expect(noDb.code).toBe(2);
-    expect(noDb.stderr).toContain('replicate needs --db FILE');
+    expect(noDb.stderr).toContain('replicate needs --db TARGET (a SQLite or DuckDB file, or a postgresql:// URL)');
     const withState = await runCli(SOURCE_BIN, ['replicate', '--config', account.config(dir), '--db', join(dir, 'd.db'), '--state', 'x.json']);
     expect(withState.code).toBe(2);
     expect(withState.stderr).toContain('replicate takes no --catalog or --state');
