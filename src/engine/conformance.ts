@@ -123,6 +123,20 @@ function example(value: unknown, withheld: boolean): string {
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }
 
+/** The most of a record's id the WARN shows. */
+const ID_SHOWN = 80;
+
+/**
+ * A record's id as the WARN shows it: the service's text, which goes to a
+ * terminal (stderr) as it is, so its control, line-separator and
+ * direction characters are escaped (an ESC would run as a terminal command),
+ * and a long one is cut.
+ */
+function shownId(id: string): string {
+  const cut = id.length > ID_SHOWN ? `${id.slice(0, ID_SHOWN)}…` : id;
+  return cut.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** One stream's record check over one sync. */
 export class TypeAudit {
   private readonly stream: StreamDefinition;
@@ -182,7 +196,7 @@ export class TypeAudit {
       known.count++;
       return;
     }
-    this.misfits.set(key, { field: name, declared: describeTypes(types), got, example: shown, id: String(record[this.stream.primaryKey]), count: 1 });
+    this.misfits.set(key, { field: name, declared: describeTypes(types), got, example: shown, id: shownId(String(record[this.stream.primaryKey])), count: 1 });
   }
 
   /** The WARN for this stream (undefined when every value fitted). */

@@ -58,6 +58,16 @@ describe('type audit', () => {
     expect(stages.warning()).toBeUndefined();
   });
 
+  it("shows a record's id with its control characters escaped and cut short: nothing of the service's reaches a terminal as is", () => {
+    const audit = new TypeAudit(contacts);
+    const id = `\u001b[2J\u001b]0;owned\u0007\u009b31m\u202e${'x'.repeat(5000)}`;
+    audit.check([{ ...good, id, qualification_score: 1.5 }]);
+    const warning = audit.warning() ?? '';
+    expect(warning).toContain('(1.5 in record \\u001b[2J\\u001b]0;owned\\u0007\\u009b31m\\u202exxx');
+    expect(warning).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
+    expect(warning.length).toBeLessThan(400);
+  });
+
   it('never quotes a withheld field (personal data): the field, the type and the record only', () => {
     const audit = new TypeAudit(contacts, undefined, new Set(['phone', 'email']));
     audit.check([{ ...good, id: 'c1', phone: 5511987654321 }, { ...good, id: 'c2', email: 42 }, { ...good, id: 'c3', qualification_score: '12' }]);
