@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { DataReadApi, ListQuery, RawPage } from '../client/types.js';
 import { ContractError } from '../errors.js';
+import { isRawNumber } from '../exact-json.js';
 import type { StreamDefinition } from '../streams.js';
 import { parseInstant } from '../time.js';
 import type { Data } from './sync-sink.js';
@@ -47,10 +48,18 @@ function checkRecords(stream: StreamDefinition, data: readonly unknown[]): Data[
     }
     const id = (rec as Data)[stream.primaryKey];
     if (typeof id !== 'string' || id.length === 0) {
-      throw new ContractError(`${stream.path} returned a record without "${stream.primaryKey}" at data[${i}].`);
+      throw new ContractError(`${stream.path} returned ${keyFault(stream.primaryKey, rec, id)} at data[${i}].`);
     }
   }
   return data as Data[];
+}
+
+/** What is wrong with a record's key, in words: absent, empty, or of another type than the string every identifier is (its value not shown). */
+function keyFault(key: string, record: object, id: unknown): string {
+  if (!Object.hasOwn(record, key)) return `a record without "${key}"`;
+  if (id === '') return `a record whose "${key}" is an empty string`;
+  const kind = id === null ? 'null' : isRawNumber(id) ? 'a number' : Array.isArray(id) ? 'an array' : typeof id === 'object' ? 'an object' : `a ${typeof id}`;
+  return `a record whose "${key}" is ${kind}, not a string,`;
 }
 
 /** Start a request now and keep its failure until someone awaits it (no unhandled rejection). */

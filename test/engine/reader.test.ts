@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api-error.js';
 import { ConnectorError } from '../../src/errors.js';
+import { parseExactJson } from '../../src/exact-json.js';
 import { readStream } from '../../src/engine/reader.js';
 import type { StreamState } from '../../src/engine/state.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
@@ -167,6 +168,10 @@ describe('readStream', () => {
     ['has_more false with a next_cursor', 1, { data: [{ id: 'x' }], has_more: false, next_cursor: 'c200', sync_watermark: W1 }, /has_more: false with a next_cursor/],
     ['a cursor that repeats', 2, { data: [{ id: 'x' }], has_more: true, next_cursor: 'c200', sync_watermark: W1 }, /already returned in this read/],
     ['a record without id', 1, { data: [{ name: 'no id' }], has_more: false, next_cursor: null, sync_watermark: W1 }, /without "id" at data\[0\]/],
+    ['a record whose id is a number', 1, { data: [{ id: 'x' }, { id: 12345 }], has_more: false, next_cursor: null, sync_watermark: W1 }, /a record whose "id" is a number, not a string, at data\[1\]/],
+    ['a record whose id is a number past 2^53', 1, { data: [parseExactJson('{"id":9007199254740993}')], has_more: false, next_cursor: null, sync_watermark: W1 }, /a record whose "id" is a number, not a string, at data\[0\]/],
+    ['a record whose id is null', 1, { data: [{ id: null }], has_more: false, next_cursor: null, sync_watermark: W1 }, /a record whose "id" is null, not a string, at data\[0\]/],
+    ['a record whose id is empty', 1, { data: [{ id: '' }], has_more: false, next_cursor: null, sync_watermark: W1 }, /a record whose "id" is an empty string at data\[0\]/],
   ])('stops with a system_error on %s, without a state past unread data', async (_name, call, page, message) => {
     const api = contactsApi({ records: makeRecords(450), watermark: W1, intercept: (n) => (n === call ? page : undefined) });
     const sink = new RecordingSink();
