@@ -148,6 +148,23 @@ function watch(stream: Writable): { lost: boolean } {
 }
 
 /**
+ * The characters a terminal takes as commands or that rewrite what it shows:
+ * C0 controls but tab and line feed (ESC starts a sequence, CR goes back over
+ * the line), DEL, C1 controls (U+009B is a CSI of its own), and the marks
+ * that turn the direction of text.
+ */
+const TERMINAL_COMMANDS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A log line's text made inert for a terminal: the service's words (an
+ * account name, a title, a value) go into messages, and stderr is often a
+ * terminal; each such character is written as its \uXXXX escape.
+ */
+function inert(text: string): string {
+  return text.replace(TERMINAL_COMMANDS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
  * A logger to stderr; every line is redacted of the given secrets. When the
  * reader of stderr goes away (EPIPE: a log collector that died), the lines
  * after that go nowhere and the command goes on: its data goes to stdout or
@@ -186,7 +203,7 @@ export class StderrLogger {
   /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
   print(level: string, message: string): void {
     if (this.health.lost || this.err.destroyed) return;
-    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${this.redact(message)}\n`);
+    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${inert(this.redact(message))}\n`);
   }
 
   /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { rawNumber } from '../../src/exact-json.js';
-import { writeRecordLines } from '../../src/runtime/output.js';
+import { Writable } from 'node:stream';
+import { StderrLogger, writeRecordLines } from '../../src/runtime/output.js';
 
 const HEAD = '{"type":"RECORD","record":{"stream":"contacts","data":';
 const TAIL = ',"emitted_at":1700000000000}}\n';
@@ -61,5 +62,31 @@ describe('writeRecordLines', () => {
     expect(Buffer.concat(writes)).toEqual(expected(records));
     expect(writes).toHaveLength(2);
     expect(Buffer.from(writes[0] as Uint8Array).toString('utf8')).toBe(`${HEAD}{"id":"small"}${TAIL}`);
+  });
+});
+
+describe('StderrLogger', () => {
+  /** The text a logger wrote for one line. */
+  function printed(message: string): string {
+    let text = '';
+    const err = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text += chunk.toString('utf8');
+        done();
+      },
+    });
+    new StderrLogger('source-data-read', err).log('INFO', message);
+    return text;
+  }
+
+  it("escapes the characters a terminal runs as commands (the service's words reach stderr), and keeps the rest of the line", () => {
+    // An account name from /v1/me: clear the screen, set the window title, CSI in its one-character form, CR over the line, text turned right to left.
+    const line = printed('Connected to account "\u001b[2J\u001b]0;owned\u0007\u009b31mAcme\rX\u202eZ" (limits: 10 requests/minute).');
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+    expect(line).toMatch(/ INFO source-data-read: Connected to account "\\u001b\[2J\\u001b\]0;owned\\u0007\\u009b31mAcme\\u000dX\\u202eZ" \(limits: 10 requests\/minute\)\.\n$/);
+  });
+
+  it('keeps tabs and the lines of a message that has several', () => {
+    expect(printed('a\tb\nc')).toMatch(/: a\tb\nc\n$/);
   });
 });
