@@ -136,7 +136,13 @@ export function parseConfiguredCatalog(
     }
     if (seen.has(name)) throw new ConfigError(`The configured catalog lists stream "${name}" twice.`, { field: `catalog.streams.${index}.stream.name` });
     seen.add(name);
-    const mode = entry.sync_mode as SyncMode;
+    let mode = entry.sync_mode as SyncMode;
+    if (mode === 'incremental' && !stream.syncModes.includes(mode)) {
+      // What a stream without a cursor does when a client asks every stream for incremental (PyAirbyte before its
+      // fix, tools built on it), as the Python CDK does too: a full read, said once.
+      warn(`Stream "${name}" has no cursor and is read in full every sync: the catalog's sync_mode "incremental" is read as full_refresh (supported: ${stream.syncModes.join(', ')}).`);
+      mode = 'full_refresh';
+    }
     if (!stream.syncModes.includes(mode)) {
       throw new ConfigError(
         `Stream "${name}" does not support sync_mode "${entry.sync_mode}"; supported: ${stream.syncModes.join(', ')}.`,

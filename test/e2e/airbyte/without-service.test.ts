@@ -113,8 +113,8 @@ describe('read with bad input exits 78 with one config_error trace', () => {
   });
 
   it('an unsupported sync mode', async () => {
-    const cat = writeJson(dir, 'cat2.json', { streams: [{ stream: { name: 'pipeline_stages', json_schema: {} }, sync_mode: 'incremental', destination_sync_mode: 'append' }] });
-    expectCleanError(await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', cat]), 'config_error', /does not support sync_mode "incremental"/);
+    const cat = writeJson(dir, 'cat2.json', { streams: [{ stream: { name: 'pipeline_stages', json_schema: {} }, sync_mode: 'cdc', destination_sync_mode: 'append' }] });
+    expectCleanError(await runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', cat]), 'config_error', /does not support sync_mode "cdc"/);
   });
 
   it('a state file that is not JSON', async () => {

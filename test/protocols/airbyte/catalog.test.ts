@@ -117,4 +117,15 @@ describe('a configured catalog serialized with its unset fields as null', () => 
     expect(selected.map((s) => [s.stream.name, s.mode])).toEqual([['contacts', 'incremental'], ['pipeline_stages', 'full_refresh']]);
     expect(warnings).toEqual([]);
   });
+
+  it('reads incremental asked of a stream without a cursor in full, with a WARN (PyAirbyte before its fix asked it of every stream)', () => {
+    const warnings: string[] = [];
+    const selected = parseConfiguredCatalog({ streams: [pyairbyte('contacts', 'incremental'), pyairbyte('pipeline_stages', 'incremental')] }, (m) => warnings.push(m));
+    expect(selected.map((s) => [s.stream.name, s.mode])).toEqual([['contacts', 'incremental'], ['pipeline_stages', 'full_refresh']]);
+    expect(warnings).toEqual([
+      'Stream "pipeline_stages" has no cursor and is read in full every sync: the catalog\'s sync_mode "incremental" is read as full_refresh (supported: full_refresh).',
+    ]);
+    // A mode Airbyte does not have is still refused.
+    expect(thrown(() => parseConfiguredCatalog({ streams: [pyairbyte('contacts', 'cdc')] }))).toMatchObject({ message: expect.stringMatching(/does not support sync_mode "cdc"/) });
+  });
 });
