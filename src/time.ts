@@ -61,13 +61,34 @@ export function parseInstant(value: string): number {
 }
 
 /**
- * Whether `a` is a later instant than `b`, to the microsecond (as the
- * PostgreSQL and DuckDB stores compare them); false when either is not an
- * instant's text.
+ * The service's look-back: it looks back 5 minutes behind `updated_since`
+ * (API, "Shared list parameters") to cover clock differences, for the
+ * records it stamps a little earlier than a watermark it already gave. Its
+ * stamps may be that far apart from the order things happened in.
  */
-export function isLaterInstant(a: unknown, b: unknown): boolean {
+export const LOOK_BACK_MS = 5 * 60 * 1000;
+
+/**
+ * Whether `a` is a later instant than `b` by more than `byMs`, to the
+ * microsecond (as the PostgreSQL and DuckDB stores compare them); false when
+ * either is not an instant's text.
+ */
+export function isLaterInstant(a: unknown, b: unknown, byMs = 0): boolean {
   if (typeof a !== 'string' || typeof b !== 'string') return false;
   const [x, y] = [readInstant(a), readInstant(b)];
   if (!('ms' in x) || !('ms' in y)) return false;
-  return x.ms > y.ms || (x.ms === y.ms && x.micro > y.micro);
+  const apart = x.ms - y.ms;
+  return apart > byMs || (apart === byMs && x.micro > y.micro);
+}
+
+/**
+ * Whether a row whose cursor is `cursor` changed after the deletion of its
+ * object at `deletedAt` (the object came back): only when the cursor is
+ * later by more than the look-back. The service's stamps may be that far
+ * apart (a clock that went back, a failover), so a change stamped within
+ * it is no proof the change came after the deletion: the deletion wins.
+ * False when either is not an instant's text.
+ */
+export function changedAfterDeletion(cursor: unknown, deletedAt: unknown): boolean {
+  return isLaterInstant(cursor, deletedAt, LOOK_BACK_MS);
 }

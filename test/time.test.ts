@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLaterInstant, parseInstant } from '../src/time.js';
+import { changedAfterDeletion, isLaterInstant, parseInstant } from '../src/time.js';
 import { canonicalInstant } from '../src/stores/values.js';
 import { instantMicros } from '../src/stores/duckdb/writer.js';
 
@@ -25,6 +25,18 @@ describe('isLaterInstant', () => {
     expect(isLaterInstant('2026-01-01T02:00:00.000001+02:00', '2026-01-01T00:00:00Z')).toBe(true);
     expect(isLaterInstant('2026-01-02', '2026-01-01T23:59:59.999999Z')).toBe(true);
     for (const [a, b] of [['soon', '2026-01-01'], ['2026-01-01', 'soon'], [null, '2026-01-01'], [20, 10]]) expect(isLaterInstant(a, b)).toBe(false);
+  });
+});
+
+describe('changedAfterDeletion', () => {
+  it("only a cursor later than the deletion by more than the service's 5-minute look-back, to the microsecond", () => {
+    const deleted = '2026-01-01T00:00:00.000Z';
+    expect(changedAfterDeletion('2026-01-01T00:00:30Z', deleted)).toBe(false);
+    expect(changedAfterDeletion('2026-01-01T00:05:00.000Z', deleted)).toBe(false);
+    expect(changedAfterDeletion('2026-01-01T00:05:00.000001Z', deleted)).toBe(true);
+    expect(changedAfterDeletion('2026-01-01T00:05:00.000999Z', '2026-01-01T00:00:00.001Z')).toBe(false);
+    expect(changedAfterDeletion('2026-01-01T00:05:00.001Z', '2025-12-31T21:00:00.000999-03:00')).toBe(true);
+    for (const [a, b] of [['soon', deleted], ['2026-01-02', 'soon'], [null, deleted]]) expect(changedAfterDeletion(a, b)).toBe(false);
   });
 });
 

@@ -10,18 +10,11 @@
  * would see no gap, or one that is not there.
  */
 import { andList } from '../errors.js';
-import { parseInstant } from '../time.js';
+import { LOOK_BACK_MS, parseInstant } from '../time.js';
 import { deletionTargets, streamList, type DeletionLogStream } from '../streams.js';
 import type { StreamState } from './state.js';
 
 const DAY_MS = 24 * 3600 * 1000;
-/**
- * How far before the saved watermark a read takes deletions from: the
- * service looks back 5 minutes behind `updated_since` (API, "Shared list
- * parameters"), for the records it stamps a little earlier than a watermark
- * it already gave. Those must still be in the log too.
- */
-export const LOOK_BACK_MS = 5 * 60 * 1000;
 /**
  * How much shorter than its days times 24 hours the retention may be: days
  * counted in a time zone with daylight saving time lose an hour across a
@@ -32,7 +25,8 @@ const SHORT_DAY_MS = 3600 * 1000;
 /**
  * The age of a saved watermark up to which the log surely still holds every
  * deletion a read from it takes (the retention, less the short day and the
- * look-back): older is a gap.
+ * look-back: a read takes deletions from LOOK_BACK_MS before the saved
+ * watermark, and those must still be in the log too): older is a gap.
  */
 function safeAgeMs(log: DeletionLogStream): number {
   return log.deletionLog.retentionDays * DAY_MS - SHORT_DAY_MS - LOOK_BACK_MS;

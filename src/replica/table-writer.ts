@@ -20,11 +20,12 @@
  *   primary-key index page for each new row) to the savepoint's journal.
  *
  * Deletions: a record of the deletion log deletes the row it names, unless
- * that row changed after the deletion (applied from the records as they
- * came, besides the log's own rows). Streams are read concurrently, so an
- * upsert can arrive after the deletion of its object: an upsert whose cursor
- * is not later than a known deletion of the same object is skipped (a deleted
- * row is never resurrected).
+ * that row changed after the deletion: its cursor later than `deleted_at` by
+ * more than the service's look-back (changedAfterDeletion; applied from the
+ * records as they came, besides the log's own rows). Streams are read
+ * concurrently, so an upsert can arrive after the deletion of its object: an
+ * upsert that did not change after a known deletion of the same object is
+ * skipped (a deleted row is never resurrected).
  *
  * A full read that heals a gap in the deletion log (heal.ts): each of its
  * checkpoints marks the ids it wrote in FULL_READ_TABLE, in the same file and
@@ -39,7 +40,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { messageOf } from '../errors.js';
-import { isLaterInstant } from '../time.js';
+import { changedAfterDeletion } from '../time.js';
 import { deletionIndexName, insertSql } from './database.js';
 import { ACCOUNT_COLUMN, storeColumnNames, quoteIdent, keyColumns, type TableLayout } from './layout.js';
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
@@ -314,12 +315,12 @@ export class TableWriter {
     }
   }
 
-  /** Whether `objectType` `id` was deleted at or after `cursor` (a deletion the replica knows of). */
+  /** Whether `objectType` `id` has a deletion the replica knows of that a row of cursor `cursor` did not change after. */
   private deletedSince(objectType: string, id: unknown, cursor: unknown, account: string | undefined): boolean {
     if (typeof id !== 'string' || !this.deletionsOf) return false;
     for (const row of this.deletionsOf.all(id, objectType, ...(account === undefined ? [] : [account]))) {
-      // A record whose cursor cannot be read is not later than the deletion.
-      if (!isLaterInstant(cursor, row.d)) return true;
+      // A record whose cursor cannot be read did not change after the deletion.
+      if (!changedAfterDeletion(cursor, row.d)) return true;
     }
     return false;
   }
@@ -336,7 +337,7 @@ export class TableWriter {
     const key = target.accountAt >= 0 ? [account as string, id] : [id];
     const row = target.cursorOf.get(...key);
     // Keep only a row known to have changed after the deletion (the object came back).
-    if (!row || isLaterInstant(row.c, deletion[fields.deletedAtField])) return false;
+    if (!row || changedAfterDeletion(row.c, deletion[fields.deletedAtField])) return false;
     target.remove.run(...key);
     return true;
   }

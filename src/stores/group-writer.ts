@@ -28,16 +28,17 @@
  * replaces the earlier one as upserts in order would. The group's
  * statements run in this order, whose result is the same as the
  * checkpoints' one by one (the deletion guard and the deletion rule
- * commute: a row goes iff its cursor is not later than a known deletion of
- * its object, whichever came first):
+ * commute: a row goes iff it did not change after a known deletion of its
+ * object, its cursor later than `deleted_at` by more than the service's
+ * look-back (changedAfterDeletion in time.ts), whichever came first):
  *  1. `DELETE FROM` each table a full-refresh stream replaces (DELETE, not
  *     TRUNCATE: readers keep reading the old rows until the commit);
  *  2. each stream's rows into its staging table (PostgreSQL's COPY,
  *     DuckDB's CSV reader);
  *  3. the deletion log's rows merged, then its records delete the rows
  *     they name unless the row changed after the deletion;
- *  4. every other stream: the guard drops staged rows whose object was
- *     deleted at or after the row's cursor, then the staged rows replace
+ *  4. every other stream: the guard drops staged rows that did not change
+ *     after a known deletion of their object, then the staged rows replace
  *     those of the same id (the store's upsertSql); a full read's ids
  *     marked, and at its last checkpoint the rows it did not return swept;
  *  5. the drift the rows asked for (applied at the next open), each
@@ -61,6 +62,7 @@
  * everything: what was not committed is read again by the next run.
  */
 import { ConnectorError } from '../errors.js';
+import { LOOK_BACK_MS } from '../time.js';
 import { ACCOUNT_COLUMN, keyColumns, qualified, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, TABLES_TABLE, PartFailures, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
@@ -540,7 +542,7 @@ export class GroupWriter<C> {
         `DELETE FROM ${stage} s USING ${this.qualified(log.spec.layout.table)} d
           WHERE ${sql.dialect.textOf(k.get(fields.objectTypeField) ?? 'text', `d.${quoteIdent(fields.objectTypeField)}`)} = $1
             AND ${sql.dialect.textOf(k.get(fields.objectIdField) ?? 'text', `d.${quoteIdent(fields.objectIdField)}`)} = s.${key}${sameAccount('d', 's')}
-            AND (${sql.dialect.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`)} > ${sql.dialect.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+            AND ${notChangedAfter(sql.dialect.instantOf(table.kinds.get(layout.cursorField) ?? 'text', `s.${quoteIdent(layout.cursorField)}`), sql.dialect.instantOf(k.get(fields.deletedAtField) ?? 'text', `d.${quoteIdent(fields.deletedAtField)}`))}`,
         [table.spec.deletedAs],
       );
     }
@@ -577,11 +579,21 @@ export class GroupWriter<C> {
           `DELETE FROM ${this.qualified(target.spec.layout.table)} t USING ${stage} s
             WHERE ${sql.dialect.textOf(table.kinds.get(fields.objectTypeField) ?? 'text', `s.${quoteIdent(fields.objectTypeField)}`)} = $1
               AND t.${quoteIdent(target.spec.layout.primaryKey)} = ${sql.dialect.textOf(table.kinds.get(fields.objectIdField) ?? 'text', `s.${quoteIdent(fields.objectIdField)}`)}${sameAccount('t', 's')}
-              AND (${sql.dialect.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`)} > ${sql.dialect.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`)}) IS NOT TRUE`,
+              AND ${notChangedAfter(sql.dialect.instantOf(target.kinds.get(cursor) ?? 'text', `t.${quoteIdent(cursor)}`), sql.dialect.instantOf(table.kinds.get(fields.deletedAtField) ?? 'text', `s.${quoteIdent(fields.deletedAtField)}`))}`,
           [type],
         );
       }
     }
     return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows, drift: [...part.drift.keys()] };
   }
+}
+
+/**
+ * SQL: whether a row whose cursor is the instant `cursor` did not change after
+ * the deletion at the instant `deletedAt` (the negation of
+ * changedAfterDeletion in time.ts: its cursor is not later by more than the
+ * service's look-back); true also when either is NULL (not an instant).
+ */
+function notChangedAfter(cursor: string, deletedAt: string): string {
+  return `(${cursor} > ${deletedAt} + INTERVAL '${LOOK_BACK_MS} milliseconds') IS NOT TRUE`;
 }

@@ -34,7 +34,9 @@ function readmeStatements(): string[] {
   // store it names, with its many accounts, by the test naming the recipe (recipes-readme.test.ts checks one does).
   for (const block of readme.matchAll(/(<!-- recipe: [\w-]+ -->\n)?```sql\n([\s\S]*?)```/g)) {
     if (block[1] !== undefined) continue;
-    for (const statement of (block[2] ?? '').replace(/--.*$/gm, '').split(';')) if (statement.trim() !== '') out.push(statement.trim());
+    // Written for a warehouse (docs/deletions.md): its interval as SQLite writes it, to be planned here.
+    const sqlite = (block[2] ?? '').replace(/(\w+\.\w+) \+ INTERVAL '(\d+) minutes'/g, "strftime('%Y-%m-%dT%H:%M:%fZ', $1, '+$2 minutes')");
+    for (const statement of sqlite.replace(/--.*$/gm, '').split(';')) if (statement.trim() !== '') out.push(statement.trim());
   }
   return out;
 }

@@ -77,7 +77,7 @@ describe('ReplicaSink + runSync', () => {
     const db = newDb();
     await sync(db, service({ contacts: [contact('c1', 1), contact('c2', 2), contact('c3', 3)], conversations: [conversation('v1', 1)] }));
     const s = service({
-      contacts: [contact('c3', 20)], // changed after its deletion record: it came back
+      contacts: [contact('c3', 21)], // changed more than 5 minutes after its deletion record: it came back
       deletions: [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'conversation', 'v1', 10), deletion('d3', 'contact', 'c3', 15)],
     });
     const { result } = await sync(db, s);
@@ -88,18 +88,32 @@ describe('ReplicaSink + runSync', () => {
     expect(replica.get('deletions')).toHaveLength(3);
   });
 
-  it('compares a row and its deletion to the microsecond, as PostgreSQL and DuckDB do', async () => {
+  it('compares a row and its deletion, 5 minutes of look-back apart, to the microsecond, as PostgreSQL and DuckDB do', async () => {
     const db = newDb();
     await sync(db, service({ contacts: [contact('c1', 1), contact('c2', 1)] }));
-    // Changed 0.5 ms after its deletion (it came back), and 0.5 ms before the other's.
+    // Changed 5 minutes and 0.5 ms after its deletion (it came back), and 0.5 ms less than 5 minutes after the other's.
     const half = (minute: number): string => iso(minute).replace('.000Z', '.000500Z');
     const s = service({
-      contacts: [contact('c1', 20, { updated_at: half(20) }), contact('c2', 20, { updated_at: half(20) })],
+      contacts: [contact('c1', 25, { updated_at: half(25) }), contact('c2', 25, { updated_at: half(25) })],
       deletions: [deletion('d1', 'contact', 'c1', 20), { ...deletion('d2', 'contact', 'c2', 20), deleted_at: iso(20).replace('.000Z', '.001Z') }],
     });
     const { result } = await sync(db, s);
     expect(result.failures).toEqual([]);
-    expect(replicaRecords(db).get('contacts')?.map((c) => [c.id, c.updated_at])).toEqual([['c1', half(20)]]);
+    expect(replicaRecords(db).get('contacts')?.map((c) => [c.id, c.updated_at])).toEqual([['c1', half(25)]]);
+  });
+
+  it("a change stamped within 5 minutes after its deletion (the service's clock went back) does not keep the row, in either order", async () => {
+    const db = newDb();
+    const later = (minute: number): string => iso(minute).replace(':00.000Z', ':30.000Z');
+    // The row first, then its deletion stamped 30 s before its change: the row goes.
+    await sync(db, service({ contacts: [contact('c1', 10, { updated_at: later(10) }), contact('c2', 1)] }));
+    await sync(db, service({ deletions: [deletion('d1', 'contact', 'c1', 10)] }));
+    expect(replicaRecords(db).get('contacts')?.map((c) => c.id)).toEqual(['c2']);
+    // The deletion first, then a change stamped 30 s after it: not brought back.
+    await sync(db, service({ deletions: [deletion('d2', 'contact', 'c3', 20)] }));
+    const { sink } = await sync(db, service({ contacts: [contact('c3', 20, { updated_at: later(20) })] }));
+    expect(replicaRecords(db).get('contacts')?.map((c) => c.id)).toEqual(['c2']);
+    expect(sink.tallies.get('contacts')?.skippedDeleted).toBe(1);
   });
 
   it('never resurrects a deleted row: an upsert older than a known deletion is skipped, whatever the order of the streams', async () => {

@@ -105,24 +105,41 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'deletions')).toEqual(['d1', 'd2', 'd3', 'd4']);
       }));
 
-    it('compares a row and its deletion to the microsecond, in either order', () =>
+    it('compares a row and its deletion, 5 minutes of look-back apart, to the microsecond, in either order', () =>
       withStore('micro', async (store) => {
-        const half = at(20).replace('.000Z', '.000500Z');
-        await store.commit(checkpoint('contacts', [contact('c1', 20, { updated_at: half }), contact('c2', 20, { updated_at: half })], 20));
-        // Deleted 0.5 ms before its change (kept), and 0.5 ms after (removed).
-        await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), { ...deletion('d2', 'contact', 'c2', 20), deleted_at: at(20).replace('.000Z', '.001Z') }], 20));
+        const half = at(25).replace('.000Z', '.000500Z');
+        await store.commit(checkpoint('contacts', [contact('c1', 25, { updated_at: half }), contact('c2', 25, { updated_at: half })], 25));
+        // Changed 5 minutes and 0.5 ms after its deletion (kept), and 0.5 ms less than 5 minutes after (removed).
+        await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), { ...deletion('d2', 'contact', 'c2', 20), deleted_at: at(20).replace('.000Z', '.001Z') }], 25));
         expect(await ids(store, 'contacts')).toEqual(['c1']);
-        // The deletions known first: a change 0.5 ms later comes back, one 0.5 ms earlier does not.
+        // The deletions known first: a change 5 minutes and 0.5 ms later comes back, one 0.5 ms earlier does not.
         await store.commit(checkpoint('deletions', [deletion('d3', 'contact', 'c3', 30), deletion('d4', 'contact', 'c4', 31)], 31));
-        const early = at(31).replace(':31:00.000Z', ':30:59.999500Z');
-        await store.commit(checkpoint('contacts', [contact('c3', 30, { updated_at: at(30).replace('.000Z', '.000500Z') }), contact('c4', 31, { updated_at: early })], 31));
+        const early = at(36).replace(':36:00.000Z', ':35:59.999500Z');
+        await store.commit(checkpoint('contacts', [contact('c3', 35, { updated_at: at(35).replace('.000Z', '.000500Z') }), contact('c4', 36, { updated_at: early })], 36));
         expect(await ids(store, 'contacts')).toEqual(['c1', 'c3']);
+      }));
+
+    it('a change stamped within 5 minutes after its deletion (the service\'s clock went back) does not keep the row, in either order', () =>
+      withStore('skew', async (store) => {
+        const later = (minute: number): string => at(minute).replace(':00.000Z', ':30.000Z');
+        // The row first, then its deletion stamped 30 s before its change: the row goes.
+        await store.commit(checkpoint('contacts', [contact('c1', 10, { updated_at: later(10) }), contact('c2', 10, { updated_at: at(15) })], 10));
+        expect((await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'contact', 'c2', 10)], 10))).deletedRows).toBe(2);
+        // The deletion first, then a change stamped 30 s after it: not brought back.
+        await store.commit(checkpoint('deletions', [deletion('d3', 'contact', 'c3', 20)], 20));
+        expect(await store.commit(checkpoint('contacts', [contact('c3', 20, { updated_at: later(20) })], 20))).toMatchObject({ upserted: 0, skippedDeleted: 1 });
+        // In one group, in either order.
+        await store.write(checkpoint('contacts', [contact('c4', 30, { updated_at: later(30) })], 30));
+        await store.write(checkpoint('deletions', [deletion('d4', 'contact', 'c4', 30), deletion('d5', 'contact', 'c5', 30)], 30));
+        await store.write(checkpoint('contacts', [contact('c5', 30, { updated_at: later(30) })], 30));
+        await store.flush();
+        expect(await ids(store, 'contacts')).toEqual([]);
       }));
 
     it('skips an upsert whose cursor is not later than a known deletion of the object (no resurrection)', () =>
       withStore('guard', async (store) => {
         await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 20), deletion('d2', 'contact', 'c2', 20)], 20));
-        const result = await store.commit(checkpoint('contacts', [contact('c1', 20), contact('c2', 21), contact('c3', 5)], 21));
+        const result = await store.commit(checkpoint('contacts', [contact('c1', 20), contact('c2', 26), contact('c3', 5)], 26));
         expect(result).toMatchObject({ upserted: 2, skippedDeleted: 1 });
         expect(await ids(store, 'contacts')).toEqual(['c2', 'c3']);
       }));
@@ -202,9 +219,9 @@ export function storeSuite(h: StoreHarness): void {
         // The upsert first, then its deletion (later than its cursor): the row goes.
         await store.write(checkpoint('contacts', [contact('x', 5)], 5));
         await store.write(checkpoint('deletions', [deletion('dx', 'contact', 'x', 6)], 6));
-        // The deletion first, then an upsert of a later change: the object came back, the row stays.
+        // The deletion first, then an upsert of a change more than 5 minutes later: the object came back, the row stays.
         await store.write(checkpoint('deletions', [deletion('dy', 'contact', 'y', 7)], 7));
-        await store.write(checkpoint('contacts', [contact('y', 8)], 8));
+        await store.write(checkpoint('contacts', [contact('y', 13)], 13));
         // A deletion, then an upsert read before it: never resurrected.
         await store.write(checkpoint('deletions', [deletion('dz', 'contact', 'z', 9)], 9));
         await store.write(checkpoint('contacts', [contact('z', 9)], 9));
@@ -418,8 +435,8 @@ export function storeSuite(h: StoreHarness): void {
     it('applies deletions once a cursor column is text holding values that look like instants but are none', async () => {
       // Not instants (no 30 February, no offset past 15:59): the cursor widens to text, and a deletion finds it unreadable.
       const odd = ['2026-02-30T10:00:00Z', '2026-01-01T00:00:00+16:00', '0000-01-01T00:00:00Z', '2026-13-01T00:00:00Z'];
-      const instants = [contact('earlier', 2), contact('later', 10), contact('keep', 1)];
-      await withStore('drift-cursor-text', (store) => store.commit(checkpoint('contacts', [...odd.map((updated_at, i) => contact(`c${i}`, i, { updated_at })), ...instants], 10)));
+      const instants = [contact('earlier', 2), contact('later', 12), contact('keep', 1)];
+      await withStore('drift-cursor-text', (store) => store.commit(checkpoint('contacts', [...odd.map((updated_at, i) => contact(`c${i}`, i, { updated_at })), ...instants], 12)));
       await withStore('drift-cursor-text', async (store) => {
         expect(store.changes).toEqual([`contacts.updated_at: ${h.types.timestamp} -> ${h.types.text}`]);
         // A row whose cursor cannot be read is not later than its deletion: each goes, as in the SQLite replica. The

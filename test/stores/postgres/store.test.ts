@@ -168,14 +168,14 @@ describe('what PostgreSQL holds', () => {
       await closeStore(store);
       store = await openStore(schema);
       expect(store.changes).toEqual(['contacts.won_at: timestamptz -> text']);
-      // A deletion at the row's own instant removes it; one before its last change leaves it.
-      await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'contact', 'c2', 29), deletion('d3', 'contact', 'c3', 30)], 31));
+      // A deletion at the row's own instant removes it; one more than 5 minutes before its last change leaves it.
+      await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'contact', 'c2', 24), deletion('d3', 'contact', 'c3', 30)], 31));
       expect(await ids(schema, 'contacts')).toEqual(['c2']);
       // An upsert not later than a known deletion is skipped, whatever offset it is written with.
       await store.commit(checkpoint('contacts', [contact('c3', 30, { updated_at: '2025-12-31T21:30:00.000-03:00' })], 32));
       expect(await ids(schema, 'contacts')).toEqual(['c2']);
       expect(await store.readRecords('contacts')).toEqual([records[1]]);
-      expect((await store.readRecords('deletions')).map((d) => d.deleted_at)).toEqual([at(10), at(29), at(30)]);
+      expect((await store.readRecords('deletions')).map((d) => d.deleted_at)).toEqual([at(10), at(24), at(30)]);
       const { rows } = await admin.query(`SELECT id, created_at = '2026-01-01T00:00:00Z'::timestamptz AS same FROM ${schema}.contacts`);
       expect(rows).toEqual([{ id: 'c2', same: true }]);
     } finally {

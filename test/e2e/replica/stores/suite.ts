@@ -68,6 +68,28 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
+      it("a deletion the service stamps before the object's last change, its clock gone back 30 s, removes the row for good", { ...IN_TURN, timeout: 120_000 }, async () => {
+        const config = account.config(dir);
+        const db = await store.fresh(dir, 'clock_back');
+        const control = account.emulator.control;
+        expect((await replicate(config, db)).code).toBe(0);
+        const id = (account.dump().contacts[0] as { id: string }).id;
+        control.advanceClock(60_000);
+        account.mutate({ op: 'update_contacts', ids: [id] });
+        control.advanceClock(1000);
+        expect((await replicate(config, db)).code).toBe(0);
+        // A failover or a clock fix: the deletion is stamped 29 s before the change it follows.
+        control.rewindClock(30_000);
+        account.mutate({ op: 'delete_contacts', ids: [id] });
+        control.advanceClock(1000);
+        for (const advance of [0, 3_600_000]) {
+          control.advanceClock(advance);
+          const run = await replicate(config, db);
+          expect(run.code, run.stderr).toBe(0);
+          expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+        }
+      });
+
       it('fields the service adds become columns on the next run, two at once', { ...IN_TURN, timeout: 120_000 }, async () => {
         const config = account.config(dir);
         const db = await store.fresh(dir, 'drift');
