@@ -51,7 +51,7 @@ it.each(['', '/data-read'])('a 429 on a list is told as a rate-limit wait of its
 it('a decimal RateLimit-Reset is told as a quota_reset of whole ms (the protocol\'s integer), not before the reset', async () => {
   const first = { ...PAGE, next_cursor: 'p2', has_more: true };
   nock(ORIGIN).get('/v1/me').reply(200, me('Acme'), JSON_HEADERS);
-  nock(ORIGIN).get('/v1/contacts').query(true).reply(200, first, { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '0.0105' });
+  nock(ORIGIN).get('/v1/contacts').query(true).reply(200, first, { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '0.5005' });
   nock(ORIGIN).get('/v1/contacts').query(true).reply(200, { ...PAGE, data: [{ id: 'c2', updated_at: '2026-01-01T00:00:00.000Z' }] }, JSON_HEADERS);
   // A first read of two pages reads again from its watermark what changed meanwhile: nothing.
   nock(ORIGIN).get('/v1/contacts').query({ updated_since: PAGE.sync_watermark, limit: '200' }).reply(200, { ...PAGE, data: [] }, JSON_HEADERS);
