@@ -678,6 +678,30 @@ export class AccountsRun {
   }
 
   /**
+   * For the last words of a run stopped by a signal: the accounts that failed
+   * before it, each with why, and those not tried, as a sentence; undefined
+   * when none. The error that names them is said once every account ended,
+   * which the signal forestalls: without these words, why an account failed
+   * (its key revoked, say) would be in no line of the run.
+   */
+  failedSoFar(): string | undefined {
+    const tracks = [...this.#tracks.values()];
+    const failed = tracks.filter((t) => t.errors.length > 0 && t.ended !== 'not_tried');
+    const untried = tracks.filter((t) => t.ended === 'not_tried').map((t) => t.name);
+    if (failed.length + untried.length === 0) return undefined;
+    const one = untried.length === 1;
+    const parts = failed.map((t) => `account "${t.name}": ${this.#accountMessage(t)}`);
+    if (untried.length > 0) {
+      parts.push(`${one ? 'account' : 'accounts'} ${named(untried, 20)} not tried (the Data-Read API was found unavailable): ${one ? 'its state is' : 'their states are'} unchanged`);
+    }
+    return (
+      `Before it, ${failed.length} of ${this.#tracks.size} accounts failed` +
+      (untried.length > 0 ? ` and ${untried.length} ${one ? 'was' : 'were'} not tried` : '') +
+      `: ${parts.join('; ')}`
+    );
+  }
+
+  /**
    * For the last words of a run stopped by a signal: each stream's state of
    * every account, for the streams with a checkpoint not written yet (each
    * covers only records already handed to the face); they count as written.

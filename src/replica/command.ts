@@ -282,13 +282,22 @@ async function begin({ logger, report }: ReplicateContext, config: Config, store
  * group's commit: the open group is rolled back (it was read before that
  * run's commits), then the run stops (75).
  */
-function watchStops(ctx: ReplicateContext, store: Store, file: ReplicaStore | undefined, writer: ReplicaWriter | undefined, progress: Progress, tallies: () => ReadonlyMap<string, StreamTally>): void {
+function watchStops(
+  ctx: ReplicateContext,
+  store: Store,
+  file: ReplicaStore | undefined,
+  writer: ReplicaWriter | undefined,
+  progress: Progress,
+  tallies: () => ReadonlyMap<string, StreamTally>,
+  failed: () => string | undefined = () => undefined,
+): void {
   const { logger, report } = ctx;
   onStop(ctx.signal, (signal) => {
     progress.stop();
     reportWritten(report, tallies(), store);
     file?.close();
-    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.`);
+    const before = failed();
+    logger.log('WARN', `Interrupted (${signal}). The replica keeps everything committed so far; run replicate again to continue.${before === undefined ? '' : ` ${before}`}`);
   });
   if (file === undefined || writer === undefined) return;
   file.onLockLost = () => {
@@ -538,7 +547,8 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
   }
   const run = new AccountsRun(config, report, signal);
   const progress = new Progress({ logger, requests: () => run.stats, plainEveryMs: plainEveryMsFromEnv(), stdoutIsTerminal: false });
-  watchStops(ctx, store, file, writer, progress, () => addedTallies(sinks.values()));
+  // The accounts that failed before a stop are named in its words, as the run's end would have.
+  watchStops(ctx, store, file, writer, progress, () => addedTallies(sinks.values()), () => run.failedSoFar());
   // The face hears the streams as the run sees them (nothing to do: each account's sink writes) and the logs.
   const face: SyncSink = {
     streamStarted: () => undefined,

@@ -39,14 +39,15 @@ export function runCli(bin: string, args: readonly string[], options: { env?: No
 }
 
 /**
- * Run an executable and send it `signal` once its stdout has carried `count`
- * matches of `pattern` (by default STATE lines, Airbyte or Singer), or once
- * `trigger` resolves when given; the result as runCli's.
+ * Run an executable and send it `signal` once its stdout (`on`: or its
+ * stderr) has carried `count` matches of `pattern` (by default STATE lines,
+ * Airbyte or Singer), or once `trigger` resolves when given; the result as
+ * runCli's.
  */
 export function runAndSignal(
   bin: string,
   args: readonly string[],
-  options: { signal: NodeJS.Signals; count?: number; pattern?: RegExp; trigger?: Promise<unknown>; timeoutMs?: number },
+  options: { signal: NodeJS.Signals; count?: number; pattern?: RegExp; trigger?: Promise<unknown>; timeoutMs?: number; on?: 'stdout' | 'stderr' },
 ): Promise<CliResult & { signalled: boolean }> {
   const pattern = new RegExp(options.pattern?.source ?? '"type":"STATE"', 'g');
   return new Promise((resolvePromise, reject) => {
@@ -61,12 +62,18 @@ export function runAndSignal(
       child.kill(options.signal);
     };
     void options.trigger?.then(send);
-    child.stdout.on('data', (b: Buffer) => {
-      out.push(b);
+    const watch = (b: Buffer): void => {
       seen += (b.toString('utf8').match(pattern) ?? []).length;
       if (options.trigger === undefined && seen >= (options.count ?? 1)) send();
+    };
+    child.stdout.on('data', (b: Buffer) => {
+      out.push(b);
+      if ((options.on ?? 'stdout') === 'stdout') watch(b);
     });
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stderr.on('data', (b: Buffer) => {
+      err.push(b);
+      if (options.on === 'stderr') watch(b);
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {

@@ -181,8 +181,9 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   let accounts: AccountsRun | undefined;
   onStop(ctx.signal, (signal) => {
     progress?.stop(); // the last words are printed under a cleared status line
-    // With accounts, the checkpoints the STATE cadence held back go out first: every record written is covered.
-    const words = sink.interrupted(signal, accounts?.unsentStates());
+    // With accounts, the checkpoints the STATE cadence held back go out first: every record written is covered; the
+    // accounts that failed before the signal are named, as the run's end would have.
+    const words = sink.interrupted(signal, accounts?.unsentStates(), accounts?.failedSoFar());
     void ctx.out.seal(words.lines);
     ctx.logger.log('ERROR', words.message);
   });

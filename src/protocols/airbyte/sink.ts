@@ -108,16 +108,18 @@ export class AirbyteSink implements SyncSink {
    * The last lines of a sync stopped by a signal: the `states` not written
    * yet (with accounts, checkpoints held back by the STATE cadence:
    * engine/accounts.ts), INCOMPLETE for every stream still open, then one
-   * ERROR trace (transient: run again). Lines, not writes: the caller puts
-   * them after whatever is already queued.
+   * ERROR trace (transient: run again), which ends with `failed` (with
+   * accounts, those that failed before the signal). Lines, not writes: the
+   * caller puts them after whatever is already queued.
    */
-  interrupted(signal: string, states: readonly (readonly [StreamDefinition, StreamState])[] = []): { lines: string; message: string } {
+  interrupted(signal: string, states: readonly (readonly [StreamDefinition, StreamState])[] = [], failed?: string): { lines: string; message: string } {
     const open = [...this.open];
     this.open.clear();
     const message =
       `The sync was interrupted (${signal}) before it finished` +
       (open.length > 0 ? `; streams not finished: ${open.join(', ')}` : '') +
-      '. Every STATE written before this message is safe to resume from: the next sync continues there.';
+      '. Every STATE written before this message is safe to resume from: the next sync continues there.' +
+      (failed === undefined ? '' : ` ${failed}`);
     const lines =
       states.map(([stream, state]) => this.stateLine(stream, state)).join('') +
       open.map((name) => msg.streamStatus(name, 'INCOMPLETE')).join('') +

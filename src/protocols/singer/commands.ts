@@ -188,7 +188,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     // With accounts, the checkpoints the STATE cadence held back (engine/accounts.ts) first.
     if (!(runner instanceof SyncSession)) for (const [stream, state] of runner.unsentStates()) sink.bookmark(stream, state);
     void ctx.out.seal(sink.interruptedState());
-    ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.`);
+    // With accounts, those that failed before the signal are named, as the run's end would have.
+    const failed = runner instanceof SyncSession ? undefined : runner.failedSoFar();
+    ctx.logger.log('CRITICAL', `Interrupted by ${signal}: the sync stopped before it finished; the last STATE written is safe to resume from.${failed === undefined ? '' : ` ${failed}`}`);
   });
   const planned = new Map(plans.map((p) => [p.stream.name, p]));
   // A tombstone declares every property the target was told about that may be null (all null), then the deleted-at column.

@@ -13,7 +13,9 @@
  * - states of the wrong shape refused (78), the account binding per entry
  *   (the replica of many accounts: test/e2e/replica/many-accounts.test.ts
  *   for a SQLite file, test/e2e/replica/stores/ for every store);
- * - several keys rate-limited at once: no 429 beyond one per key.
+ * - several keys rate-limited at once: no 429 beyond one per key;
+ * - stopped by SIGTERM after an account failed: the last words of every
+ *   face name it and why.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -471,6 +473,57 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     // One STATE per stream's end and a few by the cadence, where a STATE per page would be records / 40.
     expect(stateLines(run.stdout).length).toBeLessThanOrEqual(2 * 5 + Math.floor(records / STATE_CADENCE.records));
     expectEveryAccountExact('singer', run.stdout);
+  });
+});
+
+describe('stopped by SIGTERM after an account failed', () => {
+  // The error naming each failed account is said once every account ended; a signal that comes first ends the run
+  // before that: its last words name them, or the reason (a key revoked) is in no line of the run.
+  let cfg: string;
+  let catalog: string;
+  const revokedMessage = /account "stop-revoked": The Data-Read API did not accept the API key \(HTTP 401\)/;
+
+  beforeAll(async () => {
+    const revoked = tenant('stop-revoked', 'Stop Revoked', 5);
+    emulator.control.revokeKey(revoked.keyId);
+    const reading = tenant('stop-reading', 'Stop Reading', 600);
+    // One account at a time: the revoked one has ended before the other reads its first page.
+    cfg = config([revoked, reading], { max_concurrent_accounts: 1 });
+    catalog = await catalogFor(cfg);
+    // Slow pages: the signal comes while the second account still reads.
+    emulator.control.setLatency(40);
+  });
+
+  afterAll(() => {
+    emulator.control.setLatency(0);
+  });
+
+  it('read: the ERROR trace of the interruption names the account that failed and why', async () => {
+    const stopped = await runAndSignal(SOURCE_BIN, ['read', '--config', cfg, '--catalog', catalog], { signal: 'SIGTERM', pattern: /"type":"RECORD"/ });
+    expect(stopped.code, stopped.stdout.slice(-800)).toBe(143);
+    expect((await protocolCheckAsync('airbyte', stopped.stdout)).n_errors).toBe(0);
+    const errors = traceErrors(stopped.stdout);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/^The sync was interrupted \(SIGTERM\) before it finished/);
+    expect(errors[0]?.message).toMatch(revokedMessage);
+  });
+
+  it('the tap: its CRITICAL line names the account that failed and why', async () => {
+    const stopped = await runAndSignal(TAP_BIN, ['--config', cfg], { signal: 'SIGTERM', pattern: /"type":"RECORD"/ });
+    expect(stopped.code, stopped.stderr.slice(-800)).toBe(143);
+    const critical = stopped.stderr.split('\n').filter((l) => l.includes(' CRITICAL tap-data-read: '));
+    expect(critical).toHaveLength(1);
+    expect(critical[0]).toMatch(/Interrupted by SIGTERM/);
+    expect(critical[0]).toMatch(revokedMessage);
+  });
+
+  it('replicate: its line on the interruption names the account that failed and why', async () => {
+    const db = join(dir, 'stopped-after-failure.db');
+    const stopped = await runAndSignal(SOURCE_BIN, ['replicate', '--config', cfg, '--db', db], { signal: 'SIGTERM', on: 'stderr', pattern: /Account "stop-reading": Connected/ });
+    expect(stopped.code, stopped.stderr.slice(-800)).toBe(143);
+    const said = stopped.stderr.split('\n').filter((l) => l.includes('Interrupted (SIGTERM)'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(revokedMessage);
   });
 });
 
