@@ -357,9 +357,9 @@ export type AccountEntry = NonNullable<Config['accounts']>[number];
 /**
  * A config that reads one account: `api_key` given (a config with `api_key`,
  * or one entry of `accounts`, whose `keySetting` names where its key is set:
- * the entry's api_key).
+ * the entry's api_key, and `entry` its name).
  */
-export type AccountConfig = Config & { readonly api_key: string; readonly keySetting?: string };
+export type AccountConfig = Config & { readonly api_key: string; readonly keySetting?: string; readonly entry?: string };
 
 /**
  * The config of one entry of `accounts`: its key and its account_renamed_from,
@@ -371,6 +371,7 @@ export function entryConfig(config: Config, entry: AccountEntry): AccountConfig 
     ...shared,
     api_key: entry.api_key,
     keySetting: `the api_key of the accounts entry "${entry.name}"`,
+    entry: entry.name,
     ...(entry.account_renamed_from === undefined ? {} : { account_renamed_from: entry.account_renamed_from }),
   };
 }

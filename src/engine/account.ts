@@ -69,6 +69,8 @@ interface Refusal {
   readonly remedy: string;
   /** The field the error is about. */
   readonly field: string;
+  /** The accounts entry whose key reads `current` (a config with accounts): where a rename is confirmed. */
+  readonly entry?: string | undefined;
 }
 
 /**
@@ -86,7 +88,7 @@ export function otherAccountError(refusal: Refusal, bound: StateAccount, current
       `but this config's API key reads account "${current.name}". ${refusal.consequence} ${refusal.remedy}; ` +
       `if "${bound.name}" is this same account, renamed "${current.name}" in Data-Read, ` +
       // As JSON: a name may hold a quote or a backslash, and the user pastes this into the config.
-      `confirm the rename with "account_renamed_from": ${JSON.stringify(bound.name)} in the config${given}.`,
+      `confirm the rename with "account_renamed_from": ${JSON.stringify(bound.name)} in ${refusal.entry === undefined ? 'the config' : `the accounts entry "${refusal.entry}"`}${given}.`,
     { field: refusal.field },
   );
 }
@@ -99,8 +101,10 @@ const streamList = (names: readonly string[]): string => `${names.length === 1 ?
  * belongs to another account; returns what to log about states accepted
  * without their own account's name (written before the rule, or before a
  * confirmed rename). The run's saves bind them (the record pipeline stamps every state).
+ * `entry`: the accounts entry the run reads (a config with accounts), which
+ * the refusal's advice is about.
  */
-export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, current: RunAccount, renamedFrom: string | undefined): AccountNote[] {
+export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, current: RunAccount, renamedFrom: string | undefined, entry?: string): AccountNote[] {
   const unbound: string[] = [];
   const renamed: string[] = [];
   const blank = new Map<string, string[]>();
@@ -131,8 +135,14 @@ export function checkStateAccounts(states: ReadonlyMap<string, StreamState>, cur
         detail: streamList(first.streams),
         more: others.map((o) => `${streamList(o.streams)} of account "${o.account.name}"`).join('; '),
         consequence: `Reading "${current.name}" from the watermarks of "${first.account.name}" would skip its records: nothing was read.`,
-        remedy: `Give "${current.name}" a state of its own (or none: it is then read from start_date)`,
+        // An entry of accounts has no state of its own to give: its state is the one kept under its name.
+        remedy:
+          entry === undefined
+            ? `Give "${current.name}" a state of its own (or none: it is then read from start_date)`
+            : `Give the accounts entry "${entry}" back the API key of "${first.account.name}", or read "${current.name}" under an entry of a new name ` +
+              `(read from start_date; the rows and state of "${entry}" stay: docs/many-accounts.md, "Renaming an entry")`,
         field: 'state',
+        entry,
       },
       first.account,
       current,

@@ -10,7 +10,7 @@
  * catalog, state), implements the emitter (a SyncSink) and says the summary
  * in its own words; it never sees the HTTP client.
  */
-import type { Config } from '../config/config.js';
+import type { AccountConfig, Config } from '../config/config.js';
 import { findStreamByPath, type StreamDefinition } from '../streams.js';
 import { ConfigError, ConnectorError, toConnectorError } from '../errors.js';
 import type { ClientStats, DataReadApi } from '../client/types.js';
@@ -184,7 +184,8 @@ export class SyncSession {
     }
     const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
     const used = new Map([...states].filter(([name]) => incremental.has(name)));
-    return [{ level: 'INFO', message: verified.message }, ...checkStateAccounts(used, account, this.config.account_renamed_from)];
+    const entry = (this.config as Partial<AccountConfig>).entry;
+    return [{ level: 'INFO', message: verified.message }, ...checkStateAccounts(used, account, this.config.account_renamed_from, entry)];
   }
 
   /**

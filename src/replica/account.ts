@@ -51,12 +51,19 @@ export function checkBinding(words: AccountWords, stored: StateAccount | undefin
   const current = run.account;
   const binding = bindingOf(stored?.name, current, run.renamedFrom);
   if (stored !== undefined && binding === 'other') {
+    // An entry of a store of many accounts: its rows and state are kept under its name, beside the other entries'.
+    const entry = run.entry === undefined || run.entry === SINGLE_ACCOUNT_ENTRY ? undefined : run.entry;
     throw otherAccountError(
       {
         subject: words.subject,
         consequence: `Replicating "${current.name}" into it would mix both accounts' rows and read "${current.name}" from the watermarks of "${stored.name}". Nothing was changed in it.`,
-        remedy: `Replicate "${current.name}" into ${words.elsewhere}, or use the API key of "${stored.name}"`,
+        remedy:
+          entry === undefined
+            ? `Replicate "${current.name}" into ${words.elsewhere}, or use the API key of "${stored.name}"`
+            : `Give the accounts entry "${entry}" back the API key of "${stored.name}", or replicate "${current.name}" under an entry of a new name ` +
+              `(read from start_date; the rows and state of "${entry}" stay: docs/many-accounts.md, "Renaming an entry")`,
         field: 'api_key',
+        entry,
       },
       stored,
       current,

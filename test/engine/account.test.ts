@@ -61,6 +61,18 @@ describe('checkStateAccounts', () => {
     );
   });
 
+  it('of an accounts entry: says to put the key back or read the account under a new entry, and to confirm a rename inside the entry', () => {
+    // account_renamed_from at the top level of a config with accounts is refused: the rename is confirmed in the entry.
+    const message = (thrown(() => checkStateAccounts(states({ contacts: { sync_watermark: W, account: acme } }), globex, undefined, 'acme-br')) as Error).message;
+    expect(message).toBe(
+      'The state belongs to account "Acme" (stream contacts), but this config\'s API key reads account "Globex". ' +
+        'Reading "Globex" from the watermarks of "Acme" would skip its records: nothing was read. ' +
+        'Give the accounts entry "acme-br" back the API key of "Acme", or read "Globex" under an entry of a new name (read from start_date; ' +
+        'the rows and state of "acme-br" stay: docs/many-accounts.md, "Renaming an entry"); ' +
+        'if "Acme" is this same account, renamed "Globex" in Data-Read, confirm the rename with "account_renamed_from": "Acme" in the accounts entry "acme-br".',
+    );
+  });
+
   it('names the address the state was read from when it is not the config\'s, another account too, and what account_renamed_from says', () => {
     const message = (thrown(() =>
       checkStateAccounts(

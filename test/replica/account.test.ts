@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { runAccount } from '../../src/engine/account.js';
-import { bindAccount } from '../../src/replica/account.js';
+import { bindAccount, checkBinding } from '../../src/replica/account.js';
 import { ReplicaStore } from '../../src/replica/store.js';
 import { ConfigError } from '../../src/errors.js';
 import { STREAMS, findStream, type StreamDefinition } from '../../src/streams.js';
@@ -61,6 +61,18 @@ describe("a replica's account", () => {
     expect(sha256(path)).toBe(before);
     for (const side of ['-wal', '-shm', '-journal']) expect(existsSync(`${path}${side}`), side).toBe(false);
     expect(readDatabase(path, (db) => db.prepare('SELECT count(*) AS n FROM _replica_lock').get()?.n)).toBe(0);
+  });
+
+  it('of an accounts entry: says to put the key back or replicate under a new entry, and to confirm a rename inside the entry', () => {
+    const words = { subject: 'The store s', elsewhere: 'another store' };
+    const message = (thrown(() => checkBinding(words, { name: 'Acme', base_url: URL }, { ...globex, entry: 'acme-br' }, () => true)) as Error).message;
+    expect(message).toBe(
+      'The store s belongs to account "Acme", but this config\'s API key reads account "Globex". ' +
+        'Replicating "Globex" into it would mix both accounts\' rows and read "Globex" from the watermarks of "Acme". Nothing was changed in it. ' +
+        'Give the accounts entry "acme-br" back the API key of "Acme", or replicate "Globex" under an entry of a new name ' +
+        '(read from start_date; the rows and state of "acme-br" stay: docs/many-accounts.md, "Renaming an entry"); ' +
+        'if "Acme" is this same account, renamed "Globex" in Data-Read, confirm the rename with "account_renamed_from": "Acme" in the accounts entry "acme-br".',
+    );
   });
 
   it('the address it was read from is named when it differs, and a new address of the same account is recorded', () => {

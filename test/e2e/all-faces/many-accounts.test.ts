@@ -357,6 +357,9 @@ describe('Airbyte read with accounts', () => {
     const errors = traceErrors(run.stdout);
     expect(errors).toHaveLength(1);
     expect(errors[0]?.message).toMatch(/account "globex": The state belongs to account "Globex".*reads account "Initech"/);
+    // What to do is said of the entry: its key, another entry's name, or a rename confirmed inside it.
+    expect(errors[0]?.message).toContain('Give the accounts entry "globex" back the API key of "Globex", or read "Initech" under an entry of a new name');
+    expect(errors[0]?.message).toContain('confirm the rename with "account_renamed_from": "Globex" in the accounts entry "globex".');
     expect(recordsOf(run.stdout, 'globex')).toBe(0);
     expect(recordsOf(run.stdout, 'acme-br')).toBeGreaterThan(0);
   });
