@@ -575,11 +575,16 @@ export class AccountsRun {
     /** Why the accounts not started are not tried (or probed), and whether they are probed, as last said. */
     let why: string | undefined;
     let said: string | undefined;
-    /** Say once, when the witnesses or the way change, what becomes of the `left` accounts not started yet. */
+    /**
+     * Say once, when an outage is first found or the way changes, what becomes of the `left` accounts not started yet. An
+     * outage is told by its first two witnesses (they stay first while it lasts): the accounts running when it was found,
+     * ending one after the other, add witnesses to it, and say nothing new.
+     */
     const announce = async (witnesses: readonly string[], probing: boolean, left: number): Promise<void> => {
       why = `accounts ${named(witnesses, 2)} found the Data-Read API at ${base} unavailable and no account was read since`;
-      if (said === `${String(probing)} ${why}` || left === 0) return;
-      said = `${String(probing)} ${why}`;
+      const outage = JSON.stringify([probing, witnesses.slice(0, 2)]);
+      if (said === outage || left === 0) return;
+      said = outage;
       const one = left === 1;
       const accounts = one ? 'The account not started yet' : `The ${left} accounts not started yet`;
       await emitter.log(

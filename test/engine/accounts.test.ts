@@ -387,9 +387,14 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
   const scopeOf = (name: string): nock.Scope => nock(origin, { reqheaders: { authorization: `Bearer ${keyOf(name)}` } });
 
   /** A run of contacts, one account at a time (max_retries 0): what each account met, and how the run ended. */
-  async function run(meets: Record<string, Meets>, concurrency = 1, late = new Set<string>()): Promise<{ result: Awaited<ReturnType<AccountsRun['run']>>; sink: RecordingSink }> {
+  async function run(
+    meets: Record<string, Meets>,
+    concurrency = 1,
+    late = new Set<string>(),
+    meDelays: Record<string, number> = {},
+  ): Promise<{ result: Awaited<ReturnType<AccountsRun['run']>>; sink: RecordingSink }> {
     for (const [name, meet] of Object.entries(meets)) {
-      const me = scopeOf(name).get('/v1/me');
+      const me = scopeOf(name).get('/v1/me').delay(meDelays[name] ?? 0);
       if (meet === 'refused') me.replyWithError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }));
       else if (meet === '503') me.reply(503, { title: 'Service unavailable', status: 503 }, { 'content-type': 'application/problem+json', 'retry-after': '0' });
       else if (meet === '401') me.reply(401, { title: 'Unauthorized', status: 401 }, { 'content-type': 'application/problem+json' });
@@ -428,6 +433,18 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     // The face hears the stream stopped, once, after every account ended it.
     expect(sink.events.filter((e) => e.kind === 'stopped').map((e) => e.stream)).toEqual(['contacts']);
     expect(sink.statesOf('contacts')).toEqual([]);
+  });
+
+  it('four accounts at once finding the service down one after the other: one WARN says what becomes of the accounts not started', async () => {
+    // Each account ending adds a witness; the WARN, said once the second did, is not said again for the third and the fourth.
+    // a1 and a2 find it at once, a3 and a4 later, while the probes of the accounts after them (each answered 503) go on.
+    const ten = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'a10'];
+    const delays = { a3: 100, a4: 200, a5: 150, a6: 150, a7: 150, a8: 300, a9: 300, a10: 300 };
+    const { result, sink } = await run(Object.fromEntries(ten.map((n) => [n, '503'])), 4, new Set(), delays);
+    expect(statuses(result)).toEqual(Object.fromEntries(ten.map((n, i) => [n, i < 4 ? 'failed' : 'not_tried'])));
+    const warns = sink.events.flatMap((e) => (e.kind === 'log' && e.level === 'WARN' && /not started yet/.test(e.message) ? [e.message] : []));
+    expect(warns).toEqual([expect.stringMatching(/^The \d accounts not started yet are each probed first: accounts "a\d"/)]);
+    nock.cleanAll();
   });
 
   it("two accounts whose own /v1/me answers 503 past the retries: the next is probed, answered, and it and the others are read", async () => {
