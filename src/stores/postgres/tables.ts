@@ -22,7 +22,7 @@
  */
 import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { METADATA_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
@@ -202,6 +202,12 @@ async function tableExists(client: Client, schema: string, table: string): Promi
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
+/** A stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each account's). */
+async function forgetStream(client: Client, schema: string, stream: string): Promise<void> {
+  await client.query(`DELETE FROM ${qualified(schema, STATE_TABLE)} WHERE stream = $1`, [stream]);
+  await client.query(`DELETE FROM ${qualified(schema, FULL_READ_TABLE)} WHERE stream = $1 OR left(stream, length($1) + 1) = $1 || '/'`, [stream]);
+}
+
 /**
  * Whether a row's `_extra` may hold the escape of U+0000, which PostgreSQL's
  * json operators (`->`) refuse ("unsupported Unicode escape sequence"): such
@@ -305,6 +311,9 @@ export function openTables(
         await client.query(`SET LOCAL lock_timeout = ${LOCK_TRY_MS}`);
         if (before === undefined || !(await tableExists(client, schema, layout.table))) {
           await client.query(createTableSql(schema, layout));
+          // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
+          // read again from the start (going on from the state would leave those rows out for good).
+          if (before !== undefined) await forgetStream(client, schema, layout.stream);
         } else if (mine.length > 0) {
           // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
           // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
