@@ -314,31 +314,42 @@ export function openTables(
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
           if (before !== undefined) await forgetStream(client, schema, layout.stream);
-        } else if (mine.length > 0) {
-          // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
-          // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
-          // which readers do not wait for. A run stopped between the two finds the column there at its next open.
+        } else {
           const types = await columnTypes(client, schema, layout.table);
-          for (const change of mine) {
-            const column = quoteIdent(change.field);
-            const type = types.get(change.field);
-            if (change.from === undefined) {
-              if (type === undefined) await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
-            } else if (PG_TYPES[change.from] !== PG_TYPES[change.to] && type !== regtypeName(PG_TYPES[change.to])) {
-              await client
-                .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
-                .catch((err: unknown) => {
-                  const why = dependentObjectWhy(err);
-                  throw why === undefined ? err : new RefusedWidening(change.field, why);
-                });
-            }
+          // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
+          // in this transaction with the stream's state forgotten, the stream is read again from the start.
+          const keys = keyColumns(layout);
+          const lost = layout.columns.filter((c) => !keys.includes(c.field) && !types.has(c.field) && before.columns.some((b) => b.field === c.field));
+          for (const c of lost) {
+            await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
+            types.set(c.field, regtypeName(PG_TYPES[c.kind]));
           }
-          await client.query('COMMIT');
-          altered = true;
-          await client.query('BEGIN');
-          await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
-          for (const change of mine) if (change.from === undefined) await markAbsent(client, schema, layout, change.field);
-          for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
+          if (lost.length > 0) await forgetStream(client, schema, layout.stream);
+          if (mine.length > 0) {
+            // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
+            // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
+            // which readers do not wait for. A run stopped between the two finds the column there at its next open.
+            for (const change of mine) {
+              const column = quoteIdent(change.field);
+              const type = types.get(change.field);
+              if (change.from === undefined) {
+                if (type === undefined) await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+              } else if (PG_TYPES[change.from] !== PG_TYPES[change.to] && type !== regtypeName(PG_TYPES[change.to])) {
+                await client
+                  .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
+                  .catch((err: unknown) => {
+                    const why = dependentObjectWhy(err);
+                    throw why === undefined ? err : new RefusedWidening(change.field, why);
+                  });
+              }
+            }
+            await client.query('COMMIT');
+            altered = true;
+            await client.query('BEGIN');
+            await client.query(`SET LOCAL lock_timeout = ${LOCK_WAIT_MS}`);
+            for (const change of mine) if (change.from === undefined) await markAbsent(client, schema, layout, change.field);
+            for (const change of mine) await moveFromExtra(client, driver, schema, layout, change.field, change.to);
+          }
         }
         if (spec.deletionLog) {
           await client.query(

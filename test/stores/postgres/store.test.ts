@@ -339,6 +339,19 @@ describe('drift in PostgreSQL', () => {
     expect(await ids(schema, 'pipeline_stages')).toEqual(['a']);
   });
 
+  it('a column dropped by hand is added again and its stream read again from the start (its rows would fail to write for good)', async () => {
+    const schema = 's_dropped_column';
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await closeStore(store);
+    await admin.query(`ALTER TABLE ${schema}.contacts DROP COLUMN name`);
+    store = await openStore(schema);
+    expect(await store.savedStates()).toEqual(new Map());
+    expect(await columnTypes(schema, 'contacts')).toMatchObject({ name: 'text' });
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
+  });
+
   it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", { timeout: 60_000 }, async () => {
     const schema = 's_alter_queue';
     await closeStore(await openStore(schema));
