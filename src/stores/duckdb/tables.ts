@@ -284,6 +284,17 @@ export function openTables(
         if (before !== undefined) await forgetStream(connection, schema, layout.stream);
       } else {
         const table = qualified(schema, layout.table);
+        // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
+        // in this transaction with the stream's state forgotten, the stream is read again from the start.
+        const present = new Set(
+          (await rowsOf(connection, 'SELECT column_name AS name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2', [schema, layout.table])).map(
+            (r) => String(r.name),
+          ),
+        );
+        const keys = keyColumns(layout);
+        const lost = layout.columns.filter((c) => !keys.includes(c.field) && !present.has(c.field) && before.columns.some((b) => b.field === c.field));
+        for (const c of lost) await connection.run(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
+        if (lost.length > 0) await forgetStream(connection, schema, layout.stream);
         // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
         for (const change of mine) {
           const column = quoteIdent(change.field);

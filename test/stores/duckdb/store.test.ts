@@ -175,6 +175,23 @@ describe('a table dropped by hand', () => {
   });
 });
 
+describe('a column dropped by hand', () => {
+  it('is added again and its stream read again from the start (its rows would fail to write for good)', async () => {
+    let store = await DuckdbStore.open(target('dropped-column'));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await store.session.run(`ALTER TABLE "${store.target.schema}".contacts DROP COLUMN name`);
+    await store.close();
+    store = await DuckdbStore.open(target('dropped-column'));
+    try {
+      expect(await store.savedStates()).toEqual(new Map());
+      await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('names that differ only in case', () => {
   it('share one column: the field beside it stays in _extra, never announced as drift', async () => {
     const records = [contact('c1', 1, { Email: 'Upper@example.com', Segment: 'b2b', segment: 'smb' })];
