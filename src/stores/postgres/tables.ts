@@ -147,10 +147,17 @@ export async function storeExists(client: Client, schema: string): Promise<boole
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
+/** The columns every stream's table has beside its fields, with their types. */
+const BOOKKEEPING_COLUMNS: readonly (readonly [string, string])[] = [
+  [EXTRA_COLUMN, 'json'],
+  [ABSENT_COLUMN, 'jsonb'],
+  [SYNCED_AT_COLUMN, 'timestamptz'],
+];
+
 function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(`${quoteIdent(EXTRA_COLUMN)} json`, `${quoteIdent(ABSENT_COLUMN)} jsonb`, `${quoteIdent(SYNCED_AT_COLUMN)} timestamptz NOT NULL`);
+  columns.push(...BOOKKEEPING_COLUMNS.map(([name, type]) => `${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
   if (keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
@@ -324,7 +331,14 @@ export function openTables(
             await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
             types.set(c.field, regtypeName(PG_TYPES[c.kind]));
           }
-          if (lost.length > 0) await forgetStream(client, schema, layout.stream);
+          // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
+          const table = qualified(schema, layout.table);
+          const lostBookkeeping = BOOKKEEPING_COLUMNS.filter(([name]) => !types.has(name));
+          for (const [name, type] of lostBookkeeping) {
+            await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
+            if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
+          }
+          if (lost.length > 0 || lostBookkeeping.length > 0) await forgetStream(client, schema, layout.stream);
           if (mine.length > 0) {
             // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
             // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,

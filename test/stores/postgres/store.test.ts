@@ -352,6 +352,18 @@ describe('drift in PostgreSQL', () => {
     expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
   });
 
+  it('a bookkeeping column dropped by hand (_extra, _absent, _synced_at) is added again and its stream read again from the start', async () => {
+    const schema = 's_dropped_bookkeeping';
+    let store = await openStore(schema);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await closeStore(store);
+    await admin.query(`ALTER TABLE ${schema}.contacts DROP COLUMN _absent, DROP COLUMN _synced_at`);
+    store = await openStore(schema);
+    expect(await store.savedStates()).toEqual(new Map());
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
+  });
+
   it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", { timeout: 60_000 }, async () => {
     const schema = 's_alter_queue';
     await closeStore(await openStore(schema));
