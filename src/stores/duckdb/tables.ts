@@ -87,6 +87,13 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
   return tableExists(connection, schema, METADATA_TABLE);
 }
 
+/** The columns every stream's table has beside its fields, with their types. */
+const BOOKKEEPING_COLUMNS: readonly (readonly [string, string])[] = [
+  [EXTRA_COLUMN, 'JSON'],
+  [ABSENT_COLUMN, 'JSON'],
+  [SYNCED_AT_COLUMN, 'TIMESTAMPTZ'],
+];
+
 /**
  * A stream's table. Its key columns (the id; the account and the id in a
  * store of many accounts) are NOT NULL but carry no PRIMARY KEY
@@ -103,7 +110,7 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
 function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(`${quoteIdent(EXTRA_COLUMN)} JSON`, `${quoteIdent(ABSENT_COLUMN)} JSON`, `${quoteIdent(SYNCED_AT_COLUMN)} TIMESTAMPTZ NOT NULL`);
+  columns.push(...BOOKKEEPING_COLUMNS.map(([name, type]) => `${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
@@ -275,6 +282,8 @@ export function openTables(
         }
       }
     }
+    // DuckDB makes a column NOT NULL only in a transaction that wrote nothing before: after the commit.
+    let syncedAtAdded = false;
     await connection.run('BEGIN TRANSACTION');
     try {
       if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
@@ -294,7 +303,14 @@ export function openTables(
         const keys = keyColumns(layout);
         const lost = layout.columns.filter((c) => !keys.includes(c.field) && !present.has(c.field) && before.columns.some((b) => b.field === c.field));
         for (const c of lost) await connection.run(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
-        if (lost.length > 0) await forgetStream(connection, schema, layout.stream);
+        // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
+        const lostBookkeeping = BOOKKEEPING_COLUMNS.filter(([name]) => !present.has(name));
+        for (const [name, type] of lostBookkeeping) {
+          const column = quoteIdent(name);
+          await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);
+          if (name === SYNCED_AT_COLUMN) syncedAtAdded = true;
+        }
+        if (lost.length > 0 || lostBookkeeping.length > 0) await forgetStream(connection, schema, layout.stream);
         // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
         for (const change of mine) {
           const column = quoteIdent(change.field);
@@ -313,6 +329,11 @@ export function openTables(
       }
       await saveLayout(connection, schema, layout);
       await connection.run('COMMIT');
+      if (syncedAtAdded) {
+        const column = `${qualified(schema, layout.table)} ALTER COLUMN ${quoteIdent(SYNCED_AT_COLUMN)}`;
+        await connection.run(`ALTER TABLE ${column} SET NOT NULL`);
+        await connection.run(`ALTER TABLE ${column} DROP DEFAULT`);
+      }
       return undefined;
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => {});

@@ -192,6 +192,24 @@ describe('a column dropped by hand', () => {
   });
 });
 
+describe('a bookkeeping column dropped by hand', () => {
+  it('(_extra, _absent, _synced_at) is added again and its stream read again from the start', async () => {
+    let store = await DuckdbStore.open(target('dropped-bookkeeping'));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    await store.session.run(`ALTER TABLE "${store.target.schema}".contacts DROP COLUMN _absent`);
+    await store.session.run(`ALTER TABLE "${store.target.schema}".contacts DROP COLUMN _synced_at`);
+    await store.close();
+    store = await DuckdbStore.open(target('dropped-bookkeeping'));
+    try {
+      expect(await store.savedStates()).toEqual(new Map());
+      await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+      expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('names that differ only in case', () => {
   it('share one column: the field beside it stays in _extra, never announced as drift', async () => {
     const records = [contact('c1', 1, { Email: 'Upper@example.com', Segment: 'b2b', segment: 'smb' })];
