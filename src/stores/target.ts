@@ -333,9 +333,13 @@ function parsePostgresUrl(url: string, env: NodeJS.ProcessEnv = process.env): Po
   return { host, port, user, password, database, sslmode, sslrootcert, connectTimeoutMs };
 }
 
-/** The root certificate file libpq reads when none is named. */
-export function defaultRootCertPath(): string {
-  return join(homedir(), '.postgresql', 'root.crt');
+/** The root certificate file libpq reads when none is named; undefined without a home directory (HOME unset, a uid without a passwd entry). */
+export function defaultRootCertPath(): string | undefined {
+  try {
+    return join(homedir(), '.postgresql', 'root.crt');
+  } catch {
+    return undefined;
+  }
 }
 
 const enc = (text: string): string => encodeURIComponent(text);

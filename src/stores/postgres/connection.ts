@@ -71,6 +71,7 @@ function rootCertificate(target: PostgresTarget): { ca: string | undefined; give
   const file = target.connection.sslrootcert;
   if (file === 'system') return { ca: undefined, given: true };
   const path = file ?? defaultRootCertPath();
+  if (path === undefined) return { ca: undefined, given: false };
   if (file === undefined && !existsSync(path)) return { ca: undefined, given: false };
   try {
     return { ca: readFileSync(path, 'utf8'), given: true };
@@ -80,6 +81,12 @@ function rootCertificate(target: PostgresTarget): { ca: string | undefined; give
       field: '--db',
     });
   }
+}
+
+/** Where else a CA can be put, for the message that none was given: the default file, when there is a home directory. */
+function rootCertHint(): string {
+  const path = defaultRootCertPath();
+  return path === undefined ? '' : `, or put it at ${path}`;
 }
 
 /** The `ssl` settings of each attempt, in order (prefer and allow have a second one). */
@@ -96,7 +103,7 @@ function tlsAttempts(target: PostgresTarget): (false | ConnectionOptions)[] {
   if (!given) {
     throw new ConfigError(
       `sslmode=${sslmode} checks the server's certificate, and no CA was given for ${target.display}: ` +
-        `name one with sslrootcert=FILE (or PGSSLROOTCERT, or put it at ${defaultRootCertPath()}), or sslrootcert=system for the system's trusted roots.`,
+        `name one with sslrootcert=FILE (or PGSSLROOTCERT${rootCertHint()}), or sslrootcert=system for the system's trusted roots.`,
       { field: '--db' },
     );
   }
@@ -125,9 +132,10 @@ function fallsBack(err: unknown, sslmode: string): boolean {
  * on stderr at every run.
  */
 function passFilePassword(c: PostgresTarget['connection']): string | undefined {
-  const file = process.env.PGPASSFILE || join(homedir(), '.pgpass');
   let text: string;
   try {
+    // No home directory (HOME unset, a uid without a passwd entry: homedir() throws): no ~/.pgpass, as for libpq.
+    const file = process.env.PGPASSFILE || join(homedir(), '.pgpass');
     const stat = statSync(file);
     if (!stat.isFile() || (stat.mode & 0o077) !== 0) return undefined;
     text = readFileSync(file, 'utf8');

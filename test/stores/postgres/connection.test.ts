@@ -8,7 +8,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,44 @@ describe('connectPostgres', () => {
       expect(err.failureType).toBe('config_error');
       expect(err.message).toMatch(/asks for the password of role "postgres" on 127\.0\.0\.1:\d+, and none was given/);
     } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
+  it('a user without a home directory (HOME unset, no passwd entry) skips ~/.pgpass and ~/.postgresql as libpq does', async () => {
+    // os.homedir() throws then (uv_os_homedir ENOENT), as for a uid unknown to the system with HOME unset.
+    const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE, HOME: process.env.HOME };
+    const realHomedir = os.homedir;
+    delete process.env.PGPASSWORD;
+    delete process.env.PGPASSFILE;
+    delete process.env.HOME;
+    os.homedir = () => {
+      throw Object.assign(new Error('A system error occurred: uv_os_homedir returned ENOENT (no such file or directory)'), { code: 'ERR_SYSTEM_ERROR' });
+    };
+    syncBuiltinESMExports();
+    try {
+      const u = new URL(db.url);
+      u.password = '';
+      const none = await connectorFailure(() => connectPostgres(target(u.toString())));
+      expect(none.failureType).toBe('config_error');
+      expect(none.message).toMatch(/asks for the password of role "postgres" on 127\.0\.0\.1:\d+, and none was given/);
+      // sslmode=require without a CA: no root certificate to look for, so the server is not checked (it has no TLS: said so).
+      const require = new URL(db.url);
+      require.searchParams.set('sslmode', 'require');
+      const tls = await connectorFailure(() => connectPostgres(target(require.toString())));
+      expect(tls.failureType).toBe('config_error');
+      expect(tls.message).toMatch(/does not accept TLS/);
+      const verify = new URL(db.url);
+      verify.searchParams.set('sslmode', 'verify-full');
+      const noCa = await connectorFailure(() => connectPostgres(target(verify.toString())));
+      expect(noCa.failureType).toBe('config_error');
+      expect(noCa.message).toMatch(/no CA was given .*name one with sslrootcert=FILE \(or PGSSLROOTCERT\), or sslrootcert=system/);
+    } finally {
+      os.homedir = realHomedir;
+      syncBuiltinESMExports();
       for (const [name, value] of Object.entries(saved)) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
