@@ -52,9 +52,10 @@ const PLAIN_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * Make sure the stream's table exists with `layout`; `stored` is the layout
  * the database says it was written with (undefined: no table yet).
+ * `created` runs in the transaction that creates the table.
  * Returns what was migrated, undefined when the table was created or already current.
  */
-export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: TableLayout | undefined): Migration | undefined {
+export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: TableLayout | undefined, created?: () => void): Migration | undefined {
   if (stored && sameLayout(stored, layout)) return undefined;
   db.exec('BEGIN IMMEDIATE');
   try {
@@ -71,6 +72,7 @@ export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: Table
         );
       }
       db.exec(createTableSql(layout));
+      created?.();
     }
     saveLayout(db, layout);
     db.exec('COMMIT');

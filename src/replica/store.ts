@@ -16,7 +16,7 @@ import { ConnectorError } from '../errors.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, tableSpecs } from '../stores/checkpoint.js';
-import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, writeError } from './database.js';
+import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, tableExists, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
@@ -67,6 +67,8 @@ export class ReplicaStore {
   readonly tables: readonly TableSpec[];
   /** What opening changed in tables written by an older version. */
   readonly migrations: readonly Migration[];
+  /** Streams whose tables were missing when opening (dropped by hand), made again: each is read again from the start. */
+  readonly remade: readonly string[];
   private writer: TableWriter | undefined;
   /** The device and inode of the file opened: what confirmFile compares the path with. */
   private readonly identity: string | undefined;
@@ -127,11 +129,18 @@ export class ReplicaStore {
       const retype = options.retype ?? true;
       this.tables = tableSpecs(streams, (s) => evolveLayout(layoutFor(s, options.schemas?.get(s.name), options.accountKey === true), stored.get(s.name), retype));
       const migrations: Migration[] = [];
+      const remade: string[] = [];
       for (const { layout } of this.tables) {
-        const migration = ensureTable(this.db, layout, stored.get(layout.stream));
+        const before = stored.get(layout.stream);
+        // A table dropped by hand: its saved state covers rows it no longer holds. Made again with that state forgotten
+        // (in one transaction), the stream is read again from the start; going on from the state would leave them out.
+        const lost = before !== undefined && !tableExists(this.db, before.table);
+        const migration = ensureTable(this.db, layout, lost ? undefined : before, lost ? () => this.forgetStream(layout.stream) : undefined);
         if (migration) migrations.push(migration);
+        if (lost) remade.push(layout.stream);
       }
       this.migrations = migrations;
+      this.remade = remade;
       for (const { layout, deletionLog } of this.tables) {
         if (deletionLog) {
           const index = quoteIdent(deletionIndexName(layout.table));
@@ -142,6 +151,12 @@ export class ReplicaStore {
       this.close();
       throw err instanceof ConnectorError ? err : writeError(path, err);
     }
+  }
+
+  /** A stream's saved state and the marks of a full read under way (its own, or in a file of many accounts each account's). */
+  private forgetStream(stream: string): void {
+    this.db.prepare(`DELETE FROM ${STATE_TABLE} WHERE stream = ?`).run(stream);
+    if (tableExists(this.db, FULL_READ_TABLE)) this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ? OR substr(stream, 1, length(?) + 1) = ? || '/'`).run(stream, stream, stream);
   }
 
   /** Streams whose tables were migrated when opening. */

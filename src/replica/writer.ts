@@ -354,6 +354,9 @@ export class SqliteStore implements Store {
     if (this.file.lockTakeover) notes.push({ level: 'WARN', message: this.file.lockTakeover });
     if (this.file.accountNote) notes.push({ level: 'INFO', message: this.file.accountNote });
     for (const m of this.file.migrations) notes.push({ level: 'INFO', message: `${m.stream}: table migrated in place (${m.change}); no record changed.` });
+    for (const stream of this.file.remade) {
+      notes.push({ level: 'WARN', message: `${stream}: its table was not in the replica (dropped by hand?): made again empty, and the stream is read again from the start.` });
+    }
     return notes;
   }
 

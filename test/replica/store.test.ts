@@ -164,6 +164,29 @@ describe('ReplicaStore', () => {
     after.close();
   });
 
+  it('makes again a stream\'s table dropped by hand and forgets its state: the stream is read again from the start, not left without its rows', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 2)], { sync_watermark: iso(9) });
+    store.close();
+    const user = new DatabaseSync(path);
+    user.exec('DROP TABLE contacts');
+    user.close();
+    // Before: "no such table: contacts" at every run, with the table's rows gone for good.
+    const again = new ReplicaStore(path);
+    expect(again.remade).toEqual(['contacts']);
+    expect(again.migrated).toEqual([]);
+    again.close();
+    // Its state gone with its rows, the next sync reads contacts from start_date.
+    expect(replicaStates(path).has('contacts')).toBe(false);
+    expect(replicaRecords(path).get('contacts')).toEqual([]);
+    const reopened = new ReplicaStore(path);
+    expect(reopened.remade).toEqual([]);
+    reopened.commit(contacts, [contact('c1', 1), contact('c2', 2)], { sync_watermark: iso(10) });
+    reopened.close();
+    expect(replicaRecords(path).get('contacts')?.map((r) => r.id)).toEqual(['c1', 'c2']);
+  });
+
   it('refuses a database that has a table of the same name it did not create', () => {
     const path = newDb();
     const db = new DatabaseSync(path);
