@@ -38,7 +38,7 @@ export abstract class GroupStore<C> implements Store {
   ) {
     this.#display = display;
     this.writer = writer;
-    this.notes = [...notes, ...changeNotes(display, opened.changes, opened.postponed, opened.blocked)];
+    this.notes = [...notes, ...changeNotes(display, opened.changes, opened.postponed, opened.blocked, opened.remade)];
     this.tables = opened.specs;
     this.changes = opened.changes;
     this.#drift = new DriftTeller(display, log);

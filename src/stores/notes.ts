@@ -46,6 +46,8 @@ export interface OpenedTables {
   readonly blocked: BlockedNote[];
   /** The changes made, for the run summary. */
   readonly applied: ColumnChange[];
+  /** Streams whose table, or a column of it, was missing (dropped by hand) and was made again: each is read again from the start. */
+  readonly remade: string[];
 }
 
 /** One table to open: `mine`, the changes `asked` of it but the widenings `refused` so far, make it `layout` (from `before`, none for a new table). */
@@ -56,6 +58,8 @@ interface TableToOpen {
   readonly mine: readonly ColumnChange[];
   readonly layout: StoreLayout;
   readonly refused: ReadonlyMap<string, StoreKind>;
+  /** To call when the table, or a column of it, was missing and is made again (its stream's state forgotten). */
+  readonly remade: () => void;
 }
 
 /**
@@ -75,7 +79,7 @@ export async function openEachTable(
   open: (table: TableToOpen) => Promise<StoreLayout | undefined>,
   why: (err: RefusedWidening, spec: StoreTableSpec) => Promise<string> = async (err) => err.why,
 ): Promise<OpenedTables> {
-  const opened: OpenedTables = { specs: [], changes: [], postponed: [], blocked: [], applied: [] };
+  const opened: OpenedTables = { specs: [], changes: [], postponed: [], blocked: [], applied: [], remade: [] };
   const describe = (c: ColumnChange): string => describeChange(c, (k) => types[k]);
   for (const spec of specs) {
     const before = stored.get(spec.layout.stream);
@@ -85,7 +89,10 @@ export async function openEachTable(
       const mine = asked.filter((c) => !refused.has(c.field));
       const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
       try {
-        const kept = await open({ spec, before, asked, mine, layout, refused });
+        const remade = (): void => {
+          if (!opened.remade.includes(spec.layout.stream)) opened.remade.push(spec.layout.stream);
+        };
+        const kept = await open({ spec, before, asked, mine, layout, refused, remade });
         opened.specs.push({ ...spec, layout: kept ?? layout });
         (kept === undefined ? opened.changes : opened.postponed).push(...mine.map(describe));
         if (kept === undefined) opened.applied.push(...mine);
@@ -103,13 +110,18 @@ export async function openEachTable(
 }
 
 /**
- * One INFO per table change made (`contacts.score: bigint -> numeric`), one
+ * One WARN per stream whose table or column was made again (read again
+ * from the start), one INFO per table change made (`contacts.score: bigint -> numeric`), one
  * WARN per change left for the next run, and one per widening something
  * else in the database refuses (a view over the column): the run cannot
  * drop what a user made, so it says what to do, at every run until then.
  */
-export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[], blocked: readonly BlockedNote[] = []): StoreNote[] {
+export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[], blocked: readonly BlockedNote[] = [], remade: readonly string[] = []): StoreNote[] {
   return [
+    ...remade.map((stream) => ({
+      level: 'WARN' as const,
+      message: `${stream}: its table or a column of it was missing in ${display} (dropped by hand?): made again, and the stream is read again from the start.`,
+    })),
     ...changes.map((change) => ({ level: 'INFO' as const, message: `Schema drift in ${display}: ${change}.` })),
     ...postponed.map((change) => ({
       level: 'WARN' as const,

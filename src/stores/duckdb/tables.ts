@@ -265,7 +265,7 @@ export function openTables(
     const named = indexes.length === 0 ? '' : ` (index ${indexes.map((i) => `"${i}"`).join(', ')} on ${spec.layout.table}; DuckDB changes no column's type in a table with an index)`;
     return `${err.why.replace(/\.$/, '')}${named}`;
   };
-  return openEachTable(specs, stored, changes, DUCKDB_TYPES, async ({ before, mine, layout, refused }) => {
+  return openEachTable(specs, stored, changes, DUCKDB_TYPES, async ({ before, mine, layout, refused, remade }) => {
     if (before !== undefined && refused.size === 0) {
       // In a transaction of its own: DuckDB cannot commit an UPDATE and an ALTER of the same table together.
       // Should the ALTER then fail, an exact text in _extra beside its column is still a valid row.
@@ -290,7 +290,10 @@ export function openTables(
         await connection.run(createTableSql(schema, layout));
         // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
         // read again from the start (going on from the state would leave those rows out for good).
-        if (before !== undefined) await forgetStream(connection, schema, layout.stream);
+        if (before !== undefined) {
+          await forgetStream(connection, schema, layout.stream);
+          remade();
+        }
       } else {
         const table = qualified(schema, layout.table);
         // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
@@ -310,7 +313,10 @@ export function openTables(
           await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);
           if (name === SYNCED_AT_COLUMN) syncedAtAdded = true;
         }
-        if (lost.length > 0 || lostBookkeeping.length > 0) await forgetStream(connection, schema, layout.stream);
+        if (lost.length > 0 || lostBookkeeping.length > 0) {
+          await forgetStream(connection, schema, layout.stream);
+          remade();
+        }
         // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
         for (const change of mine) {
           const column = quoteIdent(change.field);

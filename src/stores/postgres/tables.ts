@@ -306,7 +306,7 @@ export function openTables(
   // LOCK_WAIT_MS counts from a table's first try, the tries without a refused widening included.
   let opening: StoreTableSpec | undefined;
   let started = 0;
-  return openEachTable(specs, stored, changes, PG_TYPES, async ({ spec, before, asked, mine, layout }) => {
+  return openEachTable(specs, stored, changes, PG_TYPES, async ({ spec, before, asked, mine, layout, remade }) => {
     if (spec !== opening) {
       opening = spec;
       started = performance.now();
@@ -320,7 +320,10 @@ export function openTables(
           await client.query(createTableSql(schema, layout));
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
-          if (before !== undefined) await forgetStream(client, schema, layout.stream);
+          if (before !== undefined) {
+            await forgetStream(client, schema, layout.stream);
+            remade();
+          }
         } else {
           const types = await columnTypes(client, schema, layout.table);
           // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
@@ -338,7 +341,10 @@ export function openTables(
             await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
             if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
           }
-          if (lost.length > 0 || lostBookkeeping.length > 0) await forgetStream(client, schema, layout.stream);
+          if (lost.length > 0 || lostBookkeeping.length > 0) {
+            await forgetStream(client, schema, layout.stream);
+            remade();
+          }
           if (mine.length > 0) {
             // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
             // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,

@@ -335,6 +335,7 @@ describe('drift in PostgreSQL', () => {
     store = await openStore(schema);
     // Going on from the saved state would leave the rows written before the drop out of the copy for good.
     expect([...(await store.savedStates()).keys()]).toEqual(['pipeline_stages']);
+    expect(store.notes).toContainEqual({ level: 'WARN', message: expect.stringMatching(/^contacts: its table or a column of it was missing in .* \(dropped by hand\?\): made again, and the stream is read again from the start\.$/) });
     expect(await ids(schema, 'contacts')).toEqual([]);
     expect(await ids(schema, 'pipeline_stages')).toEqual(['a']);
   });
@@ -347,6 +348,7 @@ describe('drift in PostgreSQL', () => {
     await admin.query(`ALTER TABLE ${schema}.contacts DROP COLUMN name`);
     store = await openStore(schema);
     expect(await store.savedStates()).toEqual(new Map());
+    expect(store.notes.filter((n) => /made again/.test(n.message))).toHaveLength(1);
     expect(await columnTypes(schema, 'contacts')).toMatchObject({ name: 'text' });
     await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
     expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
