@@ -13,6 +13,7 @@
  * slow path that says why.
  */
 import { isRawNumber, type RawNumber } from '../exact-json.js';
+import { inertLine } from '../runtime/output.js';
 import { builtInSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
 import type { Data } from './sync-sink.js';
@@ -134,7 +135,7 @@ const ID_SHOWN = 80;
  */
 function shownId(id: string): string {
   const cut = id.length > ID_SHOWN ? `${id.slice(0, ID_SHOWN)}…` : id;
-  return cut.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return inertLine(cut);
 }
 
 /** One stream's record check over one sync. */

@@ -284,7 +284,7 @@ export async function loadAccountsSchemas(config: Config, hooks: ClientHooks = {
       return await loadStreamSchemas(entryConfig(config, entry), hooks, streams);
     } catch (err) {
       const error = toConnectorError(err);
-      if (!(error instanceof ApiError && (error.code === 'unauthorized' || error.code === 'forbidden'))) throw error;
+      if (!isRefusedKey(error)) throw error;
       refused.push(`"${entry.name}": ${error.message}`);
     }
   }

@@ -155,13 +155,24 @@ function watch(stream: Writable): { lost: boolean } {
  */
 const TERMINAL_COMMANDS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
+/** The breaks of a line: tab, line feed and Unicode's line and paragraph separators. */
+const LINE_BREAKS = /[\t\n\u2028\u2029]/g;
+
+/** A character as its \uXXXX escape. */
+const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 /**
  * A log line's text made inert for a terminal: the service's words (an
  * account name, a title, a value) go into messages, and stderr is often a
  * terminal; each such character is written as its \uXXXX escape.
  */
-function inert(text: string): string {
-  return text.replace(TERMINAL_COMMANDS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+export function inert(text: string): string {
+  return text.replace(TERMINAL_COMMANDS, escaped);
+}
+
+/** A value of the service's shown within a line (a record's id): inert, and its line breaks escaped too. */
+export function inertLine(text: string): string {
+  return inert(text).replace(LINE_BREAKS, escaped);
 }
 
 /**
