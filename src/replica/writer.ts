@@ -27,6 +27,7 @@ import { ConnectorError, messageOf } from '../errors.js';
 import { TableWriter, type Checkpoint } from './table-writer.js';
 import type { CommitResult, Store, StoreCheckpoint } from './sink.js';
 import type { SchemaChange } from '../stores/store.js';
+import { remadeNote } from '../stores/notes.js';
 import { lockLostError } from './lock.js';
 import { BUSY_TIMEOUT_MS, WRITER_AUTOCHECKPOINT_PAGES, tuneForWriting, writeError } from './database.js';
 import { tableCheckpoint, type ReplicaStore } from './store.js';
@@ -354,9 +355,7 @@ export class SqliteStore implements Store {
     if (this.file.lockTakeover) notes.push({ level: 'WARN', message: this.file.lockTakeover });
     if (this.file.accountNote) notes.push({ level: 'INFO', message: this.file.accountNote });
     for (const m of this.file.migrations) notes.push({ level: 'INFO', message: `${m.stream}: table migrated in place (${m.change}); no record changed.` });
-    for (const stream of this.file.remade) {
-      notes.push({ level: 'WARN', message: `${stream}: its table was not in the replica (dropped by hand?): made again empty, and the stream is read again from the start.` });
-    }
+    for (const stream of this.file.remade) notes.push(remadeNote(stream, 'its table was missing in the replica'));
     return notes;
   }
 

@@ -109,6 +109,11 @@ export async function openEachTable(
   return opened;
 }
 
+/** The WARN for a stream whose table (or column) was missing and made again, `missing` saying what was missing where (every store's). */
+export function remadeNote(stream: string, missing: string): StoreNote {
+  return { level: 'WARN', message: `${stream}: ${missing} (dropped by hand?): made again, and the stream is read again from the start.` };
+}
+
 /**
  * One WARN per stream whose table or column was made again (read again
  * from the start), one INFO per table change made (`contacts.score: bigint -> numeric`), one
@@ -118,10 +123,7 @@ export async function openEachTable(
  */
 export function changeNotes(display: string, changes: readonly string[], postponed: readonly string[], blocked: readonly BlockedNote[] = [], remade: readonly string[] = []): StoreNote[] {
   return [
-    ...remade.map((stream) => ({
-      level: 'WARN' as const,
-      message: `${stream}: its table or a column of it was missing in ${display} (dropped by hand?): made again, and the stream is read again from the start.`,
-    })),
+    ...remade.map((stream) => remadeNote(stream, `its table or a column of it was missing in ${display}`)),
     ...changes.map((change) => ({ level: 'INFO' as const, message: `Schema drift in ${display}: ${change}.` })),
     ...postponed.map((change) => ({
       level: 'WARN' as const,
