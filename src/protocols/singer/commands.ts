@@ -6,7 +6,7 @@ import type { LoadedSchemas } from '../../engine/service-schemas.js';
 import { admitsNull, builtInSchema, type StreamSchemas } from '../../schemas/json-schema.js';
 import { SyncSession, type SessionRequest } from '../../engine/session.js';
 import type { StreamState } from '../../engine/state.js';
-import { toConnectorError } from '../../errors.js';
+import { ConfigError, toConnectorError } from '../../errors.js';
 import type { RunObserver } from '../../engine/run-observer.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
 import { onStop } from '../../runtime/interrupt.js';
@@ -16,7 +16,7 @@ import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress } from '../../progress/progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
-import { mergeConfigSources } from './config-input.js';
+import { ENV_SOURCE, mergeConfigSources, unknownEnvVariablesWarning } from './config-input.js';
 import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
 import { SINGER_DELETED_AT } from './protocol.js';
@@ -53,7 +53,18 @@ interface SyncInputs {
 
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
 function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
-  return parseUserConfig(mergeConfigSources(sources, ctx.env), ctx.logger, ctx.env);
+  const merged = mergeConfigSources(sources, ctx.env);
+  // A TAP_DATA_READ_ variable that names no setting is said like a config file's unknown key: warned about, and named
+  // in the refusal of a config that lacks what it was meant to give.
+  const unknown = sources.includes(ENV_SOURCE) ? unknownEnvVariablesWarning(ctx.env) : undefined;
+  if (unknown === undefined) return parseUserConfig(merged, ctx.logger, ctx.env);
+  try {
+    const parsed = parseUserConfig(merged, ctx.logger, ctx.env);
+    return { ...parsed, warnings: [unknown, ...parsed.warnings] };
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(`${err.message} ${unknown}`, { field: err.fields });
+    throw err;
+  }
 }
 
 function critical(ctx: TapContext, err: unknown): number {

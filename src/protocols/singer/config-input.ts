@@ -10,9 +10,10 @@ import { isObject } from '../../exact-json.js';
 import { readJsonFile } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
+import { closestName } from '../../config/suggest.js';
 
 const ENV_PREFIX = 'TAP_DATA_READ_';
-const ENV_SOURCE = 'ENV';
+export const ENV_SOURCE = 'ENV';
 
 type Json = Record<string, unknown>;
 
@@ -56,6 +57,38 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Json {
     if (value !== undefined && value !== '') out[key] = coerce(value, type);
   }
   return out;
+}
+
+/** The variable `--config ENV` reads a setting from. */
+const variableOf = (setting: string): string => `${ENV_PREFIX}${setting.toUpperCase()}`;
+
+/**
+ * The TAP_DATA_READ_ variables (set, not empty) that name no setting: ignored
+ * like a config file's unknown keys, so said like them. Not among them:
+ * Meltano's own, with two underscores (its extras, TAP_DATA_READ__SELECT), and
+ * those of a Meltano plugin named tap-data-read-<name> (an inherited one),
+ * which Meltano gives as TAP_DATA_READ_<NAME>_<SETTING> next to ours.
+ */
+export function unknownEnvVariables(env: NodeJS.ProcessEnv): string[] {
+  const settings = [...declaredTypes().keys()];
+  const known = new Set(settings.map(variableOf));
+  const otherPlugin = new RegExp(`^${ENV_PREFIX}[A-Z0-9_]+_(?:${settings.map((s) => s.toUpperCase()).join('|')})$`);
+  return Object.keys(env)
+    .filter((name) => name.startsWith(ENV_PREFIX) && !name.startsWith(`${ENV_PREFIX}_`) && env[name] !== undefined && env[name] !== '')
+    .filter((name) => !known.has(name) && !otherPlugin.test(name))
+    .sort();
+}
+
+/** The warning for TAP_DATA_READ_ variables that name no setting (never their values), with the one likely meant; undefined when there are none. */
+export function unknownEnvVariablesWarning(env: NodeJS.ProcessEnv): string | undefined {
+  const unknown = unknownEnvVariables(env);
+  if (unknown.length === 0) return undefined;
+  const settings = [...declaredTypes().keys()];
+  const named = unknown.map((name) => {
+    const meant = closestName(name.slice(ENV_PREFIX.length), settings);
+    return meant === undefined ? name : `${name} (did you mean ${variableOf(meant)}?)`;
+  });
+  return `Unknown ${ENV_PREFIX}* variables ignored (no setting has that name): ${named.join(', ')}.`;
 }
 
 /** Merge every `--config` source, left to right (a later source wins key by key). */

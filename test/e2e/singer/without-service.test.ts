@@ -44,6 +44,22 @@ describe('tap-data-read (no service)', () => {
     expect(env.stdout).toContain('_sdc_deleted_at');
   });
 
+  it('--config ENV names a TAP_DATA_READ_ variable that is no setting, and the setting it likely means', async () => {
+    const env = { TAP_DATA_READ_API_KEY: KEY, TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:9', TAP_DATA_READ_USE_SERVICE_SCHEMA: 'false' };
+    const [misspelt, missing] = await Promise.all([
+      runCli(TAP_BIN, ['--config', 'ENV', '--discover'], { env: { ...env, TAP_DATA_READ_PERSONALDATA: 'drop', TAP_DATA_READ__SELECT: '["contacts.*"]' } }),
+      runCli(TAP_BIN, ['--config', 'ENV', '--discover'], { env: { ...env, TAP_DATA_READ_API_KEY: '', TAP_DATA_READ_APIKEY: KEY } }),
+    ]);
+    expect(misspelt.code).toBe(0);
+    expect(misspelt.stderr).toMatch(/WARNING .*TAP_DATA_READ_PERSONALDATA \(did you mean TAP_DATA_READ_PERSONAL_DATA\?\)/);
+    // Meltano's own variables (two underscores: its extras) are no mistake.
+    expect(misspelt.stderr).not.toContain('TAP_DATA_READ__SELECT');
+    // A config refused for the key it lacks names the variable that was meant to give it.
+    expect(missing.code).toBe(78);
+    expect(missing.stderr).toMatch(/CRITICAL .*api_key is required.*TAP_DATA_READ_APIKEY \(did you mean TAP_DATA_READ_API_KEY\?\)/);
+    expect(missing.stderr).not.toContain(KEY);
+  });
+
   it('an invalid config, catalog or state is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
     const bad = writeJson(dir, 'bad.json', { api_key: KEY, base_url: 'ftp://example.com', page_size: 500 });
     for (const args of [['--config', bad, '--discover'], ['--config', bad]]) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/config.js';
-import { configFromEnv, mergeConfigSources } from '../../../src/protocols/singer/config-input.js';
+import { configFromEnv, mergeConfigSources, unknownEnvVariables, unknownEnvVariablesWarning } from '../../../src/protocols/singer/config-input.js';
 import { tempDir, writeJson } from '../../helpers/cli.js';
 
 /** The two settings every config needs, as Meltano passes them. */
@@ -49,6 +49,29 @@ describe('config sources', () => {
     const raw = configFromEnv({ TAP_DATA_READ_API_KEY: 'dr_live_abc', TAP_DATA_READ_BASE_URL: 'http://localhost:1', TAP_DATA_READ_PAGE_SIZE: 'many' });
     expect(raw.page_size).toBe('many');
     expect(() => parseConfig(raw)).toThrow(/page_size/);
+  });
+
+  it('names the TAP_DATA_READ_ variables that are no setting, with the variable likely meant, never their values', () => {
+    const env = {
+      ...CONNECTION_ENV,
+      TAP_DATA_READ_PERSONALDATA: 'drop',
+      TAP_DATA_READ_hash_key: 'a-long-enough-hash-key',
+      TAP_DATA_READ_FIELD_TREATMENT: '[]',
+      TAP_DATA_READ_COLOUR: 'blue',
+      TAP_DATA_READ_EMPTY: '',
+      // Meltano's extras, and the settings of a plugin named tap-data-read-eu (inherit_from) which Meltano sets beside ours.
+      TAP_DATA_READ__SELECT: '["contacts.*"]',
+      TAP_DATA_READ_EU_API_KEY: 'dr_live_eu',
+      TAP_DATA_READ_EU_PERSONAL_DATA: 'hash',
+    };
+    expect(unknownEnvVariables(env)).toEqual(['TAP_DATA_READ_COLOUR', 'TAP_DATA_READ_FIELD_TREATMENT', 'TAP_DATA_READ_PERSONALDATA', 'TAP_DATA_READ_hash_key']);
+    const warning = unknownEnvVariablesWarning(env) ?? '';
+    expect(warning).toContain('TAP_DATA_READ_PERSONALDATA (did you mean TAP_DATA_READ_PERSONAL_DATA?)');
+    expect(warning).toContain('TAP_DATA_READ_hash_key (did you mean TAP_DATA_READ_HASH_KEY?)');
+    expect(warning).toContain('TAP_DATA_READ_FIELD_TREATMENT (did you mean TAP_DATA_READ_FIELD_TREATMENTS?)');
+    expect(warning).toMatch(/TAP_DATA_READ_COLOUR[,.]/);
+    expect(warning).not.toContain('a-long-enough-hash-key');
+    expect(unknownEnvVariablesWarning(CONNECTION_ENV)).toBeUndefined();
   });
 
   it('merges --config sources left to right, ENV among them', () => {
