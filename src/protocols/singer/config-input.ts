@@ -7,7 +7,7 @@
  * JSON file would hold.
  */
 import { isObject } from '../../exact-json.js';
-import { readJsonFile } from '../../config/files.js';
+import { jsonSyntaxError, readJsonFile } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
 import { closestName } from '../../config/suggest.js';
@@ -29,7 +29,16 @@ function declaredTypes(): Map<string, string> {
   return types;
 }
 
-function coerce(value: string, type: string | undefined): unknown {
+/** What a list setting's variable holds, for the message of one that is not JSON. */
+const LIST_EXAMPLES: Readonly<Record<string, string>> = {
+  field_treatments: '[{"stream": "<stream>", "field": "<field>", "treatment": "hash"}]',
+  accounts: '[{"name": "eu", "api_key": "..."}]',
+};
+
+/** The variable `--config ENV` reads a setting from. */
+const variableOf = (setting: string): string => `${ENV_PREFIX}${setting.toUpperCase()}`;
+
+function coerce(value: string, type: string | undefined, variable: string, setting: string): unknown {
   const text = value.trim();
   if ((type === 'integer' || type === 'number') && /^[+-]?\d+(\.\d+)?$/.test(text)) return Number(text);
   if (type === 'boolean') {
@@ -37,12 +46,16 @@ function coerce(value: string, type: string | undefined): unknown {
     if (['true', '1', 'yes', 'on'].includes(lower)) return true;
     if (['false', '0', 'no', 'off'].includes(lower)) return false;
   }
-  if (type === 'array' && text.startsWith('[')) {
-    // Meltano passes a list setting as its JSON text.
+  if (type === 'array') {
+    // Meltano passes a list setting as its JSON text. Text that is not JSON is that mistake, said as such (as a string
+    // it would be refused as "not a list", which every variable's value is), without quoting it: the accounts' keys are in it.
     try {
       return JSON.parse(text) as unknown;
-    } catch {
-      // stays a string: validation names the key
+    } catch (err) {
+      throw new ConfigError(
+        `${variable} is not valid JSON: ${jsonSyntaxError(err)}. ${setting} takes a JSON list, as Meltano passes a list setting${LIST_EXAMPLES[setting] === undefined ? '' : ` (e.g. ${LIST_EXAMPLES[setting]})`}.`,
+        { field: setting },
+      );
     }
   }
   // Anything else stays a string: validation then names the key and what it expects.
@@ -53,14 +66,12 @@ function coerce(value: string, type: string | undefined): unknown {
 export function configFromEnv(env: NodeJS.ProcessEnv): Json {
   const out: Json = {};
   for (const [key, type] of declaredTypes()) {
-    const value = env[`${ENV_PREFIX}${key.toUpperCase()}`];
-    if (value !== undefined && value !== '') out[key] = coerce(value, type);
+    const variable = variableOf(key);
+    const value = env[variable];
+    if (value !== undefined && value !== '') out[key] = coerce(value, type, variable, key);
   }
   return out;
 }
-
-/** The variable `--config ENV` reads a setting from. */
-const variableOf = (setting: string): string => `${ENV_PREFIX}${setting.toUpperCase()}`;
 
 /**
  * The TAP_DATA_READ_ variables (set, not empty) that name no setting: ignored

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/config.js';
+import { ConfigError } from '../../../src/errors.js';
 import { configFromEnv, mergeConfigSources, unknownEnvVariables, unknownEnvVariablesWarning } from '../../../src/protocols/singer/config-input.js';
 import { tempDir, writeJson } from '../../helpers/cli.js';
 
@@ -12,6 +13,17 @@ const CONNECTION_ENV = {
 /** Settings as Meltano passes them: CONNECTION_ENV and TAP_DATA_READ_<SETTING> for each of `settings`. */
 function meltanoEnv(settings: Readonly<Record<string, string>>): Record<string, string> {
   return { ...CONNECTION_ENV, ...Object.fromEntries(Object.entries(settings).map(([name, value]) => [`TAP_DATA_READ_${name.toUpperCase()}`, value])) };
+}
+
+/** The message configFromEnv throws for `settings` beside CONNECTION_ENV. */
+function configFromEnvError(settings: Readonly<Record<string, string>>): string {
+  try {
+    configFromEnv({ ...CONNECTION_ENV, ...settings });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('configFromEnv took the variables');
 }
 
 describe('config sources', () => {
@@ -72,6 +84,14 @@ describe('config sources', () => {
     expect(warning).toMatch(/TAP_DATA_READ_COLOUR[,.]/);
     expect(warning).not.toContain('a-long-enough-hash-key');
     expect(unknownEnvVariablesWarning(CONNECTION_ENV)).toBeUndefined();
+  });
+
+  it('refuses a list variable that is not valid JSON, naming the variable and where, never quoting the value', () => {
+    const accounts = configFromEnvError({ TAP_DATA_READ_ACCOUNTS: '[{"name": "eu", "api_key": "dr_live_s3cret"' });
+    expect(accounts).toMatch(/^TAP_DATA_READ_ACCOUNTS is not valid JSON: .*position 43.*accounts takes a JSON list/);
+    expect(accounts).not.toContain('dr_live_s3cret');
+    expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: 'contacts.email=drop' })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS is not valid JSON: .*field_treatments takes a JSON list/);
+    expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts",]' })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS is not valid JSON: .*position 23/);
   });
 
   it('merges --config sources left to right, ENV among them', () => {
