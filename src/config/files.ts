@@ -55,7 +55,7 @@ interface Level {
  * (`accounts[1].name`) with the line of its second occurrence; undefined when
  * none is. JSON.parse keeps the last one and drops the other in silence.
  */
-function firstDuplicateKey(text: string): { readonly path: string; readonly line: number } | undefined {
+export function firstDuplicateKey(text: string): { readonly path: string; readonly line: number } | undefined {
   const levels: Level[] = [];
   let expectKey = false;
   let line = 1;

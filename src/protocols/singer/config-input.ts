@@ -7,7 +7,7 @@
  * JSON file would hold.
  */
 import { isObject } from '../../exact-json.js';
-import { jsonSyntaxError, readJsonFile } from '../../config/files.js';
+import { firstDuplicateKey, jsonSyntaxError, readJsonFile } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
 import { closestName } from '../../config/suggest.js';
@@ -49,14 +49,21 @@ function coerce(value: string, type: string | undefined, variable: string, setti
   if (type === 'array') {
     // Meltano passes a list setting as its JSON text. Text that is not JSON is that mistake, said as such (as a string
     // it would be refused as "not a list", which every variable's value is), without quoting it: the accounts' keys are in it.
+    let parsed: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      parsed = JSON.parse(text) as unknown;
     } catch (err) {
       throw new ConfigError(
         `${variable} is not valid JSON: ${jsonSyntaxError(err)}. ${setting} takes a JSON list, as Meltano passes a list setting${LIST_EXAMPLES[setting] === undefined ? '' : ` (e.g. ${LIST_EXAMPLES[setting]})`}.`,
         { field: setting },
       );
     }
+    // A key given twice in one object: JSON.parse keeps the later value without a word, where a config file is refused.
+    const duplicate = firstDuplicateKey(text);
+    if (duplicate !== undefined) {
+      throw new ConfigError(`${variable} gives "${setting}${duplicate.path}" twice; only one would be read. Keep the one you mean and remove the other.`, { field: setting });
+    }
+    return parsed;
   }
   // Anything else stays a string: validation then names the key and what it expects.
   return value;

@@ -94,6 +94,11 @@ describe('config sources', () => {
     expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts",]' })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS is not valid JSON: .*position 23/);
   });
 
+  it('refuses a list variable that gives a key twice in one object, as a config file that does is refused', () => {
+    const twice = '[{"stream": "contacts", "field": "email", "treatment": "drop", "treatment": "keep"}]';
+    expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: twice })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS gives "field_treatments\[0\]\.treatment" twice/);
+  });
+
   it('merges --config sources left to right, ENV among them', () => {
     const dir = tempDir();
     const a = writeJson(dir, 'a.json', { api_key: 'dr_live_file', base_url: 'http://127.0.0.1:1', page_size: 10 });
