@@ -16,7 +16,7 @@ import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress } from '../../progress/progress.js';
 import { about as aboutInfo, aboutMarkdown } from './about.js';
 import { discoverCatalog } from './catalog.js';
-import { ENV_SOURCE, mergeConfigSources, unknownEnvVariablesWarning } from './config-input.js';
+import { ENV_SOURCE, envVariablesNote, readConfigSources, unknownEnvVariablesWarning } from './config-input.js';
 import { propertiesOf } from './schema.js';
 import { planAll, planFromCatalog, type StreamPlan } from './selection.js';
 import { SINGER_DELETED_AT } from './protocol.js';
@@ -53,17 +53,19 @@ interface SyncInputs {
 
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
 function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
-  const merged = mergeConfigSources(sources, ctx.env);
+  const { config, fromEnv } = readConfigSources(sources, ctx.env);
   // A TAP_DATA_READ_ variable that names no setting is said like a config file's unknown key: warned about, and named
   // in the refusal of a config that lacks what it was meant to give.
   const unknown = sources.includes(ENV_SOURCE) ? unknownEnvVariablesWarning(ctx.env) : undefined;
-  if (unknown === undefined) return parseUserConfig(merged, ctx.logger, ctx.env);
   try {
-    const parsed = parseUserConfig(merged, ctx.logger, ctx.env);
-    return { ...parsed, warnings: [unknown, ...parsed.warnings] };
+    const parsed = parseUserConfig(config, ctx.logger, ctx.env);
+    return unknown === undefined ? parsed : { ...parsed, warnings: [unknown, ...parsed.warnings] };
   } catch (err) {
-    if (err instanceof ConfigError) throw new ConfigError(`${err.message} ${unknown}`, { field: err.fields });
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    // The refusal names settings; one read from a variable is named by its variable too.
+    const notes = [envVariablesNote(err.fields, fromEnv), unknown].filter((note) => note !== undefined);
+    if (notes.length === 0) throw err;
+    throw new ConfigError([err.message, ...notes].join(' '), { field: err.fields });
   }
 }
 

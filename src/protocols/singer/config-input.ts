@@ -109,14 +109,42 @@ export function unknownEnvVariablesWarning(env: NodeJS.ProcessEnv): string | und
   return `Unknown ${ENV_PREFIX}* variables ignored (no setting has that name): ${named.join(', ')}.`;
 }
 
+/** The config the `--config` sources make, and where its values come from. */
+export interface ConfigSources {
+  readonly config: Json;
+  /** The settings whose value is a TAP_DATA_READ_ variable's (ENV, not overridden by a later file). */
+  readonly fromEnv: ReadonlySet<string>;
+}
+
 /** Merge every `--config` source, left to right (a later source wins key by key). */
-export function mergeConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): Json {
+export function readConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): ConfigSources {
   let merged: Json = {};
+  const fromEnv = new Set<string>();
   for (const source of sources) {
     const part = source === ENV_SOURCE ? configFromEnv(env) : readJsonFile(source, 'config');
     if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`, { field: 'config' });
     // Spread, not Object.assign: a "__proto__" key of the file stays a key (warned about as unknown), not the prototype whose keys every setting would inherit.
     merged = { ...merged, ...part };
+    for (const key of Object.keys(part)) {
+      if (source === ENV_SOURCE) fromEnv.add(key);
+      else fromEnv.delete(key);
+    }
   }
-  return merged;
+  return { config: merged, fromEnv };
+}
+
+/** Merge every `--config` source, left to right (a later source wins key by key). */
+export function mergeConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): Json {
+  return readConfigSources(sources, env).config;
+}
+
+/**
+ * For the refusal of a config: the variables the refused settings (`fields`,
+ * as a ConfigError names them) were read from, since the message names the
+ * setting; undefined when none was read from one.
+ */
+export function envVariablesNote(fields: readonly string[], fromEnv: ReadonlySet<string>): string | undefined {
+  const variables = [...new Set(fields.map((field) => field.split('.')[0] ?? field))].filter((key) => fromEnv.has(key)).map(variableOf);
+  if (variables.length === 0) return undefined;
+  return `(--config ENV: read from ${variables.join(', ')}.)`;
 }

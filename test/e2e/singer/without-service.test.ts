@@ -60,6 +60,20 @@ describe('tap-data-read (no service)', () => {
     expect(missing.stderr).not.toContain(KEY);
   });
 
+  it('--config ENV: a refused value names the variable it was read from, not one a later file overrides', async () => {
+    const env = { TAP_DATA_READ_API_KEY: KEY, TAP_DATA_READ_BASE_URL: 'http://127.0.0.1:9', TAP_DATA_READ_PAGE_SIZE: 'many', TAP_DATA_READ_MAX_RETRIES: '-1' };
+    const later = writeJson(dir, 'later.json', { max_retries: 'x' });
+    const [fromEnv, fromFile] = await Promise.all([
+      runCli(TAP_BIN, ['--config', 'ENV', '--discover'], { env }),
+      runCli(TAP_BIN, ['--config', 'ENV', '--config', later, '--discover'], { env: { ...env, TAP_DATA_READ_PAGE_SIZE: '10' } }),
+    ]);
+    expect(fromEnv.code).toBe(78);
+    expect(fromEnv.stderr).toMatch(/CRITICAL .*page_size must be an integer.*max_retries must be an integer.*TAP_DATA_READ_PAGE_SIZE, TAP_DATA_READ_MAX_RETRIES/);
+    expect(fromFile.code).toBe(78);
+    expect(fromFile.stderr).toMatch(/CRITICAL .*max_retries must be an integer/);
+    expect(fromFile.stderr).not.toContain('TAP_DATA_READ_MAX_RETRIES');
+  });
+
   it('an invalid config, catalog or state is a CRITICAL log on stderr, exit 78, nothing on stdout, the key never shown', async () => {
     const bad = writeJson(dir, 'bad.json', { api_key: KEY, base_url: 'ftp://example.com', page_size: 500 });
     for (const args of [['--config', bad, '--discover'], ['--config', bad]]) {
