@@ -133,11 +133,6 @@ export function readConfigSources(sources: readonly string[], env: NodeJS.Proces
   return { config: merged, fromEnv };
 }
 
-/** Merge every `--config` source, left to right (a later source wins key by key). */
-export function mergeConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): Json {
-  return readConfigSources(sources, env).config;
-}
-
 /**
  * For the refusal of a config: the variables the refused settings (`fields`,
  * as a ConfigError names them) were read from, since the message names the

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/config.js';
 import { ConfigError } from '../../../src/errors.js';
-import { configFromEnv, mergeConfigSources, unknownEnvVariables, unknownEnvVariablesWarning } from '../../../src/protocols/singer/config-input.js';
+import { configFromEnv, readConfigSources, unknownEnvVariables, unknownEnvVariablesWarning } from '../../../src/protocols/singer/config-input.js';
 import { tempDir, writeJson } from '../../helpers/cli.js';
 
 /** The two settings every config needs, as Meltano passes them. */
@@ -104,16 +104,16 @@ describe('config sources', () => {
     const a = writeJson(dir, 'a.json', { api_key: 'dr_live_file', base_url: 'http://127.0.0.1:1', page_size: 10 });
     const b = writeJson(dir, 'b.json', { page_size: 20, start_date: '2024-01-01' });
     const env = { TAP_DATA_READ_API_KEY: 'dr_live_env' };
-    expect(mergeConfigSources([a, 'ENV', b], env)).toEqual({ api_key: 'dr_live_env', base_url: 'http://127.0.0.1:1', page_size: 20, start_date: '2024-01-01' });
-    expect(mergeConfigSources(['ENV', a], env).api_key).toBe('dr_live_file');
+    expect(readConfigSources([a, 'ENV', b], env).config).toEqual({ api_key: 'dr_live_env', base_url: 'http://127.0.0.1:1', page_size: 20, start_date: '2024-01-01' });
+    expect(readConfigSources(['ENV', a], env).config.api_key).toBe('dr_live_file');
     const list = writeJson(dir, 'list.json', [1]);
-    expect(() => mergeConfigSources([list], env)).toThrow(/must hold a JSON object/);
+    expect(() => readConfigSources([list], env)).toThrow(/must hold a JSON object/);
   });
 
   it('keeps a "__proto__" key of a file as a key, which validation warns about, not as settings every key inherits', () => {
     const dir = tempDir();
     const file = writeJson(dir, 'proto.json', `{"__proto__": {"page_size": 0}, "api_key": "dr_live_abc123", "base_url": "http://127.0.0.1:8080"}`);
-    const merged = mergeConfigSources([file], {});
+    const merged = readConfigSources([file], {}).config;
     expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
     expect(merged.page_size).toBeUndefined();
     const { config, warnings } = parseConfig(merged);
