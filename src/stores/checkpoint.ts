@@ -42,6 +42,16 @@ export function bookkeepingSql(schema: string, types: { readonly text: string; r
   ];
 }
 
+/**
+ * Forget a stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each
+ * account's), through `run` (PostgreSQL, DuckDB): its table was dropped by hand and made again, and the stream is read
+ * again from the start.
+ */
+export async function forgetStream(run: (sql: string, params: string[]) => Promise<unknown>, schema: string, stream: string): Promise<void> {
+  await run(`DELETE FROM ${qualified(schema, STATE_TABLE)} WHERE stream = $1`, [stream]);
+  await run(`DELETE FROM ${qualified(schema, FULL_READ_TABLE)} WHERE stream = $1 OR left(stream, length($1) + 1) = $1 || '/'`, [stream]);
+}
+
 /** The version of the tables' layout; a store written by a later version is refused. */
 export const FORMAT_KEY = 'format_version';
 export const STORE_FORMAT_VERSION = 1;

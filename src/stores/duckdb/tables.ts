@@ -20,7 +20,7 @@
  */
 import { parseExactObject, rawNumber } from '../../exact-json.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
 import { RefusedWidening, openEachTable, type OpenedTables } from '../notes.js';
@@ -69,12 +69,6 @@ function instantOf(kind: StoreKind, expr: string): string {
 export async function rowsOf(connection: DuckdbConnection, sql: string, values?: (string | number | boolean | null)[]): Promise<Record<string, unknown>[]> {
   const reader = await connection.runAndReadAll(sql, values);
   return reader.getRowObjectsJS() as Record<string, unknown>[];
-}
-
-/** A stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each account's). */
-async function forgetStream(connection: DuckdbConnection, schema: string, stream: string): Promise<void> {
-  await connection.run(`DELETE FROM ${qualified(schema, STATE_TABLE)} WHERE stream = $1`, [stream]);
-  await connection.run(`DELETE FROM ${qualified(schema, FULL_READ_TABLE)} WHERE stream = $1 OR starts_with(stream, $1 || '/')`, [stream]);
 }
 
 async function tableExists(connection: DuckdbConnection, schema: string, table: string): Promise<boolean> {
@@ -291,7 +285,7 @@ export function openTables(
         // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
         // read again from the start (going on from the state would leave those rows out for good).
         if (before !== undefined) {
-          await forgetStream(connection, schema, layout.stream);
+          await forgetStream((sql, params) => connection.run(sql, params), schema, layout.stream);
           remade();
         }
       } else {
@@ -314,7 +308,7 @@ export function openTables(
           if (name === SYNCED_AT_COLUMN) syncedAtAdded = true;
         }
         if (lost.length > 0 || lostBookkeeping.length > 0) {
-          await forgetStream(connection, schema, layout.stream);
+          await forgetStream((sql, params) => connection.run(sql, params), schema, layout.stream);
           remade();
         }
         // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.

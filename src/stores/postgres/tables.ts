@@ -22,7 +22,7 @@
  */
 import type { Client } from 'pg';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, TABLES_TABLE, type StoreTableSpec } from '../checkpoint.js';
+import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
 import type { PgDriver } from './connection.js';
@@ -209,12 +209,6 @@ async function tableExists(client: Client, schema: string, table: string): Promi
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
-/** A stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each account's). */
-async function forgetStream(client: Client, schema: string, stream: string): Promise<void> {
-  await client.query(`DELETE FROM ${qualified(schema, STATE_TABLE)} WHERE stream = $1`, [stream]);
-  await client.query(`DELETE FROM ${qualified(schema, FULL_READ_TABLE)} WHERE stream = $1 OR left(stream, length($1) + 1) = $1 || '/'`, [stream]);
-}
-
 /**
  * Whether a row's `_extra` may hold the escape of U+0000, which PostgreSQL's
  * json operators (`->`) refuse ("unsupported Unicode escape sequence"): such
@@ -321,7 +315,7 @@ export function openTables(
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
           if (before !== undefined) {
-            await forgetStream(client, schema, layout.stream);
+            await forgetStream((sql, params) => client.query(sql, params), schema, layout.stream);
             remade();
           }
         } else {
@@ -342,7 +336,7 @@ export function openTables(
             if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
           }
           if (lost.length > 0 || lostBookkeeping.length > 0) {
-            await forgetStream(client, schema, layout.stream);
+            await forgetStream((sql, params) => client.query(sql, params), schema, layout.stream);
             remade();
           }
           if (mine.length > 0) {
