@@ -110,7 +110,22 @@ export const EXTRA_COLUMN = '_extra';
 export const ABSENT_COLUMN = '_absent';
 /** When the row was last written. */
 export const SYNCED_AT_COLUMN = '_synced_at';
-export const BOOKKEEPING_COLUMNS: readonly string[] = [EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN];
+export const BOOKKEEPING_COLUMNS = [EXTRA_COLUMN, ABSENT_COLUMN, SYNCED_AT_COLUMN] as const;
+/** A store's SQL type of each bookkeeping column. */
+export type BookkeepingTypes = Readonly<Record<(typeof BOOKKEEPING_COLUMNS)[number], string>>;
+
+/**
+ * The columns of a stream's table that were dropped by hand, from the names `present` in it (PostgreSQL, DuckDB): the
+ * fields its stored layout `before` had and `layout` keeps (the key columns aside), and the bookkeeping columns. Their
+ * values are gone: each is added again, and the stream read again from the start.
+ */
+export function droppedColumns(layout: StoreLayout, before: StoreLayout, present: { has(name: string): boolean }): { fields: StoreColumn[]; bookkeeping: (typeof BOOKKEEPING_COLUMNS)[number][] } {
+  const keys = keyColumns(layout);
+  return {
+    fields: layout.columns.filter((c) => !keys.includes(c.field) && !present.has(c.field) && before.columns.some((b) => b.field === c.field)),
+    bookkeeping: BOOKKEEPING_COLUMNS.filter((name) => !present.has(name)),
+  };
+}
 
 /** How a store names columns: the key two names collide under (DuckDB ignores case), and the longest name it keeps. */
 export interface ColumnNaming {

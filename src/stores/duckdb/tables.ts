@@ -19,7 +19,7 @@
  * because they did not fit move into the column.
  */
 import { parseExactObject, rawNumber } from '../../exact-json.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, droppedColumns, keyColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
@@ -81,12 +81,8 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
   return tableExists(connection, schema, METADATA_TABLE);
 }
 
-/** The columns every stream's table has beside its fields, with their types. */
-const BOOKKEEPING_COLUMNS: readonly (readonly [string, string])[] = [
-  [EXTRA_COLUMN, 'JSON'],
-  [ABSENT_COLUMN, 'JSON'],
-  [SYNCED_AT_COLUMN, 'TIMESTAMPTZ'],
-];
+/** The types of the columns every stream's table has beside its fields. */
+const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'JSON', [ABSENT_COLUMN]: 'JSON', [SYNCED_AT_COLUMN]: 'TIMESTAMPTZ' };
 
 /**
  * A stream's table. Its key columns (the id; the account and the id in a
@@ -104,7 +100,7 @@ const BOOKKEEPING_COLUMNS: readonly (readonly [string, string])[] = [
 function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(...BOOKKEEPING_COLUMNS.map(([name, type]) => `${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
+  columns.push(...BOOKKEEPING_COLUMNS.map((name) => `${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
@@ -297,17 +293,15 @@ export function openTables(
             (r) => String(r.name),
           ),
         );
-        const keys = keyColumns(layout);
-        const lost = layout.columns.filter((c) => !keys.includes(c.field) && !present.has(c.field) && before.columns.some((b) => b.field === c.field));
-        for (const c of lost) await connection.run(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
+        const lost = droppedColumns(layout, before, present);
+        for (const c of lost.fields) await connection.run(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
         // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
-        const lostBookkeeping = BOOKKEEPING_COLUMNS.filter(([name]) => !present.has(name));
-        for (const [name, type] of lostBookkeeping) {
+        for (const name of lost.bookkeeping) {
           const column = quoteIdent(name);
-          await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);
+          await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);
           if (name === SYNCED_AT_COLUMN) syncedAtAdded = true;
         }
-        if (lost.length > 0 || lostBookkeeping.length > 0) {
+        if (lost.fields.length > 0 || lost.bookkeeping.length > 0) {
           await forgetStream((sql, params) => connection.run(sql, params), schema, layout.stream);
           remade();
         }

@@ -21,7 +21,7 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, keyColumns, qualified, quoteIdent, rowKeySql, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, droppedColumns, keyColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
@@ -147,17 +147,13 @@ export async function storeExists(client: Client, schema: string): Promise<boole
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
-/** The columns every stream's table has beside its fields, with their types. */
-const BOOKKEEPING_COLUMNS: readonly (readonly [string, string])[] = [
-  [EXTRA_COLUMN, 'json'],
-  [ABSENT_COLUMN, 'jsonb'],
-  [SYNCED_AT_COLUMN, 'timestamptz'],
-];
+/** The types of the columns every stream's table has beside its fields. */
+const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'json', [ABSENT_COLUMN]: 'jsonb', [SYNCED_AT_COLUMN]: 'timestamptz' };
 
 function createTableSql(schema: string, layout: StoreLayout): string {
   const keys = keyColumns(layout);
   const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(...BOOKKEEPING_COLUMNS.map(([name, type]) => `${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
+  columns.push(...BOOKKEEPING_COLUMNS.map((name) => `${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
   if (keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
@@ -322,20 +318,18 @@ export function openTables(
           const types = await columnTypes(client, schema, layout.table);
           // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
           // in this transaction with the stream's state forgotten, the stream is read again from the start.
-          const keys = keyColumns(layout);
-          const lost = layout.columns.filter((c) => !keys.includes(c.field) && !types.has(c.field) && before.columns.some((b) => b.field === c.field));
-          for (const c of lost) {
+          const lost = droppedColumns(layout, before, types);
+          for (const c of lost.fields) {
             await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
             types.set(c.field, regtypeName(PG_TYPES[c.kind]));
           }
           // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
           const table = qualified(schema, layout.table);
-          const lostBookkeeping = BOOKKEEPING_COLUMNS.filter(([name]) => !types.has(name));
-          for (const [name, type] of lostBookkeeping) {
-            await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${type}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
+          for (const name of lost.bookkeeping) {
+            await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
             if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
           }
-          if (lost.length > 0 || lostBookkeeping.length > 0) {
+          if (lost.fields.length > 0 || lost.bookkeeping.length > 0) {
             await forgetStream((sql, params) => client.query(sql, params), schema, layout.stream);
             remade();
           }
