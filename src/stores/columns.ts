@@ -127,6 +127,19 @@ export function droppedColumns(layout: StoreLayout, before: StoreLayout, present
   };
 }
 
+/**
+ * The CREATE TABLE of a stream's table (PostgreSQL, DuckDB) in a store's SQL `types`: its fields, the key columns NOT
+ * NULL, then the bookkeeping columns, `_synced_at` NOT NULL; with `keyConstraint`, the key columns its PRIMARY KEY.
+ */
+export function createTableSql(schema: string, layout: StoreLayout, types: Readonly<Record<StoreKind, string>>, bookkeeping: BookkeepingTypes, keyConstraint: boolean): string {
+  const keys = keyColumns(layout);
+  const onKey = keyConstraint && keys.length === 1 ? ' PRIMARY KEY' : ' NOT NULL';
+  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${types[c.kind]}${keys.includes(c.field) ? onKey : ''}`);
+  columns.push(...BOOKKEEPING_COLUMNS.map((name) => `${quoteIdent(name)} ${bookkeeping[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
+  if (keyConstraint && keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
+  return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
+}
+
 /** How a store names columns: the key two names collide under (DuckDB ignores case), and the longest name it keeps. */
 export interface ColumnNaming {
   readonly key: (name: string) => string;

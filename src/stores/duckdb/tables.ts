@@ -19,7 +19,7 @@
  * because they did not fit move into the column.
  */
 import { parseExactObject, rawNumber } from '../../exact-json.js';
-import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, droppedColumns, keyColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, createTableSql, droppedColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { jsonText, movedFromExtra, type Cell, type Data, type StoreDialect } from '../values.js';
 import type { DuckdbConnection } from './connection.js';
@@ -85,9 +85,9 @@ export async function storeExists(connection: DuckdbConnection, schema: string):
 const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'JSON', [ABSENT_COLUMN]: 'JSON', [SYNCED_AT_COLUMN]: 'TIMESTAMPTZ' };
 
 /**
- * A stream's table. Its key columns (the id; the account and the id in a
- * store of many accounts) are NOT NULL but carry no PRIMARY KEY
- * constraint: DuckDB keeps a key's index (ART) in memory, whole, for as
+ * Whether a stream's table gets a PRIMARY KEY constraint: no. Its key
+ * columns (the id; the account and the id in a store of many accounts) are
+ * NOT NULL only: DuckDB keeps a key's index (ART) in memory, whole, for as
  * long as the file is open, and checks it on every insert, so that a
  * constraint made the run's memory grow with the table (21 MB of index
  * for 300k contacts) and made each group's INSERT about three times slower.
@@ -97,12 +97,7 @@ const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'JSON', [ABSENT_CO
  * of those ids, its INSERT puts the new ones (writer.ts). Tables made by
  * earlier versions keep their constraint; both are written the same way.
  */
-function createTableSql(schema: string, layout: StoreLayout): string {
-  const keys = keyColumns(layout);
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}${keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(...BOOKKEEPING_COLUMNS.map((name) => `${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
-  return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
-}
+const KEY_CONSTRAINT = false;
 
 /**
  * The text JavaScript's String(Number) writes for a DOUBLE (what the other
@@ -277,7 +272,7 @@ export function openTables(
     await connection.run('BEGIN TRANSACTION');
     try {
       if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
-        await connection.run(createTableSql(schema, layout));
+        await connection.run(createTableSql(schema, layout, DUCKDB_TYPES, BOOKKEEPING_TYPES, KEY_CONSTRAINT));
         // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
         // read again from the start (going on from the state would leave those rows out for good).
         if (before !== undefined) {

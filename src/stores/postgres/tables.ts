@@ -21,7 +21,7 @@
  * move into the column.
  */
 import type { Client } from 'pg';
-import { ABSENT_COLUMN, BOOKKEEPING_COLUMNS, EXTRA_COLUMN, SYNCED_AT_COLUMN, droppedColumns, keyColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, SYNCED_AT_COLUMN, createTableSql, droppedColumns, qualified, quoteIdent, rowKeySql, type BookkeepingTypes, type ColumnChange, type StoreKind, type StoreLayout } from '../columns.js';
 import { METADATA_TABLE, TABLES_TABLE, forgetStream, type StoreTableSpec } from '../checkpoint.js';
 import { parseExactJson } from '../../exact-json.js';
 import { movedFromExtra, type Data, type StoreDialect } from '../values.js';
@@ -149,14 +149,6 @@ export async function storeExists(client: Client, schema: string): Promise<boole
 
 /** The types of the columns every stream's table has beside its fields. */
 const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'json', [ABSENT_COLUMN]: 'jsonb', [SYNCED_AT_COLUMN]: 'timestamptz' };
-
-function createTableSql(schema: string, layout: StoreLayout): string {
-  const keys = keyColumns(layout);
-  const columns = layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}${keys.length === 1 && c.field === layout.primaryKey ? ' PRIMARY KEY' : keys.includes(c.field) ? ' NOT NULL' : ''}`);
-  columns.push(...BOOKKEEPING_COLUMNS.map((name) => `${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL' : ''}`));
-  if (keys.length > 1) columns.push(`PRIMARY KEY (${keys.map(quoteIdent).join(', ')})`);
-  return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
-}
 
 /** The expression that converts a column of kind `from` to one of kind `to` (ALTER COLUMN ... TYPE ... USING). */
 function convertSql(from: StoreKind, to: StoreKind, column: string): string {
@@ -307,7 +299,7 @@ export function openTables(
       try {
         await client.query(`SET LOCAL lock_timeout = ${LOCK_TRY_MS}`);
         if (before === undefined || !(await tableExists(client, schema, layout.table))) {
-          await client.query(createTableSql(schema, layout));
+          await client.query(createTableSql(schema, layout, PG_TYPES, BOOKKEEPING_TYPES, true));
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
           if (before !== undefined) {
