@@ -178,23 +178,30 @@ async function saveLayout(client: Client, schema: string, layout: StoreLayout): 
   );
 }
 
-/** Each column's type as the server names it (`format_type`: `timestamp with time zone`, `bigint`...). */
-async function columnTypes(client: Client, schema: string, table: string): Promise<Map<string, string>> {
-  const { rows } = await client.query<{ name: string; type: string }>(
-    'SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped',
-    [qualified(schema, table)],
+/**
+ * The tables (relations) of the schema, in one query: each one's columns with their types as the server names them
+ * (`format_type`: `timestamp with time zone`, `bigint`...).
+ */
+async function columnTypes(client: Client, schema: string): Promise<Map<string, Map<string, string>>> {
+  const { rows } = await client.query<{ rel: string; name: string | null; type: string | null }>(
+    `SELECT c.relname AS rel, a.attname AS name, format_type(a.atttypid, NULL) AS type
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE n.nspname = $1`,
+    [schema],
   );
-  return new Map(rows.map((r) => [r.name, r.type]));
+  const tables = new Map<string, Map<string, string>>();
+  for (const { rel, name, type } of rows) {
+    let columns = tables.get(rel);
+    if (columns === undefined) tables.set(rel, (columns = new Map()));
+    if (name !== null) columns.set(name, type as string);
+  }
+  return tables;
 }
 
 /** A type of PG_TYPES as format_type names it. */
 function regtypeName(type: string): string {
   return type === 'timestamptz' ? 'timestamp with time zone' : type;
-}
-
-async function tableExists(client: Client, schema: string, table: string): Promise<boolean> {
-  const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [qualified(schema, table)]);
-  return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
 /**
@@ -277,7 +284,7 @@ function dependentObjectWhy(err: unknown): string | undefined {
  * stored layout (and its pending drift) until the next run. A widening another object refuses (a
  * view over the column) is left out, the table's other changes made.
  */
-export function openTables(
+export async function openTables(
   client: Client,
   driver: PgDriver,
   schema: string,
@@ -288,6 +295,7 @@ export function openTables(
   // LOCK_WAIT_MS counts from a table's first try, the tries without a refused widening included.
   let opening: StoreTableSpec | undefined;
   let started = 0;
+  const present = await columnTypes(client, schema);
   return openEachTable(specs, stored, changes, PG_TYPES, async ({ spec, before, asked, mine, layout, remade }) => {
     if (spec !== opening) {
       opening = spec;
@@ -298,7 +306,8 @@ export function openTables(
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL lock_timeout = ${LOCK_TRY_MS}`);
-        if (before === undefined || !(await tableExists(client, schema, layout.table))) {
+        const columns = present.get(layout.table);
+        if (before === undefined || columns === undefined) {
           await client.query(createTableSql(schema, layout, PG_TYPES, BOOKKEEPING_TYPES, true));
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
@@ -307,7 +316,8 @@ export function openTables(
             remade();
           }
         } else {
-          const types = await columnTypes(client, schema, layout.table);
+          // A copy: what this try adds is undone if it fails.
+          const types = new Map(columns);
           // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
           // in this transaction with the stream's state forgotten, the stream is read again from the start.
           const lost = droppedColumns(layout, before, types);
