@@ -58,15 +58,16 @@ interface TableToOpen {
   readonly mine: readonly ColumnChange[];
   readonly layout: StoreLayout;
   readonly refused: ReadonlyMap<string, StoreKind>;
-  /** To call when the table, or a column of it, was missing and is made again (its stream's state forgotten). */
-  readonly remade: () => void;
+  /** To call, in the table's transaction, when the table or a column of it was missing and is made again: forgets its stream's state. */
+  readonly remade: () => Promise<void>;
 }
 
 /**
  * Make each stream's table, or change it to `specs`' layout (from the one
  * `stored`): `open` does one table in a transaction it rolls back when it
  * fails, and gives back nothing once made, or the layout the table keeps when
- * it leaves the changes for the next run. A RefusedWidening it throws is
+ * it leaves the changes for the next run; `forget` forgets a remade table's
+ * stream's state (forgetStream). A RefusedWidening it throws is
  * noted (in the words `why` gives) and the table opened again without that
  * widening, its other changes made: the column keeps its type, and the next
  * run asks again.
@@ -76,6 +77,7 @@ export async function openEachTable(
   stored: ReadonlyMap<string, StoreLayout>,
   changes: readonly ColumnChange[],
   types: Readonly<Record<StoreKind, string>>,
+  forget: (stream: string) => Promise<void>,
   open: (table: TableToOpen) => Promise<StoreLayout | undefined>,
   why: (err: RefusedWidening, spec: StoreTableSpec) => Promise<string> = async (err) => err.why,
 ): Promise<OpenedTables> {
@@ -89,7 +91,8 @@ export async function openEachTable(
       const mine = asked.filter((c) => !refused.has(c.field));
       const layout = before === undefined ? spec.layout : withoutWidenings(spec.layout, before, refused);
       try {
-        const remade = (): void => {
+        const remade = async (): Promise<void> => {
+          await forget(spec.layout.stream);
           if (!opened.remade.includes(spec.layout.stream)) opened.remade.push(spec.layout.stream);
         };
         const kept = await open({ spec, before, asked, mine, layout, refused, remade });

@@ -250,7 +250,8 @@ export function openTables(
     const named = indexes.length === 0 ? '' : ` (index ${indexes.map((i) => `"${i}"`).join(', ')} on ${spec.layout.table}; DuckDB changes no column's type in a table with an index)`;
     return `${err.why.replace(/\.$/, '')}${named}`;
   };
-  return openEachTable(specs, stored, changes, DUCKDB_TYPES, async ({ before, mine, layout, refused, remade }) => {
+  const forget = (stream: string): Promise<void> => forgetStream((sql, params) => connection.run(sql, params), schema, stream);
+  return openEachTable(specs, stored, changes, DUCKDB_TYPES, forget, async ({ before, mine, layout, refused, remade }) => {
     if (before !== undefined && refused.size === 0) {
       // In a transaction of its own: DuckDB cannot commit an UPDATE and an ALTER of the same table together.
       // Should the ALTER then fail, an exact text in _extra beside its column is still a valid row.
@@ -275,10 +276,7 @@ export function openTables(
         await connection.run(createTableSql(schema, layout, DUCKDB_TYPES, BOOKKEEPING_TYPES, KEY_CONSTRAINT));
         // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
         // read again from the start (going on from the state would leave those rows out for good).
-        if (before !== undefined) {
-          await forgetStream((sql, params) => connection.run(sql, params), schema, layout.stream);
-          remade();
-        }
+        if (before !== undefined) await remade();
       } else {
         const table = qualified(schema, layout.table);
         // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
@@ -296,10 +294,7 @@ export function openTables(
           await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);
           if (name === SYNCED_AT_COLUMN) syncedAtAdded = true;
         }
-        if (lost.fields.length > 0 || lost.bookkeeping.length > 0) {
-          await forgetStream((sql, params) => connection.run(sql, params), schema, layout.stream);
-          remade();
-        }
+        if (lost.fields.length > 0 || lost.bookkeeping.length > 0) await remade();
         // Every ALTER before the first UPDATE: DuckDB refuses to commit a transaction that altered a table it had updated.
         for (const change of mine) {
           const column = quoteIdent(change.field);

@@ -296,7 +296,8 @@ export async function openTables(
   let opening: StoreTableSpec | undefined;
   let started = 0;
   const present = await columnTypes(client, schema);
-  return openEachTable(specs, stored, changes, PG_TYPES, async ({ spec, before, asked, mine, layout, remade }) => {
+  const forget = (stream: string): Promise<void> => forgetStream((sql, params) => client.query(sql, params), schema, stream);
+  return openEachTable(specs, stored, changes, PG_TYPES, forget, async ({ spec, before, asked, mine, layout, remade }) => {
     if (spec !== opening) {
       opening = spec;
       started = performance.now();
@@ -311,10 +312,7 @@ export async function openTables(
           await client.query(createTableSql(schema, layout, PG_TYPES, BOOKKEEPING_TYPES, true));
           // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
           // read again from the start (going on from the state would leave those rows out for good).
-          if (before !== undefined) {
-            await forgetStream((sql, params) => client.query(sql, params), schema, layout.stream);
-            remade();
-          }
+          if (before !== undefined) await remade();
         } else {
           // A copy: what this try adds is undone if it fails.
           const types = new Map(columns);
@@ -331,10 +329,7 @@ export async function openTables(
             await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
             if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
           }
-          if (lost.fields.length > 0 || lost.bookkeeping.length > 0) {
-            await forgetStream((sql, params) => client.query(sql, params), schema, layout.stream);
-            remade();
-          }
+          if (lost.fields.length > 0 || lost.bookkeeping.length > 0) await remade();
           if (mine.length > 0) {
             // The ALTERs alone, committed at once: the ACCESS EXCLUSIVE lock they take holds every reader of the table up
             // until the commit, for an added column a moment. The rows' updates follow in a transaction of their own,
