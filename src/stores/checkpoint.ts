@@ -44,7 +44,8 @@ export function bookkeepingSql(schema: string, types: { readonly text: string; r
 
 /**
  * Forget a stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each
- * account's), through `run` (PostgreSQL, DuckDB): its table was dropped by hand and made again, and the stream is read
+ * account's), through `run` (PostgreSQL, DuckDB): its table, or a column of it, was dropped by hand and made again. The
+ * state covers rows the table no longer holds: going on from it would leave them out for good, so the stream is read
  * again from the start.
  */
 export async function forgetStream(run: (sql: string, params: string[]) => Promise<unknown>, schema: string, stream: string): Promise<void> {

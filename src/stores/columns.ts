@@ -116,8 +116,9 @@ export type BookkeepingTypes = Readonly<Record<(typeof BOOKKEEPING_COLUMNS)[numb
 
 /**
  * The columns of a stream's table that were dropped by hand, from the names `present` in it (PostgreSQL, DuckDB): the
- * fields its stored layout `before` had and `layout` keeps (the key columns aside), and the bookkeeping columns. Their
- * values are gone: each is added again, and the stream read again from the start.
+ * fields its stored layout `before` had and `layout` keeps (the key columns aside), and the bookkeeping columns. Every
+ * write of the stream would fail on them, and their values are gone: each is added again, in the table's transaction
+ * with the stream's state forgotten (forgetStream), and the stream read again from the start.
  */
 export function droppedColumns(layout: StoreLayout, before: StoreLayout, present: { has(name: string): boolean }): { fields: StoreColumn[]; bookkeeping: (typeof BOOKKEEPING_COLUMNS)[number][] } {
   const keys = keyColumns(layout);

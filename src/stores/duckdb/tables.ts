@@ -274,13 +274,9 @@ export function openTables(
     try {
       if (before === undefined || !(await tableExists(connection, schema, layout.table))) {
         await connection.run(createTableSql(schema, layout, DUCKDB_TYPES, BOOKKEEPING_TYPES, KEY_CONSTRAINT));
-        // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
-        // read again from the start (going on from the state would leave those rows out for good).
         if (before !== undefined) await remade();
       } else {
         const table = qualified(schema, layout.table);
-        // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
-        // in this transaction with the stream's state forgotten, the stream is read again from the start.
         const present = new Set(
           (await rowsOf(connection, 'SELECT column_name AS name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = $1 AND table_name = $2', [schema, layout.table])).map(
             (r) => String(r.name),
@@ -288,7 +284,7 @@ export function openTables(
         );
         const lost = droppedColumns(layout, before, present);
         for (const c of lost.fields) await connection.run(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${DUCKDB_TYPES[c.kind]}`);
-        // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
+        // `_synced_at` made again gets the time of this open in the rows the table holds.
         for (const name of lost.bookkeeping) {
           const column = quoteIdent(name);
           await connection.run(`ALTER TABLE ${table} ADD COLUMN ${column} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' DEFAULT now()' : ''}`);

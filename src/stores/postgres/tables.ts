@@ -310,21 +310,17 @@ export async function openTables(
         const columns = present.get(layout.table);
         if (before === undefined || columns === undefined) {
           await client.query(createTableSql(schema, layout, PG_TYPES, BOOKKEEPING_TYPES, true));
-          // A table dropped by hand: its saved state covers rows it no longer holds. Forgotten with it, the stream is
-          // read again from the start (going on from the state would leave those rows out for good).
           if (before !== undefined) await remade();
         } else {
           // A copy: what this try adds is undone if it fails.
           const types = new Map(columns);
-          // A column dropped by hand: every write of the stream would fail on it, and its values are gone. Added again,
-          // in this transaction with the stream's state forgotten, the stream is read again from the start.
+          const table = qualified(schema, layout.table);
           const lost = droppedColumns(layout, before, types);
           for (const c of lost.fields) {
-            await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
+            await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
             types.set(c.field, regtypeName(PG_TYPES[c.kind]));
           }
-          // So is a bookkeeping column; `_synced_at` gets the time of this open in the rows the table holds.
-          const table = qualified(schema, layout.table);
+          // `_synced_at` made again gets the time of this open in the rows the table holds.
           for (const name of lost.bookkeeping) {
             await client.query(`ALTER TABLE ${table} ADD COLUMN ${quoteIdent(name)} ${BOOKKEEPING_TYPES[name]}${name === SYNCED_AT_COLUMN ? ' NOT NULL DEFAULT now()' : ''}`);
             if (name === SYNCED_AT_COLUMN) await client.query(`ALTER TABLE ${table} ALTER COLUMN ${quoteIdent(name)} DROP DEFAULT`);
@@ -338,10 +334,10 @@ export async function openTables(
               const column = quoteIdent(change.field);
               const type = types.get(change.field);
               if (change.from === undefined) {
-                if (type === undefined) await client.query(`ALTER TABLE ${qualified(schema, layout.table)} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
+                if (type === undefined) await client.query(`ALTER TABLE ${table} ADD COLUMN ${column} ${PG_TYPES[change.to]}`);
               } else if (PG_TYPES[change.from] !== PG_TYPES[change.to] && type !== regtypeName(PG_TYPES[change.to])) {
                 await client
-                  .query(`ALTER TABLE ${qualified(schema, layout.table)} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
+                  .query(`ALTER TABLE ${table} ALTER COLUMN ${column} TYPE ${PG_TYPES[change.to]} USING ${convertSql(change.from, change.to, column)}`)
                   .catch((err: unknown) => {
                     const why = dependentObjectWhy(err);
                     throw why === undefined ? err : new RefusedWidening(change.field, why);
