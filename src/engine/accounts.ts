@@ -393,7 +393,8 @@ export class AccountsRun {
       await writeState(stream);
       if (track.failed) {
         observer?.ended(stream.name, 'failed');
-        report?.streamEnded(stream.name, 'stopped');
+        // The accounts that read it to the end had their records emitted and their states saved: partly done, not nothing.
+        report?.streamEnded(stream.name, track.read ? 'partial' : 'stopped');
         await emitter.streamStopped(stream);
       } else {
         observer?.ended(stream.name, 'complete');

@@ -8,8 +8,11 @@
 import type { ConnectorError, FailureType } from '../errors.js';
 import type { StreamState } from './state.js';
 
-/** How a stream ended: read to the end, not offered by the service (skipped), failed on its own, or stopped by the run's failure. */
-export type StreamEnd = 'complete' | 'incomplete' | 'stopped' | 'skipped';
+/**
+ * How a stream ended: read to the end, not offered by the service (skipped), failed on its own, stopped by the run's
+ * failure, or (with accounts) stopped for an account that failed while another account read it to the end (`partial`).
+ */
+export type StreamEnd = 'complete' | 'incomplete' | 'stopped' | 'skipped' | 'partial';
 
 /** The request counts the client keeps. */
 export interface RunRequestCounts {

@@ -1,12 +1,15 @@
 /**
  * Dagster Pipes fed by the run's report (report/run-report.ts): a stream that
  * ends complete is reported as a materialization with its records and its
- * sync_watermark after the run; when the command ends, `closed`, with the
+ * sync_watermark after the run, and so is one that, with accounts, an account
+ * failed while others read it to the end (their records emitted or written,
+ * their states saved); when the command ends, `closed`, with the
  * exception when the run did not succeed. `replicate` may read a stream twice
  * in one run (finishing a read interrupted last time, then what changed
  * since): its streams are reported from the final summary instead, once.
  */
 import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../report/run-report.js';
+import type { StreamEnd } from '../engine/run-observer.js';
 import { PipesSession } from './session.js';
 
 /**
@@ -27,16 +30,21 @@ export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, comma
 export class PipesReport {
   private readonly pipes: PipesSession;
   private readonly atEnd: boolean;
+  /** How each stream last ended (replicate reports at the end, from the summary). */
+  private readonly ends = new Map<string, StreamEnd>();
 
   /** Listen to `recorder`'s streams as they end (for `command` replicate: at the end only). */
   constructor(pipes: PipesSession, recorder: RunRecorder, command: RunCommand) {
     this.pipes = pipes;
     this.atEnd = command === 'replicate';
-    if (!this.atEnd) recorder.onStreamEnd((stream) => this.materialized(stream));
+    recorder.onStreamEnd((stream, end) => {
+      this.ends.set(stream.name, end);
+      if (!this.atEnd) this.materialized(stream);
+    });
   }
 
   private materialized(stream: StreamSummary): void {
-    if (stream.status !== 'complete') return;
+    if (stream.status !== 'complete' && this.ends.get(stream.name) !== 'partial') return;
     this.pipes.materialized({ stream: stream.name, records: stream.records, syncWatermark: stream.sync_watermark_after });
   }
 

@@ -55,7 +55,7 @@ export class RunRecorder implements RunObserver {
   private counts: () => RunRequestCounts | undefined = () => undefined;
   private accounts: (() => AccountOutcome[]) | undefined;
   private redactText: (text: string) => string = (text) => text;
-  private readonly endListeners: ((stream: StreamSummary) => void)[] = [];
+  private readonly endListeners: ((stream: StreamSummary, end: StreamEnd) => void)[] = [];
   private finished: RunSummary | undefined;
   private readonly version: string;
 
@@ -148,15 +148,15 @@ export class RunRecorder implements RunObserver {
     const summary = this.streamSummary(t);
     for (const listener of this.endListeners) {
       try {
-        listener(summary);
+        listener(summary, end);
       } catch {
         // a listener's failure is its own
       }
     }
   }
 
-  /** Called with each stream's summary as the stream ends (Dagster Pipes' materializations). */
-  onStreamEnd(listener: (stream: StreamSummary) => void): void {
+  /** Called with each stream's summary and how it ended, as the stream ends (Dagster Pipes' materializations). */
+  onStreamEnd(listener: (stream: StreamSummary, end: StreamEnd) => void): void {
     this.endListeners.push(listener);
   }
 
@@ -178,7 +178,11 @@ export class RunRecorder implements RunObserver {
   private streamSummary(t: StreamTrack): StreamSummary {
     const records = t.written ?? t.records;
     const status: StreamStatus =
-      t.ended === 'complete' || t.ended === 'skipped' ? t.ended : t.ended === 'incomplete' || records > 0 || t.states > 0 ? 'incomplete' : 'skipped';
+      t.ended === 'complete' || t.ended === 'skipped'
+        ? t.ended
+        : t.ended === 'incomplete' || t.ended === 'partial' || records > 0 || t.states > 0
+          ? 'incomplete'
+          : 'skipped';
     return {
       name: t.name,
       status,

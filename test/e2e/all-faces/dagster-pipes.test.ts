@@ -110,6 +110,32 @@ describe('Dagster Pipes', () => {
     expect(read.closed?.params).toEqual({});
   });
 
+  it('with accounts, one account refused: the others\' committed rows are materialized, the run closed with the failure', async () => {
+    const good = emu.control.createAccount({ name: 'pipes accounts good' });
+    emu.control.seed(good.id, { contacts: 20 });
+    const bad = emu.control.createAccount({ name: 'pipes accounts bad' });
+    const badKey = emu.control.createKey(bad.id);
+    emu.control.revokeKey(badKey.id);
+    const config = writeJson(dir, 'accounts.json', {
+      base_url: emu.url,
+      accounts: [
+        { name: 'good', api_key: emu.control.createKey(good.id).key },
+        { name: 'bad', api_key: badKey.key },
+      ],
+    });
+    const messages = join(dir, 'accounts-messages.jsonl');
+    const summaryFile = join(dir, 'accounts-summary.json');
+    const run = await runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', join(dir, 'accounts.db'), '--summary', summaryFile], { env: pipesEnv(dir, null, { path: messages }) });
+    expect(run.code, run.stderr).toBe(78);
+    const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as { streams: { name: string; records: number }[] };
+    const read = readPipes(readFileSync(messages, 'utf8'));
+    expectClean(read);
+    expect(read.materializations.map((m) => m.assetKey).sort()).toEqual([...STREAMS].sort());
+    for (const { name, records } of summary.streams) expect({ name, records: metadataOf(read, name)?.records?.raw_value }).toEqual({ name, records });
+    expect(metadataOf(read, 'contacts')?.records?.raw_value).toBeGreaterThanOrEqual(20);
+    expect((read.closed?.params?.exception as { name: string }).name).toBe('config_error');
+  });
+
   it('a failed sync closes with the exception (the cause, no key), and materializes nothing', async () => {
     const config = writeJson(dir, 'refused.json', { api_key: 'drk_live_thisKeyIsNotKnownToTheService0', base_url: emu.url });
     const run = await runCli(TAP_BIN, ['--config', config], { env: pipesEnv(dir, null, { stdio: 'stderr' }) });
