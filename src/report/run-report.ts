@@ -224,7 +224,10 @@ export class RunRecorder implements RunObserver {
       retries: counts?.retries ?? 0,
       rate_limit_waits: counts?.rateLimitWaits ?? 0,
       rate_limit_wait_seconds: Math.round(counts?.rateLimitWaitMs ?? 0) / 1000,
-      ...(this.accounts === undefined ? {} : { accounts: this.accounts() }),
+      // Each account's message holds the service's words, as the run's does: redacted alike.
+      ...(this.accounts === undefined
+        ? {}
+        : { accounts: this.accounts().map((a) => (a.message === null ? a : { ...a, message: this.redactText(a.message) })) }),
     };
   }
 

@@ -87,6 +87,19 @@ describe('RunRecorder', () => {
     expect(JSON.stringify(s)).not.toContain('sk_live_secret');
   });
 
+  it("with accounts, each account's message is redacted as the run's is", () => {
+    const r = new RunRecorder('replicate');
+    r.setRedact((t) => t.split('sk_live_secret').join('***'));
+    r.setAccounts(() => [
+      { name: 'a', status: 'succeeded', records: 3, failure_type: null, message: null },
+      { name: 'b', status: 'failed', records: 0, failure_type: 'config_error', message: 'The service said: "key sk_live_secret revoked".' },
+    ]);
+    r.fail(new ConfigError('1 of 2 accounts failed: account "b": The service said: "key sk_live_secret revoked".'));
+    const s = r.finish(78);
+    expect(s.accounts?.[1]?.message).toBe('The service said: "key *** revoked".');
+    expect(JSON.stringify(s)).not.toContain('sk_live_secret');
+  });
+
   it('success has no failure type or message; an interruption says so; the first finish is final', () => {
     const ok = new RunRecorder('replicate');
     ok.plan([{ name: 'contacts' }]);
