@@ -65,11 +65,12 @@ function summaryRequest(entry, args) {
   // read's and the tap's stdout carries their protocol: a summary may not go there (the compiled code refuses it too).
   if (path === undefined || path === '' || (command !== 'replicate' && /^\/(dev\/stdout|dev\/fd\/1|proc\/self\/fd\/1)$/.test(path))) return undefined;
   // Nor over a file the command reads or keeps (its config, catalog, state, replica): the compiled code refuses it too.
-  for (var k = 0; k + 1 < args.length; k++) {
+  for (var k = 0; k < args.length; k++) {
     var flag = /^--(config|catalog|properties|state|db)(=(.*))?$/.exec(args[k]);
     if (flag === null) continue;
+    // `--config=FILE` may be the last argument; `--config FILE` takes the next one.
     var value = flag[2] !== undefined ? flag[3] : args[k + 1];
-    if (sameFile(path, value.replace(/^duckdb:/, ''))) return undefined;
+    if (value !== undefined && sameFile(path, value.replace(/^duckdb:/, ''))) return undefined;
   }
   return { command: command, path: path };
 }

@@ -158,6 +158,8 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     writeFileSync(config, '{"api_key": "k"}');
     expect(spawnSync(node, [SOURCE_BIN, 'replicate', '--config', config, '--db', db, '--summary', db], { cwd: ROOT }).status).toBe(78);
     expect(spawnSync(node, [TAP_BIN, `--config=${config}`, '--summary', config], { cwd: ROOT }).status).toBe(78);
+    // The flag's `=` form as the last argument too.
+    expect(spawnSync(node, [TAP_BIN, '--summary', config, `--config=${config}`], { cwd: ROOT }).status).toBe(78);
     expect(readFileSync(db, 'utf8')).toBe('the replica');
     expect(readFileSync(config, 'utf8')).toBe('{"api_key": "k"}');
   });
