@@ -8,8 +8,7 @@
  * in one run (finishing a read interrupted last time, then what changed
  * since): its streams are reported from the final summary instead, once.
  */
-import type { RunCommand, RunRecorder, RunSummary, StreamSummary } from '../report/run-report.js';
-import type { StreamEnd } from '../engine/run-observer.js';
+import type { RunCommand, RunRecorder, RunSummary, StreamEnd, StreamSummary } from '../report/run-report.js';
 import { PipesSession } from './session.js';
 
 /**

@@ -18,6 +18,8 @@ import type { AccountOutcome, RunObserver, RunRequestCounts, StreamEnd } from '.
 import type { StreamState } from '../engine/state.js';
 
 export type { RunSummary, StreamSummary } from './run-summary-schema.js';
+/** How a stream ended, as the listeners of its end are told (Pipes reads it from here: it imports no engine module). */
+export type { StreamEnd };
 
 /** Which command ran: Airbyte's `read`, the tap's sync, `replicate`. */
 export type RunCommand = 'read' | 'sync' | 'replicate';
