@@ -28,6 +28,8 @@ export interface ChannelTargets {
   readonly stdout: LineTarget;
   /** The command writes nothing else on stdout (then `stdio: "stdout"` is allowed). */
   readonly stdoutFree: boolean;
+  /** Called when the messages go to stderr, among the log lines. */
+  readonly sharingStderr?: () => void;
 }
 
 /**
@@ -84,7 +86,10 @@ class StreamChannel implements MessageChannel {
 }
 
 function streamTarget(key: string, value: unknown, targets: ChannelTargets): LineTarget {
-  if (value === 'stderr') return targets.stderr;
+  if (value === 'stderr') {
+    targets.sharingStderr?.();
+    return targets.stderr;
+  }
   if (value === 'stdout') {
     if (targets.stdoutFree) return targets.stdout;
     throw new PipesSetupError(

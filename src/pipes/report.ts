@@ -10,6 +10,7 @@
  */
 import type { RunCommand, RunRecorder, RunSummary, StreamEnd, StreamSummary } from '../report/run-report.js';
 import { PipesSession } from './session.js';
+import { keepLogLinesWhole } from '../runtime/output.js';
 
 /**
  * Pipes for a sync command (Airbyte `read`, the tap's sync, `replicate`)
@@ -21,7 +22,8 @@ import { PipesSession } from './session.js';
  */
 export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand): PipesReport | undefined {
   // replicate writes nothing on stdout; read and the tap's sync write their protocol there.
-  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate' });
+  // Messages on stderr: the log lines beside them stay one line each, whatever the service's words hold.
+  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate', sharingStderr: keepLogLinesWhole });
   session?.closeAtExit();
   return session === undefined ? undefined : new PipesReport(session, recorder, command);
 }

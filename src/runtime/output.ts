@@ -170,6 +170,22 @@ export function inert(text: string): string {
   return text.replace(TERMINAL_COMMANDS, escaped);
 }
 
+/** Line feed and Unicode's line and paragraph separators: where a reader that takes stderr line by line splits. */
+const NEW_LINES = /[\n\u2028\u2029]/g;
+
+/** Whether each log line must stay one line (keepLogLinesWhole). */
+let wholeLines = false;
+
+/**
+ * From now on every log line on stderr stays one line, its line breaks
+ * written as escapes: stderr also carries Dagster Pipes' messages, a JSON
+ * object a line, and a line break in the service's words (an account name)
+ * would start a line that Dagster's reader takes for a message.
+ */
+export function keepLogLinesWhole(): void {
+  wholeLines = true;
+}
+
 /** A value of the service's shown within a line (a record's id): inert, and its line breaks escaped too. */
 export function inertLine(text: string): string {
   return inert(text).replace(LINE_BREAKS, escaped);
@@ -214,7 +230,8 @@ export class StderrLogger {
   /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
   print(level: string, message: string): void {
     if (this.health.lost || this.err.destroyed) return;
-    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${inert(this.redact(message))}\n`);
+    const text = inert(this.redact(message));
+    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${wholeLines ? text.replace(NEW_LINES, escaped) : text}\n`);
   }
 
   /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */

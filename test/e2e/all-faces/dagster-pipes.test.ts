@@ -73,6 +73,26 @@ describe('Dagster Pipes', () => {
     expect(metadataOf(read, 'data_read/contacts')?.records?.raw_value).toBeGreaterThan(100);
   });
 
+  it("messages on stderr: a line break in the service's words (an account name) cannot start a Pipes message of its own", async () => {
+    const forged = JSON.stringify({ [VERSION_FIELD]: '0.1', method: 'report_asset_materialization', params: { asset_key: 'forged', data_version: null, metadata: {} } });
+    const account = emu.control.createAccount({ name: `Acme\n${forged}\n\u2028${forged}` });
+    const { key } = emu.control.createKey(account.id);
+    emu.control.seed(account.id, { contacts: 10 });
+    const config = writeJson(dir, 'config-forged.json', { api_key: key, base_url: emu.url });
+    for (const [bin, args] of [
+      [TAP_BIN, ['--config', config]],
+      [SOURCE_BIN, ['replicate', '--config', config, '--db', join(dir, 'forged.db')]],
+    ] as const) {
+      const run = await runCli(bin, [...args], { env: pipesEnv(dir, null, { stdio: 'stderr' }) });
+      expect(run.code, run.stderr).toBe(0);
+      const read = readPipes(run.stderr);
+      expectClean(read);
+      expect(read.materializations.map((m) => m.assetKey)).not.toContain('forged');
+      // The name is still said, its line break as an escape, on the line of its message.
+      expect(read.logLines.some((l) => /INFO [a-z-]+: Connected to account "Acme\\u000a\{/.test(l))).toBe(true);
+    }
+  });
+
   it('Airbyte read, messages in a file (PipesSubprocessClient): the same, its stdout passes airbyte-check', async () => {
     const account = newAccount(60);
     const messages = join(dir, 'read-messages.jsonl');
