@@ -417,6 +417,17 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 /** Issues about the value given (its type, its range, a choice), whose messages do not quote it. */
 const VALUE_ISSUES: ReadonlySet<string> = new Set(['invalid_type', 'too_small', 'too_big', 'invalid_value', 'not_multiple_of']);
 
+/** Whether `message` holds `text` as a word of its own: not 0 within "from 1 to 200". */
+function quotes(message: string, text: string): boolean {
+  for (let at = message.indexOf(text); at !== -1; at = message.indexOf(text, at + 1)) {
+    const before = message.slice(Math.max(0, at - 1), at);
+    const after = message.slice(at + text.length, at + text.length + 2);
+    // Not within a word or a number (-2, 1.5, 200), and ended by the end of a sentence or a space, not by more digits.
+    if (!/[\w.-]$/.test(before) && !/^(\w|\.\d)/.test(after)) return true;
+  }
+  return false;
+}
+
 /**
  * `message` with what was given, when the issue is about the value and the
  * message does not quote it: ` (got the string "200")`, ` (got the number
@@ -433,7 +444,7 @@ function withGiven(message: string, issue: { readonly code: string; readonly pat
   // JSON.parse reads 1e400 as Infinity, which JSON.stringify would write as null.
   if (typeof value === 'number' && !Number.isFinite(value)) return `${message} (got a number too large to be read)`;
   const text = JSON.stringify(value);
-  if (message.includes(text)) return message;
+  if (quotes(message, text)) return message;
   if (typeof value === 'object') return text.length <= 60 ? `${message} (got ${type}: ${text})` : `${message} (got ${type})`;
   return `${message} (got ${type.replace(/^an? /, 'the ')} ${text.length <= 60 ? text : `${text.slice(0, 59)}…`})`;
 }

@@ -106,6 +106,8 @@ describe('parseConfig', () => {
         'field_treatments must be a list of {stream, field, treatment} (got an object: {"contacts":"drop"}).',
     );
     expect(errorOf({ ...good, field_treatments: [{ stream: 'contacts', field: 3, treatment: 'drop' }] }).message).toContain('field must be a field name (got the number 3)');
+    // A value whose text is part of a number in the message (0 in 200) is still said.
+    expect(errorOf({ ...good, page_size: 0 }).message).toBe('Invalid config: page_size must be an integer from 1 to 200 (got the number 0).');
     // Secrets: the type of a wrong-typed value, nothing of the value.
     const secret = errorOf({ ...good, api_key: 123456789, hash_key: ['k3y-s3cr3t-v4lue'], proxy_url: 98765 }).message;
     expect(secret).toContain('api_key must be a string: the account API key, <prefix>_live_<secret> (got a number)');
