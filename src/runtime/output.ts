@@ -170,17 +170,15 @@ export function inert(text: string): string {
   return text.replace(TERMINAL_COMMANDS, escaped);
 }
 
-/** Line feed and Unicode's line and paragraph separators: where a reader that takes stderr line by line splits. */
-const NEW_LINES = /[\n\u2028\u2029]/g;
-
 /** Whether each log line must stay one line (keepLogLinesWhole). */
 let wholeLines = false;
 
 /**
- * From now on every log line on stderr stays one line, its line breaks
- * written as escapes: stderr also carries Dagster Pipes' messages, a JSON
- * object a line, and a line break in the service's words (an account name)
- * would start a line that Dagster's reader takes for a message.
+ * From now on every log line on stderr stays one line, written as inertLine
+ * writes a value (line breaks and tabs as escapes): stderr also carries
+ * Dagster Pipes' messages, a JSON object a line, and a line break in the
+ * service's words (an account name) would start a line that Dagster's
+ * reader takes for a message.
  */
 export function keepLogLinesWhole(): void {
   wholeLines = true;
@@ -230,8 +228,8 @@ export class StderrLogger {
   /** Write one line to stderr now (what `log` does, unless a status line is drawn). */
   print(level: string, message: string): void {
     if (this.health.lost || this.err.destroyed) return;
-    const text = inert(this.redact(message));
-    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${wholeLines ? text.replace(NEW_LINES, escaped) : text}\n`);
+    const text = this.redact(message);
+    this.err.write(`${new Date().toISOString()} ${level} ${this.prefix}: ${wholeLines ? inertLine(text) : inert(text)}\n`);
   }
 
   /** Send log lines through a status-line display while it is drawn (undefined: straight to stderr again). */
