@@ -13,10 +13,19 @@
  *
  * Advisory locks are per database, and readers take none: dashboards query
  * the tables while the lock is held.
+ *
+ * A session-level lock keeps a second writer out only if each run has a
+ * server session of its own. A connection pooler in transaction or
+ * statement mode (PgBouncer's pool_mode, the "pooled" ports of managed
+ * services) hands a run's statements to server sessions other clients use
+ * between its transactions: a second run may get the first one's session,
+ * where the lock, re-entrant, is granted again. A session that already
+ * holds the key when a run takes it can only be such a shared one (a new
+ * connection holds no lock): the run is refused (78) without taking it.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
-import { ConnectorError } from '../../errors.js';
+import { ConfigError, ConnectorError } from '../../errors.js';
 import type { PostgresTarget } from '../target.js';
 
 /** The first half of every key: the connector's own (ASCII "SDRD"), so that its locks do not meet other applications'. */
@@ -65,15 +74,39 @@ function describeHolder(holder: Holder | undefined): string {
   return parts.join(', ');
 }
 
+/** SQL: whether the session running it holds the key ($1, $2). */
+const HELD_HERE = `EXISTS (SELECT 1 FROM pg_locks
+   WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND pid = pg_backend_pid()
+     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND classid = $1::bigint::oid AND objid = $2::bigint::oid)`;
+
+/** What a pooler in transaction or statement mode does to the run, and what to do: `what` says what was met. */
+export function poolerError(target: PostgresTarget, what: string): ConfigError {
+  return new ConfigError(
+    `${what}: a connection pooler in transaction or statement mode stands between the run and ${target.display} ` +
+      "(PgBouncer's pool_mode = transaction or statement; the pooled or transaction-mode port of a managed service). " +
+      "It hands the run's statements to server sessions other clients use too, so the writer lock (a session's advisory lock) would not keep a second run out. " +
+      'Nothing was written. Connect directly to the server, or through session pooling (the service\'s direct or session-mode port; PgBouncer\'s pool_mode = session).',
+    { field: '--db' },
+  );
+}
+
+const flag = (value: unknown): boolean => value === true || value === 't';
+
 /**
  * Take the writer lock of `target`'s schema on `client`'s session, or throw
- * WriterLockHeldError naming the holder.
+ * WriterLockHeldError naming the holder, or a ConfigError when that session
+ * holds it already (a pooler shares it: see above).
  */
 export async function takeWriterLock(client: Client, target: PostgresTarget): Promise<void> {
   const key = advisoryKey(target.schema);
-  const { rows } = await client.query<{ locked: boolean | string }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [key[0], key[1]]);
-  const locked = rows[0]?.locked;
-  if (locked === true || locked === 't') return;
+  // One statement, so one server session whatever a pooler does; the subquery (kept apart by OFFSET 0) is asked first.
+  const { rows } = await client.query<{ held: boolean | string; locked: boolean | string }>(
+    `SELECT held, CASE WHEN held THEN false ELSE pg_try_advisory_lock($1::int, $2::int) END AS locked FROM (SELECT ${HELD_HERE} AS held OFFSET 0) s`,
+    [key[0], key[1]],
+  );
+  if (flag(rows[0]?.held)) throw poolerError(target, `The server session this run was given holds the writer lock of the schema "${target.schema}" already`);
+  if (flag(rows[0]?.locked)) return;
   const holder = await holderOf(client, key);
   throw new WriterLockHeldError(
     `Another replicate run is writing the schema "${target.schema}" of ${target.display} (${describeHolder(holder)}). ` +

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type pg from 'pg';
 import { ConnectorError } from '../../../src/errors.js';
 import { PostgresStore } from '../../../src/stores/postgres/store.js';
-import { advisoryKey } from '../../../src/stores/postgres/lock.js';
+import { advisoryKey, takeWriterLock } from '../../../src/stores/postgres/lock.js';
 import { parseStoreTarget, type PostgresTarget } from '../../../src/stores/target.js';
 import { recordJsonSchema } from '../../../src/schemas/json-schema.js';
 import { findStream } from '../../../src/streams.js';
@@ -559,6 +559,26 @@ describe('one writer per schema', () => {
     // The first run's next write fails as transient: its connection is gone, and with it its open transaction.
     const err = await connectorFailure(() => first.commit(checkpoint('contacts', [contact('x', 1)], 1)));
     expect(err.failureType).toBe('transient_error');
+  });
+});
+
+describe('one writer through a connection pooler', () => {
+  it("a run whose server session already holds the lock (a pooler in transaction mode handing it a writer's session) is refused (78), the writer kept", async () => {
+    const schema = 's_pool_shared';
+    const first = await openStore(schema);
+    // A pooler in transaction mode gives a second run's statements the server session the first run took its lock on,
+    // between the first run's transactions: there the lock, a session's, is taken again at once (it is re-entrant).
+    const err = await connectorFailure(() => takeWriterLock(first.session, target(schema)));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/connection pooler in transaction or statement mode/);
+    expect(err.message).toMatch(/session pooling/);
+    // Refused without taking it a second time: the writer's lock is held once, and it goes on writing.
+    const [k1, k2] = advisoryKey(schema);
+    const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND granted", [k1, k2]);
+    expect(rows[0].n).toBe(1);
+    await first.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    await closeStore(first);
+    expect((await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid", [k1, k2])).rows[0].n).toBe(0);
   });
 });
 
