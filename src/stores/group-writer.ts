@@ -98,6 +98,12 @@ export interface StoreSql<C> {
    * account then the id); the last one's changed rows are the rows written.
    */
   upsertSql(table: string, stage: string, columns: readonly string[], keys: readonly string[]): string[];
+  /**
+   * Run first in each group's transaction (when the store has it): throws
+   * when the transaction would not be the writer's (its session does not
+   * hold the store's writer lock), and nothing of the group is written.
+   */
+  checkWriter?(): Promise<void>;
   /** Make the staging table of `stage` (once per session). */
   createStage(stage: StageTable): Promise<void>;
   /** A part's staged rows, none yet (a part of a group: one stream's checkpoints, of one account's). */
@@ -477,6 +483,7 @@ export class GroupWriter<C> {
     const guard = this.deletionsKnown || logRows;
     await sql.run('BEGIN');
     try {
+      await sql.checkWriter?.();
       const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
         at(part.stream, part.account);

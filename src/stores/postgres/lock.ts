@@ -22,6 +22,10 @@
  * where the lock, re-entrant, is granted again. A session that already
  * holds the key when a run takes it can only be such a shared one (a new
  * connection holds no lock): the run is refused (78) without taking it.
+ * And the run's own transactions may be run on another server session,
+ * where the lock is not held: each group's transaction first checks that
+ * its session holds it (checkWriterLock), and is refused (78, nothing of it
+ * committed) otherwise.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
@@ -80,13 +84,16 @@ const HELD_HERE = `EXISTS (SELECT 1 FROM pg_locks
      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
      AND classid = $1::bigint::oid AND objid = $2::bigint::oid)`;
 
-/** What a pooler in transaction or statement mode does to the run, and what to do: `what` says what was met. */
-export function poolerError(target: PostgresTarget, what: string): ConfigError {
+/**
+ * What a pooler in transaction or statement mode does to the run, and what to do: `what` says what was met, `kept`
+ * what became of the writes.
+ */
+export function poolerError(target: PostgresTarget, what: string, kept = 'Nothing was written.'): ConfigError {
   return new ConfigError(
     `${what}: a connection pooler in transaction or statement mode stands between the run and ${target.display} ` +
       "(PgBouncer's pool_mode = transaction or statement; the pooled or transaction-mode port of a managed service). " +
       "It hands the run's statements to server sessions other clients use too, so the writer lock (a session's advisory lock) would not keep a second run out. " +
-      'Nothing was written. Connect directly to the server, or through session pooling (the service\'s direct or session-mode port; PgBouncer\'s pool_mode = session).',
+      `${kept} Connect directly to the server, or through session pooling (the service's direct or session-mode port; PgBouncer's pool_mode = session).`,
     { field: '--db' },
   );
 }
@@ -94,23 +101,41 @@ export function poolerError(target: PostgresTarget, what: string): ConfigError {
 const flag = (value: unknown): boolean => value === true || value === 't';
 
 /**
- * Take the writer lock of `target`'s schema on `client`'s session, or throw
- * WriterLockHeldError naming the holder, or a ConfigError when that session
- * holds it already (a pooler shares it: see above).
+ * Take the writer lock of `target`'s schema on `client`'s session (its
+ * server pid returned), or throw WriterLockHeldError naming the holder, or a
+ * ConfigError when that session holds it already (a pooler shares it: see
+ * above).
  */
-export async function takeWriterLock(client: Client, target: PostgresTarget): Promise<void> {
+export async function takeWriterLock(client: Client, target: PostgresTarget): Promise<string> {
   const key = advisoryKey(target.schema);
   // One statement, so one server session whatever a pooler does; the subquery (kept apart by OFFSET 0) is asked first.
-  const { rows } = await client.query<{ held: boolean | string; locked: boolean | string }>(
-    `SELECT held, CASE WHEN held THEN false ELSE pg_try_advisory_lock($1::int, $2::int) END AS locked FROM (SELECT ${HELD_HERE} AS held OFFSET 0) s`,
+  const { rows } = await client.query<{ held: boolean | string; locked: boolean | string; pid: string }>(
+    `SELECT held, CASE WHEN held THEN false ELSE pg_try_advisory_lock($1::int, $2::int) END AS locked, pg_backend_pid()::text AS pid FROM (SELECT ${HELD_HERE} AS held OFFSET 0) s`,
     [key[0], key[1]],
   );
   if (flag(rows[0]?.held)) throw poolerError(target, `The server session this run was given holds the writer lock of the schema "${target.schema}" already`);
-  if (flag(rows[0]?.locked)) return;
+  if (flag(rows[0]?.locked)) return String(rows[0]?.pid ?? '');
   const holder = await holderOf(client, key);
   throw new WriterLockHeldError(
     `Another replicate run is writing the schema "${target.schema}" of ${target.display} (${describeHolder(holder)}). ` +
       'Run again once it has finished (exit 75: a scheduler retries later); the server frees its lock as soon as its session ends, even if it was killed.',
+  );
+}
+
+/**
+ * Throw a ConfigError unless the session running this (inside a group's
+ * transaction) holds the writer lock of `target`'s schema, which was taken
+ * on the server session `lockedOn` (a pid).
+ */
+export async function checkWriterLock(client: Client, target: PostgresTarget, lockedOn: string): Promise<void> {
+  const key = advisoryKey(target.schema);
+  const { rows } = await client.query<{ held: boolean | string; pid: string }>(`SELECT ${HELD_HERE} AS held, pg_backend_pid()::text AS pid`, [key[0], key[1]]);
+  if (flag(rows[0]?.held)) return;
+  throw poolerError(
+    target,
+    `A transaction of this run was run on a server session (pid ${String(rows[0]?.pid)}) that does not hold the writer lock of the schema "${target.schema}" (taken on server pid ${lockedOn})`,
+    'Nothing of that transaction was kept (what was committed before it is whole, and the next run resumes from it). ' +
+      `The lock may stay with server pid ${lockedOn} until the pooler closes that connection, and keep the next runs out (75) meanwhile: end it with SELECT pg_terminate_backend(${lockedOn}).`,
   );
 }
 

@@ -77,34 +77,32 @@ export class PostgresStore extends GroupStore<Buffer[]> {
   readonly postponed: readonly string[];
   private locked: boolean;
 
+  /** `lockedOn`: the server pid of the session that took the writer lock, undefined when not taken. */
   private constructor(
     target: PostgresTarget,
     client: Client,
     driver: PgDriver,
     opened: OpenedTables,
-    locked: boolean,
+    lockedOn: string | undefined,
     groups: GroupOptions | undefined,
     notes: readonly StoreNote[],
     log: DriftLog | undefined,
   ) {
-    super(target.display, new GroupWriter(new PostgresSql(client, driver, target), target.schema, opened.specs, groups), opened, notes, log, PG_TYPES);
+    super(target.display, new GroupWriter(new PostgresSql(client, driver, target, lockedOn), target.schema, opened.specs, groups), opened, notes, log, PG_TYPES);
     this.target = target;
     this.client = client;
     this.postponed = opened.postponed;
-    this.locked = locked;
+    this.locked = lockedOn !== undefined;
   }
 
   /** Open (creating what is missing) the store of `target`; faults as faults.ts says, the lock as lock.ts. */
   static async open(target: PostgresTarget, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const driver = await loadPgDriver();
     const client = await connectPostgres(target);
-    let locked = false;
+    let lockedOn: string | undefined;
     try {
       await refuseOtherEncoding(client, target);
-      if (options.lock ?? true) {
-        await takeWriterLock(client, target);
-        locked = true;
-      }
+      if (options.lock ?? true) lockedOn = await takeWriterLock(client, target);
       // For the whole session (opening's table changes wait less: tables.ts), whatever the role or database sets.
       await client.query(`SET lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs ?? WRITE_LOCK_WAIT_MS))}`);
       const schema = target.schema;
@@ -116,7 +114,7 @@ export class PostgresStore extends GroupStore<Buffer[]> {
         naming: PG_NAMING,
       };
       const { opened, notes } = await openStoreTables(session, target.display, schema, options, (specs, stored, changes) => openTables(client, driver, schema, specs, stored, changes));
-      return new PostgresStore(target, client, driver, opened, locked, options.groups, notes, options.log);
+      return new PostgresStore(target, client, driver, opened, lockedOn, options.groups, notes, options.log);
     } catch (err) {
       await client.end().catch(() => {});
       throw postgresError(err, target, 'opening');

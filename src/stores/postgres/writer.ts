@@ -15,6 +15,7 @@ import type { Cell } from '../values.js';
 import type { PgDriver } from './connection.js';
 import { copyChunks, copyText } from './copy.js';
 import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
+import { checkWriterLock } from './lock.js';
 import { PG_DIALECT, PG_TYPES } from './tables.js';
 
 interface LockHolder {
@@ -62,11 +63,19 @@ export class PostgresSql implements StoreSql<Buffer[]> {
   private readonly client: Client;
   private readonly driver: PgDriver;
   private readonly target: PostgresTarget;
+  /** The server pid of the session that took the writer lock; undefined when the store was opened without it. */
+  private readonly lockedOn: string | undefined;
 
-  constructor(client: Client, driver: PgDriver, target: PostgresTarget) {
+  constructor(client: Client, driver: PgDriver, target: PostgresTarget, lockedOn: string | undefined) {
     this.client = client;
     this.driver = driver;
     this.target = target;
+    this.lockedOn = lockedOn;
+  }
+
+  /** A group's transaction runs where the writer lock is held, or nothing of it is written (lock.ts: a pooler). */
+  async checkWriter(): Promise<void> {
+    if (this.lockedOn !== undefined) await checkWriterLock(this.client, this.target, this.lockedOn);
   }
 
   async run(sql: string, params?: readonly (string | null)[]): Promise<number> {

@@ -580,6 +580,24 @@ describe('one writer through a connection pooler', () => {
     await closeStore(first);
     expect((await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid", [k1, k2])).rows[0].n).toBe(0);
   });
+
+  it("a checkpoint's transaction run on a server session that does not hold the lock (a pooler's other one) is refused (78), nothing of it kept", async () => {
+    const schema = 's_pool_moved';
+    const first = await openStore(schema);
+    await first.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    // Between two transactions a pooler in transaction mode may run the next one on another server session, where the
+    // lock is not held; here the run's own session stops holding it, which is the same to the server: meanwhile a
+    // second run takes the lock and writes.
+    await first.session.query('SELECT pg_advisory_unlock_all()');
+    const second = await openStore(schema);
+    await second.commit(checkpoint('contacts', [contact('c2', 2)], 2));
+    const err = await connectorFailure(() => first.commit(checkpoint('contacts', [contact('c3', 3)], 3)));
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/does not hold the writer lock/);
+    expect(err.message).toMatch(/connection pooler in transaction or statement mode/);
+    expect(await ids(schema, 'contacts')).toEqual(['c1', 'c2']);
+    expect(JSON.parse((await admin.query(`SELECT state FROM ${schema}._replica_state WHERE stream = 'contacts'`)).rows[0].state).resume.sync_watermark).toBe(at(2));
+  });
 });
 
 describe('transactions', () => {
