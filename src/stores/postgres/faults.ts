@@ -8,7 +8,9 @@
  *   deadlock (40001, 40P01), a lock not had in time (55P03). Nothing
  *   half-written stays: the open transaction dies with the connection, and
  *   the next run resumes from the last commit.
- * - config_error (78, the user must change something): the login refused
+ * - config_error (78, the user must change something): a connection
+ *   pooler in statement mode refusing a transaction (lock.ts says what a
+ *   pooler's transaction or statement mode does to a run), the login refused
  *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry, a
  *   password asked for and none given), the
  *   database missing (3D000), a privilege missing (42501: the message names
@@ -21,7 +23,7 @@
  * Every message shows the target's display form (the password as `***`),
  * and is redacted of the password besides, whatever the driver wrote.
  */
-import { ConnectorError, redact, type FailureType } from '../../errors.js';
+import { ConfigError, ConnectorError, redact, type FailureType } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { PostgresTarget } from '../target.js';
 
@@ -108,6 +110,20 @@ function connectionLimitAdvice(message: string): string {
   return " The server's max_connections is reached: wait for other sessions to end, or raise it on the server.";
 }
 
+/**
+ * What a pooler in transaction or statement mode does to the run, and what to do: `what` says what was met, `kept`
+ * what became of the writes.
+ */
+export function poolerError(target: PostgresTarget, what: string, kept = 'Nothing was written.'): ConfigError {
+  return new ConfigError(
+    `${what}: a connection pooler in transaction or statement mode stands between the run and ${target.display} ` +
+      "(PgBouncer's pool_mode = transaction or statement; the pooled or transaction-mode port of a managed service). " +
+      "It hands the run's statements to server sessions other clients use too, so the writer lock (a session's advisory lock) would not keep a second run out. " +
+      `${kept} Connect directly to the server, or through session pooling (the service's direct or session-mode port; PgBouncer's pool_mode = session).`,
+    { field: '--db' },
+  );
+}
+
 /** What `err` means, in a ConnectorError whose message shows `target` redacted; `doing`: what the connector was doing ("connecting to", "writing to"). */
 export function postgresError(err: unknown, target: PostgresTarget, doing: string): ConnectorError {
   if (err instanceof ConnectorError) return err;
@@ -145,6 +161,9 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
   } else if (/does not support SSL/i.test(message)) {
     failure = 'config_error';
     text = `The server of ${where} does not accept TLS, and sslmode=${c.sslmode} requires it. Use sslmode=prefer or disable, or enable TLS on the server.`;
+  } else if (/not allowed in (statement|transaction) pooling mode/i.test(message)) {
+    // PgBouncer's words (08P01, and it closes the connection) for what its pool_mode cannot give a client: at every run alike.
+    return poolerError(target, `The connection was refused a transaction while ${doing} ${where}${said}`, "No checkpoint was written.");
   } else if (code !== undefined && TRANSIENT_SQLSTATES[code] !== undefined) {
     failure = 'transient_error';
     const holders = (err as { lockHolders?: unknown }).lockHolders;

@@ -29,8 +29,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
-import { ConfigError, ConnectorError } from '../../errors.js';
+import { ConnectorError } from '../../errors.js';
 import type { PostgresTarget } from '../target.js';
+import { poolerError } from './faults.js';
 
 /** The first half of every key: the connector's own (ASCII "SDRD"), so that its locks do not meet other applications'. */
 const KEY_CLASS = 0x53445244;
@@ -83,20 +84,6 @@ const HELD_HERE = `EXISTS (SELECT 1 FROM pg_locks
    WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND pid = pg_backend_pid()
      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
      AND classid = $1::bigint::oid AND objid = $2::bigint::oid)`;
-
-/**
- * What a pooler in transaction or statement mode does to the run, and what to do: `what` says what was met, `kept`
- * what became of the writes.
- */
-export function poolerError(target: PostgresTarget, what: string, kept = 'Nothing was written.'): ConfigError {
-  return new ConfigError(
-    `${what}: a connection pooler in transaction or statement mode stands between the run and ${target.display} ` +
-      "(PgBouncer's pool_mode = transaction or statement; the pooled or transaction-mode port of a managed service). " +
-      "It hands the run's statements to server sessions other clients use too, so the writer lock (a session's advisory lock) would not keep a second run out. " +
-      `${kept} Connect directly to the server, or through session pooling (the service's direct or session-mode port; PgBouncer's pool_mode = session).`,
-    { field: '--db' },
-  );
-}
 
 const flag = (value: unknown): boolean => value === true || value === 't';
 

@@ -187,6 +187,17 @@ describe('connectPostgres', () => {
     expect(err.message).toContain("the server's disk is full");
   });
 
+  it('a pooler in statement mode refusing a transaction (08P01) is a config error naming it, not a connection failure to retry', () => {
+    const t = target(db.url);
+    // What PgBouncer (pool_mode = statement) answers to BEGIN before closing the connection, as the driver gives it.
+    const raw = Object.assign(new Error('transaction blocks not allowed in statement pooling mode'), { code: '08P01', severity: 'FATAL' });
+    const err = postgresError(raw, t, 'opening');
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toMatch(/connection pooler in transaction or statement mode/);
+    expect(err.message).toMatch(/transaction blocks not allowed in statement pooling mode/);
+    expect(err.message).toMatch(/session pooling/);
+  });
+
   it('a session ended by the server (pg_terminate_backend: 57P01) is transient', async () => {
     const t = target(db.url);
     const client = await connectPostgres(t);
