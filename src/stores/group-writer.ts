@@ -104,7 +104,11 @@ export interface StoreSql<C> {
    * hold the store's writer lock), and nothing of the group is written.
    */
   checkWriter?(): Promise<void>;
-  /** Make the staging table of `stage` (once per session). */
+  /**
+   * Make the staging table of `stage`, replacing one of that name the
+   * session holds (once per session, in the first group's transaction, after
+   * checkWriter: where the group is written).
+   */
   createStage(stage: StageTable): Promise<void>;
   /** A part's staged rows, none yet (a part of a group: one stream's checkpoints, of one account's). */
   newStaged(): C;
@@ -180,6 +184,8 @@ export class GroupWriter<C> {
   private readonly groupMs: number;
   private readonly maxGroupRows: number;
   private prepared = false;
+  /** The staging tables are made (by a committed transaction). */
+  private staged = false;
   private deletionsKnown = false;
   private gathering: Group<C> | undefined;
   /** The group being written, and the groups waiting (closed, or full). */
@@ -429,7 +435,6 @@ export class GroupWriter<C> {
 
   private async prepare(): Promise<void> {
     if (this.prepared) return;
-    for (const table of this.tables.values()) await this.sql.createStage(table.stage);
     if (this.log) this.deletionsKnown = await this.sql.any(`SELECT 1 FROM ${this.qualified(this.log.spec.layout.table)} LIMIT 1`);
     this.prepared = true;
   }
@@ -484,6 +489,9 @@ export class GroupWriter<C> {
     await sql.run('BEGIN');
     try {
       await sql.checkWriter?.();
+      // In the transaction, so on the session that writes it (a pooler may run statements outside one elsewhere);
+      // undone with it, then made again by the next.
+      if (!this.staged) for (const table of this.tables.values()) await sql.createStage(table.stage);
       const drifts = new Map<string, Map<string, StoreKind>>();
       for (const part of ordered) {
         at(part.stream, part.account);
@@ -510,6 +518,7 @@ export class GroupWriter<C> {
         );
       }
       await sql.run('COMMIT');
+      this.staged = true;
       if (logRows) this.deletionsKnown = true;
     } catch (err) {
       await sql.run('ROLLBACK').catch(() => 0);

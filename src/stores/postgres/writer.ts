@@ -123,7 +123,9 @@ export class PostgresSql implements StoreSql<Buffer[]> {
   async createStage(stage: StageTable): Promise<void> {
     const columns = stage.layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
     columns.push('"_extra" json', '"_absent" jsonb');
-    await this.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
+    // One of that name may be there, of another layout: an earlier run's on a pooler's server session, which nothing reset.
+    await this.client.query(`DROP TABLE IF EXISTS pg_temp.${stage.name}`);
+    await this.client.query(`CREATE TEMP TABLE ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
   }
 
   newStaged(): Buffer[] {

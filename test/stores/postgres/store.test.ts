@@ -598,6 +598,18 @@ describe('one writer through a connection pooler', () => {
     expect(await ids(schema, 'contacts')).toEqual(['c1', 'c2']);
     expect(JSON.parse((await admin.query(`SELECT state FROM ${schema}._replica_state WHERE stream = 'contacts'`)).rows[0].state).resume.sync_watermark).toBe(at(2));
   });
+
+  it("writes through a staging table left on its server session by an earlier run of another layout (a pooler's session, not reset)", async () => {
+    const schema = 's_pool_stale_stage';
+    const store = await openStore(schema);
+    // A pooler in transaction mode resets nothing between clients: an earlier run's temporary staging tables, of
+    // another layout (before a column was added, or of another schema's streams), are still there.
+    for (let i = 0; i < 10; i++) await store.session.query(`CREATE TEMP TABLE _replica_stage_${i} (x int) ON COMMIT DELETE ROWS`);
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 1)], 1));
+    await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }], 1, { fullRead: { first: true, last: true } }));
+    expect(await ids(schema, 'contacts')).toEqual(['c1', 'c2']);
+    expect(await ids(schema, 'pipeline_stages')).toEqual(['a']);
+  });
 });
 
 describe('transactions', () => {
