@@ -76,6 +76,8 @@ export const MAX_GROUP_ROWS = 20_000;
 export interface StageTable {
   /** Its name (a temporary table of the session, unqualified). */
   readonly name: string;
+  /** How statements name it: in the session's temporary schema (StoreSql.tempSchema), whatever the search_path lists before it. */
+  readonly ref: string;
   readonly layout: StoreLayout;
   /** The staged columns: the layout's, then `_extra` and `_absent` (not `_synced_at`). */
   readonly columns: readonly string[];
@@ -85,6 +87,8 @@ export interface StageTable {
 export interface StoreSql<C> {
   /** The store's values and SQL expressions. */
   readonly dialect: StoreDialect;
+  /** The schema that names the session's temporary tables (PostgreSQL's pg_temp); none: their plain names. */
+  readonly tempSchema?: string;
   /** Run a statement ($1... parameters); the rows it changed. */
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
   /** The first column of a query's first row, as text; undefined when it returns none. */
@@ -215,7 +219,9 @@ export class GroupWriter<C> {
     let n = 0;
     let log: Table | undefined;
     for (const spec of specs) {
-      const stage: StageTable = { name: `_replica_stage_${n++}`, layout: spec.layout, columns: storeColumnNames(spec.layout).slice(0, -1) };
+      const name = `_replica_stage_${n++}`;
+      const ref = sql.tempSchema === undefined ? name : `${sql.tempSchema}.${name}`;
+      const stage: StageTable = { name, ref, layout: spec.layout, columns: storeColumnNames(spec.layout).slice(0, -1) };
       const table: Table = { spec, stage, kinds: new Map(spec.layout.columns.map((c) => [c.field, c.kind])) };
       this.tables.set(spec.layout.stream, table);
       if (spec.deletedAs !== null) this.targets.set(spec.deletedAs, table);
@@ -547,7 +553,7 @@ export class GroupWriter<C> {
     // A stage holds one part's rows (the store empties it as it fills it).
     await sql.fillStage(table.stage, part.staged);
     const rows = part.rows;
-    const stage = table.stage.name;
+    const stage = table.stage.ref;
 
     let skippedDeleted = 0;
     const log = this.log;

@@ -257,11 +257,12 @@ async function moveFromExtra(client: Client, driver: PgDriver, schema: string, l
     moves.push([row.id, typeof moved.cell === 'boolean' ? (moved.cell ? 't' : 'f') : moved.cell, moved.extra]);
   }
   if (moves.length === 0) return 0;
-  await client.query('DROP TABLE IF EXISTS _replica_moves');
+  // pg_temp named: a search_path may list it after a schema holding a table of that name.
+  await client.query('DROP TABLE IF EXISTS pg_temp._replica_moves');
   await client.query('CREATE TEMP TABLE _replica_moves (id text PRIMARY KEY, cell text, extra text) ON COMMIT DROP');
-  await copyChunks(client, driver, '_replica_moves', ['id', 'cell', 'extra'], [copyText(moves)]);
+  await copyChunks(client, driver, 'pg_temp._replica_moves', ['id', 'cell', 'extra'], [copyText(moves)]);
   const result = await client.query(
-    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${extraColumn} = m.extra::json FROM _replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
+    `UPDATE ${table} t SET ${quoteIdent(field)} = m.cell::${PG_TYPES[kind]}, ${extraColumn} = m.extra::json FROM pg_temp._replica_moves m WHERE ${rowKeySql(layout, 't')} = m.id`,
   );
   return result.rowCount ?? 0;
 }

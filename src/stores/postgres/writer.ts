@@ -60,6 +60,8 @@ function connectionLost(err: unknown): boolean {
 
 export class PostgresSql implements StoreSql<Buffer[]> {
   readonly dialect = PG_DIALECT;
+  /** Temporary tables named by it: a role's or database's search_path may list pg_temp after a schema holding a table of that name. */
+  readonly tempSchema = 'pg_temp';
   private readonly client: Client;
   private readonly driver: PgDriver;
   private readonly target: PostgresTarget;
@@ -124,7 +126,7 @@ export class PostgresSql implements StoreSql<Buffer[]> {
     const columns = stage.layout.columns.map((c) => `${quoteIdent(c.field)} ${PG_TYPES[c.kind]}`);
     columns.push('"_extra" json', '"_absent" jsonb');
     // One of that name may be there, of another layout: an earlier run's on a pooler's server session, which nothing reset.
-    await this.client.query(`DROP TABLE IF EXISTS pg_temp.${stage.name}`);
+    await this.client.query(`DROP TABLE IF EXISTS ${stage.ref}`);
     await this.client.query(`CREATE TEMP TABLE ${stage.name} (${columns.join(', ')}) ON COMMIT DELETE ROWS`);
   }
 
@@ -145,8 +147,8 @@ export class PostgresSql implements StoreSql<Buffer[]> {
     // Emptied at every commit (ON COMMIT DELETE ROWS), and first here: a stage may be filled again in one transaction
     // (another account's part of the stream, in a store of many accounts). A DELETE, which a temporary table's TRUNCATE
     // would cost more than (a new file each time); on a stage already empty it finds nothing.
-    await this.client.query(`DELETE FROM ${stage.name}`);
-    await copyChunks(this.client, this.driver, stage.name, stage.columns, chunks);
+    await this.client.query(`DELETE FROM ${stage.ref}`);
+    await copyChunks(this.client, this.driver, stage.ref, stage.columns, chunks);
   }
 
   isFatal(err: unknown): boolean {

@@ -386,7 +386,7 @@ describe('rows staged as CSV', () => {
       } as StoreLayout;
       const rowsOf = values.map((v, i) => encodeRow(layout, { id: `r${i}`, ...v, ...(i === 1 ? { unknown_field: 'to _extra' } : {}) }, DUCKDB_DIALECT).cells);
       const sql = new DuckdbSql(store.session, await loadDuckdbDriver(), store.target);
-      const stage = { name: '_csv_test_stage', layout, columns: [] };
+      const stage = { name: '_csv_test_stage', ref: '_csv_test_stage', layout, columns: [] };
       const staged = async (): Promise<unknown[]> =>
         (await rows(store, 'SELECT id, n, CAST(h AS VARCHAR) AS h, i, b, CAST(j AS VARCHAR) AS j, epoch_us(t) AS t, s, CAST(_extra AS VARCHAR) AS x, CAST(_absent AS VARCHAR) AS a FROM _csv_test_stage ORDER BY id')).map((r) => ({ ...r, n: Object.is(r.n, -0) ? '-0' : r.n }));
       await sql.fillStage(stage, { ...sql.newStaged(), cells: [rowsOf as Cell[][]] });

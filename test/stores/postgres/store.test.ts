@@ -562,6 +562,47 @@ describe('one writer per schema', () => {
   });
 });
 
+describe("the role's or the database's search_path", () => {
+  it('names its temporary tables by pg_temp: a table of the same name in a schema listed before pg_temp is neither used, changed nor dropped', async () => {
+    const odd = await freshDatabase('path');
+    const setup = await adminClient(odd.url);
+    try {
+      // pg_temp listed after another schema: unqualified names find that schema's tables first.
+      await setup.query('CREATE SCHEMA decoy');
+      for (let i = 0; i < 10; i++) await setup.query(`CREATE TABLE decoy._replica_stage_${i} (x int)`);
+      await setup.query('INSERT INTO decoy._replica_stage_0 VALUES (7)');
+      await setup.query('CREATE TABLE decoy._replica_moves (x int)');
+      await setup.query(`ALTER DATABASE "${odd.name}" SET search_path = decoy, pg_temp, pg_catalog, public`);
+      const t = parseStoreTarget(odd.url, 's_path', {}) as PostgresTarget;
+      const big = contact('c2', 1, { qualification_score: rawNumber('123456789012345678901234567890') });
+      let store = await PostgresStore.open(t);
+      try {
+        await store.commit(checkpoint('contacts', [contact('c1', 1), big], 1));
+        await store.commit(checkpoint('pipeline_stages', [{ id: 'a' }], 1, { fullRead: { first: true, last: true } }));
+      } finally {
+        await store.close();
+      }
+      // The next open widens the column and moves the value kept in _extra into it, through a temporary table too.
+      store = await PostgresStore.open(t);
+      try {
+        expect(store.changes).toEqual(['contacts.qualification_score: bigint -> numeric']);
+      } finally {
+        await store.close();
+      }
+      expect((await setup.query('SELECT id, qualification_score::text AS q FROM s_path.contacts ORDER BY id')).rows).toEqual([
+        { id: 'c1', q: '42' },
+        { id: 'c2', q: '123456789012345678901234567890' },
+      ]);
+      expect((await setup.query('SELECT id FROM s_path.pipeline_stages')).rows.map((r) => r.id)).toEqual(['a']);
+      expect((await setup.query('SELECT x FROM decoy._replica_stage_0')).rows).toEqual([{ x: 7 }]);
+      expect((await setup.query("SELECT to_regclass('decoy._replica_moves') IS NOT NULL AS kept")).rows).toEqual([{ kept: true }]);
+    } finally {
+      await setup.end();
+      await odd.drop();
+    }
+  });
+});
+
 describe('one writer through a connection pooler', () => {
   it("a run whose server session already holds the lock (a pooler in transaction mode handing it a writer's session) is refused (78), the writer kept", async () => {
     const schema = 's_pool_shared';
