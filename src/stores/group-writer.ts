@@ -13,7 +13,8 @@
  * meanwhile); `write` waits only when a full group is waiting behind the
  * one being written (backpressure: at most two groups of records in
  * memory). A group is written as soon as the writer is idle and it is
- * GROUP_MS old, or it holds MAX_GROUP_ROWS rows, or `flush` is called.
+ * GROUP_MS old, or it holds MAX_GROUP_ROWS rows or MAX_GROUP_PARTS parts,
+ * or `flush` is called.
  *
  * A checkpoint's records are encoded into the store's staged rows when it
  * is taken (values.ts, then the store's own form of the checkpoint's rows:
@@ -71,6 +72,18 @@ import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js'
 const GROUP_MS = 250;
 /** Rows after which a group is written without waiting. */
 export const MAX_GROUP_ROWS = 20_000;
+/**
+ * Parts (a stream's checkpoints, of one account in a store of many) after
+ * which a group is written without waiting. Each part is staged in a table
+ * of its own, made again for it, and DuckDB keeps every table a transaction
+ * replaced until its commit, in the store's 64 MB of buffers: a group of
+ * some sixty parts of contacts ran out of them, and every account of the
+ * group failed. With many accounts that have little to read each, the
+ * reading outruns the writing and a group would gather a part for each
+ * account read meanwhile (hundreds); few parts per group cost a commit
+ * more now and then, not a statement more.
+ */
+export const MAX_GROUP_PARTS = 16;
 
 /** A stream's staging table, as a store makes and fills it. */
 export interface StageTable {
@@ -321,7 +334,7 @@ export class GroupWriter<C> {
     }
     group.states.set(checkpoint.stream, checkpoint.state);
     if (committed) part.committed.push(committed);
-    if (group.closed || group.rows >= this.maxGroupRows) this.enqueue(group);
+    if (group.closed || group.rows >= this.maxGroupRows || group.parts.size >= MAX_GROUP_PARTS) this.enqueue(group);
     this.pump();
   }
 

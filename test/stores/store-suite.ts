@@ -602,6 +602,27 @@ export function storeSuite(h: StoreHarness): void {
         many,
       ));
 
+    it("writes the checkpoints of many accounts gathered while a group waits (each account's part staged on its own): every row, the last state", () =>
+      withStore(
+        'accounts-many-parts',
+        async (store) => {
+          // The reading outruns the writing (many accounts with little to read each): a group gathers a part per account
+          // and stream. A DuckDB transaction keeps each part's staging table until its commit, in 64 MB of buffers.
+          const names = Array.from({ length: 80 }, (_, i) => `acct-${String(i).padStart(3, '0')}`);
+          const states: Record<string, { sync_watermark: string }> = {};
+          let told = 0;
+          for (const name of names) {
+            states[name] = { sync_watermark: at(1) };
+            await store.write({ ...of(name, 'contacts', [contact('c1', 1), contact('c2', 1)], 1), state: JSON.stringify({ accounts: states }) }, () => told++);
+          }
+          await store.flush();
+          expect(told).toBe(names.length);
+          expect(await keys(store, 'contacts')).toEqual(names.flatMap((name) => [`${name}/c1`, `${name}/c2`]));
+          expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify({ accounts: states })]]));
+        },
+        { ...many, groups: { groupMs: 60_000 } },
+      ));
+
     it("a checkpoint refused for one account stops that account's stream alone: the others' rows and states written, its own state kept as last committed", () =>
       withStore(
         'accounts-one-fails',
