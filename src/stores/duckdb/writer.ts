@@ -291,6 +291,10 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
 
   error(err: unknown): ConnectorError {
     if (err instanceof ConnectorError) return err;
-    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${messageOf(err)}`, { cause: err });
+    // DuckDB's words without the advice it appends after a blank line (the dozen lines of "Possible solutions" of an
+    // out-of-memory error, settings the store makes itself): a failure is said once per account and stream, and with
+    // many accounts those lines, a dozen each, buried the run's error.
+    const words = messageOf(err).split(/\r?\n[ \t]*\r?\n/)[0]?.trim() ?? '';
+    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${words}`, { cause: err });
   }
 }

@@ -353,6 +353,19 @@ describe('hostile values', () => {
   });
 });
 
+describe("DuckDB's error in a failure's words", () => {
+  it("keeps its first paragraph, not the advice DuckDB appends (said once per account and stream, it would bury the run's error)", () => {
+    const oom =
+      'Out of Memory Error: failed to pin block of size 256.0 KiB (60.8 MiB/61.0 MiB used)\n\nPossible solutions:\n' +
+      "* Reducing the number of threads (SET threads=X)\n* Disabling insertion-order preservation (SET preserve_insertion_order=false)\n* Increasing the memory limit (SET memory_limit='...GB')\n\n" +
+      'See also https://duckdb.org/docs/stable/guides/performance/how_to_tune_workloads';
+    const sql = new DuckdbSql(undefined as never, undefined as never, target('words'));
+    const error = sql.error(new Error(oom));
+    expect(error.message).toBe(`Cannot write the DuckDB store "${target('words').path}": Out of Memory Error: failed to pin block of size 256.0 KiB (60.8 MiB/61.0 MiB used)`);
+    expect(error.failureType).toBe('system_error');
+  });
+});
+
 describe('rows staged as CSV', () => {
   // Every kind of column, and values a CSV reader could mistake: the staged cells must be those the appender gives.
   const values: Record<string, unknown>[] = [
