@@ -62,8 +62,14 @@ export function runAndSignal(
       child.kill(options.signal);
     };
     void options.trigger?.then(send);
+    // Matches are counted in whole lines: a pipe's chunks end anywhere (where they end depends on how fast each side
+    // runs), and a match cut in two by a chunk's end would be counted in neither chunk.
+    let partial = '';
     const watch = (b: Buffer): void => {
-      seen += (b.toString('utf8').match(pattern) ?? []).length;
+      const text = partial + b.toString('utf8');
+      const end = text.lastIndexOf('\n') + 1;
+      partial = text.slice(end);
+      seen += (text.slice(0, end).match(pattern) ?? []).length;
       if (options.trigger === undefined && seen >= (options.count ?? 1)) send();
     };
     child.stdout.on('data', (b: Buffer) => {
