@@ -97,7 +97,7 @@ export function accountsSuite(store: StoreKind, renameRemoval: string): void {
 
       it(
         'keys every table by (account, id); each account exact after full and incremental runs with changes and deletions; a key revoked; an entry bound; the other kind of config refused',
-        { ...IN_TURN, timeout: 300_000 },
+        IN_TURN,
         async () => {
           const main: Tenant = { entry: 'main', id: account.accountId, key: account.key };
           const north = tenant('north', 'North', 30);
@@ -174,7 +174,7 @@ export function accountsSuite(store: StoreKind, renameRemoval: string): void {
         },
       );
 
-      it('killed mid-run with SIGKILL, then run again: every account exact', { ...IN_TURN, timeout: 240_000 }, async () => {
+      it('killed mid-run with SIGKILL, then run again: every account exact', IN_TURN, async () => {
         const east = tenant('east', 'East', 300);
         const west = tenant('west', 'West', 300);
         const db = await store.fresh(dir, 'accounts-killed');
@@ -208,7 +208,7 @@ export function accountsSuite(store: StoreKind, renameRemoval: string): void {
         await exact(db, [east, west]);
       });
 
-      it("an entry renamed: a WARN; then docs/many-accounts.md's removal for this store, as written, leaves the rows under the new name alone", { ...IN_TURN, timeout: 120_000 }, async () => {
+      it("an entry renamed: a WARN; then docs/many-accounts.md's removal for this store, as written, leaves the rows under the new name alone", IN_TURN, async () => {
         // The page's statements name the former entry "acme-br".
         const former = tenant('acme-br', 'Acme Brazil', 20);
         const other = tenant('globex', 'Globex', 10);
@@ -246,7 +246,7 @@ export function accountsSuite(store: StoreKind, renameRemoval: string): void {
       });
 
       // Last in this emulator's suite: it moves the emulator's clock past the deletion log's retention.
-      it('heals a long pause per account: the healed account exact, the rows of an account that did not read untouched', { ...IN_TURN, timeout: 180_000 }, async () => {
+      it('heals a long pause per account: the healed account exact, the rows of an account that did not read untouched', IN_TURN, async () => {
         const control = account.emulator.control;
         const up = tenant('up', 'Up', 40);
         const down = tenant('down', 'Down', 40);
