@@ -384,7 +384,22 @@ describe('Airbyte read with accounts', () => {
   });
 });
 
-describe('the STATEs of many accounts: by records and checkpoints, not by page', () => {
+/**
+ * A guard for the cases of the STATEs' group, and for its set-up (not a bound on their speed). Each case runs the
+ * connector over the group's 10 accounts (some 27,000 records, 18 MB of output) once or twice and checks every
+ * account's share of the output, all CPU-bound: on a 2-core machine at a load of 15-19, three of the five took past
+ * vitest's default 30 s; at 20-28, all five, one of them 102 s.
+ */
+const STATES_GROUP_MS = 180_000;
+
+/**
+ * A guard for the groups "stopped by SIGTERM after an account failed" and "Singer tap with accounts", which run the
+ * connector to a signal or several times over: at a load of 20-28, three of their cases took past the default 30 s
+ * (9-17 s at 15-19).
+ */
+const LOADED_MS = 90_000;
+
+describe('the STATEs of many accounts: by records and checkpoints, not by page', { timeout: STATES_GROUP_MS }, () => {
   // 10 accounts of 500 contacts (some 27,000 records over the streams, pages of 40): more than the cadence's records in
   // the larger streams, so STATEs come mid-run too.
   let tenants: Tenant[];
@@ -397,7 +412,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
     catalog = await catalogFor(cfg);
     whole = await read(cfg, catalog);
     expect(whole.code, whole.stdout.slice(-1500)).toBe(0);
-  });
+  }, STATES_GROUP_MS);
 
   /** The STATE lines of each stream; the RECORD lines of each stream. */
   /** Every account exact in a destination that takes each of `outputs` in turn (Airbyte's or the tap's stdout). */
@@ -497,7 +512,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
   });
 });
 
-describe('stopped by SIGTERM after an account failed', () => {
+describe('stopped by SIGTERM after an account failed', { timeout: LOADED_MS }, () => {
   // The error naming each failed account is said once every account ended; a signal that comes first ends the run
   // before that: its last words name them, or the reason (a key revoked) is in no line of the run.
   let cfg: string;
@@ -548,7 +563,7 @@ describe('stopped by SIGTERM after an account failed', () => {
   });
 });
 
-describe('Singer tap with accounts', () => {
+describe('Singer tap with accounts', { timeout: LOADED_MS }, () => {
   it('syncs every account exactly with bookmarks per account; a stage removed in one account leaves only that account', async () => {
     const north = tenant('north', 'North', 40);
     const south = tenant('south', 'South', 35);
