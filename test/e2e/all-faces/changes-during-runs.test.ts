@@ -58,6 +58,13 @@ async function whileChanging<T>(accountId: string, run: () => Promise<T>): Promi
   }
 }
 
+/**
+ * The guard of each connector run (runCli's default is 60 s), under the cases' own 180 s: a run that reads while the
+ * account changes every 15 ms took past 60 s on a 2-core machine at a load of 15-30, was SIGKILLed by the guard, and
+ * the case failed on its exit status (null) well before its own timeout.
+ */
+const RUN_GUARD_MS = 120_000;
+
 let n = 0;
 const file = (value: unknown) => writeJson(dir, `f-${n++}.json`, value);
 
@@ -69,7 +76,7 @@ describe('changes while runs read', () => {
       const dest = new MemoryDestination(deletes);
       let states: StreamStates = new Map();
       const read = (): Promise<CliResult> =>
-        runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG, ...(states.size > 0 ? ['--state', file(airbyteStateFile(states))] : [])]);
+        runCli(SOURCE_BIN, ['read', '--config', config, '--catalog', CATALOG, ...(states.size > 0 ? ['--state', file(airbyteStateFile(states))] : [])], { timeoutMs: RUN_GUARD_MS });
       for (let round = 0; round < 3; round++) {
         const r = await whileChanging(acc.id, read);
         expect(r.code, r.stderr).toBe(0);
@@ -88,7 +95,7 @@ describe('changes while runs read', () => {
     const config = file({ api_key: acc.key, base_url: emu.url, page_size: 10 });
     const dest = new MemoryDestination('deletions');
     let state: unknown;
-    const sync = (): Promise<CliResult> => runCli(TAP_BIN, ['--config', config, ...(state === undefined ? [] : ['--state', file(state)])]);
+    const sync = (): Promise<CliResult> => runCli(TAP_BIN, ['--config', config, ...(state === undefined ? [] : ['--state', file(state)])], { timeoutMs: RUN_GUARD_MS });
     for (let round = 0; round < 3; round++) {
       const r = await whileChanging(acc.id, sync);
       expect(r.code, r.stderr).toBe(0);
