@@ -18,8 +18,11 @@ export default defineConfig({
     ],
   },
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A guard against a hang, not a bound on speed: the end-to-end cases run the connector several times each, and on
+    // a loaded 2-core machine (the files beside them, up to five cases at once) a case that takes 10 s alone took
+    // 30-60 s. A case that needs more says so.
+    testTimeout: 90_000,
+    hookTimeout: 90_000,
     pool: 'forks',
     // Test files in parallel, one per CPU and at least two. Vitest's own default (CPUs - 1) runs one file at a time
     // on a 2-CPU machine, which then idles while an end-to-end file waits on its connector processes, the

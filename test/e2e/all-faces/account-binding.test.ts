@@ -147,14 +147,7 @@ function expectRefusal(message: string | undefined, bound: string, current: stri
   expect(message).toContain(`confirm the rename with "account_renamed_from": "${bound}" in the config`);
 }
 
-/**
- * The timeout of every group here (and of the renamed account's set-up): a guard against a hang, not a bound on
- * speed. Each case runs the connector two to four times, the set-up three at once; on a 2-core machine at a load of
- * 15-30, four cases of three groups took past the default 30 s.
- */
-const LOADED_MS = 90_000;
-
-describe('replicate: a replica belongs to one account', { timeout: LOADED_MS }, () => {
+describe('replicate: a replica belongs to one account', () => {
   it("another account's config is refused with 78, both accounts named, the file byte for byte unchanged", async () => {
     const db = join(dir, 'acme.db');
     const first = await replicate(config(acme), db);
@@ -210,7 +203,7 @@ describe('replicate: a replica belongs to one account', { timeout: LOADED_MS }, 
   });
 });
 
-describe("read: a state belongs to one account", { timeout: LOADED_MS }, () => {
+describe("read: a state belongs to one account", () => {
   it("another account's state is refused with 78 before any RECORD; the summary says failed / config_error", async () => {
     const first = await read(config(acme));
     expect(first.code, first.stdout.slice(-800)).toBe(0);
@@ -265,7 +258,7 @@ describe("read: a state belongs to one account", { timeout: LOADED_MS }, () => {
   });
 });
 
-describe('the tap: a state belongs to one account', { timeout: LOADED_MS }, () => {
+describe('the tap: a state belongs to one account', () => {
   it("another account's bookmarks are refused with 78 (CRITICAL) before any RECORD", async () => {
     const first = await tap(config(acme));
     expect(first.code, first.stderr.slice(-800)).toBe(0);
@@ -296,7 +289,7 @@ describe('the tap: a state belongs to one account', { timeout: LOADED_MS }, () =
   });
 });
 
-describe('a renamed account', { timeout: LOADED_MS }, () => {
+describe('a renamed account', () => {
   // Before the rename: a replica, an Airbyte state and Singer bookmarks of "Initech".
   const db = (): string => join(dir, 'initech.db');
   let airbyte: CliResult;
@@ -306,7 +299,7 @@ describe('a renamed account', { timeout: LOADED_MS }, () => {
     expect(runs.map((r) => r.code)).toEqual([0, 0, 0]);
     [, airbyte, singer] = runs as [CliResult, CliResult, CliResult];
     emulator.control.updateAccount(initech.id, { name: 'Initech Global' });
-  }, LOADED_MS);
+  });
   const confirmed = (): string => config(initech, { account_renamed_from: 'Initech' });
 
   it('replicate: refused untouched until account_renamed_from confirms it; that run binds the new name, the next needs nothing', async () => {

@@ -392,13 +392,6 @@ describe('Airbyte read with accounts', () => {
  */
 const STATES_GROUP_MS = 180_000;
 
-/**
- * A guard for the groups "stopped by SIGTERM after an account failed" and "Singer tap with accounts", which run the
- * connector to a signal or several times over: at a load of 20-28, three of their cases took past the default 30 s
- * (9-17 s at 15-19).
- */
-const LOADED_MS = 90_000;
-
 describe('the STATEs of many accounts: by records and checkpoints, not by page', { timeout: STATES_GROUP_MS }, () => {
   // 10 accounts of 500 contacts (some 27,000 records over the streams, pages of 40): more than the cadence's records in
   // the larger streams, so STATEs come mid-run too.
@@ -512,7 +505,7 @@ describe('the STATEs of many accounts: by records and checkpoints, not by page',
   });
 });
 
-describe('stopped by SIGTERM after an account failed', { timeout: LOADED_MS }, () => {
+describe('stopped by SIGTERM after an account failed', () => {
   // The error naming each failed account is said once every account ended; a signal that comes first ends the run
   // before that: its last words name them, or the reason (a key revoked) is in no line of the run.
   let cfg: string;
@@ -563,7 +556,7 @@ describe('stopped by SIGTERM after an account failed', { timeout: LOADED_MS }, (
   });
 });
 
-describe('Singer tap with accounts', { timeout: LOADED_MS }, () => {
+describe('Singer tap with accounts', () => {
   it('syncs every account exactly with bookmarks per account; a stage removed in one account leaves only that account', async () => {
     const north = tenant('north', 'North', 40);
     const south = tenant('south', 'South', 35);
