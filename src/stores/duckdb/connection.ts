@@ -20,7 +20,7 @@
  * them under the process's umask: 0644 and 0755, world-readable, under the
  * usual 022. A file that exists keeps its mode.
  */
-import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
@@ -318,6 +318,7 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
   const duckdb = await loadDuckdbDriver();
   const isNew = !existsSync(target.path);
   if (!isNew) refuseSqliteFile(target);
+  const walThere = existsSync(`${target.path}.wal`);
   const temp = tempFolderOf(target);
   const madeTemp = makePrivateFolder(temp);
   let dropTemp = tempRemover(madeTemp ? temp : undefined);
@@ -356,6 +357,28 @@ export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { 
     instance.closeSync();
     if (connection !== undefined) releaseUmask(connection);
     dropTemp();
-    throw duckdbOpenError(err, target);
+    const error = duckdbOpenError(err, target);
+    if (isNew && !(error instanceof DuckdbFileLockedError)) dropUnfinishedFile(target.path, walThere);
+    throw error;
+  }
+}
+
+/**
+ * A file this run created but could not open whole (no room left for its
+ * first blocks, a file size limit): DuckDB refuses such a file ("not a valid
+ * DuckDB database file") at every later open, so left there it would keep
+ * every next run out, room or not. Removed (the file a symbolic link names,
+ * the link kept), with the WAL beside it if this run made one: nothing was
+ * committed into either. Not after a refusal for the lock: the file is then
+ * another run's, made between our look and our open.
+ */
+function dropUnfinishedFile(path: string, walThere: boolean): void {
+  for (const file of walThere ? [path] : [path, `${path}.wal`]) {
+    try {
+      const real = realpathSync(file);
+      if (lstatSync(real).isFile()) unlinkSync(real);
+    } catch {
+      // not there, or cannot go: the next open says what it is
+    }
   }
 }
