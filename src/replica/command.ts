@@ -49,7 +49,7 @@ import { Progress, plainEveryMsFromEnv } from '../progress/progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
-import { assertWritable } from './writable.js';
+import { DUCKDB_FILES, assertWritable } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../stores/target.js';
 import type { SchemaChange, Store, StoreNote } from '../stores/store.js';
@@ -116,9 +116,9 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<st
 }
 
 /**
- * Parse the config and the target, and refuse a SQLite --db that cannot be
- * written, before any request and without creating anything. A password the
- * target holds is hidden from every line logged from then on.
+ * Parse the config and the target, and refuse a SQLite or DuckDB --db that
+ * cannot be written, before any request and without creating anything. A
+ * password the target holds is hidden from every line logged from then on.
  */
 function prepare(logger: StderrLogger, configPath: string, db: string, schema: string | undefined): { config: Config; target: StoreTarget } {
   const target = parseStoreTarget(db, schema);
@@ -126,6 +126,7 @@ function prepare(logger: StderrLogger, configPath: string, db: string, schema: s
   const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
   for (const w of loaded.warnings) logger.log('WARN', w);
   if (target.kind === 'sqlite') assertWritable(target.path);
+  if (target.kind === 'duckdb') assertWritable(target.path, DUCKDB_FILES);
   return { config: loaded.config, target };
 }
 

@@ -4,7 +4,9 @@
  * creates `-wal` and `-shm` files beside the database: a run would fail at its
  * first write and leave them behind. So: the file (if it exists) and its
  * directory must be writable, and if opening fails anyway, the side files
- * this attempt created are removed.
+ * this attempt created are removed. A DuckDB file is refused alike: DuckDB
+ * makes its WAL (`FILE.wal`) and the run's temporary folder (`FILE.tmp`)
+ * beside it, and without them every stream's first commit would fail.
  */
 import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
@@ -49,12 +51,32 @@ function notWritable(what: string, path: string, err: unknown): { reason: string
   };
 }
 
+/** What a store makes beside its file, as the messages name it. */
+export interface StoreFiles {
+  /** "the replica database", "the DuckDB file" */
+  readonly what: string;
+  /** What the store needs to create beside the file `base` (its name): `SQLite needs to create "r.db-wal" and "r.db-shm" beside the database`. */
+  readonly besideIt: (base: string) => string;
+}
+
+/** The SQLite replica's files. */
+export const SQLITE_FILES: StoreFiles = {
+  what: 'the replica database',
+  besideIt: (base) => `SQLite needs to create "${base}-wal" and "${base}-shm" beside the database`,
+};
+
+/** A DuckDB store's files (stores/duckdb/connection.ts: its WAL and the run's temporary folder). */
+export const DUCKDB_FILES: StoreFiles = {
+  what: 'the DuckDB file',
+  besideIt: (base) => `DuckDB needs to create "${base}.wal" and the folder "${base}.tmp" beside the file`,
+};
+
 /**
  * Throws ConfigError when the folder `path` goes in does not exist, naming it
  * (and the first of its parents that is missing, or the file standing where
  * a folder should be): SQLite would only say "unable to open database file".
  */
-function missingFolder(path: string): void {
+function missingFolder(path: string, store: StoreFiles): void {
   const folder = dirname(path);
   let missing = folder;
   for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) missing = parent;
@@ -66,17 +88,17 @@ function missingFolder(path: string): void {
     else if (code(err) !== 'ENOENT') return; // not ours to explain: SQLite says what it is
   }
   if (blocker !== undefined) {
-    throw new ConfigError(`Cannot create the replica database "${path}": "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
+    throw new ConfigError(`Cannot create ${store.what} "${path}": "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
   }
   if (existsSync(folder)) return;
   const which = missing === folder ? `its folder "${folder}" does not exist` : `its folder "${folder}" does not exist (nor does "${missing}")`;
-  throw new ConfigError(`Cannot create the replica database "${path}": ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
+  throw new ConfigError(`Cannot create ${store.what} "${path}": ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
     field: 'db',
   });
 }
 
-/** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica. */
-export function assertWritable(path: string): void {
+/** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica (or as the store `store` says). */
+export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): void {
   if (path === '' || path === ':memory:') return;
   const dir = dirname(resolve(path));
   if (existsSync(path)) {
@@ -84,20 +106,19 @@ export function assertWritable(path: string): void {
       accessSync(path, constants.W_OK);
     } catch (err) {
       const { reason, remedy } = notWritable('the file', path, err);
-      throw new ConfigError(`Cannot write the replica database "${path}": ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
+      throw new ConfigError(`Cannot write ${store.what} "${path}": ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
         field: 'db',
       });
     }
   }
-  missingFolder(path);
+  missingFolder(path, store);
   try {
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const base = basename(path);
     const { reason, remedy } = notWritable(`its directory "${dir}"`, dir, err);
     throw new ConfigError(
-      `Cannot write the replica database "${path}": ${reason}, and SQLite needs to create ` +
-        `"${base}-wal" and "${base}-shm" beside the database. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
+      `Cannot write ${store.what} "${path}": ${reason}, and ${store.besideIt(base)}. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
       { field: 'db' },
     );
   }

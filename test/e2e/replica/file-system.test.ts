@@ -13,7 +13,7 @@
  * (uid 65534), for whom a root-owned 755 folder is read-only.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SOURCE_BIN } from '../../helpers/cli.js';
@@ -64,5 +64,57 @@ describe('replicate into a new DuckDB file that cannot be created whole', () => 
     expect(next.code, next.stderr).toBe(0);
     expect(statSync(db).mode & 0o777).toBe(0o600);
     expect(await duckdb.dump(db)).toStrictEqual(dumpLists(account.dump()));
+  });
+});
+
+// Root writes through file permissions: as root, the runs that must not write go as nobody (uid 65534).
+const asRoot = process.getuid?.() === 0;
+const NOBODY = 65534;
+/** The uid the runs go as, which the messages name. */
+const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
+
+/** `replicate` as the runner: nobody when the tests run as root, else this user. */
+function replicateAsRunner(config: string, db: string): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, killed: false }));
+  });
+}
+
+describe('replicate into a DuckDB file in a folder the run may not write into', () => {
+  it('is refused (78) naming the folder and what DuckDB makes there; nothing is created or changed', { timeout: 120_000 }, async () => {
+    chmodSync(dir, 0o755);
+    const config = account.config(dir);
+    chmodSync(config, 0o644);
+    const folder = join(dir, 'ro-duckdb');
+    mkdirSync(folder);
+    const db = join(folder, 'store.duckdb');
+    expect((await replicate(config, db)).code).toBe(0);
+    if (asRoot) chownSync(db, NOBODY, NOBODY); // the file is the runner's: only its folder keeps the run out
+    chmodSync(folder, asRoot ? 0o755 : 0o555); // root-owned 755: read-only for nobody
+    const before = readFileSync(db);
+    for (const path of [db, join(folder, 'new.duckdb')]) {
+      const run = await replicateAsRunner(config, path);
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `Cannot replicate: Cannot write the DuckDB file ".*": its directory ".*ro-duckdb" \\(owned by uid \\d+, mode [57]55\\) is not writable by the user ` +
+            `the connector runs as, uid ${runner} \\(EACCES\\), and DuckDB needs to create ".*\\.duckdb\\.wal" and the folder ".*\\.duckdb\\.tmp" beside the file\\. Make it writable for uid ${runner} `,
+        ),
+      );
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(readdirSync(folder)).toEqual(['store.duckdb']);
+    expect(readFileSync(db).equals(before)).toBe(true);
+    chmodSync(folder, 0o755);
   });
 });
