@@ -7,8 +7,12 @@
  * this attempt created are removed. A DuckDB file is refused alike: DuckDB
  * makes its WAL (`FILE.wal`) and the run's temporary folder (`FILE.tmp`)
  * beside it, and without them every stream's first commit would fail.
+ *
+ * SQLite follows a symbolic link: the database is the file the link names,
+ * and `-wal` and `-shm` go beside that file, where the checks look. DuckDB
+ * makes its files beside the path as given.
  */
-import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 
@@ -57,26 +61,52 @@ export interface StoreFiles {
   readonly what: string;
   /** What the store needs to create beside the file `base` (its name): `SQLite needs to create "r.db-wal" and "r.db-shm" beside the database`. */
   readonly besideIt: (base: string) => string;
+  /** Whether the store opens the file a symbolic link names and makes its files beside it (SQLite), or beside the link (DuckDB). */
+  readonly followsLinks: boolean;
 }
 
 /** The SQLite replica's files. */
 export const SQLITE_FILES: StoreFiles = {
   what: 'the replica database',
   besideIt: (base) => `SQLite needs to create "${base}-wal" and "${base}-shm" beside the database`,
+  followsLinks: true,
 };
 
 /** A DuckDB store's files (stores/duckdb/connection.ts: its WAL and the run's temporary folder). */
 export const DUCKDB_FILES: StoreFiles = {
   what: 'the DuckDB file',
   besideIt: (base) => `DuckDB needs to create "${base}.wal" and the folder "${base}.tmp" beside the file`,
+  followsLinks: false,
 };
+
+/** Links followed before giving up on a chain (Linux's own limit, after which it says ELOOP). */
+const MAX_LINKS = 40;
+
+/**
+ * The file `path`'s symbolic links end at (each read relative to its own
+ * folder), also when it does not exist yet; `path` itself when it is no
+ * link. Throws ConfigError for a loop of links.
+ */
+export function linkTarget(path: string, store: StoreFiles = SQLITE_FILES): string {
+  let current = path;
+  for (let links = 0; links < MAX_LINKS; links++) {
+    let next: string;
+    try {
+      next = readlinkSync(current);
+    } catch {
+      return current; // not a link (EINVAL), or nothing there yet
+    }
+    current = resolve(dirname(current), next);
+  }
+  throw new ConfigError(`Cannot open ${store.what} "${path}": its path goes through a loop of symbolic links. Give --db the file itself.`, { field: 'db' });
+}
 
 /**
  * Throws ConfigError when the folder `path` goes in does not exist, naming it
  * (and the first of its parents that is missing, or the file standing where
  * a folder should be): SQLite would only say "unable to open database file".
  */
-function missingFolder(path: string, store: StoreFiles): void {
+function missingFolder(path: string, store: StoreFiles, named = `"${path}"`): void {
   const folder = dirname(path);
   let missing = folder;
   for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) missing = parent;
@@ -88,11 +118,11 @@ function missingFolder(path: string, store: StoreFiles): void {
     else if (code(err) !== 'ENOENT') return; // not ours to explain: SQLite says what it is
   }
   if (blocker !== undefined) {
-    throw new ConfigError(`Cannot create ${store.what} "${path}": "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
+    throw new ConfigError(`Cannot create ${store.what} ${named}: "${blocker}" is a file, not a folder. Give --db a file in a folder.`, { field: 'db' });
   }
   if (existsSync(folder)) return;
   const which = missing === folder ? `its folder "${folder}" does not exist` : `its folder "${folder}" does not exist (nor does "${missing}")`;
-  throw new ConfigError(`Cannot create ${store.what} "${path}": ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
+  throw new ConfigError(`Cannot create ${store.what} ${named}: ${which}. Create it first (mkdir -p "${folder}"), or give --db a file in an existing folder.`, {
     field: 'db',
   });
 }
@@ -100,25 +130,28 @@ function missingFolder(path: string, store: StoreFiles): void {
 /** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica (or as the store `store` says). */
 export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): void {
   if (path === '' || path === ':memory:') return;
-  const dir = dirname(resolve(path));
-  if (existsSync(path)) {
+  const file = store.followsLinks ? linkTarget(path, store) : path;
+  // The path as given, and the file a link names when that is another.
+  const named = file === path ? `"${path}"` : `"${path}" (a symbolic link to "${file}")`;
+  const dir = dirname(resolve(file));
+  if (existsSync(file)) {
     try {
-      accessSync(path, constants.W_OK);
+      accessSync(file, constants.W_OK);
     } catch (err) {
-      const { reason, remedy } = notWritable('the file', path, err);
-      throw new ConfigError(`Cannot write ${store.what} "${path}": ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
+      const { reason, remedy } = notWritable('the file', file, err);
+      throw new ConfigError(`Cannot write ${store.what} ${named}: ${reason}. replicate writes into it: ${remedy}, or give --db another file.`, {
         field: 'db',
       });
     }
   }
-  missingFolder(path, store);
+  missingFolder(file, store, named);
   try {
     accessSync(dir, constants.W_OK);
   } catch (err) {
-    const base = basename(path);
+    const base = basename(file);
     const { reason, remedy } = notWritable(`its directory "${dir}"`, dir, err);
     throw new ConfigError(
-      `Cannot write ${store.what} "${path}": ${reason}, and ${store.besideIt(base)}. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
+      `Cannot write ${store.what} ${named}: ${reason}, and ${store.besideIt(base)}. ${remedy[0]?.toUpperCase() ?? ''}${remedy.slice(1)}, or give --db a file in a writable directory.`,
       { field: 'db' },
     );
   }

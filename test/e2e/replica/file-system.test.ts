@@ -13,12 +13,12 @@
  * (uid 65534), for whom a root-owned 755 folder is read-only.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SOURCE_BIN } from '../../helpers/cli.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import { dumpLists, replicate, type Account, type RunResult } from '../../helpers/emulator-runs.js';
+import { dumpLists, replicaAsDump, replicate, type Account, type RunResult } from '../../helpers/emulator-runs.js';
 import { storeKinds } from '../../helpers/store-kinds.js';
 
 let account: Account;
@@ -27,7 +27,7 @@ let dir: string;
 withEmulatorAccount('file-system-', { contacts: 30, seed: 83 }, (s) => ({ account, dir } = s), {
   beforeRemove: (d) => {
     chmodSync(d, 0o755);
-    for (const entry of readdirSync(d)) chmodSync(join(d, entry), 0o755);
+    for (const entry of readdirSync(d)) if (lstatSync(join(d, entry)).isDirectory()) chmodSync(join(d, entry), 0o755);
   },
 });
 
@@ -116,5 +116,56 @@ describe('replicate into a DuckDB file in a folder the run may not write into', 
     expect(readdirSync(folder)).toEqual(['store.duckdb']);
     expect(readFileSync(db).equals(before)).toBe(true);
     chmodSync(folder, 0o755);
+  });
+});
+
+describe('replicate into a SQLite replica through a symbolic link', () => {
+  // SQLite follows the link: the database is the file it names, and the -wal and -shm go beside that file.
+  it('writes the file the link names, checked where that file is; a new one is 0600; the link stays a link', { timeout: 120_000 }, async () => {
+    chmodSync(dir, 0o755);
+    const config = account.config(dir);
+    chmodSync(config, 0o644);
+    const links = join(dir, 'links');
+    const real = join(dir, 'real');
+    const closed = join(dir, 'closed');
+    for (const folder of [links, real, closed]) mkdirSync(folder);
+    if (asRoot) chownSync(real, NOBODY, NOBODY);
+    else chmodSync(real, 0o755);
+    // A link in a folder the run may not write into, to a file in one it may: the replica is written.
+    symlinkSync(join(real, 'replica.db'), join(links, 'replica.db'));
+    // A link to a file not there yet: it is created where the link points, 0600.
+    symlinkSync(join(real, 'new.db'), join(links, 'new.db'));
+    // A link from a writable folder to a file in one the run may not write into: refused, naming that folder.
+    symlinkSync(join(closed, 'replica.db'), join(real, 'closed.db'));
+    chmodSync(links, asRoot ? 0o755 : 0o555);
+    const first = await replicateAsRunner(config, join(links, 'replica.db'));
+    expect(first.code, first.stderr).toBe(0);
+    expect(lstatSync(join(links, 'replica.db')).isSymbolicLink()).toBe(true);
+    expect(replicaAsDump(join(real, 'replica.db'))).toStrictEqual(dumpLists(account.dump()));
+    const made = await replicateAsRunner(config, join(links, 'new.db'));
+    expect(made.code, made.stderr).toBe(0);
+    expect(lstatSync(join(links, 'new.db')).isSymbolicLink()).toBe(true);
+    expect(statSync(join(real, 'new.db')).mode & 0o777).toBe(0o600);
+    expect(readdirSync(links).sort()).toEqual(['new.db', 'replica.db']);
+
+    if (!asRoot) chmodSync(closed, 0o555); // root-owned 755 is read-only for nobody already
+    const refused = await replicateAsRunner(config, join(real, 'closed.db'));
+    expect(refused.code, refused.stderr).toBe(78);
+    expect(refused.stderr).toMatch(
+      new RegExp(`Cannot write the replica database ".*closed\\.db" \\(a symbolic link to ".*closed/replica\\.db"\\): its directory ".*closed" \\(owned by uid \\d+, mode [57]55\\) is not writable`),
+    );
+    expect(readdirSync(closed)).toEqual([]);
+    chmodSync(links, 0o755);
+    chmodSync(closed, 0o755);
+  });
+
+  it('a loop of links: refused (78), saying so', { timeout: 60_000 }, async () => {
+    const a = join(dir, 'loop-a.db');
+    const b = join(dir, 'loop-b.db');
+    symlinkSync(b, a);
+    symlinkSync(a, b);
+    const run = await replicate(account.config(dir), a);
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/Cannot open the replica database ".*loop-a\.db": its path goes through a loop of symbolic links\./);
   });
 });
