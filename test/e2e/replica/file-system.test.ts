@@ -169,3 +169,49 @@ describe('replicate into a SQLite replica through a symbolic link', () => {
     expect(run.stderr).toMatch(/Cannot open the replica database ".*loop-a\.db": its path goes through a loop of symbolic links\./);
   });
 });
+
+/**
+ * `script` (sh) run in a mount namespace of its own with a tmpfs of `kib`
+ * KiB mounted on the folder `$MNT` (made in `dir`), the connector's command
+ * line in `$NODE` and `$BIN`; what it prints on stdout is returned. As root,
+ * `unshare -m`; otherwise in a user namespace as well (`unshare -Urm`,
+ * which Linux allows an unprivileged user unless the machine forbids it).
+ * Nothing of the tmpfs outlives the script: it copies out what the test
+ * reads.
+ */
+function inTmpfs(kib: number, script: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const mnt = join(dir, `tmpfs-${kib}`);
+  mkdirSync(mnt, { recursive: true });
+  return new Promise((resolve, reject) => {
+    const child = spawn('unshare', [asRoot ? '-m' : '-Urm', 'sh', '-c', `mount -t tmpfs -o size=${kib}k tmpfs "$MNT" && ${script}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MNT: mnt, NODE: process.execPath, BIN: SOURCE_BIN },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('replicate into a new SQLite replica on a full disk (a tmpfs in a mount namespace: unshare)', () => {
+  it('is transient (75) saying the disk is full, leaves nothing, and the next run with room ends exact', { timeout: 120_000 }, async () => {
+    const config = account.config(dir);
+    const out = join(dir, 'full-copy.db');
+    const run = await inTmpfs(
+      4096,
+      // The tmpfs filled (dd stops at its end), the run refused; then room made, the run again, its replica copied out.
+      `dd if=/dev/zero of="$MNT/fill" bs=4096 2>/dev/null; ` +
+        `"$NODE" "$BIN" replicate --config "${config}" --db "$MNT/replica.db" 2>&1; echo "first=$?"; ls -A "$MNT"; ` +
+        `rm "$MNT/fill"; "$NODE" "$BIN" replicate --config "${config}" --db "$MNT/replica.db" 2>&1; echo "next=$?"; cp "$MNT/replica.db" "${out}"`,
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/ERROR source-data-read: Cannot replicate: The disk holding the replica database ".*replica\.db" is full .*What was committed before is kept\. Free some space there, then run replicate again/);
+    expect(run.stdout).not.toMatch(/cannot be used as a replica database|\n\s+at /);
+    expect(run.stdout).toMatch(/\nfirst=75\nfill\n/);
+    expect(run.stdout).toMatch(/\nnext=0\n/);
+    expect(replicaAsDump(out)).toStrictEqual(dumpLists(account.dump()));
+  });
+});
