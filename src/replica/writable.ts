@@ -12,7 +12,7 @@
  * and `-wal` and `-shm` go beside that file, where the checks look. DuckDB
  * makes its files beside the path as given.
  */
-import { accessSync, constants, existsSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 
@@ -63,6 +63,8 @@ export interface StoreFiles {
   readonly besideIt: (base: string) => string;
   /** Whether the store opens the file a symbolic link names and makes its files beside it (SQLite), or beside the link (DuckDB). */
   readonly followsLinks: boolean;
+  /** The store's program and the files it makes beside the file `path`: ['SQLite', [`${path}-wal`, ...]]. */
+  readonly sideFiles: (path: string) => readonly [string, readonly string[]];
 }
 
 /** The SQLite replica's files. */
@@ -70,6 +72,7 @@ export const SQLITE_FILES: StoreFiles = {
   what: 'the replica database',
   besideIt: (base) => `SQLite needs to create "${base}-wal" and "${base}-shm" beside the database`,
   followsLinks: true,
+  sideFiles: (path) => ['SQLite', SIDE_FILES.map((suffix) => `${path}${suffix}`)],
 };
 
 /** A DuckDB store's files (stores/duckdb/connection.ts: its WAL and the run's temporary folder). */
@@ -77,7 +80,29 @@ export const DUCKDB_FILES: StoreFiles = {
   what: 'the DuckDB file',
   besideIt: (base) => `DuckDB needs to create "${base}.wal" and the folder "${base}.tmp" beside the file`,
   followsLinks: false,
+  sideFiles: (path) => ['DuckDB', [`${path}.wal`, `${path}.tmp`]],
 };
+
+/**
+ * Throws ConfigError when the name of `file`, or of a file the store makes
+ * beside it, is longer than its file system allows (NAME_MAX, 255 bytes on
+ * most; PATH_MAX for the whole path): the store would fail when it first
+ * makes that file, after creating the database (SQLite at once, DuckDB at
+ * its first commit). Asked of the file system itself (lstat says
+ * ENAMETOOLONG), nothing created.
+ */
+function tooLong(named: string, file: string, store: StoreFiles): void {
+  const [program, beside] = store.sideFiles(file);
+  for (const name of [file, ...beside]) {
+    try {
+      lstatSync(name);
+    } catch (err) {
+      if (code(err) !== 'ENAMETOOLONG') continue;
+      const which = name === file ? 'its name is too long' : `"${basename(name)}", which ${program} makes beside it, is too long`;
+      throw new ConfigError(`Cannot create ${store.what} ${named}: ${which} for the file system (ENAMETOOLONG). Give --db a shorter name.`, { field: 'db' });
+    }
+  }
+}
 
 /** Links followed before giving up on a chain (Linux's own limit, after which it says ELOOP). */
 const MAX_LINKS = 40;
@@ -145,6 +170,7 @@ export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): 
     }
   }
   missingFolder(file, store, named);
+  tooLong(named, file, store);
   try {
     accessSync(dir, constants.W_OK);
   } catch (err) {
@@ -162,6 +188,12 @@ export function sideFilesGuard(path: string): () => void {
   if (path === '' || path === ':memory:') return () => undefined;
   const absent = SIDE_FILES.map((suffix) => `${path}${suffix}`).filter((file) => !existsSync(file));
   return () => {
-    for (const file of absent) rmSync(file, { force: true });
+    for (const file of absent) {
+      try {
+        rmSync(file, { force: true });
+      } catch {
+        // not removable (or not a name this file system takes): the error that brought us here is the one to tell
+      }
+    }
   };
 }

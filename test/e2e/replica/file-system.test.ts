@@ -215,3 +215,27 @@ describe('replicate into a new SQLite replica on a full disk (a tmpfs in a mount
     expect(replicaAsDump(out)).toStrictEqual(dumpLists(account.dump()));
   });
 });
+
+describe('replicate into a file whose name, or a name the store makes beside it, is too long (NAME_MAX: 255 bytes)', () => {
+  it('is refused (78) saying which name is too long; nothing is created', { timeout: 120_000 }, async () => {
+    const config = account.config(dir);
+    const folder = join(dir, 'long-names');
+    mkdirSync(folder);
+    const cases = [
+      // The file's own name.
+      { db: join(folder, `${'a'.repeat(253)}.db`), too: /its name is too long/ },
+      // 254 bytes: the file fits, its -wal and -shm do not.
+      { db: join(folder, `${'b'.repeat(251)}.db`), too: /"b+\.db-wal", which SQLite makes beside it, is too long/ },
+      // 252 bytes: the file fits, DuckDB's .wal and .tmp do not.
+      { db: join(folder, `${'c'.repeat(245)}.duckdb`), too: /"c+\.duckdb\.wal", which DuckDB makes beside it, is too long/ },
+    ];
+    for (const { db, too } of cases) {
+      const run = await replicate(config, db);
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toMatch(too);
+      expect(run.stderr).toMatch(/\(ENAMETOOLONG\)\. Give --db a shorter name\./);
+      expect(run.stderr).not.toMatch(/Unexpected error|\n\s+at /);
+      expect(readdirSync(folder)).toEqual([]);
+    }
+  });
+});
