@@ -160,6 +160,9 @@ export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): 
   const named = file === path ? `"${path}"` : `"${path}" (a symbolic link to "${file}")`;
   const dir = dirname(resolve(file));
   if (existsSync(file)) {
+    if (statSync(file).isDirectory()) {
+      throw new ConfigError(`Cannot open ${store.what} ${named}: it is a directory. Give --db the path of a file (created when missing), not a folder.`, { field: 'db' });
+    }
     try {
       accessSync(file, constants.W_OK);
     } catch (err) {

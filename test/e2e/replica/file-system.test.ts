@@ -239,3 +239,16 @@ describe('replicate into a file whose name, or a name the store makes beside it,
     }
   });
 });
+
+describe('replicate into a --db that is a directory', () => {
+  it('is refused (78) saying so; the directory is left as it was', { timeout: 60_000 }, async () => {
+    for (const name of ['folder.db', 'folder.duckdb']) {
+      const db = join(dir, name);
+      mkdirSync(db);
+      const run = await replicate(account.config(dir), db);
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toMatch(/Cannot replicate: Cannot open the (?:replica database|DuckDB file) ".*folder\.(?:db|duckdb)": it is a directory\. Give --db the path of a file/);
+      expect(readdirSync(db)).toEqual([]);
+    }
+  });
+});
