@@ -10,7 +10,8 @@
  *
  * SQLite follows a symbolic link: the database is the file the link names,
  * and `-wal` and `-shm` go beside that file, where the checks look. DuckDB
- * makes its files beside the path as given.
+ * is given that file too (replicate resolves the link), so its files go
+ * beside it as well.
  */
 import { accessSync, constants, existsSync, lstatSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
@@ -61,7 +62,7 @@ export interface StoreFiles {
   readonly what: string;
   /** What the store needs to create beside the file `base` (its name): `SQLite needs to create "r.db-wal" and "r.db-shm" beside the database`. */
   readonly besideIt: (base: string) => string;
-  /** Whether the store opens the file a symbolic link names and makes its files beside it (SQLite), or beside the link (DuckDB). */
+  /** Whether the store opens the file a symbolic link names and makes its files beside it, or beside the link. */
   readonly followsLinks: boolean;
   /** The store's program and the files it makes beside the file `path`: ['SQLite', [`${path}-wal`, ...]]. */
   readonly sideFiles: (path: string) => readonly [string, readonly string[]];
@@ -79,7 +80,7 @@ export const SQLITE_FILES: StoreFiles = {
 export const DUCKDB_FILES: StoreFiles = {
   what: 'the DuckDB file',
   besideIt: (base) => `DuckDB needs to create "${base}.wal" and the folder "${base}.tmp" beside the file`,
-  followsLinks: false,
+  followsLinks: true,
   sideFiles: (path) => ['DuckDB', [`${path}.wal`, `${path}.tmp`]],
 };
 

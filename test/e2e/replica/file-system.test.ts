@@ -252,3 +252,27 @@ describe('replicate into a --db that is a directory', () => {
     }
   });
 });
+
+describe('replicate into a DuckDB file through a symbolic link', () => {
+  // Its WAL and temporary folder go beside the file the link names, as SQLite's do: whichever path a run is given,
+  // the next run finds the WAL a killed one left, and a folder holding only the link need not be writable.
+  it('writes the file the link names, its WAL and temporary folder beside it; nothing beside the link', { timeout: 120_000 }, async () => {
+    chmodSync(dir, 0o755);
+    const config = account.config(dir);
+    chmodSync(config, 0o644);
+    const links = join(dir, 'duck-links');
+    const real = join(dir, 'duck-real');
+    for (const folder of [links, real]) mkdirSync(folder);
+    if (asRoot) chownSync(real, NOBODY, NOBODY);
+    else chmodSync(real, 0o755);
+    symlinkSync(join(real, 'store.duckdb'), join(links, 'store.duckdb'));
+    chmodSync(links, asRoot ? 0o755 : 0o555);
+    const run = await replicateAsRunner(config, join(links, 'store.duckdb'));
+    expect(run.code, run.stderr).toBe(0);
+    expect(readdirSync(links)).toEqual(['store.duckdb']);
+    expect(lstatSync(join(links, 'store.duckdb')).isSymbolicLink()).toBe(true);
+    expect(statSync(join(real, 'store.duckdb')).mode & 0o777).toBe(0o600);
+    expect(await duckdb.dump(join(real, 'store.duckdb'))).toStrictEqual(dumpLists(account.dump()));
+    chmodSync(links, 0o755);
+  });
+});
