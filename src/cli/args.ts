@@ -45,7 +45,14 @@ function usageMistake(err: unknown, argv: readonly string[], options: Options, s
     for (const t of tokens.filter(isOption)) {
       const what = spec.values[t.name];
       if (what === undefined && t.value !== undefined) return new UsageError(`--${t.name} takes no value.`);
-      if (what !== undefined && (t.value === undefined || (!t.inlineValue && /^-./.test(t.value)))) return new UsageError(`--${t.name} needs a value (${what}).`);
+      if (what !== undefined && (t.value === undefined || (!t.inlineValue && /^-./.test(t.value)))) {
+        // The word after the flag begins with a dash: a value meant (a file named -x.json), or the next option.
+        const next = t.inlineValue ? undefined : (t.value ?? argv[t.index + 1]);
+        const optionName = next?.replace(/^--?/, '').split('=')[0] ?? '';
+        const meant = next !== undefined && /^-./.test(next) && options[optionName] === undefined && next !== '-h';
+        const how = meant ? ` To give one that begins with "-", write --${t.name}=${next}.` : '';
+        return new UsageError(`--${t.name} needs a value (${what}).${how}`);
+      }
     }
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {

@@ -46,6 +46,11 @@ describe('readArgs', () => {
     expect(mistake(['read', '--config'], SOURCE)).toEqual(['--config needs a value (a file path).', false]);
     expect(mistake(['read', '--config', '--catalog', 'c.json'], SOURCE)).toEqual(['--config needs a value (a file path).', false]);
     expect(mistake(['--about', '--format'], { ...TAP, switches: ['about'] })).toEqual(['--format needs a value (json or markdown).', false]);
+    // A value that begins with a dash (a file named -x.json) is read as an option: told how to give it.
+    expect(mistake(['read', '--config', '-c.json'], SOURCE)).toEqual([
+      '--config needs a value (a file path). To give one that begins with "-", write --config=-c.json.',
+      false,
+    ]);
     expect(mistake(['spec', '--help=yes'], SOURCE)).toEqual(['--help takes no value.', false]);
     expect(mistake(['read', 'extra'], SOURCE)).toEqual(['Unexpected argument "extra".', false]);
     expect(mistake(['--config', 'c.json', 'extra'], TAP)).toEqual(['Unexpected argument "extra".', false]);
