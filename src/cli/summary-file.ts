@@ -14,9 +14,10 @@
  * written through its open descriptor, after what is already there.
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isatty } from 'node:tty';
+import { linkTarget } from '../runtime/links.js';
 
 type SummaryWriteMode = 'rename' | 'in-place';
 
@@ -71,28 +72,6 @@ export function summaryWriteMode(path: string): SummaryWriteMode {
     return 'in-place';
   }
   return 'rename';
-}
-
-/** Links followed before giving up on a chain (Linux's own limit, after which it says ELOOP). */
-const MAX_LINKS = 40;
-
-/**
- * The file FILE's symbolic links end at (each one read relative to its own
- * directory), also when it does not exist yet; FILE itself when it is no
- * link. A rename then replaces that file, not the link.
- */
-function linkTarget(path: string): string {
-  let current = path;
-  for (let links = 0; links < MAX_LINKS; links++) {
-    let next: string;
-    try {
-      next = readlinkSync(current);
-    } catch {
-      return current; // not a link (EINVAL), or nothing there yet
-    }
-    current = resolve(dirname(current), next);
-  }
-  throw Object.assign(new Error(`ELOOP: too many symbolic links from ${path}`), { code: 'ELOOP' });
 }
 
 /**

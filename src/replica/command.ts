@@ -49,7 +49,7 @@ import { Progress, plainEveryMsFromEnv } from '../progress/progress.js';
 import { ReplicaSink, type StreamTally } from './sink.js';
 import { ReplicaStore } from './store.js';
 import { runTreatments } from './treatments.js';
-import { DUCKDB_FILES, assertWritable, linkTarget } from './writable.js';
+import { DUCKDB_FILES, assertWritable, storeFileOf } from './writable.js';
 import { ReplicaWriter, SqliteStore } from './writer.js';
 import { parseStoreTarget, type StoreTarget } from '../stores/target.js';
 import type { SchemaChange, Store, StoreNote } from '../stores/store.js';
@@ -159,7 +159,7 @@ async function openStore(
   const { DuckdbStore } = await import('../stores/duckdb/store.js');
   // As SQLite does, DuckDB is given the file a symbolic link names: its WAL and temporary folder go beside that file,
   // where a run given the other path finds them (DuckDB would make them beside the path it is given).
-  return { other: await DuckdbStore.open({ ...target, path: linkTarget(target.path, DUCKDB_FILES) }, opening) };
+  return { other: await DuckdbStore.open({ ...target, path: storeFileOf(target.path, DUCKDB_FILES) }, opening) };
 }
 
 /** The store the run opened: the SQLite file (written by the replica's own writer), or another store. */

@@ -13,9 +13,10 @@
  * is given that file too (replicate resolves the link), so its files go
  * beside it as well.
  */
-import { accessSync, constants, existsSync, lstatSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { linkTarget } from '../runtime/links.js';
 
 const SIDE_FILES = ['-wal', '-shm', '-journal'];
 
@@ -105,26 +106,16 @@ function tooLong(named: string, file: string, store: StoreFiles): void {
   }
 }
 
-/** Links followed before giving up on a chain (Linux's own limit, after which it says ELOOP). */
-const MAX_LINKS = 40;
-
 /**
- * The file `path`'s symbolic links end at (each read relative to its own
- * folder), also when it does not exist yet; `path` itself when it is no
- * link. Throws ConfigError for a loop of links.
+ * The file `path`'s symbolic links end at (runtime/links.ts); a loop of
+ * links is a ConfigError naming `store`'s file.
  */
-export function linkTarget(path: string, store: StoreFiles = SQLITE_FILES): string {
-  let current = path;
-  for (let links = 0; links < MAX_LINKS; links++) {
-    let next: string;
-    try {
-      next = readlinkSync(current);
-    } catch {
-      return current; // not a link (EINVAL), or nothing there yet
-    }
-    current = resolve(dirname(current), next);
+export function storeFileOf(path: string, store: StoreFiles = SQLITE_FILES): string {
+  try {
+    return linkTarget(path);
+  } catch {
+    throw new ConfigError(`Cannot open ${store.what} "${path}": its path goes through a loop of symbolic links. Give --db the file itself.`, { field: 'db' });
   }
-  throw new ConfigError(`Cannot open ${store.what} "${path}": its path goes through a loop of symbolic links. Give --db the file itself.`, { field: 'db' });
 }
 
 /**
@@ -156,7 +147,7 @@ function missingFolder(path: string, store: StoreFiles, named = `"${path}"`): vo
 /** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica (or as the store `store` says). */
 export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): void {
   if (path === '' || path === ':memory:') return;
-  const file = store.followsLinks ? linkTarget(path, store) : path;
+  const file = store.followsLinks ? storeFileOf(path, store) : path;
   // The path as given, and the file a link names when that is another.
   const named = file === path ? `"${path}"` : `"${path}" (a symbolic link to "${file}")`;
   const dir = dirname(resolve(file));
