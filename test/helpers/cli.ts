@@ -22,9 +22,10 @@ export interface CliResult {
 }
 
 /** Run an executable to completion (asynchronously, so an in-process emulator keeps serving). */
-export function runCli(bin: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(bin: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; uid?: number } = {}): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const as = options.uid === undefined ? {} : { uid: options.uid, gid: options.uid };
+    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], ...as });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));

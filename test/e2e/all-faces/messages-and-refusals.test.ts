@@ -5,12 +5,11 @@
  * replicate refuses a read-only database (file or directory) without leaving
  * -wal/-shm files behind.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withEmulatorAccount } from '../../helpers/suite.js';
-import { SOURCE_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
+import { SOURCE_BIN, parseLines, protocolCheck, runCli, writeJson, type CliResult } from '../../helpers/cli.js';
 import { replicate, type Account } from '../../helpers/emulator-runs.js';
 
 let account: Account;
@@ -92,19 +91,8 @@ describe('replicate on a read-only database', () => {
   /** The uid the runs go as, which the messages name. */
   const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
 
-  function replicateAs(config: string, db: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
-      child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+  function replicateAs(config: string, db: string): Promise<CliResult> {
+    return runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', db], asRoot ? { uid: NOBODY } : {});
   }
 
   const sideFiles = (db: string) => ['-wal', '-shm', '-journal'].filter((s) => existsSync(`${db}${s}`));

@@ -16,7 +16,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SOURCE_BIN } from '../../helpers/cli.js';
+import { SOURCE_BIN, runCli } from '../../helpers/cli.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 import { dumpLists, replicaAsDump, replicate, type Account, type RunResult } from '../../helpers/emulator-runs.js';
 import { storeKinds } from '../../helpers/store-kinds.js';
@@ -75,18 +75,7 @@ const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
 
 /** `replicate` as the runner: nobody when the tests run as root, else this user. */
 function replicateAsRunner(config: string, db: string): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SOURCE_BIN, 'replicate', '--config', config, '--db', db], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, killed: false }));
-  });
+  return runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', db], asRoot ? { uid: NOBODY } : {}).then((run) => ({ ...run, killed: false }));
 }
 
 describe('replicate into a DuckDB file in a folder the run may not write into', () => {
