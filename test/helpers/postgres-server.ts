@@ -40,8 +40,15 @@ const server = new EmbeddedPostgres({
   authMethod: 'scram-sha-256',
   persistent: false,
   initdbFlags: ['--encoding=UTF8', '--no-sync'],
-  // Durability is not what a throw-away server is for: no fsync makes commits (and the tests) faster.
-  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', ...tlsFlags],
+  // Durability is not what a throw-away server is for: no fsync makes commits (and the tests) faster. Its dynamic
+  // shared memory in its own folder (mmap), removed with it: POSIX segments in /dev/shm outlived a server killed
+  // outright (the tests that stop one mid-run, a run interrupted), hundreds over many runs on one machine.
+  postgresFlags: [
+    '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`,
+    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+    '-c', 'dynamic_shared_memory_type=mmap',
+    ...tlsFlags,
+  ],
   onLog: (message: string) => appendFileSync(log, message),
   onError: (message: unknown) => appendFileSync(log, `${message instanceof Error ? message.stack : String(message)}\n`),
 });
