@@ -11,5 +11,5 @@ describe.concurrent('contract breaches', () => {
     expect(r.problems).toEqual([]);
     expect(r.outcome).toBe(c.error === undefined ? 'none' : 'system_error');
     expect(r.lost).toBe(0);
-  }, 60_000);
+  });
 });

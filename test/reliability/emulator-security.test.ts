@@ -7,5 +7,5 @@ describe('emulator security', () => {
     const checks = await runEmulatorSecurity();
     expect(checks.filter((c) => !c.ok)).toEqual([]);
     expect(checks.length).toBeGreaterThanOrEqual(15);
-  }, 60_000);
+  });
 });

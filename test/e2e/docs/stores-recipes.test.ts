@@ -48,7 +48,7 @@ describe('docs/stores-postgresql.md', () => {
     await db?.drop();
   });
 
-  it('replicates into the schema data_read, and the dashboard query counts every contact', { timeout: 60_000 }, async () => {
+  it('replicates into the schema data_read, and the dashboard query counts every contact', async () => {
     const run = await runShell(docRecipe('docs/stores-postgresql.md', 'postgres-replicate'), { cwd: dir, env: { ...process.env, DATABASE_URL: db.url } });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/Replica up to date/);
@@ -64,7 +64,7 @@ describe('docs/stores-postgresql.md', () => {
 });
 
 describe('docs/stores-duckdb.md', () => {
-  it('replicates into analytics.duckdb, and the dashboard query counts every contact', { timeout: 60_000 }, async () => {
+  it('replicates into analytics.duckdb, and the dashboard query counts every contact', async () => {
     const run = await runShell(docRecipe('docs/stores-duckdb.md', 'duckdb-replicate'), { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
     const instance = await DuckDBInstance.create(join(dir, 'analytics.duckdb'), { access_mode: 'READ_ONLY' });

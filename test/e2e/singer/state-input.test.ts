@@ -77,7 +77,7 @@ beforeAll(async () => {
   resumed = synced(await tap(writeJson(dir, 'value.json', lastValue)));
   expect(resumed).toBeGreaterThanOrEqual(4);
   expect(resumed).toBeLessThan(total);
-}, 60_000);
+});
 
 afterAll(async () => {
   await emu?.close();

@@ -556,7 +556,7 @@ describe('one writer per file', () => {
     }
     const store = await DuckdbStore.open(target('locked'));
     await store.close();
-  }, 60_000);
+  });
 });
 
 describe('a writer killed at any moment', () => {

@@ -473,5 +473,5 @@ describe('connectPostgres', () => {
     } finally {
       if (!stopped) await server.stop();
     }
-  }, 60_000);
+  });
 });

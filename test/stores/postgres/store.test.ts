@@ -366,7 +366,7 @@ describe('drift in PostgreSQL', () => {
     expect(await store.readRecords('contacts')).toEqual([contact('c1', 1), contact('c2', 2)]);
   });
 
-  it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", { timeout: 60_000 }, async () => {
+  it("while a long query holds a table, the ALTER that waits for it lets the readers queued behind it through", async () => {
     const schema = 's_alter_queue';
     await closeStore(await openStore(schema));
     const stream = findStream('contacts');
@@ -397,7 +397,7 @@ describe('drift in PostgreSQL', () => {
     expect(store.changes).toEqual(['contacts.score_v2: new column (numeric)']);
   });
 
-  it('a table a long query holds all along keeps its layout until the next run, which changes it; the run writes meanwhile', { timeout: 60_000 }, async () => {
+  it('a table a long query holds all along keeps its layout until the next run, which changes it; the run writes meanwhile', async () => {
     const schema = 's_alter_postponed';
     let store = await openStore(schema);
     const big = contact('c2', 2, { qualification_score: rawNumber('123456789012345678901234567890') });
@@ -734,7 +734,7 @@ describe('transactions', () => {
     expect(await ids(schema, 'pipeline_stages')).toEqual(['s1', 's2']);
   });
 
-  it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', { timeout: 60_000 }, async () => {
+  it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', async () => {
     const schema = 's_lock_held';
     const store = await openStore(schema, { lockWaitMs: 300 });
     await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
@@ -764,7 +764,7 @@ describe('transactions', () => {
     expect(JSON.parse((await store.savedStates()).get('contacts') ?? '{}')).toEqual({ resume: { sync_watermark: at(1) } });
   });
 
-  it('a session holding a table past the write\'s wait does not hold the run\'s end as long again: that table is not counted', { timeout: 60_000 }, async () => {
+  it('a session holding a table past the write\'s wait does not hold the run\'s end as long again: that table is not counted', async () => {
     const schema = 's_lock_count';
     const store = await openStore(schema, { lockWaitMs: 300 });
     await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
@@ -789,7 +789,7 @@ describe('transactions', () => {
     }
   });
 
-  it('names the sessions of its own database only: a copy of it (the same table oids) whose session holds a lock is not named', { timeout: 60_000 }, async () => {
+  it('names the sessions of its own database only: a copy of it (the same table oids) whose session holds a lock is not named', async () => {
     const schema = 's_lock_copy';
     const source = await freshDatabase('src');
     const adminUrl = await postgresAdminUrl();
