@@ -13,7 +13,7 @@ import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
-import { assertWritable, sideFilesGuard, storeFileOf } from './writable.js';
+import { assertWritable, sideFilesGuard } from './writable.js';
 import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../stores/store.js';
 import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
 
@@ -111,9 +111,8 @@ function createPrivately(path: string): boolean {
 
 /** Open (creating if needed) a replica database for writing. */
 export function openForWrite(path: string): DatabaseSync {
-  assertWritable(path);
   // SQLite opens the file a symbolic link names, and makes its side files beside that file.
-  const file = path === '' || path === ':memory:' ? path : storeFileOf(path);
+  const file = assertWritable(path);
   const removeSideFiles = sideFilesGuard(file);
   const created = createPrivately(file);
   const removeCreated = (): void => {

@@ -63,17 +63,14 @@ export interface StoreFiles {
   readonly what: string;
   /** What the store needs to create beside the file `base` (its name): `SQLite needs to create "r.db-wal" and "r.db-shm" beside the database`. */
   readonly besideIt: (base: string) => string;
-  /** Whether the store opens the file a symbolic link names and makes its files beside it, or beside the link. */
-  readonly followsLinks: boolean;
   /** The store's program and the files it makes beside the file `path`: ['SQLite', [`${path}-wal`, ...]]. */
   readonly sideFiles: (path: string) => readonly [string, readonly string[]];
 }
 
 /** The SQLite replica's files. */
-export const SQLITE_FILES: StoreFiles = {
+const SQLITE_FILES: StoreFiles = {
   what: 'the replica database',
   besideIt: (base) => `SQLite needs to create "${base}-wal" and "${base}-shm" beside the database`,
-  followsLinks: true,
   sideFiles: (path) => ['SQLite', SIDE_FILES.map((suffix) => `${path}${suffix}`)],
 };
 
@@ -81,7 +78,6 @@ export const SQLITE_FILES: StoreFiles = {
 export const DUCKDB_FILES: StoreFiles = {
   what: 'the DuckDB file',
   besideIt: (base) => `DuckDB needs to create "${base}.wal" and the folder "${base}.tmp" beside the file`,
-  followsLinks: true,
   sideFiles: (path) => ['DuckDB', [`${path}.wal`, `${path}.tmp`]],
 };
 
@@ -123,7 +119,7 @@ export function storeFileOf(path: string, store: StoreFiles = SQLITE_FILES): str
  * (and the first of its parents that is missing, or the file standing where
  * a folder should be): SQLite would only say "unable to open database file".
  */
-function missingFolder(path: string, store: StoreFiles, named = `"${path}"`): void {
+function missingFolder(path: string, store: StoreFiles, named: string): void {
   const folder = dirname(path);
   let missing = folder;
   for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) missing = parent;
@@ -144,10 +140,15 @@ function missingFolder(path: string, store: StoreFiles, named = `"${path}"`): vo
   });
 }
 
-/** Throws ConfigError when `path` (a file path, not `:memory:`) cannot be written as a replica (or as the store `store` says). */
-export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): void {
-  if (path === '' || path === ':memory:') return;
-  const file = store.followsLinks ? storeFileOf(path, store) : path;
+/**
+ * Throws ConfigError when `path` (a file path, not `:memory:`) cannot be
+ * written as a replica (or as the store `store` says); else returns the
+ * file the store writes: the one a symbolic link names, `path` itself when
+ * it is no link (and for `:memory:`).
+ */
+export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): string {
+  if (path === '' || path === ':memory:') return path;
+  const file = storeFileOf(path, store);
   // The path as given, and the file a link names when that is another.
   const named = file === path ? `"${path}"` : `"${path}" (a symbolic link to "${file}")`;
   const dir = dirname(resolve(file));
@@ -176,6 +177,7 @@ export function assertWritable(path: string, store: StoreFiles = SQLITE_FILES): 
       { field: 'db' },
     );
   }
+  return file;
 }
 
 /** The side files of `path` that do not exist now: remove them with the returned function should opening fail. */
