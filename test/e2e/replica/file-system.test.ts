@@ -73,6 +73,20 @@ const NOBODY = 65534;
 /** The uid the runs go as, which the messages name. */
 const runner = asRoot ? NOBODY : (process.getuid?.() ?? -1);
 
+/** The account's config, where the runner can read it (the test folder open to it). */
+function runnersConfig(): string {
+  chmodSync(dir, 0o755);
+  const config = account.config(dir);
+  chmodSync(config, 0o644);
+  return config;
+}
+
+/** `folder` made writable for the runner: its own when the tests run as root. */
+function givenToRunner(folder: string): void {
+  if (asRoot) chownSync(folder, NOBODY, NOBODY);
+  else chmodSync(folder, 0o755);
+}
+
 /** `replicate` as the runner: nobody when the tests run as root, else this user. */
 function replicateAsRunner(config: string, db: string): Promise<RunResult> {
   return runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', db], asRoot ? { uid: NOBODY } : {}).then((run) => ({ ...run, killed: false }));
@@ -80,9 +94,7 @@ function replicateAsRunner(config: string, db: string): Promise<RunResult> {
 
 describe('replicate into a DuckDB file in a folder the run may not write into', () => {
   it('is refused (78) naming the folder and what DuckDB makes there; nothing is created or changed', { timeout: 120_000 }, async () => {
-    chmodSync(dir, 0o755);
-    const config = account.config(dir);
-    chmodSync(config, 0o644);
+    const config = runnersConfig();
     const folder = join(dir, 'ro-duckdb');
     mkdirSync(folder);
     const db = join(folder, 'store.duckdb');
@@ -111,15 +123,12 @@ describe('replicate into a DuckDB file in a folder the run may not write into', 
 describe('replicate into a SQLite replica through a symbolic link', () => {
   // SQLite follows the link: the database is the file it names, and the -wal and -shm go beside that file.
   it('writes the file the link names, checked where that file is; a new one is 0600; the link stays a link', { timeout: 120_000 }, async () => {
-    chmodSync(dir, 0o755);
-    const config = account.config(dir);
-    chmodSync(config, 0o644);
+    const config = runnersConfig();
     const links = join(dir, 'links');
     const real = join(dir, 'real');
     const closed = join(dir, 'closed');
     for (const folder of [links, real, closed]) mkdirSync(folder);
-    if (asRoot) chownSync(real, NOBODY, NOBODY);
-    else chmodSync(real, 0o755);
+    givenToRunner(real);
     // A link in a folder the run may not write into, to a file in one it may: the replica is written.
     symlinkSync(join(real, 'replica.db'), join(links, 'replica.db'));
     // A link to a file not there yet: it is created where the link points, 0600.
@@ -253,14 +262,11 @@ describe('replicate into a DuckDB file through a symbolic link', () => {
   // Its WAL and temporary folder go beside the file the link names, as SQLite's do: whichever path a run is given,
   // the next run finds the WAL a killed one left, and a folder holding only the link need not be writable.
   it('writes the file the link names, its WAL and temporary folder beside it; nothing beside the link', { timeout: 120_000 }, async () => {
-    chmodSync(dir, 0o755);
-    const config = account.config(dir);
-    chmodSync(config, 0o644);
+    const config = runnersConfig();
     const links = join(dir, 'duck-links');
     const real = join(dir, 'duck-real');
     for (const folder of [links, real]) mkdirSync(folder);
-    if (asRoot) chownSync(real, NOBODY, NOBODY);
-    else chmodSync(real, 0o755);
+    givenToRunner(real);
     symlinkSync(join(real, 'store.duckdb'), join(links, 'store.duckdb'));
     chmodSync(links, asRoot ? 0o755 : 0o555);
     const run = await replicateAsRunner(config, join(links, 'store.duckdb'));
