@@ -250,14 +250,24 @@ class DuckdbFileLockedError extends ConnectorError {
  * PostgreSQL do, not 70 (a bug to report). Undefined for any other error.
  */
 export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
-  const message = messageOf(err);
-  if (!/No space left on device/i.test(message)) return undefined;
+  if (!/No space left on device/i.test(messageOf(err))) return undefined;
   return new ConnectorError(
     'transient_error',
-    `The disk holding the DuckDB store "${target.path}" is full: ${message}. ` +
+    `The disk holding the DuckDB store "${target.path}" is full: ${duckdbWords(err)}. ` +
       FULL_DISK_ADVICE,
     { cause: err },
   );
+}
+
+/**
+ * DuckDB's words for `err`, without the advice it appends after a blank line
+ * (the dozen lines of "Possible solutions" of an out-of-memory error, about
+ * settings the store makes itself): a store's failure is said once per
+ * account and stream, and with many accounts those lines buried the run's
+ * error.
+ */
+export function duckdbWords(err: unknown): string {
+  return messageOf(err).split(/\r?\n[ \t]*\r?\n/)[0]?.trim() ?? '';
 }
 
 /** What an error of opening the file means: the lock held elsewhere or a full disk (75), or a file that cannot be a store (78). */
@@ -274,7 +284,7 @@ function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
         'Run again once it has finished (exit 75: a scheduler retries later); DuckDB frees its lock as soon as that process ends, even if it was killed.',
     );
   }
-  return new ConfigError(`Cannot open the DuckDB file "${target.path}" as a store: ${message}`, { field: '--db', cause: err });
+  return new ConfigError(`Cannot open the DuckDB file "${target.path}" as a store: ${duckdbWords(err)}`, { field: '--db', cause: err });
 }
 
 /** The first bytes of every SQLite database file. */

@@ -24,7 +24,7 @@ import { lineBytes } from '../line-bytes.js';
 import { STORE_FILE_MODE } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, isoShaped, type Cell } from '../values.js';
-import { STAGE_FILE_PREFIX, fullDiskError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
+import { STAGE_FILE_PREFIX, duckdbWords, fullDiskError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const FRACTION = /:\d{2}\.(\d+)/;
@@ -291,10 +291,6 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
 
   error(err: unknown): ConnectorError {
     if (err instanceof ConnectorError) return err;
-    // DuckDB's words without the advice it appends after a blank line (the dozen lines of "Possible solutions" of an
-    // out-of-memory error, settings the store makes itself): a failure is said once per account and stream, and with
-    // many accounts those lines, a dozen each, buried the run's error.
-    const words = messageOf(err).split(/\r?\n[ \t]*\r?\n/)[0]?.trim() ?? '';
-    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${words}`, { cause: err });
+    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${duckdbWords(err)}`, { cause: err });
   }
 }
