@@ -15,7 +15,7 @@ import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../stores/store.js';
-import { STATE_TABLE, TABLES_TABLE } from '../stores/checkpoint.js';
+import { STATE_TABLE, TABLES_TABLE, joinSavedStates, splitJoinedStates } from '../stores/checkpoint.js';
 
 /** How long a replica connection waits for another one's lock before it gives up. */
 export const BUSY_TIMEOUT_MS = 5000;
@@ -153,6 +153,35 @@ export function openForWrite(path: string): DatabaseSync {
     throw new ConfigError(`"${path}" cannot be used as a replica database: ${messageOf(err)}.`, { field: 'db' });
   }
   return db;
+}
+
+/** The state (JSON text) saved by each stream's last commit (checkpoint.ts: a replica of many accounts joins its accounts' rows). */
+export function savedStates(db: DatabaseSync): Map<string, string> {
+  if (!tableExists(db, STATE_TABLE)) return new Map();
+  return joinSavedStates(db.prepare(`SELECT stream, state FROM ${STATE_TABLE} ORDER BY stream`).all().map((r) => [String(r.stream), String(r.state)]));
+}
+
+/**
+ * A replica of many accounts written before each account's state was a row
+ * of its own: each stream's one state row becomes its accounts' rows, each
+ * committed when that row was, in one transaction.
+ */
+export function splitStates(db: DatabaseSync): void {
+  const joined = splitJoinedStates(db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all().map((r) => [String(r.stream), String(r.state)]));
+  if (joined.length === 0) return;
+  const put = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) SELECT ?, ?, committed_at FROM ${STATE_TABLE} WHERE stream = ?`);
+  const drop = db.prepare(`DELETE FROM ${STATE_TABLE} WHERE stream = ?`);
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    for (const { key, accounts } of joined) {
+      for (const [part, state] of accounts) put.run(part, state, key);
+      drop.run(key);
+    }
+    db.exec('COMMIT');
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
+  }
 }
 
 /**

@@ -3,8 +3,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { parseStreamState, type StreamState } from '../engine/state.js';
 import { ConfigError } from '../errors.js';
-import { STATE_TABLE } from '../stores/checkpoint.js';
-import { openForRead, storedLayouts, tableExists } from './database.js';
+import { openForRead, savedStates, storedLayouts } from './database.js';
 import { quoteIdent, keyColumns } from './layout.js';
 import { rowToRecord } from './rows.js';
 
@@ -34,10 +33,7 @@ export function replicaStates(dbPath: string): Map<string, StreamState> {
   const db = openForRead(dbPath);
   try {
     const out = new Map<string, StreamState>();
-    if (!tableExists(db, STATE_TABLE)) return out;
-    for (const row of db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all()) {
-      out.set(String(row.stream), parseStreamState(String(row.stream), JSON.parse(String(row.state)) as unknown));
-    }
+    for (const [stream, state] of savedStates(db)) out.set(stream, parseStreamState(stream, JSON.parse(state) as unknown));
     return out;
   } finally {
     db.close();

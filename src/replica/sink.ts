@@ -102,10 +102,11 @@ export class ReplicaSink implements SyncSink {
     const records = this.pending.get(stream.name) ?? [];
     this.pending.set(stream.name, []);
     const full = this.fullReads.get(stream.name);
-    // In a replica of many accounts the state holds every account's: this sink's read is its account's.
+    // In a replica of many accounts the state holds every account's: this sink's read, and the state it saves, are its account's.
     const own = this.account === undefined ? state : state.accounts?.[this.account];
-    const fullRead = full ? { first: !full.started, last: own?.resume === undefined } : undefined;
-    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(state), fullRead };
+    if (own === undefined) throw new Error(`a state of ${stream.name} holds no state of account "${this.account ?? ''}", whose checkpoint it is`);
+    const fullRead = full ? { first: !full.started, last: own.resume === undefined } : undefined;
+    const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(own), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
     if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));

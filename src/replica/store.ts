@@ -16,7 +16,7 @@ import { ConnectorError } from '../errors.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, tableSpecs } from '../stores/checkpoint.js';
-import { deletionIndexName, openForWrite, settleIntoOneFile, storedLayouts, tableExists, writeError } from './database.js';
+import { deletionIndexName, openForWrite, savedStates, settleIntoOneFile, splitStates, storedLayouts, tableExists, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
 import { acquireLock, holdsLock, lockSettings, releaseLock, renewLock, type LockSettings } from './lock.js';
@@ -124,6 +124,7 @@ export class ReplicaStore {
       // Only under the lock: a run refused because another one writes the file changes nothing in it.
       this.accountNote = options.account === undefined ? undefined : bindAccount(this.db, path, options.account);
       if (options.treatments !== undefined) this.inFirstSave = recordTreatments(this.db, path, options.treatments);
+      if (options.accountKey === true) splitStates(this.db);
       const stored = storedLayouts(this.db);
       // Each stream's columns from its schema, evolved from the layout its table was stored with.
       const retype = options.retype ?? true;
@@ -155,8 +156,9 @@ export class ReplicaStore {
 
   /** A stream's saved state and the marks of a full read under way (its own, or in a file of many accounts each account's). */
   private forgetStream(stream: string): void {
-    this.db.prepare(`DELETE FROM ${STATE_TABLE} WHERE stream = ?`).run(stream);
-    if (tableExists(this.db, FULL_READ_TABLE)) this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ? OR substr(stream, 1, length(?) + 1) = ? || '/'`).run(stream, stream, stream);
+    for (const table of [STATE_TABLE, FULL_READ_TABLE]) {
+      if (tableExists(this.db, table)) this.db.prepare(`DELETE FROM ${table} WHERE stream = ? OR substr(stream, 1, length(?) + 1) = ? || '/'`).run(stream, stream, stream);
+    }
   }
 
   /** Streams whose tables were migrated when opening. */
@@ -171,13 +173,12 @@ export class ReplicaStore {
   /** The state saved by the last committed checkpoint of each stream. */
   loadStates(): Map<string, StreamState> {
     const states = new Map<string, StreamState>();
-    for (const row of this.db.prepare(`SELECT stream, state FROM ${STATE_TABLE}`).all()) {
-      const stream = String(row.stream);
+    for (const [stream, text] of savedStates(this.db)) {
       let raw: unknown;
       try {
-        raw = JSON.parse(String(row.state));
+        raw = JSON.parse(text);
       } catch {
-        raw = String(row.state);
+        raw = text;
       }
       states.set(stream, parseStreamState(stream, raw));
     }

@@ -46,7 +46,7 @@ import { ACCOUNT_COLUMN, storeColumnNames, quoteIdent, keyColumns, type TableLay
 import { STATE_WRITTEN, rowRefusers, streamTable } from './refusers.js';
 import type { RowValues } from './rows.js';
 import type { CommitResult, StoreCheckpoint } from './sink.js';
-import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, keepSavedStates, partName, unknownDeletionTypes, type TableSpec as StoreTableSpecOf } from '../stores/checkpoint.js';
+import { FULL_READ_TABLE, PartFailures, STATE_TABLE, fullReadKey, partKey, partName, unknownDeletionTypes, type TableSpec as StoreTableSpecOf } from '../stores/checkpoint.js';
 
 /** A stream's table, as the writer needs to know it. */
 export type TableSpec = StoreTableSpecOf<TableLayout>;
@@ -84,7 +84,6 @@ export class TableWriter {
   private openedAt: number | undefined;
   /** Streams (of an account, in a replica of many) a checkpoint of which could not be written. */
   private readonly failures = new PartFailures();
-  private readonly readState: StatementSync;
   /** Set when a transaction holding earlier checkpoints was lost: nothing more is written. */
   private broken: Error | undefined;
   /** What in the file could refuse a row (refusers.ts); when anything, each checkpoint is written in a savepoint. */
@@ -131,7 +130,6 @@ export class TableWriter {
         : undefined;
     this.deletionsKnown = log ? db.prepare(`SELECT 1 AS x FROM ${quoteIdent(log.spec.layout.table)} LIMIT 1`).get() !== undefined : false;
     this.writeState = db.prepare(`INSERT OR REPLACE INTO ${STATE_TABLE} (stream, state, committed_at) VALUES (?, ?, ?)`);
-    this.readState = db.prepare(`SELECT state FROM ${STATE_TABLE} WHERE stream = ?`);
     const written = specs.map(({ layout, deletionLog }) =>
       streamTable(layout.table, keyColumns(layout), deletionLog ? [deletionIndexName(layout.table)] : []),
     );
@@ -232,9 +230,8 @@ export class TableWriter {
         for (const deletion of deletions) if (this.applyDeletion(deletion, fields)) deletedRows++;
         unknownTypes = unknownDeletionTypes(deletions, table.spec, new Set(this.targets.keys()));
       }
-      const kept = this.failures.accountsOf(checkpoint.stream);
-      const state = kept === undefined ? checkpoint.state : keepSavedStates(checkpoint.state, this.savedState(checkpoint.stream), kept);
-      this.writeState.run(checkpoint.stream, state, syncedAt);
+      // The account's own row, in a replica of many (STATE_TABLE): the others' stay as they are, a failed one's as last committed.
+      this.writeState.run(partKey(checkpoint.stream, account), checkpoint.state, syncedAt);
       if (isolated) this.db.exec('RELEASE checkpoint');
     } catch (err) {
       failed(messageOf(err));
@@ -243,12 +240,6 @@ export class TableWriter {
       throw err;
     }
     return { upserted, skippedDeleted, deletedRows, unknownTypes, sweptRows };
-  }
-
-  /** The stream's state as last written (in this transaction, or committed). */
-  private savedState(stream: string): string | undefined {
-    const row = this.readState.get(stream);
-    return typeof row?.state === 'string' ? row.state : undefined;
   }
 
   /** The statement that marks an id as returned by the stream's full read; `first`: the read begins, earlier marks go. */

@@ -17,7 +17,12 @@ export type { StoreCheckpoint } from './store.js';
 
 /** The layout each stream table was written with (and the drift a run saw): `stream`, `layout` (JSON). */
 export const TABLES_TABLE = '_replica_tables';
-/** Each stream's state, committed with the rows it covers: `stream`, `state` (JSON text), `committed_at`. */
+/**
+ * Each stream's state, committed with the rows it covers: `stream`, `state` (JSON text), `committed_at`. In a store of
+ * many accounts a row per stream and account (`stream` is `stream/account`, partKey) holds that account's state alone,
+ * written with that account's checkpoints: a commit writes the states of its own accounts, however many the store
+ * keeps (joinSavedStates reads them back as one state per stream).
+ */
 export const STATE_TABLE = '_replica_state';
 /** The ids a full read returned so far (only while one is under way): `stream` (`stream/account` in a store of many accounts), `id`. */
 export const FULL_READ_TABLE = '_replica_full_read';
@@ -44,18 +49,17 @@ export function bookkeepingSql(schema: string, types: { readonly text: string; r
 
 /**
  * Forget a stream's saved state and the marks of a full read under way (its own, or in a store of many accounts each
- * account's), through `run` (PostgreSQL, DuckDB): its table, or a column of it, was dropped by hand and made again. The
- * state covers rows the table no longer holds: going on from it would leave them out for good, so the stream is read
- * again from the start.
+ * account's: the rows keyed `stream/account`), through `run` (PostgreSQL, DuckDB): its table, or a column of it, was
+ * dropped by hand and made again. The state covers rows the table no longer holds: going on from it would leave them
+ * out for good, so the stream is read again from the start.
  */
 export async function forgetStream(run: (sql: string, params: string[]) => Promise<unknown>, schema: string, stream: string): Promise<void> {
-  await run(`DELETE FROM ${qualified(schema, STATE_TABLE)} WHERE stream = $1`, [stream]);
-  await run(`DELETE FROM ${qualified(schema, FULL_READ_TABLE)} WHERE stream = $1 OR left(stream, length($1) + 1) = $1 || '/'`, [stream]);
+  for (const table of [STATE_TABLE, FULL_READ_TABLE]) await run(`DELETE FROM ${qualified(schema, table)} WHERE stream = $1 OR left(stream, length($1) + 1) = $1 || '/'`, [stream]);
 }
 
-/** The version of the tables' layout; a store written by a later version is refused. */
+/** The version of the tables' layout; a store written by a later version is refused. 2: a state row per stream and account. */
 export const FORMAT_KEY = 'format_version';
-export const STORE_FORMAT_VERSION = 1;
+export const STORE_FORMAT_VERSION = 2;
 
 /** A stream's table, as a writer needs to know it, laid out as `L` (a store's layout, or the SQLite replica's). */
 export interface TableSpec<L> {
@@ -186,12 +190,10 @@ export const partName = (stream: string, account: string | undefined): string =>
  * The parts whose checkpoints could not be written, and why: their later
  * checkpoints are refused, so that a state never moves past lost rows. A
  * stream's failure (no account) stops every account's part of it; an
- * account's stops its part alone, the stream's state keeping that account's
- * state as last committed (keepSavedStates).
+ * account's stops its part alone, its state row kept as last committed.
  */
 export class PartFailures {
   readonly #causes = new Map<string, string>();
-  readonly #accounts = new Map<string, Set<string>>();
 
   /** Why the part stopped (its own failure, or its stream's); undefined while it goes on. */
   of(stream: string, account: string | undefined): string | undefined {
@@ -200,32 +202,52 @@ export class PartFailures {
 
   add(stream: string, account: string | undefined, cause: string): void {
     this.#causes.set(partKey(stream, account), cause);
-    if (account === undefined) return;
-    let accounts = this.#accounts.get(stream);
-    if (accounts === undefined) this.#accounts.set(stream, (accounts = new Set()));
-    accounts.add(account);
-  }
-
-  /** The accounts whose part of `stream` stopped; undefined when none did. */
-  accountsOf(stream: string): ReadonlySet<string> | undefined {
-    return this.#accounts.get(stream);
   }
 }
 
 /**
- * A stream's state of many accounts (`{"accounts": {...}}`, JSON text) with
- * the states of `accounts` as `saved` (the state last committed) holds them,
- * or without them where it holds none: a failed account's state never moves
- * past rows that were not written.
+ * Each stream's saved state (JSON text) from the rows of STATE_TABLE: in a
+ * store of many accounts, the rows of its accounts joined as one state of
+ * many accounts, `{"accounts": {"<entry>": <its state>, ...}}`.
  */
-export function keepSavedStates(state: string, saved: string | undefined, accounts: ReadonlySet<string>): string {
-  const next = JSON.parse(state) as { accounts?: Record<string, unknown> };
-  if (next.accounts === undefined) return state;
-  const before = (saved === undefined ? {} : ((JSON.parse(saved) as { accounts?: Record<string, unknown> }).accounts ?? {})) as Record<string, unknown>;
-  for (const account of accounts) {
-    // An own property even for an entry named __proto__ (a valid name), which an assignment would not make.
-    if (Object.hasOwn(before, account)) Object.defineProperty(next.accounts, account, { value: before[account], enumerable: true, writable: true, configurable: true });
-    else delete next.accounts[account];
+export function joinSavedStates(rows: Iterable<readonly [key: string, state: string]>): Map<string, string> {
+  const out = new Map<string, string>();
+  const accounts = new Map<string, string[]>();
+  for (const [key, state] of rows) {
+    const at = key.indexOf('/');
+    if (at < 0) {
+      out.set(key, state);
+      continue;
+    }
+    const stream = key.slice(0, at);
+    let members = accounts.get(stream);
+    if (members === undefined) accounts.set(stream, (members = []));
+    // The row's text as it is: one that is not JSON makes the stream's state fail to load, naming the stream.
+    members.push(`${JSON.stringify(key.slice(at + 1))}:${state}`);
   }
-  return JSON.stringify(next);
+  for (const [stream, members] of accounts) out.set(stream, `{"accounts":{${members.join(',')}}}`);
+  return out;
+}
+
+/**
+ * The rows of STATE_TABLE that a store of many accounts written by an
+ * earlier version holds (one per stream, every account's state in it), with
+ * the rows of each account that replace them. A row that is no state of
+ * many accounts is left as it is (loading names one that is not JSON).
+ */
+export function splitJoinedStates(rows: Iterable<readonly [key: string, state: string]>): { key: string; accounts: [key: string, state: string][] }[] {
+  const out: { key: string; accounts: [string, string][] }[] = [];
+  for (const [key, state] of rows) {
+    if (key.includes('/')) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(state);
+    } catch {
+      continue;
+    }
+    const accounts = (parsed as { accounts?: unknown } | null)?.accounts;
+    if (typeof accounts !== 'object' || accounts === null || Array.isArray(accounts)) continue;
+    out.push({ key, accounts: Object.entries(accounts).map(([account, own]) => [partKey(key, account), JSON.stringify(own)]) });
+  }
+  return out;
 }

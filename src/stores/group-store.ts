@@ -7,7 +7,7 @@
 import type { ConnectorError } from '../errors.js';
 import type { StreamState } from '../engine/state.js';
 import { keyColumns, qualified, quoteIdent, storeColumnNames, type ColumnChange, type StoreKind, type StoreLayout } from './columns.js';
-import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, fullReadKey, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, METADATA_TABLE, STATE_TABLE, fullReadKey, joinSavedStates, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import type { GroupWriter } from './group-writer.js';
 import { DriftTeller, changeNotes, parseSavedStates, schemaChanges, type DriftLog, type OpenedTables } from './notes.js';
 import { checkFacts } from './metadata.js';
@@ -111,10 +111,10 @@ export abstract class GroupStore<C> implements Store {
     return qualified(this.target.schema, name);
   }
 
-  /** The state (JSON text) saved by each stream's last committed checkpoint. */
+  /** The state (JSON text) saved by each stream's last committed checkpoint (in a store of many accounts, its accounts' joined). */
   async savedStates(): Promise<Map<string, string>> {
-    const rows = await this.rows(`SELECT stream, state FROM ${this.#table(STATE_TABLE)}`);
-    return new Map(rows.map((r) => [String(r.stream), String(r.state)]));
+    const rows = await this.rows(`SELECT stream, state FROM ${this.#table(STATE_TABLE)} ORDER BY stream`);
+    return joinSavedStates(rows.map((r) => [String(r.stream), String(r.state)]));
   }
 
   /** Every fact the store holds (its metadata table). */

@@ -43,7 +43,7 @@
  *     those of the same id (the store's upsertSql); a full read's ids
  *     marked, and at its last checkpoint the rows it did not return swept;
  *  5. the drift the rows asked for (applied at the next open), each
- *     stream's last state; COMMIT.
+ *     part's last state; COMMIT.
  * A checkpoint that starts a full refresh or a full read starts a new group
  * when the group holds its stream already, and the last checkpoint of a
  * full read ends its group: a stream's rows in a group are then all of one
@@ -56,16 +56,16 @@
  * refused, so its state never moves past lost rows) and the rest of the
  * group is written again without it. In a store of many accounts what stops
  * is that stream of that account (a part): the other accounts' parts of the
- * stream go on, and the stream's state (which holds every account's) keeps
- * the failed account's state as last committed, so that its next run reads
- * again what was not written. A refused state row stops the stream of
- * every account. A lost connection (or a DuckDB database invalidated) stops
- * everything: what was not committed is read again by the next run.
+ * stream go on, and the failed account's state row stays as last committed
+ * (each account's state is a row of its own, STATE_TABLE), so that its next
+ * run reads again what was not written. A lost connection (or a DuckDB
+ * database invalidated) stops everything: what was not committed is read
+ * again by the next run.
  */
 import { ConnectorError } from '../errors.js';
 import { LOOK_BACK_MS } from '../time.js';
 import { ACCOUNT_COLUMN, keyColumns, qualified, quoteIdent, storeColumnNames, widen, withPending, type StoreKind, type StoreLayout } from './columns.js';
-import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, TABLES_TABLE, PartFailures, keepSavedStates, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
+import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, TABLES_TABLE, PartFailures, lastPerKey, partKey, partName, unknownDeletionTypes, type StoreCheckpoint, type StoreCommitResult, type StoreTableSpec } from './checkpoint.js';
 import { encodeRow, type Cell, type Data, type StoreDialect } from './values.js';
 
 /** How long a group gathers checkpoints at least, when the writer is idle. */
@@ -104,8 +104,6 @@ export interface StoreSql<C> {
   readonly tempSchema?: string;
   /** Run a statement ($1... parameters); the rows it changed. */
   run(sql: string, params?: readonly (string | null)[]): Promise<number>;
-  /** The first column of a query's first row, as text; undefined when it returns none. */
-  text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined>;
   /** Whether a query returns a row. */
   any(sql: string): Promise<boolean>;
   /**
@@ -167,6 +165,8 @@ interface StreamPart<C> {
   /** The records themselves, of the deletion log only (its unknown object types are told). */
   readonly records: Data[];
   fullRead: { first: boolean; last: boolean } | undefined;
+  /** The state its last checkpoint gave (its account's alone, in a store of many accounts), as JSON text. */
+  state: string;
   /** Each checkpoint's callback, told once the group is committed. */
   readonly committed: ((result: StoreCommitResult) => void)[];
 }
@@ -174,8 +174,6 @@ interface StreamPart<C> {
 interface Group<C> {
   /** By stream, or by stream and account in a store of many accounts (partKey). */
   readonly parts: Map<string, StreamPart<C>>;
-  /** Each stream's state as its last checkpoint of the group gave it (holding every account's, in a store of many accounts). */
-  readonly states: Map<string, string>;
   rows: number;
   /** Ends after its last checkpoint (a full read's last). */
   closed: boolean;
@@ -307,12 +305,12 @@ export class GroupWriter<C> {
       group = undefined;
     }
     if (!group) {
-      group = { parts: new Map(), states: new Map(), rows: 0, closed: false, openedAt: performance.now(), seq: 0 };
+      group = { parts: new Map(), rows: 0, closed: false, openedAt: performance.now(), seq: 0 };
       this.gathering = group;
     }
     let part = group.parts.get(key);
     if (!part) {
-      part = { stream: checkpoint.stream, account, ids: new Set(), staged: this.sql.newStaged(), rows: 0, drift: new Map(), records: [], fullRead: undefined, committed: [] };
+      part = { stream: checkpoint.stream, account, ids: new Set(), staged: this.sql.newStaged(), rows: 0, drift: new Map(), records: [], fullRead: undefined, state: checkpoint.state, committed: [] };
       group.parts.set(key, part);
     }
     if (checkpoint.fullRead) {
@@ -332,7 +330,7 @@ export class GroupWriter<C> {
       group.rows += records.length;
       if (deletionLog) part.records.push(...records);
     }
-    group.states.set(checkpoint.stream, checkpoint.state);
+    part.state = checkpoint.state;
     if (committed) part.committed.push(committed);
     if (group.closed || group.rows >= this.maxGroupRows || group.parts.size >= MAX_GROUP_PARTS) this.enqueue(group);
     this.pump();
@@ -470,7 +468,7 @@ export class GroupWriter<C> {
       let failing: { stream: string; account: string | undefined } | undefined;
       try {
         await this.prepare();
-        const results = await this.transaction(parts, group.states, (stream, account) => {
+        const results = await this.transaction(parts, (stream, account) => {
           failing = { stream, account };
         });
         for (const part of parts) {
@@ -492,10 +490,9 @@ export class GroupWriter<C> {
     }
   }
 
-  /** One transaction for `parts`; `at` is told the part each step works on (the one to blame if it fails: a stream alone, its state, is every account's). */
+  /** One transaction for `parts`; `at` is told the part each step works on (the one to blame if it fails: a stream alone, its drift, is every account's). */
   private async transaction(
     parts: readonly StreamPart<C>[],
-    states: ReadonlyMap<string, string>,
     at: (stream: string, account: string | undefined) => void,
   ): Promise<Map<StreamPart<C>, StoreCommitResult>> {
     const sql = this.sql;
@@ -520,20 +517,19 @@ export class GroupWriter<C> {
         for (const [field, kind] of part.drift) all.set(field, widen(all.get(field) ?? kind, kind));
         drifts.set(part.stream, all);
       }
-      // Each stream's last state (and the drift its rows asked for) once, after its rows: of every account, in a store of many.
+      // The drift each stream's rows asked for, once, after its rows: of every account, in a store of many.
       for (const [stream, drift] of drifts) {
+        const pending = drift.size > 0 ? withPending((this.tables.get(stream) as Table).spec.layout, drift) : undefined;
+        if (pending === undefined) continue;
         at(stream, undefined);
-        const layout = (this.tables.get(stream) as Table).spec.layout;
-        const pending = drift.size > 0 ? withPending(layout, drift) : undefined;
-        if (pending) await sql.run(`UPDATE ${this.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
-        let state = states.get(stream);
-        if (state === undefined) continue;
-        // Accounts whose part of the stream stopped keep their state as last committed (the state row, read in this transaction).
-        const kept = this.failures.accountsOf(stream);
-        if (kept !== undefined) state = keepSavedStates(state, await sql.text(`SELECT state FROM ${this.qualified(STATE_TABLE)} WHERE stream = $1`, [stream]), kept);
+        await sql.run(`UPDATE ${this.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
+      }
+      // Each part's last state: a row per stream, or per stream and account in a store of many (only the accounts of this group).
+      for (const part of ordered) {
+        at(part.stream, part.account);
         await sql.run(
           `INSERT INTO ${this.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
-          [stream, state],
+          [partKey(part.stream, part.account), part.state],
         );
       }
       await sql.run('COMMIT');

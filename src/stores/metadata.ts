@@ -8,7 +8,7 @@
 import { ConfigError } from '../errors.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { parseStoreLayout, qualified, type ColumnChange, type ColumnNaming, type StoreKind, type StoreLayout } from './columns.js';
-import { FORMAT_KEY, METADATA_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, storeTableSpecs, type StoreTableSpec } from './checkpoint.js';
+import { FORMAT_KEY, METADATA_TABLE, STATE_TABLE, STORE_FORMAT_VERSION, TABLES_TABLE, bookkeepingSql, refuseOtherShape, splitJoinedStates, storeTableSpecs, type StoreTableSpec } from './checkpoint.js';
 import type { GroupOptions } from './group-writer.js';
 import type { DriftLog, OpenedTables } from './notes.js';
 import type { StoreFacts, StoreNote } from './store.js';
@@ -92,7 +92,37 @@ export async function openStoreTables(
   refuseOtherShape(display, stored, options.accountKey === true);
   const { specs, changes } = storeTableSpecs(store.naming, options.schemas, stored, options.accountKey === true);
   const opened = await openTables(specs, stored, changes);
-  await store.run(`INSERT INTO ${qualified(schema, METADATA_TABLE)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
+  if (options.accountKey === true) await splitStates(store, schema);
+  await store.run(putFactSql(schema), [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
   for (const [key, value] of facts.record) if (held.get(key) !== value) await store.run(putFactSql(schema), [key, value]);
   return { opened, notes: facts.notes };
+}
+
+/**
+ * A store of many accounts written before each account's state was a row
+ * of its own (format 1): each stream's one state row becomes its accounts'
+ * rows, in one transaction (a run killed meanwhile finds the row as it was).
+ */
+async function splitStates(store: OpeningStore, schema: string): Promise<void> {
+  const table = qualified(schema, STATE_TABLE);
+  const joined = splitJoinedStates((await store.rows(`SELECT stream, state FROM ${table}`)).map((r) => [String(r.stream), String(r.state)]));
+  if (joined.length === 0) return;
+  await store.run('BEGIN');
+  try {
+    for (const { key, accounts } of joined) {
+      // Each account's row committed when the joined one was.
+      for (const [part, state] of accounts) {
+        await store.run(
+          `INSERT INTO ${table} (stream, state, committed_at) SELECT $1, $2, committed_at FROM ${table} WHERE stream = $3 ` +
+            'ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at',
+          [part, state, key],
+        );
+      }
+      await store.run(`DELETE FROM ${table} WHERE stream = $1`, [key]);
+    }
+    await store.run('COMMIT');
+  } catch (err) {
+    await store.run('ROLLBACK').catch(() => {});
+    throw err;
+  }
 }

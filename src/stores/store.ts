@@ -31,7 +31,7 @@ export interface StoreCheckpoint {
   readonly account?: string | undefined;
   /** The records, as the pipeline gave them. */
   readonly records: readonly Data[];
-  /** The stream's state, as JSON text. */
+  /** The stream's state, as JSON text: in a replica of many accounts, the state of `account` alone (STATE_TABLE). */
   readonly state: string;
   /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
   readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;

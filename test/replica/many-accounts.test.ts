@@ -5,12 +5,14 @@
  * that removes what it did not return) touches that account's rows alone.
  * The emulator never gives two accounts the same id: these checkpoints do.
  */
+import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { replicaRecords } from '../../src/replica/records.js';
 import { ReplicaStore, tableCheckpoint } from '../../src/replica/store.js';
 import { builtInSchema, type JsonSchema } from '../../src/schemas/json-schema.js';
 import { STREAMS } from '../../src/streams.js';
 import { contact, deletion, iso, type Rec } from '../helpers/fake-api.js';
+import { readDatabase } from '../helpers/sqlite.js';
 import { withTempDatabases } from '../helpers/suite.js';
 
 const newDb = withTempDatabases('replica-accounts-');
@@ -21,7 +23,7 @@ function checkpoint(store: ReplicaStore, stream: string, account: string, record
     stream,
     account,
     records: stamped,
-    state: JSON.stringify({ accounts: { [account]: { sync_watermark: iso(9) } } }),
+    state: JSON.stringify({ sync_watermark: iso(9) }),
     fullRead: more.fullRead,
   });
 }
@@ -55,7 +57,7 @@ describe('a replica of many accounts', () => {
         { ...contact('c2', 2), account: 'a' },
         { ...contact('c3', 2), account: 'b' },
       ],
-      state: JSON.stringify({ accounts: { a: { sync_watermark: iso(2) } } }),
+      state: JSON.stringify({ sync_watermark: iso(2) }),
     });
     expect(() => store.write(stray)).toThrow(/a record of the checkpoint of account "a" has account "b", so nothing of that checkpoint is written/);
     expect(() => store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]), account: undefined })).toThrow(/names no account/);
@@ -70,27 +72,26 @@ describe('a replica of many accounts', () => {
   it("a checkpoint refused for one account stops that account's stream alone: the others' rows and states written, its own state kept as last committed", () => {
     const path = newDb();
     const store = new ReplicaStore(path, undefined, { accountKey: true });
-    /** The stream's state as the run hands it: every account's (minutes; undefined: none yet). */
-    const both = (a: number | undefined, b: number | undefined): string =>
-      JSON.stringify({ accounts: { ...(a === undefined ? {} : { a: { sync_watermark: iso(a) } }), ...(b === undefined ? {} : { b: { sync_watermark: iso(b) } }) } });
-    const of = (account: string, records: Rec[], state: string) => ({ ...checkpoint(store, 'contacts', account, records), state });
-    store.write(of('a', [contact('c1', 1)], both(1, undefined)));
-    // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
-    const keyless = tableCheckpoint(store.specOf('contacts'), { stream: 'contacts', account: 'a', records: [{ ...contact('c2', 2), account: 'a' }, { name: 'no id', account: 'a' }], state: both(2, undefined) });
+    /** A checkpoint of contacts of `account`, with its state at `minute`. */
+    const own = (minute: number): string => JSON.stringify({ sync_watermark: iso(minute) });
+    const of = (account: string, records: Rec[], minute: number) => ({ ...checkpoint(store, 'contacts', account, records), state: own(minute) });
+    store.write(of('a', [contact('c1', 1)], 1));
+    // A's next checkpoint holds a record without its id: refused, nothing of it written, its state (minute 2) not saved.
+    const keyless = tableCheckpoint(store.specOf('contacts'), { stream: 'contacts', account: 'a', records: [{ ...contact('c2', 2), account: 'a' }, { name: 'no id', account: 'a' }], state: own(2) });
     expect(() => store.write(keyless)).toThrow(/record 2 of the checkpoint has no account or id/);
-    // B's checkpoints of the same stream: written, the stream's state holding A's as last committed.
-    store.write(of('b', [contact('c1', 3)], both(2, 3)));
-    store.write(of('b', [contact('c2', 4)], both(2, 4)));
-    expect(() => store.write(of('a', [contact('c3', 5)], both(5, 4)))).toThrow(/an earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no account or id\)/);
+    // B's checkpoints of the same stream: written, A's state kept as last committed.
+    store.write(of('b', [contact('c1', 3)], 3));
+    store.write(of('b', [contact('c2', 4)], 4));
+    expect(() => store.write(of('a', [contact('c3', 5)], 5))).toThrow(/an earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no account or id\)/);
     // A's other streams go on.
     store.write(checkpoint(store, 'stage_events', 'a', [{ id: 'e1', contact_id: 'c1', created_at: iso(1) }]));
     expect(rowsOf(path, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2']);
     expect(rowsOf(path, 'stage_events')).toEqual(['a/e1']);
-    expect(store.loadStates().get('contacts')).toEqual(JSON.parse(both(1, 4)));
+    expect(store.loadStates().get('contacts')).toEqual({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(4) } } });
     // An account that never committed the stream is left out of its state (its next run reads it from the start).
-    const stray = tableCheckpoint(store.specOf('stage_events'), { stream: 'stage_events', account: 'b', records: [{ contact_id: 'c1', created_at: iso(2), account: 'b' }], state: JSON.stringify({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(2) } } }) });
+    const stray = tableCheckpoint(store.specOf('stage_events'), { stream: 'stage_events', account: 'b', records: [{ contact_id: 'c1', created_at: iso(2), account: 'b' }], state: own(2) });
     expect(() => store.write(stray)).toThrow(/has no account or id/);
-    store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(3) }]), state: JSON.stringify({ accounts: { a: { sync_watermark: iso(3) }, b: { sync_watermark: iso(2) } } }) });
+    store.write({ ...checkpoint(store, 'stage_events', 'a', [{ id: 'e2', contact_id: 'c1', created_at: iso(3) }]), state: own(3) });
     expect(rowsOf(path, 'stage_events')).toEqual(['a/e1', 'a/e2']);
     expect(store.loadStates().get('stage_events')).toEqual({ accounts: { a: { sync_watermark: iso(3) } } });
     store.close();
@@ -133,6 +134,26 @@ describe('a replica of many accounts', () => {
     expect(moved.map((r) => [r.account, Number(r.n), Number(r.lo), Number(r.hi)])).toEqual([
       ['a', 600, 0, 599],
       ['b', 600, 1000, 1599],
+    ]);
+  });
+
+  it("splits the one state row per stream of a replica an earlier version wrote (every account's state in it) into its accounts' rows at open", () => {
+    const path = newDb();
+    const first = new ReplicaStore(path, undefined, { accountKey: true });
+    first.write({ ...checkpoint(first, 'contacts', 'a', [contact('c1', 1)]), state: JSON.stringify({ sync_watermark: iso(1) }) });
+    first.close();
+    const joined = JSON.stringify({ accounts: { a: { sync_watermark: iso(1) }, b: { sync_watermark: iso(2) } } });
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE _replica_state SET stream = 'contacts', state = ?, committed_at = '2026-01-01T00:00:00.000Z' WHERE stream = 'contacts/a'").run(joined);
+    db.close();
+    const store = new ReplicaStore(path, undefined, { accountKey: true });
+    expect(store.loadStates().get('contacts')).toEqual(JSON.parse(joined));
+    store.write(checkpoint(store, 'contacts', 'b', [contact('c2', 3)]));
+    store.close();
+    expect(readDatabase(path, (d) => d.prepare('SELECT stream, state, committed_at FROM _replica_state ORDER BY stream').all().map((r) => ({ ...r })))).toEqual([
+      // Committed when the joined row was; b's moved on with its checkpoint.
+      { stream: 'contacts/a', state: JSON.stringify({ sync_watermark: iso(1) }), committed_at: '2026-01-01T00:00:00.000Z' },
+      { stream: 'contacts/b', state: JSON.stringify({ sync_watermark: iso(9) }), committed_at: expect.not.stringMatching(/^2026-01-01T00:00:00/) },
     ]);
   });
 });

@@ -1,6 +1,6 @@
-/** What the stores keep of a part (a stream of one account) whose checkpoint could not be written. */
+/** What the stores keep of a part (a stream of one account) whose checkpoint could not be written, and of its accounts' states. */
 import { describe, expect, it } from 'vitest';
-import { PartFailures, keepSavedStates } from '../../src/stores/checkpoint.js';
+import { PartFailures, joinSavedStates, splitJoinedStates } from '../../src/stores/checkpoint.js';
 
 describe('PartFailures', () => {
   it("stops an account's part alone, and a stream's failure every part of it", () => {
@@ -8,26 +8,41 @@ describe('PartFailures', () => {
     failures.add('contacts', 'acme', 'a trigger refused it');
     expect(failures.of('contacts', 'acme')).toBe('a trigger refused it');
     expect(failures.of('contacts', 'globex')).toBeUndefined();
-    expect([...(failures.accountsOf('contacts') ?? [])]).toEqual(['acme']);
     failures.add('deletions', undefined, 'the store refused the state row');
     expect(failures.of('deletions', 'globex')).toBe('the store refused the state row');
-    expect(failures.accountsOf('deletions')).toBeUndefined();
   });
 });
 
-describe('keepSavedStates', () => {
-  const state = (accounts: Record<string, unknown>): string => JSON.stringify({ accounts });
-
-  it("keeps a failed account's state as last saved, or leaves it out when none was saved", () => {
-    const next = state({ a: { w: 2 }, b: { w: 2 }, c: { w: 2 } });
-    const saved = state({ a: { w: 1 }, b: { w: 1 } });
-    expect(JSON.parse(keepSavedStates(next, saved, new Set(['b', 'c'])))).toEqual({ accounts: { a: { w: 2 }, b: { w: 1 } } });
-    expect(JSON.parse(keepSavedStates(next, undefined, new Set(['a'])))).toEqual({ accounts: { b: { w: 2 }, c: { w: 2 } } });
+describe("the state rows of a store of many accounts (one per stream and account)", () => {
+  it("joins each stream's accounts as one state of many accounts, and keeps a stream's own row as it is", () => {
+    const joined = joinSavedStates([
+      ['contacts/a', '{"sync_watermark":"1"}'],
+      ['contacts/__proto__', '{"sync_watermark":"2"}'],
+      ['deletions', '{"sync_watermark":"3"}'],
+    ]);
+    expect([...joined.keys()]).toEqual(['deletions', 'contacts']);
+    // An entry named __proto__ (a valid entry name) is an own field, as JSON.parse makes it.
+    expect(joined.get('contacts')).toBe('{"accounts":{"a":{"sync_watermark":"1"},"__proto__":{"sync_watermark":"2"}}}');
+    expect(Object.keys(JSON.parse(joined.get('contacts') ?? '{}').accounts)).toEqual(['a', '__proto__']);
   });
 
-  it('keeps the state of an entry named __proto__ (a valid entry name) as an own field', () => {
-    const next = '{"accounts":{"b":{"w":2}}}';
-    const saved = '{"accounts":{"__proto__":{"w":1}}}';
-    expect(keepSavedStates(next, saved, new Set(['__proto__']))).toBe('{"accounts":{"b":{"w":2},"__proto__":{"w":1}}}');
+  it("splits an earlier version's one row per stream into its accounts' rows, leaving any other row alone", () => {
+    const rows: [string, string][] = [
+      ['contacts', '{"accounts":{"a":{"sync_watermark":"1"},"__proto__":{"sync_watermark":"2"}}}'],
+      ['deletions', '{"sync_watermark":"3"}'],
+      ['stage_events', 'not json'],
+      ['conversations/a', '{"accounts":{"x":{}}}'],
+    ];
+    expect(splitJoinedStates(rows)).toEqual([
+      {
+        key: 'contacts',
+        accounts: [
+          ['contacts/a', '{"sync_watermark":"1"}'],
+          ['contacts/__proto__', '{"sync_watermark":"2"}'],
+        ],
+      },
+    ]);
+    // Split then joined: the state as it was.
+    expect(joinSavedStates(splitJoinedStates(rows)[0]?.accounts ?? []).get('contacts')).toBe(rows[0]?.[1]);
   });
 });

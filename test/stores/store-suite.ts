@@ -540,7 +540,7 @@ export function storeSuite(h: StoreHarness): void {
     const of = (account: string, stream: string, records: readonly Data[], minute: number, extra: Partial<StoreCheckpoint> = {}): StoreCheckpoint => ({
       ...checkpoint(stream, records.map((r) => ({ ...r, account })), minute, extra),
       account,
-      state: JSON.stringify({ accounts: { [account]: { sync_watermark: at(minute) } } }),
+      state: JSON.stringify({ sync_watermark: at(minute) }),
     });
     const keys = async (store: SuiteStore, table: string): Promise<string[]> =>
       (await h.rows(store, `SELECT account, id FROM {schema}."${table}" ORDER BY account, id`)).map((r) => `${String(r.account)}/${String(r.id)}`);
@@ -584,7 +584,7 @@ export function storeSuite(h: StoreHarness): void {
         many,
       ));
 
-    it("gathers two accounts' checkpoints of a stream in one group: each account's rows, the stream's last state", () =>
+    it("gathers two accounts' checkpoints of a stream in one group: each account's rows and last state", () =>
       withStore(
         'accounts-group',
         async (store) => {
@@ -592,12 +592,11 @@ export function storeSuite(h: StoreHarness): void {
           const tell = (name: string) => (r: StoreCommitResult) => told.push(`${name}:${r.upserted}`);
           await store.write(of('a', 'contacts', [contact('c1', 1)], 1), tell('a1'));
           await store.write(of('b', 'contacts', [contact('c1', 1), contact('c2', 1)], 1), tell('b1'));
-          const last = { accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } };
-          await store.write({ ...of('b', 'contacts', [contact('c3', 2)], 2), state: JSON.stringify(last) }, tell('b2'));
+          await store.write(of('b', 'contacts', [contact('c3', 2)], 2), tell('b2'));
           await store.flush();
           expect(told).toEqual(['a1:1', 'b1:0', 'b2:3']);
           expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2', 'b/c3']);
-          expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify(last)]]));
+          expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } })]]));
         },
         many,
       ));
@@ -613,12 +612,12 @@ export function storeSuite(h: StoreHarness): void {
           let told = 0;
           for (const name of names) {
             states[name] = { sync_watermark: at(1) };
-            await store.write({ ...of(name, 'contacts', [contact('c1', 1), contact('c2', 1)], 1), state: JSON.stringify({ accounts: states }) }, () => told++);
+            await store.write(of(name, 'contacts', [contact('c1', 1), contact('c2', 1)], 1), () => told++);
           }
           await store.flush();
           expect(told).toBe(names.length);
           expect(await keys(store, 'contacts')).toEqual(names.flatMap((name) => [`${name}/c1`, `${name}/c2`]));
-          expect(await store.savedStates()).toEqual(new Map([['contacts', JSON.stringify({ accounts: states })]]));
+          expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: states });
         },
         { ...many, groups: { groupMs: 60_000 } },
       ));
@@ -627,32 +626,74 @@ export function storeSuite(h: StoreHarness): void {
       withStore(
         'accounts-one-fails',
         async (store) => {
-          /** The stream's state as the run hands it: every account's (minutes; undefined: none yet). */
-          const both = (a: number | undefined, b: number | undefined): string =>
-            JSON.stringify({ accounts: { ...(a === undefined ? {} : { a: { sync_watermark: at(a) } }), ...(b === undefined ? {} : { b: { sync_watermark: at(b) } }) } });
-          await store.commit({ ...of('a', 'contacts', [contact('c1', 1)], 1), state: both(1, undefined) });
-          // A's next checkpoint holds a record without its id: refused, nothing of it written; the run's state of A moved on regardless.
-          const err = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c2', 2), { name: 'no id', account: 'a' }], 2), state: both(2, undefined) }));
+          await store.commit(of('a', 'contacts', [contact('c1', 1)], 1));
+          // A's next checkpoint holds a record without its id: refused, nothing of it written, its state (minute 2) not saved.
+          const err = await connectorFailure(() => store.write(of('a', 'contacts', [contact('c2', 2), { name: 'no id', account: 'a' }], 2)));
           expect(err.message).toMatch(/record 2 of the checkpoint has no id/);
-          // B's checkpoints of the same stream, in the same run: written, the stream's state holding A's as last committed.
-          await store.write({ ...of('b', 'contacts', [contact('c1', 3)], 3), state: both(2, 3) });
-          await store.write({ ...of('b', 'contacts', [contact('c2', 4)], 4), state: both(2, 4) });
+          // B's checkpoints of the same stream, in the same run: written, A's state kept as last committed.
+          await store.write(of('b', 'contacts', [contact('c1', 3)], 3));
+          await store.write(of('b', 'contacts', [contact('c2', 4)], 4));
           // A's other streams go on; A's contacts do not.
-          await store.write({ ...of('a', 'stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(1) }], 1), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) } } }) });
-          const later = await connectorFailure(() => store.write({ ...of('a', 'contacts', [contact('c3', 5)], 5), state: both(5, 4) }));
+          await store.write(of('a', 'stage_events', [{ id: 'e1', contact_id: 'c1', created_at: at(1) }], 1));
+          const later = await connectorFailure(() => store.write(of('a', 'contacts', [contact('c3', 5)], 5)));
           expect(later.message).toMatch(/An earlier checkpoint of contacts of account "a" could not be written \(record 2 of the checkpoint has no id\)/);
           await store.flush();
           expect(await keys(store, 'contacts')).toEqual(['a/c1', 'b/c1', 'b/c2']);
           expect(await keys(store, 'stage_events')).toEqual(['a/e1']);
-          expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual(JSON.parse(both(1, 4)));
+          expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(4) } } });
           // An account that never committed the stream is left out of its state (its next run reads it from the start).
-          await connectorFailure(() => store.write({ ...of('b', 'stage_events', [{ contact_id: 'c1', created_at: at(2), account: 'b' }], 2), state: JSON.stringify({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } }) }));
-          await store.commit({ ...of('a', 'stage_events', [{ id: 'e2', contact_id: 'c1', created_at: at(3) }], 3), state: JSON.stringify({ accounts: { a: { sync_watermark: at(3) }, b: { sync_watermark: at(2) } } }) });
+          await connectorFailure(() => store.write(of('b', 'stage_events', [{ contact_id: 'c1', created_at: at(2), account: 'b' }], 2)));
+          await store.commit(of('a', 'stage_events', [{ id: 'e2', contact_id: 'c1', created_at: at(3) }], 3));
           expect(await keys(store, 'stage_events')).toEqual(['a/e1', 'a/e2']);
           expect(JSON.parse((await store.savedStates()).get('stage_events') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(3) } } });
         },
         many,
       ));
+
+    it("splits the one state row per stream of a store an earlier version wrote (every account's state in it) into its accounts' rows at open", async () => {
+      const stateRows = async (store: SuiteStore): Promise<string[]> =>
+        (await h.rows(store, 'SELECT stream, CAST(committed_at AS VARCHAR) AS at FROM {schema}._replica_state ORDER BY stream')).map((r) => `${String(r.stream)} ${String(r.at)}`);
+      let committed = '';
+      await withStore(
+        'accounts-format-1',
+        async (store) => {
+          await store.commit(of('a', 'contacts', [contact('c1', 1)], 1));
+          await store.commit(of('b', 'contacts', [contact('c1', 2)], 2));
+          // As the earlier version kept it: the stream's one row, committed with b's checkpoint; layout version 1.
+          const joined = JSON.stringify({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } });
+          await h.rows(store, "DELETE FROM {schema}._replica_state WHERE stream = 'contacts/a'");
+          await h.rows(store, `UPDATE {schema}._replica_state SET stream = 'contacts', state = '${joined}' WHERE stream = 'contacts/b'`);
+          await h.rows(store, "UPDATE {schema}._replica_metadata SET value = '1' WHERE key = 'format_version'");
+          committed = (await stateRows(store))[0]?.split(' ').slice(1).join(' ') ?? '';
+        },
+        many,
+      );
+      await withStore(
+        'accounts-format-1',
+        async (store) => {
+          expect(await stateRows(store)).toEqual([`contacts/a ${committed}`, `contacts/b ${committed}`]);
+          expect(await store.metadata('format_version')).toBe('2');
+          expect((await store.loadStates()).get('contacts')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(2) } } });
+          // An account's next checkpoint writes its own row alone.
+          await store.commit(of('b', 'contacts', [contact('c2', 3)], 3));
+          expect((await store.loadStates()).get('contacts')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(3) } } });
+          expect((await stateRows(store))[0]).toBe(`contacts/a ${committed}`);
+        },
+        many,
+      );
+    });
+
+    it('refuses a store a later version wrote (its layout version above this one), changing nothing', async () => {
+      await withStore('later-format', async (store) => {
+        await store.commit(of('a', 'contacts', [contact('c1', 1)], 1));
+        await h.rows(store, "UPDATE {schema}._replica_metadata SET value = '3' WHERE key = 'format_version'");
+      }, many);
+      const err = await connectorFailure(() => h.open('later-format', many));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(/was written by a later version of the connector \(layout version 3; this one writes version 2\)\. Nothing was changed in it\./);
+      // Nothing was: its version is still the later one.
+      expect((await connectorFailure(() => h.open('later-format', many))).message).toMatch(/layout version 3;/);
+    });
 
     it('refuses a record of another account than its checkpoint, and a checkpoint that names none', () =>
       withStore(

@@ -143,11 +143,6 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
     return Number(result.rowsChanged);
   }
 
-  async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {
-    const cell = (await this.connection.runAndReadAll(sql, params === undefined ? undefined : [...params])).getRowsJS()[0]?.[0];
-    return cell === undefined || cell === null ? undefined : String(cell);
-  }
-
   async any(sql: string): Promise<boolean> {
     return (await this.connection.runAndReadAll(sql)).currentRowCount > 0;
   }

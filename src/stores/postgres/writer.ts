@@ -106,12 +106,6 @@ export class PostgresSql implements StoreSql<Buffer[]> {
     }
   }
 
-  async text(sql: string, params?: readonly (string | null)[]): Promise<string | undefined> {
-    const { rows } = await this.client.query<Record<string, unknown>>(sql, params === undefined ? undefined : [...params]);
-    const cell = rows[0] === undefined ? undefined : Object.values(rows[0])[0];
-    return cell === undefined || cell === null ? undefined : String(cell);
-  }
-
   async any(sql: string): Promise<boolean> {
     return (await this.client.query(sql)).rows.length > 0;
   }
