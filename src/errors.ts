@@ -123,18 +123,59 @@ export function maskUrlPassword(text: string): string {
   return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:).*@/i, '$1***@').replace(/([?&]password=).*/i, '$1***');
 }
 
+/** Secrets shorter than this are left alone by redaction (they would blot out ordinary words); no form of a longer one is shorter. */
+const SHORTEST_SECRET = 4;
+
+/**
+ * Redaction of a set of secrets, for the many texts a run says (every log
+ * line, every message): the forms of every secret (secretForms) are worked
+ * out once, longest first, and indexed by their first characters, so that a
+ * text holding none of them (most) is passed over in one scan, however many
+ * secrets there are (a config of many `accounts` holds a key each). In a
+ * text that holds one, each form is replaced in turn, longest first.
+ */
+export class Redactor {
+  /** Every form of every secret, longest first. */
+  readonly #forms: readonly string[];
+  /** The forms by their first SHORTEST_SECRET characters. */
+  readonly #byHead = new Map<string, string[]>();
+
+  constructor(secrets: readonly string[]) {
+    this.#forms = secrets.filter((secret) => secret.length >= SHORTEST_SECRET).flatMap(secretForms).sort((a, b) => b.length - a.length);
+    for (const form of new Set(this.#forms)) {
+      const head = form.slice(0, SHORTEST_SECRET);
+      const forms = this.#byHead.get(head);
+      if (forms === undefined) this.#byHead.set(head, [form]);
+      else forms.push(form);
+    }
+  }
+
+  redact(text: string): string {
+    if (!this.#holdsAForm(text)) return text;
+    let out = text;
+    for (const form of this.#forms) {
+      if (out.includes(form)) out = out.split(form).join('***');
+    }
+    return out;
+  }
+
+  /** Whether any form of any secret occurs in `text`. */
+  #holdsAForm(text: string): boolean {
+    for (let at = 0; at + SHORTEST_SECRET <= text.length; at++) {
+      const forms = this.#byHead.get(text.slice(at, at + SHORTEST_SECRET));
+      if (forms !== undefined && forms.some((form) => text.startsWith(form, at))) return true;
+    }
+    return false;
+  }
+}
+
 /**
  * Replace every occurrence of each secret in `text` with `***`, in every form
  * it can take there (secretForms). Secrets under 4 characters are left alone
- * (they would blot out ordinary words).
+ * (they would blot out ordinary words). For one text; a Redactor for many.
  */
 export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  const forms = secrets.filter((secret) => secret.length >= 4).flatMap(secretForms).sort((a, b) => b.length - a.length);
-  for (const form of forms) {
-    if (out.includes(form)) out = out.split(form).join('***');
-  }
-  return out;
+  return new Redactor(secrets).redact(text);
 }
 
 /** "a", "a and b", "a, b and c". */

@@ -3,16 +3,17 @@
  * an error message from the network stack) passes through `clean`, which
  * removes the API key and control characters and bounds the length.
  */
-import { redact } from '../errors.js';
+import { Redactor } from '../errors.js';
 
 export type Clean = (text: string, max?: number) => string;
 
 /** A cleaner that removes the given secrets (and the `Bearer <secret>` forms). */
 export function cleaner(secrets: readonly string[]): Clean {
   const all = secrets.filter((s) => s.length > 0);
+  const redactor = new Redactor(all);
   return (text: string, max = 300): string => {
-    let out = redact(text, all);
-    // A very short key slips past `redact` (it ignores secrets under 4 chars); catch it anyway.
+    let out = redactor.redact(text);
+    // A very short key slips past the Redactor (it ignores secrets under 4 chars); catch it anyway.
     for (const secret of all) if (secret.length < 4 && out.includes(`Bearer ${secret}`)) out = out.split(`Bearer ${secret}`).join('Bearer ***');
     out = out.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
     if (out.length > max) out = `${out.slice(0, max)}…`;

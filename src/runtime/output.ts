@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { ConnectorError, redact } from '../errors.js';
+import { ConnectorError, Redactor } from '../errors.js';
 
 /** Bytes per stdout write of record lines (a few more when a line would not fit otherwise). */
 const WRITE_CHUNK = 64 * 1024;
@@ -199,6 +199,8 @@ export function inertLine(text: string): string {
  */
 export class StderrLogger {
   private readonly secrets: string[] = [];
+  /** The Redactor of `secrets`, made again once a secret is added. */
+  private redactor: Redactor | undefined;
   private readonly prefix: string;
   private readonly err: Writable;
   private readonly health: { lost: boolean };
@@ -214,10 +216,12 @@ export class StderrLogger {
 
   addSecret(secret: string): void {
     this.secrets.push(secret);
+    this.redactor = undefined;
   }
 
   redact(text: string): string {
-    return redact(text, this.secrets);
+    this.redactor ??= new Redactor(this.secrets);
+    return this.redactor.redact(text);
   }
 
   log(level: string, message: string): void {

@@ -1,7 +1,9 @@
 /** Redaction: a secret is removed from output in every form it takes there. */
 import { describe, expect, it } from 'vitest';
-import { redact, secretForms } from '../../src/errors.js';
+import { PassThrough } from 'node:stream';
+import { redact, Redactor, secretForms } from '../../src/errors.js';
 import { cleaner } from '../../src/client/redact.js';
+import { StderrLogger } from '../../src/runtime/output.js';
 
 const KEY = 'drk_live_a"b\\c/d e';
 
@@ -24,5 +26,35 @@ describe('redact', () => {
   it('leaves secrets under 4 characters alone, and the client\'s cleaner does the same as redact', () => {
     expect(redact('a "b" c', ['"b"'])).toBe('a "b" c');
     expect(cleaner([KEY])(`detail: ${JSON.stringify(KEY)}`)).toBe('detail: "***"');
+  });
+
+  it('many keys (a config of many accounts): each is redacted in every form, as form after form, longest first, would', () => {
+    // Keys with characters that JSON and URLs escape, keys that are a piece of another, a key with spaces at its ends (listed as given and trimmed).
+    const keys = Array.from({ length: 120 }, (_, i) => {
+      if (i % 10 === 1) return `acc${i}_live_a"b\\c/d e${i}`;
+      if (i % 10 === 2) return `acc${i - 1}_live_a"b`;
+      if (i % 10 === 3) return `  acc${i}_live_spaced  `;
+      return `acc${i}_live_${'k'.repeat(i % 7)}${i}`;
+    });
+    const secrets = keys.flatMap((key) => [key, key.trim()]);
+    const longestFirst = secrets.filter((s) => s.length >= 4).flatMap(secretForms).sort((a, b) => b.length - a.length);
+    const formByForm = (text: string): string => longestFirst.reduce((out, form) => out.split(form).join('***'), text);
+    const logger = new StderrLogger('test', new PassThrough());
+    logger.addSecret(secrets[0] ?? '');
+    expect(logger.redact(`first ${keys[0]}`)).toBe('first ***');
+    for (const secret of secrets.slice(1)) logger.addSecret(secret);
+    const redactor = new Redactor(secrets);
+    const lines = keys.flatMap((key) => [
+      ...secretForms(key).map((form) => `account: ${form}; again:${form}.`),
+      JSON.stringify({ type: 'LOG', log: { message: `the service said: ${JSON.stringify({ auth: `Bearer ${key}` })}` } }),
+    ]);
+    const forms = keys.flatMap((key) => secretForms(key.trim()));
+    for (const text of [...lines, lines.join(' | '), 'no key here', 'acc1_live_ alone']) {
+      const out = logger.redact(text);
+      expect(out).toBe(formByForm(text));
+      expect(redactor.redact(text)).toBe(out);
+      expect(forms.filter((form) => out.includes(form))).toEqual([]);
+    }
+    expect(redact(lines.join(' | '), secrets)).toBe(logger.redact(lines.join(' | ')));
   });
 });
