@@ -14,8 +14,8 @@
  *   grows with the accounts (about 170 bytes each), so the face is not handed
  *   one per page of any account (1,000 accounts would write gigabytes of
  *   state a sync) but on the cadence of StateCadence below; a face with a sink
- *   per account (the replica: one state row per stream and commit group) still
- *   gets every checkpoint;
+ *   per account (the replica: a state row per stream and account) gets every
+ *   checkpoint of that account, with that account's state alone;
  * - prefixes its log lines with the account.
  * The face sees one stream per resource: STARTED when the first account
  * starts it, COMPLETE once every account read it to its end, INCOMPLETE when
@@ -92,7 +92,8 @@ export function accountStates(states: ReadonlyMap<string, StreamState>, entries:
 interface AccountLanes {
   /**
    * The sink of one account's records, checkpoints (each with the stream's
-   * state of every account) and stream starts and stops; the face's emitter
+   * state of that account alone, `{"accounts": {"<entry>": <its state>}}`)
+   * and stream starts and stops; the face's emitter
    * (default) still hears the streams as the face sees them and the logs.
    */
   sinkFor?(entry: AccountEntry): SyncSink;
@@ -499,7 +500,8 @@ export class AccountsRun {
         state: async (stream, state) => {
           combined.get(stream.name)?.set(entry.name, state);
           if (sink !== undefined) {
-            const value = stateOf(stream.name);
+            // The account's own state, in the shape of many: every account's, made for each checkpoint of each, would cost the square of the accounts.
+            const value: StreamState = { accounts: Object.fromEntries([[entry.name, state]]) };
             await sink.state(stream, value);
             report?.state(stream.name, value);
             return;

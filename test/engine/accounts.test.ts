@@ -125,6 +125,25 @@ describe('records of many accounts, against nock', () => {
     expect(accounts.summary()).toBe('records: contacts 1; accounts: 2 (1 failed: globex); requests: 3, retries: 0, rate-limit waits: 0');
   });
 
+  it("hands a sink per account (replicate's) each checkpoint with that account's state alone, not every account's", async () => {
+    const globex = { name: 'globex', api_key: 'drk_live_globex0123456789abc' };
+    nock(origin).get('/v1/me').times(2).reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    nock(origin).get('/v1/contacts').query(true).times(2).reply(200, { data: [{ id: 'c1', updated_at: W }], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS);
+    const { config } = parseUserConfig({ accounts: [ACME, globex], base_url: origin, use_service_schema: false, max_concurrent_accounts: 2 }, { addSecret: () => undefined }, {});
+    const sinks = new Map([ACME.name, globex.name].map((name) => [name, new RecordingSink()]));
+    // An entry no longer in the config: its state is carried in the face's states, in no account's checkpoint.
+    const states = new Map<string, StreamState>([['contacts', { accounts: { gone: { sync_watermark: W } } }]]);
+    const result = await new AccountsRun(config).run({ streams: [{ stream: contacts, mode: 'incremental' }], states }, new RecordingSink(), undefined, {
+      sinkFor: (entry) => sinks.get(entry.name) as RecordingSink,
+    });
+    expect(result.error).toBeUndefined();
+    for (const [name, sink] of sinks) {
+      const held = sink.events.flatMap((e) => (e.kind === 'state' ? [Object.keys(e.state.accounts ?? {})] : []));
+      expect(held.length, name).toBeGreaterThan(0);
+      for (const keys of held) expect(keys, name).toEqual([name]);
+    }
+  });
+
   it('two entries reading an account of the same name are both read, with one WARN naming both entries and the account', async () => {
     // Two keys of one account would read it twice.
     const sink = await run([ACME, { name: 'acme-again', api_key: 'drk_live_acmeagain0123456789' }], [{ id: 'c1', updated_at: W }]);
