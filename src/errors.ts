@@ -124,7 +124,7 @@ export function maskUrlPassword(text: string): string {
 }
 
 /** Secrets shorter than this are left alone by redaction (they would blot out ordinary words); no form of a longer one is shorter. */
-const SHORTEST_SECRET = 4;
+const MIN_SECRET_LENGTH = 4;
 
 /**
  * Redaction of a set of secrets, for the many texts a run says (every log
@@ -137,13 +137,13 @@ const SHORTEST_SECRET = 4;
 export class Redactor {
   /** Every form of every secret, longest first. */
   readonly #forms: readonly string[];
-  /** The forms by their first SHORTEST_SECRET characters. */
+  /** The forms by their first MIN_SECRET_LENGTH characters. */
   readonly #byHead = new Map<string, string[]>();
 
   constructor(secrets: readonly string[]) {
-    this.#forms = secrets.filter((secret) => secret.length >= SHORTEST_SECRET).flatMap(secretForms).sort((a, b) => b.length - a.length);
+    this.#forms = secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH).flatMap(secretForms).sort((a, b) => b.length - a.length);
     for (const form of new Set(this.#forms)) {
-      const head = form.slice(0, SHORTEST_SECRET);
+      const head = form.slice(0, MIN_SECRET_LENGTH);
       const forms = this.#byHead.get(head);
       if (forms === undefined) this.#byHead.set(head, [form]);
       else forms.push(form);
@@ -161,8 +161,8 @@ export class Redactor {
 
   /** Whether any form of any secret occurs in `text`. */
   #holdsAForm(text: string): boolean {
-    for (let at = 0; at + SHORTEST_SECRET <= text.length; at++) {
-      const forms = this.#byHead.get(text.slice(at, at + SHORTEST_SECRET));
+    for (let at = 0; at + MIN_SECRET_LENGTH <= text.length; at++) {
+      const forms = this.#byHead.get(text.slice(at, at + MIN_SECRET_LENGTH));
       if (forms !== undefined && forms.some((form) => text.startsWith(form, at))) return true;
     }
     return false;
