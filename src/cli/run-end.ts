@@ -18,7 +18,7 @@ import type { PipesReport } from '../pipes/report.js';
 import { VERSION } from '../runtime/version.js';
 import { FILE_FAILURES } from '../config/files.js';
 import { lastValue, readArgs, readArgsLoosely, type ArgsSpec, type ParsedArgs } from './args.js';
-import { namesStdout, sameFile, writeSummaryFile } from './summary-file.js';
+import { namesStdout, readOnlySummary, sameFile, writeSummaryFile } from './summary-file.js';
 import { UsageError, failureExit } from './usage.js';
 
 /** Why the summary cannot be written, in words, by the system's error code; an unlisted code is given as it is. */
@@ -67,6 +67,9 @@ export class RunEnd {
     if (clash !== undefined) {
       throw new UsageError(`--summary names the file of --${clash[0]} (${clash[1]}), which the summary would replace: give the summary a file of its own.`, { brief: true });
     }
+    // A summary file the user made read-only is kept: refused before the run does anything (the summary cannot tell it).
+    const readOnly = summaryPath === undefined ? undefined : readOnlySummary(summaryPath);
+    if (readOnly !== undefined) throw new ConfigError(readOnly, { field: 'summary' });
     this.path = summaryPath;
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
     if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {

@@ -14,7 +14,7 @@
  * written through its open descriptor, after what is already there.
  * Synchronous, so that it also runs on the way out of a signal handler.
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isatty } from 'node:tty';
 import { linkTarget } from '../runtime/links.js';
@@ -55,6 +55,33 @@ export function sameFile(a: string, b: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Why FILE may not be replaced by the summary: an existing regular file that
+ * is read-only (no write permission for anyone, or none for the user the
+ * connector runs as), which the user keeps; the rename would replace it, as
+ * the directory's permission allows. Undefined when it may be written.
+ */
+export function readOnlySummary(path: string): string | undefined {
+  let target;
+  try {
+    target = statSync(path);
+  } catch {
+    return undefined; // not there yet (or not reachable: the end says why it cannot be written)
+  }
+  if (!target.isFile()) return undefined;
+  let writable = (target.mode & 0o222) !== 0;
+  try {
+    if (writable) accessSync(path, constants.W_OK);
+  } catch {
+    writable = false;
+  }
+  if (writable) return undefined;
+  const mode = (target.mode & 0o7777).toString(8).padStart(4, '0');
+  const user = process.getuid?.();
+  const owner = user === undefined || user === target.uid ? '' : `, owned by uid ${target.uid}; the connector runs as uid ${user}`;
+  return `--summary "${path}" is a read-only file (mode ${mode}${owner}), which the run's summary would replace. Make it writable or give --summary another file.`;
 }
 
 /** How FILE is written: renamed into place, or written in place (not a regular file, or a mount point of its own). */

@@ -6,7 +6,7 @@
  * carries no secret, and its records and watermarks are those of the output.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Ajv } from 'ajv';
@@ -302,6 +302,28 @@ describe('--summary naming a symbolic link', () => {
     expect(run.code, run.stderr.slice(-800)).toBe(75);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(summaryOf(target)).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
+  });
+});
+
+describe('--summary naming a read-only file', () => {
+  it('is refused (78) before the run does anything, naming the file and its mode; the file is kept as it was', async () => {
+    const ro = join(dir, 'read-only');
+    mkdirSync(ro);
+    for (const face of FACES) {
+      const summary = join(ro, `${face}.json`);
+      writeFileSync(summary, '{"kept": true}\n');
+      chmodSync(summary, 0o444);
+      const db = join(ro, `${face}.db`);
+      const [bin, argv] = args(face, config(`read-only-${face}`), summary, db);
+      const run = await runCli(bin, argv);
+      expect(run.code, run.stderr.slice(-800)).toBe(78);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`--summary "${summary}" is a read-only file (mode 0444)`);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(readFileSync(summary, 'utf8')).toBe('{"kept": true}\n');
+      expect(lstatSync(summary).mode & 0o777).toBe(0o444);
+      expect(existsSync(db)).toBe(false);
+    }
   });
 });
 
