@@ -1,6 +1,17 @@
 /** Reading the JSON files a user passes (config, catalog, state) with errors that say what is wrong. */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, open, openSync, readFileSync, statSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { ConfigError, messageOf } from '../errors.js';
+import { onStop } from '../runtime/interrupt.js';
+
+/**
+ * How the read of a file that is a pipe waits: `signal`, the run's stop
+ * (SIGTERM, SIGINT), ends the wait; `log` then says which file it waited for.
+ */
+export interface FileWait {
+  readonly signal?: AbortSignal;
+  readonly log?: (message: string) => void;
+}
 
 /**
  * The text of a file the user named; `what` names it for the user, e.g.
@@ -8,9 +19,9 @@ import { ConfigError, messageOf } from '../errors.js';
  * PowerShell 5 save UTF-8 with one) is not part of the text; one of UTF-16
  * (PowerShell 5's `>`) says the text is UTF-16, read as such.
  */
-export function readTextFile(path: string, what: string): string {
+export async function readTextFile(path: string, what: string, wait: FileWait = {}): Promise<string> {
   try {
-    const bytes = readFileSync(path);
+    const bytes = isPipe(path) ? await readPipe(path, what, wait) : readFileSync(path);
     // UTF-16 with its byte order mark: what Windows PowerShell 5's `>` and Out-File write. Anything else is read as UTF-8.
     const encoding = bytes[0] === 0xff && bytes[1] === 0xfe ? 'utf-16le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'utf-16be' : 'utf-8';
     // The decoder drops the byte order mark (UTF-8's too: Notepad's).
@@ -19,6 +30,74 @@ export function readTextFile(path: string, what: string): string {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = (code === undefined ? undefined : READ_FAILURES[code]) ?? String(code ?? err);
     throw new ConfigError(`Cannot read the ${what} file "${path}": ${reason}.`, { field: what });
+  }
+}
+
+function isPipe(path: string): boolean {
+  try {
+    return statSync(path).isFIFO();
+  } catch {
+    return false; // the read says why
+  }
+}
+
+/**
+ * The bytes of a pipe: a named pipe (mkfifo: a secret handed over by an
+ * orchestrator) or a shell's process substitution (`--config <(...)`).
+ * Read without blocking the event loop, so that a stop signal is handled
+ * while no process writes it (read synchronously, a named pipe without a
+ * writer would hang the run, deaf to SIGTERM). The open waits for a writer
+ * in Node's thread pool; on a stop, the pipe is opened once for writing and
+ * closed, which ends that wait (a thread still blocked in open would keep
+ * the process from exiting). The bytes then come through a socket of the
+ * event loop, which a stop closes, however long the writer takes. Once the
+ * run is stopped the promise never settles: its caller stalls where it is,
+ * as a request does, while the stop ends the process.
+ */
+function readPipe(path: string, what: string, { signal, log }: FileWait): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let socket: Socket | undefined;
+    let done = false;
+    const settle = (): boolean => {
+      if (done) return false;
+      done = true;
+      untell();
+      signal?.removeEventListener('abort', stop);
+      return true;
+    };
+    const finish = (err: unknown, bytes?: Buffer): void => {
+      if (!settle()) return;
+      if (err === undefined) resolve(bytes ?? Buffer.alloc(0));
+      else reject(err);
+    };
+    const stop = (): void => {
+      settle();
+      if (socket === undefined) release(path);
+      socket?.destroy();
+    };
+    const untell = onStop(log === undefined ? undefined : signal, (stopSignal) =>
+      log?.(`Interrupted by ${stopSignal} while waiting for a process to write the ${what} file "${path}" (a pipe): nothing was read from it.`),
+    );
+    if (signal?.aborted) return;
+    signal?.addEventListener('abort', stop, { once: true });
+    open(path, 'r', (err, fd) => {
+      if (err !== null) return finish(err);
+      if (done) return closeSync(fd);
+      const chunks: Buffer[] = [];
+      socket = new Socket({ fd, readable: true, writable: false });
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('end', () => finish(undefined, Buffer.concat(chunks)));
+      socket.on('error', (e) => finish(e));
+    });
+  });
+}
+
+/** Ends an open of the named pipe `path` that waits for a writer: opened for writing without waiting, and closed. */
+function release(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    // no reader waits any more (ENXIO): nothing to end
   }
 }
 
@@ -93,9 +172,9 @@ export function firstDuplicateKey(text: string): { readonly path: string; readon
   return undefined;
 }
 
-/** `what` names the file for the user, e.g. "config" or "state". */
-export function readJsonFile(path: string, what: string): unknown {
-  const text = readTextFile(path, what);
+/** `what` names the file for the user, e.g. "config" or "state"; `wait`: see readTextFile. */
+export async function readJsonFile(path: string, what: string, wait: FileWait = {}): Promise<unknown> {
+  const text = await readTextFile(path, what, wait);
   if (text.trim() === '') throw new ConfigError(`The ${what} file "${path}" is empty; it must hold a JSON document.`, { field: what });
   let value: unknown;
   try {

@@ -9,7 +9,7 @@
  * that does not fit (as catalog-kind.ts does for catalogs).
  */
 import { isObject } from '../exact-json.js';
-import { jsonSyntaxError, readTextFile, refuseDuplicateKey } from '../config/files.js';
+import { jsonSyntaxError, readTextFile, refuseDuplicateKey, type FileWait } from '../config/files.js';
 import { ConfigError } from '../errors.js';
 
 export interface StateFile {
@@ -32,8 +32,8 @@ interface StateFileWords {
  * The `--state` file: one JSON document, or (when it is not one) JSON lines,
  * each line one JSON value. Which values a face takes is its own business.
  */
-export function readStateFile(path: string, words: StateFileWords): StateFile {
-  const text = readTextFile(path, 'state');
+export async function readStateFile(path: string, words: StateFileWords, wait: FileWait = {}): Promise<StateFile> {
+  const text = await readTextFile(path, 'state', wait);
   if (text.trim() === '') {
     throw new ConfigError(`The state file "${path}" is empty (did the ${words.writer} it came from write no STATE line?). ${words.expected}`, { field: 'state' });
   }

@@ -120,10 +120,10 @@ function summary(tallies: ReadonlyMap<string, StreamTally>, read: ReadonlyMap<st
  * cannot be written, before any request and without creating anything. A
  * password the target holds is hidden from every line logged from then on.
  */
-function prepare(logger: StderrLogger, configPath: string, db: string, schema: string | undefined): { config: Config; target: StoreTarget } {
+async function prepare(logger: StderrLogger, configPath: string, db: string, schema: string | undefined, signal: AbortSignal | undefined): Promise<{ config: Config; target: StoreTarget }> {
   const target = parseStoreTarget(db, schema);
   for (const secret of target.secrets) logger.addSecret(secret);
-  const loaded = parseUserConfig(readJsonFile(configPath, 'config'), logger);
+  const loaded = parseUserConfig(await readJsonFile(configPath, 'config', { signal, log: (message) => logger.log('ERROR', message) }), logger);
   for (const w of loaded.warnings) logger.log('WARN', w);
   if (target.kind === 'sqlite') assertWritable(target.path);
   if (target.kind === 'duckdb') assertWritable(target.path, DUCKDB_FILES);
@@ -327,7 +327,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
   let config: Config;
   let target: StoreTarget;
   try {
-    ({ config, target } = prepare(logger, configPath, db, schema));
+    ({ config, target } = await prepare(logger, configPath, db, schema, ctx.signal));
   } catch (err) {
     return cannotReplicate(ctx, err);
   }

@@ -8,7 +8,7 @@ import type { Config, ParsedConfig } from '../../config/config.js';
 import { toConnectorError } from '../../errors.js';
 import type { RunObserver } from '../../engine/run-observer.js';
 import { EXIT_OK, exitStatusFor, exitStatusForAll } from '../../runtime/exit-status.js';
-import { readJsonFile } from '../../config/files.js';
+import { readJsonFile, type FileWait } from '../../config/files.js';
 import { onStop } from '../../runtime/interrupt.js';
 import type { LineWriter, StderrLogger } from '../../runtime/output.js';
 import type { StreamDefinition } from '../../streams.js';
@@ -40,10 +40,15 @@ interface CommandContext {
   readonly report?: RunObserver | undefined;
 }
 
+/** How the command's files are waited for when they are pipes: until its stop, said on stderr. */
+function waitOf(ctx: CommandContext): FileWait {
+  return { signal: ctx.signal, log: (message) => ctx.logger.log('ERROR', message) };
+}
+
 /** Read and validate the config file; the key becomes a secret before anything can print it. */
 async function loadConfig(path: string, ctx: CommandContext): Promise<ParsedConfig> {
   const { parseUserConfig } = await import('../../config/config.js');
-  return parseUserConfig(readJsonFile(path, 'config'), ctx.logger);
+  return parseUserConfig(await readJsonFile(path, 'config', waitOf(ctx)), ctx.logger);
 }
 
 /** The SPEC as generated from the config schema (`npm run generate`); a test keeps it equal to the schema. */
@@ -150,7 +155,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   let prepared;
   try {
     const { config, warnings: configWarnings } = await loadConfig(configPath, ctx);
-    const catalogInput = readJsonFile(catalogPath, 'catalog');
+    const catalogInput = await readJsonFile(catalogPath, 'catalog', waitOf(ctx));
     expectCatalogKind(catalogInput, 'airbyte-configured', { flag: 'catalog', path: catalogPath });
     const warnings: string[] = [];
     const { treatedSchemasFor, treatmentPlan } = await import('../../personal-data/treatments.js');
@@ -164,7 +169,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     treatedSchemasFor(config, declared, false, (w) => warnings.push(w));
     const selected = new Set(streams.map((s) => s.stream.name));
     const incremental = new Set(streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
-    const stateFile = statePath === undefined ? undefined : readAirbyteStateFile(statePath);
+    const stateFile = statePath === undefined ? undefined : await readAirbyteStateFile(statePath, waitOf(ctx));
     const states = stateFile === undefined ? new Map() : parseAirbyteState(stateFile.value, (w) => warnings.push(w), { selected, incremental, lines: stateFile.lines });
     for (const w of [...warnings, ...configWarnings]) await sink.log('WARN', w);
     prepared = { config, streams, states };

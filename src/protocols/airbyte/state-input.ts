@@ -13,6 +13,7 @@ import type { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
 import { describeJson, invalidState, isSingerState, messageKind, readStateFile, type StateFile } from '../state-kind.js';
+import type { FileWait } from '../../config/files.js';
 
 /** The recipe that turns a read's output into the next read's state. */
 const STATE_RECIPE = `grep '^{"type":"STATE"' out.jsonl > state.json`;
@@ -24,8 +25,8 @@ const EXPECTED_STATE =
   `or the STATE lines of a read's output, one a line (${STATE_RECIPE}; the last of each stream wins).`;
 
 /** The --state file of read: one JSON document, or JSON lines. */
-export function readAirbyteStateFile(path: string): StateFile {
-  return readStateFile(path, { expected: EXPECTED_STATE, writer: 'read' });
+export function readAirbyteStateFile(path: string, wait: FileWait = {}): Promise<StateFile> {
+  return readStateFile(path, { expected: EXPECTED_STATE, writer: 'read' }, wait);
 }
 
 interface StateOptions {

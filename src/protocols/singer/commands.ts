@@ -1,5 +1,5 @@
 /** The tap's modes: --about, --discover and sync. Each returns the process exit code (exit-status.ts). */
-import { readJsonFile } from '../../config/files.js';
+import { readJsonFile, type FileWait } from '../../config/files.js';
 import { parseUserConfig, type Config, type ParsedConfig } from '../../config/config.js';
 import { treatSchema, treatedSchemasFor, treatmentPlan } from '../../personal-data/treatments.js';
 import type { LoadedSchemas } from '../../engine/service-schemas.js';
@@ -51,9 +51,14 @@ interface SyncInputs {
   readonly state?: string | undefined;
 }
 
+/** How the tap's files are waited for when they are pipes: until its stop, said on stderr. */
+function waitOf(ctx: TapContext): FileWait {
+  return { signal: ctx.signal, log: (message) => ctx.logger.log('CRITICAL', message) };
+}
+
 /** Merge and validate the config; the key becomes a secret before anything can print it. */
-function loadConfig(ctx: TapContext, sources: readonly string[]): ParsedConfig {
-  const { config, fromEnv } = readConfigSources(sources, ctx.env);
+async function loadConfig(ctx: TapContext, sources: readonly string[]): Promise<ParsedConfig> {
+  const { config, fromEnv } = await readConfigSources(sources, ctx.env, waitOf(ctx));
   // A TAP_DATA_READ_ variable that names no setting is said like a config file's unknown key: warned about, and named
   // in the refusal of a config that lacks what it was meant to give.
   const unknown = sources.includes(ENV_SOURCE) ? unknownEnvVariablesWarning(ctx.env) : undefined;
@@ -103,7 +108,7 @@ function tellSchemaNotes(ctx: TapContext, loaded: LoadedSchemas, config: Config)
 
 export async function discover(ctx: TapContext, sources: readonly string[]): Promise<number> {
   try {
-    const { config, warnings } = loadConfig(ctx, sources);
+    const { config, warnings } = await loadConfig(ctx, sources);
     for (const w of warnings) ctx.logger.log('WARNING', w);
     // Loaded here: --about and a sync need no client to declare schemas.
     const { loadAccountsSchemas, loadStreamSchemas } = await import('../../engine/connect.js');
@@ -138,20 +143,20 @@ function treatedPlans(config: Config, plans: readonly StreamPlan[], warn: (messa
 }
 
 /** The plans of a --catalog (or --properties) file, refusing an Airbyte catalog with a word on the one needed. */
-function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void, manyAccounts: boolean): StreamPlan[] {
-  const input = readJsonFile(file.path, file.flag);
+async function planFromCatalogFile(file: NonNullable<SyncInputs['catalog']>, tombstones: boolean, warn: (message: string) => void, manyAccounts: boolean, wait: FileWait): Promise<StreamPlan[]> {
+  const input = await readJsonFile(file.path, file.flag, wait);
   expectCatalogKind(input, 'singer', file);
   return planFromCatalog(input, tombstones, warn, manyAccounts);
 }
 
 /** Config, the catalog's plans and state, read from their files. */
-function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
+async function prepare(ctx: TapContext, inputs: SyncInputs): Promise<Prepared> {
   const warn = (message: string): void => ctx.logger.log('WARNING', message);
-  const parsed = loadConfig(ctx, inputs.configs);
+  const parsed = await loadConfig(ctx, inputs.configs);
   const fromCatalog = inputs.catalog
-    ? planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn, parsed.config.accounts !== undefined)
+    ? await planFromCatalogFile(inputs.catalog, parsed.config.deletions_as_tombstones, warn, parsed.config.accounts !== undefined, waitOf(ctx))
     : undefined;
-  const states = inputs.state === undefined ? new Map<string, StreamState>() : readSingerState(inputs.state, warn);
+  const states = inputs.state === undefined ? new Map<string, StreamState>() : await readSingerState(inputs.state, warn, waitOf(ctx));
   for (const w of parsed.warnings) warn(w);
   return { parsed, fromCatalog, states };
 }
@@ -159,7 +164,7 @@ function prepare(ctx: TapContext, inputs: SyncInputs): Prepared {
 export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number> {
   let prepared: Prepared;
   try {
-    prepared = prepare(ctx, inputs);
+    prepared = await prepare(ctx, inputs);
   } catch (err) {
     return critical(ctx, err);
   }

@@ -7,7 +7,7 @@
  * JSON file would hold.
  */
 import { isObject } from '../../exact-json.js';
-import { firstDuplicateKey, jsonSyntaxError, readJsonFile } from '../../config/files.js';
+import { firstDuplicateKey, jsonSyntaxError, readJsonFile, type FileWait } from '../../config/files.js';
 import { configJsonSchema } from '../../config/config.js';
 import { ConfigError } from '../../errors.js';
 import { closestName } from '../../config/suggest.js';
@@ -117,11 +117,11 @@ export interface ConfigSources {
 }
 
 /** Merge every `--config` source, left to right (a later source wins key by key). */
-export function readConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv): ConfigSources {
+export async function readConfigSources(sources: readonly string[], env: NodeJS.ProcessEnv, wait: FileWait = {}): Promise<ConfigSources> {
   let merged: Json = {};
   const fromEnv = new Set<string>();
   for (const source of sources) {
-    const part = source === ENV_SOURCE ? configFromEnv(env) : readJsonFile(source, 'config');
+    const part = source === ENV_SOURCE ? configFromEnv(env) : await readJsonFile(source, 'config', wait);
     if (!isObject(part)) throw new ConfigError(`The config file "${source}" must hold a JSON object.`, { field: 'config' });
     // Spread, not Object.assign: a "__proto__" key of the file stays a key (warned about as unknown), not the prototype whose keys every setting would inherit.
     merged = { ...merged, ...part };

@@ -22,6 +22,7 @@ import { ConfigError } from '../../errors.js';
 import { parseStreamState, type StreamState } from '../../engine/state.js';
 import { findStream } from '../../streams.js';
 import { MELTANO_STATE_KEY, countTypes, describeJson, invalidState as invalid, isSingerState, messageKind, readStateFile, shellWord } from '../state-kind.js';
+import type { FileWait } from '../../config/files.js';
 
 /** What the tap's --state takes, said at the end of every refusal. */
 const EXPECTED_SINGER_STATE =
@@ -116,8 +117,8 @@ export function parseSingerState(input: unknown, warn: (message: string) => void
 }
 
 /** The bookmarks of the --state file at `path`: one JSON document (see above); JSON lines are refused. */
-export function readSingerState(path: string, warn: (message: string) => void): Map<string, StreamState> {
-  const file = readStateFile(path, { expected: EXPECTED_SINGER_STATE, writer: 'tap run' });
+export async function readSingerState(path: string, warn: (message: string) => void, wait: FileWait = {}): Promise<Map<string, StreamState>> {
+  const file = await readStateFile(path, { expected: EXPECTED_SINGER_STATE, writer: 'tap run' }, wait);
   if (file.lines) refuseLines(path, file.value as unknown[], file.lineNumbers);
   return parseSingerState(file.value, warn);
 }

@@ -27,14 +27,14 @@ function configFromEnvError(settings: Readonly<Record<string, string>>): string 
 }
 
 describe('config sources', () => {
-  it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', () => {
+  it('reads the personal-data settings as Meltano passes them (a list as its JSON text)', async () => {
     const settings = { personal_data: 'hash', hash_key: 'a-long-enough-hash-key', field_treatments: '[{"stream": "contacts", "field": "email", "treatment": "email_domain"}]' };
     const { config } = parseConfig(configFromEnv(meltanoEnv(settings)));
     expect(config.personal_data).toBe('hash');
     expect(config.field_treatments).toEqual([{ stream: 'contacts', field: 'email', treatment: 'email_domain' }]);
   });
 
-  it('reads TAP_DATA_READ_<SETTING> variables with the types of the config schema', () => {
+  it('reads TAP_DATA_READ_<SETTING> variables with the types of the config schema', async () => {
     const env = {
       ...CONNECTION_ENV,
       TAP_DATA_READ_PAGE_SIZE: '50',
@@ -57,13 +57,13 @@ describe('config sources', () => {
     expect(parseConfig(configFromEnv(env)).config.use_service_schema).toBe(false);
   });
 
-  it('leaves a value that is not of the declared type to validation, which names the key', () => {
+  it('leaves a value that is not of the declared type to validation, which names the key', async () => {
     const raw = configFromEnv({ TAP_DATA_READ_API_KEY: 'dr_live_abc', TAP_DATA_READ_BASE_URL: 'http://localhost:1', TAP_DATA_READ_PAGE_SIZE: 'many' });
     expect(raw.page_size).toBe('many');
     expect(() => parseConfig(raw)).toThrow(/page_size/);
   });
 
-  it('names the TAP_DATA_READ_ variables that are no setting, with the variable likely meant, never their values', () => {
+  it('names the TAP_DATA_READ_ variables that are no setting, with the variable likely meant, never their values', async () => {
     const env = {
       ...CONNECTION_ENV,
       TAP_DATA_READ_PERSONALDATA: 'drop',
@@ -86,7 +86,7 @@ describe('config sources', () => {
     expect(unknownEnvVariablesWarning(CONNECTION_ENV)).toBeUndefined();
   });
 
-  it('refuses a list variable that is not valid JSON, naming the variable and where, never quoting the value', () => {
+  it('refuses a list variable that is not valid JSON, naming the variable and where, never quoting the value', async () => {
     const accounts = configFromEnvError({ TAP_DATA_READ_ACCOUNTS: '[{"name": "eu", "api_key": "dr_live_s3cret"' });
     expect(accounts).toMatch(/^TAP_DATA_READ_ACCOUNTS is not valid JSON: .*position 43.*accounts takes a JSON list/);
     expect(accounts).not.toContain('dr_live_s3cret');
@@ -94,26 +94,26 @@ describe('config sources', () => {
     expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: '[{"stream": "contacts",]' })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS is not valid JSON: .*position 23/);
   });
 
-  it('refuses a list variable that gives a key twice in one object, as a config file that does is refused', () => {
+  it('refuses a list variable that gives a key twice in one object, as a config file that does is refused', async () => {
     const twice = '[{"stream": "contacts", "field": "email", "treatment": "drop", "treatment": "keep"}]';
     expect(configFromEnvError({ TAP_DATA_READ_FIELD_TREATMENTS: twice })).toMatch(/^TAP_DATA_READ_FIELD_TREATMENTS gives "field_treatments\[0\]\.treatment" twice/);
   });
 
-  it('merges --config sources left to right, ENV among them', () => {
+  it('merges --config sources left to right, ENV among them', async () => {
     const dir = tempDir();
     const a = writeJson(dir, 'a.json', { api_key: 'dr_live_file', base_url: 'http://127.0.0.1:1', page_size: 10 });
     const b = writeJson(dir, 'b.json', { page_size: 20, start_date: '2024-01-01' });
     const env = { TAP_DATA_READ_API_KEY: 'dr_live_env' };
-    expect(readConfigSources([a, 'ENV', b], env).config).toEqual({ api_key: 'dr_live_env', base_url: 'http://127.0.0.1:1', page_size: 20, start_date: '2024-01-01' });
-    expect(readConfigSources(['ENV', a], env).config.api_key).toBe('dr_live_file');
+    expect((await readConfigSources([a, 'ENV', b], env)).config).toEqual({ api_key: 'dr_live_env', base_url: 'http://127.0.0.1:1', page_size: 20, start_date: '2024-01-01' });
+    expect((await readConfigSources(['ENV', a], env)).config.api_key).toBe('dr_live_file');
     const list = writeJson(dir, 'list.json', [1]);
-    expect(() => readConfigSources([list], env)).toThrow(/must hold a JSON object/);
+    await expect(readConfigSources([list], env)).rejects.toThrow(/must hold a JSON object/);
   });
 
-  it('keeps a "__proto__" key of a file as a key, which validation warns about, not as settings every key inherits', () => {
+  it('keeps a "__proto__" key of a file as a key, which validation warns about, not as settings every key inherits', async () => {
     const dir = tempDir();
     const file = writeJson(dir, 'proto.json', `{"__proto__": {"page_size": 0}, "api_key": "dr_live_abc123", "base_url": "http://127.0.0.1:8080"}`);
-    const merged = readConfigSources([file], {}).config;
+    const merged = (await readConfigSources([file], {})).config;
     expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
     expect(merged.page_size).toBeUndefined();
     const { config, warnings } = parseConfig(merged);
