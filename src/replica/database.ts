@@ -9,11 +9,12 @@
  *   _replica_full_read (stream, id)  only while a full read that removes the rows
  *                   it does not return is under way: the ids it returned (table-writer.ts)
  */
-import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
+import { linkTarget } from '../runtime/links.js';
 import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../stores/store.js';
 import { STATE_TABLE, TABLES_TABLE, joinSavedStates, splitJoinedStates } from '../stores/checkpoint.js';
 
@@ -43,6 +44,76 @@ const SQLITE_BUSY = 5;
 
 /** SQLite's "database or disk is full": no room left where the file is (or the file reached a size limit). */
 const SQLITE_FULL = 13;
+
+/** SQLite's "disk I/O error" (SQLITE_IOERR), the primary code of every extended one (778, SQLITE_IOERR_WRITE: a write failed). */
+const SQLITE_IOERR = 10;
+
+/** The longest write SQLite makes: a WAL frame (a 24-byte header and a page) of the largest page. */
+const LONGEST_WRITE_BYTES = 24 + 65_536;
+
+/** SQLite's result code (extended) of `err`, or of the error a lost transaction keeps as its cause. */
+function sqliteCodes(err: unknown): number[] {
+  const code = (e: unknown): number | undefined => {
+    const value = typeof e === 'object' && e !== null ? (e as { errcode?: unknown }).errcode : undefined;
+    return typeof value === 'number' ? value : undefined;
+  };
+  return [code(err), err instanceof Error ? code(err.cause) : undefined].filter((c) => c !== undefined);
+}
+
+/**
+ * The file size limit of this process in bytes (RLIMIT_FSIZE, the shell's
+ * `ulimit -f`, systemd's LimitFSIZE), as Linux tells it in /proc/self/limits;
+ * undefined when there is none, or where the system does not tell it.
+ */
+function fileSizeLimit(): number | undefined {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max file size'));
+    const soft = line?.slice('Max file size'.length).trim().split(/\s+/)[0];
+    return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A write SQLite could not make because a file of the replica reached the
+ * file size limit of the process. Past the limit a write fails with EFBIG
+ * (Node ignores SIGXFSZ, which would kill the process), which SQLite reports
+ * as a plain "disk I/O error", or, for a write cut short at the limit, as
+ * "database or disk is full"; neither says EFBIG. So a write error is told
+ * as this one when the process has a limit and a file of the replica (the
+ * database, its WAL or its journal) has grown to within one write of it.
+ * Not transient: every run stops there until the limit is raised (78).
+ * Undefined for any other error, and where the limit cannot be known.
+ */
+function sizeLimitError(path: string, err: unknown): ConnectorError | undefined {
+  if (!sqliteCodes(err).some((code) => code === SQLITE_FULL || (code & 0xff) === SQLITE_IOERR)) return undefined;
+  const limit = fileSizeLimit();
+  if (limit === undefined) return undefined;
+  let file: string;
+  try {
+    file = linkTarget(path);
+  } catch {
+    return undefined;
+  }
+  const size = (name: string): number => {
+    try {
+      return statSync(name).size;
+    } catch {
+      return 0;
+    }
+  };
+  const reached = [file, `${file}-wal`, `${file}-journal`].find((name) => size(name) + LONGEST_WRITE_BYTES > limit);
+  if (reached === undefined) return undefined;
+  return new ConnectorError(
+    'config_error',
+    `Cannot write the replica database "${path}": "${reached}" reached the file size limit of this process (${limit} bytes: ulimit -f, RLIMIT_FSIZE). ` +
+      'What was committed before is kept. Raise the limit (ulimit -f unlimited; systemd: LimitFSIZE=infinity), then run replicate again: it continues from the last commit.',
+    { cause: err },
+  );
+}
 
 /**
  * A write SQLite refused for want of room: the run stops as on any failed
@@ -86,6 +157,7 @@ function busyError(path: string, err: unknown): ConnectorError | undefined {
  */
 export function writeError(path: string, err: unknown, cause = messageOf(err)): ConnectorError {
   return (
+    sizeLimitError(path, err) ??
     fullDiskError(path, err) ??
     busyError(path, err) ??
     new ConnectorError('system_error', `Cannot write the replica database "${path}": ${cause}.`, { cause: err })

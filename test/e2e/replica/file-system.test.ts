@@ -67,6 +67,31 @@ describe('replicate into a new DuckDB file that cannot be created whole', () => 
   });
 });
 
+describe('replicate into a SQLite replica past the file size limit (ulimit -f: RLIMIT_FSIZE)', () => {
+  it.runIf(process.platform === 'linux')(
+    'is refused (78) naming the limit, when the store is created and mid-run; what was committed stays, and the next run without the limit ends exact',
+    { timeout: 120_000 },
+    async () => {
+      const config = account.config(dir);
+      const folder = join(dir, 'sqlite-size-limit');
+      mkdirSync(folder);
+      const db = join(folder, 'replica.db');
+      // `ulimit -f` counts 512-byte blocks in sh: 50 KiB is reached while the tables are made, 250 KiB by the WAL of a checkpoint.
+      for (const blocks of [100, 500]) {
+        const run = await replicateWithSizeLimit(config, db, blocks);
+        expect(run.code, run.stderr).toBe(78);
+        expect(run.stderr).toMatch(
+          new RegExp(`Cannot write the replica database ".*replica\\.db": ".*replica\\.db(-wal|-journal)?" reached the file size limit of this process \\(${blocks * 512} bytes: ulimit -f, RLIMIT_FSIZE\\)`),
+        );
+        expect(run.stderr).not.toMatch(/disk I\/O error|\n\s+at /);
+      }
+      const next = await replicate(config, db);
+      expect(next.code, next.stderr).toBe(0);
+      expect(replicaAsDump(db)).toStrictEqual(dumpLists(account.dump()));
+    },
+  );
+});
+
 // Root writes through file permissions: as root, the runs that must not write go as nobody (uid 65534).
 const asRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
