@@ -860,4 +860,28 @@ describe('transactions', () => {
     await store.commit(of('b', [contact('b3', 6)], { a: 5, b: 6 }));
     expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(1) }, b: { sync_watermark: at(6) } } });
   });
+
+  it("in a store of many accounts, a refused state row stops that account's part alone, the group's other rows and states committed", async () => {
+    const schema = 's_refused_state';
+    const store = await openStore(schema, { accountKey: true });
+    await admin.query(`CREATE FUNCTION ${schema}.refuse_state() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.stream = 'contacts/a' THEN RAISE EXCEPTION 'refused %', NEW.stream; END IF; RETURN NEW; END $$`);
+    await admin.query(`CREATE TRIGGER refuse_state BEFORE INSERT OR UPDATE ON ${schema}._replica_state FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_state()`);
+    const of = (account: string, stream: string, records: Record<string, unknown>[], minute: number) => ({
+      ...checkpoint(stream, records.map((r) => ({ ...r, account })), minute),
+      account,
+      state: JSON.stringify({ sync_watermark: at(minute) }),
+    });
+    const failed: string[] = [];
+    store.onStreamFailed = (stream, error, account) => failed.push(`${stream}/${account}: ${error.message}`);
+    // One group of three parts; the trigger refuses the state row of a's contacts.
+    await store.write(of('a', 'contacts', [contact('a1', 1)], 1));
+    await store.write(of('b', 'contacts', [contact('b1', 2)], 2));
+    await store.write(of('a', 'stage_events', [{ id: 'e1', contact_id: 'a1', created_at: at(3) }], 3));
+    await store.flush();
+    expect(failed).toEqual([expect.stringMatching(/^contacts\/a: .*refused contacts\/a/)]);
+    const { rows } = await admin.query(`SELECT account || '/' || id AS k FROM ${schema}.contacts ORDER BY 1`);
+    expect(rows.map((r) => r.k)).toEqual(['b/b1']);
+    expect(JSON.parse((await store.savedStates()).get('contacts') ?? 'null')).toEqual({ accounts: { b: { sync_watermark: at(2) } } });
+    expect(JSON.parse((await store.savedStates()).get('stage_events') ?? 'null')).toEqual({ accounts: { a: { sync_watermark: at(3) } } });
+  });
 });
