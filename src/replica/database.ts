@@ -9,13 +9,13 @@
  *   _replica_full_read (stream, id)  only while a full read that removes the rows
  *                   it does not return is under way: the ids it returned (table-writer.ts)
  */
-import { closeSync, constants, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, rmSync, statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { ConfigError, ConnectorError, messageOf } from '../errors.js';
 import { ABSENT_COLUMN, EXTRA_COLUMN, SQL_TYPES, SYNCED_AT_COLUMN, storeColumnNames, quoteIdent, keyColumns, parseLayout, type TableLayout } from './layout.js';
 import { assertWritable, sideFilesGuard } from './writable.js';
 import { linkTarget } from '../runtime/links.js';
-import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../stores/store.js';
+import { FULL_DISK_ADVICE, SIZE_LIMIT_ADVICE, STORE_FILE_MODE, fileSizeLimit } from '../stores/store.js';
 import { STATE_TABLE, TABLES_TABLE, joinSavedStates, splitJoinedStates } from '../stores/checkpoint.js';
 
 /** How long a replica connection waits for another one's lock before it gives up. */
@@ -61,23 +61,6 @@ function sqliteCodes(err: unknown): number[] {
 }
 
 /**
- * The file size limit of this process in bytes (RLIMIT_FSIZE, the shell's
- * `ulimit -f`, systemd's LimitFSIZE), as Linux tells it in /proc/self/limits;
- * undefined when there is none, or where the system does not tell it.
- */
-function fileSizeLimit(): number | undefined {
-  try {
-    const line = readFileSync('/proc/self/limits', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('Max file size'));
-    const soft = line?.slice('Max file size'.length).trim().split(/\s+/)[0];
-    return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * A write SQLite could not make because a file of the replica reached the
  * file size limit of the process. Past the limit a write fails with EFBIG
  * (Node ignores SIGXFSZ, which would kill the process), which SQLite reports
@@ -110,7 +93,7 @@ function sizeLimitError(path: string, err: unknown): ConnectorError | undefined 
   return new ConnectorError(
     'config_error',
     `Cannot write the replica database "${path}": "${reached}" reached the file size limit of this process (${limit} bytes: ulimit -f, RLIMIT_FSIZE). ` +
-      'What was committed before is kept. Raise the limit (ulimit -f unlimited; systemd: LimitFSIZE=infinity), then run replicate again: it continues from the last commit.',
+      SIZE_LIMIT_ADVICE,
     { cause: err },
   );
 }

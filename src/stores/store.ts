@@ -11,6 +11,7 @@
  * facts under its writer lock, before anything in it changes; a refusal
  * leaves it as it was.
  */
+import { readFileSync } from 'node:fs';
 import type { Data, LogLevel } from '../engine/sync-sink.js';
 import type { StreamState } from '../engine/state.js';
 
@@ -19,6 +20,27 @@ export const STORE_FILE_MODE = 0o600;
 
 /** What a run stopped by a full disk under a store's file (SQLite, DuckDB) says to do. */
 export const FULL_DISK_ADVICE = 'What was committed before is kept. Free some space there, then run replicate again: it continues from the last commit.';
+
+/** What a run stopped by the file size limit of the process (a store's file or its WAL reached it) says to do. */
+export const SIZE_LIMIT_ADVICE =
+  'What was committed before is kept. Raise the limit (ulimit -f unlimited; systemd: LimitFSIZE=infinity), then run replicate again: it continues from the last commit.';
+
+/**
+ * The file size limit of this process in bytes (RLIMIT_FSIZE, the shell's
+ * `ulimit -f`, systemd's LimitFSIZE), as Linux tells it in /proc/self/limits;
+ * undefined when there is none, or where the system does not tell it.
+ */
+export function fileSizeLimit(): number | undefined {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max file size'));
+    const soft = line?.slice('Max file size'.length).trim().split(/\s+/)[0];
+    return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** One engine checkpoint of one stream, as a store takes it. */
 export interface StoreCheckpoint {

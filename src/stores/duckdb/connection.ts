@@ -27,7 +27,7 @@ import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
-import { FULL_DISK_ADVICE, STORE_FILE_MODE } from '../store.js';
+import { FULL_DISK_ADVICE, SIZE_LIMIT_ADVICE, STORE_FILE_MODE, fileSizeLimit } from '../store.js';
 
 export type DuckdbModule = typeof import('@duckdb/node-api');
 export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
@@ -243,13 +243,33 @@ class DuckdbFileLockedError extends ConnectorError {
 }
 
 /**
+ * A write the system refused because a file of the store (the DuckDB file,
+ * its WAL, a staged CSV file) reached the file size limit of the process
+ * (EFBIG, which DuckDB says as "File too large"; Node ignores SIGXFSZ): not a
+ * bug (70) nor a full disk (75), but the environment's setting, which every
+ * later run meets until it is raised: a config_error (78) naming the limit
+ * where Linux tells it. Undefined for any other error.
+ */
+function sizeLimitError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
+  if (!/\bEFBIG\b|File too large/i.test(messageOf(err))) return undefined;
+  const limit = fileSizeLimit();
+  const reached = limit === undefined ? 'the largest file this process or its file system allows' : `the file size limit of this process (${limit} bytes: ulimit -f, RLIMIT_FSIZE)`;
+  return new ConnectorError('config_error', `Cannot write the DuckDB store "${target.path}": a file of it reached ${reached}: ${duckdbWords(err)}. ${SIZE_LIMIT_ADVICE}`, {
+    cause: err,
+  });
+}
+
+/**
  * A write the system refused for want of room (ENOSPC: DuckDB says "No space
  * left on device" for its file, its WAL or its temporary folder): the run
  * stops as on any failed write, keeping what it committed, but with 75 (run
  * again once there is room) and words that say so, as the SQLite replica and
- * PostgreSQL do, not 70 (a bug to report). Undefined for any other error.
+ * PostgreSQL do, not 70 (a bug to report); a file past the size limit is
+ * told as such (sizeLimitError). Undefined for any other error.
  */
 export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
+  const limited = sizeLimitError(err, target);
+  if (limited !== undefined) return limited;
   if (!/No space left on device/i.test(messageOf(err))) return undefined;
   return new ConnectorError(
     'transient_error',

@@ -92,6 +92,29 @@ describe('replicate into a SQLite replica past the file size limit (ulimit -f: R
   );
 });
 
+describe('replicate into a DuckDB store past the file size limit (ulimit -f: RLIMIT_FSIZE)', () => {
+  it.runIf(process.platform === 'linux')(
+    'is refused (78) naming the limit, when the file is created and mid-run; the next run without the limit ends exact',
+    { timeout: 120_000 },
+    async () => {
+      const config = account.config(dir);
+      const folder = join(dir, 'duckdb-size-limit');
+      mkdirSync(folder);
+      const db = join(folder, 'store.duckdb');
+      // 512-byte blocks: 2 KiB is reached by the new file's headers, 20 KiB by the WAL of the first checkpoints.
+      for (const blocks of [4, 40]) {
+        const run = await replicateWithSizeLimit(config, db, blocks);
+        expect(run.code, run.stderr).toBe(78);
+        expect(run.stderr).toContain(`Cannot write the DuckDB store "${db}": a file of it reached the file size limit of this process (${blocks * 512} bytes: ulimit -f, RLIMIT_FSIZE)`);
+        expect(run.stderr).not.toMatch(/\n\s+at /);
+      }
+      const next = await replicate(config, db);
+      expect(next.code, next.stderr).toBe(0);
+      expect(await duckdb.dump(db)).toStrictEqual(dumpLists(account.dump()));
+    },
+  );
+});
+
 // Root writes through file permissions: as root, the runs that must not write go as nobody (uid 65534).
 const asRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
