@@ -194,8 +194,9 @@ export function openForWrite(path: string): DatabaseSync {
   } catch (err) {
     db.close();
     removeCreated();
-    // No room for the file's first page or its WAL: run again once there is room, as for a write later in the run.
-    const full = fullDiskError(path, err);
+    // No room for the file's first page or its WAL: run again once there is room, as for a write later in the run; past
+    // the file size limit of the process, raise it, as for a write later in the run.
+    const full = sizeLimitError(path, err) ?? fullDiskError(path, err);
     if (full !== undefined) throw full;
     if ((err as { errcode?: unknown }).errcode === SQLITE_BUSY) {
       // A reader (a dashboard, sqlite3) in the middle of a read of the file at rest: turning WAL on waits for it, BUSY_TIMEOUT_MS at most.

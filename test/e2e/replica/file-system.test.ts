@@ -76,8 +76,9 @@ describe('replicate into a SQLite replica past the file size limit (ulimit -f: R
       const folder = join(dir, 'sqlite-size-limit');
       mkdirSync(folder);
       const db = join(folder, 'replica.db');
-      // `ulimit -f` counts 512-byte blocks in sh: 50 KiB is reached while the tables are made, 250 KiB by the WAL of a checkpoint.
-      for (const blocks of [100, 500]) {
+      // `ulimit -f` counts 512-byte blocks in sh: 1 KiB is reached by the new file's first page, 50 KiB while the tables are
+      // made, 250 KiB by the WAL of a checkpoint.
+      for (const blocks of [2, 100, 500]) {
         const run = await replicateWithSizeLimit(config, db, blocks);
         expect(run.code, run.stderr).toBe(78);
         expect(run.stderr).toMatch(
