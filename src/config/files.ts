@@ -1,5 +1,7 @@
 /** Reading the JSON files a user passes (config, catalog, state) with errors that say what is wrong. */
-import { closeSync, constants, open, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, open, openSync, readFileSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { isatty } from 'node:tty';
 import { Socket } from 'node:net';
 import { ConfigError, messageOf } from '../errors.js';
 import { onStop } from '../runtime/interrupt.js';
@@ -21,7 +23,7 @@ export interface FileWait {
  */
 export async function readTextFile(path: string, what: string, wait: FileWait = {}): Promise<string> {
   try {
-    const bytes = isPipe(path) ? await readPipe(path, what, wait) : readFileSync(path);
+    const bytes = isPipe(path) ? await readPipe(path, what, wait) : streamedStdin(path) ? await readStdin(path, what, wait) : readFileSync(path);
     // UTF-16 with its byte order mark: what Windows PowerShell 5's `>` and Out-File write. Anything else is read as UTF-8.
     const encoding = bytes[0] === 0xff && bytes[1] === 0xfe ? 'utf-16le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'utf-16be' : 'utf-8';
     // The decoder drops the byte order mark (UTF-8's too: Notepad's).
@@ -39,6 +41,59 @@ function isPipe(path: string): boolean {
   } catch {
     return false; // the read says why
   }
+}
+
+/** The names of this process's standard input. */
+const STDIN_NAMES = new Set(['/dev/stdin', '/dev/fd/0', '/proc/self/fd/0']);
+
+/**
+ * Whether `path` names this process's standard input and that is a socket (the
+ * stdin pipe of a process started by Node.js or libuv is a socket pair, which
+ * no open by name can reach: ENXIO) or a terminal (read synchronously, a
+ * terminal would keep the process deaf to Ctrl-C until Ctrl-D): those are read
+ * through process.stdin. A pipe or a file there is read by name as any other.
+ */
+function streamedStdin(path: string): boolean {
+  if (!STDIN_NAMES.has(resolvePath(path))) return false;
+  try {
+    return isatty(0) || fstatSync(0).isSocket();
+  } catch {
+    return false; // no standard input: the read says why
+  }
+}
+
+/**
+ * The bytes of standard input (a socket or a terminal, see streamedStdin), to
+ * its end (a terminal's: Ctrl-D at the start of a line). A stop signal ends
+ * the wait as it does a pipe's (readPipe): the promise then never settles.
+ */
+function readStdin(path: string, what: string, { signal, log }: FileWait): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin;
+    const chunks: Buffer[] = [];
+    const onData = (chunk: Buffer | string): void => void chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+    const onEnd = (): void => finish(undefined, Buffer.concat(chunks));
+    const onError = (err: unknown): void => finish(err);
+    const settle = (): void => {
+      untell();
+      signal?.removeEventListener('abort', stop);
+      stdin.off('data', onData).off('end', onEnd).off('error', onError);
+      stdin.pause();
+    };
+    const finish = (err: unknown, bytes?: Buffer): void => {
+      settle();
+      if (err === undefined) resolve(bytes ?? Buffer.alloc(0));
+      else reject(err);
+    };
+    const stop = (): void => settle();
+    const untell = onStop(log === undefined ? undefined : signal, (stopSignal) =>
+      log?.(`Interrupted by ${stopSignal} while waiting for the end of the ${what} file "${path}" (standard input): nothing was read from it.`),
+    );
+    if (signal?.aborted) return;
+    if (stdin.readableEnded) return finish(undefined, Buffer.alloc(0)); // read to its end already (by another flag): empty, as a pipe is then
+    signal?.addEventListener('abort', stop, { once: true });
+    stdin.on('data', onData).once('end', onEnd).once('error', onError);
+  });
 }
 
 /**

@@ -148,3 +148,54 @@ describe.runIf(process.platform === 'linux')('a pipe a process writes', () => {
     expect(tap.stderr).toContain('Cannot reach the Data-Read API at http://127.0.0.1:9');
   });
 });
+
+/**
+ * `--config /dev/stdin` where standard input is a socket: a process started by Node.js (child_process, execa) with its
+ * stdin a pipe gets one end of a socket pair, which an open by name cannot reach (ENXIO). Read through the run's own
+ * standard input instead, waited for as a pipe is.
+ */
+describe.runIf(process.platform === 'linux')('--config /dev/stdin, standard input a socket', () => {
+  /** Runs `check --config /dev/stdin` with a socket for stdin, which `feed` writes (or not). */
+  function checkFromSocket(feed: (child: ChildProcess) => Promise<void>, signal?: NodeJS.Signals): Promise<CliResult> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [SOURCE_BIN, 'check', '--config', '/dev/stdin'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (b: Buffer) => out.push(b));
+      child.stderr!.on('data', (b: Buffer) => err.push(b));
+      const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.on('error', reject);
+      child.on('close', (code, by) => {
+        clearTimeout(guard);
+        resolve({ code, signal: by, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      });
+      void feed(child).then(() => signal !== undefined && child.kill(signal));
+    });
+  }
+
+  it('is read to its end, as a file is', async () => {
+    const run = await checkFromSocket(async (child) => void child.stdin!.end(JSON.stringify(DOWN)));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Cannot reach the Data-Read API at http://127.0.0.1:9');
+    expect(run.stdout).not.toContain('ENXIO');
+  });
+
+  it('left silent: SIGTERM stops the run (143), naming it', async () => {
+    // The run reads its stdin once its descriptor is made non-blocking (Node's stream of it): polled, no time measured.
+    const reading = async (child: ChildProcess): Promise<void> => {
+      for (;;) {
+        try {
+          const flags = /^flags:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/fdinfo/0`, 'utf8'))?.[1];
+          if (flags !== undefined && (parseInt(flags, 8) & 0o4000) !== 0) return;
+        } catch {
+          return; // gone: the result says how it ended
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const run = await checkFromSocket(reading, 'SIGTERM');
+    expect(run.code, run.stderr).toBe(143);
+    expect(run.stderr).toContain('Interrupted by SIGTERM while waiting for the end of the config file "/dev/stdin" (standard input): nothing was read from it.');
+    expect(run.stderr).not.toMatch(/\n\s+at |ENXIO/);
+  });
+});
