@@ -74,8 +74,10 @@ export function readOnlySummary(path: string): string | undefined {
   let writable = (target.mode & 0o222) !== 0;
   try {
     if (writable) accessSync(path, constants.W_OK);
-  } catch {
-    writable = false;
+  } catch (err) {
+    // Only its permissions make the file read-only: on a read-only file system (EROFS) nothing can replace it, and the
+    // end says the summary cannot be written, as for any summary that cannot be.
+    writable = (err as NodeJS.ErrnoException).code !== 'EACCES';
   }
   if (writable) return undefined;
   const mode = (target.mode & 0o7777).toString(8).padStart(4, '0');

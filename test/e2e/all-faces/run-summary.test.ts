@@ -327,6 +327,38 @@ describe('--summary naming a read-only file', () => {
   });
 });
 
+/** A folder mounted read-only onto itself (root with the right to mount: CI's container), or undefined where it cannot be. */
+function readOnlyMount(folder: string): (() => void) | undefined {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return undefined;
+  if (spawnSync('mount', ['--bind', folder, folder]).status !== 0) return undefined;
+  const unmount = (): void => void spawnSync('umount', [folder]);
+  if (spawnSync('mount', ['-o', 'remount,ro,bind', folder]).status !== 0) {
+    unmount();
+    return undefined;
+  }
+  return unmount;
+}
+
+describe('--summary naming a writable file on a read-only file system', () => {
+  it('is not refused as a read-only file: the run goes on, and its end says the summary cannot be written', async (ctx) => {
+    const folder = join(dir, 'read-only-mount');
+    mkdirSync(folder);
+    const summary = join(folder, 'summary.json');
+    writeFileSync(summary, '{"kept": true}\n');
+    const unmount = readOnlyMount(folder);
+    if (unmount === undefined) return ctx.skip();
+    try {
+      const run = await runCli(TAP_BIN, ['--config', config('read-only-mount'), '--summary', summary]);
+      expect(run.code, run.stderr.slice(-800)).toBe(0);
+      expect(run.stderr).not.toContain('is a read-only file');
+      expect(run.stderr).toContain(`Cannot write the run summary to "${summary}": the file system is read-only.`);
+      expect(readFileSync(summary, 'utf8')).toBe('{"kept": true}\n');
+    } finally {
+      unmount();
+    }
+  });
+});
+
 describe('a stdout on a full disk (cron: `read > out.jsonl`)', () => {
   /** Runs `bin` with stdout on /dev/full, where every write fails with ENOSPC: exit status and stderr. */
   async function intoFullDisk(bin: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
