@@ -149,8 +149,11 @@ export class ReplicaStore {
         }
       }
     } catch (err) {
+      // Told before the close, which copies the WAL into the file and removes it: a WAL that reached the file size limit
+      // is only seen while it is there.
+      const failure = err instanceof ConnectorError ? err : writeError(path, err);
       this.close();
-      throw err instanceof ConnectorError ? err : writeError(path, err);
+      throw failure;
     }
   }
 
