@@ -71,6 +71,8 @@ export function readOnlySummary(path: string): string | undefined {
     return undefined; // not there yet (or not reachable: the end says why it cannot be written)
   }
   if (!target.isFile()) return undefined;
+  // This process's stdout or stderr (a log `2>>` appends to): written through its open descriptor, added to, never replaced.
+  if ([1, 2].some((fd) => isDescriptor(path, fd))) return undefined;
   let writable = (target.mode & 0o222) !== 0;
   try {
     if (writable) accessSync(path, constants.W_OK);

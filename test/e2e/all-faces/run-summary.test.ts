@@ -289,6 +289,19 @@ describe('--summary naming stderr', () => {
       expect(JSON.parse(lines.at(-1)!), name).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
     }
   });
+
+  it('a read-only log (mode 0444, open for writing before): added to as well, not refused as a file the summary would replace', () => {
+    const down = config('stderr-read-only', { base_url: 'http://127.0.0.1:9', max_retries: 0 });
+    const log = join(dir, 'tap-stderr-read-only.log');
+    const fd = openSync(log, 'a');
+    chmodSync(log, 0o444);
+    const run = spawnSync(process.execPath, [TAP_BIN, '--config', down, '--summary', '/dev/fd/2'], { stdio: ['ignore', 'ignore', fd] });
+    closeSync(fd);
+    const text = readFileSync(log, 'utf8');
+    expect(run.status, text).toBe(75);
+    expect(text).not.toContain('is a read-only file');
+    expect(JSON.parse(text.trimEnd().split('\n').at(-1)!)).toMatchObject({ command: 'sync', exit_code: 75, failure_type: 'transient_error' });
+  });
 });
 
 describe('--summary naming a symbolic link', () => {
