@@ -99,6 +99,14 @@ export async function openStoreTables(
 }
 
 /**
+ * How many accounts' state rows one statement of splitStates inserts: a
+ * DuckDB transaction keeps what each of its statements wrote in the store's
+ * 64 MB of buffers until its commit (a statement per account ran out of
+ * them at 150 accounts), and PostgreSQL takes at most 65,535 parameters.
+ */
+const SPLIT_ROWS_PER_STATEMENT = 500;
+
+/**
  * A store of many accounts written before each account's state was a row
  * of its own (format 1): each stream's one state row becomes its accounts'
  * rows, in one transaction (a run killed meanwhile finds the row as it was).
@@ -107,15 +115,18 @@ async function splitStates(store: OpeningStore, schema: string): Promise<void> {
   const table = qualified(schema, STATE_TABLE);
   const joined = splitJoinedStates((await store.rows(`SELECT stream, state FROM ${table}`)).map((r) => [String(r.stream), String(r.state)]));
   if (joined.length === 0) return;
+  const text = store.types.text;
   await store.run('BEGIN');
   try {
     for (const { key, accounts } of joined) {
-      // Each account's row committed when the joined one was.
-      for (const [part, state] of accounts) {
+      // Each account's row committed when the joined one was: a statement per batch of accounts, not one per account.
+      for (let from = 0; from < accounts.length; from += SPLIT_ROWS_PER_STATEMENT) {
+        const batch = accounts.slice(from, from + SPLIT_ROWS_PER_STATEMENT);
+        const values = batch.map((_, i) => `(CAST($${2 * i + 2} AS ${text}), CAST($${2 * i + 3} AS ${text}))`).join(', ');
         await store.run(
-          `INSERT INTO ${table} (stream, state, committed_at) SELECT $1, $2, committed_at FROM ${table} WHERE stream = $3 ` +
+          `INSERT INTO ${table} (stream, state, committed_at) SELECT v.stream, v.state, j.committed_at FROM (VALUES ${values}) AS v (stream, state), ${table} j WHERE j.stream = $1 ` +
             'ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at',
-          [part, state, key],
+          [key, ...batch.flat()],
         );
       }
       await store.run(`DELETE FROM ${table} WHERE stream = $1`, [key]);

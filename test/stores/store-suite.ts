@@ -683,6 +683,35 @@ export function storeSuite(h: StoreHarness): void {
       );
     });
 
+    it('splits the state rows of an earlier version holding 300 accounts each (a DuckDB store of that version ran 150) at open', async () => {
+      // Each account's state as a run keeps it (about 170 bytes), in each of the five streams' one row.
+      const names = Array.from({ length: 300 }, (_, i) => `acct-${String(i).padStart(3, '0')}`);
+      const accounts = Object.fromEntries(names.map((name, i) => [name, { sync_watermark: at(1), account: { name: `Account ${i}`, base_url: 'https://api.example.com' } }]));
+      const streams = ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'];
+      await withStore(
+        'accounts-format-1-many',
+        async (store) => {
+          await store.commit(of('a', 'contacts', [contact('c1', 1)], 1));
+          await h.rows(store, 'DELETE FROM {schema}._replica_state');
+          for (const stream of streams) {
+            await h.rows(store, `INSERT INTO {schema}._replica_state (stream, state, committed_at) VALUES ('${stream}', '${JSON.stringify({ accounts })}', now())`);
+          }
+          await h.rows(store, "UPDATE {schema}._replica_metadata SET value = '1' WHERE key = 'format_version'");
+        },
+        many,
+      );
+      await withStore(
+        'accounts-format-1-many',
+        async (store) => {
+          expect(await store.metadata('format_version')).toBe('2');
+          expect(Number((await h.rows(store, 'SELECT count(*) AS n FROM {schema}._replica_state'))[0]?.n)).toBe(streams.length * names.length);
+          const states = await store.loadStates();
+          for (const stream of streams) expect(states.get(stream), stream).toEqual({ accounts });
+        },
+        many,
+      );
+    });
+
     it('refuses a store a later version wrote (its layout version above this one), changing nothing', async () => {
       await withStore('later-format', async (store) => {
         await store.commit(of('a', 'contacts', [contact('c1', 1)], 1));
