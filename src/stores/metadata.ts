@@ -109,7 +109,9 @@ const SPLIT_ROWS_PER_STATEMENT = 500;
 /**
  * A store of many accounts written before each account's state was a row
  * of its own (format 1): each stream's one state row becomes its accounts'
- * rows, in one transaction (a run killed meanwhile finds the row as it was).
+ * rows, in one transaction with the layout version that says so (a run
+ * killed meanwhile finds the rows as they were, and an earlier build never
+ * finds the new rows under the old version).
  */
 async function splitStates(store: OpeningStore, schema: string): Promise<void> {
   const table = qualified(schema, STATE_TABLE);
@@ -131,6 +133,7 @@ async function splitStates(store: OpeningStore, schema: string): Promise<void> {
       }
       await store.run(`DELETE FROM ${table} WHERE stream = $1`, [key]);
     }
+    await store.run(putFactSql(schema), [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
     await store.run('COMMIT');
   } catch (err) {
     await store.run('ROLLBACK').catch(() => {});
