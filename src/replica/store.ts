@@ -11,11 +11,12 @@
 import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
-import { parseStreamState, type StreamState } from '../engine/state.js';
+import type { StreamState } from '../engine/state.js';
 import { ConnectorError } from '../errors.js';
 import { STREAMS, type StreamDefinition } from '../streams.js';
 import { TableWriter, type Checkpoint, type TableSpec } from './table-writer.js';
 import { FULL_READ_TABLE, STATE_TABLE, fullReadKey, tableSpecs } from '../stores/checkpoint.js';
+import { parseSavedStates } from '../stores/notes.js';
 import { deletionIndexName, openForWrite, savedStates, settleIntoOneFile, splitStates, storedLayouts, tableExists, writeError } from './database.js';
 import type { StreamSchemas } from '../schemas/json-schema.js';
 import { evolveLayout, quoteIdent, layoutFor, type TableLayout } from './layout.js';
@@ -175,17 +176,7 @@ export class ReplicaStore {
 
   /** The state saved by the last committed checkpoint of each stream. */
   loadStates(): Map<string, StreamState> {
-    const states = new Map<string, StreamState>();
-    for (const [stream, text] of savedStates(this.db)) {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        raw = text;
-      }
-      states.set(stream, parseStreamState(stream, raw));
-    }
-    return states;
+    return parseSavedStates(`"${this.path}"`, savedStates(this.db));
   }
 
   /** Whether marks of a full read of `stream` (of `account`) not yet ended are in the file (FULL_READ_TABLE exists only while some are). */

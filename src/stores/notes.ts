@@ -167,7 +167,7 @@ export function schemaChanges(made: readonly ColumnChange[], layouts: readonly S
   return out;
 }
 
-/** The states a store holds (JSON text by stream), as the engine reads them; a broken one is a config_error that names the store. */
+/** The states a store holds (JSON text by stream), as the engine reads them; a broken one is a config_error that names the store (every store: SQLite's too). */
 export function parseSavedStates(display: string, saved: ReadonlyMap<string, string>): Map<string, StreamState> {
   const out = new Map<string, StreamState>();
   for (const [stream, text] of saved) {
@@ -175,7 +175,7 @@ export function parseSavedStates(display: string, saved: ReadonlyMap<string, str
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new ConfigError(`The state of stream "${stream}" in ${display} is not JSON. Nothing was changed; replicate into another schema or file to start over.`, {
+      throw new ConfigError(`The state of stream "${stream}" in ${display} is not JSON: replicate into another schema or file to start over.`, {
         field: '--db',
       });
     }

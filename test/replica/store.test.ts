@@ -54,6 +54,20 @@ describe('ReplicaStore', () => {
     expect(replicaStates(path).get('contacts')).toEqual({ resume: { cursor: 'k1', sync_watermark: iso(9) } });
   });
 
+  it('refuses a saved state that is not JSON as the stores do, naming the stream and the file (78)', () => {
+    const path = newDb();
+    const first = new ReplicaStore(path);
+    first.commit(contacts, [contact('c1', 1)], { sync_watermark: iso(9) });
+    first.db.exec("UPDATE _replica_state SET state = '{\"sync_watermark\": ' WHERE stream = 'contacts'");
+    first.close();
+    const store = new ReplicaStore(path);
+    try {
+      expect(() => store.loadStates()).toThrow(expect.objectContaining({ failureType: 'config_error', message: expect.stringMatching(new RegExp(`^The state of stream "contacts" in "${path}" is not JSON: replicate into another`)) }));
+    } finally {
+      store.close();
+    }
+  });
+
   it('rewrites a table written with an older column layout without changing any record', () => {
     const path = newDb();
     const records = [contact('c1', 1, { email: 'a@b.c', temperature: 'hot', custom: 1 }), contact('c2', 2, { email: null })];
