@@ -105,9 +105,7 @@ function sizeLimitError(path: string, err: unknown): ConnectorError | undefined 
  * other error.
  */
 function fullDiskError(path: string, err: unknown): ConnectorError | undefined {
-  // SQLite's own error, or the one a lost transaction keeps as its cause.
-  const full = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { errcode?: unknown }).errcode === SQLITE_FULL;
-  if (!full(err) && !(err instanceof Error && full(err.cause))) return undefined;
+  if (!sqliteCodes(err).includes(SQLITE_FULL)) return undefined;
   return new ConnectorError(
     'transient_error',
     `The disk holding the replica database "${path}" is full (or the file reached a size limit): database or disk is full. ` +
