@@ -260,14 +260,14 @@ function sizeLimitError(err: unknown, target: DuckdbTarget): ConnectorError | un
 }
 
 /**
- * A write the system refused for want of room (ENOSPC: DuckDB says "No space
- * left on device" for its file, its WAL or its temporary folder): the run
+ * A write the system refused for want of room: a file past the size limit
+ * (sizeLimitError, 78), or a full disk (ENOSPC: DuckDB says "No space left
+ * on device" for its file, its WAL or its temporary folder), where the run
  * stops as on any failed write, keeping what it committed, but with 75 (run
  * again once there is room) and words that say so, as the SQLite replica and
- * PostgreSQL do, not 70 (a bug to report); a file past the size limit is
- * told as such (sizeLimitError). Undefined for any other error.
+ * PostgreSQL do, not 70 (a bug to report). Undefined for any other error.
  */
-export function fullDiskError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
+export function noRoomError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
   const limited = sizeLimitError(err, target);
   if (limited !== undefined) return limited;
   if (!/No space left on device/i.test(messageOf(err))) return undefined;
@@ -293,7 +293,7 @@ export function duckdbWords(err: unknown): string {
 /** What an error of opening the file means: the lock held elsewhere or a full disk (75), or a file that cannot be a store (78). */
 function duckdbOpenError(err: unknown, target: DuckdbTarget): ConnectorError {
   const message = messageOf(err);
-  const full = fullDiskError(err, target);
+  const full = noRoomError(err, target);
   if (full !== undefined) return full;
   if (/Could not set lock on file/i.test(message)) {
     const pid = /PID (\d+)/.exec(message)?.[1];

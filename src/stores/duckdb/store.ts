@@ -14,7 +14,7 @@ import { openStoreTables, putFactSql, type StoreOpenOptions } from '../metadata.
 import type { DriftLog, OpenedTables } from '../notes.js';
 import type { StoreNote } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
-import { closeDuckdb, duckdbWords, fullDiskError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
+import { closeDuckdb, duckdbWords, noRoomError, openDuckdb, type DuckdbConnection, type DuckdbFiles } from './connection.js';
 import { DUCKDB_NAMING, DUCKDB_TYPES, isoText, openTables, rowsOf, storeExists } from './tables.js';
 import { DuckdbSql, type DuckdbStaged } from './writer.js';
 import { GroupStore } from '../group-store.js';
@@ -58,7 +58,7 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
     } catch (err) {
       closeDuckdb(files);
       if (err instanceof ConnectorError) throw err;
-      throw fullDiskError(err, target) ?? new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${duckdbWords(err)}`, { cause: err });
+      throw noRoomError(err, target) ?? new ConnectorError('system_error', `Cannot open the DuckDB store "${target.path}": ${duckdbWords(err)}`, { cause: err });
     }
   }
 

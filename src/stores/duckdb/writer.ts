@@ -24,7 +24,7 @@ import { lineBytes } from '../line-bytes.js';
 import { STORE_FILE_MODE } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, isoShaped, type Cell } from '../values.js';
-import { STAGE_FILE_PREFIX, duckdbWords, fullDiskError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
+import { STAGE_FILE_PREFIX, duckdbWords, noRoomError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const FRACTION = /:\d{2}\.(\d+)/;
@@ -286,6 +286,6 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
 
   error(err: unknown): ConnectorError {
     if (err instanceof ConnectorError) return err;
-    return fullDiskError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${duckdbWords(err)}`, { cause: err });
+    return noRoomError(err, this.target) ?? new ConnectorError('system_error', `Cannot write the DuckDB store "${this.target.path}": ${duckdbWords(err)}`, { cause: err });
   }
 }
