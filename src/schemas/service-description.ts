@@ -68,7 +68,10 @@ class Reader {
     if (!ref.startsWith('#/')) return undefined;
     let node: unknown = this.doc;
     for (const raw of ref.slice(2).split('/')) {
-      const part = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+      const decoded = decodeText(raw);
+      // Not valid percent-encoding ("#/components/schemas/100%"): a reference that cannot be followed.
+      if (decoded === undefined) return undefined;
+      const part = decoded.replaceAll('~1', '/').replaceAll('~0', '~');
       if (!isObject(node) || !Object.hasOwn(node, part)) return undefined;
       node = node[part];
     }
@@ -148,6 +151,15 @@ class Reader {
       }
     }
     return out;
+  }
+}
+
+/** A part of a URI fragment, percent-decoded; undefined when its escapes are not valid UTF-8 percent-encoding. */
+function decodeText(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
   }
 }
 

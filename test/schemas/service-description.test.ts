@@ -121,6 +121,16 @@ describe('readServiceDescription: forms of the same field', () => {
     if (description.ok) expect(description.streams.get('contacts')?.untyped).toEqual(['loop']);
   });
 
+  it('a reference whose pointer is not valid percent-encoding cannot be followed: the field left untyped, no exception', () => {
+    const doc = docWith(
+      { type: 'object', properties: { id: { type: 'string' }, share: { $ref: '#/components/schemas/100%' }, half: { $ref: '#/components/schemas/%E0%A4%A' } } },
+      { components: { schemas: { '100%': { type: 'integer' } } } },
+    );
+    const description = readServiceDescription(doc, STREAMS);
+    expect(Object.keys(fields(description))).toEqual(['id']);
+    if (description.ok) expect(description.streams.get('contacts')?.untyped).toEqual(['share', 'half']);
+  });
+
   it('streams the document does not list are named with the reason; the others are described', () => {
     const description = readServiceDescription(docWith({ type: 'object', properties: { id: { type: 'string' } } }), STREAMS);
     expect(description.ok).toBe(true);
