@@ -39,6 +39,21 @@ type Json = { [key: string]: unknown };
 
 /** How deep references and nesting are followed (a cycle or an absurd document stops here). */
 const MAX_DEPTH = 24;
+/**
+ * Schemas expanded (flatten) for one document, at most. The emulator's
+ * document takes about 300; $refs that fan out (an allOf of three $refs to
+ * the next level, and so on) multiply at each level, and within MAX_DEPTH
+ * would take billions: the document is then refused, not read for ever.
+ */
+const MAX_STEPS = 100_000;
+
+/** The document asks for more than MAX_STEPS expansions (caught by readServiceDescription). */
+class DescriptionTooIntricate extends Error {
+  constructor() {
+    super(`its schemas are too intricate to read: following their $ref, allOf, anyOf and oneOf takes more than ${MAX_STEPS} steps`);
+    this.name = 'DescriptionTooIntricate';
+  }
+}
 /** The JSON Schema types a destination can type a column by. */
 const TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array'] as const;
 type BaseType = (typeof TYPES)[number];
@@ -46,6 +61,7 @@ const KEPT_FORMATS = new Set(['date-time', 'date']);
 
 class Reader {
   private readonly doc: Json;
+  private steps = 0;
 
   constructor(doc: Json) {
     this.doc = doc;
@@ -80,6 +96,8 @@ class Reader {
 
   /** A schema with its refs resolved and its allOf merged into one object (keywords of later members win; properties merge). */
   flatten(node: unknown, depth = 0): Json | undefined {
+    this.steps += 1;
+    if (this.steps > MAX_STEPS) throw new DescriptionTooIntricate();
     const schema = this.resolve(node, depth);
     if (schema === undefined || depth >= MAX_DEPTH) return undefined;
     const { allOf, ...own } = schema;
@@ -297,10 +315,15 @@ export function readServiceDescription(doc: unknown, streams: readonly StreamDef
   const prefixes = serverPrefixes(doc);
   const described = new Map<string, DescribedStream>();
   const undescribed = new Map<string, string>();
-  for (const stream of streams) {
-    const result = describeStream(reader, doc.paths, prefixes, stream);
-    if (typeof result === 'string') undescribed.set(stream.name, result);
-    else described.set(stream.name, result);
+  try {
+    for (const stream of streams) {
+      const result = describeStream(reader, doc.paths, prefixes, stream);
+      if (typeof result === 'string') undescribed.set(stream.name, result);
+      else described.set(stream.name, result);
+    }
+  } catch (err) {
+    if (err instanceof DescriptionTooIntricate) return { ok: false, reason: err.message };
+    throw err;
   }
   if (described.size === 0) {
     const first = [...undescribed.values()][0] ?? 'no stream';

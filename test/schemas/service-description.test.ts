@@ -170,4 +170,18 @@ describe('readServiceDescription: documents that say nothing usable', () => {
     expect(description.ok).toBe(false);
     if (!description.ok) expect(description.reason).toMatch(reason);
   });
+
+  it('schemas whose references fan out (each level three $refs to the next) are refused before they take forever to expand', () => {
+    // 3^11 expansions here; each level more triples them, and at 24 levels (MAX_DEPTH) reading never ends.
+    const levels = 11;
+    const schemas: Json = { [`L${levels}`]: { type: 'object', properties: { leaf: { type: 'string' } } } };
+    for (let i = 0; i < levels; i++) {
+      const next = { $ref: `#/components/schemas/L${i + 1}` };
+      schemas[`L${i}`] = { allOf: [next, next, next] };
+    }
+    const doc = docWith({ type: 'object', properties: { id: { type: 'string' }, tree: { $ref: '#/components/schemas/L0' } } }, { components: { schemas } });
+    const description = readServiceDescription(doc, STREAMS);
+    expect(description.ok).toBe(false);
+    if (!description.ok) expect(description.reason).toMatch(/^its schemas are too intricate to read: following their \$ref, allOf, anyOf and oneOf takes more than 100000 steps$/);
+  });
 });
