@@ -297,10 +297,13 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
   },
 ];
 
-/** A redirect is told apart from other undocumented statuses: the fix is in base_url. */
+/**
+ * A redirect is told apart from other undocumented statuses: the fix is in base_url. A 304 (Not Modified) is no
+ * redirect: it answers a conditional request, and the connector sends none.
+ */
 function unexpectedWhat(status: number | undefined, location: string | undefined): string {
   const to = location === undefined ? '' : ` to ${location}`;
-  return status !== undefined && status >= 300 && status < 400
+  return status !== undefined && status >= 300 && status < 400 && status !== 304
     ? `a redirect${to}, which the connector does not follow. Check base_url (use the final address, with https://).`
     : 'a status the API does not document.';
 }

@@ -170,6 +170,13 @@ describe('redirects: never followed (the API key would go with them)', () => {
     expectSays(err, `a temporary redirect to ${BASE}/v1/contacts,`);
   });
 
+  it('HTTP 304 (Not Modified, to requests that are never conditional) is not called a redirect: a status the API does not document', async () => {
+    const { err, requests } = await errorFor(304, '', {});
+    expect(requests).toBe(1);
+    expect(err).toMatchObject({ code: 'unexpected_status', failureType: 'system_error', status: 304 });
+    expect(err.message).toBe('The Data-Read API answered GET /v1/contacts with HTTP 304, a status the API does not document.');
+  });
+
   it('the API key in a Location is not repeated', async () => {
     const { err } = await errorFor(301, '', { location: `${elsewhere}/v1/contacts?key=${CANARY}` });
     expect(err.message).toContain(elsewhere);
