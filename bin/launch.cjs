@@ -1,4 +1,5 @@
-// What both executables run: first the Node.js version check (22.19 or newer:
+// What both executables run: first SIGTERM and SIGINT held (until the compiled
+// command's own stop handler takes them: holdStops), then the Node.js version check (22.19 or newer:
 // the oldest Node undici 8 supports, its declared engines; node:sqlite as the
 // replica uses it, unflagged with its busy timeout and transaction state,
 // needs 22.16; on an older Node one line on stderr saying so and how to get
@@ -223,12 +224,44 @@ function howToBuild() {
   return '`' + (here ? build : 'cd ' + root + ' && ' + build) + '`' + (withNode ? ' (or `npm run build` where Node.js is 22.20 or newer)' : '');
 }
 
-/** Import dist/<entry> and run its main() with the arguments. */
-function start(executable, entry, args) {
+/**
+ * Hold SIGTERM and SIGINT while the compiled code loads (about half a second):
+ * without a listener a signal then kills the process, with no last words and
+ * no run summary (an earlier run's left in its place), and a container's PID 1
+ * does not even stop. The returned function hands the first one held to the
+ * command's own stop handler, once main() has installed it (cli/run-end.ts
+ * does before its first await). A second signal while loading ends the process
+ * as it would without the hold.
+ */
+function holdStops() {
+  var signals = ['SIGTERM', 'SIGINT'];
+  var held;
+  function release() {
+    for (var i = 0; i < signals.length; i++) process.off(signals[i], hold);
+  }
+  function hold(signal) {
+    if (held === undefined) {
+      held = signal;
+      return;
+    }
+    release();
+    process.kill(process.pid, signal);
+  }
+  for (var i = 0; i < signals.length; i++) process.on(signals[i], hold);
+  return function handOver() {
+    release();
+    if (held !== undefined) process.kill(process.pid, held);
+  };
+}
+
+/** Import dist/<entry> and run its main() with the arguments; `handOver` gives it the stop signals held meanwhile (holdStops). */
+function start(executable, entry, args, handOver) {
   // Relative to this file (import() in CommonJS resolves against the module's own URL).
   import('../dist/' + entry).then(
     function (module) {
-      return module.main(args).then(function (code) {
+      var run = module.main(args);
+      handOver();
+      return run.then(function (code) {
         process.exitCode = code;
       });
     },
@@ -242,6 +275,7 @@ function start(executable, entry, args) {
         process.stderr.write(executable + ': cannot start: ' + (err && err.stack ? err.stack : String(err)) + '\n');
         process.exitCode = 70;
       }
+      handOver();
     }
   );
 }
@@ -277,8 +311,9 @@ function quietSqliteWarning() {
 }
 
 module.exports = function launch(executable, entry, args) {
+  var handOver = holdStops();
   requireNode(executable, entry, args);
   quietSqliteWarning();
   cacheCompiledCode();
-  start(executable, entry, args);
+  start(executable, entry, args, handOver);
 };
