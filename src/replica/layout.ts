@@ -7,10 +7,7 @@
  */
 import { recordJsonSchema, type JsonSchema } from '../schemas/json-schema.js';
 import type { StreamDefinition } from '../streams.js';
-import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, kindOfProperty, layoutObject, type LayoutHead, type StoreKind } from '../stores/columns.js';
-
-/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler's lib predates it): no lone surrogate. */
-export const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+import { ACCOUNT_COLUMN, BOOKKEEPING_COLUMNS, isWellFormed, kindOfProperty, layoutObject, type LayoutHead, type StoreKind } from '../stores/columns.js';
 
 /** How one field is stored. */
 export type ColumnKind = 'text' | 'integer' | 'real' | 'boolean' | 'json';

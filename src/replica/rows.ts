@@ -18,8 +18,9 @@
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
 import { isRawNumber, parseExactJson, parseExactObject, rawNumber } from '../exact-json.js';
+import { isWellFormed } from '../stores/columns.js';
 import { declaredOf, put } from '../stores/values.js';
-import { ABSENT_COLUMN, EXTRA_COLUMN, isWellFormed, type ColumnKind, type TableLayout } from './layout.js';
+import { ABSENT_COLUMN, EXTRA_COLUMN, type ColumnKind, type TableLayout } from './layout.js';
 
 /** Column values in the layout's order, then _extra, then _absent. */
 export type RowValues = SQLInputValue[];

@@ -178,8 +178,16 @@ export function kindOfProperty(property: unknown): StoreKind {
   }
 }
 
+/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler's lib predates it): no lone surrogate. */
+export const isWellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Whether a field's name can be a column's: not empty, no U+0000, within the store's length, and well-formed Unicode
+ * (the drivers send a lone surrogate as U+FFFD, so the column would not bear the field's name: every later open would
+ * take it for a column dropped by hand, and two names alike but for their lone surrogates would name one column).
+ */
 function fitsName(naming: ColumnNaming, field: string): boolean {
-  return field !== '' && !field.includes('\u0000') && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
+  return field !== '' && !field.includes('\u0000') && isWellFormed(field) && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
 }
 
 /** The keys (under a store's naming) of the names a table with `columns` holds, bookkeeping columns included. */

@@ -499,6 +499,23 @@ export function storeSuite(h: StoreHarness): void {
         expect(await store.readRecords('contacts')).toEqual(expected);
       });
     });
+
+    it('keep a field whose name holds a lone surrogate in _extra (its name with U+FFFD), never a column, and the store opens again', async () => {
+      const records = [contact('u1', 1, { 'high \ud800': 1, 'low \udc00': 'x', 'pair \ud83d\ude00': true })];
+      const expected = [contact('u1', 1, { 'high \ufffd': 1, 'low \ufffd': 'x', 'pair \ud83d\ude00': true })];
+      await withStore('lone-surrogate-names', async (store) => {
+        expect((await store.commit(checkpoint('contacts', records, 1))).drift).toEqual(['pair \ud83d\ude00']);
+        expect(await store.readRecords('contacts')).toEqual(expected);
+      });
+      for (let i = 0; i < 2; i++) {
+        await withStore('lone-surrogate-names', async (store) => {
+          expect(store.changes).toEqual(i === 0 ? [`contacts.pair \ud83d\ude00: new column (${h.types.boolean})`] : []);
+          expect(await store.readRecords('contacts')).toEqual(expected);
+          await store.commit(checkpoint('contacts', records, 2 + i));
+          expect(await store.readRecords('contacts')).toEqual(expected);
+        });
+      }
+    });
   });
 
   describe('drift met during a run', () => {
