@@ -42,7 +42,19 @@ const WAL_COPY_THRESHOLD = '1GB';
  * buffers, beyond which it writes what it holds to a temporary folder next
  * to the store's file (`FILE.tmp`, removed when the store closes).
  */
-const DUCKDB_MEMORY_LIMIT = '64MB';
+const DUCKDB_MEMORY_LIMIT_MB = 64;
+const DUCKDB_MEMORY_LIMIT = `${DUCKDB_MEMORY_LIMIT_MB}MB`;
+
+/**
+ * The memory limit that leaves room, beside the buffers of DUCKDB_MEMORY_LIMIT, for a text of `bytes` (UTF-8): DuckDB
+ * allocates a block of a string's whole size, beyond the limit's reach of its temporary folder, and holds it more than
+ * once as it appends and inserts it (a 28 MB text was refused under 64 MB: "could not allocate block"). A page may
+ * hold up to 64 MiB, and a field all of it.
+ */
+export function memoryLimitFor(bytes: number): string {
+  return `${DUCKDB_MEMORY_LIMIT_MB + Math.ceil((3 * bytes) / 1_000_000)}MB`;
+}
+
 /** DuckDB's worker threads while the run reads: one, beside the connector's own thread, which reads and encodes (two for the copy at close: store.ts). */
 const DUCKDB_THREADS = '1';
 /**

@@ -24,7 +24,7 @@ import { lineBytes } from '../line-bytes.js';
 import { STORE_FILE_MODE } from '../store.js';
 import type { DuckdbTarget } from '../target.js';
 import { isoMillis, isoShaped, type Cell } from '../values.js';
-import { STAGE_FILE_PREFIX, duckdbWords, noRoomError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
+import { STAGE_FILE_PREFIX, duckdbWords, memoryLimitFor, noRoomError, makePrivateFolder, tempFolderOf, type DuckdbConnection, type DuckdbModule } from './connection.js';
 import { DUCKDB_DIALECT, DUCKDB_TYPES } from './tables.js';
 
 const FRACTION = /:\d{2}\.(\d+)/;
@@ -131,6 +131,8 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
   private readonly target: DuckdbTarget;
+  /** The longest text (UTF-8 bytes) DuckDB's memory limit was raised for (memoryLimitFor); 0 while it was not. */
+  private roomFor = 0;
 
   constructor(connection: DuckdbConnection, duckdb: DuckdbModule, target: DuckdbTarget) {
     this.connection = connection;
@@ -219,7 +221,22 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
       staged.fd = undefined;
     }
     if (staged.path !== undefined) await this.connection.run(`COPY ${stage.name} FROM ${quoteLiteral(staged.path)} (${CSV_OPTIONS})`);
-    if (staged.cells.length > 0) await this.appendCells(stage, staged.cells);
+    if (staged.cells.length > 0) {
+      await this.makeRoom(staged.cells);
+      await this.appendCells(stage, staged.cells);
+    }
+  }
+
+  /**
+   * Raise DuckDB's memory limit, for the rest of the run, to hold the longest text of rows too long for a CSV line
+   * (memoryLimitFor): under the usual limit a text of some 28 MB or more fails the write at every run.
+   */
+  private async makeRoom(chunks: readonly Cell[][][]): Promise<void> {
+    let longest = 0;
+    for (const row of chunks.flat()) for (const cell of row) if (typeof cell === 'string') longest = Math.max(longest, Buffer.byteLength(cell));
+    if (longest <= this.roomFor) return;
+    await this.connection.run(`SET memory_limit = ${quoteLiteral(memoryLimitFor(longest))}`);
+    this.roomFor = longest;
   }
 
   dropStaged(staged: DuckdbStaged): void {

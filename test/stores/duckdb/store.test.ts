@@ -435,6 +435,33 @@ describe('rows staged as CSV', () => {
       await store.close();
     }
   });
+
+  it('a text larger than half of DuckDB\'s 64 MB of buffers (a page holds up to 64 MiB) is written, again at the next run, and replaced', async () => {
+    // 30 MB of text, and 20 MB (10 million characters of two bytes in UTF-8) in another field of the same row.
+    const huge = contact('c2', 1, { name: 'x'.repeat(30_000_000), job_title: 'é'.repeat(10_000_000) });
+    const runs = [[contact('c1', 1), huge], [huge, contact('c3', 2)], [contact('c2', 3)], []];
+    for (const [i, records] of runs.entries()) {
+      const store = await DuckdbStore.open(target('huge-text'));
+      try {
+        await store.commit(checkpoint('contacts', records, i + 1));
+      } finally {
+        await store.close();
+      }
+      // Read as a dashboard would, with DuckDB's own memory limit.
+      const { DuckDBInstance } = await loadDuckdbDriver();
+      const instance = await DuckDBInstance.create(join(dir, 'huge-text.duckdb'), { access_mode: 'READ_ONLY' });
+      const connection = await instance.connect();
+      try {
+        const sql = "SELECT id, length(name) AS name, name = repeat('x', 30000000) AS x, length(job_title) AS job_title, job_title = repeat('é', 10000000) AS e FROM contacts ORDER BY id";
+        const big = { id: 'c2', name: 30_000_000n, x: true, job_title: 10_000_000n, e: true };
+        const small = (id: string) => ({ id, name: 7n, x: false, job_title: 5n, e: false });
+        expect((await connection.runAndReadAll(sql)).getRowObjectsJS()).toEqual(i === 0 ? [small('c1'), big] : [small('c1'), i === 1 ? big : small('c2'), small('c3')]);
+      } finally {
+        connection.closeSync();
+        instance.closeSync();
+      }
+    }
+  });
 });
 
 describe('ids unique without a key constraint', () => {
