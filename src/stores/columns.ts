@@ -141,10 +141,12 @@ export function createTableSql(schema: string, layout: StoreLayout, types: Reado
   return `CREATE TABLE ${qualified(schema, layout.table)} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
-/** How a store names columns: the key two names collide under (DuckDB ignores case), and the longest name it keeps. */
+/** How a store names columns: the key two names collide under (DuckDB ignores case), the longest name it keeps, and the names it keeps for itself. */
 export interface ColumnNaming {
   readonly key: (name: string) => string;
   readonly maxBytes: number;
+  /** Names no column of a table may have (PostgreSQL's system columns: ctid, xmin...). */
+  readonly reserved?: ReadonlySet<string>;
 }
 
 const RANK: Readonly<Record<'int64' | 'int128' | 'number', number>> = { int64: 0, int128: 1, number: 2 };
@@ -187,7 +189,7 @@ export const isWellFormed = (text: string): boolean => (text as unknown as { isW
  * take it for a column dropped by hand, and two names alike but for their lone surrogates would name one column).
  */
 function fitsName(naming: ColumnNaming, field: string): boolean {
-  return field !== '' && !field.includes('\u0000') && isWellFormed(field) && Buffer.byteLength(field, 'utf8') <= naming.maxBytes;
+  return field !== '' && !field.includes('\u0000') && isWellFormed(field) && Buffer.byteLength(field, 'utf8') <= naming.maxBytes && naming.reserved?.has(field) !== true;
 }
 
 /** The keys (under a store's naming) of the names a table with `columns` holds, bookkeeping columns included. */
@@ -198,8 +200,9 @@ function takenKeys(columns: readonly StoreColumn[], naming: ColumnNaming): Set<s
 /**
  * Whether a field without a column can get one beside the names `taken`
  * holds: a name the store keeps, and no column's under its naming. One
- * that cannot (an empty name, a bookkeeping column's, one too long, in
- * DuckDB another case of a column's) stays in `_extra` for good.
+ * that cannot (an empty name, a bookkeeping column's, one too long, one the
+ * store reserves, in DuckDB another case of a column's) stays in `_extra`
+ * for good.
  */
 function mayTake(taken: ReadonlySet<string>, field: string, naming: ColumnNaming): boolean {
   return fitsName(naming, field) && !taken.has(naming.key(field));

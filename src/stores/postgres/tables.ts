@@ -82,8 +82,11 @@ function jsonbHolds(text: string): boolean {
   return true;
 }
 
-/** PostgreSQL keeps a name's first 63 bytes (NAMEDATALEN - 1), and tells quoted names apart by case. */
-export const PG_NAMING = { key: (name: string) => name, maxBytes: 63 } as const;
+/**
+ * PostgreSQL keeps a name's first 63 bytes (NAMEDATALEN - 1), and tells quoted names apart by case. Every table has
+ * the system columns, whose names no column may take ("column name "ctid" conflicts with a system column name").
+ */
+export const PG_NAMING = { key: (name: string) => name, maxBytes: 63, reserved: new Set(['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid']) } as const;
 
 /** What PostgreSQL cannot hold: U+0000 in text and jsonb, and numbers beyond numeric's range; numeric keeps the others' values, and the text of those in plain decimals. */
 export const PG_DIALECT: StoreDialect = {

@@ -529,6 +529,20 @@ describe('drift in PostgreSQL', () => {
     const limits = await admin.query(`SELECT weight = 9.5e131071 AS w, nested_field -> 'n' = '1e-16382'::jsonb AS n FROM ${schema}.contacts WHERE id = 'c3'`);
     expect(limits.rows).toEqual([{ w: true, n: true }]);
   });
+
+  it("keeps a field named as a system column (ctid, xmin...) in _extra, never announced as drift, and opens again; CTID in capitals is a column", async () => {
+    const schema = 's_system_names';
+    const records = [contact('c1', 1, { tableoid: 't', xmin: 1, cmin: 2, xmax: 3, cmax: 4, ctid: '(0,1)', CTID: 'upper' })];
+    let store = await openStore(schema);
+    expect((await store.commit(checkpoint('contacts', records, 1))).drift).toEqual(['CTID']);
+    await closeStore(store);
+    for (let i = 0; i < 2; i++) {
+      store = await openStore(schema);
+      expect(store.changes).toEqual(i === 0 ? ['contacts.CTID: new column (text)'] : []);
+      expect(await store.readRecords('contacts')).toEqual(records);
+      await closeStore(store);
+    }
+  });
 });
 
 describe('one writer per schema', () => {
