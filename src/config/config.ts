@@ -499,10 +499,46 @@ function misplacedTreatments(input: object): string[] {
   );
 }
 
+/** What Airbyte shows in place of a saved secret (its UI can send it back, e.g. testing an edited source). */
+const AIRBYTE_SECRET_MASK = /^\*+$/;
+
+/** The secret settings, each as the user enters it again. */
+const MASKABLE: readonly (readonly [string, string])[] = [
+  ['api_key', 'the API key'],
+  ['hash_key', 'the hash key'],
+  ['proxy_url', 'the proxy URL'],
+];
+
+/**
+ * Problems for secrets holding Airbyte's mask instead of their value: read as
+ * a value, it would be refused for its form (a key "too short") or taken for
+ * a proxy's host name, naming anything but the cause.
+ */
+function maskedSecrets(input: object): { field: string; message: string }[] {
+  const given = input as Record<string, unknown>;
+  const masked = (value: unknown): value is string => typeof value === 'string' && AIRBYTE_SECRET_MASK.test(value.trim());
+  // The mask is not quoted: it is also taken as a secret (parseUserConfig), and a message would show it as ***.
+  const problem = (field: string, what: string) => ({
+    field,
+    message: `${field} holds only asterisks, the mask Airbyte shows in place of a saved secret, not the secret itself: enter ${what} again in the source's settings`,
+  });
+  const top = MASKABLE.flatMap(([key, what]) => (masked(given[key]) ? [problem(key, what)] : []));
+  const entries = Array.isArray(given.accounts) ? (given.accounts as unknown[]) : [];
+  const inEntries = entries.flatMap((entry, index) => {
+    const key = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined;
+    return masked(key) ? [problem(`accounts.${index}.api_key`, 'the API key of this entry')] : [];
+  });
+  return [...top, ...inEntries];
+}
+
 /** Validate a config object; throws ConfigError naming every bad field and what is expected. */
 export function parseConfig(input: unknown): ParsedConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new ConfigError('The config must be a JSON object with at least api_key and base_url.', { field: 'config' });
+  }
+  const masked = maskedSecrets(input);
+  if (masked.length > 0) {
+    throw new ConfigError(`Invalid config: ${masked.map((m) => m.message).join('; ')}.`, { field: masked.map((m) => m.field) });
   }
   // Parsed once a run: zod's compiled fast path (`new Function`) would cost more to build than it saves.
   const result = ConfigSchema.safeParse(input, { jitless: true });

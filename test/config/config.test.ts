@@ -126,6 +126,22 @@ describe('parseConfig', () => {
     );
   });
 
+  it("says a secret holding Airbyte's mask (**********) is the mask, not the secret: a key to enter again", () => {
+    const mask = '**********';
+    for (const [key, extra] of [
+      ['api_key', {}],
+      ['hash_key', { personal_data: 'hash' }],
+      ['proxy_url', {}],
+    ] as const) {
+      const error = errorOf({ ...good, ...extra, [key]: mask });
+      expect(error.message, key).toMatch(new RegExp(`^Invalid config: ${key} holds only asterisks, the mask Airbyte shows in place of a saved secret, not the secret itself: enter .* again in the source's settings\\.$`));
+      expect(error.fields).toEqual([key]);
+    }
+    const entries = errorOf({ base_url: good.base_url, accounts: [{ name: 'a', api_key: good.api_key }, { name: 'b', api_key: ` ${mask} ` }] });
+    expect(entries.message).toMatch(/^Invalid config: accounts\.1\.api_key holds only asterisks, the mask Airbyte shows in place of a saved secret/);
+    expect(entries.fields).toEqual(['accounts.1.api_key']);
+  });
+
   it('never repeats the api_key in an error message', () => {
     const { message } = errorOf({ api_key: 'canary_live_CANARY123secret', base_url: 'nope' });
     expect(message).not.toContain('CANARY123secret');

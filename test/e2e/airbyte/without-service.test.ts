@@ -87,6 +87,8 @@ describe('check with a bad config fails cleanly (exit 0, CONNECTION_STATUS FAILE
     ['plain http to a remote host', { api_key: CANARY, base_url: 'http://api.example.com' }, /https:\/\/ for a remote host/],
     ['page_size 0', { api_key: CANARY, base_url: 'https://api.example.com', page_size: 0 }, /page_size must be an integer from 1 to 200/],
     ['unreachable host', { api_key: CANARY, base_url: 'http://127.0.0.1:9', max_retries: 0 }, /Cannot reach the Data-Read API at http:\/\/127.0.0.1:9/],
+    // What Airbyte's UI shows in place of a saved secret, sent back: told as the mask, not as a key too short.
+    ['a secret holding Airbyte\'s mask', { api_key: CANARY, base_url: 'https://api.example.com', personal_data: 'hash', hash_key: '**********' }, /^Invalid config: hash_key holds only asterisks, the mask Airbyte shows in place of a saved secret, not the secret itself: enter the hash key again/],
   ])('%s', async (_name, cfg, message) => {
     const path = writeJson(dir, 'check.json', cfg);
     const result = await runCli(SOURCE_BIN, ['check', '--config', path]);
