@@ -7,7 +7,7 @@ import { isObject } from '../../exact-json.js';
 import { z } from 'zod';
 import { ConfigError } from '../../errors.js';
 import { builtInSchema, primaryKeyPaths, recordJsonSchema, type JsonSchema, type StreamSchemas } from '../../schemas/json-schema.js';
-import { STREAMS, findStream, hasTombstones, type StreamDefinition, type SyncMode } from '../../streams.js';
+import { STREAMS, findStream, hasTombstones, isDeletionLog, type StreamDefinition, type SyncMode } from '../../streams.js';
 import type { SelectedStream } from '../../engine/sync.js';
 import { AIRBYTE_DELETED_AT, type AirbyteStream } from './protocol.js';
 import { invalidCatalog } from '../catalog-kind.js';
@@ -166,4 +166,24 @@ export function parseConfiguredCatalog(
   }
   if (selected.length === 0) throw new ConfigError('The configured catalog selects no stream.', { field: 'catalog.streams' });
   return selected;
+}
+
+/**
+ * The WARN, once a stream, for each stream that gets tombstones (the option
+ * on, the deletion log selected, the stream read incrementally) while the
+ * schema the configured catalog told the destination does not declare the
+ * tombstone column (a catalog discovered before the option was turned on):
+ * Airbyte destinations delete a row only when its stream declares that
+ * column, and would keep each deleted row as a row of nulls.
+ */
+export function undeclaredTombstoneColumns(streams: readonly SelectedStream[], tombstones: boolean): string[] {
+  if (!streams.some(({ stream }) => isDeletionLog(stream))) return [];
+  return streams
+    .filter(({ stream, mode, schema }) => mode === 'incremental' && hasTombstones(stream, tombstones) && isObject(schema?.properties) && !Object.hasOwn(schema.properties, AIRBYTE_DELETED_AT))
+    .map(
+      ({ stream }) =>
+        `Stream "${stream.name}": deletions_as_tombstones is on, but the configured catalog's schema of ${stream.name} does not declare ${AIRBYTE_DELETED_AT}; ` +
+        `Airbyte destinations delete a row only when its stream declares that column, and would keep each deleted ${stream.name} row as a row of nulls instead. ` +
+        `Refresh the source schema in the connection (or run discover again) so that it declares ${AIRBYTE_DELETED_AT}.`,
+    );
 }

@@ -150,7 +150,7 @@ export async function discover(ctx: CommandContext, configPath: string): Promise
 
 export async function read(ctx: CommandContext, configPath: string, catalogPath: string, statePath: string | undefined): Promise<number> {
   const sink = airbyteSink(ctx);
-  const [{ airbyteStream, parseConfiguredCatalog }, { parseAirbyteState, readAirbyteStateFile }] = await Promise.all([import('./catalog.js'), import('./state-input.js')]);
+  const [{ airbyteStream, parseConfiguredCatalog, undeclaredTombstoneColumns }, { parseAirbyteState, readAirbyteStateFile }] = await Promise.all([import('./catalog.js'), import('./state-input.js')]);
   const propertiesOf = (stream: StreamDefinition): string[] => Object.keys(airbyteStream(stream, false).json_schema.properties as object);
   let prepared;
   try {
@@ -163,6 +163,7 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
     const dropped = (stream: StreamDefinition): ReadonlySet<string> =>
       new Set((plan.get(stream.name)?.fields ?? []).filter((f) => f.treatment === 'drop').map((f) => f.field));
     const streams = parseConfiguredCatalog(catalogInput, (w) => warnings.push(w), dropped, config.accounts !== undefined);
+    warnings.push(...undeclaredTombstoneColumns(streams, config.deletions_as_tombstones));
     // Fields the catalog declares may be ones only the service describes: a treatment naming one of those is fine.
     const { builtInSchema } = await import('../../schemas/json-schema.js');
     const declared = new Map(streams.map(({ stream, schema }) => [stream.name, { properties: { ...(builtInSchema(stream).properties as object), ...((schema?.properties as object | undefined) ?? {}) } }]));

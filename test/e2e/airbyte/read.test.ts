@@ -238,6 +238,12 @@ describe('on the shared emulator', { concurrent: true }, () => {
         .map((m) => m.state?.stream.stream_state ?? {})
         .filter((state) => 'tombstones_through' in state);
       expect(afterTombstones.length).toBeGreaterThan(2);
+      // The checked-in catalog was discovered without tombstones: its contacts and conversations do not declare
+      // _ab_cdc_deleted_at, and a destination would keep each deleted row as a row of nulls. Said, once a stream.
+      const warned = (parseLines(first.stdout) as { type: string; log?: { level: string; message: string } }[])
+        .filter((m) => m.type === 'LOG' && m.log?.level === 'WARN' && m.log.message.includes('does not declare _ab_cdc_deleted_at'))
+        .map((m) => m.log?.message.match(/^Stream "(\w+)"/)?.[1]);
+      expect(warned).toEqual(['contacts', 'conversations']);
       // A run stopped after the first batch: the platform passes that STATE back, and the next read takes it.
       const next = await read(config, new Map([['contacts', afterTombstones[0]]]));
       expect(next.stderr).not.toContain('Invalid state');

@@ -1,8 +1,8 @@
 /** The Airbyte catalog with merged schemas, and the configured catalog's schema carried to the type check of read. */
 import { describe, expect, it } from 'vitest';
-import { discoverCatalog, parseConfiguredCatalog } from '../../../src/protocols/airbyte/catalog.js';
+import { airbyteJsonSchema, discoverCatalog, parseConfiguredCatalog, undeclaredTombstoneColumns } from '../../../src/protocols/airbyte/catalog.js';
 import { builtInSchemas, type JsonSchema } from '../../../src/schemas/json-schema.js';
-import { STREAMS } from '../../../src/streams.js';
+import { STREAMS, findStream } from '../../../src/streams.js';
 import { ConfigError } from '../../../src/errors.js';
 import { thrown } from '../../helpers/thrown.js';
 
@@ -127,5 +127,30 @@ describe('a configured catalog serialized with its unset fields as null', () => 
     ]);
     // A mode Airbyte does not have is still refused.
     expect(thrown(() => parseConfiguredCatalog({ streams: [pyairbyte('contacts', 'cdc')] }))).toMatchObject({ message: expect.stringMatching(/does not support sync_mode "cdc"/) });
+  });
+});
+
+describe('tombstones into a stream whose configured schema lacks _ab_cdc_deleted_at', () => {
+  const withColumn = airbyteJsonSchema(findStream('contacts')!, true);
+  const without = airbyteJsonSchema(findStream('contacts')!, false);
+  const catalog = (contacts: unknown, mode = 'incremental', log = true) => ({
+    streams: [
+      { stream: { name: 'contacts', json_schema: contacts }, sync_mode: mode },
+      ...(log ? [{ stream: { name: 'deletions' }, sync_mode: 'incremental' }] : []),
+    ],
+  });
+
+  it('is warned about once, naming the stream and the refresh that declares it (destinations would keep a row of nulls)', () => {
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(without)), true)).toEqual([
+      expect.stringMatching(/^Stream "contacts": deletions_as_tombstones is on, but the configured catalog's schema of contacts does not declare _ab_cdc_deleted_at; .* a row of nulls .* Refresh the source schema/),
+    ]);
+  });
+
+  it('says nothing when the schema declares it, declares nothing, the stream gets no tombstones, or tombstones are off', () => {
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(withColumn)), true)).toEqual([]);
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(undefined)), true)).toEqual([]);
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(without, 'full_refresh')), true)).toEqual([]);
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(without, 'incremental', false)), true)).toEqual([]);
+    expect(undeclaredTombstoneColumns(parseConfiguredCatalog(catalog(without)), false)).toEqual([]);
   });
 });
