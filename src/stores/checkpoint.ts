@@ -9,7 +9,7 @@
 import { ConfigError } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
-import { evolveLayout, qualified, quoteIdent, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
+import { evolveLayout, qualified, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
 import type { CommitResult } from './store.js';
 import type { Data } from './values.js';
 
@@ -33,13 +33,13 @@ export const fullReadKey = (stream: string, account: string | undefined): string
 export const METADATA_TABLE = '_replica_metadata';
 
 /**
- * The statements that make the schema and its bookkeeping tables where they
- * are missing (PostgreSQL, DuckDB), in `types`' text and instant types.
+ * The statements that make the bookkeeping tables where they are missing
+ * (PostgreSQL, DuckDB), in `types`' text and instant types; the schema is
+ * made first, by each store (its makeSchema).
  */
 export function bookkeepingSql(schema: string, types: { readonly text: string; readonly timestamp: string }): string[] {
   const { text, timestamp } = types;
   return [
-    `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`,
     `CREATE TABLE IF NOT EXISTS ${qualified(schema, TABLES_TABLE)} (stream ${text} PRIMARY KEY, layout ${text} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${qualified(schema, STATE_TABLE)} (stream ${text} PRIMARY KEY, state ${text} NOT NULL, committed_at ${timestamp} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${qualified(schema, METADATA_TABLE)} (key ${text} PRIMARY KEY, value ${text} NOT NULL)`,

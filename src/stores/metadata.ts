@@ -51,6 +51,8 @@ export interface StoreOpenOptions {
 interface OpeningStore {
   /** Whether the schema holds the store's bookkeeping. */
   exists(): Promise<boolean>;
+  /** Make the schema where it is missing. */
+  makeSchema(): Promise<void>;
   run(sql: string, params?: string[]): Promise<void>;
   rows(sql: string): Promise<Record<string, unknown>[]>;
   readonly types: Readonly<Record<StoreKind, string>>;
@@ -83,6 +85,7 @@ export async function openStoreTables(
     written = (await store.rows(`SELECT 1 AS x FROM ${qualified(schema, TABLES_TABLE)} LIMIT 1`)).length > 0;
   }
   const facts = checkFacts(options.facts, held, written);
+  await store.makeSchema();
   for (const sql of bookkeepingSql(schema, store.types)) await store.run(sql);
   const stored = new Map<string, StoreLayout>();
   for (const row of await store.rows(`SELECT stream, layout FROM ${qualified(schema, TABLES_TABLE)}`)) {

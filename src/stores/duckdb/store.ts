@@ -9,7 +9,7 @@
  * checkpoints DuckDB's WAL into the file and lets it go.
  */
 import { ConnectorError } from '../../errors.js';
-import type { StoreKind } from '../columns.js';
+import { quoteIdent, type StoreKind } from '../columns.js';
 import { openStoreTables, putFactSql, type StoreOpenOptions } from '../metadata.js';
 import type { DriftLog, OpenedTables } from '../notes.js';
 import type { StoreNote } from '../store.js';
@@ -47,6 +47,7 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
       const schema = target.schema;
       const session = {
         exists: () => storeExists(connection, schema),
+        makeSchema: async () => void (await connection.run(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)),
         run: async (sql: string, params?: string[]) => void (await connection.run(sql, params)),
         rows: (sql: string) => rowsOf(connection, sql),
         types: DUCKDB_TYPES,

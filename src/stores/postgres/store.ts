@@ -23,7 +23,7 @@ import type { PostgresTarget } from '../target.js';
 import { connectPostgres, loadPgDriver, type PgDriver } from './connection.js';
 import { LOCK_NOT_AVAILABLE, postgresError } from './faults.js';
 import { releaseWriterLock, takeWriterLock } from './lock.js';
-import { PG_NAMING, PG_TYPES, isoText, openTables, storeExists } from './tables.js';
+import { PG_NAMING, PG_TYPES, isoText, makeSchema, openTables, storeExists } from './tables.js';
 import { PostgresSql } from './writer.js';
 import { GroupStore } from '../group-store.js';
 import { GroupWriter, type GroupOptions } from '../group-writer.js';
@@ -108,6 +108,7 @@ export class PostgresStore extends GroupStore<Buffer[]> {
       const schema = target.schema;
       const session = {
         exists: () => storeExists(client, schema),
+        makeSchema: () => makeSchema(client, schema),
         run: async (sql: string, params?: string[]) => void (await client.query(sql, params)),
         rows: async (sql: string) => (await client.query<Record<string, unknown>>(sql)).rows,
         types: PG_TYPES,

@@ -150,6 +150,16 @@ export async function storeExists(client: Client, schema: string): Promise<boole
   return rows[0]?.present === true || rows[0]?.present === 't';
 }
 
+/**
+ * Make the schema where it is missing, and only then: CREATE SCHEMA asks for
+ * CREATE on the database even with IF NOT EXISTS and the schema there, which
+ * a role given a schema (its own, or CREATE on another role's) lacks.
+ */
+export async function makeSchema(client: Client, schema: string): Promise<void> {
+  const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  if (rows.length === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+}
+
 /** The types of the columns every stream's table has beside its fields. */
 const BOOKKEEPING_TYPES: BookkeepingTypes = { [EXTRA_COLUMN]: 'json', [ABSENT_COLUMN]: 'jsonb', [SYNCED_AT_COLUMN]: 'timestamptz' };
 

@@ -4,6 +4,7 @@
  * the long-pause sweep, drift, the writer lock, and what a killed
  * checkpoint leaves (nothing).
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type pg from 'pg';
 import { ConnectorError } from '../../../src/errors.js';
@@ -110,6 +111,40 @@ describe('opening', () => {
     } finally {
       await server.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await server.end();
+    }
+  });
+
+  it('a role that may not create schemas writes into a schema made for it (its own, or one it was granted CREATE on)', async () => {
+    // The set-up the missing-privilege message itself advises: CREATE SCHEMA ... AUTHORIZATION the role, or GRANT USAGE, CREATE on it.
+    const role = `loader_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const as = (schema: string): PostgresTarget => {
+      const u = new URL(db.url);
+      u.username = role;
+      u.password = password;
+      const t = parseStoreTarget(u.toString(), schema, {});
+      if (t.kind !== 'postgres') throw new Error('not postgres');
+      return t;
+    };
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    try {
+      expect((await admin.query(`SELECT has_database_privilege('${role}', current_database(), 'CREATE') AS may`)).rows[0]?.may).toBe(false);
+      await admin.query(`CREATE SCHEMA made_for AUTHORIZATION ${role}`);
+      await admin.query('CREATE SCHEMA granted');
+      await admin.query(`GRANT USAGE, CREATE ON SCHEMA granted TO ${role}`);
+      for (const schema of ['made_for', 'granted']) {
+        const store = await PostgresStore.open(as(schema));
+        try {
+          await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+        } finally {
+          await store.close();
+        }
+        expect(await ids(schema, 'contacts')).toEqual(['c1']);
+      }
+    } finally {
+      await admin.query('DROP SCHEMA IF EXISTS made_for, granted CASCADE');
+      await admin.query(`DROP OWNED BY ${role}`);
+      await admin.query(`DROP ROLE ${role}`);
     }
   });
 
