@@ -212,6 +212,9 @@ export async function connectPostgres(target: PostgresTarget): Promise<Client> {
     try {
       await client.query('SET statement_timeout = 0');
       await client.query("SELECT set_config(name, '0', false) FROM pg_settings WHERE name = ANY($1)", [SESSION_LIMITS]);
+      // The connector's SQL writes a backslash in a string literal as itself (the regular expression of an instant in a
+      // text column): with this off for the role or database, '\d' would read as 'd', and no instant would match.
+      await client.query('SET standard_conforming_strings = on');
       return client;
     } catch (err) {
       await client.end().catch(() => {});

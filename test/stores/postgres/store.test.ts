@@ -219,6 +219,24 @@ describe('what PostgreSQL holds', () => {
     }
   });
 
+  it("reads instants in text columns alike with the database's standard_conforming_strings off: a row changed after its deletion stays", async () => {
+    await admin.query(`ALTER DATABASE "${db.name}" SET standard_conforming_strings = off`);
+    try {
+      const schema = 's_escapes';
+      // updated_at, the cursor, widens to text at the next open: the deletions then compare instants read from text.
+      let store = await openStore(schema);
+      await store.commit(checkpoint('contacts', [contact('c1', 10), contact('c2', 30), contact('odd', 30, { updated_at: 'not a date' })], 30));
+      await closeStore(store);
+      store = await openStore(schema);
+      expect(store.changes).toEqual(['contacts.updated_at: timestamptz -> text']);
+      // c1 deleted at its own instant goes; c2, changed more than 5 minutes after its deletion, stays.
+      await store.commit(checkpoint('deletions', [deletion('d1', 'contact', 'c1', 10), deletion('d2', 'contact', 'c2', 24)], 31));
+      expect(await ids(schema, 'contacts')).toEqual(['c2', 'odd']);
+    } finally {
+      await admin.query(`ALTER DATABASE "${db.name}" RESET standard_conforming_strings`);
+    }
+  });
+
   it('a number numeric writes otherwise (-0, 1e3) keeps its text in _extra beside its column, and reads back as sent', async () => {
     const records = [contact('c1', 1, { ratio: rawNumber('-0') }), contact('c2', 2, { ratio: rawNumber('1e3') }), contact('c3', 3, { ratio: rawNumber('2.50') })];
     let store = await openStore('s_notation');
