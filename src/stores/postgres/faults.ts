@@ -11,8 +11,8 @@
  * - config_error (78, the user must change something): a connection
  *   pooler in statement mode refusing a transaction (lock.ts says what a
  *   pooler's transaction or statement mode does to a run), the login refused
- *   (28P01 wrong password, 28000 no such role or no pg_hba.conf entry, a
- *   password asked for and none given), the
+ *   (28P01 wrong password or one past the role's VALID UNTIL, 28000 no such
+ *   role or no pg_hba.conf entry, a password asked for and none given), the
  *   database missing (3D000), a privilege missing (42501: the message names
  *   the grant that gives it), a server or role that accepts no writes
  *   (25006: a standby, default_transaction_read_only), a database closed
@@ -135,7 +135,11 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
   let text: string;
   if (code === '28P01') {
     failure = 'config_error';
-    text = `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role)${said}. Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass).`;
+    // The server's words are the same for a password past the role's VALID UNTIL: only its log tells them apart.
+    text =
+      `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role, or its password expired)${said}. ` +
+      `Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass); ` +
+      `if they are right, the password may be past the role's VALID UNTIL: renew it (ALTER ROLE ${quoteIdent(c.user)} VALID UNTIL 'infinity', or a later date).`;
   } else if (c.password === undefined && /client password must be a string/i.test(message)) {
     // The driver's words when the server asks for a password (SCRAM) and neither the URL, PGPASSWORD nor ~/.pgpass gave one: libpq's "no password supplied".
     failure = 'config_error';

@@ -144,6 +144,25 @@ describe('connectPostgres', () => {
     expect(err.message).toContain('role "nobody_here"');
   });
 
+  it("a role whose password expired (VALID UNTIL in the past) is a config_error that says so, the server's words being a wrong password's", async () => {
+    const role = `expired_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const admin = await adminClient(db.url);
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' VALID UNTIL '2001-01-01'`);
+      const u = new URL(db.url);
+      u.username = role;
+      u.password = password;
+      const err = await connectorFailure(() => connectPostgres(target(u.toString())));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(new RegExp(`role "${role}".*expired.*ALTER ROLE "${role}" VALID UNTIL`));
+      expect(err.message).not.toContain(password);
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
+  });
+
   it('a port nobody listens on is transient', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
