@@ -83,8 +83,13 @@ function describeError(err: unknown): { code: string | undefined; message: strin
 function privilegeAdvice(message: string, target: PostgresTarget): string {
   const role = quoteIdent(target.connection.user);
   const schema = quoteIdent(target.schema);
-  const object = /permission denied for (database|schema|table|relation|sequence) "?([^"]+?)"?$|must be owner of (table|relation) "?([^"]+?)"?$/.exec(message.trim());
+  const object = /permission denied for (database|schema|tablespace|table|relation|sequence) "?([^"]+?)"?$|must be owner of (table|relation) "?([^"]+?)"?$/.exec(message.trim());
   const kind = object?.[1] ?? object?.[3];
+  if (kind === 'tablespace') {
+    // The tables go where default_tablespace says, when the role, the database or the server sets it.
+    const tablespace = quoteIdent(object?.[2] ?? '');
+    return `Its tables would go into the tablespace ${tablespace} (the default_tablespace of the role, the database or the server), where it may not create them: grant it that (GRANT CREATE ON TABLESPACE ${tablespace} TO ${role}), or clear that setting for it (ALTER ROLE ${role} SET default_tablespace = '').`;
+  }
   if (kind === 'database') {
     return `It may not create the schema ${schema}: grant it that (GRANT CREATE ON DATABASE ${quoteIdent(target.connection.database)} TO ${role}), or create the schema for it (CREATE SCHEMA ${schema} AUTHORIZATION ${role}).`;
   }

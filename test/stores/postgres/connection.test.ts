@@ -206,6 +206,18 @@ describe('connectPostgres', () => {
     expect(err.message).toContain("the server's disk is full");
   });
 
+  it("a tablespace the role may not create in (the role's or the database's default_tablespace) is named, with the grant that gives it", () => {
+    // The server's words when default_tablespace names a tablespace the role lacks CREATE on (a folder of the server's
+    // own, which a test against DATABASE_URL cannot make).
+    const t = target(db.url);
+    const denied = Object.assign(new Error('permission denied for tablespace bigdisk'), { code: '42501' });
+    const err = postgresError(denied, t, 'opening');
+    expect(err.failureType).toBe('config_error');
+    expect(err.message).toContain('GRANT CREATE ON TABLESPACE "bigdisk" TO "postgres"');
+    expect(err.message).toContain('default_tablespace');
+    expect(err.message).not.toContain('GRANT CREATE on the database');
+  });
+
   it('a pooler in statement mode refusing a transaction (08P01) is a config error naming it, not a connection failure to retry', () => {
     const t = target(db.url);
     // What PgBouncer (pool_mode = statement) answers to BEGIN before closing the connection, as the driver gives it.
