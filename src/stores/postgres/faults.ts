@@ -85,6 +85,10 @@ function privilegeAdvice(message: string, target: PostgresTarget): string {
   const schema = quoteIdent(target.schema);
   const object = /permission denied for (database|schema|tablespace|table|relation|sequence) "?([^"]+?)"?$|must be owner of (table|relation) "?([^"]+?)"?$/.exec(message.trim());
   const kind = object?.[1] ?? object?.[3];
+  if (/permission denied to create temporary tables/.test(message)) {
+    const database = quoteIdent(target.connection.database);
+    return `It may not create temporary tables, which a run writes its rows through (staging tables, the session's own): grant it that (GRANT TEMPORARY ON DATABASE ${database} TO ${role}).`;
+  }
   if (kind === 'tablespace') {
     // The tables go where default_tablespace says, when the role, the database or the server sets it.
     const tablespace = quoteIdent(object?.[2] ?? '');

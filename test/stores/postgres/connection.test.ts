@@ -390,7 +390,11 @@ describe('connectPostgres', () => {
       // A table another role made.
       await admin.query(`GRANT USAGE, CREATE ON SCHEMA theirs TO ${role}`);
       expect(await fails('ALTER TABLE theirs.t ADD COLUMN x text')).toMatch(new RegExp(`table "t".*OWNER TO "${role}"`));
+      // No TEMPORARY on the database (revoked from PUBLIC, as hardening guides advise): the staging tables cannot be made.
+      await admin.query(`REVOKE TEMPORARY ON DATABASE "${db.name}" FROM PUBLIC`);
+      expect(await fails('CREATE TEMP TABLE staged (id text)')).toContain(`GRANT TEMPORARY ON DATABASE "${db.name}" TO "${role}"`);
     } finally {
+      await admin.query(`GRANT TEMPORARY ON DATABASE "${db.name}" TO PUBLIC`);
       await admin.query('DROP SCHEMA IF EXISTS theirs CASCADE');
       await admin.query(`REVOKE ALL ON DATABASE "${db.name}" FROM ${role}`).catch(() => {});
       await admin.query(`DROP ROLE IF EXISTS ${role}`);
