@@ -85,6 +85,12 @@ function privilegeAdvice(message: string, target: PostgresTarget): string {
   const schema = quoteIdent(target.schema);
   const object = /permission denied for (database|schema|tablespace|table|relation|sequence) "?([^"]+?)"?$|must be owner of (table|relation) "?([^"]+?)"?$/.exec(message.trim());
   const kind = object?.[1] ?? object?.[3];
+  const policy = /violates row-level security policy for table "([^"]+)"/.exec(message);
+  if (policy !== null) {
+    // The owner is held to the table's policies only when the table says FORCE ROW LEVEL SECURITY.
+    const table = `${schema}.${quoteIdent(policy[1] ?? '')}`;
+    return `A row-level security policy on ${table}, which its owner is held to (FORCE ROW LEVEL SECURITY), refuses the run's rows: let ${role} write them (CREATE POLICY replicate ON ${table} FOR ALL TO ${role} USING (true) WITH CHECK (true)), or release the owner (ALTER TABLE ${table} NO FORCE ROW LEVEL SECURITY).`;
+  }
   if (/permission denied to create temporary tables/.test(message)) {
     const database = quoteIdent(target.connection.database);
     return `It may not create temporary tables, which a run writes its rows through (staging tables, the session's own): grant it that (GRANT TEMPORARY ON DATABASE ${database} TO ${role}).`;

@@ -393,6 +393,15 @@ describe('connectPostgres', () => {
       // No TEMPORARY on the database (revoked from PUBLIC, as hardening guides advise): the staging tables cannot be made.
       await admin.query(`REVOKE TEMPORARY ON DATABASE "${db.name}" FROM PUBLIC`);
       expect(await fails('CREATE TEMP TABLE staged (id text)')).toContain(`GRANT TEMPORARY ON DATABASE "${db.name}" TO "${role}"`);
+      // A row-level security policy its own table is held to (FORCE ROW LEVEL SECURITY) that lets no row in.
+      await admin.query('CREATE TABLE theirs.guarded (id text)');
+      await admin.query(`ALTER TABLE theirs.guarded OWNER TO ${role}`);
+      await admin.query('ALTER TABLE theirs.guarded ENABLE ROW LEVEL SECURITY');
+      await admin.query('ALTER TABLE theirs.guarded FORCE ROW LEVEL SECURITY');
+      await admin.query('CREATE POLICY readers ON theirs.guarded FOR SELECT USING (true)');
+      const refused = await fails("INSERT INTO theirs.guarded VALUES ('c1')");
+      expect(refused).toMatch(new RegExp(`row-level security.*"guarded".*CREATE POLICY .* ON .*"guarded" FOR ALL TO "${role}"`));
+      expect(refused).not.toContain('CREATE on the database');
     } finally {
       await admin.query(`GRANT TEMPORARY ON DATABASE "${db.name}" TO PUBLIC`);
       await admin.query('DROP SCHEMA IF EXISTS theirs CASCADE');
