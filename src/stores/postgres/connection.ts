@@ -26,6 +26,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import type { Client, ClientConfig } from 'pg';
 import { ConfigError, messageOf } from '../../errors.js';
@@ -178,6 +179,29 @@ const RAW_TEXT = { getTypeParser: () => (value: string) => value } as unknown as
  */
 const SESSION_LIMITS = ['idle_in_transaction_session_timeout', 'idle_session_timeout', 'transaction_timeout'];
 
+/**
+ * The driver parses the server's messages in its socket's 'data' listener, and throws there on one it does not know:
+ * the authentication a server asks for by GSSAPI (Kerberos) or SSPI, which it does not implement. Nothing catches that
+ * throw, and the process would stop on it as on a bug. While connecting, each 'data' of the session's stream (the plain
+ * one, then the TLS one that replaces it) is delivered under a guard that ends the stream with that error instead,
+ * which the driver gives as connect's failure. Returns what takes the guard off.
+ */
+function guardParsing(stream: Duplex): () => void {
+  const emit = stream.emit;
+  stream.emit = function (this: Duplex, event: string | symbol, ...args: unknown[]): boolean {
+    if (event !== 'data') return emit.call(this, event, ...args);
+    try {
+      return emit.call(this, event, ...args);
+    } catch (err) {
+      this.destroy(err instanceof Error ? err : new Error(String(err)));
+      return false;
+    }
+  } as Duplex['emit'];
+  return () => {
+    stream.emit = emit;
+  };
+}
+
 /** An open connection to the target's database; faults as postgresError says (transient or config). */
 export async function connectPostgres(target: PostgresTarget): Promise<Client> {
   const { pg } = await loadPgDriver();
@@ -201,6 +225,8 @@ export async function connectPostgres(target: PostgresTarget): Promise<Client> {
     });
     // An error after connecting (the server gone) is reported by the query that meets it; without a listener it would crash the process.
     client.on('error', () => {});
+    const unguard = [guardParsing(client.connection.stream)];
+    client.connection.once('sslconnect', () => unguard.push(guardParsing(client.connection.stream)));
     try {
       await client.connect();
     } catch (err) {
@@ -208,6 +234,8 @@ export async function connectPostgres(target: PostgresTarget): Promise<Client> {
       await client.end().catch(() => {});
       if (!fallsBack(err, c.sslmode)) break;
       continue;
+    } finally {
+      for (const off of unguard) off();
     }
     try {
       await client.query('SET statement_timeout = 0');

@@ -46,6 +46,14 @@ const TRANSIENT_SQLSTATES: Readonly<Record<string, string>> = {
   '58030': 'the server had an I/O error',
 };
 
+/** The authentication requests of the protocol that the driver does not implement, by their code. */
+const AUTH_METHODS: Readonly<Record<string, string>> = {
+  '2': 'Kerberos V5',
+  '6': 'SCM credentials',
+  '7': 'GSSAPI (Kerberos)',
+  '9': 'SSPI',
+};
+
 const TRANSIENT_NODE_CODES: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'the server refused the connection (is it running, on that port?)',
   ENOTFOUND: 'the host name could not be resolved',
@@ -155,6 +163,15 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
       `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role, or its password expired)${said}. ` +
       `Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass); ` +
       `if they are right, the password may be past the role's VALID UNTIL: renew it (ALTER ROLE ${quoteIdent(c.user)} VALID UNTIL 'infinity', or a later date).`;
+  } else if (/Unknown authenticationOk message type (\d+)/.test(message)) {
+    // The driver's words for an authentication request it does not implement (connection.ts guards the throw).
+    failure = 'config_error';
+    const request = /Unknown authenticationOk message type (\d+)/.exec(message)?.[1] ?? '';
+    const method = AUTH_METHODS[request] ?? `a method the connector does not know (authentication request ${request})`;
+    text =
+      `The server ${c.host}:${c.port} asks role "${c.user}" to log in by ${method} (its pg_hba.conf says so for this client), which the connector does not support: ` +
+      `it logs in with a password (scram-sha-256, md5) or with none (trust). Connect to ${where} as a role that logs in with a password ` +
+      '(a pg_hba.conf line with scram-sha-256 for it and this client, before the one that matches now).';
   } else if (c.password === undefined && /client password must be a string/i.test(message)) {
     // The driver's words when the server asks for a password (SCRAM) and neither the URL, PGPASSWORD nor ~/.pgpass gave one: libpq's "no password supplied".
     failure = 'config_error';

@@ -163,6 +163,35 @@ describe('connectPostgres', () => {
     }
   });
 
+  it('a server that asks for Kerberos (GSSAPI) or SSPI, which the driver does not speak, is a config_error saying so, not a crash', async () => {
+    // What a server whose pg_hba.conf says gss (or sspi) for this host answers the startup: AuthenticationGSS (7) or
+    // AuthenticationSSPI (9). Refused TLS first, as a server without it answers sslmode=prefer.
+    for (const [code, method] of [[7, 'GSSAPI'], [9, 'SSPI']] as const) {
+      const server = createServer((socket) => {
+        socket.on('error', () => {});
+        socket.on('data', (data: Buffer) => {
+          if (data.length === 8 && data.readInt32BE(4) === 80877103) return void socket.write('N');
+          const auth = Buffer.alloc(9);
+          auth.write('R', 0);
+          auth.writeInt32BE(8, 1);
+          auth.writeInt32BE(code, 5);
+          socket.write(auth);
+        });
+      });
+      const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+      try {
+        for (const sslmode of ['disable', 'prefer']) {
+          const err = await connectorFailure(() => connectPostgres(target(`postgresql://loader:secret-pw@127.0.0.1:${port}/analytics?sslmode=${sslmode}`)));
+          expect(err.failureType).toBe('config_error');
+          expect(err.message).toMatch(new RegExp(`asks role "loader" to log in by ${method}.*pg_hba\\.conf`));
+          expect(err.message).not.toContain('secret-pw');
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
+  });
+
   it('a port nobody listens on is transient', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
