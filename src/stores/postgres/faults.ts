@@ -54,6 +54,18 @@ const AUTH_METHODS: Readonly<Record<string, string>> = {
   '9': 'SSPI',
 };
 
+/**
+ * The login method a server asked for that the driver does not implement, in words; undefined for another error. The
+ * driver's words: an authentication request it does not know (connection.ts guards its throw), or a SASL exchange
+ * offering no SCRAM-SHA-256 (OAUTHBEARER, pg_hba.conf's oauth).
+ */
+function unsupportedLogin(message: string): string | undefined {
+  const request = /Unknown authenticationOk message type (\d+)/.exec(message)?.[1];
+  if (request !== undefined) return AUTH_METHODS[request] ?? `a method the connector does not know (authentication request ${request})`;
+  if (/^SASL: Only mechanism/.test(message)) return 'a SASL mechanism other than SCRAM-SHA-256 (OAuth: pg_hba.conf\'s oauth)';
+  return undefined;
+}
+
 const TRANSIENT_NODE_CODES: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'the server refused the connection (is it running, on that port?)',
   ENOTFOUND: 'the host name could not be resolved',
@@ -154,6 +166,7 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
   const c = target.connection;
   const where = `the PostgreSQL database ${target.display}`;
   const said = message === '' ? '' : ` (the server said: ${message})`;
+  const login = unsupportedLogin(message);
   let failure: FailureType = 'system_error';
   let text: string;
   if (code === '28P01') {
@@ -163,13 +176,10 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
       `PostgreSQL refused the login of role "${c.user}" on ${c.host}:${c.port}: wrong password (or no such role, or its password expired)${said}. ` +
       `Check the user and password of ${where} (the URL, PGUSER/PGPASSWORD or ~/.pgpass); ` +
       `if they are right, the password may be past the role's VALID UNTIL: renew it (ALTER ROLE ${quoteIdent(c.user)} VALID UNTIL 'infinity', or a later date).`;
-  } else if (/Unknown authenticationOk message type (\d+)/.test(message)) {
-    // The driver's words for an authentication request it does not implement (connection.ts guards the throw).
+  } else if (login !== undefined) {
     failure = 'config_error';
-    const request = /Unknown authenticationOk message type (\d+)/.exec(message)?.[1] ?? '';
-    const method = AUTH_METHODS[request] ?? `a method the connector does not know (authentication request ${request})`;
     text =
-      `The server ${c.host}:${c.port} asks role "${c.user}" to log in by ${method} (its pg_hba.conf says so for this client), which the connector does not support: ` +
+      `The server ${c.host}:${c.port} asks role "${c.user}" to log in by ${login} (its pg_hba.conf says so for this client), which the connector does not support: ` +
       `it logs in with a password (scram-sha-256, md5) or with none (trust). Connect to ${where} as a role that logs in with a password ` +
       '(a pg_hba.conf line with scram-sha-256 for it and this client, before the one that matches now).';
   } else if (c.password === undefined && /client password must be a string/i.test(message)) {

@@ -192,6 +192,31 @@ describe('connectPostgres', () => {
     }
   });
 
+  it("a server that asks for a login by OAuth (pg_hba.conf's oauth: SASL's OAUTHBEARER), which the driver does not speak, is a config_error saying so", async () => {
+    // AuthenticationSASL (10) offering OAUTHBEARER alone.
+    const server = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        const mechanisms = Buffer.from('OAUTHBEARER\0\0');
+        const auth = Buffer.alloc(9 + mechanisms.length);
+        auth.write('R', 0);
+        auth.writeInt32BE(8 + mechanisms.length, 1);
+        auth.writeInt32BE(10, 5);
+        mechanisms.copy(auth, 9);
+        socket.write(auth);
+      });
+    });
+    const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    try {
+      const err = await connectorFailure(() => connectPostgres(target(`postgresql://loader:secret-pw@127.0.0.1:${port}/analytics?sslmode=disable`)));
+      expect(err.failureType).toBe('config_error');
+      expect(err.message).toMatch(/asks role "loader" to log in by .*OAuth.*pg_hba\.conf/);
+      expect(err.message).not.toContain('secret-pw');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('a port nobody listens on is transient', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
