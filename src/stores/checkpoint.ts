@@ -6,7 +6,7 @@
  * transaction with the stream's state row; the bookkeeping tables sit in the
  * same schema as the stream tables.
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError, type FailureType } from '../errors.js';
 import type { JsonSchema, StreamSchemas } from '../schemas/json-schema.js';
 import { STREAMS, findDeletionLog, type StreamDefinition } from '../streams.js';
 import { evolveLayout, qualified, storeLayoutFor, type ColumnChange, type ColumnNaming, type StoreLayout } from './columns.js';
@@ -193,15 +193,24 @@ export const partName = (stream: string, account: string | undefined): string =>
  * account's stops its part alone, its state row kept as last committed.
  */
 export class PartFailures {
-  readonly #causes = new Map<string, string>();
+  readonly #causes = new Map<string, { readonly cause: string; readonly failure: FailureType }>();
 
-  /** Why the part stopped (its own failure, or its stream's); undefined while it goes on. */
-  of(stream: string, account: string | undefined): string | undefined {
+  #entry(stream: string, account: string | undefined): { readonly cause: string; readonly failure: FailureType } | undefined {
     return this.#causes.get(partKey(stream, account)) ?? this.#causes.get(stream);
   }
 
-  add(stream: string, account: string | undefined, cause: string): void {
-    this.#causes.set(partKey(stream, account), cause);
+  /** Why the part stopped (its own failure, or its stream's); undefined while it goes on. */
+  of(stream: string, account: string | undefined): string | undefined {
+    return this.#entry(stream, account)?.cause;
+  }
+
+  /** The kind of the failure that stopped the part, for its later checkpoints' refusals (the run's exit status). */
+  failureOf(stream: string, account: string | undefined): FailureType {
+    return this.#entry(stream, account)?.failure ?? 'system_error';
+  }
+
+  add(stream: string, account: string | undefined, cause: string, failure: FailureType = 'system_error'): void {
+    this.#causes.set(partKey(stream, account), { cause, failure });
   }
 }
 

@@ -279,7 +279,10 @@ export class GroupWriter<C> {
     if (manyAccounts && account === undefined) throw new Error(`a checkpoint of ${checkpoint.stream} names no account, and the store keeps many`);
     const earlier = this.failures.of(checkpoint.stream, account);
     if (earlier !== undefined) {
-      throw new ConnectorError('system_error', `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`);
+      throw new ConnectorError(
+        this.failures.failureOf(checkpoint.stream, account),
+        `An earlier checkpoint of ${partName(checkpoint.stream, account)} could not be written (${earlier}), so later ones are not either.`,
+      );
     }
     const { records, keys: ids, keyless } = lastPerKey(checkpoint.records, table.spec.layout.primaryKey);
     const otherAccount = account === undefined ? -1 : records.findIndex((r) => r[ACCOUNT_COLUMN] !== account);
@@ -366,7 +369,10 @@ export class GroupWriter<C> {
     if (result === undefined) {
       const account = this.tables.get(checkpoint.stream)?.spec.layout.accountKey === true ? checkpoint.account : undefined;
       const failed = this.failures.of(checkpoint.stream, account);
-      throw this.broken ?? new ConnectorError('system_error', `The checkpoint of ${partName(checkpoint.stream, account)} could not be written: ${failed ?? 'its group was refused'}.`);
+      throw (
+        this.broken ??
+        new ConnectorError(this.failures.failureOf(checkpoint.stream, account), `The checkpoint of ${partName(checkpoint.stream, account)} could not be written: ${failed ?? 'its group was refused'}.`)
+      );
     }
     return result;
   }
@@ -483,7 +489,7 @@ export class GroupWriter<C> {
           return;
         }
         const { stream, account } = failing;
-        this.failures.add(stream, account, error.message);
+        this.failures.add(stream, account, error.message, error.failureType);
         this.onStreamFailed?.(stream, error, account);
         parts = parts.filter((p) => this.failures.of(p.stream, p.account) === undefined);
       }

@@ -801,6 +801,21 @@ describe('transactions', () => {
     expect(await ids(schema, 'pipeline_stages')).toEqual(['s1', 's2']);
   });
 
+  it("a stream stopped by a refusal the user must see to (the server turned read-only) refuses its later checkpoints with that refusal's status", async () => {
+    const store = await openStore('s_refusal_kind');
+    await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    // As a failover or a full disk on a managed service does: the server takes no more writes.
+    await store.session.query('SET default_transaction_read_only = on');
+    const refused = await connectorFailure(() => store.commit(checkpoint('contacts', [contact('c2', 2)], 2)));
+    expect(refused.failureType).toBe('config_error');
+    expect(refused.message).toMatch(/accepts no writes/);
+    const later = await connectorFailure(() => store.write(checkpoint('contacts', [contact('c3', 3)], 3)));
+    expect(later.failureType).toBe('config_error');
+    expect(later.message).toMatch(/accepts no writes/);
+    await store.session.query('SET default_transaction_read_only = off');
+    expect(await ids('s_refusal_kind', 'contacts')).toEqual(['c1']);
+  });
+
   it('a session holding a lock the writes need (left idle in a transaction) ends their wait: a transient error naming it, nothing half-written', async () => {
     const schema = 's_lock_held';
     const store = await openStore(schema, { lockWaitMs: 300 });
