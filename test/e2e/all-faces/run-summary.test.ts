@@ -422,6 +422,9 @@ describe('a reader of stdout that goes away', () => {
     const run = await intoClosedPipe(TAP_BIN, ['--config', config('tap-closed', { page_size: 5 }), '--summary', summary], 'after the first bytes');
     expect(run.code, run.stderr.slice(-800)).toBe(75);
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: stdout was closed before the command ended \(EPIPE: its reader went away\); stopped\. Run it again/);
+    // Each stream meets the closed pipe: none calls it a fault of the connector, the run's end says it once.
+    expect(run.stderr.match(/ CRITICAL /g), run.stderr.slice(-800)).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/Unexpected error/);
     expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 75, failure_type: 'transient_error' });
   });
 

@@ -170,3 +170,17 @@ describe('a stream stopped by a fault the connector did not expect', () => {
     expect(stderrText()).not.toContain('ana.souza');
   });
 });
+
+describe('a stream stopped by a network fault that says EPIPE', () => {
+  it('is said while stdout is open: only a closed stdout is left to the run\'s end', async () => {
+    const plans = planAll(false);
+    const contacts = plans[0]?.stream;
+    if (contacts === undefined) throw new Error('no contacts plan');
+    const sink = new SingerSink(new LineWriter(new PassThrough()), new StderrLogger('test'), plans, new Map());
+    // The API's connection, not stdout: retries exhausted on a broken pipe to the service.
+    const cause = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+    await sink.streamStarted(contacts);
+    await sink.streamIncomplete(contacts, new ApiError('retries_exhausted', 'transient_error', 'GET /v1/contacts: network error (EPIPE); retries exhausted', { cause }));
+    expect(stderrText()).toContain('CRITICAL test: contacts: GET /v1/contacts: network error (EPIPE); retries exhausted');
+  });
+});
