@@ -622,7 +622,8 @@ export class AccountsRun {
     const worker = async (): Promise<void> => {
       while (next < this.#entries.length) {
         await outage.settled();
-        if (next >= this.#entries.length) return;
+        // The reader of the output went away: what the accounts not started would read could reach no one.
+        if (next >= this.#entries.length || emitter.outputClosed?.() === true) return;
         const entry = this.#entries[next++] as AccountEntry;
         const before = outage.witnesses();
         let known: CheckResult | undefined;
@@ -657,6 +658,10 @@ export class AccountsRun {
     };
     const workers = Math.max(1, Math.min(this.#config.max_concurrent_accounts, this.#entries.length));
     await Promise.all(Array.from({ length: workers }, worker));
+    // The reader of the output went away: the streams the accounts not started would have ended are unfinished.
+    if (emitter.outputClosed?.() === true) {
+      for (const [name, track] of streams) if (track.remaining > 0) report?.streamEnded(name, track.read ? 'partial' : 'incomplete');
+    }
     // Every stream ended for the face with its STATE; a checkpoint left (none expected) is written all the same.
     for (const stream of definitions.values()) await writeState(stream);
     this.#unsent = undefined;

@@ -45,4 +45,6 @@ export interface SyncSink {
    */
   runFailed(error: ConnectorError, stopped: readonly StreamDefinition[]): void | Promise<void>;
   log(level: LogLevel, message: string): void | Promise<void>;
+  /** Whether the output this sink writes has gone away (its reader closed it): nothing more of the run can reach anyone. */
+  outputClosed?(): boolean;
 }

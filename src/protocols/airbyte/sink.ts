@@ -88,6 +88,10 @@ export class AirbyteSink implements SyncSink {
     return this.out.write(msg.log(level, this.redact(message)));
   }
 
+  outputClosed(): boolean {
+    return this.out.closed() !== undefined;
+  }
+
   /** An ERROR trace, redacted of secrets. */
   error(error: ConnectorError, stream?: string): Promise<void> {
     this.echo?.('ERROR', `${stream ? `${stream}: ` : ''}${error.message}`);

@@ -206,12 +206,16 @@ export class SingerSink implements SyncSink {
     this.logger.log(LEVELS[level], message);
   }
 
+  outputClosed(): boolean {
+    return this.out.closed() !== undefined;
+  }
+
   /** A CRITICAL log line naming the cause (and the stream), redacted by the logger. */
   critical(error: ConnectorError, stream?: string): void {
     // Once the reader of stdout went away, the run's end says so, once (commands.ts): what the streams meet then (the closed
     // pipe on their next write, the client closed under them as the run ends) is no news. An EPIPE of the API's own
     // connection, with stdout open, is said as any other fault.
-    if (this.out.closed() !== undefined) return;
+    if (this.outputClosed()) return;
     this.logger.log('CRITICAL', `${stream ? `${stream}: ` : ''}${error.message}`);
     if (error.internal) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}${error.internal}`);
     const cause = error.cause;

@@ -556,6 +556,48 @@ describe('stopped by SIGTERM after an account failed', () => {
   });
 });
 
+describe('a reader of stdout that goes away', () => {
+  /** Runs `bin` with a stdout whose reader goes away once it took a RECORD (as `| head` does): exit status and stderr. */
+  async function intoClosedPipe(bin: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let taken = '';
+    child.stdout.on('data', (b: Buffer) => {
+      taken += b.toString('utf8');
+      if (taken.includes('"type":"RECORD"')) child.stdout.destroy();
+    });
+    const err: Buffer[] = [];
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    return { code, stderr: Buffer.concat(err).toString('utf8') };
+  }
+
+  // What the accounts not started would read could reach no one: they are not read (no request with their keys).
+  for (const [face, bin, level] of [
+    ['the tap', TAP_BIN, 'CRITICAL'],
+    ['read', SOURCE_BIN, 'ERROR'],
+  ] as const) {
+    it(`${face}: the accounts not started yet are not read; 75 with one line saying stdout was closed`, async () => {
+      const tenants = ['first', 'second', 'third'].map((name) => tenant(`closed-${face.length}-${name}`, `Closed ${name}`, 200));
+      // One account at a time, small pages: the reader goes away while the first account reads.
+      const cfg = config(tenants, { max_concurrent_accounts: 1, page_size: 5 });
+      const summary = join(dir, `closed-${face.length}.json`);
+      const args = bin === TAP_BIN ? ['--config', cfg] : ['read', '--config', cfg, '--catalog', await catalogFor(cfg)];
+      const run = await intoClosedPipe(bin, [...args, '--summary', summary]);
+      expect(run.code, run.stderr.slice(-800)).toBe(75);
+      const used = emulator.control.stats().maxInFlightByKey;
+      expect(used[tenants[0]?.keyId ?? '']).toBeGreaterThan(0);
+      expect(tenants.slice(1).map((t) => used[t.keyId] ?? 0), run.stderr.slice(-800)).toEqual([0, 0]);
+      const said = run.stderr.split('\n').filter((l) => l.includes(` ${level} `));
+      expect(said, run.stderr.slice(-800)).toHaveLength(1);
+      expect(said[0]).toMatch(/stdout was closed before the command ended/);
+      // The summary still names every stream, none of them finished.
+      const streams = (JSON.parse(readFileSync(summary, 'utf8')) as { streams: { name: string; status: string }[] }).streams;
+      expect(streams.map((s) => s.name).sort()).toEqual(['contacts', 'conversations', 'deletions', 'pipeline_stages', 'stage_events']);
+      expect(new Set(streams.map((s) => s.status))).toEqual(new Set(['incomplete']));
+    });
+  }
+});
+
 describe('Singer tap with accounts', () => {
   it('syncs every account exactly with bookmarks per account; a stage removed in one account leaves only that account', async () => {
     const north = tenant('north', 'North', 40);
