@@ -45,9 +45,31 @@ function isDescriptor(path: string, fd: number): boolean {
   }
 }
 
-/** Whether paths `a` and `b` name one file: the same path, or the same device and inode (links, hard links). */
+/**
+ * Where a path leads, links followed: the file's real path, or, for a file
+ * not made yet (a new replica), its folder's real path and its name.
+ */
+function realTarget(path: string): string {
+  const target = linkTarget(resolve(path));
+  try {
+    return join(realpathSync(dirname(target)), basename(target));
+  } catch {
+    return target;
+  }
+}
+
+/**
+ * Whether paths `a` and `b` name one file: the same path, the same place
+ * once links are followed (also for a file not made yet), or the same device
+ * and inode (hard links).
+ */
 export function sameFile(a: string, b: string): boolean {
   if (resolve(a) === resolve(b)) return true;
+  try {
+    if (realTarget(a) === realTarget(b)) return true;
+  } catch {
+    // a loop of links: not a file either names
+  }
   try {
     const x = statSync(a);
     const y = statSync(b);

@@ -4,7 +4,7 @@
  * refused before the run, and that file left as it was. Written, the summary
  * would replace the replica, the state or the config holding the API key.
  */
-import { readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SOURCE_BIN, TAP_BIN, runCli, tempDir } from '../../helpers/cli.js';
@@ -41,6 +41,19 @@ describe('--summary naming a file of the command', () => {
       expect(run.code, `${what}\n${run.stderr}`).toBe(2);
       expect(readFileSync(target), what).toEqual(before);
       if (!args.includes('--bogus')) expect(run.stderr, what).toMatch(new RegExp(`--summary names the file of --${flag}`));
+    }
+  });
+  it('replicate --db naming a replica not made yet, --summary the same file by another name (a linked folder, a link): exit 2, nothing written there', async () => {
+    const config = file('config-new.json', '{"api_key": "drk_live_summaryNamesInput123", "base_url": "http://127.0.0.1:9", "max_retries": 0}\n');
+    mkdirSync(join(dir, 'data'));
+    symlinkSync('data', join(dir, 'data-link'));
+    symlinkSync(join('data', 'new.db'), join(dir, 'new-link.db'));
+    const db = join(dir, 'data', 'new.db');
+    for (const summary of [join(dir, 'data-link', 'new.db'), join(dir, 'new-link.db')]) {
+      const run = await runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', db, '--summary', summary]);
+      expect(run.code, `--summary ${summary}\n${run.stderr}`).toBe(2);
+      expect(run.stderr).toMatch(/--summary names the file of --db/);
+      expect(existsSync(db), `--summary ${summary}`).toBe(false);
     }
   });
 });
