@@ -8,7 +8,7 @@
  * empty (replicate): the Airbyte and Singer faces' stdout carries their
  * protocol only.
  */
-import { appendFileSync } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { MESSAGES_ENV, PipesSetupError, type PipesParams } from './params.js';
 
 export interface MessageChannel {
@@ -51,7 +51,7 @@ class FileChannel implements MessageChannel {
   write(message: object): void {
     if (this.broken) return;
     try {
-      appendFileSync(this.path, `${JSON.stringify(message)}\n`, 'utf8');
+      appendLine(this.path, `${JSON.stringify(message)}\n`);
       this.written = true;
     } catch (err) {
       const code = String((err as { code?: unknown }).code ?? (err instanceof Error ? err.message : err));
@@ -63,6 +63,20 @@ class FileChannel implements MessageChannel {
   }
 
   close(): void {}
+}
+
+/**
+ * Appends one line to the file: not waiting on a named pipe no process reads
+ * (ENXIO), which would hold the command past any signal.
+ */
+function appendLine(path: string, line: string): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o666);
+  try {
+    const bytes = Buffer.from(line, 'utf8');
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 class StreamChannel implements MessageChannel {

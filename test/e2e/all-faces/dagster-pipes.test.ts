@@ -6,6 +6,7 @@
  * (test/helpers/pipes-reader.ts); stdout still passes the protocol checkers.
  * Needs `npm run build`.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -175,6 +176,18 @@ describe('Dagster Pipes', () => {
     expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: DAGSTER_PIPES_MESSAGES asks for Pipes messages on stdout/);
+  });
+
+  it('a messages file that is a named pipe no process reads: refused at once (78), not waited for', async () => {
+    const account = newAccount(1);
+    const fifo = join(dir, 'messages.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const summary = join(dir, 'fifo-summary.json');
+    const run = await runCli(TAP_BIN, ['--config', account.config, '--summary', summary], { env: pipesEnv(dir, null, { path: fifo }), timeoutMs: 20_000 });
+    expect(run.signal, 'the run waited for a reader of the messages pipe').toBeNull();
+    expect(run.code, run.stderr).toBe(78);
+    expect(run.stderr).toMatch(/CRITICAL tap-data-read: Cannot write the Dagster Pipes messages file .*messages\.fifo named by DAGSTER_PIPES_MESSAGES/);
+    expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
   });
 
   it('a usage mistake is told as one (exit 2, its summary too) even when the Pipes variables cannot be used', async () => {
