@@ -44,10 +44,16 @@ export class RunEnd {
   private path: string | undefined;
   private written = false;
   private pipes: PipesReport | undefined;
+  private stop: AbortSignal | undefined;
 
   /** @param log says a summary that cannot be written (stderr, at the executable's error level) */
   constructor(log: (message: string) => void) {
     this.log = log;
+  }
+
+  /** The run's stop (SIGTERM, SIGINT): it ends a wait for a writer of the Pipes context, when that is a named pipe. */
+  stopsOn(signal: AbortSignal): void {
+    this.stop = signal;
   }
 
   /**
@@ -74,7 +80,7 @@ export class RunEnd {
     // Dagster Pipes only when asked (the module is not even loaded otherwise); a variable it cannot use is a config_error.
     if (process.env.DAGSTER_PIPES_CONTEXT && process.env.DAGSTER_PIPES_MESSAGES) {
       const { pipesForRun } = await import('../pipes/report.js');
-      this.pipes = pipesForRun(process.env, recorder, command);
+      this.pipes = await pipesForRun(process.env, recorder, command, { signal: this.stop, log: this.log });
     }
     return recorder;
   }
@@ -198,6 +204,7 @@ export async function runCommand(executable: string, errorLevel: string, help: s
       process.exit(code);
     },
   }).install();
+  end.stopsOn(interrupt.signal);
   const crash = crashHandler(out, logger, errorLevel, end);
   process.on('uncaughtException', crash);
   let code = EXIT_OK;

@@ -3,9 +3,10 @@
  * DAGSTER_PIPES_CONTEXT (PipesTempFileContextInjector), or the object itself
  * under `data` (PipesEnvContextInjector). The connector uses its asset keys.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { CONTEXT_ENV, PipesSetupError, type PipesParams } from './params.js';
 import { messageOf } from '../errors.js';
+import { readTextFile, type FileWait } from '../config/files.js';
 
 export interface PipesContextData {
   /** The step's asset keys, escaped strings ("raw/contacts"); null when the step targets no asset. */
@@ -23,10 +24,21 @@ function asContext(value: unknown, where: string): PipesContextData {
   return { ...(value as object), asset_keys: (keys as string[] | null | undefined) ?? null };
 }
 
-export function loadContext(params: PipesParams): PipesContextData {
+function isPipe(path: string): boolean {
+  try {
+    return statSync(path).isFIFO();
+  } catch {
+    return false; // the read says why
+  }
+}
+
+/** The context; `wait` ends the wait for a writer of a context file that is a named pipe (a stop signal). */
+export async function loadContext(params: PipesParams, wait: FileWait = {}): Promise<PipesContextData> {
   if ('path' in params) {
     const path = params.path;
     if (typeof path !== 'string' || path === '') throw new PipesSetupError(`${CONTEXT_ENV} has a "path" that is not a file path: ${JSON.stringify(path)}.`);
+    // A named pipe is read without blocking the event loop, so that SIGTERM still stops a run no process writes it for.
+    if (isPipe(path)) return parsedContext(await readTextFile(path, 'Pipes context', wait), path);
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -37,14 +49,18 @@ export function loadContext(params: PipesParams): PipesContextData {
           'the orchestrator writes it before it starts the command; run the command from Dagster, or unset the DAGSTER_PIPES_* variables.',
       );
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      throw new PipesSetupError(`The Pipes context file ${path} is not JSON: ${messageOf(err)}.`);
-    }
-    return asContext(value, `in ${path}`);
+    return parsedContext(text, path);
   }
   if ('data' in params) return asContext(params.data, `in ${CONTEXT_ENV} ("data")`);
   throw new PipesSetupError(`${CONTEXT_ENV} has neither "path" nor "data" (keys: ${Object.keys(params).join(', ') || 'none'}).`);
+}
+
+function parsedContext(text: string, path: string): PipesContextData {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new PipesSetupError(`The Pipes context file ${path} is not JSON: ${messageOf(err)}.`);
+  }
+  return asContext(value, `in ${path}`);
 }

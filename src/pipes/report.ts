@@ -11,19 +11,20 @@
 import type { RunCommand, RunRecorder, RunSummary, StreamEnd, StreamSummary } from '../report/run-report.js';
 import { PipesSession } from './session.js';
 import { keepLogLinesWhole } from '../runtime/output.js';
+import type { FileWait } from '../config/files.js';
 
 /**
  * Pipes for a sync command (Airbyte `read`, the tap's sync, `replicate`)
  * whose report is `recorder`, when DAGSTER_PIPES_CONTEXT and
  * DAGSTER_PIPES_MESSAGES are both set (`opened` written, and the session
  * closed at exit if the command could not close it itself); undefined
- * otherwise. Throws PipesSetupError (a ConfigError) when they are set but
+ * otherwise. Rejects with PipesSetupError (a ConfigError) when they are set but
  * cannot be used.
  */
-export function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand): PipesReport | undefined {
+export async function pipesForRun(env: NodeJS.ProcessEnv, recorder: RunRecorder, command: RunCommand, wait: FileWait = {}): Promise<PipesReport | undefined> {
   // replicate writes nothing on stdout; read and the tap's sync write their protocol there.
   // Messages on stderr: the log lines beside them stay one line each, whatever the service's words hold.
-  const session = PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate', sharingStderr: keepLogLinesWhole });
+  const session = await PipesSession.fromEnv(env, { stderr: process.stderr, stdout: process.stdout, stdoutFree: command === 'replicate', sharingStderr: keepLogLinesWhole }, wait);
   session?.closeAtExit();
   return session === undefined ? undefined : new PipesReport(session, recorder, command);
 }

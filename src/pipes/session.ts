@@ -11,6 +11,7 @@ import { assetKeyFor } from './asset-key.js';
 import { openChannel, type ChannelTargets, type MessageChannel } from './channel.js';
 import { loadContext, type PipesContextData } from './context.js';
 import { CONTEXT_ENV, MESSAGES_ENV, decodeParam } from './params.js';
+import type { FileWait } from '../config/files.js';
 
 const PIPES_PROTOCOL_VERSION = '0.1';
 const PIPES_VERSION_FIELD = '__dagster_pipes_version';
@@ -56,14 +57,14 @@ export class PipesSession {
 
   /**
    * The session the environment asks for, `opened` already written; undefined
-   * when the two variables are not both set. Throws PipesSetupError (its
+   * when the two variables are not both set. Rejects with PipesSetupError (its
    * message says what to do) when they are set but unusable.
    */
-  static fromEnv(env: NodeJS.ProcessEnv, targets: ChannelTargets): PipesSession | undefined {
+  static async fromEnv(env: NodeJS.ProcessEnv, targets: ChannelTargets, wait: FileWait = {}): Promise<PipesSession | undefined> {
     const contextRaw = env[CONTEXT_ENV];
     const messagesRaw = env[MESSAGES_ENV];
     if (!contextRaw || !messagesRaw) return undefined;
-    const context = loadContext(decodeParam(CONTEXT_ENV, contextRaw));
+    const context = await loadContext(decodeParam(CONTEXT_ENV, contextRaw), wait);
     const channel = openChannel(decodeParam(MESSAGES_ENV, messagesRaw), targets);
     return new PipesSession(context, channel);
   }

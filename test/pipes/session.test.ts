@@ -27,7 +27,7 @@ function collector(): { write: (t: string) => void; text: () => string } {
 }
 
 describe('parameters', () => {
-  it("decodes what Python's base64(zlib(json)) makes, and Python decodes what it encodes", () => {
+  it("decodes what Python's base64(zlib(json)) makes, and Python decodes what it encodes", async () => {
     const value = { path: '/tmp/ctx ü.json', n: 1 };
     const py = spawnSync('python3', ['-c', 'import base64,json,sys,zlib; print(base64.b64encode(zlib.compress(json.dumps(json.loads(sys.argv[1])).encode())).decode())', JSON.stringify(value)], {
       encoding: 'utf8',
@@ -40,44 +40,44 @@ describe('parameters', () => {
     expect(JSON.parse(back.stdout)).toEqual(value);
   });
 
-  it('refuses a value that is not base64 of zlib of a JSON object, naming the variable', () => {
+  it('refuses a value that is not base64 of zlib of a JSON object, naming the variable', async () => {
     expect(() => decodeParam('DAGSTER_PIPES_CONTEXT', 'not base64 zlib')).toThrow(/DAGSTER_PIPES_CONTEXT is not a Dagster Pipes parameter/);
     expect(() => decodeParam('DAGSTER_PIPES_MESSAGES', encodeParam([1]))).toThrow(/an array/);
   });
 });
 
 describe('context', () => {
-  it('loads the file of `path` and the object of `data`', () => {
+  it('loads the file of `path` and the object of `data`', async () => {
     const path = join(dir, 'ctx.json');
     writeFileSync(path, JSON.stringify({ asset_keys: ['a/contacts'], run_id: 'r' }));
-    expect(loadContext({ path }).asset_keys).toEqual(['a/contacts']);
-    expect(loadContext({ data: { asset_keys: null } }).asset_keys).toBeNull();
+    expect((await loadContext({ path })).asset_keys).toEqual(['a/contacts']);
+    expect((await loadContext({ data: { asset_keys: null } })).asset_keys).toBeNull();
   });
 
-  it('says which file cannot be read, and what to do', () => {
-    expect(() => loadContext({ path: join(dir, 'missing.json') })).toThrow(/Cannot read the Pipes context file .*missing\.json.*ENOENT.*run the command from Dagster/);
-    expect(() => loadContext({ data: { asset_keys: [1] } })).toThrow(PipesSetupError);
+  it('says which file cannot be read, and what to do', async () => {
+    await expect(loadContext({ path: join(dir, 'missing.json') })).rejects.toThrow(/Cannot read the Pipes context file .*missing\.json.*ENOENT.*run the command from Dagster/);
+    await expect(loadContext({ data: { asset_keys: [1] } })).rejects.toThrow(PipesSetupError);
   });
 });
 
 describe('channels', () => {
   const targets = (stdoutFree: boolean) => ({ stderr: collector(), stdout: collector(), stdoutFree });
 
-  it('stdio stderr: one whole line per message on stderr', () => {
+  it('stdio stderr: one whole line per message on stderr', async () => {
     const t = targets(false);
     openChannel({ stdio: 'stderr' }, t).write({ a: 1 });
     expect(t.stderr.text()).toBe('{"a":1}\n');
     expect(t.stdout.text()).toBe('');
   });
 
-  it('stdout is refused where it carries a protocol, allowed where it is free', () => {
+  it('stdout is refused where it carries a protocol, allowed where it is free', async () => {
     expect(() => openChannel({ stdio: 'stdout' }, targets(false))).toThrow(/stdout carries its protocol messages only.*"stdio": "stderr"/);
     const free = targets(true);
     openChannel({ stdio: 'stdout' }, free).write({ b: 2 });
     expect(free.stdout.text()).toBe('{"b":2}\n');
   });
 
-  it('buffered_stdio writes everything at close; path appends lines to the file', () => {
+  it('buffered_stdio writes everything at close; path appends lines to the file', async () => {
     const t = targets(false);
     const buffered = openChannel({ buffered_stdio: 'stderr' }, t);
     buffered.write({ x: 1 });
@@ -92,7 +92,7 @@ describe('channels', () => {
     expect(readFileSync(path, 'utf8')).toBe('{"y":1}\n{"y":2}\n');
   });
 
-  it('a messages file that cannot be written: refused at `opened`, said once on stderr later', () => {
+  it('a messages file that cannot be written: refused at `opened`, said once on stderr later', async () => {
     const t = targets(false);
     const missing = openChannel({ path: join(dir, 'no-such-folder', 'messages') }, t);
     expect(() => missing.write({ a: 1 })).toThrow(/Cannot write the Dagster Pipes messages file .*no-such-folder.*ENOENT/);
@@ -106,18 +106,18 @@ describe('channels', () => {
     expect(t.stderr.text().match(/WARN dagster-pipes: Cannot write/g)).toHaveLength(1);
   });
 
-  it('names the keys it got when none is a channel it writes', () => {
+  it('names the keys it got when none is a channel it writes', async () => {
     expect(() => openChannel({ bucket: 'b' }, targets(false))).toThrow(/names no channel this connector writes \(keys: bucket\)/);
   });
 });
 
 describe('asset keys', () => {
-  it('parses escaped keys as Dagster does', () => {
+  it('parses escaped keys as Dagster does', async () => {
     expect(assetKeyParts('raw/data_read/contacts')).toEqual(['raw', 'data_read', 'contacts']);
     expect(assetKeyParts('a\\/b/c')).toEqual(['a/b', 'c']);
   });
 
-  it("is the context's key whose last part is the stream, else the stream's name", () => {
+  it("is the context's key whose last part is the stream, else the stream's name", async () => {
     expect(assetKeyFor('contacts', ['raw/conversations', 'raw/contacts'])).toBe('raw/contacts');
     expect(assetKeyFor('deletions', ['raw/contacts'])).toBe('deletions');
     expect(assetKeyFor('contacts', null)).toBe('contacts');
@@ -125,16 +125,16 @@ describe('asset keys', () => {
 });
 
 describe('PipesSession', () => {
-  it('needs both variables; without them there is no session', () => {
+  it('needs both variables; without them there is no session', async () => {
     const t = { stderr: collector(), stdout: collector(), stdoutFree: false };
-    expect(PipesSession.fromEnv({}, t)).toBeUndefined();
-    expect(PipesSession.fromEnv({ DAGSTER_PIPES_MESSAGES: encodePipesParam({ stdio: 'stderr' }) }, t)).toBeUndefined();
+    expect(await PipesSession.fromEnv({}, t)).toBeUndefined();
+    expect(await PipesSession.fromEnv({ DAGSTER_PIPES_MESSAGES: encodePipesParam({ stdio: 'stderr' }) }, t)).toBeUndefined();
     expect(t.stderr.text()).toBe('');
   });
 
-  it('writes opened, one materialization per stream, closed: as Dagster reads them', () => {
+  it('writes opened, one materialization per stream, closed: as Dagster reads them', async () => {
     const t = { stderr: collector(), stdout: collector(), stdoutFree: false };
-    const pipes = PipesSession.fromEnv(pipesEnv(dir, ['raw/contacts'], { stdio: 'stderr' }), t);
+    const pipes = await PipesSession.fromEnv(pipesEnv(dir, ['raw/contacts'], { stdio: 'stderr' }), t);
     expect(pipes).toBeDefined();
     pipes?.materialized({ stream: 'contacts', records: 12, syncWatermark: '2024-05-01T00:00:00.000Z' });
     pipes?.materialized({ stream: 'contacts', records: 13, syncWatermark: null });
@@ -151,13 +151,13 @@ describe('PipesSession', () => {
     expect(read.closed?.params).toEqual({});
   });
 
-  it('closes with the exception of a failure, and at exit when the command could not', () => {
+  it('closes with the exception of a failure, and at exit when the command could not', async () => {
     const t = { stderr: collector(), stdout: collector(), stdoutFree: false };
-    const failed = PipesSession.fromEnv(pipesEnv(dir, null, { stdio: 'stderr' }), t);
+    const failed = await PipesSession.fromEnv(pipesEnv(dir, null, { stdio: 'stderr' }), t);
     failed?.close({ name: 'config_error', message: 'The API key was refused.' });
     const exits = new EventEmitter();
     const t2 = { stderr: collector(), stdout: collector(), stdoutFree: false };
-    const killed = PipesSession.fromEnv(pipesEnv(dir, null, { stdio: 'stderr' }), t2);
+    const killed = await PipesSession.fromEnv(pipesEnv(dir, null, { stdio: 'stderr' }), t2);
     killed?.closeAtExit(exits as unknown as NodeJS.Process);
     exits.emit('exit', 143);
     for (const [text, name] of [
@@ -172,15 +172,15 @@ describe('PipesSession', () => {
 });
 
 describe('PipesReport (fed by the run report)', () => {
-  const session = (keys: readonly string[] | null) => {
+  const session = async (keys: readonly string[] | null) => {
     const t = { stderr: collector(), stdout: collector(), stdoutFree: false };
-    const pipes = PipesSession.fromEnv(pipesEnv(dir, keys, { stdio: 'stderr' }), t);
+    const pipes = await PipesSession.fromEnv(pipesEnv(dir, keys, { stdio: 'stderr' }), t);
     if (pipes === undefined) throw new Error('no session');
     return { pipes, text: () => t.stderr.text() };
   };
 
-  it('read and the tap: a materialization as each stream completes (not for one that failed); closed at the end', () => {
-    const { pipes, text } = session(['raw/contacts']);
+  it('read and the tap: a materialization as each stream completes (not for one that failed); closed at the end', async () => {
+    const { pipes, text } = await session(['raw/contacts']);
     const recorder = new RunRecorder('read', { version: 'test' });
     const report = new PipesReport(pipes, recorder, 'read');
     recorder.plan([{ name: 'contacts' }, { name: 'deletions' }]);
@@ -198,8 +198,8 @@ describe('PipesReport (fed by the run report)', () => {
     expect(read.closed?.params?.exception).toMatchObject({ name: 'transient_error', message: 'The service did not answer. (exit status 75)' });
   });
 
-  it('replicate: every completed stream once, from the final summary (a stream read twice is told once, as it ended)', () => {
-    const { pipes, text } = session(null);
+  it('replicate: every completed stream once, from the final summary (a stream read twice is told once, as it ended)', async () => {
+    const { pipes, text } = await session(null);
     const recorder = new RunRecorder('replicate', { version: 'test' });
     const report = new PipesReport(pipes, recorder, 'replicate');
     recorder.plan([{ name: 'contacts' }]);
@@ -218,8 +218,8 @@ describe('PipesReport (fed by the run report)', () => {
     expect(read.closed?.params).toEqual({});
   });
 
-  it('a run stopped by a signal closes with the exception saying so', () => {
-    const { pipes, text } = session(null);
+  it('a run stopped by a signal closes with the exception saying so', async () => {
+    const { pipes, text } = await session(null);
     const recorder = new RunRecorder('sync', { version: 'test' });
     const report = new PipesReport(pipes, recorder, 'sync');
     recorder.interrupted('SIGTERM');

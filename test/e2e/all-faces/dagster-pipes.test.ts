@@ -6,13 +6,14 @@
  * (test/helpers/pipes-reader.ts); stdout still passes the protocol checkers.
  * Needs `npm run build`.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
 import { parseLines, protocolCheckAsync, ROOT, runAndSignal, runCli, SOURCE_BIN, TAP_BIN, tempDir, writeJson } from '../../helpers/cli.js';
-import { pipesEnv, readPipes, VERSION_FIELD, type PipesRead } from '../../helpers/pipes-reader.js';
+import { encodePipesParam, pipesEnv, readPipes, VERSION_FIELD, type PipesRead } from '../../helpers/pipes-reader.js';
 import { LIMITS_OUT_OF_REACH } from '../../helpers/emulator-runs.js';
 
 let emu: Emulator;
@@ -188,6 +189,26 @@ describe('Dagster Pipes', () => {
     expect(run.code, run.stderr).toBe(78);
     expect(run.stderr).toMatch(/CRITICAL tap-data-read: Cannot write the Dagster Pipes messages file .*messages\.fifo named by DAGSTER_PIPES_MESSAGES/);
     expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+  });
+
+  it('a context file that is a named pipe no process writes: SIGTERM still stops the run (143, its summary written)', async () => {
+    const account = newAccount(1);
+    const fifo = join(dir, 'context.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const summary = join(dir, 'context-fifo-summary.json');
+    const env = { ...process.env, DAGSTER_PIPES_CONTEXT: encodePipesParam({ path: fifo }), DAGSTER_PIPES_MESSAGES: encodePipesParam({ path: join(dir, 'context-fifo-messages.jsonl') }) };
+    const child = spawn(process.execPath, [TAP_BIN, '--config', account.config, '--summary', summary], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+    child.stdout.resume();
+    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    // Sent once the run has got as far as it can: it waits for the context.
+    setTimeout(() => child.kill('SIGTERM'), 1_000);
+    const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    clearTimeout(killer);
+    expect(signal, 'SIGTERM did not stop the run waiting for the context pipe').toBeNull();
+    expect(code, stderr).toBe(143);
+    expect(JSON.parse(readFileSync(summary, 'utf8'))).toMatchObject({ status: 'interrupted', exit_code: 143 });
   });
 
   it('a usage mistake is told as one (exit 2, its summary too) even when the Pipes variables cannot be used', async () => {
