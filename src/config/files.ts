@@ -35,7 +35,8 @@ export async function readTextFile(path: string, what: string, wait: FileWait = 
   }
 }
 
-function isPipe(path: string): boolean {
+/** Whether `path` names a named pipe (false when it cannot be looked at: reading it says why). */
+export function isPipe(path: string): boolean {
   try {
     return statSync(path).isFIFO();
   } catch {

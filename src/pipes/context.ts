@@ -3,10 +3,10 @@
  * DAGSTER_PIPES_CONTEXT (PipesTempFileContextInjector), or the object itself
  * under `data` (PipesEnvContextInjector). The connector uses its asset keys.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { CONTEXT_ENV, PipesSetupError, type PipesParams } from './params.js';
 import { messageOf } from '../errors.js';
-import { readTextFile, type FileWait } from '../config/files.js';
+import { isPipe, readTextFile, type FileWait } from '../config/files.js';
 
 export interface PipesContextData {
   /** The step's asset keys, escaped strings ("raw/contacts"); null when the step targets no asset. */
@@ -22,14 +22,6 @@ function asContext(value: unknown, where: string): PipesContextData {
     throw new PipesSetupError(`The Pipes context ${where} has asset_keys that are not a list of strings.`);
   }
   return { ...(value as object), asset_keys: (keys as string[] | null | undefined) ?? null };
-}
-
-function isPipe(path: string): boolean {
-  try {
-    return statSync(path).isFIFO();
-  } catch {
-    return false; // the read says why
-  }
 }
 
 /** The context; `wait` ends the wait for a writer of a context file that is a named pipe (a stop signal). */
