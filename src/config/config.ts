@@ -393,8 +393,11 @@ export interface ParsedConfig {
   readonly warnings: readonly string[];
 }
 
-/** Keys whose value is a secret: a message may name the type of their value, never the value. */
-const SECRET_KEYS: ReadonlySet<string> = new Set(['api_key', 'hash_key', 'proxy_url', 'accounts']);
+/** The top-level settings whose value is a secret, as a message names each for the user to enter it again. */
+const SECRET_SETTINGS: Readonly<Record<string, string>> = { api_key: 'the API key', hash_key: 'the hash key', proxy_url: 'the proxy URL' };
+
+/** Keys whose value is a secret (each entry of accounts holds one): a message may name the type of their value, never the value. */
+const SECRET_KEYS: ReadonlySet<string> = new Set([...Object.keys(SECRET_SETTINGS), 'accounts']);
 
 /** The JSON type of a value, with its article: "a string", "an array", "null". */
 function jsonType(value: unknown): string {
@@ -502,13 +505,6 @@ function misplacedTreatments(input: object): string[] {
 /** What Airbyte shows in place of a saved secret (its UI can send it back, e.g. testing an edited source). */
 const AIRBYTE_SECRET_MASK = /^\*+$/;
 
-/** The secret settings, each as the user enters it again. */
-const MASKABLE: readonly (readonly [string, string])[] = [
-  ['api_key', 'the API key'],
-  ['hash_key', 'the hash key'],
-  ['proxy_url', 'the proxy URL'],
-];
-
 /**
  * Problems for secrets holding Airbyte's mask instead of their value: read as
  * a value, it would be refused for its form (a key "too short") or taken for
@@ -522,7 +518,7 @@ function maskedSecrets(input: object): { field: string; message: string }[] {
     field,
     message: `${field} holds only asterisks, the mask Airbyte shows in place of a saved secret, not the secret itself: enter ${what} again in the source's settings`,
   });
-  const top = MASKABLE.flatMap(([key, what]) => (masked(given[key]) ? [problem(key, what)] : []));
+  const top = Object.entries(SECRET_SETTINGS).flatMap(([key, what]) => (masked(given[key]) ? [problem(key, what)] : []));
   const entries = Array.isArray(given.accounts) ? (given.accounts as unknown[]) : [];
   const inEntries = entries.flatMap((entry, index) => {
     const key = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>).api_key : undefined;
