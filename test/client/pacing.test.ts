@@ -473,6 +473,29 @@ describe('RateLimit-Remaining above RateLimit-Limit (a gateway that counts anoth
   });
 });
 
+describe("RateLimit-* on the service's description (GET /v1/openapi.json, not one of the key's operations)", () => {
+  it("are not the key's window: a fresh minute there does not make the key's earlier requests count as others spending it", async () => {
+    // The emulator answers the description outside the key's quota, with a minute of its own (1000 left, Reset 60);
+    // the key's own minute began 30 s ago, and 40 of its requests were spent by runs that have ended.
+    const h = harness();
+    nock(BASE).get('/v1/openapi.json').reply(200, {}, limits(1000, 60, 1000));
+    const times = serve(() => h.clock, [
+      [200, page(), limits(959, 30, 1000)],
+      [200, page(), limits(958, 30, 1000)],
+      [200, page(), limits(957, 30, 1000)],
+    ]);
+    await h.client.description();
+    for (let i = 0; i < 3; i++) await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    // Alone on the key in its first window, the client spreads its requests (one per 0.3 x 30 s / 1000 = 9 ms), a
+    // little more at first for the 40 requests of the minute before its own; taken as others between its
+    // description and its first list, they made it wait (1 + 40) x 18 ms = 738 ms before its second request.
+    expect(times[1]! - times[0]!).toBeLessThan(30);
+    expect(times[2]! - times[1]!).toBeLessThan(30);
+    expect(h.waits).toEqual([]);
+  });
+});
+
 describe('the spread of requests over the window (pacer.ts) and max_wait_seconds', () => {
   it('is never a reason to stop: a pause of its own longer than max_wait_seconds is cut to it', async () => {
     // 10 requests a minute: in its first window the client spreads them, one every 1.8 s (18 s / 10).
