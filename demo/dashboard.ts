@@ -4,7 +4,8 @@
  * median first-response time), as an example of what the SQLite file is good
  * for. Not part of the connector: the CLI does not offer it, and the won and
  * lost categories are guesses about values the API does not document.
- * Read-only; safe while `replicate` is writing (WAL).
+ * Read-only; safe while `replicate` is writing (WAL): its queries run in one
+ * read transaction, so every figure comes from the same commits.
  */
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
 import { openForRead } from '../src/replica/database.js';
@@ -83,6 +84,18 @@ function stageName(db: DatabaseSync): string {
 }
 
 export function summarize(db: DatabaseSync, options: SummaryOptions = {}): ReplicaSummary {
+  // One snapshot for every query: a run's commit between two of them would make the figures disagree (contacts by
+  // stage summing to less than the total). A caller's own transaction is that snapshot already.
+  if (db.isTransaction) return summarizeSnapshot(db, options);
+  db.exec('BEGIN');
+  try {
+    return summarizeSnapshot(db, options);
+  } finally {
+    db.exec('COMMIT');
+  }
+}
+
+function summarizeSnapshot(db: DatabaseSync, options: SummaryOptions): ReplicaSummary {
   const wonSet = new Set(options.wonCategories ?? DEFAULT_WON_CATEGORIES);
   const lostSet = new Set(options.lostCategories ?? DEFAULT_LOST_CATEGORIES);
   const sumOf = (set: ReadonlySet<string>) => outcomes.reduce((n, o) => n + (o.value !== null && set.has(o.value) ? o.count : 0), 0);

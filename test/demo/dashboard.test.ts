@@ -1,7 +1,8 @@
 /** The demo's dashboard (demo/dashboard.ts): plain SQL over a replica that the replica store wrote. */
+import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { withTempDatabases } from '../helpers/suite.js';
-import { replicaSummary } from '../../demo/dashboard.js';
+import { replicaSummary, summarize } from '../../demo/dashboard.js';
 import { ReplicaStore } from '../../src/replica/store.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { contact, conversation, iso } from '../helpers/fake-api.js';
@@ -55,6 +56,47 @@ describe('replicaSummary', () => {
       store.close();
       expect(typedName, String(typed)).toBe(typed ? 1 : 0);
       expect(replicaSummary(path).contacts.byStage).toEqual([{ value: 's1', count: 1, name: 'New lead' }, { value: 's2', count: 1, name: 'won' }]);
+    }
+  });
+
+  it('reads one snapshot: a run committing between its queries changes none of its figures', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1, { temperature: 'hot', current_stage_id: 's1' })], { sync_watermark: iso(3) });
+    store.close();
+    // A dashboard's reader on the file in WAL mode, as during a run; the run's commit lands after its first queries.
+    const writer = new DatabaseSync(path);
+    writer.exec('PRAGMA journal_mode = WAL');
+    const reader = new DatabaseSync(path, { readOnly: true });
+    let committed = false;
+    const commitOnce = (): void => {
+      if (committed) return;
+      committed = true;
+      writer.exec(`INSERT INTO contacts (id, temperature, current_stage_id, _synced_at) VALUES ('c2', 'cold', 's1', '${iso(4)}')`);
+    };
+    const during = new Proxy(reader, {
+      get(target, name) {
+        if (name === 'prepare') {
+          return (sql: string) => {
+            if (/\boutcome_category\b/.test(sql)) commitOnce();
+            return target.prepare(sql);
+          };
+        }
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    try {
+      const summary = summarize(during);
+      expect(committed).toBe(true);
+      const byStage = summary.contacts.byStage.reduce((n, s) => n + s.count, 0);
+      const byTemperature = summary.contacts.byTemperature.reduce((n, t) => n + t.count, 0);
+      expect({ byStage, byTemperature, total: summary.contacts.total }).toEqual({ byStage: 1, byTemperature: 1, total: 1 });
+      expect(reader.isTransaction).toBe(false);
+      expect(summarize(reader).contacts.total).toBe(2);
+    } finally {
+      reader.close();
+      writer.close();
     }
   });
 

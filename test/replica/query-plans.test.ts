@@ -44,7 +44,13 @@ function readmeStatements(): string[] {
 /** The statements the dashboard summary runs (captured by handing it a database that records them). */
 function summaryStatements(db: DatabaseSync): string[] {
   const seen: string[] = [];
-  const recording = { prepare: (sql: string) => (seen.push(sql), db.prepare(sql)) } as unknown as DatabaseSync;
+  const recording = {
+    prepare: (sql: string) => (seen.push(sql), db.prepare(sql)),
+    exec: (sql: string) => db.exec(sql),
+    get isTransaction() {
+      return db.isTransaction;
+    },
+  } as unknown as DatabaseSync;
   summarize(recording);
   return seen.filter((sql) => !/\bsqlite_schema\b/.test(sql));
 }
