@@ -4,13 +4,14 @@
  * server (DATABASE_URL) and into a DuckDB file, then each page's dashboard
  * query, whose counts add up to the service's contacts.
  */
+import { randomBytes } from 'node:crypto';
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ROOT, tempDir, writeJson } from '../../helpers/cli.js';
 import { emulatorAccount, requireBuild, type Account } from '../../helpers/emulator-runs.js';
-import { adminClient, freshDatabase, type TestDatabase } from '../../helpers/postgres.js';
+import { adminClient, freshDatabase, postgresAdminUrl, type TestDatabase } from '../../helpers/postgres.js';
 import { docRecipe, runShell } from '../../helpers/readme.js';
 
 let account: Account;
@@ -60,6 +61,73 @@ describe('docs/stores-postgresql.md', () => {
     } finally {
       await client.end();
     }
+  });
+});
+
+describe("docs/stores-postgresql.md's dashboard role", () => {
+  let db: TestDatabase;
+  const suffix = randomBytes(4).toString('hex');
+  const loader = `loader_${suffix}`;
+  const metabase = `metabase_${suffix}`;
+  const password = randomBytes(8).toString('hex');
+  const as = (role: string): string => {
+    const u = new URL(db.url);
+    u.username = role;
+    u.password = password;
+    return u.toString();
+  };
+  beforeAll(async () => {
+    db = await freshDatabase('docs_role');
+  });
+  afterAll(async () => {
+    await db?.drop();
+    // Roles are the server's, not the database's: dropped once the database that held their objects is gone.
+    const admin = await adminClient(await postgresAdminUrl());
+    try {
+      for (const role of [loader, metabase]) await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('set up by an administrator before the first run, reads every table the runs make, one made again included', async () => {
+    const admin = await adminClient(db.url);
+    try {
+      // The replicating role may create its schema; the dashboard's role is the page's, set up first, as a team does.
+      for (const role of [loader, metabase]) await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+      await admin.query(`GRANT CREATE ON DATABASE "${new URL(db.url).pathname.slice(1)}" TO ${loader}`);
+      const grants = docRecipe('docs/stores-postgresql.md', 'postgres-dashboard-role', 'sql').replace(/\bloader\b/g, loader).replace(/\bmetabase\b/g, metabase);
+      await admin.query(grants);
+    } finally {
+      await admin.end();
+    }
+    const replicate = async (): Promise<void> => {
+      const run = await runShell(docRecipe('docs/stores-postgresql.md', 'postgres-replicate'), { cwd: dir, env: { ...process.env, DATABASE_URL: as(loader) } });
+      expect(run.code, run.stderr).toBe(0);
+    };
+    const counts = async (): Promise<Record<string, number>> => {
+      const reader = await adminClient(as(metabase));
+      try {
+        const out: Record<string, number> = {};
+        for (const table of ['contacts', 'pipeline_stages']) out[table] = Number((await reader.query<{ n: string }>(`SELECT count(*) AS n FROM data_read.${table}`)).rows[0]?.n);
+        return out;
+      } finally {
+        await reader.end();
+      }
+    };
+    const dump = account.dump();
+    const expected = { contacts: dump.contacts.length, pipeline_stages: dump.pipeline_stages.length };
+    await replicate();
+    expect(await counts()).toEqual(expected);
+    // A table dropped by hand is made again by the next run (Tables and types): the dashboard still reads it.
+    const owner = await adminClient(as(loader));
+    try {
+      await owner.query('DROP TABLE data_read.pipeline_stages');
+    } finally {
+      await owner.end();
+    }
+    await replicate();
+    expect(await counts()).toEqual(expected);
   });
 });
 
