@@ -115,10 +115,21 @@ function temporaryName(layout: TableLayout): string {
   return `_replica_migrating_${layout.table}`;
 }
 
-/** Replace the stored table by `temp` under the wanted name. */
+/**
+ * Replace the stored table by `temp` under the wanted name. A view someone
+ * made over the table (a dashboard's) names the table, and reads the new one
+ * once it has the name: SQLite's RENAME would check every view first, and
+ * refuse ("error in view v: no such table") while the table is gone, so the
+ * rename is made as SQLite's legacy one, which checks nothing beyond itself.
+ */
 function swap(db: DatabaseSync, stored: TableLayout, temp: string, wanted: TableLayout): void {
   db.exec(`DROP TABLE ${quoteIdent(stored.table)}`);
-  db.exec(`ALTER TABLE ${quoteIdent(temp)} RENAME TO ${quoteIdent(wanted.table)}`);
+  db.exec('PRAGMA legacy_alter_table = ON');
+  try {
+    db.exec(`ALTER TABLE ${quoteIdent(temp)} RENAME TO ${quoteIdent(wanted.table)}`);
+  } finally {
+    db.exec('PRAGMA legacy_alter_table = OFF');
+  }
 }
 
 /** Same columns, other storage: copy the values by SQL (each keeps its storage class). */

@@ -156,6 +156,29 @@ describe('ReplicaStore', () => {
     expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
   });
 
+  it("rewrites a table a dashboard's view reads (a retyped column, a 0.1.0 table): the view kept, reading the new table", () => {
+    for (const older of ['retyped', 'without_rowid'] as const) {
+      const path = newDb();
+      const records = [contact('c1', 1, { qualification_score: 42, temperature: 'hot' }), contact('c2', 2, { qualification_score: 7, temperature: 'cold' })];
+      const current = layoutFor(contacts);
+      const layout =
+        older === 'retyped'
+          ? { ...current, columns: current.columns.map((c) => (c.field === 'qualification_score' ? { ...c, kind: 'json' as const } : c)) }
+          : { ...current, storage: 'without_rowid' as const };
+      const db = openForWrite(path);
+      ensureTable(db, layout, undefined);
+      for (const r of records) db.prepare(insertSql(layout)).run(...recordToRow(layout, r), iso(0));
+      db.exec("CREATE VIEW hot_contacts AS SELECT id, qualification_score FROM contacts WHERE temperature = 'hot'");
+      db.close();
+
+      const store = new ReplicaStore(path);
+      expect(store.migrations.map((m) => m.stream), older).toEqual(['contacts']);
+      expect(store.db.prepare('SELECT id, qualification_score AS q FROM hot_contacts').all(), older).toEqual([{ id: 'c1', q: 42 }]);
+      store.close();
+      expect(replicaRecords(path).get('contacts'), older).toStrictEqual(records);
+    }
+  });
+
   it('lets one replicate run write a file at a time, and takes over the lock of a killed one', () => {
     const path = newDb();
     const first = new ReplicaStore(path, undefined, { lock: true });
