@@ -116,13 +116,19 @@ function temporaryName(layout: TableLayout): string {
 }
 
 /**
- * Replace the stored table by `temp` under the wanted name. A view someone
+ * Replace the stored table by `temp` under the wanted name, with the indexes
+ * and triggers someone made on it (made again, as written). A view someone
  * made over the table (a dashboard's) names the table, and reads the new one
  * once it has the name: SQLite's RENAME would check every view first, and
  * refuse ("error in view v: no such table") while the table is gone, so the
  * rename is made as SQLite's legacy one, which checks nothing beyond itself.
  */
 function swap(db: DatabaseSync, stored: TableLayout, temp: string, wanted: TableLayout): void {
+  // The indexes and triggers someone made on the table (a dashboard's index) go with it: made again on the new one.
+  const theirs = db
+    .prepare("SELECT sql FROM sqlite_schema WHERE type IN ('index', 'trigger') AND tbl_name = ? COLLATE NOCASE AND sql IS NOT NULL ORDER BY type, name")
+    .all(stored.table)
+    .map((r) => String(r.sql));
   db.exec(`DROP TABLE ${quoteIdent(stored.table)}`);
   db.exec('PRAGMA legacy_alter_table = ON');
   try {
@@ -130,6 +136,7 @@ function swap(db: DatabaseSync, stored: TableLayout, temp: string, wanted: Table
   } finally {
     db.exec('PRAGMA legacy_alter_table = OFF');
   }
+  for (const sql of theirs) db.exec(sql);
 }
 
 /** Same columns, other storage: copy the values by SQL (each keeps its storage class). */

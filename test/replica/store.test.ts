@@ -179,6 +179,29 @@ describe('ReplicaStore', () => {
     }
   });
 
+  it("rewrites a table with a dashboard's index and someone's trigger on it: both made again on the new table", () => {
+    const path = newDb();
+    const records = [contact('c1', 1, { qualification_score: 42, temperature: 'hot' }), contact('c2', 2, { qualification_score: 7, temperature: 'cold' })];
+    const current = layoutFor(contacts);
+    const older = { ...current, columns: current.columns.map((c) => (c.field === 'qualification_score' ? { ...c, kind: 'json' as const } : c)) };
+    const db = openForWrite(path);
+    ensureTable(db, older, undefined);
+    for (const r of records) db.prepare(insertSql(older)).run(...recordToRow(older, r), iso(0));
+    db.exec('CREATE INDEX contacts_by_temperature ON contacts (temperature)');
+    db.exec('CREATE TABLE audit (id TEXT)');
+    db.exec('CREATE TRIGGER contacts_audit AFTER UPDATE ON contacts BEGIN INSERT INTO audit VALUES (new.id); END');
+    db.close();
+
+    const store = new ReplicaStore(path);
+    expect(store.migrations.map((m) => m.stream)).toEqual(['contacts']);
+    const made = store.db.prepare("SELECT type, name, tbl_name AS t FROM sqlite_schema WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name").all();
+    expect(made.map((r) => ({ ...r }))).toContainEqual({ type: 'index', name: 'contacts_by_temperature', t: 'contacts' });
+    expect(made.map((r) => ({ ...r }))).toContainEqual({ type: 'trigger', name: 'contacts_audit', t: 'contacts' });
+    expect(store.db.prepare("EXPLAIN QUERY PLAN SELECT id FROM contacts WHERE temperature = 'hot'").all().map((r) => String(r.detail)).join()).toContain('contacts_by_temperature');
+    store.close();
+    expect(replicaRecords(path).get('contacts')).toStrictEqual(records);
+  });
+
   it('lets one replicate run write a file at a time, and takes over the lock of a killed one', () => {
     const path = newDb();
     const first = new ReplicaStore(path, undefined, { lock: true });
