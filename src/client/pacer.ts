@@ -367,7 +367,8 @@ export class Pacer {
    *
    * `status` 429 or 503 (a refusal that asks to wait): the figures are the
    * refusing limiter's or gateway's, not the window's (a 429's are judged in
-   * #throttled); call `block()` with its Retry-After after this.
+   * #throttled); call `block()` with its Retry-After after this. Any other
+   * status but a 2xx: its figures are not taken.
    */
   observe(headers: IncomingHttpHeaders, now: number, sentAt: number = now, seq: number = this.#sends, status?: number): void {
     const limit = headerNumber(headers, 'ratelimit-limit');
@@ -384,6 +385,10 @@ export class Pacer {
       if (status === 429) this.#throttled(now, remaining, reset);
       return;
     }
+    // Another error answer: the API promises RateLimit-* on 200, 429 and 503 only (sections 4.1 and 7), and a router or
+    // gateway answering a path it does not serve (a 404), or a key it refuses, may send a minute of its own (the
+    // emulator's, outside any key's quota): taken as the key's, the fall from it to the next answer counts as others.
+    if (status !== undefined && (status < 200 || status > 299)) return;
     if (limit !== undefined) this.#limit = limit;
     if (reset !== undefined && resetMs !== undefined) {
       const bound = now + resetMs;

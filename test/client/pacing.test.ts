@@ -496,6 +496,35 @@ describe("RateLimit-* on the service's description (GET /v1/openapi.json, not on
   });
 });
 
+describe('RateLimit-* on an error answer other than 429 and 503 (the API promises them on 200, 429 and 503 only)', () => {
+  it("are not the key's window: a 404 with a fresh minute does not make the key's earlier requests count as others", async () => {
+    // A service without /v1/pipeline_stages answers 404 from its router, outside the key's quota, with a minute of
+    // its own (1000 left, Reset 60), as the emulator answers a path it does not serve; the key's own minute began
+    // 30 s ago, and 40 of its requests were spent by runs that have ended.
+    const h = harness();
+    nock(BASE)
+      .get('/v1/pipeline_stages')
+      .query(true)
+      .reply(404, problem(404, 'Not found', 'no such path: /v1/pipeline_stages'), { ...limits(1000, 60, 1000), ...PROBLEM_HEADERS });
+    const times = serve(() => h.clock, [
+      [200, page(), limits(959, 30, 1000)],
+      [200, page(), limits(958, 30, 1000)],
+      [200, page(), limits(957, 30, 1000)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await expect(h.client.list('/v1/pipeline_stages', { limit: 1 })).rejects.toThrow(/404/);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    // Taken as the key's, the 404's figures opened a window of their own, and the fall from them to the next answer
+    // counted the 40 requests of the minute before the run as others spending the key: each request then waited
+    // for (1 + others per own) spread steps.
+    expect(times[1]! - times[0]!).toBeLessThan(30);
+    expect(times[2]! - times[1]!).toBeLessThan(30);
+    expect(h.waits).toEqual([]);
+  });
+});
+
 describe('the spread of requests over the window (pacer.ts) and max_wait_seconds', () => {
   it('is never a reason to stop: a pause of its own longer than max_wait_seconds is cut to it', async () => {
     // 10 requests a minute: in its first window the client spreads them, one every 1.8 s (18 s / 10).
