@@ -27,8 +27,10 @@ export function duration(ms: number): string {
   if (ms < 10_000) return `${Math.round(ms / 100) / 10} s`;
   if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
   if (ms < 2 * 3_600_000) return `${Math.round(ms / 60_000)} min`;
-  const hours = Math.floor(ms / 3_600_000);
-  const minutes = Math.round((ms - hours * 3_600_000) / 60_000);
+  // Whole minutes first: 23 h 59 min 50 s is 24 h, not "23 h 60 min".
+  const total = Math.round(ms / 60_000);
+  const hours = Math.floor(total / 60);
+  const minutes = total % 60;
   return minutes > 0 ? `${hours} h ${minutes} min` : `${hours} h`;
 }
 

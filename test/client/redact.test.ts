@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { redact, Redactor, secretForms } from '../../src/errors.js';
-import { cleaner } from '../../src/client/redact.js';
+import { cleaner, duration } from '../../src/client/redact.js';
 import { StderrLogger } from '../../src/runtime/output.js';
 
 const KEY = 'drk_live_a"b\\c/d e';
@@ -56,5 +56,14 @@ describe('redact', () => {
       expect(forms.filter((form) => out.includes(form))).toEqual([]);
     }
     expect(redact(lines.join(' | '), secrets)).toBe(logger.redact(lines.join(' | ')));
+  });
+});
+
+describe('duration', () => {
+  it('rounds to whole minutes before it splits off the hours: never "23 h 60 min"', () => {
+    // A day's quota that resets in a moment less than 24 h (the wait of a 429 at the per-day limit).
+    expect(duration(86_400_000 - 10)).toBe('24 h');
+    expect(duration(2 * 3_600_000 + 59 * 60_000 + 45_000)).toBe('3 h');
+    expect(duration(5 * 3_600_000 + 7 * 60_000 + 20_000)).toBe('5 h 7 min');
   });
 });
