@@ -63,8 +63,10 @@ function summaryRequest(entry, args) {
     if (args[j] === '--summary' && j + 1 < args.length && args[j + 1].indexOf('--') !== 0) path = args[++j];
     else if (args[j].indexOf('--summary=') === 0) path = args[j].slice('--summary='.length);
   }
-  // read's and the tap's stdout carries their protocol: a summary may not go there (the compiled code refuses it too).
-  if (path === undefined || path === '' || (command !== 'replicate' && /^\/(dev\/stdout|dev\/fd\/1|proc\/self\/fd\/1)$/.test(path))) return undefined;
+  if (path === undefined || path === '') return undefined;
+  // read's and the tap's stdout carries their protocol: a summary may not go there, by name or as the file stdout is
+  // redirected to (the compiled code refuses it too).
+  if (command !== 'replicate' && (/^\/(dev\/stdout|dev\/fd\/1|proc\/self\/fd\/1)$/.test(path) || (!require('tty').isatty(1) && isDescriptor(path, 1)))) return undefined;
   // Nor over a file the command reads or keeps (its config, catalog, state, replica): the compiled code refuses it too.
   for (var k = 0; k < args.length; k++) {
     var flag = /^--(config|catalog|properties|state|db)(=(.*))?$/.exec(args[k]);
@@ -90,13 +92,13 @@ function sameFile(a, b) {
   }
 }
 
-/** Whether FILE is this process's stderr (/dev/stderr, the file stderr is redirected to); /dev/null never is. */
-function isStderr(file) {
+/** Whether FILE is what descriptor `fd` of this process is open on (/dev/stderr, the file stderr is redirected to); /dev/null never is. */
+function isDescriptor(file, fd) {
   var fs = require('fs');
   try {
     var target = fs.statSync(file);
-    var err = fs.fstatSync(2);
-    return target.dev === err.dev && target.ino === err.ino && fs.realpathSync(file) !== '/dev/null';
+    var open = fs.fstatSync(fd);
+    return target.dev === open.dev && target.ino === open.ino && fs.realpathSync(file) !== '/dev/null';
   } catch (gone) {
     return false;
   }
@@ -136,13 +138,14 @@ function writeRefusedSummary(executable, request, code, message) {
     rate_limit_waits: 0,
     rate_limit_wait_seconds: 0
   }) + '\n';
-  // stderr itself (--summary /dev/stderr, stderr redirected to a log): fd 2 adds the summary after the line
-  // said there; opening it by name would empty the log.
-  if (isStderr(request.path)) {
+  // stderr itself (--summary /dev/stderr, stderr redirected to a log), or replicate's stdout (a log too): the
+  // descriptor adds the summary after what was said there; opening the file by name would empty the log.
+  var open = isDescriptor(request.path, 2) ? 2 : isDescriptor(request.path, 1) ? 1 : undefined;
+  if (open !== undefined) {
     try {
-      fs.writeSync(2, text);
+      fs.writeSync(open, text);
     } catch (err) {
-      // stderr is gone: there is nowhere left to say it
+      // the descriptor is gone: there is nowhere left to say it
     }
     return;
   }

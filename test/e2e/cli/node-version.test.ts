@@ -164,6 +164,29 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(readFileSync(config, 'utf8')).toBe('{"api_key": "k"}');
   });
 
+  it("--summary naming the file stdout goes to: read's output is not replaced, replicate's log is added to", () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-stdout-');
+    const out = join(dir, 'read.jsonl');
+    writeFileSync(out, '');
+    const readOut = openSync(out, 'a');
+    const read = spawnSync(node, [SOURCE_BIN, 'read', '--config', 'config.json', '--catalog', 'catalog.json', '--summary', out], { cwd: ROOT, stdio: ['ignore', readOut, 'ignore'] });
+    closeSync(readOut);
+    expect(read.status).toBe(78);
+    // read's stdout carries its protocol: the compiled code refuses a summary there, and so does the launcher.
+    expect(readFileSync(out, 'utf8')).toBe('');
+    const log = join(dir, 'replicate.log');
+    writeFileSync(log, 'an earlier run\n');
+    const replicateOut = openSync(log, 'a');
+    const replicate = spawnSync(node, [SOURCE_BIN, 'replicate', '--config', 'config.json', '--db', join(dir, 'r.db'), '--summary', log], { cwd: ROOT, stdio: ['ignore', replicateOut, 'ignore'] });
+    closeSync(replicateOut);
+    expect(replicate.status).toBe(78);
+    const lines = readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(lines[0]).toBe('an earlier run');
+    expect(lines).toHaveLength(2);
+    expect(RunSummarySchema.parse(JSON.parse(lines[1] as string))).toMatchObject({ command: 'replicate', exit_code: 78 });
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
