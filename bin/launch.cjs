@@ -104,6 +104,28 @@ function isDescriptor(file, fd) {
   }
 }
 
+/** The mode (0444) of FILE when it is a regular file its permissions make read-only; undefined otherwise. */
+function readOnlyMode(file) {
+  var fs = require('fs');
+  var stat;
+  try {
+    stat = fs.statSync(file);
+  } catch (gone) {
+    return undefined;
+  }
+  if (!stat.isFile()) return undefined;
+  var writable = (stat.mode & 146) !== 0; // 0222
+  if (writable) {
+    try {
+      fs.accessSync(file, fs.constants.W_OK);
+    } catch (err) {
+      writable = err.code !== 'EACCES';
+    }
+  }
+  if (writable) return undefined;
+  return ('0000' + (stat.mode & 4095).toString(8)).slice(-4);
+}
+
 /**
  * Write the summary of a run refused before it started (schemas/run-summary.json:
  * failed, config_error, no stream read), as the compiled code would: a
@@ -147,6 +169,13 @@ function writeRefusedSummary(executable, request, code, message) {
     } catch (err) {
       // the descriptor is gone: there is nowhere left to say it
     }
+    return;
+  }
+  // A summary file the user made read-only is kept, as the compiled code keeps it (its permissions alone: a
+  // read-only file system is told below, as any summary that cannot be written).
+  var mode = readOnlyMode(request.path);
+  if (mode !== undefined) {
+    process.stderr.write(executable + ': cannot write the run summary to "' + request.path + '": it is a read-only file (mode ' + mode + ').\n');
     return;
   }
   var temp;

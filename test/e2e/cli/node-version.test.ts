@@ -187,6 +187,20 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(RunSummarySchema.parse(JSON.parse(lines[1] as string))).toMatchObject({ command: 'replicate', exit_code: 78 });
   });
 
+  it('--summary naming a read-only file: the file is kept, as the compiled code keeps it, and stderr says why', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-readonly-');
+    const summary = join(dir, 'last-run.json');
+    writeFileSync(summary, '{"kept": true}\n', { mode: 0o444 });
+    const run = spawnSync(node, [TAP_BIN, '--config', 'config.json', '--summary', summary], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(78);
+    expect(readFileSync(summary, 'utf8')).toBe('{"kept": true}\n');
+    expect(lstatSync(summary).mode & 0o777).toBe(0o444);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^tap-data-read: Node\.js 22\.19 or newer is needed/);
+    expect(lines[1]).toBe(`tap-data-read: cannot write the run summary to "${summary}": it is a read-only file (mode 0444).`);
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
