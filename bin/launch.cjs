@@ -52,7 +52,8 @@ function howToGetIt() {
 function summaryRequest(entry, args) {
   var command;
   if (entry === 'cli/source.js') {
-    if (args[0] === 'read' || args[0] === 'replicate') command = args[0];
+    var named = firstPositional(args, /^--(config|catalog|state|db|schema|summary)$/);
+    if (named === 'read' || named === 'replicate') command = named;
   } else if (entry === 'cli/tap.js') {
     command = 'sync';
     for (var i = 0; i < args.length; i++) if (/^--(about|discover|help|version)$/.test(args[i])) command = undefined;
@@ -76,6 +77,20 @@ function summaryRequest(entry, args) {
     if (value !== undefined && sameFile(path, value.replace(/^duckdb:/, ''))) return undefined;
   }
   return { command: command, path: path };
+}
+
+/**
+ * The first argument that is neither an option nor the value of one (`valued`: the options that take the next
+ * argument as their value, unless written `--option=value`), as Node's util.parseArgs reads a command line:
+ * `source-data-read --config c.json read ...` runs read. Everything after `--` is positional.
+ */
+function firstPositional(args, valued) {
+  for (var i = 0; i < args.length; i++) {
+    if (args[i] === '--') return args[i + 1];
+    if (valued.test(args[i])) i++;
+    else if (args[i].charAt(0) !== '-' || args[i] === '-') return args[i];
+  }
+  return undefined;
 }
 
 /** Whether two paths name one file: the same path, or the same device and inode. */

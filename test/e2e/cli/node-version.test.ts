@@ -164,6 +164,23 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(readFileSync(config, 'utf8')).toBe('{"api_key": "k"}');
   });
 
+  it('a sync command named after its options still gets its summary, as the compiled code reads the command line', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const dir = tempDir('sdr-oldnode-summary-order-');
+    const cases: readonly (readonly [string[], string])[] = [
+      [['--config', 'config.json', 'read', '--catalog', 'catalog.json', '--summary', join(dir, 'read.json')], 'read'],
+      [['--summary', join(dir, 'replicate.json'), '--db=replica.db', 'replicate', '--config', 'config.json'], 'replicate'],
+    ];
+    for (const [args, command] of cases) {
+      const run = spawnSync(node, [SOURCE_BIN, ...args], { cwd: ROOT, encoding: 'utf8' });
+      expect(run.status, command).toBe(78);
+      expect(RunSummarySchema.parse(JSON.parse(readFileSync(join(dir, `${command}.json`), 'utf8'))), command).toMatchObject({ command, status: 'failed', exit_code: 78 });
+    }
+    // A file named like a command, given to an option, is no command: check takes no summary.
+    expect(spawnSync(node, [SOURCE_BIN, '--config', 'read', 'check', '--summary', join(dir, 'check.json')], { cwd: ROOT }).status).toBe(78);
+    expect(readdirSync(dir).sort()).toEqual(['read.json', 'replicate.json']);
+  });
+
   it("--summary naming the file stdout goes to: read's output is not replaced, replicate's log is added to", () => {
     const node = (OLD[0] as { path: string }).path;
     const dir = tempDir('sdr-oldnode-summary-stdout-');
