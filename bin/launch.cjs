@@ -56,8 +56,10 @@ function summaryRequest(entry, args) {
     if (named === 'read' || named === 'replicate') command = named;
   } else if (entry === 'cli/tap.js') {
     command = 'sync';
-    for (var i = 0; i < args.length; i++) if (/^--(about|discover|help|version)$/.test(args[i])) command = undefined;
+    for (var i = 0; i < args.length; i++) if (/^--(about|discover)$/.test(args[i])) command = undefined;
   }
+  // Asked for the usage or the version (-h is --help), the compiled code prints it and runs no sync.
+  for (var h = 0; h < args.length && command !== undefined; h++) if (/^(--help|-h|--version)$/.test(args[h])) command = undefined;
   if (command === undefined) return undefined;
   var path;
   for (var j = 0; j < args.length; j++) {
