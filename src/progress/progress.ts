@@ -242,7 +242,9 @@ export class Progress {
     const t = this.tally(stream);
     if (!t) return;
     t.count += records;
-    this.reading(t);
+    // Records of a page received before the stream's next request began to wait (that request leaves while the
+    // page is treated): the stream still waits, and the wait is said over once it has ended.
+    if (!(t.phase === 'rate_limited' && t.waitUntil !== undefined && this.now() < t.waitUntil)) this.reading(t);
     this.changed();
   }
 

@@ -198,6 +198,25 @@ describe('Progress told by a sync', () => {
     }
   });
 
+  it('records of a page received before the stream\'s next request began to wait do not end the wait: it is said over once it ended', () => {
+    const out = new FakeStderr(false);
+    let now = T0;
+    const logger = fakeLogger(out);
+    const progress = new Progress({ logger, out, stdoutIsTerminal: false, plainEveryMs: 0, now: () => now });
+    progress.start();
+    progress.started('contacts');
+    // The next page's request leaves while this page is treated: it is the one that waits, till T0 + 3 s.
+    progress.waiting('contacts', T0 + 3000);
+    now += 10;
+    progress.counted('contacts', 200);
+    expect(out.text).not.toContain('The rate-limit wait is over');
+    expect(out.text.trimEnd().split('\n').at(-1)).toContain('rate limit: contacts waiting');
+    now = T0 + 3050;
+    progress.counted('contacts', 200);
+    progress.stop();
+    expect(out.text.split('\n').filter((l) => l.includes('The rate-limit wait is over'))).toEqual(['INFO The rate-limit wait is over (it ended at 10:00:03Z); reading again.']);
+  });
+
   it('a rate-limit wait, shown with its end, is said to be over once when reading goes on, whoever waited; a second pass starts a stream again', () => {
     const out = new FakeStderr(true, 120);
     let now = T0;
