@@ -193,6 +193,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
       : planAll(config.deletions_as_tombstones, tellSchemaNotes(ctx, await schemas(), config), names !== undefined);
     // Whose account the key reads (/v1/me), and the state refused when it is another account's: before any message on stdout.
     for (const note of (await session?.accountFor(states, plans)) ?? []) logTo(ctx)(note.level, note.message);
+    // The key refused or the service unreachable: the run's failure, known before its first line. Should the target go
+    // away before the sync says it, it is still told on stderr with its exit status (cli/run-end.ts), not as a closed pipe.
+    if (session?.failure !== undefined) ctx.out.tellsFailure(session.failure, ctx.logger.redact(session.failure.message));
   } catch (err) {
     await session?.close();
     return critical(ctx, err);
@@ -246,6 +249,9 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     return failed === 0 ? EXIT_OK : exitStatusForAll(result.failures.map((f) => f.error.failureType));
   } catch (err) {
     progress.stop();
+    // The target went away after the run met a failure of its own: the run's end tells that failure and ends with its
+    // status (cli/run-end.ts), not 75 for the closed pipe.
+    if (closedOutputError(err) !== undefined && ctx.out.lostFailures().length > 0) throw err;
     const code = critical(ctx, err);
     await sink.finish().catch(() => undefined);
     return code;

@@ -475,6 +475,18 @@ describe('a reader of stdout that goes away', () => {
     }
   });
 
+  it("the tap's sync with a revoked key: 78, the refusal on stderr; one that found the service down: 75, its reason on stderr", async () => {
+    const summary = join(dir, 'tap-revoked-closed.json');
+    const revoked = await intoClosedPipe(TAP_BIN, ['--config', config('tap-revoked-closed', { api_key: revokedKey }), '--summary', summary]);
+    expect(revoked.code, revoked.stderr).toBe(78);
+    expect(revoked.stderr).toMatch(/CRITICAL tap-data-read: .*HTTP 401/);
+    expect(revoked.stderr).not.toContain(revokedKey);
+    expect(summaryOf(summary)).toMatchObject({ status: 'failed', exit_code: 78, failure_type: 'config_error' });
+    const down = await intoClosedPipe(TAP_BIN, ['--config', config('tap-down-closed', { base_url: 'http://127.0.0.1:9', max_retries: 0 })]);
+    expect(down.code, down.stderr).toBe(75);
+    expect(down.stderr).toMatch(/CRITICAL tap-data-read: Cannot reach the Data-Read API at http:\/\/127\.0\.0\.1:9/);
+  });
+
   it("spec and the tap's --about, whose one write is lost: 75, not a success nor an internal error", async () => {
     const spec = await intoClosedPipe(SOURCE_BIN, ['spec']);
     expect(spec.code, spec.stderr).toBe(75);
