@@ -25,21 +25,35 @@ export const FULL_DISK_ADVICE = 'What was committed before is kept. Free some sp
 export const SIZE_LIMIT_ADVICE =
   'What was committed before is kept. Raise the limit (ulimit -f unlimited; systemd: LimitFSIZE=infinity), then run replicate again: it continues from the last commit.';
 
+/** What a run stopped by the open files limit of the process (EMFILE: its sockets and files took every descriptor) says to do. */
+export const OPEN_FILES_ADVICE =
+  'What was committed before is kept. Raise the limit (ulimit -n 4096; systemd: LimitNOFILE=4096) or lower max_concurrent_accounts and max_concurrent_requests (each request in flight holds a connection), then run replicate again: it continues from the last commit.';
+
+/** The soft limit of `name` ("Max file size", "Max open files") as Linux tells it in /proc/self/limits; undefined when there is none, or where the system does not tell it. */
+function processLimit(name: string): number | undefined {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(name));
+    const soft = line?.slice(name.length).trim().split(/\s+/)[0];
+    return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The file size limit of this process in bytes (RLIMIT_FSIZE, the shell's
  * `ulimit -f`, systemd's LimitFSIZE), as Linux tells it in /proc/self/limits;
  * undefined when there is none, or where the system does not tell it.
  */
 export function fileSizeLimit(): number | undefined {
-  try {
-    const line = readFileSync('/proc/self/limits', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('Max file size'));
-    const soft = line?.slice('Max file size'.length).trim().split(/\s+/)[0];
-    return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : undefined;
-  } catch {
-    return undefined;
-  }
+  return processLimit('Max file size');
+}
+
+/** The open files limit of this process (RLIMIT_NOFILE, the shell's `ulimit -n`, systemd's LimitNOFILE), as fileSizeLimit reads it. */
+export function openFilesLimit(): number | undefined {
+  return processLimit('Max open files');
 }
 
 /** One engine checkpoint of one stream, as a store takes it. */

@@ -27,7 +27,7 @@ import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
-import { FULL_DISK_ADVICE, SIZE_LIMIT_ADVICE, STORE_FILE_MODE, fileSizeLimit } from '../store.js';
+import { FULL_DISK_ADVICE, OPEN_FILES_ADVICE, SIZE_LIMIT_ADVICE, STORE_FILE_MODE, fileSizeLimit, openFilesLimit } from '../store.js';
 
 export type DuckdbModule = typeof import('@duckdb/node-api');
 export type DuckdbConnection = import('@duckdb/node-api').DuckDBConnection;
@@ -271,16 +271,39 @@ function sizeLimitError(err: unknown, target: DuckdbTarget): ConnectorError | un
   });
 }
 
+/** The open files limit, read when a store was opened (openDuckdb): once they are all taken, it cannot be read. */
+let openFilesAtOpen: number | undefined;
+
+/**
+ * A file of the store (a staged CSV file, DuckDB's own) that could not be
+ * opened because the process holds as many descriptors as its limit allows
+ * (EMFILE: with many accounts read at once, their connections take most of
+ * them): not a bug (70), but the environment's setting against the run's
+ * concurrency, which later runs meet as well: a config_error (78) naming the
+ * limit where Linux tells it, as sizeLimitError does. Undefined for any
+ * other error.
+ */
+function openFilesError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
+  if (!/\bEMFILE\b|Too many open files/i.test(messageOf(err))) return undefined;
+  // Read while a descriptor was free (reading /proc/self/limits takes one).
+  const limit = openFilesAtOpen ?? openFilesLimit();
+  const reached = limit === undefined ? 'its limit of open files' : `its limit of ${limit} open files (ulimit -n, RLIMIT_NOFILE)`;
+  return new ConnectorError('config_error', `Cannot write the DuckDB store "${target.path}": the process reached ${reached}: ${duckdbWords(err)}. ${OPEN_FILES_ADVICE}`, {
+    cause: err,
+  });
+}
+
 /**
  * A write the system refused for want of room: a file past the size limit
- * (sizeLimitError, 78), or a full disk (ENOSPC: DuckDB says "No space left
- * on device" for its file, its WAL or its temporary folder), where the run
+ * (sizeLimitError, 78), no descriptor left (openFilesError, 78), or a
+ * full disk (ENOSPC: DuckDB says "No space left on device" for its file,
+ * its WAL or its temporary folder), where the run
  * stops as on any failed write, keeping what it committed, but with 75 (run
  * again once there is room) and words that say so, as the SQLite replica and
  * PostgreSQL do, not 70 (a bug to report). Undefined for any other error.
  */
 export function noRoomError(err: unknown, target: DuckdbTarget): ConnectorError | undefined {
-  const limited = sizeLimitError(err, target);
+  const limited = sizeLimitError(err, target) ?? openFilesError(err, target);
   if (limited !== undefined) return limited;
   if (!/No space left on device/i.test(messageOf(err))) return undefined;
   return new ConnectorError(
@@ -358,6 +381,7 @@ function refuseSqliteFile(target: DuckdbTarget): void {
  */
 export async function openDuckdb(target: DuckdbTarget): Promise<DuckdbFiles & { duckdb: DuckdbModule }> {
   const duckdb = await loadDuckdbDriver();
+  openFilesAtOpen = openFilesLimit();
   const isNew = !existsSync(target.path);
   if (!isNew) refuseSqliteFile(target);
   const walThere = existsSync(`${target.path}.wal`);

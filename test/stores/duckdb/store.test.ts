@@ -609,3 +609,38 @@ describe('a writer killed at any moment', () => {
     }
   }, 120_000);
 });
+
+describe('the open files limit of the process (ulimit -n: RLIMIT_NOFILE)', () => {
+  it('a checkpoint that cannot open its staged file for want of file descriptors is a config_error naming the limit', async () => {
+    // A process under `ulimit -n 64` whose descriptors are all taken (as the sockets of many accounts read at once take
+    // them) once the store is open: the next group's staged file cannot be opened (EMFILE), a limit every later run
+    // meets until it is raised, not a bug of the connector's (70).
+    const path = join(dir, 'nofile.duckdb');
+    const store = join(ROOT, 'dist', 'stores', 'duckdb', 'store.js');
+    const targetModule = join(ROOT, 'dist', 'stores', 'target.js');
+    const code = `
+      const { openSync } = await import('node:fs');
+      const { DuckdbStore } = await import(${JSON.stringify(store)});
+      const { parseStoreTarget } = await import(${JSON.stringify(targetModule)});
+      const s = await DuckdbStore.open(parseStoreTarget(${JSON.stringify(`duckdb:${path}`)}, undefined, {}));
+      const records = (n) => [{ id: 'k' + n, contact_id: 'c', created_at: '2026-01-01T00:00:00.000Z' }];
+      await s.commit({ stream: 'stage_events', records: records(1), state: '{"n":1}' });
+      try { for (;;) openSync('/dev/null', 'r'); } catch (err) { if (err.code !== 'EMFILE') throw err; }
+      try {
+        await s.commit({ stream: 'stage_events', records: records(2), state: '{"n":2}' });
+        console.log(JSON.stringify({ committed: true }));
+      } catch (err) {
+        console.log(JSON.stringify({ type: err.failureType, message: err.message }));
+      }
+      process.exit(0);`;
+    const child = spawn('sh', ['-c', 'ulimit -n 64 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => void (out += chunk.toString()));
+    const status = await new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    expect(status).toBe(0);
+    const got = JSON.parse(out.trim()) as { type?: string; message?: string };
+    expect(got.type).toBe('config_error');
+    expect(got.message).toContain(`Cannot write the DuckDB store "${path}": the process reached its limit of 64 open files (ulimit -n, RLIMIT_NOFILE)`);
+    expect(got.message).toMatch(/Raise the limit \(ulimit -n .*LimitNOFILE.*\) or lower max_concurrent_accounts.*run replicate again/);
+  });
+});
