@@ -328,7 +328,15 @@ export class GroupWriter<C> {
         if (drift) for (const [field, kind] of drift) part.drift.set(field, widen(part.drift.get(field) ?? kind, kind));
         part.ids.add(ids[i] as string);
       }
-      this.sql.stageRows(part.staged, rows, table.stage);
+      try {
+        this.sql.stageRows(part.staged, rows, table.stage);
+      } catch (err) {
+        // Its rows are not in the group, and its part (made for it, with its state) may be: the stream fails here, so
+        // that neither its part nor a later checkpoint commits a state past rows never written.
+        const error = this.sql.error(err);
+        this.failures.add(checkpoint.stream, account, error.message, error.failureType);
+        throw error;
+      }
       part.rows += records.length;
       group.rows += records.length;
       if (deletionLog) part.records.push(...records);

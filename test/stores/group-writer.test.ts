@@ -136,3 +136,36 @@ describe("the group writer's clock", () => {
     }
   });
 });
+
+describe('a checkpoint whose rows the store cannot stage (a file it cannot open: no descriptor left, a full disk)', () => {
+  it('is refused with its stream: its state is never committed, nor a later one of the stream; other streams go on', async () => {
+    class StatesSql extends RecordingSql {
+      failStaging = false;
+      readonly states: (string | null)[][] = [];
+      override async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
+        if (sql.includes('_replica_state') && params !== undefined) this.states.push([...params]);
+        return super.run(sql);
+      }
+      override stageRows(staged: Cell[][], rows: Cell[][]): void {
+        if (this.failStaging) throw new Error("EMFILE: too many open files, open 'x.duckdb.tmp/replica_stage_1.csv'");
+        super.stageRows(staged, rows);
+      }
+    }
+    const sql = new StatesSql();
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const writer = new GroupWriter(sql, 's', specs, { groupMs: 60_000 });
+    await writer.write(checkpoint('contacts', [contact('c1', 1)], 1));
+    await writer.flush();
+    // The next group: the stream's first checkpoint in it cannot be staged.
+    sql.failStaging = true;
+    await expect(writer.write(checkpoint('contacts', [contact('c2', 2)], 2))).rejects.toThrow(/EMFILE/);
+    sql.failStaging = false;
+    await expect(writer.write(checkpoint('contacts', [contact('c3', 3)], 3))).rejects.toThrow(/EMFILE/);
+    await writer.write(checkpoint('conversations', [{ id: 'v1', contact_id: 'c1', created_at: at(0), updated_at: at(1) }], 1));
+    await writer.flush();
+    expect(sql.states).toEqual([
+      ['contacts', checkpoint('contacts', [], 1).state],
+      ['conversations', checkpoint('conversations', [], 1).state],
+    ]);
+  });
+});
