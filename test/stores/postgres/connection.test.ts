@@ -40,6 +40,17 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/**
+ * A throw-away server listening on a Unix socket too, started by the first test that asks for it and stopped after
+ * the file: the tests of the socket only connect to it (nothing of the server changes), and each server a test starts
+ * costs an initdb (some 1.5 s of CPU).
+ */
+let socketServerStarted: ReturnType<typeof startThrowAwayServer> | undefined;
+const socketServer = (): ReturnType<typeof startThrowAwayServer> => (socketServerStarted ??= startThrowAwayServer({ socket: true }));
+afterAll(async () => {
+  await (await socketServerStarted?.catch(() => undefined))?.stop();
+}, 120_000);
+
 describe('connectPostgres', () => {
   it('connects, names its session after the run, and reads values as the server writes them', async () => {
     const client = await connectPostgres(target(db.url));
@@ -466,21 +477,17 @@ describe('connectPostgres', () => {
   });
 
   it('a Unix socket connects without TLS whatever the sslmode, as libpq does (no TLS is asked for over a socket)', async () => {
-    const server = await startThrowAwayServer({ socket: true });
-    try {
-      const password = new URL(server.url).password;
-      for (const sslmode of ['prefer', 'require', 'verify-full']) {
-        const t = target(`postgresql://postgres:${password}@/postgres?host=${encodeURIComponent(server.socketDir ?? '')}&port=${server.port}&sslmode=${sslmode}`, { HOME: '/nonexistent' });
-        const client = await connectPostgres(t);
-        try {
-          const { rows } = await client.query('SELECT inet_client_addr() IS NULL AS socket');
-          expect(rows[0], sslmode).toEqual({ socket: 't' });
-        } finally {
-          await client.end();
-        }
+    const server = await socketServer();
+    const password = new URL(server.url).password;
+    for (const sslmode of ['prefer', 'require', 'verify-full']) {
+      const t = target(`postgresql://postgres:${password}@/postgres?host=${encodeURIComponent(server.socketDir ?? '')}&port=${server.port}&sslmode=${sslmode}`, { HOME: '/nonexistent' });
+      const client = await connectPostgres(t);
+      try {
+        const { rows } = await client.query('SELECT inet_client_addr() IS NULL AS socket');
+        expect(rows[0], sslmode).toEqual({ socket: 't' });
+      } finally {
+        await client.end();
       }
-    } finally {
-      await server.stop();
     }
   }, 120_000);
 
@@ -522,7 +529,7 @@ describe('connectPostgres', () => {
   }, 120_000);
 
   it('without a password anywhere else, reads the pass file as libpq does (a socket matches localhost), and Node warns of nothing', async () => {
-    const server = await startThrowAwayServer({ socket: true });
+    const server = await socketServer();
     const saved = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE };
     const warnings: string[] = [];
     const listen = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
@@ -551,7 +558,6 @@ describe('connectPostgres', () => {
         else process.env[name] = value;
       }
       rmSync(folder, { recursive: true, force: true });
-      await server.stop();
     }
   }, 120_000);
 
