@@ -200,7 +200,9 @@ function planStream(
   for (const [name, property] of Object.entries(propertiesOf(base))) {
     if (name === SINGER_DELETED_AT && !hasTombstones(stream, tombstones)) continue;
     if (name === ACCOUNT_FIELD && staleAccount) continue;
-    if (!kept.has(name) && isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` })) excluded.add(name);
+    // The flags of a field always kept are checked too: a malformed one is a mistake in the catalog either way.
+    const dropped = isFieldDropped(name, property, md, { index, label: `stream ${JSON.stringify(stream.name)}` });
+    if (dropped && !kept.has(name)) excluded.add(name);
     else properties[name] = cleanProperty(property);
   }
   // A field the catalog leaves out but its schema does not have (a typo, `emial`): nothing can drop it, and the records carry what they carry.

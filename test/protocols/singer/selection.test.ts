@@ -125,6 +125,7 @@ describe('stream selection', () => {
     ['"selected-by-default": 1 on a stream', (c: Catalog) => (topOf(c, 1)['selected-by-default'] = 1), /stream "conversations": metadata "selected-by-default" must be true or false .*not 1/, 'catalog.streams.1.metadata'],
     ['"selected": "false" on a field', (c: Catalog) => (fieldOf(c, 0, 'email').selected = 'false'), /stream "contacts", field "email": metadata "selected" must be true or false .*not "false"/, 'catalog.streams.0.metadata'],
     ['a legacy schema.selected "true"', (c: Catalog) => ((c.streams[2] as CatalogEntry).schema.selected = 'true'), /stream "stage_events": schema "selected" must be true or false .*not "true"/, 'catalog.streams.2.schema'],
+    ['"selected": "false" on the key, a field always kept', (c: Catalog) => (fieldOf(c, 0, 'id').selected = 'false'), /stream "contacts", field "id": metadata "selected" must be true or false .*not "false"/, 'catalog.streams.0.metadata'],
   ])('refuses %s (a config_error naming it), never a guess', (_what, edit, message, field) => {
     const catalog = discoverCatalog(false);
     edit(catalog);
