@@ -169,15 +169,16 @@ export function withheldFields(stream: StreamDefinition, config: TreatmentConfig
  * made of (each with why).
  */
 export function untreatable(stream: StreamDefinition): Map<string, string> {
-  const out = new Map<string, string>([[stream.primaryKey, 'its primary key']]);
-  if (stream.cursorField) out.set(stream.cursorField, 'its cursor');
+  const out = new Map<string, string>([[stream.primaryKey, `the primary key of ${stream.name}`]]);
+  if (stream.cursorField) out.set(stream.cursorField, `the cursor of ${stream.name}`);
   if (stream.tombstoneObjectType !== null) {
-    out.set('_ab_cdc_deleted_at', 'the tombstone column');
-    out.set('_sdc_deleted_at', 'the tombstone column');
+    out.set('_ab_cdc_deleted_at', `a tombstone column of ${stream.name}`);
+    out.set('_sdc_deleted_at', `a tombstone column of ${stream.name}`);
   }
   if (stream.deletionLog) {
-    out.set(stream.deletionLog.objectTypeField, 'what deletions are applied by');
-    out.set(stream.deletionLog.objectIdField, 'what deletions are applied by');
+    const which = `one of the fields of ${stream.name} that say which record a deletion removes`;
+    out.set(stream.deletionLog.objectTypeField, which);
+    out.set(stream.deletionLog.objectIdField, which);
   }
   return out;
 }
@@ -211,7 +212,7 @@ export function treatmentProblems(config: {
     }
     const why = untreatable(stream).get(t.field);
     if (why !== undefined) {
-      problems.push(`${entry}: ${t.field} is ${why} of ${stream.name} and cannot be treated; treat other fields`);
+      problems.push(`${entry}: ${t.field} cannot be treated (it is ${why}); treat other fields`);
       continue;
     }
     // With accounts, `account` is the entry's name (first in the key), and the service's own field moved to service_account

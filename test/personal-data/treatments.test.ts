@@ -260,9 +260,10 @@ describe('bad treatments are config errors naming the entry and what is allowed'
   };
   it.each([
     [{ field_treatments: [{ stream: 'leads', field: 'email', treatment: 'drop' }] }, /stream "leads" is not a stream.*contacts, conversations/],
-    [{ field_treatments: [{ stream: 'contacts', field: 'id', treatment: 'hash' }], hash_key: 'k'.repeat(16) }, /field_treatments\[0\].*id is its primary key/],
-    [{ field_treatments: [{ stream: 'contacts', field: 'updated_at', treatment: 'drop' }] }, /updated_at is its cursor/],
-    [{ field_treatments: [{ stream: 'contacts', field: '_ab_cdc_deleted_at', treatment: 'drop' }] }, /the tombstone column/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'id', treatment: 'hash' }], hash_key: 'k'.repeat(16) }, /field_treatments\[0\] \("contacts"\."id"\): id cannot be treated \(it is the primary key of contacts\); treat other fields/],
+    [{ field_treatments: [{ stream: 'contacts', field: 'updated_at', treatment: 'drop' }] }, /updated_at cannot be treated \(it is the cursor of contacts\);/],
+    [{ field_treatments: [{ stream: 'contacts', field: '_ab_cdc_deleted_at', treatment: 'drop' }] }, /_ab_cdc_deleted_at cannot be treated \(it is a tombstone column of contacts\);/],
+    [{ field_treatments: [{ stream: 'deletions', field: 'object_id', treatment: 'drop' }] }, /object_id cannot be treated \(it is one of the fields of deletions that say which record a deletion removes\);/],
     [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'md5' }] }, /treatment must be one of keep, drop, hash, sha256, email_domain/],
     [{ personal_data: 'hash' }, /hash_key.*personal_data is hash but hash_key is not set/],
     [{ field_treatments: [{ stream: 'contacts', field: 'email', treatment: 'hash' }] }, /field_treatments\[0\] is hash but hash_key is not set/],

@@ -331,7 +331,7 @@ describe('field selection and bad treatments', () => {
   it('check fails naming the entry: an unknown field, a key field, hash without hash_key', async () => {
     const cases: [Json, RegExp][] = [
       [{ field_treatments: [{ stream: 'contacts', field: 'emial', treatment: 'drop' }] }, /field_treatments\[0\]: contacts has no field "emial"/],
-      [{ field_treatments: [{ stream: 'conversations', field: 'id', treatment: 'drop' }] }, /field_treatments\[0\].*id is its primary key of conversations/],
+      [{ field_treatments: [{ stream: 'conversations', field: 'id', treatment: 'drop' }] }, /field_treatments\[0\].*id cannot be treated \(it is the primary key of conversations\);/],
       [{ personal_data: 'hash' }, /personal_data is hash but hash_key is not set/],
     ];
     for (const [extra, message] of cases) {
