@@ -681,7 +681,7 @@ export class AccountsRun {
       const message =
         `${failed.length} of ${this.#tracks.size} accounts failed` +
         (untried.length > 0 ? ` and ${untried.length} ${one ? 'was' : 'were'} not tried` : '') +
-        (ok > 0 ? ` (the other ${ok} were read and their states saved)` : '') +
+        (ok === 1 ? ' (the other one was read and its state saved)' : ok > 1 ? ` (the other ${ok} were read and their states saved)` : '') +
         `: ${[...failed.map((t) => `account "${t.name}": ${this.#accountMessage(t)}`), ...untriedPart].join('; ')}`;
       error = new ConnectorError(type, message);
       report?.fail(error);

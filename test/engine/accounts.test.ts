@@ -512,6 +512,11 @@ describe('the service down for the accounts of a run (service-outage.ts)', () =>
     expect(statuses(result)).toEqual({ a1: 'failed', a2: 'failed', a3: 'not_tried', a4: 'not_tried', a5: 'not_tried' });
   });
 
+  it('one account of two failing: the error says the other one was read, in the singular', async () => {
+    const { result } = await run({ a1: '401', a2: 'ok' });
+    expect(statuses(result)).toEqual({ a1: 'failed', a2: 'succeeded' });
+    expect(result.error?.message).toMatch(/^1 of 2 accounts failed \(the other one was read and its state saved\): account "a1": /);
+  });
   it('two accounts at once: no wait while the other one got in (the service answered it)', async () => {
     // a2's page comes late: a3, started as soon as a1 found the service down, is read before it.
     const { result, sink } = await run({ a1: 'refused', a2: 'ok', a3: 'ok' }, 2, new Set(['a2']));
