@@ -97,10 +97,13 @@ export function parseAirbyteState(input: unknown, warn: (message: string) => voi
     }
     states.set(name, parseStreamState(name, state));
   }
-  const missing = [...(options.incremental ?? [])].filter((name) => !states.has(name));
+  // A state of nothing the connector reads (only tombstones_through, say) is no state: its stream is read from start_date too.
+  const none = (name: string): boolean => Object.keys(states.get(name) ?? {}).length === 0;
+  const missing = [...(options.incremental ?? [])].filter(none);
   if (single && missing.length > 0) {
+    const [only] = raw.keys();
     warn(
-      `The state file holds one STATE message, of stream "${[...raw.keys()].join(', ')}"; ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} no state and ${missing.length === 1 ? 'is' : 'are'} read from start_date. ` +
+      `The state file holds one STATE message, of stream "${only ?? ''}"${only !== undefined && states.has(only) && none(only) ? ', which holds no watermark' : ''}; ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} no state and ${missing.length === 1 ? 'is' : 'are'} read from start_date. ` +
         `A read writes one STATE per stream: keep them all (${STATE_RECIPE}), not only the last.`,
     );
   }

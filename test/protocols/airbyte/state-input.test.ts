@@ -36,6 +36,17 @@ describe('--state of read', () => {
     expect(warnings).toEqual([expect.stringMatching(/^The state file holds one STATE message, of stream "contacts"; deletions, stage_events have no state and are read from start_date\./)]);
   });
 
+  it('a single message whose state holds only tombstones_through (no state): the warning counts its stream among those without one', async () => {
+    const only = (name: string): string =>
+      JSON.stringify({ type: 'STATE', state: { type: 'STREAM', stream: { stream_descriptor: { name }, stream_state: { tombstones_through: { sync_watermark: '2025-01-01T00:00:00Z' } } } } });
+    const warnings: string[] = [];
+    expect(await parse(only('contacts'), warnings, ['contacts', 'deletions'])).toEqual(new Map([['contacts', {}]]));
+    expect(warnings).toEqual([expect.stringMatching(/^The state file holds one STATE message, of stream "contacts", which holds no watermark; contacts, deletions have no state and are read from start_date\./)]);
+    const alone: string[] = [];
+    await parse(only('contacts'), alone, ['contacts']);
+    expect(alone).toEqual([expect.stringMatching(/^The state file holds one STATE message, of stream "contacts", which holds no watermark; contacts has no state and is read from start_date\./)]);
+  });
+
   it('anything else: a config error showing the shapes accepted', async () => {
     const expected = /Expected the state Airbyte passes, a JSON array .* a single STATE message .* or the STATE lines of a read's output, one a line \(grep/;
     for (const text of ['{}', '"contacts"', 'null', '{"contacts": {"sync_watermark": "2025-01-01T00:00:00Z"}}']) await expect(parse(text), text).rejects.toThrow(expected);
