@@ -25,6 +25,11 @@ export class BodyTooLarge extends Error {
     this.name = 'BodyTooLarge';
     this.limit = limit;
   }
+
+  /** "a body larger than the 64 MiB the connector reads of one answer", for the client's messages. */
+  get what(): string {
+    return `a body larger than the ${sizeText(this.limit)} the connector reads of one answer`;
+  }
 }
 
 /** "64 MiB", "64 KiB", "1000 bytes". */

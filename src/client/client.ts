@@ -18,7 +18,7 @@ import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerValue, secondsAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type FailureRule } from './policy.js';
+import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
 import { ProxyError, proxyAuthFailure } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
@@ -384,7 +384,7 @@ class DataReadClient implements DataReadApi {
       this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
-    if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.message);
+    if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.what, 'too large');
     const result = await this.#judge(status, headers, raw);
     if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
     return result;
@@ -425,7 +425,7 @@ class DataReadClient implements DataReadApi {
     }
 
     if (status >= 200 && status < 300) {
-      if (tooLarge !== undefined) return this.#bodyFault(status, `${tooLarge.message}, once decompressed`);
+      if (tooLarge !== undefined) return this.#bodyFault(status, `${tooLarge.what} once decompressed`, 'too large');
       if (decodeProblem !== undefined) {
         return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
       }
@@ -469,9 +469,10 @@ class DataReadClient implements DataReadApi {
     return this.#clean(`${url.origin}${url.pathname}`, 200);
   }
 
-  #bodyFault(status: number, what: string): Attempt {
-    const cause = `HTTP ${status} with a body that is not the JSON promised: ${what}`;
-    const rule = bodyRule();
+  /** `what`: why the body is not the JSON promised; with 'too large', the body as BodyTooLarge.what says it. */
+  #bodyFault(status: number, what: string, fault: BodyFault = 'not JSON'): Attempt {
+    const cause = fault === 'too large' ? `HTTP ${status} with ${what}` : `HTTP ${status} with a body that is not the JSON promised: ${what}`;
+    const rule = bodyRule(fault);
     return { ok: false, fault: { rule, retryable: rule.retried, kind: 'body', status, cause, internal: cause } };
   }
 

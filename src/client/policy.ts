@@ -77,14 +77,17 @@ interface Outcome {
 
 /**
  * What went wrong: an HTTP status (or a class of them), a network fault, a
- * 2xx body that is not JSON, or a failure at the proxy (down or unable to
+ * 2xx body that is not JSON (or too large), or a failure at the proxy (down or unable to
  * reach the API; no tunnel in time; a refusal: 407, 403, its certificate).
  */
 type Fault =
   | { readonly status: number | '5xx' | 'any other' }
   | { readonly network: NetKind }
-  | { readonly body: 'not JSON' }
+  | { readonly body: BodyFault }
   | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
+
+/** What is wrong with a 2xx body: not the promised JSON (cut, corrupt), or larger than the client reads (BodyTooLarge). */
+export type BodyFault = 'not JSON' | 'too large';
 
 /**
  * What the reader does with a failure: 'fail' the stream, 'restart' the read
@@ -295,6 +298,21 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'backoff',
     outcome: { code: 'contract', failure: 'system_error', scope: 'request', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` },
   },
+  {
+    // Not a cut or corrupt body: the same page would be as large again, and each try reads the limit's bytes first.
+    fault: { body: 'too large' },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'contract',
+      failure: 'system_error',
+      scope: 'request',
+      message: (c) =>
+        `${c.request} answered ${c.cause}. It is not asked again: the same page would be as large. ` +
+        'Check base_url (the address of the Data-Read API, not of a download or another site); ' +
+        'if it is right, lower page_size so that a page is smaller, and report it to Data-Read.',
+    },
+  },
 ];
 
 /**
@@ -342,9 +360,9 @@ export function readAction(code: ApiErrorCode, situation: ReadSituation): ReadAc
   return rule?.read !== undefined && situation[rule.read.when] ? rule.read.action : 'fail';
 }
 
-/** The rule for a 2xx whose body is not the promised JSON. */
-export function bodyRule(): FailureRule {
-  return find((f) => 'body' in f);
+/** The rule for a 2xx whose body is not the promised JSON, or is larger than the client reads. */
+export function bodyRule(fault: BodyFault): FailureRule {
+  return find((f) => 'body' in f && f.body === fault);
 }
 
 /**

@@ -67,7 +67,11 @@ describe('the failure policy', () => {
   });
 
   it('retries a 2xx body that is not JSON, then calls it a broken contract', () => {
-    expect(bodyRule()).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'contract', failure: 'system_error' } });
+    expect(bodyRule('not JSON')).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'contract', failure: 'system_error' } });
+  });
+
+  it('does not retry a 2xx body larger than the client reads: the same page would be as large again', () => {
+    expect(bodyRule('too large')).toMatchObject({ retried: false, wait: 'none', outcome: { code: 'contract', failure: 'system_error' } });
   });
 
   it('has one row per fault, and a wait only where it retries', () => {
