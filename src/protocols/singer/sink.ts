@@ -216,6 +216,9 @@ export class SingerSink implements SyncSink {
     // pipe on their next write, the client closed under them as the run ends) is no news. An EPIPE of the API's own
     // connection, with stdout open, is said as any other fault.
     if (this.outputClosed()) return;
+    // The run's own failure: should the reader go away before the run ends, the run's end (cli/run-end.ts) tells it again
+    // on stderr and ends with its status, not 75 for the closed pipe.
+    this.out.tellsFailure(error, this.logger.redact(`${stream ? `${stream}: ` : ''}${error.message}`));
     this.logger.log('CRITICAL', `${stream ? `${stream}: ` : ''}${error.message}`);
     if (error.internal) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}${error.internal}`);
     const cause = error.cause;

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureStderr } from '../../helpers/stderr.js';
 import { ApiError } from '../../../src/client/api-error.js';
-import { toConnectorError } from '../../../src/errors.js';
+import { ContractError, toConnectorError } from '../../../src/errors.js';
 import type { DataReadApi } from '../../../src/client/types.js';
 import { parseConfig } from '../../../src/config/config.js';
 import { runSync } from '../../../src/engine/sync.js';
@@ -182,5 +182,25 @@ describe('a stream stopped by a network fault that says EPIPE', () => {
     await sink.streamStarted(contacts);
     await sink.streamIncomplete(contacts, new ApiError('retries_exhausted', 'transient_error', 'GET /v1/contacts: network error (EPIPE); retries exhausted', { cause }));
     expect(stderrText()).toContain('CRITICAL test: contacts: GET /v1/contacts: network error (EPIPE); retries exhausted');
+  });
+});
+
+describe("a stream's own failure, then the reader of stdout going away", () => {
+  it("is kept for the run's end: told on stderr with its status, not lost as noise of the closed pipe", async () => {
+    const plans = planAll(false);
+    const contacts = plans[0]?.stream;
+    if (contacts === undefined) throw new Error('no contacts plan');
+    const stdout = new PassThrough();
+    const out = new LineWriter(stdout);
+    const sink = new SingerSink(out, new StderrLogger('test'), plans, new Map());
+    await sink.streamStarted(contacts);
+    const error = new ContractError('GET /v1/contacts answered a repeating cursor');
+    await sink.streamIncomplete(contacts, error);
+    // The target goes away once the failure is known: its CRITICAL line was said, and the run's end must say it again.
+    stdout.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    expect(out.lostFailures()).toEqual([{ error, text: 'contacts: The Data-Read service broke its API contract: GET /v1/contacts answered a repeating cursor' }]);
+    // A failure met once stdout is closed is its noise: not kept.
+    await sink.streamIncomplete(contacts, new ContractError('later'));
+    expect(out.lostFailures()).toHaveLength(1);
   });
 });
