@@ -46,10 +46,10 @@ const DUCKDB_MEMORY_LIMIT_MB = 64;
 const DUCKDB_MEMORY_LIMIT = `${DUCKDB_MEMORY_LIMIT_MB}MB`;
 
 /**
- * The memory limit that leaves room, beside the buffers of DUCKDB_MEMORY_LIMIT, for a text of `bytes` (UTF-8): DuckDB
- * allocates a block of a string's whole size, beyond the limit's reach of its temporary folder, and holds it more than
- * once as it appends and inserts it (a 28 MB text was refused under 64 MB: "could not allocate block"). A page may
- * hold up to 64 MiB, and a field all of it.
+ * The memory limit that leaves room, beside the buffers of DUCKDB_MEMORY_LIMIT, for long texts of `bytes` (UTF-8)
+ * held together (writer.ts, makeRoom): DuckDB allocates a block of a string's whole size, beyond the limit's reach of
+ * its temporary folder, and holds it more than once as it appends and inserts it (a 28 MB text was refused under
+ * 64 MB: "could not allocate block"). A page may hold up to 64 MiB, and a field all of it.
  */
 export function memoryLimitFor(bytes: number): string {
   return `${DUCKDB_MEMORY_LIMIT_MB + Math.ceil((3 * bytes) / 1_000_000)}MB`;

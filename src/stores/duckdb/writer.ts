@@ -123,6 +123,21 @@ export interface DuckdbStaged {
   readonly cells: Cell[][][];
 }
 
+/** The rows of one of DuckDB's vectors, which it reads, writes and keeps in memory together (makeRoom). */
+const VECTOR_ROWS = 2048;
+/**
+ * The UTF-8 bytes past which a text counts as long (makeRoom): DuckDB keeps a text of more than 4 KB apart
+ * from its row's other cells (an "overflow string"). Under the usual limit 5,000 rows of 20 KB in a row (40 MB of them
+ * in 2,048 rows) were written, 2,500 of 40 KB were not, and 2,500 of 40 KB among 97,500 short ones were.
+ */
+const LONG_TEXT_BYTES = 4096;
+
+/** The long texts' bytes of a table's last VECTOR_ROWS rows staged, a row each, in a ring; `at` the oldest. */
+interface RecentRows {
+  readonly bytes: Float64Array;
+  at: number;
+}
+
 /** Files of staged rows made by this process, for their names. */
 let stageFiles = 0;
 
@@ -131,8 +146,13 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
   private readonly connection: DuckdbConnection;
   private readonly duckdb: DuckdbModule;
   private readonly target: DuckdbTarget;
-  /** The longest text (UTF-8 bytes) DuckDB's memory limit was raised for (memoryLimitFor); 0 while it was not. */
+  /** The long texts' bytes (UTF-8) DuckDB's memory limit was raised for (memoryLimitFor); 0 while it was not. */
   private roomFor = 0;
+  /** By staging table (a table of the store each): the long texts' bytes of its last VECTOR_ROWS rows staged (countLongTexts). */
+  private readonly recent = new Map<string, RecentRows>();
+  /** The sum of them over the tables, and its largest yet: what the memory limit must leave room for (makeRoom). */
+  private recentBytes = 0;
+  private needed = 0;
 
   constructor(connection: DuckdbConnection, duckdb: DuckdbModule, target: DuckdbTarget) {
     this.connection = connection;
@@ -184,6 +204,7 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
    * system's cache): the checkpoint's bytes then go with it.
    */
   stageRows(staged: DuckdbStaged, rows: Cell[][], stage: StageTable): void {
+    this.countLongTexts(rows, stage);
     const csv = csvBytes(rows, stage.layout.columns.map((c) => c.kind));
     if (csv === undefined) {
       staged.cells.push(rows);
@@ -220,23 +241,49 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
       closeSync(staged.fd);
       staged.fd = undefined;
     }
+    await this.makeRoom();
     if (staged.path !== undefined) await this.connection.run(`COPY ${stage.name} FROM ${quoteLiteral(staged.path)} (${CSV_OPTIONS})`);
-    if (staged.cells.length > 0) {
-      await this.makeRoom(staged.cells);
-      await this.appendCells(stage, staged.cells);
+    if (staged.cells.length > 0) await this.appendCells(stage, staged.cells);
+  }
+
+  /**
+   * The long texts of rows staged for `stage`, counted into the ring of its last VECTOR_ROWS rows (a row's: the bytes
+   * of its texts of more than LONG_TEXT_BYTES), and the largest sum of the rings yet.
+   */
+  private countLongTexts(rows: readonly Cell[][], stage: StageTable): void {
+    let recent = this.recent.get(stage.name);
+    if (recent === undefined) {
+      recent = { bytes: new Float64Array(VECTOR_ROWS), at: 0 };
+      this.recent.set(stage.name, recent);
+    }
+    for (const row of rows) {
+      let bytes = 0;
+      for (const cell of row) {
+        // A text of fewer UTF-16 units than a third of LONG_TEXT_BYTES is never longer in UTF-8: most cells, uncounted.
+        if (typeof cell === 'string' && cell.length * 3 > LONG_TEXT_BYTES) {
+          const size = Buffer.byteLength(cell);
+          if (size > LONG_TEXT_BYTES) bytes += size;
+        }
+      }
+      this.recentBytes += bytes - (recent.bytes[recent.at] as number);
+      recent.bytes[recent.at] = bytes;
+      recent.at = (recent.at + 1) % VECTOR_ROWS;
+      if (this.recentBytes > this.needed) this.needed = this.recentBytes;
     }
   }
 
   /**
-   * Raise DuckDB's memory limit, for the rest of the run, to hold the longest text of rows too long for a CSV line
-   * (memoryLimitFor): under the usual limit a text of some 28 MB or more fails the write at every run.
+   * Raise DuckDB's memory limit, for the rest of the run, to hold the long texts of VECTOR_ROWS rows in a row
+   * (memoryLimitFor), as many as the run staged yet: DuckDB keeps the long texts of the rows of a vector of a table
+   * in memory together, beyond the reach of its temporary folder, from their insert until they are in the file (and
+   * again as it copies them there, at the store's close), and holds them more than once as it appends and inserts
+   * them. Under the usual limit one text of some 28 MB, or 500 rows of 100 KB in a row (50 MB), failed the write
+   * at every run ("failed to pin block"). Rows of ordinary texts (none longer than LONG_TEXT_BYTES) leave it as it is.
    */
-  private async makeRoom(chunks: readonly Cell[][][]): Promise<void> {
-    let longest = 0;
-    for (const row of chunks.flat()) for (const cell of row) if (typeof cell === 'string') longest = Math.max(longest, Buffer.byteLength(cell));
-    if (longest <= this.roomFor) return;
-    await this.connection.run(`SET memory_limit = ${quoteLiteral(memoryLimitFor(longest))}`);
-    this.roomFor = longest;
+  private async makeRoom(): Promise<void> {
+    if (this.needed <= this.roomFor) return;
+    await this.connection.run(`SET memory_limit = ${quoteLiteral(memoryLimitFor(this.needed))}`);
+    this.roomFor = this.needed;
   }
 
   dropStaged(staged: DuckdbStaged): void {
