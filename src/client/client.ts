@@ -40,6 +40,8 @@ const DEFAULT_RETRY_MAX_MS = 60_000;
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** Where the service serves its machine-readable description (API description, section 4.2). */
 const DESCRIPTION_PATH = '/v1/openapi.json';
+/** After a simultaneous-request 429 lowered the requests in flight: how long without another before one more may go (the quota's minute). */
+const RAISE_AFTER_MS = 60_000;
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
 const NEVER: Promise<never> = new Promise(() => undefined);
 
@@ -105,6 +107,8 @@ class DataReadClient implements DataReadApi {
   #route: Route | undefined;
   readonly #ownsDispatcher: boolean;
   readonly #gate: Gate;
+  /** When the latest simultaneous-request 429 was answered, while the requests in flight are below the setting (#mayRaise). */
+  #clashedAt: number | undefined;
   readonly #pacer: Pacer;
   readonly #clean: Clean;
   readonly #timeoutMs: number;
@@ -289,6 +293,7 @@ class DataReadClient implements DataReadApi {
    * as it gets the permit, and is not sent.
    */
   async #step(target: string, label: string, me: Prober, attempt: number, started: number): Promise<Step> {
+    this.#mayRaise();
     const release = await this.#gate.acquire();
     try {
       if (this.#reach.held(me)) return { next: 'held' };
@@ -339,6 +344,8 @@ class DataReadClient implements DataReadApi {
     this.stats.requests += 1;
     const seq = this.#pacer.sent();
     const sentAt = this.#now();
+    /** Requests in flight once this one went out, itself included. */
+    const sentWith = this.#pacer.inFlight;
     // request_timeout_seconds bounds the attempt as a whole (a body that trickles in included); route.ts bounds each wait of its connections.
     let timedOut = false;
     const controller = new AbortController();
@@ -352,6 +359,8 @@ class DataReadClient implements DataReadApi {
     let headers: IncomingHttpHeaders;
     let raw: Buffer | BodyText;
     let tooLarge: BodyTooLarge | undefined;
+    /** A 429 whose figures are a short limiter's, not the minute's quota: the requests in flight when it was sent. */
+    let limiterAt: number | undefined;
     try {
       const res = await dispatcher.request({
         origin: this.#base.origin,
@@ -363,7 +372,10 @@ class DataReadClient implements DataReadApi {
       // The description is not one of the key's operations (API description, sections 4.2 and 8): RateLimit-* on it
       // may count another minute (the emulator's, a fresh one for requests outside any key's quota), and taken as the
       // key's they make the key's requests before it look like others spending it, spread as such. Its send still counts.
-      if (label !== DESCRIPTION_PATH) this.#pacer.observe(res.headers, this.#now(), sentAt, seq, res.statusCode);
+      if (label !== DESCRIPTION_PATH) {
+        this.#pacer.observe(res.headers, this.#now(), sentAt, seq, res.statusCode);
+        if (res.statusCode === 429 && this.#pacer.throttle === 'limiter') limiterAt = sentWith;
+      }
       status = res.statusCode;
       headers = res.headers;
       // A success as sent is decoded straight to text; anything else is kept as bytes.
@@ -387,7 +399,54 @@ class DataReadClient implements DataReadApi {
     if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.what, 'too large');
     const result = await this.#judge(status, headers, raw);
     if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
+    if (!result.ok && limiterAt !== undefined) this.#lowerConcurrency(result.fault, headers, limiterAt, label);
     return result;
+  }
+
+  /**
+   * A 429 of a limiter of simultaneous requests (API description, section 8:
+   * its size is not shown): fewer requests in flight from now on, or every
+   * later clash costs a Retry-After for every caller. The refused request
+   * went out with `inFlight` requests in flight, itself included: the
+   * service admits fewer, so at most one less from now on (at least one;
+   * the refusals of one clash each give their bound, the lowest holds).
+   * Taken for that limit: a 429 whose figures are the minute's with quota
+   * left (Pacer.throttle 'limiter' and RateLimit-Remaining above 0; a burst
+   * limiter answers with a window of its own, Remaining 0), and whose
+   * Retry-After ends within the minute's Reset (the day's quota asks for
+   * longer). It rises by one again after a minute without such a 429
+   * (#mayRaise): the clash may have been another process's on the key, gone
+   * since, or counted a moment early (a request the service had not yet let
+   * go); a limit that is the service's own costs one 429 a minute to find.
+   */
+  #lowerConcurrency(fault: Fault, headers: IncomingHttpHeaders, inFlight: number, label: string): void {
+    const remaining = Number(headerValue(headers, 'ratelimit-remaining')?.trim() || '0');
+    const reset = headerValue(headers, 'ratelimit-reset');
+    const resetMs = reset === undefined ? undefined : secondsAsMs(reset);
+    if (!(remaining > 0) || resetMs === undefined || (fault.retryAfterMs ?? 0) > resetMs) return;
+    this.#clashedAt = this.#now();
+    if (!this.#gate.lower(inFlight - 1)) return;
+    const limit = this.#gate.limit;
+    this.#log(
+      'INFO',
+      `GET ${label}: HTTP 429 for a request sent with ${inFlight} in flight while the minute's quota is not spent: the service limits simultaneous requests on this key. ` +
+        `Sending at most ${limit} ${limit === 1 ? 'request' : 'requests'} in flight until a minute passes without such a 429 (max_concurrent_requests is ${this.#gate.size}; set it to ${limit} to start there).`,
+    );
+  }
+
+  /**
+   * One request more in flight again (never above max_concurrent_requests)
+   * once RAISE_AFTER_MS have passed since the last simultaneous-request
+   * 429 (#lowerConcurrency), said in an INFO line.
+   */
+  #mayRaise(): void {
+    if (this.#clashedAt === undefined || this.#now() - this.#clashedAt < RAISE_AFTER_MS) return;
+    this.#clashedAt = undefined;
+    if (!this.#gate.raise()) return;
+    const limit = this.#gate.limit;
+    // Still below the setting: the next minute without a clash raises it again.
+    if (limit < this.#gate.size) this.#clashedAt = this.#now();
+    this.#log('INFO', `No simultaneous-request 429 for a minute: sending at most ${limit} ${limit === 1 ? 'request' : 'requests'} in flight again (max_concurrent_requests is ${this.#gate.size}).`);
   }
 
   /**

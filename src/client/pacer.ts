@@ -238,6 +238,20 @@ export class Pacer {
     return { own, others: Math.max(0, first.remaining - latest.remaining - own), gap: this.#gap };
   }
 
+  /** Requests sent and not yet done. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * What the latest 429 turned out to be so far: 'limiter' when its figures
+   * say a short limiter (burst, simultaneous requests) refused it, not the
+   * minute's quota; undefined before any 429.
+   */
+  get throttle(): Throttle['verdict'] | undefined {
+    return this.#throttle?.verdict;
+  }
+
   /** The wait needed before the next send, or undefined when a request may go now. */
   required(now: number): PaceWait | undefined {
     let wait: PaceWait | undefined;
