@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
-import { headerValue, secondsAsMs } from './headers.js';
+import { headerNumber, headerValue, secondsAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
@@ -420,7 +420,7 @@ class DataReadClient implements DataReadApi {
    * go); a limit that is the service's own costs one 429 a minute to find.
    */
   #lowerConcurrency(fault: Fault, headers: IncomingHttpHeaders, inFlight: number, label: string): void {
-    const remaining = Number(headerValue(headers, 'ratelimit-remaining')?.trim() || '0');
+    const remaining = headerNumber(headers, 'ratelimit-remaining') ?? 0;
     const reset = headerValue(headers, 'ratelimit-reset');
     const resetMs = reset === undefined ? undefined : secondsAsMs(reset);
     if (!(remaining > 0) || resetMs === undefined || (fault.retryAfterMs ?? 0) > resetMs) return;

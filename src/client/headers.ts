@@ -8,6 +8,15 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
   return value;
 }
 
+/** A non-negative finite number from a header, or undefined. */
+export function headerNumber(headers: IncomingHttpHeaders, name: string): number | undefined {
+  const raw = headerValue(headers, name);
+  if (raw === undefined) return undefined;
+  const trimmed = raw.trim();
+  if (!/^\d+(\.\d+)?$/.test(trimmed)) return undefined;
+  return Number(trimmed);
+}
+
 /**
  * A number of seconds (Retry-After's delta-seconds, RateLimit-Reset) as whole
  * ms, or undefined when it is not a non-negative decimal number. A fraction

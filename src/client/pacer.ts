@@ -34,7 +34,7 @@
  * next answer of the same window with Remaining left.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { headerValue, secondsAsMs } from './headers.js';
+import { headerNumber, headerValue, secondsAsMs } from './headers.js';
 
 /**
  * Why a caller must wait before sending: the minute's quota is used up, what
@@ -123,15 +123,6 @@ const SETTLED = 2;
 const GONE = 3;
 /** Longest window assumed for spreading: the quota is per minute. */
 const MAX_WINDOW_MS = 60_000;
-
-/** A non-negative finite number from a header, or undefined. */
-function headerNumber(headers: IncomingHttpHeaders, name: string): number | undefined {
-  const raw = headerValue(headers, name);
-  if (raw === undefined) return undefined;
-  const trimmed = raw.trim();
-  if (!/^\d+(\.\d+)?$/.test(trimmed)) return undefined;
-  return Number(trimmed);
-}
 
 export class Pacer {
   readonly #o: PacerOptions;
