@@ -218,15 +218,16 @@ export class SingerSink implements SyncSink {
     if (this.outputClosed()) return;
     // The run's own failure: should the reader go away before the run ends, the run's end (cli/run-end.ts) tells it again
     // on stderr and ends with its status, not 75 for the closed pipe.
-    this.out.tellsFailure(error, this.logger.redact(`${stream ? `${stream}: ` : ''}${error.message}`));
-    this.logger.log('CRITICAL', `${stream ? `${stream}: ` : ''}${error.message}`);
-    if (error.internal) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}${error.internal}`);
+    const of = stream ? `${stream}: ` : '';
+    this.out.tellsFailure(error, this.logger.redact(`${of}${error.message}`));
+    this.logger.log('CRITICAL', `${of}${error.message}`);
+    if (error.internal) this.logger.log('DEBUG', `${of}${error.internal}`);
     const cause = error.cause;
     if (error.failureType === 'system_error' && cause instanceof Error && cause.stack) {
       // Its frames only: a stack starts with the fault's message, which may quote a record's value (errors.ts faultWords),
       // and the CRITICAL line above said of it what may be said.
       const frames = cause.stack.split('\n').filter((line) => /^\s*at /.test(line));
-      if (frames.length > 0) this.logger.log('DEBUG', `${stream ? `${stream}: ` : ''}the fault's stack: ${frames.map((frame) => frame.trim()).join(' | ')}`);
+      if (frames.length > 0) this.logger.log('DEBUG', `${of}the fault's stack: ${frames.map((frame) => frame.trim()).join(' | ')}`);
     }
   }
 
