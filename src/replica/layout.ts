@@ -32,6 +32,12 @@ type TableStorage = 'rowid' | 'without_rowid';
 export interface TableLayout extends LayoutHead {
   readonly columns: readonly ColumnSpec[];
   readonly storage: TableStorage;
+  /**
+   * REAL columns hold the nearest double of a number kept exact in `_extra`
+   * (rows.ts). Absent from layouts stored before: such a value left its
+   * column NULL, and the table's rows are filled when it is next opened.
+   */
+  readonly realNearest?: true | undefined;
 }
 
 /**
@@ -72,7 +78,7 @@ export function layoutFor(stream: StreamDefinition, schema: JsonSchema = recordJ
     columns.push({ field, kind: field === stream.primaryKey ? 'text' : SQLITE_KINDS[kindOfProperty(property)] });
   }
   if (!columns.some((c) => c.field === stream.primaryKey)) columns.splice(accountKey ? 1 : 0, 0, { field: stream.primaryKey, kind: 'text' });
-  const layout: TableLayout = { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid' };
+  const layout: TableLayout = { stream: stream.name, table: stream.name, primaryKey: stream.primaryKey, cursorField: stream.cursorField, columns, storage: 'rowid', realNearest: true };
   return accountKey ? { ...layout, accountKey: true } : layout;
 }
 
@@ -113,7 +119,7 @@ export function parseLayout(text: string): TableLayout | undefined {
   const storage = v.storage === undefined ? 'without_rowid' : v.storage;
   if (storage !== 'rowid' && storage !== 'without_rowid') return undefined;
   const layout: TableLayout = { stream: v.stream, table: v.table, primaryKey: v.primaryKey, cursorField: v.cursorField as string | null, columns, storage };
-  return v.accountKey === true ? { ...layout, accountKey: true } : layout;
+  return { ...layout, ...(v.accountKey === true && { accountKey: true }), ...(v.realNearest === true && { realNearest: true }) };
 }
 
 /** Whether two layouts describe the same table (same storage, same columns in the same order). */
@@ -125,6 +131,7 @@ export function sameLayout(a: TableLayout, b: TableLayout): boolean {
     a.cursorField === b.cursorField &&
     a.storage === b.storage &&
     a.accountKey === b.accountKey &&
+    a.realNearest === b.realNearest &&
     a.columns.length === b.columns.length &&
     a.columns.every((c, i) => c.field === b.columns[i]?.field && c.kind === b.columns[i]?.kind)
   );

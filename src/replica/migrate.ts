@@ -13,6 +13,9 @@
  *   fits, and a record that lacked the field gets it listed in `_absent`;
  * - anything else (a column dropped or retyped, another primary key): the
  *   table is rewritten record by record (row -> record -> row).
+ * A layout stored before REAL columns held the nearest double of a number
+ * kept in `_extra` (rows.ts) has the rows with such a number re-converted,
+ * so that the column holds it for SQL too.
  */
 import type { DatabaseSync, SQLOutputValue } from 'node:sqlite';
 import { ConfigError } from '../errors.js';
@@ -61,7 +64,9 @@ export function ensureTable(db: DatabaseSync, layout: TableLayout, stored: Table
   try {
     let migration: Migration | undefined;
     if (stored) {
-      migration = { stream: layout.stream, change: migrate(db, stored, layout), columns: columnChanges(stored, layout) };
+      const change = migrate(db, stored, layout);
+      const columns = columnChanges(stored, layout);
+      if (change !== '' || columns.length > 0) migration = { stream: layout.stream, change, columns };
     } else {
       const existing = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = ? AND type IN ('table', 'view')").get(layout.table);
       if (existing) {
@@ -87,12 +92,13 @@ function migrate(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): st
   const wantedKinds = new Map(wanted.columns.map((c) => [c.field, c.kind]));
   const storedFields = new Set(stored.columns.map((c) => c.field));
   const added = wanted.columns.filter((c) => !storedFields.has(c.field));
+  const reals = stored.realNearest || !wanted.realNearest ? [] : wanted.columns.filter((c) => c.kind === 'real' && storedFields.has(c.field));
   const keepsColumns =
     stored.table === wanted.table &&
     stored.primaryKey === wanted.primaryKey &&
     stored.accountKey === wanted.accountKey &&
     stored.columns.every((c) => wantedKinds.get(c.field) === c.kind) &&
-    added.every((c) => PLAIN_FIELD.test(c.field));
+    [...added, ...reals].every((c) => PLAIN_FIELD.test(c.field));
   if (!keepsColumns) {
     rebuild(db, stored, wanted);
     return 'rewritten record by record to the current column layout';
@@ -108,7 +114,13 @@ function migrate(db: DatabaseSync, stored: TableLayout, wanted: TableLayout): st
     fillAddedColumns(db, wanted, added);
     changes.push(`new column${added.length > 1 ? 's' : ''} ${added.map((c) => c.field).join(', ')}`);
   }
-  return changes.length > 0 ? changes.join('; ') : 'column order recorded';
+  if (reals.length > 0) {
+    const filled = reconvertCarrying(db, wanted, reals, ['integer', 'real']);
+    if (filled > 0) changes.push(`REAL column${reals.length > 1 ? 's' : ''} ${reals.map((c) => c.field).join(', ')} filled from _extra in ${filled} row${filled > 1 ? 's' : ''}`);
+  }
+  if (changes.length > 0) return changes.join('; ');
+  // Only the layout's record of REAL columns changed: nothing to tell.
+  return sameLayout({ ...stored, realNearest: wanted.realNearest }, wanted) ? '' : 'column order recorded';
 }
 
 function temporaryName(layout: TableLayout): string {
@@ -159,10 +171,23 @@ function fillAddedColumns(db: DatabaseSync, layout: TableLayout, added: readonly
       `WHERE ${extra} IS NULL OR json_type(${extra}, ?) IS NULL`,
   );
   added.forEach((c, i) => markAbsent.run(c.field, paths[i] ?? ''));
-  // A record that carried it: its value waited in _extra; re-convert the row (row -> record -> row).
+  // A record that carried it: its value waited in _extra.
+  reconvertCarrying(db, layout, added);
+}
+
+/**
+ * Re-convert (row -> record -> row) the rows whose `_extra` holds a value of
+ * one of `columns` (of one of SQLite's JSON `types` when given); returns how
+ * many of them had one of those columns NULL and now filled.
+ */
+function reconvertCarrying(db: DatabaseSync, layout: TableLayout, columns: readonly ColumnSpec[], types?: readonly string[]): number {
+  const table = quoteIdent(layout.table);
+  const extra = quoteIdent(EXTRA_COLUMN);
+  const paths = columns.map((c) => `$."${c.field}"`);
   const keys = keyColumns(layout);
   const pk = keys.map(quoteIdent).join(', ');
-  const carried = paths.map(() => `json_type(${extra}, ?) IS NOT NULL`).join(' OR ');
+  const held = types === undefined ? 'IS NOT NULL' : `IN (${types.map((t) => `'${t}'`).join(', ')})`;
+  const carried = paths.map(() => `json_type(${extra}, ?) ${held}`).join(' OR ');
   const next = db.prepare(
     `SELECT * FROM ${table} WHERE ${extra} IS NOT NULL AND (${carried}) AND (${pk}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${pk} LIMIT ${FILL_BATCH}`,
   );
@@ -171,11 +196,17 @@ function fillAddedColumns(db: DatabaseSync, layout: TableLayout, added: readonly
   next.setReadBigInts(true);
   first.setReadBigInts(true);
   const upsert = db.prepare(insertSql(layout));
+  const at = columns.map((c) => layout.columns.findIndex((l) => l.field === c.field));
   let after: SQLOutputValue[] | undefined;
+  let filled = 0;
   for (;;) {
     const rows = after === undefined ? first.all(...paths) : next.all(...paths, ...after);
-    for (const row of rows) upsert.run(...recordToRow(layout, rowToRecord(layout, row)), row[SYNCED_AT_COLUMN] ?? null);
-    if (rows.length < FILL_BATCH) return;
+    for (const row of rows) {
+      const values = recordToRow(layout, rowToRecord(layout, row));
+      if (at.some((i) => values[i] !== null && row[layout.columns[i]?.field ?? ''] === null)) filled++;
+      upsert.run(...values, row[SYNCED_AT_COLUMN] ?? null);
+    }
+    if (rows.length < FILL_BATCH) return filled;
     const last = rows.at(-1);
     after = keys.map((k) => last?.[k] ?? null);
   }

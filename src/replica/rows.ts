@@ -6,10 +6,12 @@
  *
  * Numbers keep their text digit for digit: an integer of SQLite's 64-bit
  * range goes into an INTEGER column exactly (as a BigInt beyond 2^53); a
- * number a column cannot hold with the same text (an integer beyond the
- * 64-bit range, a decimal with more digits than a double holds, `1.50`,
- * `1e3`, `-0`) arrives as a raw JSON number and goes into `_extra`, whose
- * JSON keeps the text (`_extra -> '$.field'` reads it back in SQL).
+ * number a double does not write back the same (a decimal with more digits
+ * than a double holds, `1.50`, `1e3`, `-0`, an integer beyond 2^53) arrives
+ * as a raw JSON number: a REAL column holds its nearest double, for SQL, and
+ * `_extra` its text (`_extra -> '$.field'` reads it back in SQL), which reads
+ * back first; an INTEGER column cannot hold it (beyond the 64-bit range, or
+ * not an integer), so it goes into `_extra` alone.
  * Rows with such integers must be read with `setReadBigInts(true)`.
  *
  * A string that is not well-formed Unicode (a lone surrogate) goes into its
@@ -55,7 +57,7 @@ function fits(kind: ColumnKind, value: unknown): boolean {
     case 'integer':
       return (Number.isSafeInteger(value) && !Object.is(value, -0)) || int64Of(value) !== undefined;
     case 'real':
-      return typeof value === 'number' && Number.isFinite(value) && !Object.is(value, -0);
+      return typeof value === 'number' ? Number.isFinite(value) && !Object.is(value, -0) : nearestDouble(value) !== undefined;
     case 'boolean':
       return typeof value === 'boolean';
     case 'json':
@@ -63,10 +65,18 @@ function fits(kind: ColumnKind, value: unknown): boolean {
   }
 }
 
+/** The finite double nearest to a raw JSON number (`1.50`, `1e3`, 20 digits), else undefined; `-0` as 0. */
+function nearestDouble(value: unknown): number | undefined {
+  if (!isRawNumber(value)) return undefined;
+  const n = Number(value.rawJSON);
+  return Number.isFinite(n) ? n + 0 : undefined;
+}
+
 function toSql(kind: ColumnKind, value: unknown): SQLInputValue {
   if (kind === 'boolean') return value ? 1 : 0;
   if (kind === 'json') return JSON.stringify(value);
   if (kind === 'integer' && !Number.isSafeInteger(value)) return int64Of(value) ?? null;
+  if (kind === 'real' && typeof value !== 'number') return nearestDouble(value) ?? null;
   return value as string | number;
 }
 
@@ -116,8 +126,8 @@ export function recordToRow(layout: TableLayout, record: Data): RowValues {
     else if (fits(kind, value)) {
       values[i] = toSql(kind, value);
       // SQLite holds text as UTF-8: a lone surrogate (JSON can carry one as an escape) reaches the column as U+FFFD,
-      // so the exact string is kept in _extra too, which reads back first.
-      if (kind === 'text' && !isWellFormed(value as string)) put((extra ??= {}), field, value);
+      // and a REAL column a raw number's nearest double, so the exact value is kept in _extra too, which reads back first.
+      if (kind === 'text' ? !isWellFormed(value as string) : kind === 'real' && typeof value !== 'number') put((extra ??= {}), field, value);
     } else {
       values[i] = null;
       put((extra ??= {}), field, value);

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { layoutFor, type TableLayout } from '../../src/replica/layout.js';
-import { insertSql, openForWrite } from '../../src/replica/database.js';
+import { insertSql, openForWrite, storedLayouts } from '../../src/replica/database.js';
 import { ensureTable } from '../../src/replica/migrate.js';
 import { recordToRow, rowToRecord } from '../../src/replica/rows.js';
 import { isRawNumber, parseExactJson } from '../../src/exact-json.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
+import { recordJsonSchema } from '../../src/schemas/json-schema.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 
@@ -133,5 +134,51 @@ describe('numbers digit for digit', () => {
     db.close();
     expect(back.contact_message_count).toBe(9007199254740994);
     expect(back.agent_message_count).toBe(-9007199254809444);
+  });
+
+  describe('a REAL column (a number field of the service)', () => {
+    const schema = recordJsonSchema(findStream('conversations') as StreamDefinition);
+    const priced = layoutFor(findStream('conversations') as StreamDefinition, { ...schema, properties: { ...(schema.properties as Record<string, unknown>), price: { type: ['number', 'null'] } } });
+    const texts = { a: '1.50', b: '1e3', c: '-0', d: '0.1000000000000000055511151231257827', e: '9007199254740993', f: '1e400', g: '2.5' };
+    const record = (id: string, text: string): Record<string, unknown> =>
+      parseExactJson(`{"id":"${id}","updated_at":"2026-01-01T00:00:00.000Z","price":${text}}`) as Record<string, unknown>;
+    const columnOf = (db: ReturnType<typeof openForWrite>): Record<string, unknown> =>
+      Object.fromEntries(db.prepare('SELECT id, price, _extra -> \'$.price\' AS exact FROM conversations ORDER BY id').all().map((r) => [r.id, [r.price, r.exact]]));
+
+    it('holds the nearest double of a number a double does not write back the same, for SQL; the exact text stays in _extra and reads back', () => {
+      const db = openForWrite(':memory:');
+      ensureTable(db, priced, undefined);
+      for (const [id, text] of Object.entries(texts)) db.prepare(insertSql(priced)).run(...recordToRow(priced, record(id, text)), '2026-01-01T00:00:00.000Z');
+      expect(columnOf(db)).toEqual({ a: [1.5, '1.50'], b: [1000, '1e3'], c: [0, '-0'], d: [0.1, '0.1000000000000000055511151231257827'], e: [9007199254740992, '9007199254740993'], f: [null, '1e400'], g: [2.5, null] });
+      expect(db.prepare('SELECT sum(price) AS s FROM conversations').get()).toEqual({ s: 1.5 + 1000 + 0.1 + 9007199254740992 + 2.5 });
+      const select = db.prepare('SELECT * FROM conversations ORDER BY id');
+      select.setReadBigInts(true);
+      const back = select.all().map((row) => JSON.stringify(rowToRecord(priced, row)));
+      db.close();
+      expect(back).toEqual(Object.entries(texts).map(([id, text]) => JSON.stringify(record(id, text))));
+    });
+
+    it('of a table written before (such numbers left the column NULL) is filled when the table is opened, once', () => {
+      const db = openForWrite(':memory:');
+      const { realNearest: _, ...before } = priced;
+      ensureTable(db, before, undefined);
+      const insert = db.prepare(`INSERT INTO conversations (id, updated_at, _extra, _absent, _synced_at) VALUES (?, '2026-01-01T00:00:00.000Z', ?, ?, '2026-01-01T00:00:00.000Z')`);
+      insert.run('a', '{"price":1.50}', null);
+      insert.run('f', '{"price":1e400}', null);
+      insert.run('h', '{"price":"n/a"}', null);
+      db.prepare(`INSERT INTO conversations (id, updated_at, price, _synced_at) VALUES ('g', '2026-01-01T00:00:00.000Z', 2.5, '2026-01-01T00:00:00.000Z')`).run();
+      const migration = ensureTable(db, priced, storedLayouts(db).get('conversations'));
+      expect(migration).toEqual({ stream: 'conversations', change: 'REAL column price filled from _extra in 1 row', columns: [] });
+      expect(columnOf(db)).toEqual({ a: [1.5, '1.50'], f: [null, '1e400'], g: [2.5, null], h: [null, '"n/a"'] });
+      expect(storedLayouts(db).get('conversations')?.realNearest).toBe(true);
+      expect(ensureTable(db, priced, storedLayouts(db).get('conversations'))).toBeUndefined();
+      // A table without a REAL column only has its layout's record brought up to date, with nothing to tell.
+      const plain = layoutFor(contacts);
+      const { realNearest: __, ...plainBefore } = plain;
+      ensureTable(db, plainBefore, undefined);
+      expect(ensureTable(db, plain, storedLayouts(db).get('contacts'))).toBeUndefined();
+      expect(storedLayouts(db).get('contacts')?.realNearest).toBe(true);
+      db.close();
+    });
   });
 });
