@@ -138,6 +138,10 @@ export class RecordPipeline implements SyncSink {
     return this.#emitter.streamRunning(stream, quotaReset);
   }
 
+  readWatermark(stream: StreamDefinition, watermark: string): void | Promise<void> {
+    return this.#emitter.readWatermark?.(stream, watermark);
+  }
+
   readRestarted(stream: StreamDefinition): void | Promise<void> {
     return this.#emitter.readRestarted?.(stream);
   }

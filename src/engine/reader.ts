@@ -185,6 +185,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
 
     if (after === undefined) {
       await sink.streamRunning(stream);
+      await sink.readWatermark?.(stream, page.watermark);
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
     const window = options.catchUp === true && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;

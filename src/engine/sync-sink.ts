@@ -18,6 +18,11 @@ export interface SyncSink {
   streamStarted(stream: StreamDefinition): void | Promise<void>;
   /** The stream is reading; `quotaReset` (epoch ms) when it is waiting on a rate limit. */
   streamRunning(stream: StreamDefinition, quotaReset?: number): void | Promise<void>;
+  /**
+   * The sync_watermark of the stream's read (the service's now when it
+   * began, on its clock), told before its first record.
+   */
+  readWatermark?(stream: StreamDefinition, watermark: string): void | Promise<void>;
   /** One page of records as received, extracted at `extractedAt` (epoch ms); `tombstones`: how many of them are tombstones (for the run's report). */
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number, tombstones?: number): void | Promise<void>;
   /**

@@ -200,7 +200,7 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     await session?.close();
     return critical(ctx, err);
   }
-  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, Date.now(), names);
+  const sink = new SingerSink(ctx.out, ctx.logger, plans, states, undefined, names);
   const runner = session ?? new (await import('../../engine/accounts.js')).AccountsRun(config, ctx.report, ctx.signal);
   // A person at a terminal sees the streams, the requests and any rate-limit wait move, under the log lines.
   const progress = new Progress({ logger: ctx.logger, requests: () => runner.stats });

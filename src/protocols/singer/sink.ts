@@ -10,7 +10,10 @@
  * An identical STATE right after another is not repeated.
  *
  * A FULL_TABLE stream with ACTIVATE_VERSION (StreamPlan.activateVersion)
- * carries the sync's table version (its start, epoch ms) on every RECORD; an
+ * carries the sync's table version on every RECORD: the service's now when
+ * the stream's read began (its sync_watermark, epoch ms), on the service's
+ * clock as the state's watermarks are, so that it grows from sync to sync
+ * even when the machine's clock went back between them. An
  * ACTIVATE_VERSION follows its complete read (after the last RECORD, before
  * its STATE), so the target drops the rows of older versions: rows the source
  * no longer has. On the stream's first sync (no bookmark in --state) one is
@@ -22,6 +25,7 @@ import type { Data, LogLevel, SyncSink } from '../../engine/sync-sink.js';
 import type { StreamState } from '../../engine/state.js';
 import { writeRecordLines, type LineWriter, type StderrLogger } from '../../runtime/output.js';
 import { STREAMS, type StreamDefinition } from '../../streams.js';
+import { parseInstant } from '../../time.js';
 import * as msg from './protocol.js';
 import type { StreamPlan } from './selection.js';
 import { keyProperties } from './schema.js';
@@ -34,8 +38,8 @@ const RATE_LIMIT_LOG_MS = 10_000;
 
 interface StreamOutput {
   readonly plan: StreamPlan;
-  /** The table version of the stream's RECORDs; undefined: no ACTIVATE_VERSION. */
-  readonly version: number | undefined;
+  /** The table version of the stream's RECORDs; undefined: no ACTIVATE_VERSION, or not known until its read begins (readWatermark). */
+  version: number | undefined;
   /** The UTF-8 of its RECORD lines' start, up to the record. */
   readonly head: Uint8Array;
 }
@@ -58,7 +62,8 @@ export class SingerSink implements SyncSink {
   private readonly accounts: ReadonlySet<string> | undefined;
 
   /**
-   * @param version the table version of FULL_TABLE streams with ACTIVATE_VERSION: grows from sync to sync (default: now, epoch ms)
+   * @param version the table version of FULL_TABLE streams with ACTIVATE_VERSION, the same for all (default: each stream's from its
+   *   read's sync_watermark, which grows from sync to sync on the service's clock)
    * @param accounts with accounts in the config, the names of its entries: every account's RECORDs of a FULL_TABLE stream carry the
    *   same version, activated once every account read the stream to its end (engine/accounts.ts ends it then), so one account's
    *   version never removes another account's rows from the target
@@ -68,7 +73,7 @@ export class SingerSink implements SyncSink {
     logger: StderrLogger,
     plans: readonly StreamPlan[],
     bookmarks: ReadonlyMap<string, StreamState>,
-    version: number = Date.now(),
+    version?: number,
     accounts?: readonly string[],
   ) {
     this.out = out;
@@ -122,6 +127,18 @@ export class SingerSink implements SyncSink {
     const schema = msg.schema(stream.name, plan.schema, keyProperties(stream, this.accounts !== undefined), plan.bookmarkProperties);
     const first = version !== undefined && this.firstSync.has(stream.name) ? msg.activateVersion(stream.name, version) : '';
     return this.writeLine(schema + first);
+  }
+
+  /**
+   * The stream's table version, from the first read of it in this sync (with accounts, every account's RECORDs carry the
+   * first account's), and on its first sync the ACTIVATE_VERSION that comes before its first RECORD.
+   */
+  readWatermark(stream: StreamDefinition, watermark: string): Promise<void> | undefined {
+    const output = this.streams.get(stream.name);
+    if (output === undefined || !output.plan.activateVersion || output.version !== undefined) return undefined;
+    const at = parseInstant(watermark);
+    output.version = Number.isNaN(at) ? Date.now() : at;
+    return this.firstSync.has(stream.name) ? this.writeLine(msg.activateVersion(stream.name, output.version)) : undefined;
   }
 
   /** Singer has no stream status: a rate-limit wait of 10 s or more is logged instead. */

@@ -121,6 +121,8 @@ describe('full tables whose rows disappear', () => {
     const now = idsOf(account.dump().pipeline_stages);
     expect(now).not.toContain(removed.id);
     expect(now).toContain(added.id);
+    // Time passes between syncs on the service's clock (frozen here), which the table version follows.
+    control.advanceClock(60_000);
 
     const second = split(await tap(['--config', config, '--state', writeJson(dir, 'tap-state.json', target.state)]));
     target.apply(second.stdout);
