@@ -23,11 +23,43 @@ export function headerNumber(headers: IncomingHttpHeaders, name: string): number
  * of a ms is rounded up: a wait never ends before the service said, and the
  * instant it ends is whole ms (Airbyte's quota_reset is an integer). Read
  * from the digits, so 1.1 s is 1100 ms (1.1 * 1000 in floating point is not).
+ * A number written loosely ("+5", "5.") is still the seconds it says.
  */
 export function secondsAsMs(text: string): number | undefined {
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  const match = /^\+?(\d+)(?:\.(\d*))?$/.exec(text.trim());
   if (!match) return undefined;
   const fraction = match[2] ?? '';
   const ms = Number(match[1]) * 1000 + Number(fraction.slice(0, 3).padEnd(3, '0'));
   return /[1-9]/.test(fraction.slice(3)) ? ms + 1 : ms;
+}
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+/** IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT". */
+const IMF_FIXDATE = /^[a-z]{3}, (?<day>\d{2}) (?<month>[a-z]{3}) (?<year>\d{4}) (?<time>\d{2}:\d{2}:\d{2}) GMT$/i;
+/** RFC 850's form: "Sunday, 06-Nov-94 08:49:37 GMT". */
+const RFC850_DATE = /^[a-z]{6,9}, (?<day>\d{2})-(?<month>[a-z]{3})-(?<year>\d{2}) (?<time>\d{2}:\d{2}:\d{2}) GMT$/i;
+/** asctime's form: "Sun Nov  6 08:49:37 1994". */
+const ASCTIME_DATE = /^[a-z]{3} (?<month>[a-z]{3}) (?<day>[ \d]\d) (?<time>\d{2}:\d{2}:\d{2}) (?<year>\d{4})$/i;
+
+/**
+ * An HTTP-date (RFC 9110, section 5.6.7: IMF-fixdate, or the obsolete RFC 850
+ * and asctime forms, all in GMT) as epoch ms, or undefined for anything else.
+ * Not Date.parse: it reads almost any text as some date ("5." and "+5" as
+ * 1 May 2001), and a Retry-After of such a date is "again now" where the
+ * service meant a wait.
+ */
+export function httpDate(text: string): number | undefined {
+  const value = text.trim();
+  const found = (IMF_FIXDATE.exec(value) ?? RFC850_DATE.exec(value) ?? ASCTIME_DATE.exec(value))?.groups;
+  if (found === undefined) return undefined;
+  const { day: dayText = '', month: monthText = '', year: yearText = '', time = '' } = found;
+  const day = Number(dayText.trim());
+  const month = MONTHS.indexOf(monthText.toLowerCase());
+  // RFC 850's two-digit year: 00 to 49 in this century, 50 to 99 in the last one.
+  const year = yearText.length === 2 ? Number(yearText) + (Number(yearText) < 50 ? 2000 : 1900) : Number(yearText);
+  const [hour = 0, minute = 0, second = 0] = time.split(':').map(Number);
+  if (month < 0 || hour > 23 || minute > 59 || second > 60) return undefined;
+  const ms = Date.UTC(year, month, day, hour, minute, second);
+  // 31 Feb is no date (Date.UTC would roll it into March).
+  return new Date(ms).getUTCDate() === day ? ms : undefined;
 }

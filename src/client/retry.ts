@@ -5,7 +5,7 @@
  */
 import type { Clean } from './redact.js';
 import { duration } from './redact.js';
-import { secondsAsMs } from './headers.js';
+import { httpDate, secondsAsMs } from './headers.js';
 
 /**
  * Growing, jittered waits ("decorrelated jitter"): each wait is drawn between
@@ -39,17 +39,18 @@ export class Backoff {
  * HTTP date. A date is on the service's clock: it is measured from the
  * response's own `Date` (`responseDate`) when it has one, so that a machine
  * whose clock is behind or ahead of the service's waits what the service
- * meant; from `now` otherwise.
+ * meant; from `now` otherwise. A value that is neither is no Retry-After
+ * (undefined): never a date long past, which would say "again now".
  */
 export function parseRetryAfter(value: string | undefined, now: number, responseDate?: string): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
   const ms = secondsAsMs(text);
   if (ms !== undefined) return ms;
-  const date = Date.parse(text);
-  if (Number.isNaN(date)) return undefined;
-  const sent = responseDate === undefined ? Number.NaN : Date.parse(responseDate);
-  return Math.max(0, date - (Number.isNaN(sent) ? now : sent));
+  const date = httpDate(text);
+  if (date === undefined) return undefined;
+  const sent = responseDate === undefined ? undefined : httpDate(responseDate);
+  return Math.max(0, date - (sent ?? now));
 }
 
 /**

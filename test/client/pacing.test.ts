@@ -173,6 +173,43 @@ describe('429 and 503', () => {
     expect(times).toEqual([T0, T0 + 7000]);
   });
 
+  it.each(['5.', '+5', ' 5 '])('Retry-After %j is 5 s (a number written loosely), not an HTTP date long past', async (retryAfter) => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': retryAfter, 'ratelimit-limit': '60', 'ratelimit-remaining': '40', 'ratelimit-reset': '50' }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 5000]);
+    expect(h.waits.map((w) => w.reason)).toEqual(['rate_limited']);
+  });
+
+  it.each(['-5', '5 s', 'soon', 'Sat, 01 Mar 2025', '2025-03-01T12:00:07Z'])(
+    'Retry-After %j, neither delay-seconds nor an HTTP-date: read as no Retry-After (RateLimit-Reset), never as a date long past',
+    async (retryAfter) => {
+      const h = harness();
+      const times = serve(() => h.clock, [
+        [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': retryAfter, 'ratelimit-remaining': '0', 'ratelimit-reset': '9' }],
+        [200, page(), JSON_HEADERS],
+      ]);
+      await h.client.list('/v1/contacts', { limit: 1 });
+      await h.client.close();
+      expect(times).toEqual([T0, T0 + 9000]);
+    },
+  );
+
+  it("a Date header that is no HTTP-date does not move a Retry-After date: it is measured from this machine's clock", async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, date: '5', 'retry-after': new Date(T0 + 7000).toUTCString() }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 7000]);
+  });
+
   it('503 Retry-After is honoured', async () => {
     const h = harness();
     const times = serve(() => h.clock, [

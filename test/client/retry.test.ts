@@ -54,6 +54,15 @@ describe('parseRetryAfter', () => {
     // A date is measured from the response's Date (the service's clock), when there is one.
     expect(parseRetryAfter('Sat, 01 Mar 2025 12:31:00 GMT', now, 'Sat, 01 Mar 2025 12:30:00 GMT')).toBe(60_000);
     expect(parseRetryAfter('Sat, 01 Mar 2025 12:01:00 GMT', now, 'not a date')).toBe(60_000);
+    // The three forms of an HTTP-date (RFC 9110, 5.6.7), all in GMT whatever the machine's zone.
+    expect(parseRetryAfter('Saturday, 01-Mar-25 12:01:00 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('Sat Mar  1 12:01:00 2025', now)).toBe(60_000);
+    // A number written loosely is still seconds; anything else is no Retry-After (not a date of 2001, "again now").
+    expect(parseRetryAfter('5.', now)).toBe(5000);
+    expect(parseRetryAfter('+5', now)).toBe(5000);
+    for (const junk of ['-5', '5 s', '5e3', '0x10', '', '2025-03-01T12:01:00Z', 'Sat, 31 Feb 2025 12:01:00 GMT', 'Sat, 01 Mar 2025 25:01:00 GMT']) {
+      expect(parseRetryAfter(junk, now), junk).toBeUndefined();
+    }
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
   });
