@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
-import { headerNumber, headerValue, secondsAsMs } from './headers.js';
+import { headerNumber, headerValue, resetAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
 import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
@@ -421,8 +421,7 @@ class DataReadClient implements DataReadApi {
    */
   #lowerConcurrency(fault: Fault, headers: IncomingHttpHeaders, inFlight: number, label: string): void {
     const remaining = headerNumber(headers, 'ratelimit-remaining') ?? 0;
-    const reset = headerValue(headers, 'ratelimit-reset');
-    const resetMs = reset === undefined ? undefined : secondsAsMs(reset);
+    const resetMs = resetAsMs(headers, this.#now());
     if (!(remaining > 0) || resetMs === undefined || (fault.retryAfterMs ?? 0) > resetMs) return;
     this.#clashedAt = this.#now();
     if (!this.#gate.lower(inFlight - 1)) return;
@@ -501,10 +500,7 @@ class DataReadClient implements DataReadApi {
     let retryAfterMs: number | undefined;
     if (rule.retried && rule.wait === 'retry_after') {
       retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), this.#now(), headerValue(headers, 'date'));
-      if (retryAfterMs === undefined) {
-        const reset = headerValue(headers, 'ratelimit-reset');
-        if (reset !== undefined) retryAfterMs = secondsAsMs(reset);
-      }
+      retryAfterMs ??= resetAsMs(headers, this.#now());
       // "Again now" (0, or a date already past), as a simultaneous-request limiter may say while the requests
       // that fill it run on: taken at its word, every retry would go at once and all be spent in no time. A
       // growing backoff instead (not the minute's RateLimit-Reset after a Retry-After 0: the service said the

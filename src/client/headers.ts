@@ -63,3 +63,29 @@ export function httpDate(text: string): number | undefined {
   // 31 Feb is no date (Date.UTC would roll it into March).
   return new Date(ms).getUTCDate() === day ? ms : undefined;
 }
+
+/**
+ * Longest RateLimit-Reset read as seconds to wait, and farthest from the
+ * service's clock a Reset read as an epoch time may lie: a day. The API's
+ * Reset is the seconds until the minute restarts (section 4.1); a gateway
+ * counting a day may say up to a day.
+ */
+const RESET_MAX_MS = 86_400_000;
+
+/**
+ * RateLimit-Reset as a wait in ms, or undefined. Seconds to wait (whole ms,
+ * rounded up: secondsAsMs) up to a day. A larger value is no wait of the
+ * API's minute: a service or gateway that sends the reset instant in epoch
+ * seconds (as X-RateLimit-Reset often is) means that instant, which is read
+ * on the service's clock (the response's Date, or `now` without one) when it
+ * lies within a day of it (one just past is no wait: 0). Anything else counts
+ * as no Reset, never a wait of years.
+ */
+export function resetAsMs(headers: IncomingHttpHeaders, now: number): number | undefined {
+  const raw = headerValue(headers, 'ratelimit-reset');
+  const ms = raw === undefined ? undefined : secondsAsMs(raw);
+  if (ms === undefined || ms <= RESET_MAX_MS) return ms;
+  const date = headerValue(headers, 'date');
+  const wait = ms - ((date === undefined ? undefined : httpDate(date)) ?? now);
+  return Math.abs(wait) <= RESET_MAX_MS ? Math.max(0, wait) : undefined;
+}

@@ -34,7 +34,7 @@
  * next answer of the same window with Remaining left.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { headerNumber, headerValue, secondsAsMs } from './headers.js';
+import { headerNumber, resetAsMs } from './headers.js';
 
 /**
  * Why a caller must wait before sending: the minute's quota is used up, what
@@ -382,9 +382,8 @@ export class Pacer {
     // Limit, or its fall to the next answer's figure would count as others spending the key, and their share stop the sync.
     const cap = limit ?? this.#limit;
     const remaining = reported !== undefined && cap !== undefined ? Math.min(reported, cap) : reported;
-    const resetRaw = headerValue(headers, 'ratelimit-reset');
     // Whole ms, rounded up: the instant a wait ends is announced (quota_reset) and must not come before the service's.
-    const resetMs = resetRaw === undefined ? undefined : secondsAsMs(resetRaw);
+    const resetMs = resetAsMs(headers, now);
     const reset = resetMs === undefined ? undefined : resetMs / 1000;
     if (status === 429 || status === 503) {
       if (status === 429) this.#throttled(now, remaining, reset);

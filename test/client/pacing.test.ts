@@ -354,12 +354,9 @@ describe('429 and 503', () => {
     expect(h.client.stats).toMatchObject({ throttled: 1, waitedMs: 0 });
   });
 
-  it.each([
-    ['a Retry-After', { 'retry-after': '99999999999999999999' }, 429],
-    ['a RateLimit-Reset (no Retry-After)', { 'ratelimit-remaining': '0', 'ratelimit-reset': '99999999999999999999' }, 429],
-  ] as const)('429 with %s beyond any date: wait_too_long that says so, not a crash on the date', async (_name, headers, status) => {
+  it('429 with a Retry-After beyond any date: wait_too_long that says so, not a crash on the date', async () => {
     const h = harness({ maxWaitSeconds: 900 });
-    serve(() => h.clock, [[status, problem(status, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, ...headers }]]);
+    serve(() => h.clock, [[429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, 'retry-after': '99999999999999999999' }]]);
     const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     const again = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
     await h.client.close();
@@ -371,16 +368,6 @@ describe('429 and 503', () => {
     }
   });
 
-  it('Remaining 0 with a RateLimit-Reset beyond any date: wait_too_long that says so, not a crash on the date', async () => {
-    const h = harness({ maxWaitSeconds: 900 });
-    serve(() => h.clock, [[200, page(), { ...JSON_HEADERS, 'ratelimit-limit': '60', 'ratelimit-remaining': '0', 'ratelimit-reset': '99999999999999999999' }]]);
-    await h.client.list('/v1/contacts', { limit: 1 });
-    const err = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
-    await h.client.close();
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ code: 'wait_too_long', failureType: 'transient_error' });
-    expect(err.message).toContain('longer than max_wait_seconds (900 s) allows');
-  });
 
   it('after a too-long Retry-After, other callers stop at once without sending', async () => {
     const h = harness();
@@ -453,6 +440,91 @@ describe('429 and 503', () => {
     expect(settled).toBe(true);
     const err = await failure(() => pending);
     expect(err.message).toMatch(/closed/);
+  });
+});
+
+describe('RateLimit-Reset as an epoch time', () => {
+  const httpDate = (ms: number): string => new Date(ms).toUTCString();
+  const epoch = (ms: number): string => String(Math.floor(ms / 1000));
+
+  it("Remaining 0 with a Reset in epoch seconds: waits until that instant on the service's clock (its Date), not for decades", async () => {
+    const h = harness();
+    // The service's clock runs 20 minutes ahead of this machine's; its minute restarts 30 s after it answered.
+    const serviceNow = T0 + 20 * 60_000;
+    const times = serve(() => h.clock, [
+      [200, page(), { ...limits(0, 0), date: httpDate(serviceNow), 'ratelimit-reset': epoch(serviceNow + 30_000) }],
+      [200, page(), limits(59, 60)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 30_000]);
+    expect(h.waits).toEqual([{ reason: 'rate_limited', waitMs: 30_000, until: T0 + 30_000, path: '/v1/contacts' }]);
+  });
+
+  it("without a Date header, an epoch Reset is measured from this machine's clock", async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [200, page(), { ...limits(0, 0), 'ratelimit-reset': epoch(T0 + 12_000) }],
+      [200, page(), limits(59, 60)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 12_000]);
+  });
+
+  it('429 without Retry-After, an epoch Reset: retried at that instant', async () => {
+    const h = harness();
+    const times = serve(() => h.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, date: httpDate(T0), 'ratelimit-remaining': '0', 'ratelimit-reset': epoch(T0 + 9000) }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 9000]);
+  });
+
+  it.each([
+    ['beyond any date', '99999999999999999999'],
+    ['a year of seconds', String(365 * 86_400)],
+    ['an epoch time a week ahead', epoch(T0 + 7 * 86_400_000)],
+    ['an epoch time a week past', epoch(T0 - 7 * 86_400_000)],
+  ])('a Reset that is neither a wait of at most a day nor an instant within a day (%s) counts as none: no wait of hours', async (_name, reset) => {
+    // Remaining 0 with that Reset: the next request goes (the service says when to come back, with a 429's Retry-After).
+    const quota = harness({ maxWaitSeconds: 86_400 });
+    const quotaTimes = serve(() => quota.clock, [
+      [200, page(), { ...limits(0, 0), date: httpDate(T0), 'ratelimit-reset': reset }],
+      [200, page(), limits(59, 60)],
+    ]);
+    await quota.client.list('/v1/contacts', { limit: 1 });
+    await quota.client.list('/v1/contacts', { limit: 1 });
+    await quota.client.close();
+    expect(quotaTimes[1]! - T0).toBeLessThan(60_000);
+    expect(quota.waits.filter((w) => w.reason === 'rate_limited')).toEqual([]);
+
+    // A 429 with that Reset and no Retry-After: a growing backoff, as with neither header.
+    const refused = harness({ maxWaitSeconds: 86_400 });
+    const refusedTimes = serve(() => refused.clock, [
+      [429, problem(429, 'Too Many Requests', 'x'), { ...PROBLEM_HEADERS, date: httpDate(T0), 'ratelimit-remaining': '0', 'ratelimit-reset': reset }],
+      [200, page(), JSON_HEADERS],
+    ]);
+    await refused.client.list('/v1/contacts', { limit: 1 });
+    await refused.client.close();
+    expect(refusedTimes).toEqual([T0, T0 + 10]);
+    expect(refused.waits.map((w) => w.reason)).toEqual(['backoff']);
+  });
+
+  it('a Reset of up to a day is still seconds to wait (a gateway counting the day), not an epoch time', async () => {
+    const h = harness({ maxWaitSeconds: 86_400 });
+    const times = serve(() => h.clock, [
+      [200, page(), { ...limits(0, 86_400), date: httpDate(T0) }],
+      [200, page(), limits(59, 60)],
+    ]);
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.list('/v1/contacts', { limit: 1 });
+    await h.client.close();
+    expect(times).toEqual([T0, T0 + 86_400_000]);
   });
 });
 
