@@ -114,9 +114,14 @@ function chooseMode(stream: StreamDefinition, entry: Entry, md: Metadata, warn: 
     // Not a string either (5, ["INCREMENTAL"]): said like an unknown method, not passed over.
     warn(`Stream "${stream.name}": replication-method ${JSON.stringify(raw)} is not supported (use INCREMENTAL or FULL_TABLE); using ${fallback === 'incremental' ? 'INCREMENTAL' : 'FULL_TABLE'}.`);
   }
+  // Any mode: a key the stream cannot replicate on is said, as the docs promise, also where FULL_TABLE reads no key.
   const key = top['replication-key'] ?? entry.replication_key;
-  if (mode === 'incremental' && key !== undefined && key !== null && key !== stream.cursorField) {
-    warn(`Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key ${JSON.stringify(key)} is ignored.`);
+  if (key !== undefined && key !== null && key !== stream.cursorField) {
+    warn(
+      stream.cursorField === null
+        ? `Stream "${stream.name}" has no cursor: it is read whole at every sync (FULL_TABLE); replication-key ${JSON.stringify(key)} is ignored.`
+        : `Stream "${stream.name}" replicates on its own cursor "${stream.cursorField}"; replication-key ${JSON.stringify(key)} is ignored.`,
+    );
   }
   return mode;
 }

@@ -106,6 +106,25 @@ describe('stream selection', () => {
     ]);
   });
 
+  it('warns about a replication-key on a stream read whole: pipeline_stages (no cursor), or FULL_TABLE with another key', () => {
+    const catalog = select({ contacts: { method: 'FULL_TABLE' }, conversations: { method: 'FULL_TABLE' }, pipeline_stages: true });
+    topOf(catalog, 0)['replication-key'] = 'name';
+    topOf(catalog, 1)['replication-key'] = 'updated_at'; // its own cursor: nothing to say
+    topOf(catalog, 4)['replication-key'] = 'updated_at';
+    (catalog.streams[4] as CatalogEntry & { replication_key?: string }).replication_key = 'position';
+    const warnings: string[] = [];
+    const plans = planFromCatalog(catalog, false, (m) => warnings.push(m));
+    expect(plans.map((p) => [p.stream.name, p.mode])).toEqual([
+      ['contacts', 'full_refresh'],
+      ['conversations', 'full_refresh'],
+      ['pipeline_stages', 'full_refresh'],
+    ]);
+    expect(warnings).toEqual([
+      'Stream "contacts" replicates on its own cursor "updated_at"; replication-key "name" is ignored.',
+      'Stream "pipeline_stages" has no cursor: it is read whole at every sync (FULL_TABLE); replication-key "updated_at" is ignored.',
+    ]);
+  });
+
   it('rejects a selected stream the tap does not have and a stream selected twice; ignores unselected unknown ones', () => {
     const catalog = select({ contacts: true });
     catalog.streams.push({ tap_stream_id: 'invoices', stream: 'invoices', schema: {}, key_properties: [], metadata: [{ breadcrumb: [], metadata: { selected: false } }] });
