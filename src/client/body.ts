@@ -162,6 +162,18 @@ const JSON_START = /^[\s\uFEFF]*[[{]/;
  * breaks off is records: names, e-mails, phones, whatever the config says of
  * them, as they were before any treatment).
  */
+/**
+ * Whether a Content-Type is JSON (application/json, application/problem+json,
+ * any other +json or json subtype); undefined without one. The API answers in
+ * JSON only: a body of another type (text/html, a download) comes from
+ * something else at base_url.
+ */
+export function isJsonType(contentType: string | undefined): boolean | undefined {
+  if (contentType === undefined || contentType.trim() === '') return undefined;
+  const subtype = contentType.split(';')[0]?.trim().toLowerCase().split('/')[1] ?? '';
+  return /(^|[+.-])json$/.test(subtype);
+}
+
 export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean): string {
   const type = contentType === undefined ? 'no content-type' : `content-type ${clean(contentType, 80)}`;
   if (bytes.length === 0) return `${type}, empty body`;

@@ -13,7 +13,7 @@ import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BodyTooLarge, decode, describeBody, isIdentityEncoding, parseJson, readBytes, readText, type BodyText } from './body.js';
+import { BodyTooLarge, decode, describeBody, isIdentityEncoding, isJsonType, parseJson, readBytes, readText, type BodyText } from './body.js';
 import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerNumber, headerValue, resetAsMs } from './headers.js';
@@ -396,7 +396,7 @@ class DataReadClient implements DataReadApi {
       this.#halt.removeEventListener('abort', stop);
       this.#pacer.done();
     }
-    if (tooLarge !== undefined) return this.#bodyFault(status, tooLarge.what, 'too large');
+    if (tooLarge !== undefined) return this.#tooLargeFault(status, tooLarge.what, headerValue(headers, 'content-type'));
     const result = await this.#judge(status, headers, raw);
     if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
     if (!result.ok && limiterAt !== undefined) this.#lowerConcurrency(result.fault, headers, limiterAt, label);
@@ -483,7 +483,7 @@ class DataReadClient implements DataReadApi {
     }
 
     if (status >= 200 && status < 300) {
-      if (tooLarge !== undefined) return this.#bodyFault(status, `${tooLarge.what} once decompressed`, 'too large');
+      if (tooLarge !== undefined) return this.#tooLargeFault(status, `${tooLarge.what} once decompressed`, contentType);
       if (decodeProblem !== undefined) {
         return this.#bodyFault(status, `the body could not be decompressed (${decodeProblem}); ${describeBody(raw, contentType, this.#clean)}`);
       }
@@ -524,11 +524,20 @@ class DataReadClient implements DataReadApi {
     return this.#clean(`${url.origin}${url.pathname}`, 200);
   }
 
-  /** `what`: why the body is not the JSON promised; with 'too large', the body as BodyTooLarge.what says it. */
+  /** `what`: why the body is not the JSON promised; with 'too large' and 'not the API', the body as BodyTooLarge.what says it. */
   #bodyFault(status: number, what: string, fault: BodyFault = 'not JSON'): Attempt {
-    const cause = fault === 'too large' ? `HTTP ${status} with ${what}` : `HTTP ${status} with a body that is not the JSON promised: ${what}`;
+    const cause = fault === 'not JSON' ? `HTTP ${status} with a body that is not the JSON promised: ${what}` : `HTTP ${status} with ${what}`;
     const rule = bodyRule(fault);
     return { ok: false, fault: { rule, retryable: rule.retried, kind: 'body', status, cause, internal: cause } };
+  }
+
+  /**
+   * A 2xx body larger than the client reads: the API's page too large (a contract error), or, when its type is no
+   * JSON (text/html, a download), something else than the API at base_url (a config error that says so).
+   */
+  #tooLargeFault(status: number, what: string, contentType: string | undefined): Attempt {
+    if (isJsonType(contentType) !== false) return this.#bodyFault(status, what, 'too large');
+    return this.#bodyFault(status, `${what}, of content-type ${this.#clean(contentType ?? '', 80)}`, 'not the API');
   }
 
   #netFault(err: unknown, timedOut: boolean): Fault {

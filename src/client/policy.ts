@@ -86,8 +86,12 @@ type Fault =
   | { readonly body: BodyFault }
   | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
 
-/** What is wrong with a 2xx body: not the promised JSON (cut, corrupt), or larger than the client reads (BodyTooLarge). */
-export type BodyFault = 'not JSON' | 'too large';
+/**
+ * What is wrong with a 2xx body: not the promised JSON (cut, corrupt), larger
+ * than the client reads (BodyTooLarge), or larger than that and of a type that
+ * is no JSON (text/html, a download): no answer of the API at all.
+ */
+export type BodyFault = 'not JSON' | 'too large' | 'not the API';
 
 /**
  * What the reader does with a failure: 'fail' the stream, 'restart' the read
@@ -311,6 +315,18 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
         `${c.request} answered ${c.cause}. It is not asked again: the same page would be as large. ` +
         'Check base_url (the address of the Data-Read API, not of a download or another site); ' +
         'if it is right, lower page_size so that a page is smaller, and report it to Data-Read.',
+    },
+  },
+  {
+    // A web site's page or a download at base_url: every request would meet the same, and only base_url mends it.
+    fault: { body: 'not the API' },
+    retried: false,
+    wait: 'none',
+    outcome: {
+      code: 'not_the_api',
+      failure: 'config_error',
+      scope: 'client',
+      message: (c) => `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause}, not the API's JSON. ${NOT_FOUND_ADVICE}`,
     },
   },
 ];

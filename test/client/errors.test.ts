@@ -120,6 +120,29 @@ describe('a body larger than the client reads', () => {
     expectSays(err, 'It is not asked again: the same page would be as large.', 'Check base_url', 'lower page_size');
   });
 
+  it.each([
+    ['text/html (a website)', 'text/html; charset=utf-8', `<!doctype html><html><body>${'<p>x</p>'.repeat(20_000)}</body></html>`],
+    ['application/octet-stream (a download)', 'application/octet-stream', 'x'.repeat(LIMIT * 2)],
+  ])('of content-type %s: not the API, a config_error saying that base_url probably points elsewhere, not a broken contract', async (_name, type, body) => {
+    expect(Buffer.byteLength(body)).toBeGreaterThan(LIMIT);
+    const requests = countRequests('/v1/contacts', 10, () => [200, body, { 'content-type': type }]);
+    const h = harness({ maxBodyBytes: LIMIT });
+    const err = await failure(() => h.client.list('/v1/contacts', { limit: 200 }));
+    // Every request would meet the same: a later one fails at once with the same error.
+    const again = await failure(() => h.client.list('/v1/contacts', { limit: 200 }));
+    await h.client.close();
+    expect(requests.count).toBe(1);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: 'not_the_api', failureType: 'config_error', status: 200 });
+    expect(again).toBe(err);
+    expect(err.message).toBe(
+      `The address in base_url (${BASE}) does not seem to be the Data-Read API: GET /v1/contacts answered HTTP 200 with a body larger than the 64 KiB ` +
+        `the connector reads of one answer, of content-type ${type}, not the API's JSON. ` +
+        'Check base_url: it must be the address before /v1, for example https://api.example.com.',
+    );
+    expectNoKey(err);
+  });
+
   it('an error answer larger than that: its status decides, its body is left unread', async () => {
     const requests = countRequests('/v1/contacts', 10, () => [401, 'x'.repeat(LIMIT * 2), { 'content-type': 'text/html' }]);
     const { client } = harness({ maxBodyBytes: LIMIT });

@@ -74,6 +74,10 @@ describe('the failure policy', () => {
     expect(bodyRule('too large')).toMatchObject({ retried: false, wait: 'none', outcome: { code: 'contract', failure: 'system_error' } });
   });
 
+  it('does not retry a 2xx body larger than the client reads and not JSON (a website, a download): base_url is wrong, for every request', () => {
+    expect(bodyRule('not the API')).toMatchObject({ retried: false, wait: 'none', outcome: { code: 'not_the_api', failure: 'config_error', scope: 'client' } });
+  });
+
   it('has one row per fault, and a wait only where it retries', () => {
     const faults = FAILURE_POLICY.map((r) => JSON.stringify(r.fault));
     expect(new Set(faults).size).toBe(faults.length);
