@@ -5,7 +5,12 @@
  * when; this function hands pages to the sink in between and does with a
  * failed first answer what the failure policy's row says (client/policy.ts:
  * a rejected resume cursor restarts the read, an optional path the service
- * does not offer is skipped).
+ * does not offer is skipped). A read of a stream with a cursor that completes
+ * with a watermark earlier than the saved one (the service's clock went back,
+ * or a state edited by hand) is followed, in the same sync, by a full read of
+ * the stream, whose watermark is the one saved: records stamped between the
+ * two instants may lie behind both, and a later read from the earlier one
+ * would never return those stamped more than the look-back before it.
  */
 import { ApiError } from '../client/api-error.js';
 import { readAction } from '../client/policy.js';
@@ -156,6 +161,10 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
   let catchUps = 0;
   /** In a catch-up read (ReadOptions.catchUp): what the read before it brought within the look-back of its watermark. */
   let after: LookBackWindow | undefined;
+  /** The stream was told running (and onWatermark called): once per stream, whatever reads follow. */
+  let begun = false;
+  /** The read in progress is the full read that follows a watermark gone back (at most one per stream and sync). */
+  let rereading = false;
 
   read: for (;;) {
     const pages = new Paginator(client, stream, start, pageSize);
@@ -183,12 +192,15 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       throw err;
     }
 
-    if (after === undefined) {
+    if (!begun) {
+      begun = true;
       await sink.streamRunning(stream);
       await sink.readWatermark?.(stream, page.watermark);
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
-    const window = options.catchUp === true && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
+    // The full read after a watermark gone back takes no catch-up: its own watermark is saved, and the next sync
+    // brings what moves meanwhile; its rules hold no saved watermark, so nothing can call for another such read.
+    const window = options.catchUp === true && !rereading && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
     /** Records passed on that show a change made while the read before this one paged (all of a first read's). */
     let moved = 0;
     for (let pagesRead = 1; ; pagesRead++) {
@@ -213,6 +225,17 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         // The read reached has_more: false: its watermark is saved.
         const { state, warning } = rules.complete(page.watermark);
         if (warning) await sink.log('WARN', warning);
+        if (warning !== undefined && !rereading) {
+          // Its watermark is earlier than the saved one: what the service stamped between the two lies behind both,
+          // and neither this read (from the saved one) nor any later one (from its own) returns it. The stream is
+          // read again in full, now, as a new read; its checkpoints carry no complete watermark until it ends.
+          rereading = true;
+          after = undefined;
+          rules = new StateRules(stream, {}, options.startDate);
+          start = rules.start();
+          await sink.readRestarted?.(stream);
+          continue read;
+        }
         await sink.state(stream, state);
         return { kind: 'complete', state };
       }

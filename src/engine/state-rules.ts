@@ -7,9 +7,11 @@
  * - inside a read, each checkpoint is `resume: {cursor, sync_watermark}` and
  *   keeps the last complete watermark as it was;
  * - only a read that reached `has_more: false` moves the watermark: to the
- *   watermark that read reported, even an earlier one (the service's clock
- *   went back: keeping the later one would skip for good what the service
- *   stamps in between), with a WARN naming both instants;
+ *   watermark that read reported. When that one is earlier than the saved
+ *   one (the service's clock went back, or a state edited by hand), a WARN
+ *   names both instants and the reader reads the stream again in full in the
+ *   same sync (reader.ts), saving that read's watermark: records stamped
+ *   between the two lie behind both, and neither watermark would reach them;
  * - a resume cursor the service rejects restarts the read from the last
  *   complete watermark: records may repeat, none are lost.
  */
@@ -60,7 +62,8 @@ export class StateRules {
 
   /** The state after the last page of a read whose watermark is `watermark`, and the WARN when it is earlier than the saved one. */
   complete(watermark: string): { state: StreamState; warning?: string } {
-    const warning = watermarkWentBack(this.#stream.name, this.#complete, watermark);
+    // A stream without a cursor is read in full every time: an earlier watermark leaves nothing behind.
+    const warning = this.#stream.cursorField === null ? undefined : watermarkWentBack(this.#stream.name, this.#complete, watermark, this.#startDate);
     return { state: { sync_watermark: watermark }, ...(warning === undefined ? {} : { warning }) };
   }
 

@@ -146,20 +146,19 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
  * When a complete read reports a watermark earlier than the saved one, the
  * WARN that says so; undefined otherwise. Two causes look the same from here:
  * the service's clock went back (a failover to a lagging replica, a clock
- * fix), or, more often, a state edited or copied by hand holds a watermark
- * ahead of the service's; the WARN names both, and what to do for each. The
- * earlier watermark is the one saved: the next sync re-reads from it, and
- * nothing the service stamps in between is skipped.
+ * fix), or a state edited or copied by hand holds a watermark ahead of the
+ * service's. Either way records stamped between the two instants may lie
+ * behind both (the read from the saved one did not return them; a read from
+ * the reported one would not return those stamped more than the look-back
+ * before it): the reader reads the stream again in full in the same sync
+ * (reader.ts), from `startDate` when set, and saves that read's watermark.
  */
-export function watermarkWentBack(stream: string, saved: string | undefined, reported: string): string | undefined {
+export function watermarkWentBack(stream: string, saved: string | undefined, reported: string, startDate?: string): string | undefined {
   if (saved === undefined || !(parseInstant(reported) < parseInstant(saved))) return undefined;
   return (
-    `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}. ` +
-    'The earlier watermark is saved, so the next sync reads again from there. ' +
-    'If the service\'s clock went back (a failover or a clock correction), there is nothing to do: ' +
-    'nothing it stamps in between is lost; records may repeat. ' +
-    'If the state was edited or copied by hand with a watermark ahead of the service\'s, this sync read only ' +
-    `what changed from ${saved} on, and records changed since the stream's last real sync are missing: ` +
-    'clear the stream\'s state (it is read again in full), or set its sync_watermark back to the last sync you trust.'
+    `${stream}: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: ` +
+    "its clock went back (a failover or a clock correction), or the state was edited or copied by hand with a watermark ahead of the service's. " +
+    `Records stamped in between may lie behind both, so the stream is read again in full in this sync (${startDate === undefined ? 'its whole history' : `from start_date ${startDate}`}); ` +
+    'records may repeat, none are missed.'
   );
 }

@@ -9,6 +9,7 @@ import type { ListQuery, RawPage } from '../../src/client/types.js';
 import { FakeApi, makeRecords, type Rec } from '../helpers/fake-api.js';
 import { EMPTY_PAGES_LIMIT } from '../../src/engine/paginator.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
+import type { SyncSink } from '../../src/engine/sync-sink.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const pipelineStages = findStream('pipeline_stages') as StreamDefinition;
@@ -133,26 +134,74 @@ describe('readStream', () => {
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W1 } });
   });
 
-  it('takes an earlier watermark from a complete read (a clock gone back, or a state edited by hand), with a WARN naming both instants and both causes', async () => {
-    const api = contactsApi({ records: makeRecords(1), watermark: W0 });
-    const { outcome, sink } = await read(api, { sync_watermark: W1 });
-    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
+  it('a complete read with an earlier watermark (a clock gone back, a state edited by hand) is followed by a full read in the same sync, whose watermark is saved', async () => {
+    const api = contactsApi({ records: makeRecords(3), watermark: W0 });
+    const restarted: string[] = [];
+    const sink: RecordingSink & SyncSink = Object.assign(new RecordingSink(), {
+      readRestarted: (s: StreamDefinition) => void restarted.push(`${s.name} after ${sink.events.length} events`),
+    });
+    const seen: [string, boolean][] = [];
+    const outcome = await readStream(contacts, {
+      client: api, sink, pageSize: 200, startDate: '2020-01-01T00:00:00.000Z', state: { sync_watermark: W1 },
+      onWatermark: (watermark, resumed) => void seen.push([watermark, resumed]),
+    });
+    // From the saved watermark, then in full from start_date.
+    expect(api.calls.map((c) => c.query)).toEqual([
+      { updated_since: W1, limit: 200 },
+      { updated_since: '2020-01-01T00:00:00.000Z', limit: 200 },
+    ]);
+    expect(sink.recordsOf('contacts')).toHaveLength(6);
+    // The earlier watermark is not saved by the read from the saved one; the full read's is.
     expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W0 }]);
-    const warnings = sink.logs('WARN');
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain(`contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}.`);
-    // Both causes, and what to do for each: a clock gone back needs nothing; a state edited by hand lost records.
-    expect(warnings[0]).toMatch(/If the service's clock went back \(a failover or a clock correction\), there is nothing to do/);
-    expect(warnings[0]).toMatch(/If the state was edited or copied by hand .* clear the stream's state \(it is read again in full\), or set its sync_watermark back/);
-    // A later or equal one says nothing.
-    const again = await read(contactsApi({ records: makeRecords(1), watermark: W1 }), { sync_watermark: W1 });
-    expect(again.sink.logs('WARN')).toEqual([]);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
+    expect(sink.logs('WARN')).toEqual([
+      `contacts: the service reported sync_watermark ${W0}, earlier than the saved ${W1}: ` +
+        "its clock went back (a failover or a clock correction), or the state was edited or copied by hand with a watermark ahead of the service's. " +
+        'Records stamped in between may lie behind both, so the stream is read again in full in this sync (from start_date 2020-01-01T00:00:00.000Z); ' +
+        'records may repeat, none are missed.',
+    ]);
+    // The sink hears of the new read (a replica's full-read marks) after the WARN; the stream runs once, its watermark is told once.
+    expect(restarted).toEqual(['contacts after 3 events']);
+    expect(sink.events.filter((e) => e.kind === 'running')).toHaveLength(1);
+    expect(seen).toEqual([[W0, false]]);
+    // Without start_date the full read takes the whole history.
+    const whole = contactsApi({ records: makeRecords(1), watermark: W0 });
+    const again = await read(whole, { sync_watermark: W1 });
+    expect(whole.calls.map((c) => c.query)).toEqual([{ updated_since: W1, limit: 200 }, { updated_since: undefined, limit: 200 }]);
+    expect(again.sink.logs('WARN')[0]).toContain('read again in full in this sync (its whole history)');
+    // A later or equal one says nothing, and reads once.
+    const later = contactsApi({ records: makeRecords(1), watermark: W1 });
+    const same = await read(later, { sync_watermark: W1 });
+    expect(same.sink.logs('WARN')).toEqual([]);
+    expect(later.calls).toHaveLength(1);
   });
 
-  it('a resumed read ends with its own watermark, even one earlier than the saved complete one', async () => {
+  it('the full read after an earlier watermark checkpoints with its resume cursor alone: a run stopped in it resumes it, or starts it over, never from a watermark', async () => {
+    const api = contactsApi({ records: makeRecords(450), watermark: W0 });
+    const { sink, outcome } = await read(api, { sync_watermark: W1 });
+    expect(sink.statesOf('contacts')).toEqual([
+      { sync_watermark: W1, resume: { cursor: 'c200', sync_watermark: W0 } },
+      { sync_watermark: W1, resume: { cursor: 'c400', sync_watermark: W0 } },
+      { resume: { cursor: 'c200', sync_watermark: W0 } },
+      { resume: { cursor: 'c400', sync_watermark: W0 } },
+      { sync_watermark: W0 },
+    ]);
+    expect(sink.recordsOf('contacts')).toHaveLength(900);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: W0 } });
+    expect(sink.logs('WARN')).toHaveLength(1);
+  });
+
+  it('a resumed read that ends earlier than the saved complete watermark is followed by a full read too', async () => {
     const api = contactsApi({ records: makeRecords(450), watermark: W0 });
     const { sink } = await read(api, { sync_watermark: W1, resume: { cursor: 'c200', sync_watermark: W0 } });
-    expect(sink.statesOf('contacts')).toEqual([{ sync_watermark: W1, resume: { cursor: 'c400', sync_watermark: W0 } }, { sync_watermark: W0 }]);
+    expect(api.calls.map((c) => c.query)).toEqual([
+      { cursor: 'c200', limit: 200 },
+      { cursor: 'c400', limit: 200 },
+      { updated_since: undefined, limit: 200 },
+      { cursor: 'c200', limit: 200 },
+      { cursor: 'c400', limit: 200 },
+    ]);
+    expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W0 });
     expect(sink.logs('WARN').join('\n')).toContain(`earlier than the saved ${W1}`);
   });
 

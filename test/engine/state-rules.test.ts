@@ -24,6 +24,8 @@ describe('StateRules', () => {
     const back = new StateRules(CONTACTS, { sync_watermark: W1 }, undefined).complete(W0);
     expect(back.state).toEqual({ sync_watermark: W0 });
     expect(back.warning).toContain(`reported sync_watermark ${W0}, earlier than the saved ${W1}`);
+    // A stream without a cursor is read in full every time: nothing to warn of.
+    expect(new StateRules({ name: 'pipeline_stages', cursorField: null }, { sync_watermark: W1 }, undefined).complete(W0)).toEqual({ state: { sync_watermark: W0 } });
   });
 
   it('gives a stream without a cursor no time filter, start_date or not', () => {

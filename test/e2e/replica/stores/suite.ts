@@ -99,6 +99,32 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
+      it('changes the service stamps while its clock is back two hours, ten minutes before the run, are in the store after it', IN_TURN, async () => {
+        const config = account.config(dir);
+        const db = await store.fresh(dir, 'clock_went_back');
+        const control = account.emulator.control;
+        expect((await replicate(config, db)).code).toBe(0);
+        const saved = (await store.states(db)).get('contacts')?.sync_watermark as string;
+        control.rewindClock(2 * 3_600_000);
+        const ids = account.dump().contacts.slice(0, 5).map((c) => (c as { id: string }).id);
+        account.mutate({ op: 'update_contacts', ids });
+        control.advanceClock(10 * 60_000);
+        const reported = control.now();
+        const back = await replicate(config, db);
+        expect(back.code, back.stderr).toBe(0);
+        expect(back.stderr).toContain(`contacts: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: `);
+        // Its clock back, the service serves none of the records stamped after its now: those the store holds from the run before aside, it equals the service.
+        const served = dumpLists(account.dump()).contacts as { id: string }[];
+        const rows = new Map(((await store.dump(db)).contacts as { id: string }[]).map((r) => [r.id, r]));
+        expect(served.filter((r) => JSON.stringify(rows.get(r.id)) !== JSON.stringify(r)).map((r) => r.id)).toEqual([]);
+        expect((await store.states(db)).get('contacts')?.sync_watermark).toBe(reported);
+        control.advanceClock(2 * 3_600_000);
+        const after = await replicate(config, db);
+        expect(after.code, after.stderr).toBe(0);
+        expect(after.stderr).not.toContain('earlier than the saved');
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+      });
+
       it('fields the service adds become columns on the next run, two at once', IN_TURN, async () => {
         const config = account.config(dir);
         const db = await store.fresh(dir, 'drift');
