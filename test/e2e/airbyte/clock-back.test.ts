@@ -13,26 +13,16 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withTempDir } from '../../helpers/suite.js';
 import type { Dump } from 'data-read-emulator';
-import { replicaStates } from '../../../src/replica/records.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
-import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../../helpers/destination.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { MemoryDestination, normalizeDump } from '../../helpers/destination.js';
+import { airbyteSyncs, replicateSyncs, tapSyncs, type Sync } from '../../helpers/face-syncs.js';
+import { dumpLists, emulatorAccount, replicaAsDump, type Account } from '../../helpers/emulator-runs.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const INCREMENTAL = ['contacts', 'conversations', 'stage_events', 'deletions'] as const;
-const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
 let dir: string;
 withTempDir('clock-back-', (d) => (dir = d));
-
-/** The messages of the WARN / WARNING lines of stderr (`<instant> <level> <program>: <message>`). */
-function stderrWarnings(stderr: string): string[] {
-  return stderr.split('\n').flatMap((line) => {
-    const m = /^\S+ WARN(?:ING)? [\w-]+: (.*)$/.exec(line);
-    return m?.[1] ? [m[1]] : [];
-  });
-}
 
 /** Changes made while the clock is back, to records last changed well before (as a service would meet them). */
 function changeWhileBack(account: Account): void {
@@ -52,7 +42,7 @@ function changeWhileBack(account: Account): void {
 /** The scenario, the same for every face; `sync` runs one sync and returns its warnings and each stream's watermark. */
 async function clockGoesBack(
   account: Account,
-  sync: () => Promise<{ warnings: string[]; watermarks: Record<string, string | undefined> }>,
+  sync: Sync,
   expectEqualsDump: (dump: Dump) => void,
 ): Promise<void> {
   const first = await sync();
@@ -88,19 +78,9 @@ describe('the service clock goes back', () => {
     try {
       const config = account.config(dir, { page_size: 200 });
       const replica = new MemoryDestination();
-      let states: StreamStates = new Map();
       await clockGoesBack(
         account,
-        async () => {
-          const args = ['read', '--config', config, '--catalog', CATALOG];
-          if (states.size > 0) args.push('--state', writeJson(dir, `state-${Date.now()}.json`, airbyteStateFile(states)));
-          const run = await runCli(SOURCE_BIN, args);
-          expect(run.code, run.stdout.slice(-1000)).toBe(0);
-          expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
-          states = replica.applyAirbyte(run.stdout);
-          const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
-          return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
-        },
+        airbyteSyncs(dir, config, replica),
         (dump) => expect(replica.toDump()).toEqual(normalizeDump(dump)),
       );
     } finally {
@@ -113,19 +93,9 @@ describe('the service clock goes back', () => {
     try {
       const config = account.config(dir, { page_size: 200 });
       const replica = new MemoryDestination();
-      let state: SingerStateValue | undefined;
       await clockGoesBack(
         account,
-        async () => {
-          const args = ['--config', config];
-          if (state) args.push('--state', writeJson(dir, `tap-state-${Date.now()}.json`, state));
-          const run = await runCli(TAP_BIN, args);
-          expect(run.code, run.stderr.slice(-1000)).toBe(0);
-          expect(protocolCheck('singer', run.stdout).errors).toEqual([]);
-          state = replica.applySinger(run.stdout);
-          const warnings = stderrWarnings(run.stderr);
-          return { warnings, watermarks: Object.fromEntries(Object.entries(state?.bookmarks ?? {}).map(([s, b]) => [s, b.sync_watermark as string | undefined])) };
-        },
+        tapSyncs(dir, config, replica),
         (dump) => {
           for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
             expect({ stream, rows: replica.rows(stream) }).toEqual({ stream, rows: dump[stream] });
@@ -144,13 +114,7 @@ describe('the service clock goes back', () => {
       const db = join(dir, 'clock-back.db');
       await clockGoesBack(
         account,
-        async () => {
-          const run = await replicate(config, db);
-          expect(run.code, run.stderr.slice(-1000)).toBe(0);
-          expect(run.stderr).toMatch(/Replica up to date/);
-          const warnings = stderrWarnings(run.stderr);
-          return { warnings, watermarks: Object.fromEntries([...replicaStates(db)].map(([s, v]) => [s, v.sync_watermark])) };
-        },
+        replicateSyncs(config, db),
         (dump) => expect(replicaAsDump(db)).toStrictEqual(dumpLists(dump)),
       );
     } finally {

@@ -14,25 +14,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Dump } from 'data-read-emulator';
 import { withTempDir } from '../../helpers/suite.js';
-import { replicaStates } from '../../../src/replica/records.js';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, writeJson } from '../../helpers/cli.js';
-import { MemoryDestination, airbyteStateFile, normalizeDump, type SingerStateValue, type StreamStates } from '../../helpers/destination.js';
-import { dumpLists, emulatorAccount, replicaAsDump, replicate, type Account } from '../../helpers/emulator-runs.js';
+import { MemoryDestination, normalizeDump } from '../../helpers/destination.js';
+import { airbyteSyncs, replicateSyncs, tapSyncs, type Sync } from '../../helpers/face-syncs.js';
+import { dumpLists, emulatorAccount, replicaAsDump, type Account } from '../../helpers/emulator-runs.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 
 let dir: string;
 withTempDir('clock-went-back-', (d) => (dir = d));
-
-/** The messages of the WARN / WARNING lines of stderr (`<instant> <level> <program>: <message>`). */
-function stderrWarnings(stderr: string): string[] {
-  return stderr.split('\n').flatMap((line) => {
-    const m = /^\S+ WARN(?:ING)? [\w-]+: (.*)$/.exec(line);
-    return m?.[1] ? [m[1]] : [];
-  });
-}
 
 const CURSOR: Record<string, string> = { contacts: 'updated_at', conversations: 'updated_at', stage_events: 'created_at', deletions: 'deleted_at' };
 
@@ -56,7 +46,6 @@ function stale(copy: Record<string, readonly unknown[]>, dump: Record<string, re
   return out;
 }
 
-type Sync = () => Promise<{ warnings: string[]; watermarks: Record<string, string | undefined> }>;
 /** Compares the copy with the service's dump: no row missing or stale, none the service has not (but those stamped after `hiddenAfter`, when given; exactly equal without it). */
 type Check = (dump: Dump, when: string, hiddenAfter?: string) => void;
 
@@ -100,19 +89,9 @@ describe('the service clock goes back by more than the look-back, changes stampe
     try {
       const config = account.config(dir, { page_size: 200 });
       const replica = new MemoryDestination();
-      let states: StreamStates = new Map();
       await changesWhileBack(
         account,
-        async () => {
-          const args = ['read', '--config', config, '--catalog', CATALOG];
-          if (states.size > 0) args.push('--state', writeJson(dir, `state-${states.size}-${Math.random().toString(36).slice(2)}.json`, airbyteStateFile(states)));
-          const run = await runCli(SOURCE_BIN, args);
-          expect(run.code, run.stdout.slice(-1000)).toBe(0);
-          expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
-          states = replica.applyAirbyte(run.stdout);
-          const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
-          return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
-        },
+        airbyteSyncs(dir, config, replica),
         (dump, when, hiddenAfter) => {
           const expected = normalizeDump(dump) as unknown as Record<string, unknown[]>;
           expect(stale(replica.toDump() as unknown as Record<string, unknown[]>, expected, hiddenAfter), when).toEqual({});
@@ -129,19 +108,9 @@ describe('the service clock goes back by more than the look-back, changes stampe
     try {
       const config = account.config(dir, { page_size: 200, deletions_as_tombstones: true });
       const replica = new MemoryDestination('tombstones');
-      let states: StreamStates = new Map();
       await changesWhileBack(
         account,
-        async () => {
-          const args = ['read', '--config', config, '--catalog', CATALOG];
-          if (states.size > 0) args.push('--state', writeJson(dir, `state-${states.size}-${Math.random().toString(36).slice(2)}.json`, airbyteStateFile(states)));
-          const run = await runCli(SOURCE_BIN, args);
-          expect(run.code, run.stdout.slice(-1000)).toBe(0);
-          expect(protocolCheck('airbyte', run.stdout).errors).toEqual([]);
-          states = replica.applyAirbyte(run.stdout);
-          const warnings = parseLines(run.stdout).flatMap((m) => (m.type === 'LOG' && (m.log as { level: string }).level === 'WARN' ? [(m.log as { message: string }).message] : []));
-          return { warnings, watermarks: Object.fromEntries([...states].map(([s, v]) => [s, (v as { sync_watermark?: string }).sync_watermark])) };
-        },
+        airbyteSyncs(dir, config, replica),
         (dump, when, hiddenAfter) => {
           const expected = normalizeDump(dump) as unknown as Record<string, unknown[]>;
           const copy = replica.toDump() as unknown as Record<string, unknown[]>;
@@ -158,18 +127,9 @@ describe('the service clock goes back by more than the look-back, changes stampe
     try {
       const config = account.config(dir, { page_size: 200 });
       const replica = new MemoryDestination();
-      let state: SingerStateValue | undefined;
       await changesWhileBack(
         account,
-        async () => {
-          const args = ['--config', config];
-          if (state) args.push('--state', writeJson(dir, `tap-state-${Math.random().toString(36).slice(2)}.json`, state));
-          const run = await runCli(TAP_BIN, args);
-          expect(run.code, run.stderr.slice(-1000)).toBe(0);
-          expect(protocolCheck('singer', run.stdout).errors).toEqual([]);
-          state = replica.applySinger(run.stdout);
-          return { warnings: stderrWarnings(run.stderr), watermarks: Object.fromEntries(Object.entries(state?.bookmarks ?? {}).map(([s, b]) => [s, b.sync_watermark as string | undefined])) };
-        },
+        tapSyncs(dir, config, replica),
         (dump, when, hiddenAfter) => {
           for (const stream of ['contacts', 'conversations', 'stage_events', 'deletions', 'pipeline_stages'] as const) {
             expect(stale({ [stream]: replica.rows(stream) }, { [stream]: dump[stream] }, hiddenAfter), when).toEqual({});
@@ -189,12 +149,7 @@ describe('the service clock goes back by more than the look-back, changes stampe
       const db = join(dir, 'clock-went-back.db');
       await changesWhileBack(
         account,
-        async () => {
-          const run = await replicate(config, db);
-          expect(run.code, run.stderr.slice(-1000)).toBe(0);
-          expect(run.stderr).toMatch(/Replica up to date/);
-          return { warnings: stderrWarnings(run.stderr), watermarks: Object.fromEntries([...replicaStates(db)].map(([s, v]) => [s, v.sync_watermark])) };
-        },
+        replicateSyncs(config, db),
         (dump, when, hiddenAfter) => {
           expect(stale(replicaAsDump(db), dumpLists(dump), hiddenAfter), when).toEqual({});
           if (hiddenAfter === undefined) expect(replicaAsDump(db), when).toStrictEqual(dumpLists(dump));
