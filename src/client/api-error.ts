@@ -18,7 +18,7 @@ export type ApiErrorCode =
   | 'unreachable' // DNS failure, connection refused, TLS failure, past retries (the API's or the proxy's)
   | 'proxy' // the proxy refused: credentials (407), its rules (403), not an HTTP proxy, its certificate
   | 'unexpected_status' // a status the API does not document and that is not retried (405, 410, 422, another 3xx...)
-  | 'not_the_api' // a 2xx body too large to read and not JSON (text/html, a download): base_url points at something else
+  | 'not_the_api' // a 2xx body not JSON nor of a JSON type (text/html, a download), too large to read or on GET /v1/me every try: base_url points at something else
   | 'request_failed'; // the request could not be made at all (a bug, a closed client)
 // A 2xx whose body breaks the contract is a ContractError (errors.ts), not an ApiError.
 

@@ -18,7 +18,7 @@ import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerNumber, headerValue, resetAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { WAIT_TOO_LONG, bodyRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
+import { WAIT_TOO_LONG, bodyRule, finalRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
 import { ProxyError, proxyAuthFailure } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
@@ -249,10 +249,12 @@ class DataReadClient implements DataReadApi {
     const me: Prober = {};
     const started = this.#now();
     const backoff = new Backoff(this.#retryBaseMs, this.#retryMaxMs, this.#random);
+    /** The rules the faults of this request's attempts met (FailureRule.everyTry). */
+    const met = new Set<FailureRule>();
     try {
       for (let attempt = 1; ; attempt += 1) {
         await this.#reach.mayTry(me);
-        const step = await this.#step(target, label, me, attempt, started);
+        const step = await this.#step(target, label, me, attempt, started, met);
         if (step.next === 'done') return step.value;
         if (step.next === 'held') attempt -= 1; // not sent: mayTry says what became of the service
         if (step.next !== 'retry') continue;
@@ -292,7 +294,7 @@ class DataReadClient implements DataReadApi {
    * queued for the permit meanwhile sees a refused key or an outage as soon
    * as it gets the permit, and is not sent.
    */
-  async #step(target: string, label: string, me: Prober, attempt: number, started: number): Promise<Step> {
+  async #step(target: string, label: string, me: Prober, attempt: number, started: number, met: Set<FailureRule>): Promise<Step> {
     this.#mayRaise();
     const release = await this.#gate.acquire();
     try {
@@ -304,6 +306,7 @@ class DataReadClient implements DataReadApi {
         return { next: 'done', value: result.value };
       }
       const fault = result.fault;
+      met.add(fault.rule);
       let outage: Outage | undefined;
       if (fault.kind === 'net' && fault.net?.kind === 'unreachable') {
         outage = this.#reach.unreachable(me);
@@ -316,7 +319,7 @@ class DataReadClient implements DataReadApi {
         // This request's own attempts: 1 + max_retries when they ran out (the first attempts of the requests that then
         // waited for this one's outcome are not retries, and are not counted).
         const tries = triesText(attempt, this.#now() - started);
-        throw this.#fail(fault, tries, label);
+        throw this.#fail({ ...fault, rule: finalRule(fault.rule, met.size === 1) }, tries, label);
       }
       return { next: 'retry', fault, outage: outage !== undefined };
     } finally {
@@ -397,7 +400,7 @@ class DataReadClient implements DataReadApi {
       this.#pacer.done();
     }
     if (tooLarge !== undefined) return this.#tooLargeFault(status, tooLarge.what, headerValue(headers, 'content-type'));
-    const result = await this.#judge(status, headers, raw);
+    const result = await this.#judge(status, headers, raw, label);
     if (result.ok && result.notUtf8 === true) this.#tellNotUtf8(label);
     if (!result.ok && limiterAt !== undefined) this.#lowerConcurrency(result.fault, headers, limiterAt, label);
     return result;
@@ -463,8 +466,8 @@ class DataReadClient implements DataReadApi {
     );
   }
 
-  /** From a complete response to a value or a fault. */
-  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | BodyText): Promise<Attempt> {
+  /** From a complete response to a value or a fault; `path`: the API's path of the request (the failure policy's rows for it). */
+  async #judge(status: number, headers: IncomingHttpHeaders, body: Buffer | BodyText, path: string): Promise<Attempt> {
     if (!Buffer.isBuffer(body)) {
       // The usual case: a 2xx without content coding, already text.
       const parsed = parseJson(body.text);
@@ -489,7 +492,9 @@ class DataReadClient implements DataReadApi {
       }
       const parsed = parseJson(bytes);
       if (parsed.ok) return isUtf8(bytes) ? { ok: true, value: parsed.value } : { ok: true, value: parsed.value, notUtf8: true };
-      return this.#bodyFault(status, `${this.#clean(parsed.reason, 160)}; ${describeBody(bytes, contentType, this.#clean)}`);
+      // Not JSON, and not even said to be: a web page or a file, maybe from something else than the API at base_url.
+      const fault = isJsonType(contentType) === false ? 'a page' : 'not JSON';
+      return this.#bodyFault(status, `${this.#clean(parsed.reason, 160)}; ${describeBody(bytes, contentType, this.#clean)}`, fault, path);
     }
 
     const info = readProblem(decodeProblem === undefined ? bytes : Buffer.alloc(0), headers, this.#clean);
@@ -525,9 +530,9 @@ class DataReadClient implements DataReadApi {
   }
 
   /** `what`: why the body is not the JSON promised; with 'too large' and 'not the API', the body as BodyTooLarge.what says it. */
-  #bodyFault(status: number, what: string, fault: BodyFault = 'not JSON'): Attempt {
-    const cause = fault === 'not JSON' ? `HTTP ${status} with a body that is not the JSON promised: ${what}` : `HTTP ${status} with ${what}`;
-    const rule = bodyRule(fault);
+  #bodyFault(status: number, what: string, fault: BodyFault = 'not JSON', path?: string): Attempt {
+    const cause = fault === 'not JSON' || fault === 'a page' ? `HTTP ${status} with a body that is not the JSON promised: ${what}` : `HTTP ${status} with ${what}`;
+    const rule = bodyRule(fault, path);
     return { ok: false, fault: { rule, retryable: rule.retried, kind: 'body', status, cause, internal: cause } };
   }
 

@@ -77,21 +77,24 @@ interface Outcome {
 
 /**
  * What went wrong: an HTTP status (or a class of them), a network fault, a
- * 2xx body that is not JSON (or too large), or a failure at the proxy (down or unable to
- * reach the API; no tunnel in time; a refusal: 407, 403, its certificate).
+ * 2xx body that is not JSON (or too large; `path`: on that request only, as
+ * the API's path, before any other row of the same body fault), or a failure
+ * at the proxy (down or unable to reach the API; no tunnel in time; a
+ * refusal: 407, 403, its certificate).
  */
 type Fault =
   | { readonly status: number | '5xx' | 'any other' }
   | { readonly network: NetKind }
-  | { readonly body: BodyFault }
+  | { readonly body: BodyFault; readonly path?: string }
   | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
 
 /**
- * What is wrong with a 2xx body: not the promised JSON (cut, corrupt), larger
- * than the client reads (BodyTooLarge), or larger than that and of a type that
- * is no JSON (text/html, a download): no answer of the API at all.
+ * What is wrong with a 2xx body: not the promised JSON (cut, corrupt), not
+ * JSON and of a Content-Type that is no JSON either ('a page': text/html,
+ * text/plain, a download), larger than the client reads (BodyTooLarge), or
+ * larger than that and of a type that is no JSON: no answer of the API at all.
  */
-export type BodyFault = 'not JSON' | 'too large' | 'not the API';
+export type BodyFault = 'not JSON' | 'a page' | 'too large' | 'not the API';
 
 /**
  * What the reader does with a failure: 'fail' the stream, 'restart' the read
@@ -115,6 +118,12 @@ export interface FailureRule {
   readonly capMs?: number;
   /** The error when the fault is not retried, or when its retries run out. */
   readonly outcome: Outcome;
+  /**
+   * The outcome holds only when every attempt of the request met this row;
+   * after attempts that did not (a 500, then pages), the request ends as the
+   * row of the same fault on any path says (finalRule).
+   */
+  readonly everyTry?: true;
   /** What the reader does instead of failing the stream, and in which situation; none: the stream fails. */
   readonly read?: { readonly action: Exclude<ReadAction, 'fail'>; readonly when: keyof ReadSituation };
 }
@@ -168,6 +177,22 @@ function movedBase(location: string, path: string): string | undefined {
 
 /** A 404's advice, which a run of many accounts replaces when other accounts read the same base_url (engine/accounts.ts). */
 export const NOT_FOUND_ADVICE = 'Check base_url: it must be the address before /v1, for example https://api.example.com.';
+
+/** A 2xx body that is not the promised JSON, after its retries: the service broke its contract. */
+const BROKEN_BODY: Outcome = { code: 'contract', failure: 'system_error', scope: 'request', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` };
+
+/** Something else than the API answers at base_url (a website, a download): every request would meet the same. */
+function notTheApi(tries: 'with tries' | 'once'): Outcome {
+  return {
+    code: 'not_the_api',
+    failure: 'config_error',
+    scope: 'client',
+    message: (c) =>
+      tries === 'once'
+        ? `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause}, not the API's JSON. ${NOT_FOUND_ADVICE}`
+        : `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause} (${c.tries}). ${NOT_FOUND_ADVICE}`,
+  };
+}
 
 export const FAILURE_POLICY: readonly FailureRule[] = [
   {
@@ -296,12 +321,19 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     wait: 'none',
     outcome: { code: 'proxy', failure: 'config_error', scope: 'client', message: (c) => `Could not reach the Data-Read API: ${c.cause}.` },
   },
+  { fault: { body: 'not JSON' }, retried: true, wait: 'backoff', outcome: BROKEN_BODY },
   {
-    fault: { body: 'not JSON' },
+    // The account check, the first request of every run, answered by a web page (a company's site, the API's
+    // documentation, a login portal) or a file on every try: base_url points at something else. Retried all the same:
+    // a gateway's page between two deployments passes.
+    fault: { body: 'a page', path: '/v1/me' },
+    everyTry: true,
     retried: true,
     wait: 'backoff',
-    outcome: { code: 'contract', failure: 'system_error', scope: 'request', message: (c) => `${c.request} answered ${c.cause} (${c.tries}).` },
+    outcome: notTheApi('with tries'),
   },
+  // Mid-run (the account check passed), a page is a gateway's or a proxy's answer in the service's place, not base_url's.
+  { fault: { body: 'a page' }, retried: true, wait: 'backoff', outcome: BROKEN_BODY },
   {
     // Not a cut or corrupt body: the same page would be as large again, and each try reads the limit's bytes first.
     fault: { body: 'too large' },
@@ -322,12 +354,7 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     fault: { body: 'not the API' },
     retried: false,
     wait: 'none',
-    outcome: {
-      code: 'not_the_api',
-      failure: 'config_error',
-      scope: 'client',
-      message: (c) => `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause}, not the API's JSON. ${NOT_FOUND_ADVICE}`,
-    },
+    outcome: notTheApi('once'),
   },
 ];
 
@@ -376,9 +403,24 @@ export function readAction(code: ApiErrorCode, situation: ReadSituation): ReadAc
   return rule?.read !== undefined && situation[rule.read.when] ? rule.read.action : 'fail';
 }
 
-/** The rule for a 2xx whose body is not the promised JSON, or is larger than the client reads. */
-export function bodyRule(fault: BodyFault): FailureRule {
-  return find((f) => 'body' in f && f.body === fault);
+/**
+ * The rule for a 2xx whose body is not the promised JSON, or is larger than
+ * the client reads: the row for that request's path (the API's), else the
+ * row of the fault on any path.
+ */
+export function bodyRule(fault: BodyFault, path?: string): FailureRule {
+  const own = FAILURE_POLICY.find((r) => 'body' in r.fault && r.fault.body === fault && r.fault.path !== undefined && r.fault.path === path);
+  return own ?? find((f) => 'body' in f && f.body === fault && f.path === undefined);
+}
+
+/**
+ * The rule a request ends by, when its last attempt met `rule`: that rule,
+ * unless it holds only when every attempt met it (everyTry) and some did
+ * not; then the row of the same fault on any path.
+ */
+export function finalRule(rule: FailureRule, everyTryAlike: boolean): FailureRule {
+  if (rule.everyTry !== true || everyTryAlike || !('body' in rule.fault)) return rule;
+  return bodyRule(rule.fault.body);
 }
 
 /**

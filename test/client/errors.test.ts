@@ -321,6 +321,66 @@ describe('2xx bodies that are not JSON', () => {
     expect(h.logs.filter((l) => l.level === 'WARN')).toHaveLength(3);
   });
 
+  describe('on GET /v1/me, the first request of every run: a page of another type than JSON', () => {
+    const ME = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 60, per_day: 10000 } };
+    // A website's page (that quotes the key it was sent, as some echo the request).
+    const site = `<!doctype html><html><head><title>Acme Inc.</title></head><body>Welcome ${CANARY}</body></html>`;
+
+    it.each([
+      ['text/html; charset=utf-8', site],
+      ['text/plain', 'Hello.'],
+      ['application/octet-stream', 'PK\u0003\u0004 a download'],
+    ])('%s on every try: after the retries, not the API, a config_error naming base_url and what came back, for the whole run', async (type, body) => {
+      const requests = countRequests('/v1/me', 10, () => [200, body, { 'content-type': type }]);
+      const h = harness();
+      const err = await failure(() => h.client.me());
+      // Every request of the run would meet the same: a later one fails at once with the same error.
+      const again = await failure(() => h.client.list('/v1/contacts', { limit: 1 }));
+      await h.client.close();
+      expect(requests.count).toBe(4); // retried as any body that is not JSON: a gateway's passing page must pass
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject({ code: 'not_the_api', failureType: 'config_error', status: 200 });
+      expect(again).toBe(err);
+      expect(err.message).toMatch(
+        new RegExp(
+          `^The address in base_url \\(${BASE.replace(/\./g, '\\.')}\\) does not seem to be the Data-Read API: GET /v1/me answered HTTP 200 with a body that is not the JSON promised: ` +
+            `the body is not valid JSON; content-type ${type.replace(/[/.]/g, '\\$&')}, \\d+ bytes, beginning "`,
+        ),
+      );
+      expectSays(err, '(4 attempts over', 'Check base_url: it must be the address before /v1, for example https://api.example.com.');
+      expect(err.message).not.toContain('broke its API contract');
+      expectNoKey(err);
+      for (const log of h.logs) expect(log.message).not.toContain(CANARY);
+    });
+
+    it('a passing page (a gateway between deployments): the next try\'s account is taken', async () => {
+      nock(BASE).get('/v1/me').reply(200, site, { 'content-type': 'text/html' });
+      nock(BASE).get('/v1/me').reply(200, ME, JSON_HEADERS);
+      const h = harness();
+      await expect(h.client.me()).resolves.toEqual(ME);
+      await h.client.close();
+      expect(h.client.stats).toMatchObject({ requests: 2, retries: 1 });
+    });
+
+    it('not a page on every try (an error status first): the contract error it was', async () => {
+      nock(BASE).get('/v1/me').reply(500, problem(500, 'Internal error', 'Oops.', 'rq-1'), PROBLEM_HEADERS);
+      nock(BASE).get('/v1/me').times(3).reply(200, site, { 'content-type': 'text/html' });
+      const h = harness();
+      const err = await failureThenClose(h, () => h.client.me());
+      expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error', status: 200 });
+    });
+
+    it.each([
+      ['of a JSON type', JSON_HEADERS],
+      ['without a content-type', {}],
+    ])('a broken body %s: the contract error it was', async (_name, headers) => {
+      nock(BASE).get('/v1/me').times(4).reply(200, '{"account_name": "Acme", "sco', headers);
+      const h = harness();
+      const err = await failureThenClose(h, () => h.client.me());
+      expect(err).toMatchObject({ name: 'ContractError', failureType: 'system_error', status: 200 });
+    });
+  });
+
   it('a broken page is never quoted: its records are personal data (an e-mail first on the page)', async () => {
     const good = JSON.stringify({ data: [{ email: 'ana.souza@example.com', name: 'Ana Souza', id: 'c1' }], next_cursor: null, has_more: false, sync_watermark: WATERMARK });
     // Truncated every time, and once with a content-encoding that does not match (the body as sent).

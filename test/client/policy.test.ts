@@ -5,7 +5,7 @@
  * errors.test.ts and retry.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { FAILURE_POLICY, bodyRule, networkRule, proxyRule, readAction, statusRule } from '../../src/client/policy.js';
+import { FAILURE_POLICY, bodyRule, finalRule, networkRule, proxyRule, readAction, statusRule } from '../../src/client/policy.js';
 
 const row = (status: number) => {
   const { retried, wait, outcome } = statusRule(status);
@@ -68,6 +68,19 @@ describe('the failure policy', () => {
 
   it('retries a 2xx body that is not JSON, then calls it a broken contract', () => {
     expect(bodyRule('not JSON')).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'contract', failure: 'system_error' } });
+  });
+
+  it('retries a 2xx page that is not JSON nor said to be (text/html, a file); on GET /v1/me, on every try, base_url is wrong, for every request', () => {
+    const onMe = bodyRule('a page', '/v1/me');
+    expect(onMe).toMatchObject({ retried: true, wait: 'backoff', everyTry: true, outcome: { code: 'not_the_api', failure: 'config_error', scope: 'client' } });
+    // Mid-run, a gateway's page in the service's place: the broken contract a body that is not JSON is.
+    for (const rule of [bodyRule('a page'), bodyRule('a page', '/v1/contacts')]) {
+      expect(rule).toMatchObject({ retried: true, wait: 'backoff', outcome: { code: 'contract', failure: 'system_error' } });
+    }
+    // Not on every try (a 500 first): the row of the fault on any path.
+    expect(finalRule(onMe, true)).toBe(onMe);
+    expect(finalRule(onMe, false)).toBe(bodyRule('a page'));
+    expect(finalRule(bodyRule('not JSON'), false)).toBe(bodyRule('not JSON'));
   });
 
   it('does not retry a 2xx body larger than the client reads: the same page would be as large again', () => {
