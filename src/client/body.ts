@@ -157,12 +157,6 @@ export function parseJson(body: Buffer | string): JsonResult {
 const JSON_START = /^[\s\uFEFF]*[[{]/;
 
 /**
- * What came back, for a message: content type and the first characters,
- * cleaned; of JSON text only its size, never its characters (a page that
- * breaks off is records: names, e-mails, phones, whatever the config says of
- * them, as they were before any treatment).
- */
-/**
  * Whether a Content-Type is JSON (application/json, application/problem+json,
  * any other +json or json subtype); undefined without one. The API answers in
  * JSON only: a body of another type (text/html, a download) comes from
@@ -174,6 +168,12 @@ export function isJsonType(contentType: string | undefined): boolean | undefined
   return /(^|[+.-])json$/.test(subtype);
 }
 
+/**
+ * What came back, for a message: content type and the first characters,
+ * cleaned; of JSON text only its size, never its characters (a page that
+ * breaks off is records: names, e-mails, phones, whatever the config says of
+ * them, as they were before any treatment).
+ */
 export function describeBody(bytes: Buffer, contentType: string | undefined, clean: Clean): string {
   const type = contentType === undefined ? 'no content-type' : `content-type ${clean(contentType, 80)}`;
   if (bytes.length === 0) return `${type}, empty body`;
