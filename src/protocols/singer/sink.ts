@@ -131,13 +131,15 @@ export class SingerSink implements SyncSink {
 
   /**
    * The stream's table version, from the first read of it in this sync (with accounts, every account's RECORDs carry the
-   * first account's), and on its first sync the ACTIVATE_VERSION that comes before its first RECORD.
+   * first account's), and on its first sync the ACTIVATE_VERSION that comes before its first RECORD. Past the bookmark's
+   * sync_watermark (the last sync's version) even when the service's clock went back since: a lower version would leave
+   * the last sync's rows in the target.
    */
   readWatermark(stream: StreamDefinition, watermark: string): Promise<void> | undefined {
     const output = this.streams.get(stream.name);
     if (output === undefined || !output.plan.activateVersion || output.version !== undefined) return undefined;
     const at = parseInstant(watermark);
-    output.version = Number.isNaN(at) ? Date.now() : at;
+    output.version = Math.max(Number.isNaN(at) ? Date.now() : at, lastVersion(this.bookmarks.get(stream.name)) + 1);
     return this.firstSync.has(stream.name) ? this.writeLine(msg.activateVersion(stream.name, output.version)) : undefined;
   }
 
@@ -262,4 +264,10 @@ export class SingerSink implements SyncSink {
   finish(): Promise<void> {
     return this.writeState(this.failed[0] ?? null);
   }
+}
+
+/** The latest sync_watermark of a bookmark (of every account's, with accounts), epoch ms; -Infinity without one. */
+function lastVersion(bookmark: StreamState | undefined): number {
+  const states = bookmark === undefined ? [] : bookmark.accounts === undefined ? [bookmark] : Object.values(bookmark.accounts);
+  return Math.max(-Infinity, ...states.flatMap((s) => (s.sync_watermark === undefined ? [] : [parseInstant(s.sync_watermark)]).filter((t) => !Number.isNaN(t))));
 }

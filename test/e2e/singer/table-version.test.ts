@@ -93,3 +93,29 @@ it("the version is the service's now when the stream's read began, whatever the 
   expect(versions[0]).toBeLessThanOrEqual(after);
   expect(versions[0]).toBeGreaterThan(after - DAY);
 });
+
+it("the service's clock went back between syncs: the next sync's version still grows, and the target drops a stage removed meanwhile", async () => {
+  const account = emu.control.createAccount({ name: 'Service clock back' });
+  emu.control.seed(account.id, { contacts: 3 });
+  const config = writeJson(dir, 'config-3.json', { api_key: emu.control.createKey(account.id).key, base_url: emu.url });
+  const table = new VersionedTable();
+  let state: unknown;
+  const sync = async (): Promise<void> => {
+    const run = await runCli(TAP_BIN, ['--config', config, ...(state === undefined ? [] : ['--state', writeJson(dir, `state-${n++}.json`, state)])]);
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    expect(protocolCheck('singer', run.stdout).errors).toEqual([]);
+    table.apply(run.stdout);
+    state = parseLines(run.stdout).findLast((m) => m.type === 'STATE')?.value;
+  };
+
+  await sync();
+  // A failover to a replica two hours behind: a stage is removed while the service's clock is back.
+  emu.control.rewindClock(2 * 3_600_000);
+  const [removed] = emu.control.pipelineStages(account.id);
+  emu.control.removePipelineStage(account.id, removed?.id as string);
+  emu.control.advanceClock(60_000);
+  await sync();
+
+  expect(table.activated.at(-1)).toBeGreaterThan(table.activated[0] as number);
+  expect([...table.rows.keys()].sort()).toEqual(emu.control.pipelineStages(account.id).map((s) => s.id).sort());
+});
