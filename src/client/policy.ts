@@ -188,9 +188,8 @@ function notTheApi(tries: 'with tries' | 'once'): Outcome {
     failure: 'config_error',
     scope: 'client',
     message: (c) =>
-      tries === 'once'
-        ? `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause}, not the API's JSON. ${NOT_FOUND_ADVICE}`
-        : `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause} (${c.tries}). ${NOT_FOUND_ADVICE}`,
+      `The address in base_url (${c.base}) does not seem to be the Data-Read API: ${c.request} answered ${c.cause}` +
+      `${tries === 'once' ? ", not the API's JSON" : ` (${c.tries})`}. ${NOT_FOUND_ADVICE}`,
   };
 }
 
