@@ -566,7 +566,10 @@ class DataReadClient implements DataReadApi {
   /** The error a fault becomes (not retried, or its retries ran out), as the failure policy says. */
   #policyError(fault: Fault, tries: string, label: string): ConnectorError {
     const { outcome } = fault.rule;
-    const runWide = outcome.scope === 'client';
+    // The description may be refused on its own (another scope than data:read, a gateway of its own): a 401 or 403
+    // there says nothing of the key's other requests, which are still sent (connect.ts asks /v1/me which it is).
+    const descriptionOnly = label === DESCRIPTION_PATH && (fault.status === 401 || fault.status === 403);
+    const runWide = outcome.scope === 'client' && !descriptionOnly;
     const message = outcome.message({
       request: `GET ${label}`,
       path: label,

@@ -5,6 +5,7 @@
  */
 import { createClient } from '../client/client.js';
 import { ApiError } from '../client/api-error.js';
+import { serviceSaid } from '../client/problem.js';
 import type { ClientOptions, DataReadApi } from '../client/types.js';
 import { entryConfig, futureStartDate, type AccountConfig, type AccountEntry, type Config } from '../config/config.js';
 import { ConfigError, toConnectorError, type ConnectorError, type FailureType } from '../errors.js';
@@ -174,11 +175,25 @@ const isRefusedKey = (error: unknown): boolean => error instanceof ApiError && (
  * Why the description could not be had, as the end of a sentence. Rethrows
  * what the user must fix for every request of the run, not the description
  * alone: a rejected key (401, 403), a proxy or CA setting that cannot be
- * used, an untrusted certificate, a proxy that refuses the connector.
+ * used, an untrusted certificate, a proxy that refuses the connector. A 401
+ * or 403 of the description is the key's only when /v1/me refuses it too
+ * (one request more): the service may keep its description from a key that
+ * reads the data (another scope, a gateway of its own), and the data is
+ * then read with the built-in schemas.
  */
-function fetchFailure(err: unknown, where: string): string {
+async function fetchFailure(client: DataReadApi, err: unknown, where: string): Promise<string> {
   const error = toConnectorError(err);
-  if (isRefusedKey(error) || (error.failureType === 'config_error' && error.runWide)) throw error;
+  if (error instanceof ApiError && isRefusedKey(error)) {
+    const keyWorks = await client.me().then(
+      () => true,
+      () => false,
+    );
+    if (!keyWorks) throw error;
+    const { title, detail, request_id: requestId } = error.problem ?? {};
+    const info = { title: title || undefined, detail: detail || undefined, requestId: requestId || undefined };
+    return `${where} answered HTTP ${error.status ?? '401 or 403'} though /v1/me takes the key: the service does not show its description to this key.${serviceSaid(info)}`;
+  }
+  if (error.failureType === 'config_error' && error.runWide) throw error;
   if (error instanceof ApiError && error.code === 'not_found') return `${where} answered HTTP 404 (the service does not serve its description there).`;
   return error.message;
 }
@@ -196,7 +211,7 @@ export async function describeStreams(client: DataReadApi, streams: readonly Str
   try {
     doc = await client.description();
   } catch (err) {
-    return fallbackSchemas(streams, fetchFailure(err, WHERE));
+    return fallbackSchemas(streams, await fetchFailure(client, err, WHERE));
   }
   return mergeDescription(doc, streams);
 }

@@ -145,4 +145,19 @@ describe('a failure of one request stays its own', () => {
     expect(errors[3]).toMatchObject({ code: 'bad_request', runWide: false });
     expect([errors[1], errors[2], errors[4]]).toEqual([undefined, undefined, undefined]);
   });
+
+  for (const status of [401, 403] as const) {
+    it(`HTTP ${status} for the description alone: /v1/me and the lists are still sent and served`, async () => {
+      nock(BASE).get('/v1/openapi.json').reply(status, problem(status, 'Refused', 'description needs another scope'), PROBLEM_HEADERS);
+      nock(BASE).get('/v1/me').reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 100, per_day: 1000 } }, JSON_HEADERS);
+      nock(BASE).get('/v1/contacts').query(true).reply(200, page(), JSON_HEADERS);
+      const h = harness();
+      const refused = await h.client.description().then(() => undefined, (err: unknown) => err as ConnectorError);
+      expect(refused).toMatchObject({ failureType: 'config_error', runWide: false });
+      await expect(h.client.me()).resolves.toMatchObject({ account_name: 'Acme' });
+      await expect(h.client.list('/v1/contacts', { limit: 10 })).resolves.toMatchObject({ data: [{ id: 'c1' }] });
+      await h.client.close();
+      expect(h.client.stats.requests).toBe(3);
+    });
+  }
 });

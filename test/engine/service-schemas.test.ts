@@ -94,10 +94,34 @@ describe('describeStreams', () => {
   it.each([
     ['401', new ApiError('unauthorized', 'config_error', 'The Data-Read API did not accept the API key (HTTP 401).', { status: 401 })],
     ['403', new ApiError('forbidden', 'config_error', 'The Data-Read API refused access with this key (HTTP 403).', { status: 403 })],
-  ])('a rejected key (%s) is the one error', async (_name, error) => {
+  ])('a rejected key (%s) is the one error: /v1/me refuses it too', async (_name, error) => {
     const api = new FakeApi();
     api.openApi = error;
+    let asked = 0;
+    api.me = async () => {
+      asked += 1;
+      throw new ApiError('unauthorized', 'config_error', 'The Data-Read API did not accept the API key (HTTP 401).', { status: 401, runWide: true });
+    };
     await expect(describeStreams(api)).rejects.toBe(error);
+    expect(asked).toBe(1);
+  });
+
+  it.each([
+    ['401', new ApiError('unauthorized', 'config_error', 'The Data-Read API did not accept the API key (HTTP 401).', { status: 401, problem: { type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'needs docs:read', request_id: 'r-1' } })],
+    ['403', new ApiError('forbidden', 'config_error', 'The Data-Read API refused access with this key (HTTP 403).', { status: 403, problem: { type: 'about:blank', title: 'Forbidden', status: 403, detail: 'needs docs:read', request_id: 'r-1' } })],
+  ])('the description alone refused (%s) while /v1/me takes the key: the built-in schemas, one WARN saying so', async (status, error) => {
+    const api = new FakeApi();
+    api.openApi = error;
+    const loaded = await describeStreams(api);
+    expect(loaded.source).toBe('fallback');
+    expect(loaded.schemas).toEqual(builtInSchemas(STREAMS));
+    expect(loaded.notes).toHaveLength(1);
+    expect(loaded.notes[0]?.level).toBe('WARN');
+    expect(loaded.notes[0]?.message).toMatch(/^Using the built-in stream schemas: the service's description cannot be used\. /);
+    expect(loaded.notes[0]?.message).toContain(`GET /v1/openapi.json answered HTTP ${status} though /v1/me takes the key: the service does not show its description to this key.`);
+    expect(loaded.notes[0]?.message).toContain(': needs docs:read" (request_id r-1).');
+    // Not the advice of a refused key: the key works.
+    expect(loaded.notes[0]?.message).not.toMatch(/did not accept the API key|refused access with this key/);
   });
 
   it.each([

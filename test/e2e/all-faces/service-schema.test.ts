@@ -212,6 +212,51 @@ describe('a description that cannot be had: the built-in schemas, one WARN sayin
     }
   });
 
+  it('a description refused to a key that reads the data (403): every face goes on with the built-in schemas', async () => {
+    const WATERMARK = '2026-03-01T00:00:00.000Z';
+    const problem = (status: number, detail: string) => JSON.stringify({ type: 'about:blank', title: status === 403 ? 'Forbidden' : 'Not Found', status, detail, request_id: 'r9' });
+    const server = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      const reply = (status: number, body: string, type = 'application/json'): void => void res.writeHead(status, { 'content-type': type }).end(body);
+      if (path === '/v1/openapi.json') reply(403, problem(403, 'the description needs the docs:read scope'), 'application/problem+json');
+      else if (path === '/v1/me') reply(200, JSON.stringify({ account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 1000, per_day: 100_000 } }));
+      else if (path === '/v1/pipeline_stages' || !['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'].includes(path)) reply(404, problem(404, 'no such path'), 'application/problem+json');
+      else {
+        const data = path === '/v1/contacts' ? [{ id: 'c1', updated_at: '2026-02-01T00:00:00.000Z', name: 'Ana' }] : [];
+        reply(200, JSON.stringify({ data, next_cursor: null, has_more: false, sync_watermark: WATERMARK }));
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const config = writeJson(dir, 'description-refused.json', { api_key: 'drk_live_DESCRIPTIONREFUSED', base_url: url });
+      const refused = /^Using the built-in stream schemas: the service's description cannot be used\. GET \/v1\/openapi\.json answered HTTP 403 though \/v1\/me takes the key: the service does not show its description to this key\. The service said: "Forbidden: the description needs the docs:read scope" \(request_id r9\)\./;
+
+      const airbyte = await runCli(SOURCE_BIN, ['discover', '--config', config]);
+      expect(airbyte.code, airbyte.stdout).toBe(0);
+      expect((await protocolCheckAsync('airbyte', airbyte.stdout)).errors).toEqual([]);
+      expect(logs(airbyte.stdout, 'WARN')).toEqual([expect.stringMatching(refused)]);
+      expect(catalogOf(airbyte.stdout)).toEqual(JSON.parse(readFileSync(join(ROOT, 'catalog', 'discovered_catalog.json'), 'utf8')));
+
+      const discovered = await runCli(TAP_BIN, ['--config', config, '--discover']);
+      expect(discovered.code, discovered.stderr).toBe(0);
+      const tap = await runCli(TAP_BIN, ['--config', config]);
+      expect(tap.code, tap.stderr).toBe(0);
+      expect((await protocolCheckAsync('singer', tap.stdout)).errors).toEqual([]);
+      expect(parseLines(tap.stdout).filter((m) => m.type === 'RECORD').map((m) => (m.record as Json).id)).toEqual(['c1']);
+      expect(tap.stderr).toMatch(/WARNING tap-data-read: Using the built-in stream schemas: .*answered HTTP 403 though \/v1\/me takes the key/);
+
+      const replica = await runCli(SOURCE_BIN, ['replicate', '--config', config, '--db', join(dir, 'description-refused.db')]);
+      expect(replica.code, replica.stderr).toBe(0);
+      expect(replica.stderr).toMatch(/WARN source-data-read: Using the built-in stream schemas: .*answered HTTP 403 though \/v1\/me takes the key/);
+      expect(replica.stderr).toMatch(/contacts 1 rows?/);
+      expect(airbyte.stdout + discovered.stderr + tap.stdout + tap.stderr + replica.stderr).not.toContain('drk_live_DESCRIPTIONREFUSED');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('a rejected key is the one thing that fails discover (config_error; CRITICAL for the tap)', async () => {
     const { url, server } = await describedBy(json(401, { type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'invalid API key', request_id: 'r3' }, 'application/problem+json'));
     try {
