@@ -9,6 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError, messageOf } from '../errors.js';
+import { findStreamByPath } from '../streams.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
@@ -566,10 +567,11 @@ class DataReadClient implements DataReadApi {
   /** The error a fault becomes (not retried, or its retries ran out), as the failure policy says. */
   #policyError(fault: Fault, tries: string, label: string): ConnectorError {
     const { outcome } = fault.rule;
-    // The description may be refused on its own (another scope than data:read, a gateway of its own): a 401 or 403
-    // there says nothing of the key's other requests, which are still sent (connect.ts asks /v1/me which it is).
-    const descriptionOnly = label === DESCRIPTION_PATH && (fault.status === 401 || fault.status === 403);
-    const runWide = outcome.scope === 'client' && !descriptionOnly;
+    // A refusal of a path whose statuses the API description does not show may be that path's alone: the description
+    // (another scope than data:read, a gateway of its own; connect.ts asks /v1/me which it is) and an optional stream
+    // (a plan without that resource). The key's other requests are still sent; the caller fails that request only.
+    const ownRefusal = (fault.status === 401 || fault.status === 403) && (label === DESCRIPTION_PATH || findStreamByPath(label)?.optional === true);
+    const runWide = outcome.scope === 'client' && !ownRefusal;
     const message = outcome.message({
       request: `GET ${label}`,
       path: label,

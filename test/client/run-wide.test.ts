@@ -146,6 +146,26 @@ describe('a failure of one request stays its own', () => {
     expect([errors[1], errors[2], errors[4]]).toEqual([undefined, undefined, undefined]);
   });
 
+  it('HTTP 403 for /v1/pipeline_stages alone (a path the API shows no status of): the other lists are still sent and served', async () => {
+    let refusedCount = 0;
+    nock(BASE)
+      .persist()
+      .get('/v1/pipeline_stages')
+      .query(true)
+      .reply(() => {
+        refusedCount += 1;
+        return [403, problem(403, 'Forbidden', 'the plan has no access to pipeline stages'), PROBLEM_HEADERS];
+      });
+    nock(BASE).persist().get(/^\/v1\/(contacts|conversations|stage_events|deletions)/).reply(200, page(), JSON_HEADERS);
+    const h = harness({ maxConcurrent: 1 });
+    const stages = await h.client.list('/v1/pipeline_stages', { limit: 10 }).then(() => undefined, (err: unknown) => err as ConnectorError);
+    expect(stages).toMatchObject({ code: 'forbidden', failureType: 'config_error', runWide: false });
+    const errors = await outcomes(PATHS.filter((p) => p !== '/v1/pipeline_stages').map((p) => h.client.list(p, { limit: 10 })));
+    await h.client.close();
+    expect(errors).toEqual([undefined, undefined, undefined, undefined]);
+    expect(refusedCount).toBe(1);
+  });
+
   for (const status of [401, 403] as const) {
     it(`HTTP ${status} for the description alone: /v1/me and the lists are still sent and served`, async () => {
       nock(BASE).get('/v1/openapi.json').reply(status, problem(status, 'Refused', 'description needs another scope'), PROBLEM_HEADERS);
