@@ -171,9 +171,9 @@ export class DuckdbSql implements StoreSql<DuckdbStaged> {
    * allocator of its own (jemalloc, in its binary), which keeps the pages a thread freed in that thread's arena until
    * it allocates there again; with no worker thread of DuckDB's (DUCKDB_THREADS) nothing else gives them back. The
    * driver runs each statement on one of libuv's threads, whichever is free, each with its arena: a run's statements
-   * left freed pages in several arenas at once, 20 to 50 MB of its peak RSS, more the longer it ran (from 100k
-   * contacts to 1M the peak grew by 36 to 43 MB with them, 16 to 22 MB without). Setting the memory limit (to the one it is)
-   * makes DuckDB flush its allocator, every arena's freed pages and the system heap's (malloc_trim), at once.
+   * left freed pages in several arenas at once, a larger share of its peak RSS the longer it ran (docs/performance.md
+   * gives the figures). Setting the memory limit (to the one it is) makes DuckDB flush its allocator, every arena's
+   * freed pages and the system heap's (malloc_trim), at once: DuckDB has no statement that does only that.
    */
   private async giveBack(): Promise<void> {
     try {
