@@ -191,18 +191,19 @@ function handleApi(req: IncomingMessage, res: ServerResponse, url: URL): void {
     res.end(DESCRIPTION);
     return;
   }
+  if (url.searchParams.get('limit') === '1' && !url.searchParams.has('cursor')) {
+    // replicate asks for the service's now (a one-record page) before a run from saved state, check for one
+    // contact (the key serves the data), set up or not: only the envelope is read, so no record is served.
+    // Counted apart from the list requests.
+    const probe = `${path} (limit=1)`;
+    counters.other[probe] = (counters.other[probe] ?? 0) + 1;
+    json(res, 200, { data: [], next_cursor: null, has_more: false, sync_watermark: WATERMARK }, RATE_HEADERS);
+    return;
+  }
   const stream = streams.get(path);
   if (stream === undefined) {
     counters.other[path] = (counters.other[path] ?? 0) + 1;
     problem(res, 404, 'Not Found', `${path} is not served by the benchmark server.`);
-    return;
-  }
-  if (url.searchParams.get('limit') === '1' && !url.searchParams.has('cursor')) {
-    // replicate asks for the service's now (a one-record page) before a run from saved state: only its
-    // sync_watermark is read, so no record is served. Counted apart from the list requests.
-    const probe = `${path} (limit=1)`;
-    counters.other[probe] = (counters.other[probe] ?? 0) + 1;
-    json(res, 200, { data: [], next_cursor: null, has_more: false, sync_watermark: WATERMARK }, RATE_HEADERS);
     return;
   }
   counters.list[path] = (counters.list[path] ?? 0) + 1;

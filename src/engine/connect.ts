@@ -130,9 +130,30 @@ export async function verifyAccount(client: DataReadApi, config: Config): Promis
 }
 
 /**
+ * verifyAccount, then one record of the first stream the service must serve
+ * (`GET /v1/contacts?limit=1`): a service may answer /v1/me for a key whose
+ * account or plan does not include the data (HTTP 403 on the lists), which
+ * the first sync would meet otherwise.
+ */
+async function verifyReading(client: DataReadApi, config: Config): Promise<CheckResult> {
+  const verified = await verifyAccount(client, config);
+  if (!verified.ok) return verified;
+  const stream = STREAMS.find((s) => !s.optional) as StreamDefinition;
+  try {
+    await client.list(stream.path, { limit: 1 });
+    return verified;
+  } catch (err) {
+    const error = toConnectorError(err);
+    const message = `The key works for account "${verified.account ?? '?'}" (/v1/me), but reading its data failed (${stream.path}): ${error.message}`;
+    return { ok: false, failureType: error.failureType, message, error };
+  }
+}
+
+/**
  * The `check` command: a check must answer fast, so it retries little and
  * waits at most 30 s for a rate limit (interactivePatience). Once /v1/me
- * says the key works, it reads the service's description on the same
+ * says the key works and a list serves it one record (verifyReading), it
+ * reads the service's description on the same
  * connection for the drift line: which fields the service describes that the
  * built-in schemas lack, and the other way round.
  */
@@ -141,7 +162,7 @@ export async function checkConnection(config: Config, hooks: ClientHooks = {}): 
   const future = futureStartDate(config.start_date);
   if (future) return { ok: false, message: future };
   return withInteractiveClient(config, hooks, async (client): Promise<ConnectionCheck> => {
-    const result = await verifyAccount(client, config);
+    const result = await verifyReading(client, config);
     if (!result.ok) return result;
     const { drift, invalid } = await describeForCheck(client, config);
     return invalid === undefined ? { ...result, drift } : { ok: false, message: invalid, drift };
@@ -256,7 +277,7 @@ export async function checkAccounts(config: Config, hooks: ClientHooks = {}): Pr
   if (future) return { ok: false, message: future };
   const results = await pooled(entries, config.max_concurrent_accounts, async (entry) => {
     const one = entryConfig(config, entry);
-    return withInteractiveClient(one, hooks, (client) => verifyAccount(client, one));
+    return withInteractiveClient(one, hooks, (client) => verifyReading(client, one));
   });
   const failed = entries.flatMap((entry, i) => (results[i]?.ok === true ? [] : [{ entry, result: results[i] as CheckResult }]));
   const firstOk = entries.findIndex((_, i) => results[i]?.ok === true);

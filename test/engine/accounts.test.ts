@@ -585,6 +585,7 @@ describe("check of accounts whose service describes a field `account` of its own
     const me = { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } };
     const check = async (field: string) => {
       nock(origin).get('/v1/me').reply(200, me, JSON_HEADERS);
+      nock(origin).get('/v1/contacts').query({ limit: '1' }).reply(200, { data: [], next_cursor: null, has_more: false, sync_watermark: '2026-01-01T00:00:00Z' }, JSON_HEADERS);
       nock(origin).get('/v1/openapi.json').reply(200, doc, JSON_HEADERS);
       const accounts = [{ name: 'acme', api_key: 'drk_live_acmeacme0123456789' }];
       const { config } = parseUserConfig({ accounts, base_url: origin, field_treatments: [{ stream: 'contacts', field, treatment: 'drop' }] }, { addSecret: () => undefined }, {});

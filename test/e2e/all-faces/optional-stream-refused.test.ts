@@ -4,7 +4,9 @@
  * its statuses) while the documented lists serve it: through the real
  * executables against a real local server, every other stream is read to
  * its end (all its records, its watermark saved), and the run ends with the
- * one config_error (78) of pipeline_stages.
+ * one config_error (78) of pipeline_stages. And a key the service knows
+ * (/v1/me answers) while every list refuses it (403: a plan without the
+ * data): `check` says FAILED, as the first sync would fail.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,9 +14,11 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, SOURCE_BIN, TAP_BIN, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../../helpers/cli.js';
+import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheck, runCli, tempDir, writeJson } from '../../helpers/cli.js';
 
 const KEY = 'dr_live_optionalrefused0123';
+/** A key /v1/me answers for, to which every list answers 403. */
+const NO_DATA_KEY = 'dr_live_plannodata4567';
 const CATALOG = join(ROOT, 'catalog', 'configured_catalog.json');
 const WATERMARK = '2026-03-01T00:00:00.000Z';
 /** 60 contacts, served 5 a page: twelve pages, read side by side with the refused stream. */
@@ -24,6 +28,7 @@ const PAGE = 5;
 let server: Server;
 let dir: string;
 let config: string;
+let noDataConfig: string;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -31,6 +36,7 @@ beforeAll(async () => {
     const send = (status: number, body: unknown, type = 'application/json'): void => void res.writeHead(status, { 'content-type': type }).end(JSON.stringify(body));
     const problem = (status: number, title: string, detail: string): void => send(status, { type: 'about:blank', title, status, detail, request_id: 'r7' }, 'application/problem+json');
     if (url.pathname === '/v1/me') return send(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 1000, per_day: 100_000 } });
+    if (req.headers.authorization === `Bearer ${NO_DATA_KEY}`) return problem(403, 'Forbidden', 'the plan does not include the data API');
     if (url.pathname === '/v1/pipeline_stages') return problem(403, 'Forbidden', 'the plan has no access to pipeline stages');
     if (!['/v1/contacts', '/v1/conversations', '/v1/stage_events', '/v1/deletions'].includes(url.pathname)) return problem(404, 'Not Found', 'no such path');
     const list = url.pathname === '/v1/contacts' ? CONTACTS : [];
@@ -41,7 +47,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   dir = tempDir('optional-refused-');
-  config = writeJson(dir, 'config.json', { api_key: KEY, base_url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, use_service_schema: false });
+  const base_url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  config = writeJson(dir, 'config.json', { api_key: KEY, base_url, use_service_schema: false });
+  noDataConfig = writeJson(dir, 'no-data.json', { api_key: NO_DATA_KEY, base_url, use_service_schema: false });
 });
 
 afterAll(async () => {
@@ -92,5 +100,19 @@ describe('a 403 on /v1/pipeline_stages alone', () => {
     } finally {
       file.close();
     }
+  });
+});
+
+describe('a key /v1/me answers for while the lists refuse it (403)', () => {
+  it('check: FAILED naming the account, the list and the service\'s words; the key of the other plan: SUCCEEDED', async () => {
+    const refused = await runCli(SOURCE_BIN, ['check', '--config', noDataConfig]);
+    expect(refused.code, refused.stderr).toBe(0);
+    expect(protocolCheck('airbyte', refused.stdout).errors).toEqual([]);
+    const status = connectionStatusOf(refused.stdout);
+    expect(status.status).toBe('FAILED');
+    expect(status.message).toMatch(/The key works for account "Acme" \(\/v1\/me\), but reading its data failed \(\/v1\/contacts\): .*HTTP 403.*the plan does not include the data API/);
+    expect(refused.stdout + refused.stderr).not.toContain(NO_DATA_KEY);
+    // /v1/pipeline_stages alone refused: the lists check reads serve the key.
+    expect(connectionStatusOf((await runCli(SOURCE_BIN, ['check', '--config', config])).stdout).status).toBe('SUCCEEDED');
   });
 });
