@@ -488,6 +488,7 @@ export class AccountsRun {
         streamRunning: (stream, quotaReset) => emitter.streamRunning(stream, quotaReset),
         readWatermark: (stream, watermark) => (sink ?? emitter).readWatermark?.(stream, watermark),
         readRestarted: (stream) => sink?.readRestarted?.(stream),
+        rereadInFull: (stream) => sink?.rereadInFull?.(stream),
         records: async (stream, records: readonly Data[], extractedAt, tombstones = 0) => {
           // A field `account` the service sent itself was moved to service_account by the session's pipeline, before selection.
           for (const record of records) record[ACCOUNT_FIELD] = entry.name;

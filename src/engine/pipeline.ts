@@ -146,6 +146,10 @@ export class RecordPipeline implements SyncSink {
     return this.#emitter.readRestarted?.(stream);
   }
 
+  rereadInFull(stream: StreamDefinition): void | Promise<void> {
+    return this.#emitter.rereadInFull?.(stream);
+  }
+
   /** A page as read: moved, selected, treated, checked, counted, emitted. */
   records(stream: StreamDefinition, records: readonly Data[], extractedAt: number): void | Promise<void> {
     const note = this.#move(stream, records);

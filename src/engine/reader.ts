@@ -8,9 +8,11 @@
  * does not offer is skipped). A read of a stream with a cursor that completes
  * with a watermark earlier than the saved one (the service's clock went back,
  * or a state edited by hand) is followed, in the same sync, by a full read of
- * the stream, whose watermark is the one saved: records stamped between the
- * two instants may lie behind both, and a later read from the earlier one
- * would never return those stamped more than the look-back before it.
+ * the stream, whose watermark (its last catch-up read's) is the one saved:
+ * records stamped between the two instants may lie behind both, and a later
+ * read from the earlier one would never return those stamped more than the
+ * look-back before it. The sink is told (rereadInFull): that read returns
+ * every record the service has.
  */
 import { ApiError } from '../client/api-error.js';
 import { readAction } from '../client/policy.js';
@@ -44,7 +46,8 @@ interface ReadOptions {
    */
   readonly onWatermark?: (watermark: string, resumed: boolean) => void | Promise<void>;
   /**
-   * The stream is read in full (a full refresh, or a first read, of a stream with a cursor). A
+   * The stream is read in full (a full refresh, or a first read, of a stream with a cursor; the
+   * full read after a watermark gone back is taken as one whatever this says). A
    * record changed while such a read pages through leaves the pages still to
    * come for a time after the read's watermark, so the read never returns it:
    * a copy made of that read alone lacks it (a Singer target's
@@ -198,9 +201,11 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
       await sink.readWatermark?.(stream, page.watermark);
       if (options.onWatermark) await options.onWatermark(page.watermark, start.cursor !== undefined);
     }
-    // The full read after a watermark gone back takes no catch-up: its own watermark is saved, and the next sync
-    // brings what moves meanwhile; its rules hold no saved watermark, so nothing can call for another such read.
-    const window = options.catchUp === true && !rereading && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
+    // The full read after a watermark gone back takes the catch-up reads a first read takes: it returns every record
+    // the service has, and the replica removes the rows it did not return (sink.rereadInFull). Those reads hold the
+    // watermark they read from, later than the one that went back: a catch-up read whose watermark is earlier
+    // still (the clock went back again) saves it with the WARN, and starts no second full read (`rereading`).
+    const window = (options.catchUp === true || rereading) && stream.cursorField !== null ? new LookBackWindow(stream, page.watermark) : undefined;
     /** Records passed on that show a change made while the read before this one paged (all of a first read's). */
     let moved = 0;
     for (let pagesRead = 1; ; pagesRead++) {
@@ -224,7 +229,14 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
         // The read reached has_more: false: its watermark is saved.
         const { state, warning } = rules.complete(page.watermark);
-        if (warning) await sink.log('WARN', warning);
+        if (warning !== undefined && rereading) {
+          // A catch-up read of the full read: the clock went back again while it paged.
+          await sink.log(
+            'WARN',
+            `${stream.name}: the service reported sync_watermark ${page.watermark}, earlier than ${after?.watermark ?? 'the watermark'} of the full read it followed: ` +
+              'its clock went back again. That watermark is saved; the stream is not read in full a second time in this sync.',
+          );
+        } else if (warning) await sink.log('WARN', warning);
         if (warning !== undefined && !rereading) {
           // Its watermark is earlier than the saved one: what the service stamped between the two lies behind both,
           // and neither this read (from the saved one) nor any later one (from its own) returns it. The stream is
@@ -233,7 +245,8 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
           after = undefined;
           rules = new StateRules(stream, {}, options.startDate);
           start = rules.start();
-          await sink.readRestarted?.(stream);
+          catchUps = 0;
+          await sink.rereadInFull?.(stream);
           continue read;
         }
         await sink.state(stream, state);

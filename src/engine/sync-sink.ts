@@ -32,6 +32,15 @@ export interface SyncSink {
    * is not continued (the replica starts the marks of a full read over).
    */
   readRestarted?(stream: StreamDefinition): void | Promise<void>;
+  /**
+   * The stream is read again in full, from start_date, in this sync: the
+   * read before completed with a watermark earlier than the saved one (its
+   * clock went back; reader.ts). Told before any record of the new read,
+   * which returns every record the service has (the replica removes the rows
+   * it does not return, as a heal's read does); the records of the read
+   * before that no checkpoint covered yet come with its first checkpoint.
+   */
+  rereadInFull?(stream: StreamDefinition): void | Promise<void>;
   /** A checkpoint covering every record of the stream given before it. */
   state(stream: StreamDefinition, state: StreamState): void | Promise<void>;
   /**

@@ -41,7 +41,7 @@ import type { RunRecorder } from '../report/run-report.js';
 import { EXIT_OK, EXIT_TEMPFAIL, exitStatusFor, exitStatusForAll } from '../runtime/exit-status.js';
 import { readJsonFile } from '../config/files.js';
 import type { StderrLogger } from '../runtime/output.js';
-import { STREAMS, findStream, type StreamDefinition } from '../streams.js';
+import { STREAMS, deletionTargets, findStream, type StreamDefinition } from '../streams.js';
 import { findHeal, healDone, healStarting, planHeal } from './heal.js';
 import { lockLostError, type LockSettings } from './lock.js';
 import { onStop } from '../runtime/interrupt.js';
@@ -365,6 +365,7 @@ export async function replicate(ctx: ReplicateContext, configPath: string, db: s
       // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
       // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
       const gapCheck = { deletionGapFails: healed === undefined || healed.since !== undefined, deletionGapSince: healed?.since };
+      await continueStoppedRereads(states, store, sink, undefined);
       result = await readToNow(session, { streams: REPLICA_STREAMS, states, deletionGapAdvice: null, ...gapCheck }, store, () => store.loadStates(), sink, observer);
     }
     const unknown = sink.unknownTypesWarning();
@@ -446,6 +447,24 @@ async function healLongPause(run: {
     await run.events.log('WARN', healDone(heal, new Map(heal.streams.map((s) => [s.name, sink.tallies.get(s.name)?.sweptRows ?? 0]))));
   }
   return { result, since: plan.since };
+}
+
+/**
+ * The full reads of the streams the deletion log deletes from that a stopped
+ * run left under way (a resume cursor, no watermark, marks in the store) and
+ * no heal continued: the full read after a watermark gone back (reader.ts).
+ * The read goes on from its cursor, marking what it writes, but its end
+ * removes no row: a row changed between the runs may have moved past the
+ * read's end (its catch-up reads bring it only when they run), so its marks
+ * cannot be shown to cover every row the service has.
+ */
+async function continueStoppedRereads(states: ReadonlyMap<string, StreamState>, store: Store, sink: ReplicaSink, account: string | undefined): Promise<void> {
+  const stopped: StreamDefinition[] = [];
+  for (const stream of deletionTargets()) {
+    const state = states.get(stream.name);
+    if (state?.resume !== undefined && state.sync_watermark === undefined && (await store.fullReadMarked(stream.name, account))) stopped.push(stream);
+  }
+  sink.fullRead(stopped, new Set(stopped.map((s) => s.name)), true);
 }
 
 /**
@@ -588,6 +607,7 @@ async function replicateAccounts(ctx: ReplicateContext, config: Config, target: 
         // A gap that opens after findHeal looked (the retention passing the saved watermark meanwhile) fails the log, unread.
         // After a heal that continued an earlier run's read, the log must hold the deletions since that read began.
         const gapCheck = { deletionGapFails: account !== undefined && (healed === undefined || healed.since !== undefined), deletionGapSince: healed?.since };
+        await continueStoppedRereads(current, store, sink, entry.name);
         await readToNow(session, { ...request, states: current, ...gapCheck }, store, async () => entryStates(await store.loadStates(), entry.name), lane, observer);
         if (other !== undefined) {
           // The account ends once its checkpoints are committed (the groups holding them, not the other accounts'): a stream the

@@ -7,13 +7,14 @@
  * (the deletion log's records, applied as they came), the state. A
  * checkpoint that cannot be written fails its stream there. The emitter
  * keeps the replica's own bookkeeping: what each stream wrote (tallies),
- * full reads (of full-refresh streams, and the heal's: heal.ts), unknown
+ * full reads (of full-refresh streams, the heal's: heal.ts, and the one
+ * after a watermark gone back: rereadInFull), unknown
  * deletion types.
  */
 import type { Data, LogLevel, SyncSink } from '../engine/sync-sink.js';
 import type { StreamState } from '../engine/state.js';
 import type { ConnectorError } from '../errors.js';
-import { findDeletionLog, type StreamDefinition } from '../streams.js';
+import { deletionTargets, findDeletionLog, type StreamDefinition } from '../streams.js';
 
 export type { CommitResult, Store, StoreCheckpoint } from '../stores/store.js';
 import type { CommitResult, Store, StoreCheckpoint } from '../stores/store.js';
@@ -26,7 +27,7 @@ export interface StreamTally {
   skippedDeleted: number;
   /** Rows deleted by this stream's deletion records. */
   deletedRows: number;
-  /** Rows removed because a full read that heals a gap in the deletion log did not return them. */
+  /** Rows removed because a full read that heals a gap in the deletion log, or follows a watermark gone back, did not return them. */
   sweptRows: number;
   /** The sync_watermark of the last checkpoint committed with a watermark this run; undefined while none was. */
   savedWatermark?: string | undefined;
@@ -38,8 +39,12 @@ export class ReplicaSink implements SyncSink {
   private readonly store: Store;
   private readonly logger: ReplicaLog;
   private readonly pending = new Map<string, Data[]>();
-  /** Streams read in full to remove the rows the read does not return (fullRead), and whether their first checkpoint was written. */
-  private readonly fullReads = new Map<string, { started: boolean }>();
+  /**
+   * Streams read in full to remove the rows the read does not return (fullRead, rereadInFull), whether their first
+   * checkpoint was written, whether the read is the one after a watermark gone back (`reread`), and whether its last
+   * checkpoint keeps the rows it did not mark (`keepRows`).
+   */
+  private readonly fullReads = new Map<string, { started: boolean; reread?: boolean; keepRows?: boolean }>();
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
@@ -86,10 +91,22 @@ export class ReplicaSink implements SyncSink {
    * checkpoints mark the ids they write, its last one removes the others.
    * `continued`: the streams whose read continues one a stopped run began
    * (its marks committed): their first checkpoint here is not the read's.
+   * `keepRows`: the last checkpoint removes no row, only the marks (a read
+   * continued whose marks cannot be shown to cover it: command.ts).
    */
-  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set()): void {
+  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set(), keepRows = false): void {
     // A read continued from a saved resume cursor keeps the marks its earlier checkpoints committed.
-    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name) });
+    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name), ...(keepRows ? { keepRows } : {}) });
+  }
+
+  /**
+   * The stream is read again in full after its watermark went back (reader.ts): for a stream the deletion log
+   * deletes from, a full read whose last checkpoint removes the rows it did not return (a deletion the service
+   * stamped on its clock gone back may be earlier than the row's last change, which then outlives it: time.ts,
+   * changedAfterDeletion). Its catch-up reads are part of it: its last checkpoint is the one without a resume cursor.
+   */
+  rereadInFull(stream: StreamDefinition): void {
+    if (deletionTargets().some((s) => s.name === stream.name)) this.fullReads.set(stream.name, { started: false, reread: true });
   }
 
   /** The read starts over (its saved resume cursor was refused): a full read under way clears its marks at its next checkpoint. */
@@ -105,10 +122,14 @@ export class ReplicaSink implements SyncSink {
     // In a replica of many accounts the state holds every account's: this sink's read, and the state it saves, are its account's.
     const own = this.account === undefined ? state : state.accounts?.[this.account];
     if (own === undefined) throw new Error(`a state of ${stream.name} holds no state of account "${this.account ?? ''}", whose checkpoint it is`);
-    const fullRead = full ? { first: !full.started, last: own.resume === undefined } : undefined;
+    const fullRead = full ? { first: !full.started, last: own.resume === undefined, ...(full.keepRows === true ? { keepRows: true } : {}) } : undefined;
     const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(own), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
-    const written = this.store.write(checkpoint, (result) => this.count(stream, result, state.sync_watermark));
+    const reread = full?.reread === true && fullRead?.last === true;
+    const written = this.store.write(checkpoint, (result) => {
+      this.count(stream, result, state.sync_watermark);
+      if (reread) this.logger('WARN', `${stream.name}: the full read after the watermark went back removed ${result.sweptRows} row(s) the service no longer has.`);
+    });
     if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));
     if (full) full.started = true;
     if (fullRead?.last) this.fullReads.delete(stream.name);

@@ -27,7 +27,8 @@
  * upsert that did not change after a known deletion of the same object is
  * skipped (a deleted row is never resurrected).
  *
- * A full read that heals a gap in the deletion log (heal.ts): each of its
+ * A full read that heals a gap in the deletion log (heal.ts), or follows a
+ * watermark gone back (ReplicaSink.rereadInFull): each of its
  * checkpoints marks the ids it wrote in FULL_READ_TABLE, in the same file and
  * transaction as the rows (ids only, never another value); its last
  * checkpoint removes the table's rows that were not marked, in the
@@ -35,7 +36,8 @@
  * marks. A run killed before that leaves the old rows and the old state, and
  * marks that the next heal keeps when it continues that read from its saved
  * resume cursor (heal.ts), or clears with its first checkpoint when it reads
- * again from the start.
+ * again from the start. A read whose last checkpoint keeps the rows
+ * (`keepRows`) only clears its marks.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
@@ -222,7 +224,7 @@ export class TableWriter {
         mark?.run(readKey, row[table.keyAt] as string);
         upserted++;
       }
-      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account);
+      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account, fullRead.keepRows === true);
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
@@ -250,17 +252,21 @@ export class TableWriter {
     return this.db.prepare(`INSERT OR IGNORE INTO ${FULL_READ_TABLE} (stream, id) VALUES (?, ?)`);
   }
 
-  /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
-  private sweep(table: Table, stream: string, account: string | undefined): number {
+  /**
+   * Remove the rows of `table` the stream's full read did not mark (none when `keepRows`), then its marks (the table
+   * too once no read is under way).
+   */
+  private sweep(table: Table, stream: string, account: string | undefined, keepRows: boolean): number {
     const { table: name, primaryKey } = table.spec.layout;
     const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${quoteIdent(name)}.${quoteIdent(primaryKey)})`;
-    const removed =
-      account === undefined
+    const removed = keepRows
+      ? undefined
+      : account === undefined
         ? this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${unmarked}`).run(stream)
         : this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
     this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
     if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
-    return Number(removed.changes);
+    return Number(removed?.changes ?? 0);
   }
 
   /**

@@ -138,7 +138,7 @@ describe('readStream', () => {
     const api = contactsApi({ records: makeRecords(3), watermark: W0 });
     const restarted: string[] = [];
     const sink: RecordingSink & SyncSink = Object.assign(new RecordingSink(), {
-      readRestarted: (s: StreamDefinition) => void restarted.push(`${s.name} after ${sink.events.length} events`),
+      rereadInFull: (s: StreamDefinition) => void restarted.push(`${s.name} after ${sink.events.length} events`),
     });
     const seen: [string, boolean][] = [];
     const outcome = await readStream(contacts, {
@@ -191,7 +191,7 @@ describe('readStream', () => {
     expect(sink.logs('WARN')).toHaveLength(1);
   });
 
-  it('a resumed read that ends earlier than the saved complete watermark is followed by a full read too', async () => {
+  it('a resumed read that ends earlier than the saved complete watermark is followed by a full read too, with its catch-up read', async () => {
     const api = contactsApi({ records: makeRecords(450), watermark: W0 });
     const { sink } = await read(api, { sync_watermark: W1, resume: { cursor: 'c200', sync_watermark: W0 } });
     expect(api.calls.map((c) => c.query)).toEqual([
@@ -200,9 +200,27 @@ describe('readStream', () => {
       { updated_since: undefined, limit: 200 },
       { cursor: 'c200', limit: 200 },
       { cursor: 'c400', limit: 200 },
+      // The full read paged: it reads again from its watermark what moved past its end meanwhile (nothing here).
+      { updated_since: W0, limit: 200 },
+      { cursor: 'c200', limit: 200 },
+      { cursor: 'c400', limit: 200 },
     ]);
     expect(sink.statesOf('contacts').at(-1)).toEqual({ sync_watermark: W0 });
     expect(sink.logs('WARN').join('\n')).toContain(`earlier than the saved ${W1}`);
+  });
+
+  it('a catch-up read of that full read whose watermark is earlier still saves it with a WARN, and starts no second full read', async () => {
+    const api = contactsApi({ records: makeRecords(450), watermark: W0 });
+    const earlier = '2026-01-15T10:00:00.000Z';
+    api.beforePage = (_path, query) => void (query.updated_since === W0 ? (api.watermark = earlier) : undefined);
+    const { sink, outcome } = await read(api, { sync_watermark: W1 });
+    expect(api.calls.map((c) => c.query.cursor ?? c.query.updated_since ?? 'start')).toEqual([W1, 'c200', 'c400', 'start', 'c200', 'c400', W0, 'c200', 'c400']);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: earlier } });
+    expect(sink.logs('WARN')).toHaveLength(2);
+    expect(sink.logs('WARN')[1]).toBe(
+      `contacts: the service reported sync_watermark ${earlier}, earlier than ${W0} of the full read it followed: ` +
+        'its clock went back again. That watermark is saved; the stream is not read in full a second time in this sync.',
+    );
   });
 
   it('sends no updated_since to a stream without a time filter (pipeline_stages), start_date or not', async () => {

@@ -16,6 +16,7 @@ import { findStream, type StreamDefinition } from '../../src/streams.js';
 import { withTempDatabases } from '../helpers/suite.js';
 import { FakeApi, contact, conversation, iso, makeRecords, type Rec } from '../helpers/fake-api.js';
 import { readStream } from '../../src/engine/reader.js';
+import type { StreamState } from '../../src/engine/state.js';
 
 const contacts = findStream('contacts') as StreamDefinition;
 const conversations = findStream('conversations') as StreamDefinition;
@@ -24,7 +25,7 @@ const newDb = withTempDatabases('replica-full-read-');
 const ids = (path: string, stream: string): string[] => (replicaRecords(path).get(stream) ?? []).map((r) => String(r.id)).sort();
 const hasMarks = (store: ReplicaStore): boolean => store.db.prepare(`SELECT 1 AS x FROM sqlite_schema WHERE name = '${FULL_READ_TABLE}'`).get() !== undefined;
 
-function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean }): Checkpoint {
+function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean; keepRows?: boolean }): Checkpoint {
   const state = fullRead.last ? { sync_watermark: iso(minute) } : { resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } };
   return { stream, rows: toRows(store.layoutOf(stream), records), state: JSON.stringify(state), fullRead };
 }
@@ -56,6 +57,17 @@ describe('a full read that removes what it does not return', () => {
     expect(store.write(checkpoint(store, 'conversations', [], 9, { first: false, last: true })).sweptRows).toBe(1);
     expect(ids(path, 'contacts')).toEqual(['c2']);
     expect(ids(path, 'conversations')).toEqual(['v2']);
+    expect(hasMarks(store)).toBe(false);
+    store.close();
+  });
+
+  it('a last checkpoint that keeps the rows (keepRows) removes none, and drops the marks', () => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
+    store.write(checkpoint(store, 'contacts', [contact('c1', 2)], 9, { first: false, last: false }));
+    expect(store.write(checkpoint(store, 'contacts', [contact('c3', 2)], 9, { first: false, last: true, keepRows: true })).sweptRows).toBe(0);
+    expect(ids(path, 'contacts')).toEqual(['c1', 'c2', 'c3']);
     expect(hasMarks(store)).toBe(false);
     store.close();
   });
@@ -160,6 +172,52 @@ describe('a full read continued from a stopped run', () => {
       { first: true, last: false },
       { first: false, last: false },
       { first: false, last: true },
+    ]);
+  });
+});
+
+describe('the full read after a watermark gone back', () => {
+  const W = '2026-03-01T10:00:00.000Z';
+  const LATER = '2026-03-01T12:00:00.000Z';
+  /** The checkpoints' fullRead a read of `stream` from `state` hands the store, and the reads it asked the service for. */
+  const run = async (state: StreamState, stream = contacts) => {
+    const { store, taken } = recordingStore();
+    const said: string[] = [];
+    const sink = new ReplicaSink(store, (_level, message) => void said.push(message));
+    sink.streamStarted(stream);
+    const api = new FakeApi({ [stream.path]: makeRecords(450) }, W);
+    await readStream(stream, { client: api, sink, pageSize: 200, startDate: undefined, state });
+    return { fullReads: taken.map((c) => c.fullRead), since: api.calls.map((c) => c.query.cursor ?? c.query.updated_since ?? 'start') };
+  };
+
+  it('of a stream the deletion log deletes from marks what it writes, catch-up read included, and its last checkpoint removes the rest', async () => {
+    const { fullReads, since } = await run({ sync_watermark: LATER });
+    // From the saved watermark (3 pages, 2 checkpoints), in full (3 pages), then a catch-up read from its watermark.
+    expect(since).toEqual([LATER, 'c200', 'c400', 'start', 'c200', 'c400', W, 'c200', 'c400']);
+    expect(fullReads).toEqual([undefined, undefined, { first: true, last: false }, { first: false, last: false }, { first: false, last: true }]);
+  });
+
+  it('of another stream marks nothing', async () => {
+    const { fullReads } = await run({ sync_watermark: LATER }, findStream('stage_events') as StreamDefinition);
+    expect(fullReads.every((f) => f === undefined)).toBe(true);
+  });
+
+  it('a refused resume cursor restarts the read from the last complete watermark, marking nothing', async () => {
+    const { fullReads, since } = await run({ sync_watermark: W, resume: { cursor: 'stale-cursor', sync_watermark: W } });
+    expect(since).toEqual(['stale-cursor', W, 'c200', 'c400']);
+    expect(fullReads).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('continued from a stopped run (ReplicaSink.fullRead with keepRows) marks what it writes and its end removes no row', async () => {
+    const { store, taken } = recordingStore();
+    const sink = new ReplicaSink(store, () => undefined);
+    sink.fullRead([contacts], new Set(['contacts']), true);
+    sink.streamStarted(contacts);
+    const api = new FakeApi({ [contacts.path]: makeRecords(450) }, W);
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { resume: { cursor: 'c200', sync_watermark: W } } });
+    expect(taken.map((c) => c.fullRead)).toEqual([
+      { first: false, last: false, keepRows: true },
+      { first: false, last: true, keepRows: true },
     ]);
   });
 });

@@ -99,25 +99,65 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
-      it('changes the service stamps while its clock is back two hours, ten minutes before the run, are in the store after it', IN_TURN, async () => {
-        const config = account.config(dir);
+      it('changes and a deletion the service stamps while its clock is back two hours, ten minutes before the run, and changes made while it reads in full, are in the store after it', IN_TURN, async () => {
+        // Pages of 25: the full read that follows the watermark gone back takes several, and rows change between them.
+        const config = account.config(dir, { page_size: 25 });
         const db = await store.fresh(dir, 'clock_went_back');
         const control = account.emulator.control;
+        // A contact changed just before a run, and deleted once the clock is back: its deletion is stamped before that change.
+        const [gone, ...ids] = account.dump().contacts.slice(0, 6).map((c) => (c as { id: string }).id) as [string, ...string[]];
+        account.mutate({ op: 'update_contacts', ids: [gone] });
         expect((await replicate(config, db)).code).toBe(0);
         const saved = (await store.states(db)).get('contacts')?.sync_watermark as string;
+        const held = ((await store.dump(db)).contacts as { id: string }[]).map((r) => r.id);
         control.rewindClock(2 * 3_600_000);
-        const ids = account.dump().contacts.slice(0, 5).map((c) => (c as { id: string }).id);
         account.mutate({ op: 'update_contacts', ids });
+        account.mutate({ op: 'delete_contacts', ids: [gone] });
         control.advanceClock(10 * 60_000);
         const reported = control.now();
-        const back = await replicate(config, db);
+        // The contacts on the full read's last pages change once its first page is served (after its WARN): they move
+        // past its end, and only its catch-up read returns them; its sweep must not remove their rows.
+        const late = (account.dump().contacts as { id: string; updated_at: string }[])
+          .toSorted((a, b) => a.updated_at.localeCompare(b.updated_at) || a.id.localeCompare(b.id))
+          .slice(-10)
+          .map((c) => c.id);
+        const pagesOfContacts = (): number => control.stats().byPath['/v1/contacts']?.['200'] ?? 0;
+        let changed: Promise<number> | undefined;
+        control.setLatency(10);
+        const back = await replicate(config, db, {
+          onStderr: (text) => {
+            if (changed !== undefined || !text.includes('contacts: the service reported sync_watermark')) return;
+            const before = pagesOfContacts();
+            changed = new Promise((resolve) => {
+              const poll = setInterval(() => {
+                if (pagesOfContacts() <= before) return;
+                clearInterval(poll);
+                account.mutate({ op: 'update_contacts', ids: late });
+                resolve(pagesOfContacts() - before);
+              }, 1);
+            });
+          },
+        });
+        control.setLatency(0);
+        // Changed after the full read's first page, before its last (8 pages of 25).
+        expect(await changed).toBeLessThan(4);
         expect(back.code, back.stderr).toBe(0);
         expect(back.stderr).toContain(`contacts: the service reported sync_watermark ${reported}, earlier than the saved ${saved}: `);
-        // Its clock back, the service serves none of the records stamped after its now: those the store holds from the run before aside, it equals the service.
-        const served = dumpLists(account.dump()).contacts as { id: string }[];
-        const rows = new Map(((await store.dump(db)).contacts as { id: string }[]).map((r) => [r.id, r]));
-        expect(served.filter((r) => JSON.stringify(rows.get(r.id)) !== JSON.stringify(r)).map((r) => r.id)).toEqual([]);
-        expect((await store.states(db)).get('contacts')?.sync_watermark).toBe(reported);
+        // Its clock back, the service serves none of the records stamped after its now: the full reads of contacts and
+        // conversations remove their rows with the deleted contact's (the next run brings them back); those tables
+        // equal what the service serves.
+        const truth = dumpLists(account.dump());
+        const copy = await store.dump(db);
+        expect([copy.contacts, copy.conversations]).toStrictEqual([truth.contacts, truth.conversations]);
+        const served = truth.contacts as { id: string }[];
+        const removed = held.filter((id) => !served.some((r) => r.id === id)).length;
+        expect(removed).toBeGreaterThanOrEqual(1);
+        expect(back.stderr.match(/contacts: the full read after the watermark went back removed .*/g)).toEqual([
+          `contacts: the full read after the watermark went back removed ${removed} row(s) the service no longer has.`,
+        ]);
+        // Its catch-up read's watermark is saved: a little after the one reported, still earlier than the one saved before.
+        const watermark = Date.parse((await store.states(db)).get('contacts')?.sync_watermark as string);
+        expect([watermark >= Date.parse(reported), watermark < Date.parse(saved)]).toEqual([true, true]);
         control.advanceClock(2 * 3_600_000);
         const after = await replicate(config, db);
         expect(after.code, after.stderr).toBe(0);
