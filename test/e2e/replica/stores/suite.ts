@@ -99,7 +99,7 @@ export function storeSuite(store: StoreKind): void {
         }
       });
 
-      it('changes and a deletion the service stamps while its clock is back two hours, ten minutes before the run, and changes made while it reads in full, are in the store after it', IN_TURN, async () => {
+      it('changes and a deletion the service stamps while its clock is back two hours, and changes made during the full read that follows, are in the store after it; that read stopped part-way is continued, removing no row', IN_TURN, async () => {
         // Pages of 25: the full read that follows the watermark gone back takes several, and rows change between them.
         const config = account.config(dir, { page_size: 25 });
         const db = await store.fresh(dir, 'clock_went_back');
@@ -162,6 +162,45 @@ export function storeSuite(store: StoreKind): void {
         const after = await replicate(config, db);
         expect(after.code, after.stderr).toBe(0);
         expect(after.stderr).not.toContain('earlier than the saved');
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+
+        // The clock goes back again, and the run's full read of contacts stops part-way: the service fails its pages
+        // from the third on (a 500, no retry). Its checkpoints before are committed, with their marks. The next run
+        // continues that read from its cursor and removes no row (its marks do not cover the pages the stopped run
+        // read before, and rows may have moved meanwhile); once the clock moves on, the store equals the service.
+        control.rewindClock(2 * 3_600_000);
+        control.advanceClock(10 * 60_000);
+        const from = pagesOfContacts();
+        control.setLatency(20);
+        const failing = setInterval(() => {
+          if (pagesOfContacts() < from + 3) return;
+          clearInterval(failing);
+          control.addFault({ kind: '500', every: 1, paths: ['/v1/contacts'] });
+        }, 1);
+        const stoppedRun = await replicate(account.config(dir, { page_size: 25, max_retries: 0 }), db);
+        clearInterval(failing);
+        control.clearFaults();
+        control.setLatency(0);
+        expect(stoppedRun.code, stoppedRun.stderr).toBe(75);
+        const stopped = (await store.states(db)).get('contacts');
+        expect([stopped?.resume !== undefined, stopped?.sync_watermark]).toEqual([true, undefined]);
+        // The streams whose full read is under way, by their marks (the SQLite file drops the table once none is).
+        const marked = async (): Promise<unknown[]> => {
+          if (store.name !== 'sqlite') return store.rows(db, `SELECT DISTINCT stream FROM ${store.name === 'postgres' ? 'data_read' : 'main'}._replica_full_read`);
+          const held = await store.rows(db, "SELECT name FROM sqlite_schema WHERE name = '_replica_full_read'");
+          return held.length === 0 ? [] : store.rows(db, 'SELECT DISTINCT stream FROM _replica_full_read');
+        };
+        expect(await marked()).toEqual([{ stream: 'contacts' }]);
+        const continued = await replicate(config, db);
+        expect(continued.code, continued.stderr).toBe(0);
+        expect(continued.stderr).not.toContain('contacts: the full read after the watermark went back removed');
+        // Its marks went with its end: none is left for a later read to take as its own.
+        expect(await marked()).toEqual([]);
+        const rows = new Map(((await store.dump(db)).contacts as { id: string }[]).map((r) => [r.id, r]));
+        const missing = (dumpLists(account.dump()).contacts as { id: string }[]).filter((r) => JSON.stringify(rows.get(r.id)) !== JSON.stringify(r));
+        expect(missing.map((r) => r.id)).toEqual([]);
+        control.advanceClock(2 * 3_600_000);
+        expect((await replicate(config, db)).code).toBe(0);
         expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
       });
 
