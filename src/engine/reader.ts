@@ -233,7 +233,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
           // A catch-up read of the full read: the clock went back again while it paged.
           await sink.log(
             'WARN',
-            `${stream.name}: the service reported sync_watermark ${page.watermark}, earlier than ${after?.watermark ?? 'the watermark'} of the full read it followed: ` +
+            `${stream.name}: the service reported sync_watermark ${page.watermark}, earlier than ${after?.watermark ?? 'the watermark'} it read from after the stream's full read: ` +
               'its clock went back again. That watermark is saved; the stream is not read in full a second time in this sync.',
           );
         } else if (warning) await sink.log('WARN', warning);

@@ -218,7 +218,7 @@ describe('readStream', () => {
     expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: earlier } });
     expect(sink.logs('WARN')).toHaveLength(2);
     expect(sink.logs('WARN')[1]).toBe(
-      `contacts: the service reported sync_watermark ${earlier}, earlier than ${W0} of the full read it followed: ` +
+      `contacts: the service reported sync_watermark ${earlier}, earlier than ${W0} it read from after the stream's full read: ` +
         'its clock went back again. That watermark is saved; the stream is not read in full a second time in this sync.',
     );
   });
