@@ -142,7 +142,7 @@ interface StateCadence {
   checkpoints: number;
   /** Whether tombstones came since the last STATE (a STATE of the deletion log then waits for one of the stream). */
   tombstones: boolean;
-  /** The last STATE written of the stream (JSON), to write no identical one. */
+  /** The last STATE written of the stream (JSON, without records_written), to write no identical one. */
   written: string | undefined;
 }
 
@@ -348,14 +348,19 @@ export class AccountsRun {
     const takeUnsent = (stream: StreamDefinition): StreamState | undefined => {
       const c = cadences.get(stream.name);
       if (c === undefined || c.checkpoints === 0) return undefined;
+      const records = c.records;
       c.records = 0;
       c.checkpoints = 0;
       c.tombstones = false;
       const value = stateOf(stream.name);
       // Two checkpoints of one read never hold the same position; a complete read that reported the watermark it started
-      // from does, and a STATE identical to the one before says nothing new.
+      // from does (a full refresh, a service whose watermark did not move), and a STATE identical to the one before says
+      // nothing new. Unless records came since: a STATE must follow them, and two identical STATEs of a stream with
+      // records between them are what the Airbyte protocol forbids. That one then says how many records of the stream the
+      // run had written (written only: the state reader drops it).
       const text = JSON.stringify(value);
-      if (text === c.written) return undefined;
+      if (text === c.written && records === 0) return undefined;
+      if (text === c.written) value.records_written = this.#counts.get(stream.name) ?? 0;
       c.written = text;
       return value;
     };

@@ -4,6 +4,8 @@
  *     resume?: { cursor, sync_watermark },   (a read in progress)
  *     account?: { name, base_url },          (whose it is: account.ts)
  *     tombstones_through?: <ReadPosition> }  (written only: see StreamState)
+ * or, with `accounts`, { accounts: { <entry>: <such a state>, ... }, records_written?: <number> }
+ * (records_written: written only, see StreamState).
  * The faces wrap it in their own envelopes; this module validates the content.
  */
 import { isObject } from '../exact-json.js';
@@ -66,6 +68,15 @@ export interface StreamState {
    * asks of two STATEs of a stream with records between them.
    */
   tombstones_through?: ReadPosition;
+  /**
+   * With `accounts`, beside `accounts`: in a STATE that would be the same as
+   * the stream's STATE before it, with records between them (the accounts
+   * read since ended on the states they started from), the records of the
+   * stream the run had written (engine/accounts.ts). Written only, never read
+   * back (parseStreamState keeps `accounts` alone): it makes that STATE
+   * differ from the one before, as the Airbyte protocol asks.
+   */
+  records_written?: number;
 }
 
 /**
@@ -96,7 +107,8 @@ function parseAccountsState(stream: string, input: Record<string, unknown>): Str
     }
     return [name, parseOneState(`"${stream}" of account "${name}"`, raw, `state.${stream}.accounts.${name}`)];
   });
-  // Own properties, whatever the names (an assignment to "__proto__" would set the object's prototype instead).
+  // Own properties, whatever the names (an assignment to "__proto__" would set the object's prototype instead). Nothing
+  // beside them is read: records_written is written only.
   return { accounts: Object.fromEntries(accounts) };
 }
 

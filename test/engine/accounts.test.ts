@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { parseUserConfig } from '../../src/config/config.js';
 import { AccountsRun, STATE_CADENCE, accountStates } from '../../src/engine/accounts.js';
 import { checkAccounts } from '../../src/engine/connect.js';
+import type { SessionRequest } from '../../src/engine/session.js';
 import { buildOpenApiDocument } from '../../packages/emulator/src/openapi.js';
 import { parseStreamState, type StreamState } from '../../src/engine/state.js';
 import { ConfigError } from '../../src/errors.js';
@@ -44,6 +45,10 @@ describe('the state of many accounts', () => {
     [{ accounts: { acme: { sync_watermark: 'yesterday' } } }, /Invalid state for stream "contacts" of account "acme": sync_watermark must be an ISO 8601/],
   ])('refuses %j', (input, message) => {
     expect(() => parseStreamState('contacts', input)).toThrow(message);
+  });
+
+  it('reads one carrying records_written (written only) as if it were not there', () => {
+    expect(parseStreamState('contacts', { accounts: { acme: { sync_watermark: W } }, records_written: 12 })).toEqual({ accounts: { acme: { sync_watermark: W } } });
   });
 
   it('keeps the state of an entry named __proto__ (the names\' pattern allows it) as an own field', () => {
@@ -300,6 +305,11 @@ describe('the STATE cadence of many accounts (a face without a sink per account)
         const data = Array.from({ length: SIZE }, (_, i) => ({ id: `c${page}-${i}`, updated_at: W }));
         return [200, { data, next_cursor: last ? null : `p${page + 1}`, has_more: !last, sync_watermark: W }, JSON_HEADERS];
       });
+    return runAccounts({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, cadence, during);
+  }
+
+  /** A run of every account over `request`; `during` as sync's. */
+  async function runAccounts(request: SessionRequest, cadence?: { records: number; checkpoints: number }, during?: (run: AccountsRun, sink: RecordingSink) => void): Promise<RecordingSink> {
     const entries = names.map((name, i) => ({ name, api_key: `drk_live_cadence${i}0123456789` }));
     const { config } = parseUserConfig({ accounts: entries, base_url: origin, use_service_schema: false, max_concurrent_accounts: 2 }, { addSecret: () => undefined }, {});
     const accounts = new AccountsRun(config);
@@ -309,7 +319,7 @@ describe('the STATE cadence of many accounts (a face without a sink per account)
         during?.(accounts, this);
       }
     })();
-    const result = await accounts.run({ streams: [{ stream: contacts, mode: 'incremental' }], states: new Map() }, sink, undefined, {}, cadence);
+    const result = await accounts.run(request, sink, undefined, {}, cadence);
     expect(result.error).toBeUndefined();
     return sink;
   }
@@ -363,6 +373,25 @@ describe('the STATE cadence of many accounts (a face without a sink per account)
     const sink = await sync({ records: 1_000_000, checkpoints: 5 });
     expect(sink.statesOf('contacts')).toHaveLength(Math.floor((K * PAGES) / 5) + 1);
     expectCovering(sink);
+  });
+
+  it('accounts read back to the states they started from (a watermark that did not move): a STATE after their records, unlike the one before', async () => {
+    nock(origin).get('/v1/me').times(K).reply(200, { account_name: 'Acme', scopes: ['data:read'], limits: { per_minute: 600, per_day: 100000 } }, JSON_HEADERS);
+    nock(origin).get('/v1/pipeline_stages').query(true).times(K).reply(200, { data: [{ id: 's1' }], next_cursor: null, has_more: false, sync_watermark: W }, JSON_HEADERS);
+    const stages = findStream('pipeline_stages') as StreamDefinition;
+    const own = { sync_watermark: W, account: { name: 'Acme', base_url: origin } };
+    // A STATE at each account's checkpoint: the first is the state the run started from, and so is every one after it.
+    const sink = await runAccounts(
+      { streams: [{ stream: stages, mode: 'full_refresh' }], states: new Map([[stages.name, { accounts: Object.fromEntries(names.map((n) => [n, own])) }]]) },
+      { records: 1_000_000, checkpoints: 1 },
+    );
+    expect(lastOf(sink)).toMatch(/records,state,complete$/);
+    const states = sink.statesOf(stages.name);
+    expect(states.length).toBeGreaterThan(1);
+    for (const state of states) expect(state.accounts).toEqual(Object.fromEntries(names.map((n) => [n, own])));
+    // The first is the state read; the others say how many records of the stream went before them.
+    expect(states[0]?.records_written).toBeUndefined();
+    expect(states.at(-1)?.records_written).toBe(K);
   });
 
   it('unsentStates (the last words of a signal): the checkpoints not written yet, covering the records so far; then written no more', async () => {

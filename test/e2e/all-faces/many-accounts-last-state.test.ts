@@ -6,7 +6,10 @@
  * the stream's state of every account does not change with their records:
  * - pipeline_stages, read by slow accounts after a STATE of the deletion log:
  *   that STATE wrote none of pipeline_stages before it (only of the streams
- *   tombstones went to), so the stream's STATE at its end follows them all.
+ *   tombstones went to), so the stream's STATE at its end follows them all;
+ * - contacts with deletions_as_tombstones: its STATE before the log's (the
+ *   tombstones of one account), then another account's contacts: the
+ *   stream's last STATE still follows them, unlike the one before it.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from 'data-read-emulator';
@@ -18,7 +21,12 @@ type Message = Record<string, unknown>;
 let emulator: Emulator;
 let dir: string;
 let files = 0;
-const accounts: { name: string; id: string; key: string }[] = [];
+interface Account {
+  readonly name: string;
+  readonly id: string;
+  readonly key: string;
+}
+const accounts: Account[] = [];
 
 beforeAll(async () => {
   requireBuild();
@@ -100,4 +108,19 @@ describe('many accounts, Airbyte read: no RECORD after its stream\'s last STATE'
     expect(recordsAfterLastState(messages)).toEqual({});
   });
 
+  it('contacts, a stream tombstones go to: its STATE before the log\'s, then an account\'s contacts read back to the same state', async () => {
+    const [first, , last] = accounts as [Account, Account, Account];
+    // Changed just before the first sync: the second's reads return them again (the service's 5-minute look-back) and,
+    // on the frozen clock, end on the watermark they started from. The first account's deletion makes a tombstone.
+    emulator.control.mutate(first.id, { op: 'delete_contacts', count: 1 });
+    emulator.control.mutate(last.id, { op: 'update_contacts', count: 1 });
+    // One account after the other: the log's STATE, at the last account's end of it, follows the first account's
+    // tombstones; the last account reads contacts after it.
+    const messages = await secondSync({ deletions_as_tombstones: true, max_concurrent_accounts: 1 }, []);
+    expect(recordsAfterLastState(messages)).toEqual({});
+    const contacts = messages.filter((m) => m.type === 'RECORD' && (m.record as { stream: string }).stream === 'contacts');
+    expect(contacts.map((m) => (m.record as { data: { account: string } }).data.account)).toContain(last.name);
+    const states = messages.filter((m) => m.type === 'STATE' && (m.state as { stream: { stream_descriptor: { name: string } } }).stream.stream_descriptor.name === 'contacts');
+    expect(states.length).toBeGreaterThan(1);
+  });
 });

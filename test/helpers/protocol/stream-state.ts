@@ -4,7 +4,8 @@
  *   { sync_watermark?: <ISO instant with zone>, resume?: { cursor, sync_watermark },
  *     account?: { name: <non-empty string>, base_url: <http(s) URL> },
  *     tombstones_through?: { cursor?, sync_watermark } }  (after tombstones: the deletion log's position)
- * or, with accounts in the config, { accounts: { <entry name>: <such a state>, ... } }.
+ * or, with accounts in the config, { accounts: { <entry name>: <such a state>, ... }, records_written?: <count> }
+ * (records_written: in a STATE that would otherwise repeat the one before it, with records between them).
  * `account` says whose state it is; with `accountRequired` (a state the run
  * wrote itself, as every Airbyte STATE is) it must be there.
  * Written apart from src/engine/state.ts on purpose: a check that reused the
@@ -33,12 +34,14 @@ function accountProblems(where: string, account: unknown): string[] {
 /** The problems of one stream's state (empty when it has the contract's shape); `where` prefixes each. */
 export function streamStateProblems(where: string, state: unknown, options: { readonly accountRequired?: boolean } = {}): string[] {
   if (!isObject(state)) return [`${where}: a stream's state must be an object, got ${JSON.stringify(state)}`];
-  // Many accounts: {"accounts": {"<entry name>": <a state of one account>, ...}}, nothing beside.
+  // Many accounts: {"accounts": {"<entry name>": <a state of one account>, ...}}, nothing beside but records_written.
   if ('accounts' in state) {
     const accounts = state.accounts;
     if (!isObject(accounts)) return [`${where}: accounts must be an object keyed by the config's entry names, got ${JSON.stringify(accounts)}`];
-    const beside = Object.keys(state).filter((key) => key !== 'accounts');
-    const problems = beside.length > 0 ? [`${where}: a state of many accounts holds only "accounts", not ${beside.join(', ')}`] : [];
+    const beside = Object.keys(state).filter((key) => key !== 'accounts' && key !== 'records_written');
+    const problems = beside.length > 0 ? [`${where}: a state of many accounts holds only "accounts" and "records_written", not ${beside.join(', ')}`] : [];
+    const written = state.records_written;
+    if (written !== undefined && !(Number.isSafeInteger(written) && (written as number) >= 0)) problems.push(`${where}: records_written must be a count of records, got ${JSON.stringify(written)}`);
     for (const [name, inner] of Object.entries(accounts)) {
       if (isObject(inner) && 'accounts' in inner) problems.push(`${where}.accounts.${name}: holds accounts again`);
       else problems.push(...streamStateProblems(`${where}.accounts.${name}`, inner, options));
