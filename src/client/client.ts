@@ -9,7 +9,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ConfigError, ConnectorError, ContractError, messageOf } from '../errors.js';
-import { findStreamByPath } from '../streams.js';
 import { proxySecrets } from '../network/proxy-env.js';
 import type { Me } from '../schemas/resources.js';
 import { isUtf8 } from 'node:buffer';
@@ -19,7 +18,7 @@ import { Gate } from './gate.js';
 import { SharedReach, type Outage, type Prober } from './outage.js';
 import { headerNumber, headerValue, resetAsMs } from './headers.js';
 import { Pacer, type PaceWait } from './pacer.js';
-import { WAIT_TOO_LONG, bodyRule, finalRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
+import { DESCRIPTION_PATH, WAIT_TOO_LONG, bodyRule, finalRule, networkRule, proxyRule, statusRule, type BodyFault, type FailureRule } from './policy.js';
 import { readProblem, statusCause, serviceSaid, type ProblemInfo } from './problem.js';
 import { ProxyError, proxyAuthFailure } from './proxy-error.js';
 import { Backoff, classifyNetError, parseRetryAfter, safeCause, type NetFault } from './retry.js';
@@ -39,8 +38,6 @@ const DEFAULT_RETRY_BASE_MS = 1000;
 const DEFAULT_STOP_NOTE = 'The sync stops; the next sync resumes from the saved state.';
 const DEFAULT_RETRY_MAX_MS = 60_000;
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
-/** Where the service serves its machine-readable description (API description, section 4.2). */
-const DESCRIPTION_PATH = '/v1/openapi.json';
 /** After a simultaneous-request 429 lowered the requests in flight: how long without another before one more may go (the quota's minute). */
 const RAISE_AFTER_MS = 60_000;
 /** What a request gives once the run is stopped: a promise that never settles, so its caller stalls where it is. */
@@ -499,7 +496,7 @@ class DataReadClient implements DataReadApi {
     }
 
     const info = readProblem(decodeProblem === undefined ? bytes : Buffer.alloc(0), headers, this.#clean);
-    const rule = statusRule(status);
+    const rule = statusRule(status, path);
     const cause = statusCause(status, info);
     const internal = this.#clean(`HTTP ${status}; content-type ${contentType ?? 'none'}; ${cause}`, 1000);
     if (status === 429) this.stats.throttled += 1;
@@ -567,11 +564,6 @@ class DataReadClient implements DataReadApi {
   /** The error a fault becomes (not retried, or its retries ran out), as the failure policy says. */
   #policyError(fault: Fault, tries: string, label: string): ConnectorError {
     const { outcome } = fault.rule;
-    // A refusal of a path whose statuses the API description does not show may be that path's alone: the description
-    // (another scope than data:read, a gateway of its own; connect.ts asks /v1/me which it is) and an optional stream
-    // (a plan without that resource). The key's other requests are still sent; the caller fails that request only.
-    const ownRefusal = (fault.status === 401 || fault.status === 403) && (label === DESCRIPTION_PATH || findStreamByPath(label)?.optional === true);
-    const runWide = outcome.scope === 'client' && !ownRefusal;
     const message = outcome.message({
       request: `GET ${label}`,
       path: label,
@@ -592,7 +584,7 @@ class DataReadClient implements DataReadApi {
     if (outcome.code === 'contract') return new ContractError(message, { internal, ...(fault.status === undefined ? {} : { status: fault.status }) });
     return new ApiError(outcome.code, outcome.failure, message, {
       internal,
-      runWide,
+      runWide: outcome.scope === 'client',
       ...(fault.status === undefined ? {} : { status: fault.status }),
       ...(fault.info?.problem === undefined ? {} : { problem: fault.info.problem }),
       ...(fault.causeError === undefined ? {} : { cause: fault.causeError }),

@@ -31,6 +31,7 @@ import type { FailureType } from '../errors.js';
 import type { ProxyFailure } from './proxy-error.js';
 import type { NetKind } from './retry.js';
 import type { ApiErrorCode } from './api-error.js';
+import { STREAMS } from '../streams.js';
 
 type Wait = 'none' | 'backoff' | 'retry_after';
 
@@ -77,13 +78,13 @@ interface Outcome {
 
 /**
  * What went wrong: an HTTP status (or a class of them), a network fault, a
- * 2xx body that is not JSON (or too large; `path`: on that request only, as
- * the API's path, before any other row of the same body fault), or a failure
- * at the proxy (down or unable to reach the API; no tunnel in time; a
- * refusal: 407, 403, its certificate).
+ * 2xx body that is not JSON (or too large), or a failure at the proxy (down
+ * or unable to reach the API; no tunnel in time; a refusal: 407, 403, its
+ * certificate). `path`: on that request only, as the API's path, before any
+ * other row of the same fault.
  */
 type Fault =
-  | { readonly status: number | '5xx' | 'any other' }
+  | { readonly status: number | '5xx' | 'any other'; readonly path?: string }
   | { readonly network: NetKind }
   | { readonly body: BodyFault; readonly path?: string }
   | { readonly proxy: 'unreachable' | 'timeout' | 'refused' };
@@ -193,6 +194,40 @@ function notTheApi(tries: 'with tries' | 'once'): Outcome {
   };
 }
 
+/** Where the service serves its machine-readable description (API description, section 4.2). */
+export const DESCRIPTION_PATH = '/v1/openapi.json';
+
+const UNAUTHORIZED: Outcome = {
+  code: 'unauthorized',
+  scope: 'client',
+  failure: 'config_error',
+  message: (c) =>
+    'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
+    `Check ${c.keySetting} in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ` +
+    `if it was revoked, create a new key in the Data-Read account and put it in ${c.keySetting}.${c.said}`,
+};
+
+const FORBIDDEN: Outcome = {
+  code: 'forbidden',
+  scope: 'client',
+  failure: 'config_error',
+  message: (c) =>
+    'The Data-Read API refused access with this key (HTTP 403): the data API is switched off for the account, ' +
+    "the account's plan does not include it, or the key lacks the data:read scope. " +
+    'Ask an account administrator to switch the data API on (or move to a plan that includes it), ' +
+    `or use a key that has the data:read scope.${c.said}`,
+};
+
+/**
+ * A refusal of a path whose statuses the API description does not show may be that path's alone: the description
+ * (another scope than data:read, a gateway of its own; connect.ts asks /v1/me which it is) and an optional stream (a
+ * plan without that resource). The key's other requests are still sent; the caller fails that request only.
+ */
+const OWN_REFUSALS = [DESCRIPTION_PATH, ...STREAMS.filter((s) => s.optional).map((s) => s.path)].flatMap((path): FailureRule[] => [
+  { fault: { status: 401, path }, retried: false, wait: 'none', outcome: { ...UNAUTHORIZED, scope: 'request' } },
+  { fault: { status: 403, path }, retried: false, wait: 'none', outcome: { ...FORBIDDEN, scope: 'request' } },
+]);
+
 export const FAILURE_POLICY: readonly FailureRule[] = [
   {
     fault: { status: 400 },
@@ -209,35 +244,9 @@ export const FAILURE_POLICY: readonly FailureRule[] = [
     // The service refuses a saved resume cursor (expired, or of another API version): read again, records may repeat, none are lost.
     read: { action: 'restart', when: 'resumeCursor' },
   },
-  {
-    fault: { status: 401 },
-    retried: false,
-    wait: 'none',
-    outcome: {
-      code: 'unauthorized',
-      scope: 'client',
-      failure: 'config_error',
-      message: (c) =>
-        'The Data-Read API did not accept the API key (HTTP 401): the key is missing, invalid or revoked. ' +
-        `Check ${c.keySetting} in the config (the whole key, <prefix>_live_<secret>, without spaces or quotes); ` +
-        `if it was revoked, create a new key in the Data-Read account and put it in ${c.keySetting}.${c.said}`,
-    },
-  },
-  {
-    fault: { status: 403 },
-    retried: false,
-    wait: 'none',
-    outcome: {
-      code: 'forbidden',
-      scope: 'client',
-      failure: 'config_error',
-      message: (c) =>
-        'The Data-Read API refused access with this key (HTTP 403): the data API is switched off for the account, ' +
-        "the account's plan does not include it, or the key lacks the data:read scope. " +
-        'Ask an account administrator to switch the data API on (or move to a plan that includes it), ' +
-        `or use a key that has the data:read scope.${c.said}`,
-    },
-  },
+  { fault: { status: 401 }, retried: false, wait: 'none', outcome: UNAUTHORIZED },
+  { fault: { status: 403 }, retried: false, wait: 'none', outcome: FORBIDDEN },
+  ...OWN_REFUSALS,
   {
     fault: { status: 404 },
     retried: false,
@@ -374,11 +383,10 @@ function find(match: (fault: Fault) => boolean): FailureRule {
   return rule;
 }
 
-/** The rule for an HTTP status that is not 2xx. */
-export function statusRule(status: number): FailureRule {
-  const exact = FAILURE_POLICY.find((r) => 'status' in r.fault && r.fault.status === status);
-  if (exact) return exact;
-  return find((f) => 'status' in f && f.status === (status >= 500 && status <= 599 ? '5xx' : 'any other'));
+/** The rule for an HTTP status that is not 2xx: the row for that request's path (the API's), else the row of the status on any path. */
+export function statusRule(status: number, path?: string): FailureRule {
+  const exact = (on: string | undefined) => FAILURE_POLICY.find((r) => 'status' in r.fault && r.fault.status === status && r.fault.path === on);
+  return exact(path) ?? exact(undefined) ?? find((f) => 'status' in f && f.status === (status >= 500 && status <= 599 ? '5xx' : 'any other'));
 }
 
 /** The rule for a fault on the way (no complete response). */

@@ -43,6 +43,18 @@ describe('the failure policy', () => {
     expect(row(503)).toEqual({ retried: true, wait: 'retry_after', code: 'retries_exhausted', failure: 'transient_error' });
   });
 
+  it("takes a 401 or 403 of the description or of an optional stream's path for that request's failure, not the key's", () => {
+    for (const status of [401, 403]) {
+      const anyPath = statusRule(status);
+      expect(statusRule(status, '/v1/contacts')).toBe(anyPath);
+      for (const path of ['/v1/openapi.json', '/v1/pipeline_stages']) {
+        const own = statusRule(status, path);
+        expect(own, `${status} ${path}`).toMatchObject({ fault: { status, path }, retried: false, outcome: { code: anyPath.outcome.code, failure: 'config_error', scope: 'request' } });
+        expect(own.outcome.message, `${status} ${path}`).toBe(anyPath.outcome.message);
+      }
+    }
+  });
+
   it('retries every 5xx and 408, refuses what the API does not document', () => {
     for (const status of [408, 502, 504, 599]) expect(row(status).retried, String(status)).toBe(true);
     for (const status of [300, 304, 405, 410, 422]) expect(row(status), String(status)).toEqual({ retried: false, wait: 'none', code: 'unexpected_status', failure: 'system_error' });
