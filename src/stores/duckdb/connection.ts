@@ -55,7 +55,7 @@ export function memoryLimitFor(bytes: number): string {
   return `${DUCKDB_MEMORY_LIMIT_MB + Math.ceil((3 * bytes) / 1_000_000)}MB`;
 }
 
-/** DuckDB's worker threads while the run reads: one, beside the connector's own thread, which reads and encodes (two for the copy at close: store.ts). */
+/** DuckDB's worker threads while the run reads: one, beside the connector's own thread, which reads and encodes (two for a large copy at close: store.ts). */
 const DUCKDB_THREADS = '1';
 /**
  * Rows per row group in the file: a quarter of DuckDB's default (122,880).

@@ -8,6 +8,7 @@
  * (group-writer.ts, writer.ts); `close` commits what is gathered,
  * checkpoints DuckDB's WAL into the file and lets it go.
  */
+import { statSync } from 'node:fs';
 import { ConnectorError } from '../../errors.js';
 import { quoteIdent, type StoreKind } from '../columns.js';
 import { openStoreTables, putFactSql, type StoreOpenOptions } from '../metadata.js';
@@ -21,12 +22,23 @@ import { GroupStore } from '../group-store.js';
 import { GroupWriter } from '../group-writer.js';
 
 /**
- * DuckDB's threads once the run's rows are committed, for copying its WAL
- * into the file: with the read over, a second one no longer competes with
- * the connector's thread. In the bench the copy of 200k contacts took about
- * a quarter less time (0.70 s to 0.53 s), the peak RSS of 1M the same.
+ * DuckDB's threads for copying its WAL into the file at close, once the run's
+ * rows are committed, when the WAL holds at least PARALLEL_COPY_WAL_BYTES:
+ * with the read over, a second one no longer competes with the connector's
+ * thread. In the bench the copy of 200k contacts (a WAL of hundreds of MB)
+ * took about a quarter less time (0.70 s to 0.53 s), the peak RSS of 1M
+ * the same.
  */
 const CLOSING_THREADS = 2;
+/**
+ * The WAL below which the copy at close keeps the run's one thread: the WAL
+ * of a run with little to write (most scheduled runs, and every one that
+ * read nothing new) is a row group or so per table, nothing for a second
+ * thread to share, and starting one for it cost more CPU and more time than
+ * it saved, on a busy machine most. A larger WAL takes two, as the
+ * bench's copy of 200k contacts does.
+ */
+const PARALLEL_COPY_WAL_BYTES = 64 * 1024 * 1024;
 
 export class DuckdbStore extends GroupStore<DuckdbStaged> {
   readonly target: DuckdbTarget;
@@ -86,12 +98,17 @@ export class DuckdbStore extends GroupStore<DuckdbStaged> {
   /** Copy DuckDB's WAL into the file and let the file go (its lock with it). */
   protected async release(): Promise<void> {
     try {
-      // The read is over and the connector's thread waits: the copy takes a second thread (CLOSING_THREADS).
-      await this.connection.run(`SET threads = ${CLOSING_THREADS}`);
+      // The read is over and the connector's thread waits: a large copy takes a second thread (CLOSING_THREADS).
+      if (walBytes(this.files.wal) >= PARALLEL_COPY_WAL_BYTES) await this.connection.run(`SET threads = ${CLOSING_THREADS}`);
       await this.connection.run('CHECKPOINT');
     } catch {
       // the next open replays the WAL
     }
     closeDuckdb(this.files);
   }
+}
+
+/** The bytes of the WAL at `path`; 0 when there is none (DuckDB removed it at its last checkpoint, or ':memory:'). */
+function walBytes(path: string | undefined): number {
+  return path === undefined ? 0 : (statSync(path, { throwIfNoEntry: false })?.size ?? 0);
 }

@@ -6,10 +6,10 @@
  * (`dist/`: `npm test` builds it first).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rawNumber } from '../../../src/exact-json.js';
 import { loadDuckdbDriver } from '../../../src/stores/duckdb/connection.js';
 import { DuckdbStore } from '../../../src/stores/duckdb/store.js';
@@ -153,6 +153,19 @@ describe('what DuckDB holds', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('the copy of the WAL into the file at close', () => {
+  it("keeps the run's one thread when the WAL is small (a run with little to write), and leaves no WAL", async () => {
+    const store = await DuckdbStore.open(target('close-small'));
+    await store.commit(checkpoint('contacts', [contact('c1', 1), contact('c2', 2)], 2));
+    const run = vi.spyOn(store.session, 'run');
+    await store.close();
+    const statements = run.mock.calls.map(([sql]) => sql);
+    expect(statements).toContain('CHECKPOINT');
+    expect(statements.filter((sql) => /\bthreads\b/i.test(sql))).toEqual([]);
+    expect(existsSync(`${store.target.path}.wal`)).toBe(false);
   });
 });
 
