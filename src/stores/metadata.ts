@@ -96,8 +96,9 @@ export async function openStoreTables(
   const { specs, changes } = storeTableSpecs(store.naming, options.schemas, stored, options.accountKey === true);
   const opened = await openTables(specs, stored, changes);
   if (options.accountKey === true) await splitStates(store, schema);
-  await store.run(putFactSql(schema), [FORMAT_KEY, String(STORE_FORMAT_VERSION)]);
-  for (const [key, value] of facts.record) if (held.get(key) !== value) await store.run(putFactSql(schema), [key, value]);
+  // Facts written only where they differ from the stored ones, the format's too: a store opened by every run of a schedule.
+  const record = new Map([[FORMAT_KEY, String(STORE_FORMAT_VERSION)], ...facts.record]);
+  for (const [key, value] of record) if (held.get(key) !== value) await store.run(putFactSql(schema), [key, value]);
   return { opened, notes: facts.notes };
 }
 

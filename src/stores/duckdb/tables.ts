@@ -138,7 +138,12 @@ function convertSql(from: StoreKind, to: StoreKind, column: string): string {
   return `CAST(${column} AS ${DUCKDB_TYPES[to]})`;
 }
 
-async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout): Promise<void> {
+/**
+ * Record a stream's layout, when it differs from the one stored (`before`): every run opens the store, and the
+ * statement of an unchanged layout cost about as much as the rest of its table's opening.
+ */
+async function saveLayout(connection: DuckdbConnection, schema: string, layout: StoreLayout, before: StoreLayout | undefined): Promise<void> {
+  if (before !== undefined && JSON.stringify(before) === JSON.stringify(layout)) return;
   await connection.run(`INSERT OR REPLACE INTO ${qualified(schema, TABLES_TABLE)} (stream, layout) VALUES ($1, $2)`, [layout.stream, JSON.stringify(layout)]);
 }
 
@@ -307,7 +312,7 @@ export function openTables(
         for (const change of mine) if (change.from === undefined) await markAbsent(connection, schema, layout, change.field);
         for (const change of mine) await moveFromExtra(connection, schema, layout, change.field, change.to);
       }
-      await saveLayout(connection, schema, layout);
+      await saveLayout(connection, schema, layout, before);
       await connection.run('COMMIT');
       if (syncedAtAdded) {
         const column = `${qualified(schema, layout.table)} ALTER COLUMN ${quoteIdent(SYNCED_AT_COLUMN)}`;

@@ -169,6 +169,23 @@ describe('the copy of the WAL into the file at close', () => {
   });
 });
 
+describe('a store opened again, unchanged', () => {
+  it('has neither its layouts nor its facts written again', async () => {
+    const first = await DuckdbStore.open(target('reopened'));
+    await first.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+    await first.close();
+    const run = vi.spyOn((await loadDuckdbDriver()).DuckDBConnection.prototype, 'run');
+    try {
+      const again = await DuckdbStore.open(target('reopened'));
+      expect(await again.readRecords('contacts')).toEqual([contact('c1', 1)]);
+      await again.close();
+      expect(run.mock.calls.map(([sql]) => sql).filter((sql) => /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql))).toEqual([]);
+    } finally {
+      run.mockRestore();
+    }
+  });
+});
+
 describe('a table dropped by hand', () => {
   it('is made again and its stream read again from the start: its saved state is forgotten with it', async () => {
     let store = await DuckdbStore.open(target('dropped'));
