@@ -63,7 +63,9 @@ interface ReadOptions {
    * read takes one page (a page is served at
    * once: nothing moves out of it while it is read), or CATCH_UP_READS such
    * reads were made (the next sync then brings the rest, as it brings any
-   * later change).
+   * later change). A read continued from a saved resume cursor takes the
+   * first of them whatever it read in this sync: what changed since a
+   * stopped sync began it has moved past its end too.
    */
   readonly catchUp?: boolean;
 }
@@ -168,6 +170,8 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
   let begun = false;
   /** The read in progress is the full read that follows a watermark gone back (at most one per stream and sync). */
   let rereading = false;
+  /** The read in progress continues one a stopped sync began, from its saved resume cursor. */
+  let resumed = start.cursor !== undefined;
 
   read: for (;;) {
     const pages = new Paginator(client, stream, start, pageSize);
@@ -186,6 +190,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         await sink.log('WARN', restart.warning);
         await sink.readRestarted?.(stream);
         start = restart.start;
+        resumed = false;
         continue;
       }
       if (action === 'ignore') {
@@ -219,9 +224,11 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
       }
       if (page.next === null) {
-        if (window !== undefined && pagesRead > 1 && moved > 0 && catchUps < CATCH_UP_READS) {
-          // Records that moved past this read's end while it paged are after its watermark: read from there.
+        if (window !== undefined && ((pagesRead > 1 && moved > 0) || resumed) && catchUps < CATCH_UP_READS) {
+          // Records that moved past this read's end while it paged are after its watermark: read from there. A read
+          // continued from a saved resume cursor paged across the syncs in between, whatever it read in this one.
           catchUps += 1;
+          resumed = false;
           after = window;
           rules = new StateRules(stream, { sync_watermark: page.watermark }, options.startDate);
           start = rules.start();
@@ -242,6 +249,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
           // and neither this read (from the saved one) nor any later one (from its own) returns it. The stream is
           // read again in full, now, as a new read; its checkpoints carry no complete watermark until it ends.
           rereading = true;
+          resumed = false;
           after = undefined;
           rules = new StateRules(stream, {}, options.startDate);
           start = rules.start();

@@ -20,8 +20,11 @@
  * the watermark it began with is within the log's retention on the service's
  * clock, so that the log, read after the heal, still holds every deletion
  * since the read began (a row marked then deleted is removed by it). The log
- * is then held to that watermark (SyncRequest.deletionGapSince). A resume
- * cursor the service refuses restarts the read, whose marks then start over
+ * is then held to that watermark (SyncRequest.deletionGapSince). The rows
+ * changed since the read began have moved past its end: the continued read
+ * reads again from that watermark after its end (reader.ts, catchUp), so
+ * that they are marked before its sweep. A resume cursor the service
+ * refuses restarts the read, whose marks then start over
  * (ReplicaSink.readRestarted).
  */
 import { describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from '../engine/deletion-gap.js';

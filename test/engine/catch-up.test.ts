@@ -211,6 +211,21 @@ describe('a full read while records move past its end', () => {
     expect(api.calls).toHaveLength(1);
   });
 
+  it('a read continued from a saved resume cursor reads again from its watermark, however little it read: what changed since a stopped sync began it moved past its end', async () => {
+    // The stopped sync read c00-c08 (watermark minute 30); meanwhile c09, due on its last page, changed.
+    const state = { resume: { cursor: JSON.stringify([30, null, 8, 'c08']), sync_watermark: iso(30) } };
+    for (const catchUp of [true, false]) {
+      const api = new KeysetContacts(10);
+      api.change('c09');
+      const sink = new RecordingSink();
+      await readStream(contacts, { client: api, sink, pageSize: 3, startDate: undefined, state, catchUp });
+      // Its last page is empty (c09 moved past the read's end); the catch-up read brings c09. Without catchUp (a read from a
+      // saved watermark continued) the next sync brings it.
+      expect(api.calls.map((c) => c.query.updated_since ?? 'cursor'), String(catchUp)).toEqual(catchUp ? ['cursor', iso(30)] : ['cursor']);
+      expect(copyOf(sink).get('c09'), String(catchUp)).toBe(catchUp ? iso(31) : undefined);
+    }
+  });
+
   it('runSync reads so a full_refresh stream and a first read; a read from a saved watermark not (the next sync brings the change)', async () => {
     const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 3 });
     const cases = [

@@ -388,7 +388,7 @@ export function storeSuite(store: StoreKind): void {
       let dir: string;
       withEmulatorAccount(`stores-pause-resume-${store.name}-`, { contacts: 120, seed: 59 }, (s) => ({ account, dir } = s));
 
-      it('is continued by the next run from its last committed checkpoint, and removes what neither part returned', async () => {
+      it('is continued by the next run from its last committed checkpoint, and removes what neither part returned, not a row changed in between', async () => {
         const control = account.emulator.control;
         const config = account.config(dir, { page_size: 10, max_retries: 0 });
         const db = await store.fresh(dir, 'pause-resume');
@@ -397,19 +397,26 @@ export function storeSuite(store: StoreKind): void {
         const gone = account.dump().contacts.slice(0, 3).map((c) => c.id);
         account.mutate({ op: 'delete_contacts', ids: gone.slice(0, 2) });
         control.advanceClock(95 * DAY_MS);
-        // The heal's seventh page of contacts fails (500, no retries): six pages of it are committed, then the run stops.
-        control.setFaults([{ kind: '500', every: 7, paths: ['/v1/contacts'], times: 1 }]);
+        // The heal's last page of contacts fails (500, no retries): the pages before it are committed, then the run stops.
+        const byChange = (account.dump().contacts as { id: string; updated_at: string }[]).toSorted((a, b) => a.updated_at.localeCompare(b.updated_at) || a.id.localeCompare(b.id));
+        control.setFaults([{ kind: '500', every: Math.ceil(byChange.length / 10), paths: ['/v1/contacts'], times: 1 }]);
         const failed = await replicate(config, db);
         control.clearFaults();
         expect(failed.code, failed.stderr).toBe(75);
         // Deleted since: a contact the stopped heal had read (the first page); the deletion log, read after the heal, removes it.
         account.mutate({ op: 'delete_contacts', ids: gone.slice(2) });
+        // Changed since: a contact of that last page, which moves past the end of the read the next run continues (one
+        // page): only a read from its watermark after it returns that contact, which its sweep must not remove.
+        control.advanceClock(1000);
+        account.mutate({ op: 'update_contacts', ids: [byChange.at(-1)?.id as string] });
         const summaryFile = join(dir, `pause-resume-${store.name}.json`);
         const run = await replicate(config, db, { args: ['--summary', summaryFile] });
         expect(run.code, run.stderr).toBe(0);
         expect(run.stderr).toMatch(/Continuing the full read of contacts that a stopped run began/);
+        // The two contacts deleted in the gap went with the heal; the third, with the deletion log.
+        expect(run.stderr).toMatch(/ removed \d+ row\(s\) the service no longer has \(contacts 2, conversations \d+\)/);
         const contacts = RunSummarySchema.parse(JSON.parse(readFileSync(summaryFile, 'utf8'))).streams.find((s) => s.name === 'contacts');
-        expect(contacts?.records).toBeLessThan(account.dump().contacts.length - 40);
+        expect(contacts?.records).toBeLessThan(40);
         const held = await store.dump(db);
         const truth = dumpLists(account.dump());
         for (const list of ['contacts', 'conversations', 'stage_events', 'pipeline_stages']) expect(held[list], list).toStrictEqual(truth[list]);
