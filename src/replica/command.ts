@@ -453,10 +453,10 @@ async function healLongPause(run: {
  * The full reads of the streams the deletion log deletes from that a stopped
  * run left under way (a resume cursor, no watermark, marks in the store) and
  * no heal continued: the full read after a watermark gone back (reader.ts).
- * The read goes on from its cursor, marking what it writes, but its end
- * removes no row: a row changed between the runs may have moved past the
- * read's end (its catch-up reads bring it only when they run), so its marks
- * cannot be shown to cover every row the service has.
+ * The read goes on from its cursor, marking what it writes, and its end
+ * removes the rows it did not mark, as the read would have: a read continued
+ * from its cursor reads again from its watermark after its end (reader.ts),
+ * which brings the rows changed since it began, moved past its end.
  */
 async function continueStoppedRereads(states: ReadonlyMap<string, StreamState>, store: Store, sink: ReplicaSink, account: string | undefined): Promise<void> {
   const stopped: StreamDefinition[] = [];

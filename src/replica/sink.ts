@@ -41,10 +41,9 @@ export class ReplicaSink implements SyncSink {
   private readonly pending = new Map<string, Data[]>();
   /**
    * Streams read in full to remove the rows the read does not return (fullRead, rereadInFull), whether their first
-   * checkpoint was written, whether the read is the one after a watermark gone back (`reread`), and whether its last
-   * checkpoint keeps the rows it did not mark (`keepRows`).
+   * checkpoint was written, and whether the read is the one after a watermark gone back (`reread`).
    */
-  private readonly fullReads = new Map<string, { started: boolean; reread?: boolean; keepRows?: boolean }>();
+  private readonly fullReads = new Map<string, { started: boolean; reread?: boolean }>();
   /** object_type (JSON text) -> ids of the deletion records carrying it (a record read twice counts once). */
   private readonly unknownTypes = new Map<string, Set<string>>();
   readonly tallies = new Map<string, StreamTally>();
@@ -90,13 +89,15 @@ export class ReplicaSink implements SyncSink {
    * the rows it did not return (a gap in the deletion log: heal.ts); its
    * checkpoints mark the ids they write, its last one removes the others.
    * `continued`: the streams whose read continues one a stopped run began
-   * (its marks committed): their first checkpoint here is not the read's.
-   * `keepRows`: the last checkpoint removes no row, only the marks (a read
-   * continued whose marks cannot be shown to cover it: command.ts).
+   * (its marks committed): their first checkpoint here is not the read's;
+   * the reader reads again from the read's watermark after its end, so that
+   * the rows changed between the runs are marked too (reader.ts). `reread`:
+   * the reads are the full reads after a watermark gone back (rereadInFull),
+   * whose end says how many rows went.
    */
-  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set(), keepRows = false): void {
+  fullRead(streams: readonly StreamDefinition[], continued: ReadonlySet<string> = new Set(), reread = false): void {
     // A read continued from a saved resume cursor keeps the marks its earlier checkpoints committed.
-    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name), ...(keepRows ? { keepRows } : {}) });
+    for (const stream of streams) this.fullReads.set(stream.name, { started: continued.has(stream.name), ...(reread ? { reread } : {}) });
   }
 
   /**
@@ -122,7 +123,7 @@ export class ReplicaSink implements SyncSink {
     // In a replica of many accounts the state holds every account's: this sink's read, and the state it saves, are its account's.
     const own = this.account === undefined ? state : state.accounts?.[this.account];
     if (own === undefined) throw new Error(`a state of ${stream.name} holds no state of account "${this.account ?? ''}", whose checkpoint it is`);
-    const fullRead = full ? { first: !full.started, last: own.resume === undefined, ...(full.keepRows === true ? { keepRows: true } : {}) } : undefined;
+    const fullRead = full ? { first: !full.started, last: own.resume === undefined } : undefined;
     const checkpoint: StoreCheckpoint = { stream: stream.name, ...(this.account === undefined ? {} : { account: this.account }), records, state: JSON.stringify(own), fullRead };
     // What the checkpoint did counts once it is committed: a group whose commit fails is not in the file.
     const reread = full?.reread === true && fullRead?.last === true;

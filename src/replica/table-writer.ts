@@ -36,8 +36,7 @@
  * marks. A run killed before that leaves the old rows and the old state, and
  * marks that the next heal keeps when it continues that read from its saved
  * resume cursor (heal.ts), or clears with its first checkpoint when it reads
- * again from the start. A read whose last checkpoint keeps the rows
- * (`keepRows`) only clears its marks.
+ * again from the start.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Data } from '../engine/sync-sink.js';
@@ -224,7 +223,7 @@ export class TableWriter {
         mark?.run(readKey, row[table.keyAt] as string);
         upserted++;
       }
-      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account, fullRead.keepRows === true);
+      if (fullRead?.last) sweptRows = this.sweep(table, readKey, account);
       const fields = table.spec.deletionLog;
       if (fields) {
         if (checkpoint.rows.length > 0) this.deletionsKnown = true;
@@ -252,21 +251,17 @@ export class TableWriter {
     return this.db.prepare(`INSERT OR IGNORE INTO ${FULL_READ_TABLE} (stream, id) VALUES (?, ?)`);
   }
 
-  /**
-   * Remove the rows of `table` the stream's full read did not mark (none when `keepRows`), then its marks (the table
-   * too once no read is under way).
-   */
-  private sweep(table: Table, stream: string, account: string | undefined, keepRows: boolean): number {
+  /** Remove the rows of `table` the stream's full read did not mark, then its marks (the table too once no read is under way). */
+  private sweep(table: Table, stream: string, account: string | undefined): number {
     const { table: name, primaryKey } = table.spec.layout;
     const unmarked = `NOT EXISTS (SELECT 1 FROM ${FULL_READ_TABLE} m WHERE m.stream = ? AND m.id = ${quoteIdent(name)}.${quoteIdent(primaryKey)})`;
-    const removed = keepRows
-      ? undefined
-      : account === undefined
+    const removed =
+      account === undefined
         ? this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${unmarked}`).run(stream)
         : this.db.prepare(`DELETE FROM ${quoteIdent(name)} WHERE ${quoteIdent(ACCOUNT_COLUMN)} = ? AND ${unmarked}`).run(account, stream);
     this.db.prepare(`DELETE FROM ${FULL_READ_TABLE} WHERE stream = ?`).run(stream);
     if (this.db.prepare(`SELECT 1 AS x FROM ${FULL_READ_TABLE} LIMIT 1`).get() === undefined) this.db.exec(`DROP TABLE ${FULL_READ_TABLE}`);
-    return Number(removed?.changes ?? 0);
+    return Number(removed.changes);
   }
 
   /**

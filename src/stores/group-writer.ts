@@ -164,7 +164,7 @@ interface StreamPart<C> {
   readonly drift: Map<string, StoreKind>;
   /** The records themselves, of the deletion log only (its unknown object types are told). */
   readonly records: Data[];
-  fullRead: { first: boolean; last: boolean; keepRows?: boolean } | undefined;
+  fullRead: { first: boolean; last: boolean } | undefined;
   /** The state its last checkpoint gave (its account's alone, in a store of many accounts), as JSON text. */
   state: string;
   /** Each checkpoint's callback, told once the group is committed. */
@@ -317,7 +317,7 @@ export class GroupWriter<C> {
       group.parts.set(key, part);
     }
     if (checkpoint.fullRead) {
-      part.fullRead = { ...checkpoint.fullRead, first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first };
+      part.fullRead = { first: (part.fullRead?.first ?? false) || checkpoint.fullRead.first, last: checkpoint.fullRead.last };
       if (checkpoint.fullRead.last) group.closed = true;
     }
     if (records.length > 0) {
@@ -604,12 +604,10 @@ export class GroupWriter<C> {
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       if (rows > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
       if (part.fullRead.last) {
-        if (part.fullRead.keepRows !== true) {
-          sweptRows = await sql.run(
-            `DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $2`}`,
-            account === undefined ? [read] : [read, account],
-          );
-        }
+        sweptRows = await sql.run(
+          `DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $2`}`,
+          account === undefined ? [read] : [read, account],
+        );
         await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       }
     }

@@ -69,12 +69,8 @@ export interface StoreCheckpoint {
   readonly records: readonly Data[];
   /** The stream's state, as JSON text: in a replica of many accounts, the state of `account` alone (STATE_TABLE). */
   readonly state: string;
-  /**
-   * Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page
-   * read). `keepRows`: its last checkpoint removes no row, only the read's marks (a read continued from a stopped run
-   * whose marks cannot be shown to cover it: ReplicaSink.fullRead).
-   */
-  readonly fullRead?: { readonly first: boolean; readonly last: boolean; readonly keepRows?: boolean } | undefined;
+  /** Part of a full read that removes the rows it does not return: its first checkpoint, its last (both for a one-page read). */
+  readonly fullRead?: { readonly first: boolean; readonly last: boolean } | undefined;
 }
 
 /** What a committed checkpoint did. */

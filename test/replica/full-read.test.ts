@@ -25,7 +25,7 @@ const newDb = withTempDatabases('replica-full-read-');
 const ids = (path: string, stream: string): string[] => (replicaRecords(path).get(stream) ?? []).map((r) => String(r.id)).sort();
 const hasMarks = (store: ReplicaStore): boolean => store.db.prepare(`SELECT 1 AS x FROM sqlite_schema WHERE name = '${FULL_READ_TABLE}'`).get() !== undefined;
 
-function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean; keepRows?: boolean }): Checkpoint {
+function checkpoint(store: ReplicaStore, stream: string, records: Rec[], minute: number, fullRead: { first: boolean; last: boolean }): Checkpoint {
   const state = fullRead.last ? { sync_watermark: iso(minute) } : { resume: { cursor: `${stream}#${minute}`, sync_watermark: iso(minute) } };
   return { stream, rows: toRows(store.layoutOf(stream), records), state: JSON.stringify(state), fullRead };
 }
@@ -57,17 +57,6 @@ describe('a full read that removes what it does not return', () => {
     expect(store.write(checkpoint(store, 'conversations', [], 9, { first: false, last: true })).sweptRows).toBe(1);
     expect(ids(path, 'contacts')).toEqual(['c2']);
     expect(ids(path, 'conversations')).toEqual(['v2']);
-    expect(hasMarks(store)).toBe(false);
-    store.close();
-  });
-
-  it('a last checkpoint that keeps the rows (keepRows) removes none, and drops the marks', () => {
-    const path = newDb();
-    const store = new ReplicaStore(path);
-    store.commit(contacts, [contact('c1', 1), contact('c2', 1), contact('c3', 1)], { sync_watermark: iso(1) });
-    store.write(checkpoint(store, 'contacts', [contact('c1', 2)], 9, { first: false, last: false }));
-    expect(store.write(checkpoint(store, 'contacts', [contact('c3', 2)], 9, { first: false, last: true, keepRows: true })).sweptRows).toBe(0);
-    expect(ids(path, 'contacts')).toEqual(['c1', 'c2', 'c3']);
     expect(hasMarks(store)).toBe(false);
     store.close();
   });
@@ -208,16 +197,15 @@ describe('the full read after a watermark gone back', () => {
     expect(fullReads).toEqual([undefined, undefined, undefined]);
   });
 
-  it('continued from a stopped run (ReplicaSink.fullRead with keepRows) marks what it writes and its end removes no row', async () => {
+  it('continued from a stopped run (ReplicaSink.fullRead), its last page alone, reads again from its watermark before its last checkpoint removes the rest', async () => {
     const { store, taken } = recordingStore();
     const sink = new ReplicaSink(store, () => undefined);
     sink.fullRead([contacts], new Set(['contacts']), true);
     sink.streamStarted(contacts);
     const api = new FakeApi({ [contacts.path]: makeRecords(450) }, W);
-    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { resume: { cursor: 'c200', sync_watermark: W } } });
-    expect(taken.map((c) => c.fullRead)).toEqual([
-      { first: false, last: false, keepRows: true },
-      { first: false, last: true, keepRows: true },
-    ]);
+    await readStream(contacts, { client: api, sink, pageSize: 200, startDate: undefined, state: { resume: { cursor: 'c400', sync_watermark: W } }, catchUp: true });
+    expect(api.calls.map((c) => c.query.cursor ?? c.query.updated_since ?? 'start')).toEqual(['c400', W, 'c200', 'c400']);
+    // That catch-up read passes nothing (this service changed nothing after the watermark): one checkpoint, the read's last.
+    expect(taken.map((c) => c.fullRead)).toEqual([{ first: false, last: true }]);
   });
 });

@@ -163,16 +163,6 @@ export function storeSuite(h: StoreHarness): void {
         expect(await h.rows(store, 'SELECT id FROM {schema}."_replica_full_read"')).toEqual([]);
       }));
 
-    it('a full read whose last checkpoint keeps the rows (keepRows) removes none, and clears its marks', () =>
-      withStore('keep', async (store) => {
-        await store.commit(checkpoint('contacts', [contact('a', 1), contact('b', 1), contact('c', 1)], 1));
-        await store.commit(checkpoint('contacts', [contact('a', 2)], 2, { fullRead: { first: false, last: false } }));
-        const last = await store.commit(checkpoint('contacts', [contact('c', 2)], 3, { fullRead: { first: false, last: true, keepRows: true } }));
-        expect(last.sweptRows).toBe(0);
-        expect(await ids(store, 'contacts')).toEqual(['a', 'b', 'c']);
-        expect(await h.rows(store, 'SELECT id FROM {schema}."_replica_full_read"')).toEqual([]);
-      }));
-
     it('a full read that starts again drops the marks a killed run left', () =>
       withStore('sweep2', async (store) => {
         await store.commit(checkpoint('contacts', [contact('a', 1), contact('b', 1)], 1));
