@@ -129,7 +129,10 @@ export class ReplicaSink implements SyncSink {
     const reread = full?.reread === true && fullRead?.last === true;
     const written = this.store.write(checkpoint, (result) => {
       this.count(stream, result, state.sync_watermark);
-      if (reread) this.logger('WARN', `${stream.name}: the full read after the watermark went back removed ${result.sweptRows} row(s) the service no longer has.`);
+      if (!reread) return;
+      // A WARN for rows gone; a read that found every row of the store at the service says so without one.
+      if (result.sweptRows > 0) this.logger('WARN', `${stream.name}: the full read after the watermark went back removed ${result.sweptRows} row(s) the service no longer has.`);
+      else this.logger('INFO', `${stream.name}: the full read after the watermark went back found every row of the store at the service; none removed.`);
     });
     if (written instanceof Promise) written.catch(() => this.refused.add(stream.name));
     if (full) full.started = true;

@@ -106,6 +106,36 @@ describe('a full read that removes what it does not return', () => {
   });
 });
 
+describe('the end of the full read after a watermark gone back', () => {
+  /** What the sink says at the end of such a read of contacts returning `returned`, from a store holding c1 and c2. */
+  const said = async (returned: Rec[]): Promise<string[]> => {
+    const path = newDb();
+    const store = new ReplicaStore(path);
+    store.commit(contacts, [contact('c1', 1), contact('c2', 1)], { sync_watermark: iso(1) });
+    const writer = new ReplicaWriter(store, { walThread: null, commitEveryMs: 60_000, shortGroupMs: 60_000 });
+    const lines: string[] = [];
+    const sink = new ReplicaSink(new SqliteStore(store, writer), (level, message) => void lines.push(`${level} ${message}`));
+    sink.streamStarted(contacts);
+    sink.rereadInFull(contacts);
+    sink.records(contacts, returned);
+    sink.state(contacts, { sync_watermark: iso(9) });
+    writer.flush();
+    await writer.close();
+    store.close();
+    return lines;
+  };
+
+  it('warns with the count of the rows it removed', async () => {
+    expect(await said([contact('c1', 2)])).toEqual(['WARN contacts: the full read after the watermark went back removed 1 row(s) the service no longer has.']);
+  });
+
+  it('says without a WARN that it removed none', async () => {
+    expect(await said([contact('c1', 2), contact('c2', 2)])).toEqual([
+      'INFO contacts: the full read after the watermark went back found every row of the store at the service; none removed.',
+    ]);
+  });
+});
+
 /** A store that keeps the checkpoints it is handed (what the sink asks of a full read). */
 function recordingStore(): { store: Store; taken: StoreCheckpoint[] } {
   const taken: StoreCheckpoint[] = [];
