@@ -107,6 +107,13 @@ export interface StoreSql<C> {
   /** Whether a query returns a row. */
   any(sql: string): Promise<boolean>;
   /**
+   * Whether a group's states go into the store in one statement: where no
+   * state row can be refused alone (DuckDB has no triggers), and a
+   * statement costs far more than a row. Otherwise a statement per part,
+   * so that a refused state row stops its own part (PostgreSQL: a trigger).
+   */
+  readonly statesAtOnce?: boolean;
+  /**
    * The statements that put the staged rows into the table, replacing the
    * rows of the same key (`table` and `stage` quoted, `columns` the staged
    * ones quoted, `keys` the primary key's columns quoted: the id, or the
@@ -539,11 +546,14 @@ export class GroupWriter<C> {
         await sql.run(`UPDATE ${this.qualified(TABLES_TABLE)} SET layout = $2 WHERE stream = $1`, [stream, JSON.stringify(pending)]);
       }
       // Each part's last state: a row per stream, or per stream and account in a store of many (only the accounts of this group).
-      for (const part of ordered) {
-        at(part.stream, part.account);
+      // In one statement where the store says so (statesAtOnce), whose failure, then the store's, is told as its first part's.
+      for (const states of sql.statesAtOnce === true ? [ordered] : ordered.map((part) => [part])) {
+        const [first] = states as [StreamPart<C>];
+        at(first.stream, first.account);
         await sql.run(
-          `INSERT INTO ${this.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ($1, $2, now()) ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at`,
-          [partKey(part.stream, part.account), part.state],
+          `INSERT INTO ${this.qualified(STATE_TABLE)} (stream, state, committed_at) VALUES ${states.map((_, i) => `($${2 * i + 1}, $${2 * i + 2}, now())`).join(', ')} ` +
+            'ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, committed_at = EXCLUDED.committed_at',
+          states.flatMap((part) => [partKey(part.stream, part.account), part.state]),
         );
       }
       await sql.run('COMMIT');

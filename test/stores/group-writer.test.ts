@@ -169,3 +169,25 @@ describe('a checkpoint whose rows the store cannot stage (a file it cannot open:
     ]);
   });
 });
+
+describe("a store that takes a group's states at once (statesAtOnce: DuckDB)", () => {
+  it("gets every part's state in one statement, each under its part's key", async () => {
+    class StatesAtOnceSql extends RecordingSql {
+      readonly statesAtOnce = true;
+      readonly states: (string | null)[][] = [];
+      override async run(sql: string, params?: readonly (string | null)[]): Promise<number> {
+        if (sql.includes('_replica_state') && params !== undefined) this.states.push([...params]);
+        return super.run(sql);
+      }
+    }
+    const sql = new StatesAtOnceSql();
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), true);
+    const writer = new GroupWriter(sql, 's', specs, { groupMs: 60_000 });
+    const of = (account: string, stream: string, minute: number) => ({ ...checkpoint(stream, [], minute), account, state: `${stream} of ${account} at ${minute}` });
+    await writer.write(of('a', 'contacts', 1));
+    await writer.write(of('b', 'contacts', 2));
+    await writer.write(of('a', 'conversations', 3));
+    await writer.flush();
+    expect(sql.states).toEqual([['contacts/a', 'contacts of a at 1', 'contacts/b', 'contacts of b at 2', 'conversations/a', 'conversations of a at 3']]);
+  });
+});
