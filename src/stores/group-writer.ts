@@ -611,14 +611,20 @@ export class GroupWriter<C> {
     if (part.fullRead) {
       const marks = this.qualified(FULL_READ_TABLE);
       const read = fullReadKey(part.stream, account);
+      // A full read whole in this part (from its first checkpoint to its last: a small stream's, read at every run) keeps
+      // the rows its stage holds; its ids are marked only for the parts that follow.
+      const whole = part.fullRead.first && part.fullRead.last;
       if (part.fullRead.first) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
-      if (rows > 0) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
+      if (rows > 0 && !whole) await sql.run(`INSERT INTO ${marks} (stream, id) SELECT $1, ${key} FROM ${stage} ON CONFLICT DO NOTHING`, [read]);
       if (part.fullRead.last) {
+        const params = whole ? [] : [read];
+        const kept = whole ? `SELECT 1 FROM ${stage} s WHERE s.${key} = t.${key}` : `SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key}`;
+        if (account !== undefined) params.push(account);
         sweptRows = await sql.run(
-          `DELETE FROM ${name} t WHERE NOT EXISTS (SELECT 1 FROM ${marks} m WHERE m.stream = $1 AND m.id = t.${key})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $2`}`,
-          account === undefined ? [read] : [read, account],
+          `DELETE FROM ${name} t WHERE NOT EXISTS (${kept})${account === undefined ? '' : ` AND t.${quoteIdent(ACCOUNT_COLUMN)} = $${params.length}`}`,
+          params,
         );
-        await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
+        if (!whole) await sql.run(`DELETE FROM ${marks} WHERE stream = $1`, [read]);
       }
     }
 

@@ -191,3 +191,22 @@ describe("a store that takes a group's states at once (statesAtOnce: DuckDB)", (
     expect(sql.states).toEqual([['contacts/a', 'contacts of a at 1', 'contacts/b', 'contacts of b at 2', 'conversations/a', 'conversations of a at 3']]);
   });
 });
+
+describe('a full read whole in one part (its first and last checkpoints in one group)', () => {
+  it('keeps the rows its stage holds, marking no ids; a full read over several parts marks them', async () => {
+    const sql = new RecordingSql();
+    const { specs } = storeTableSpecs({ key: (n) => n, maxBytes: 63 }, undefined, new Map(), false);
+    const writer = new GroupWriter(sql, 's', specs);
+    const stage = `_replica_stage_${specs.findIndex((s) => s.layout.stream === 'pipeline_stages')}`;
+    await writer.commit(checkpoint('pipeline_stages', [{ id: 'a' }, { id: 'b' }], 1, { fullRead: { first: true, last: true } }));
+    expect(sql.statements.filter((s) => s.includes('_replica_full_read'))).toEqual(['DELETE FROM "s"."_replica_full_read" WHERE stream = $1']);
+    expect(sql.statements.filter((s) => /NOT EXISTS/.test(s))).toEqual([`DELETE FROM "s"."pipeline_stages" t WHERE NOT EXISTS (SELECT 1 FROM ${stage} s WHERE s."id" = t."id")`]);
+    sql.statements.length = 0;
+    await writer.commit(checkpoint('pipeline_stages', [{ id: 'a' }], 2, { fullRead: { first: true, last: false } }));
+    await writer.commit(checkpoint('pipeline_stages', [{ id: 'b' }], 3, { fullRead: { first: false, last: true } }));
+    expect(sql.statements.filter((s) => /INSERT INTO "s"."_replica_full_read"/.test(s))).toHaveLength(2);
+    expect(sql.statements.filter((s) => /NOT EXISTS/.test(s))).toEqual([
+      'DELETE FROM "s"."pipeline_stages" t WHERE NOT EXISTS (SELECT 1 FROM "s"."_replica_full_read" m WHERE m.stream = $1 AND m.id = t."id")',
+    ]);
+  });
+});
