@@ -20,7 +20,7 @@ WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 
-COPY tsconfig.json tsconfig.build.json tsconfig.schemas.json README.md LICENSE metadata.yaml icon.svg ./
+COPY tsconfig.json tsconfig.build.json tsconfig.schemas.json rolldown.config.ts README.md LICENSE metadata.yaml icon.svg ./
 COPY bin ./bin
 COPY src ./src
 COPY schemas ./schemas

@@ -10,6 +10,7 @@
 import { isObject } from '../exact-json.js';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.js';
+import { packageFile } from '../runtime/package-file.js';
 
 /** The refusal of a `what` catalog that does not take its schema: its first issue, where (field catalog.<path>), then `expected`. */
 export function invalidCatalog(what: string, issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[], expected: string): ConfigError {
@@ -45,7 +46,7 @@ const GIVEN: Readonly<Record<Exclude<CatalogKind, 'unknown'>, string>> = {
 };
 
 /** The checked-in configured catalog of this package: every stream, incremental where supported. */
-const CONFIGURED_CATALOG = fileURLToPath(new URL('../../catalog/configured_catalog.json', import.meta.url));
+const CONFIGURED_CATALOG = fileURLToPath(packageFile('catalog/configured_catalog.json'));
 
 function airbyteNeeds(kind: Exclude<CatalogKind, 'unknown' | 'airbyte-configured'>): string {
   const how =

@@ -9,6 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { packageFile } from '../runtime/package-file.js';
 
 const MISSING_CODES = new Set(['ERR_MODULE_NOT_FOUND', 'MODULE_NOT_FOUND', 'ERR_DLOPEN_FAILED']);
 
@@ -20,7 +21,7 @@ interface Declared {
 
 /** How the connector's package.json declares `pkg`. */
 function declared(pkg: string): Declared {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const manifest = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as {
     dependencies?: Record<string, string>;
     optionalDependencies?: Record<string, string>;
   };

@@ -19,6 +19,7 @@ import { expectCatalogKind } from '../catalog-kind.js';
 import { Progress, watchedOnTerminal } from '../../progress/progress.js';
 import * as msg from './protocol.js';
 import { AirbyteSink } from './sink.js';
+import { packageFile } from '../../runtime/package-file.js';
 
 /** What an Airbyte user does about a gap in the deletion log (the WARN's last sentence). */
 const AIRBYTE_GAP_ADVICE =
@@ -52,7 +53,7 @@ async function loadConfig(path: string, ctx: CommandContext): Promise<ParsedConf
 }
 
 /** The SPEC as generated from the config schema (`npm run generate`); a test keeps it equal to the schema. */
-const SPEC_SNAPSHOT = new URL('../../../catalog/spec.json', import.meta.url);
+const SPEC_SNAPSHOT = packageFile('catalog/spec.json');
 
 export async function spec(ctx: CommandContext): Promise<number> {
   let line: string;

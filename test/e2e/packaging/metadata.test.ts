@@ -131,18 +131,23 @@ describe('docs/airbyte.md (the documentationUrl page)', () => {
 
 describe('package.json for npm', () => {
   it('publishes only what runs', () => {
-    expect(pkg.files).toEqual(expect.arrayContaining(['bin/', 'dist/', 'LICENSE', 'README.md', 'metadata.yaml']));
+    // The executables' bundle and the schemas entry (exports), not the rest of tsc's output.
+    expect(pkg.files).toEqual(expect.arrayContaining(['bin/', 'dist/cli/', 'dist/schemas/resources.js', 'dist/schemas/resources.d.ts', 'LICENSE', 'README.md', 'metadata.yaml']));
+    expect(pkg.files.filter((f) => f.startsWith('dist/'))).toHaveLength(3);
     // The generated schemas and catalogs by name (manifest.test.ts checks the list against what scripts/ generates).
     expect(pkg.files.filter((f) => /^(schemas|catalog)\/[^/]+\.json$/.test(f)).length).toBeGreaterThan(0);
     for (const entry of pkg.files.filter((f) => !f.startsWith('!'))) expect(entry).not.toMatch(/^(src|test|bench|scripts|docs)\b/);
   });
 
-  it('builds only the product into dist/: every file there is compiled from src/', () => {
+  it('builds only the product into dist/: every file there is compiled from src/, dist/cli/ the executables bundled from it', () => {
     const build = JSON.parse(read('tsconfig.build.json')) as { include: string[]; compilerOptions: { rootDir: string; outDir: string } };
     expect(build).toMatchObject({ include: ['src'], compilerOptions: { rootDir: 'src', outDir: 'dist' } });
     const built = readdirSync(join(ROOT, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     expect(built.length, 'dist/ is empty: npm test builds it first').toBeGreaterThan(20);
-    for (const file of built) expect(existsSync(join(ROOT, 'src', file.replace(/\.js$/, '.ts'))), `dist/${file} has no source in src/`).toBe(true);
+    const bundled = built.filter((f) => f.startsWith('cli/'));
+    for (const file of built.filter((f) => !bundled.includes(f))) expect(existsSync(join(ROOT, 'src', file.replace(/\.js$/, '.ts'))), `dist/${file} has no source in src/`).toBe(true);
+    // rolldown.config.ts: its three entries, and the chunks they share (name-hash.js), each the bundle of modules of src/.
+    expect(bundled.filter((f) => !/^cli\/[a-z-]+-[\w-]{8}\.js$/.test(f)).sort()).toEqual(['cli/source.js', 'cli/tap.js', 'cli/wal-thread.js']);
   });
 
   it('names its repository, homepage and keywords', () => {

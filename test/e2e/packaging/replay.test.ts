@@ -85,8 +85,9 @@ describe('the image, replayed (scripts/replay-image.sh)', () => {
   it('packed a small tarball of what runs, without tests, sources or the emulator', () => {
     const { tarball } = summary();
     // A guard against packing what does not run (source maps, fixtures, a folder of node_modules), which the list of
-    // files below names too; not a budget of the product's own code, which is about 300 KB packed.
-    expect(tarball.bytes).toBeLessThan(400_000);
+    // files below names too; not a budget of the product's own code: the executables' bundle (dist/cli/, with undici
+    // and zod inside) and the rest are about 630 KB packed.
+    expect(tarball.bytes).toBeLessThan(800_000);
     expect(tarball.files).toEqual(
       expect.arrayContaining([
         'package.json', 'README.md', 'LICENSE', 'metadata.yaml', 'icon.svg',
