@@ -92,6 +92,29 @@ export function faultWords(err: unknown, scrub: (text: string) => string = (text
   return `${name}: ${message.slice(0, cut).trimEnd()} ... (the rest not shown: it may quote data)`;
 }
 
+/** What a database's words show in place of the value they quoted (withoutQuotedValues). */
+const VALUE_NOT_SHOWN = '(the value is not shown: it may be personal data)';
+
+/**
+ * A database's words about a value it refused, without the value, for a
+ * message: what lies from the first quote to the last (PostgreSQL's `invalid
+ * input syntax for type bigint: "+55 11 ..."`, DuckDB's `Could not convert
+ * string '...' to INT64 when casting from source column phone`, `Duplicate
+ * key "email: ..."`; a value holding quotes lies between them too), a number
+ * after `with value`, and the row of DuckDB's `Original Line:` are replaced;
+ * the words around them (the type, the column) stay. A record's value is
+ * personal data whatever `personal_data` says of it: a log line never
+ * quotes one.
+ */
+export function withoutQuotedValues(text: string): string {
+  const unquoted = text.replace(/^(Original Line:).*$/gm, `$1 ${VALUE_NOT_SHOWN}`).replace(/\bwith value \S+/g, `with value ${VALUE_NOT_SHOWN}`);
+  // A single quote between two letters is an apostrophe of the words (`can't`), unless it lies between two quotes.
+  const quotes = [...unquoted.matchAll(/"|(?<![\p{L}\p{N}])'|'(?![\p{L}\p{N}])/gu)].map((m) => m.index);
+  const [first, last] = [quotes[0], quotes.at(-1)];
+  if (first === undefined || last === undefined) return unquoted;
+  return `${unquoted.slice(0, first)}${VALUE_NOT_SHOWN}${last > first ? unquoted.slice(last + 1) : ''}`;
+}
+
 /** Wrap anything thrown into a ConnectorError (unexpected errors are system errors, said as faultWords says them). */
 export function toConnectorError(err: unknown): ConnectorError {
   if (err instanceof ConnectorError) return err;

@@ -180,6 +180,19 @@ export function storeSuite(h: StoreHarness): void {
         expect(await ids(store, 'contacts')).toEqual([]);
         expect(await ids(store, 'stage_events')).toEqual(['e1']);
       }));
+
+    it('fails a checkpoint whose value the database refuses (an index a user made casts the phone) without quoting the value', () =>
+      withStore('refused-value', async (store) => {
+        await store.commit(checkpoint('contacts', [contact('c1', 1)], 1));
+        await h.rows(store, 'CREATE INDEX phone_number ON {schema}."contacts" ((CAST(phone AS BIGINT)))');
+        const phone = "+55 (11) 91234-5678 ana.o'brien@example.com";
+        const err = await connectorFailure(() => store.commit(checkpoint('contacts', [contact('c2', 2, { phone })], 2)));
+        // The database's words name the type it expected; the phone, or any piece of it, is not in them.
+        expect(err.message).toMatch(/type bigint|to INT64/);
+        for (const piece of ['91234', 'example.com', 'brien']) expect(err.message).not.toContain(piece);
+        expect(err.message).toContain('value is not shown');
+        expect(await ids(store, 'contacts')).toEqual(['c1']);
+      }));
   });
 
   describe('checkpoints gathered into one transaction', () => {

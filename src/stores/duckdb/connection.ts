@@ -23,7 +23,7 @@
 import { chmodSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
-import { ConfigError, ConnectorError, messageOf } from '../../errors.js';
+import { ConfigError, ConnectorError, messageOf, withoutQuotedValues } from '../../errors.js';
 import { quoteIdent, quoteLiteral } from '../columns.js';
 import { missingPackageError } from '../optional-package.js';
 import type { DuckdbTarget } from '../target.js';
@@ -314,15 +314,21 @@ export function noRoomError(err: unknown, target: DuckdbTarget): ConnectorError 
   );
 }
 
+/** DuckDB's words that quote a value of a row (a cast or a constraint refused it; a CSV line it could not read). */
+const QUOTES_A_VALUE = /\b(?:Conversion|Constraint|Out of Range) Error\b|Could not convert|can't be cast|Original Line|[Dd]uplicate key|Malformed JSON/;
+
 /**
  * DuckDB's words for `err`, without the advice it appends after a blank line
  * (the dozen lines of "Possible solutions" of an out-of-memory error, about
  * settings the store makes itself): a store's failure is said once per
  * account and stream, and with many accounts those lines buried the run's
- * error.
+ * error. Words about a value it refused leave the value out
+ * (withoutQuotedValues): `Could not convert string '...' to INT64` quoted an
+ * e-mail or a phone a column retyped by hand, or an index, would not take.
  */
 export function duckdbWords(err: unknown): string {
-  return messageOf(err).split(/\r?\n[ \t]*\r?\n/)[0]?.trim() ?? '';
+  const words = messageOf(err).split(/\r?\n[ \t]*\r?\n/)[0]?.trim() ?? '';
+  return QUOTES_A_VALUE.test(words) ? withoutQuotedValues(words) : words;
 }
 
 /** What an error of opening the file means: the lock held elsewhere or a full disk (75), or a file that cannot be a store (78). */

@@ -19,11 +19,12 @@
  *   to connections (55000: ALLOW_CONNECTIONS false), the TLS settings
  *   (sslmode, the CA) refused by either side. The message says which role,
  *   database and host.
- * - anything else: a system_error.
+ * - anything else: a system_error; the server's words about a value it
+ *   refused (a data exception, SQLSTATE class 22) without the value.
  * Every message shows the target's display form (the password as `***`),
  * and is redacted of the password besides, whatever the driver wrote.
  */
-import { ConfigError, ConnectorError, redact, type FailureType } from '../../errors.js';
+import { ConfigError, ConnectorError, redact, withoutQuotedValues, type FailureType } from '../../errors.js';
 import { quoteIdent } from '../columns.js';
 import type { PostgresTarget } from '../target.js';
 
@@ -227,7 +228,9 @@ export function postgresError(err: unknown, target: PostgresTarget, doing: strin
     failure = 'transient_error';
     text = `The connection to ${where} was lost while ${doing} it (${message}). Nothing of the unfinished transaction was kept; run again later, it resumes from the last commit.`;
   } else {
-    text = `PostgreSQL failed while ${doing} ${where}${code === undefined ? '' : ` [${code}]`}: ${message}.`;
+    // A data exception (class 22) quotes the value refused (`invalid input syntax for type bigint: "..."`); the others name objects.
+    const words = code?.startsWith('22') === true ? withoutQuotedValues(message) : message;
+    text = `PostgreSQL failed while ${doing} ${where}${code === undefined ? '' : ` [${code}]`}: ${words}.`;
   }
   return new ConnectorError(failure, redact(text, target.secrets), { cause: err });
 }
