@@ -266,8 +266,12 @@ export class SingerSink implements SyncSink {
   }
 }
 
-/** The latest sync_watermark of a bookmark (of every account's, with accounts), epoch ms; -Infinity without one. */
+/**
+ * The latest watermark of a bookmark (of every account's, with accounts), epoch ms; -Infinity without one: its
+ * sync_watermark, or that of the read a stopped sync left under way (its records carried a version of that sync).
+ */
 function lastVersion(bookmark: StreamState | undefined): number {
   const states = bookmark === undefined ? [] : bookmark.accounts === undefined ? [bookmark] : Object.values(bookmark.accounts);
-  return Math.max(-Infinity, ...states.flatMap((s) => (s.sync_watermark === undefined ? [] : [parseInstant(s.sync_watermark)]).filter((t) => !Number.isNaN(t))));
+  const watermarks = states.flatMap((s) => [s.sync_watermark, s.resume?.sync_watermark]).filter((w) => w !== undefined);
+  return Math.max(-Infinity, ...watermarks.map(parseInstant).filter((t) => !Number.isNaN(t)));
 }

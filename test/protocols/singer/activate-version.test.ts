@@ -22,12 +22,13 @@ const VERSION = 1_790_000_000_000;
 const stage = (i: number) => ({ id: `s${i}`, key: `k${i}`, name: `Stage ${i}`, pipeline_id: 'p1', position: i, outcome: null });
 const contact = (i: number) => ({ id: `c${i}`, updated_at: '2026-01-01T00:00:00.000Z', name: `C ${i}` });
 
-async function run(plans: StreamPlan[], api: FakeApi, states = new Map<string, StreamState>()) {
+async function run(plans: StreamPlan[], api: FakeApi, states = new Map<string, StreamState>(), version: number | null = VERSION) {
+  // null: each stream's version from its read (SingerSink's default)
   const out = new PassThrough();
   const chunks: Buffer[] = [];
   out.on('data', (b: Buffer) => chunks.push(b));
   const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 2 });
-  const sink = new SingerSink(new LineWriter(out), new StderrLogger('test'), plans, states, VERSION);
+  const sink = new SingerSink(new LineWriter(out), new StderrLogger('test'), plans, states, version ?? undefined);
   const result = await runSync({ config, client: api, sink, streams: plans, states });
   await sink.finish();
   const stdout = Buffer.concat(chunks).toString('utf8');
@@ -94,6 +95,14 @@ describe('ACTIVATE_VERSION', () => {
     const plain = await run(incremental, new FakeApi({ '/v1/contacts': [contact(1)] }));
     expect(plain.lines.map((l) => l.type)).toEqual(['SCHEMA', 'RECORD', 'STATE']);
     expect(plain.lines[1]).not.toHaveProperty('version');
+  });
+
+  it('after a sync stopped in its read, the version is past that read\'s watermark (the bookmark\'s resume), the service\'s clock gone back since', async () => {
+    const plans = planAll(false).filter((p) => p.stream.name === 'pipeline_stages');
+    const stopped = '2026-03-01T10:00:00.000Z';
+    const states = new Map<string, StreamState>([['pipeline_stages', { resume: { cursor: 'c2', sync_watermark: stopped } }]]);
+    const { lines } = await run(plans, new FakeApi({ '/v1/pipeline_stages': [stage(1)] }, '2026-03-01T09:00:00.000Z'), states, null);
+    expect(lines.find((l) => l.type === 'ACTIVATE_VERSION')?.version).toBe(Date.parse(stopped) + 1);
   });
 
   it('catalog metadata activate-version: false switches it off for that stream', async () => {
