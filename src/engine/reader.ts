@@ -162,6 +162,8 @@ type ReadOutcome = { readonly kind: 'complete'; readonly state: StreamState } | 
 export async function readStream(stream: StreamDefinition, options: ReadOptions): Promise<ReadOutcome> {
   const { client, sink, pageSize } = options;
   let rules = new StateRules(stream, options.state, options.startDate);
+  /** The rules of the read in progress, or of the full read whose catch-up reads are under way: they write its checkpoints. */
+  let outer = rules;
   let start = rules.start();
   let catchUps = 0;
   /** In a catch-up read (ReadOptions.catchUp): what the read before it brought within the look-back of its watermark. */
@@ -252,6 +254,7 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
           resumed = false;
           after = undefined;
           rules = new StateRules(stream, {}, options.startDate);
+          outer = rules;
           start = rules.start();
           catchUps = 0;
           await sink.rereadInFull?.(stream);
@@ -261,8 +264,13 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         return { kind: 'complete', state };
       }
       // Inside the read: a checkpoint to resume from, the complete watermark untouched. A catch-up read checkpoints
-      // only the pages it passed records of (most of its pages pass none: one STATE each would say nothing new).
-      if (after === undefined || records.length > 0) await sink.state(stream, rules.midRead(page.next, page.watermark));
+      // only the pages it passed records of (most of its pages pass none: one STATE each would say nothing new), as part
+      // of its full read: with that read's rules (no complete watermark), so that a sync stopped in it leaves a full
+      // read under way, which the next continues as one (reading again from the watermark after its end; a replica's
+      // sweep follows). Not when its watermark is earlier than the one it reads from (the clock went back in between):
+      // its checkpoints keep that one, which the next sync, continuing it, finds later than the read's at its end.
+      const part = after !== undefined && !(parseInstant(page.watermark) < parseInstant(after.watermark)) ? outer : rules;
+      if (after === undefined || records.length > 0) await sink.state(stream, part.midRead(page.next, page.watermark));
       page = await pages.next();
     }
   }

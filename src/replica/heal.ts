@@ -15,13 +15,15 @@
  * checkpoints marked, so that a heal longer than the runs may last still
  * ends. A read is continued only when all of these hold: its saved state is
  * a full read under way (a resume cursor, no watermark: the heal reads from
- * no state); the store holds its marks (a first read of a new replica, also
- * stopped with that state, has none: it is read again from the start); and
- * the watermark it began with is within the log's retention on the service's
- * clock, so that the log, read after the heal, still holds every deletion
- * since the read began (a row marked then deleted is removed by it). The log
- * is then held to that watermark (SyncRequest.deletionGapSince). The rows
- * changed since the read began have moved past its end: the continued read
+ * no state; a read stopped in its catch-up read leaves that too, reader.ts);
+ * the store holds its marks (a first read of a new replica, also stopped
+ * with that state, has none: it is read again from the start); and the
+ * watermark of its resume cursor (the one it began with; a catch-up read's,
+ * later by the time the read before it took) is within the log's retention
+ * on the service's clock, so that the log, read after the heal, still holds
+ * every deletion since then (a row marked then deleted is removed by it).
+ * The log is then held to that watermark (SyncRequest.deletionGapSince). The
+ * rows changed since then have moved past the read's end: the continued read
  * reads again from that watermark after its end (reader.ts, catchUp), so
  * that they are marked before its sweep. A resume cursor the service
  * refuses restarts the read, whose marks then start over

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/config.js';
 import { readStream } from '../../src/engine/reader.js';
 import { runSync } from '../../src/engine/sync.js';
+import type { StreamState } from '../../src/engine/state.js';
 import { findStream, type StreamDefinition } from '../../src/streams.js';
 import type { ListQuery, RawPage } from '../../src/client/types.js';
 import { FakeApi, contact, iso } from '../helpers/fake-api.js';
@@ -224,6 +225,48 @@ describe('a full read while records move past its end', () => {
       expect(api.calls.map((c) => c.query.updated_since ?? 'cursor'), String(catchUp)).toEqual(catchUp ? ['cursor', iso(30)] : ['cursor']);
       expect(copyOf(sink).get('c09'), String(catchUp)).toBe(catchUp ? iso(31) : undefined);
     }
+  });
+
+  it('a catch-up read checkpoints as part of its full read, without a complete watermark: a sync stopped in it leaves a full read, which the next continues as one', async () => {
+    const api = new KeysetContacts(10);
+    // While the second page is asked for, c06-c09 (due on the pages to come) change: the catch-up read brings them, two a page.
+    api.onRequest = (n) => (n === 2 ? ['c06', 'c07', 'c08', 'c09'].forEach((id) => api.change(id)) : undefined);
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 2, startDate: undefined, state: {}, catchUp: true });
+    const catchUp = sink.statesOf('contacts').filter((s) => s.resume?.sync_watermark === iso(34));
+    expect(catchUp).toEqual([{ resume: { cursor: expect.any(String), sync_watermark: iso(34) } }]);
+    // The sync stopped after that checkpoint; meanwhile c09, due on the catch-up read's last page, changed. The next sync
+    // continues the catch-up read, then reads again from its watermark: c09 is passed on, as it is.
+    api.onRequest = () => undefined;
+    api.change('c09');
+    const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 2 });
+    const next = new RecordingSink();
+    const from = api.calls.length;
+    const result = await runSync({ config, client: api, sink: next, streams: [{ stream: contacts, mode: 'incremental' }], states: new Map([['contacts', catchUp[0] as StreamState]]) });
+    expect(result.failures).toEqual([]);
+    expect(api.calls.slice(from, from + 2).map((c) => c.query.updated_since ?? 'cursor')).toEqual(['cursor', iso(34)]);
+    expect(copyOf(next).get('c09')).toBe(iso(35));
+  });
+
+  it('a catch-up read whose watermark is earlier than its full read\'s (the clock went back in between) keeps that one in its checkpoints: a sync stopped in it compares them', async () => {
+    const api = new KeysetContacts(10);
+    // At the catch-up read's first request the clock goes back to minute 25, and c00-c03 change: stamped 26-29, within the
+    // look-back of the full read's watermark (30), changed after it passed them.
+    api.onRequest = (n) => {
+      if (n !== 6) return;
+      api.now = 25;
+      for (const id of ['c00', 'c01', 'c02', 'c03']) api.change(id);
+    };
+    const sink = new RecordingSink();
+    await readStream(contacts, { client: api, sink, pageSize: 2, startDate: undefined, state: {}, catchUp: true });
+    const state = sink.statesOf('contacts').find((s) => s.resume?.sync_watermark === iso(29));
+    expect(state).toEqual({ sync_watermark: iso(30), resume: { cursor: expect.any(String), sync_watermark: iso(29) } });
+    // A sync stopped after that checkpoint: the next one finds the catch-up read's watermark earlier, and reads in full.
+    api.onRequest = () => undefined;
+    const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 2 });
+    const next = new RecordingSink();
+    await runSync({ config, client: api, sink: next, streams: [{ stream: contacts, mode: 'incremental' }], states: new Map([['contacts', state as StreamState]]) });
+    expect(next.logs('WARN')[0]).toContain(`sync_watermark ${iso(29)}, earlier than the saved ${iso(30)}`);
   });
 
   it('runSync reads so a full_refresh stream and a first read; a read from a saved watermark not (the next sync brings the change)', async () => {

@@ -436,6 +436,102 @@ export function storeSuite(store: StoreKind): void {
       });
     });
 
+    describe('a full read stopped in its catch-up read', () => {
+      let account: Account;
+      let dir: string;
+      withEmulatorAccount(`stores-catch-up-${store.name}-`, { contacts: 80, seed: 61 }, (s) => ({ account, dir } = s));
+      const byChange = (): { id: string; updated_at: string }[] =>
+        (account.dump().contacts as { id: string; updated_at: string }[]).toSorted((a, b) => a.updated_at.localeCompare(b.updated_at) || a.id.localeCompare(b.id));
+
+      /**
+       * A run whose full read of contacts, begun once stderr says `begins`, stops in its catch-up read: the 15 contacts
+       * of the read's last pages change once its first page is served (they move past its end, and its catch-up read
+       * returns them in two pages of 10), and the catch-up read's second page fails (500, no retries), its first page
+       * committed. `before`: the run's contacts requests before that full read. Checks that the run stopped there.
+       */
+      const stopInCatchUp = async (config: string, db: string, begins: string, before: number): Promise<void> => {
+        const control = account.emulator.control;
+        const watermark = control.now();
+        const served = byChange();
+        control.setFaults([{ kind: '500', every: before + Math.ceil((served.length - 15) / 10) + 2, paths: ['/v1/contacts'], times: 1 }]);
+        const pagesOfContacts = (): number => control.stats().byPath['/v1/contacts']?.['200'] ?? 0;
+        let changed: Promise<number> | undefined;
+        control.setLatency(10);
+        const run = await replicate(config, db, {
+          onStderr: (text) => {
+            if (changed !== undefined || !text.includes(begins)) return;
+            const at = pagesOfContacts();
+            changed = new Promise((resolve) => {
+              const poll = setInterval(() => {
+                if (pagesOfContacts() <= at) return;
+                clearInterval(poll);
+                account.mutate({ op: 'update_contacts', ids: served.slice(-15).map((c) => c.id) });
+                resolve(pagesOfContacts() - at);
+              }, 1);
+            });
+          },
+        });
+        control.setLatency(0);
+        control.clearFaults();
+        // Changed before the full read reached them (its seventh page).
+        expect(await changed).toBeLessThan(5);
+        expect(run.code, run.stderr).toBe(75);
+        // Stopped in the catch-up read: its resume cursor is of a read later than the full read (the changes' stamps).
+        expect(Date.parse((await store.states(db)).get('contacts')?.resume?.sync_watermark as string)).toBeGreaterThan(Date.parse(watermark));
+        // A contact due on the catch-up read's second page changes between the runs: it moves past that read's end.
+        control.advanceClock(1000);
+        account.mutate({ op: 'update_contacts', ids: [byChange().at(-1)?.id as string] });
+      };
+
+      it('after a watermark gone back, is continued by the next run as that full read, which removes a contact deleted while the clock was back', IN_TURN, async () => {
+        const control = account.emulator.control;
+        const config = account.config(dir, { page_size: 10, max_retries: 0 });
+        const db = await store.fresh(dir, 'catch-up');
+        // A contact changed just before a run, and deleted once the clock is back: its deletion is stamped before that
+        // change, and only the sweep of the full read that follows the watermark gone back removes its row.
+        const gone = (account.dump().contacts[0] as { id: string }).id;
+        account.mutate({ op: 'update_contacts', ids: [gone] });
+        expect((await replicate(config, db)).code).toBe(0);
+        control.rewindClock(2 * 3_600_000);
+        account.mutate({ op: 'delete_contacts', ids: [gone] });
+        control.advanceClock(10 * 60_000);
+        // Its read from the saved watermark takes one page, which reports an earlier one: the full read follows.
+        await stopInCatchUp(config, db, 'contacts: the service reported sync_watermark', 1);
+        const before = ((await store.dump(db)).contacts as { id: string }[]).map((r) => r.id);
+        expect(before).toContain(gone);
+        const continued = await replicate(config, db);
+        expect(continued.code, continued.stderr).toBe(0);
+        const now = dumpLists(account.dump()).contacts as { id: string }[];
+        expect((await store.dump(db)).contacts).toStrictEqual(now);
+        expect(before.filter((id) => !now.some((r) => r.id === id))).toEqual([gone]);
+        expect(continued.stderr.match(/contacts: the full read after the watermark went back removed .*/g)).toEqual([
+          'contacts: the full read after the watermark went back removed 1 row(s) the service no longer has.',
+        ]);
+        control.advanceClock(2 * 3_600_000);
+        expect((await replicate(config, db)).code).toBe(0);
+        expect(await store.dump(db)).toStrictEqual(dumpLists(account.dump()));
+      });
+
+      it('of a long-pause heal, is continued by the next heal, which removes what no part of it returned', IN_TURN, async () => {
+        const control = account.emulator.control;
+        const config = account.config(dir, { page_size: 10, max_retries: 0 });
+        const db = await store.fresh(dir, 'catch-up-heal');
+        expect((await replicate(config, db)).code).toBe(0);
+        control.advanceClock(10 * DAY_MS);
+        account.mutate({ op: 'delete_contacts', ids: byChange().slice(0, 2).map((c) => c.id) });
+        control.advanceClock(95 * DAY_MS);
+        await stopInCatchUp(config, db, 'Reading contacts and conversations in full', 0);
+        const run = await replicate(config, db);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stderr).toMatch(/Continuing the full read of contacts that a stopped run began/);
+        expect(run.stderr).toMatch(/ removed \d+ row\(s\) the service no longer has \(contacts 2, conversations \d+\)/);
+        // The deletions table keeps the log's records past the service's retention.
+        const held = await store.dump(db);
+        const truth = dumpLists(account.dump());
+        for (const list of ['contacts', 'conversations', 'stage_events', 'pipeline_stages']) expect(held[list], list).toStrictEqual(truth[list]);
+      });
+    });
+
     describe('a full-refresh read that fails part-way', () => {
       let account: Account;
       let dir: string;
