@@ -308,6 +308,26 @@ export function unknownTreatedFields(config: TreatmentConfig, schemas: ReadonlyM
   return unknown.length === 0 ? undefined : `${unknown.join('; ')}.`;
 }
 
+/** A field name as compared for a likely slip: Unicode NFC, lower case. */
+const looseName = (name: string): string => name.normalize('NFC').toLowerCase();
+
+/**
+ * The field_treatments entries naming a field the stream lacks but has in
+ * another case or Unicode form (`Email` for `email`), as one message: records
+ * carry the field as the stream has it, so such an entry would treat nothing
+ * and let the values out as received, wherever the schemas come from.
+ */
+function miswrittenTreatedFields(config: TreatmentConfig, schemas: ReadonlyMap<string, unknown>): string | undefined {
+  const found: string[] = [];
+  for (const [i, t] of config.field_treatments.entries()) {
+    const fields = propertyNames(schemas.get(t.stream));
+    if (fields.has(t.field)) continue;
+    const meant = [...fields].find((f) => looseName(f) === looseName(t.field));
+    if (meant !== undefined) found.push(`field_treatments[${i}]: ${t.stream} has no field ${JSON.stringify(t.field)} but has ${JSON.stringify(meant)}`);
+  }
+  return found.length === 0 ? undefined : `${found.join('; ')}.`;
+}
+
 // ---------------------------------------------------------------- records
 
 /** Treats one page of a stream's records in place. */
@@ -437,6 +457,8 @@ export function treatedSchemasFor<S extends Schema>(
   const served = config.accounts === undefined ? schemas : new Map([...schemas].map(([name, schema]) => [name, withServiceAccount(schema) as S]));
   const unknown = unknownTreatedFields(config, served);
   if (unknown !== undefined) {
+    const miswritten = miswrittenTreatedFields(config, served);
+    if (miswritten !== undefined) throw new ConfigError(`Invalid config: ${miswritten} Write the field as the stream has it.`, { field: 'field_treatments' });
     if (described) {
       throw new ConfigError(unknownTreatedFieldsMessage(unknown), { field: 'field_treatments' });
     }

@@ -248,6 +248,33 @@ describe('a treatment of a field the service does not describe', () => {
   });
 });
 
+describe('a treatment of a field the stream has in another case or Unicode form', () => {
+  const schemas = new Map([['contacts', builtInSchema(contacts)]]);
+
+  it.each([
+    ['Email', 'email'],
+    ['PHONE', 'phone'],
+  ])('%s is refused, naming %s, under either schemas: it would treat nothing and let the values out', (given, meant) => {
+    const { config } = parseConfig({ ...base, field_treatments: [{ stream: 'contacts', field: given, treatment: 'drop' }] });
+    for (const described of [true, false]) {
+      let caught: unknown;
+      try {
+        treatedSchemasFor(config, schemas, described, () => undefined);
+      } catch (err) {
+        caught = err;
+      }
+      expect((caught as { failureType?: string } | undefined)?.failureType).toBe('config_error');
+      expect((caught as Error).message).toContain(`field_treatments[0]: contacts has no field "${given}" but has "${meant}". Write the field as the stream has it.`);
+    }
+  });
+
+  it('a name in another Unicode form (decomposed) is refused too', () => {
+    const withAccent = new Map([['contacts', { properties: { ...(builtInSchema(contacts).properties as object), 'situa\u00e7\u00e3o': { type: 'string' } } }]]);
+    const { config } = parseConfig({ ...base, field_treatments: [{ stream: 'contacts', field: 'situac\u0327a\u0303o', treatment: 'drop' }] });
+    expect(() => treatedSchemasFor(config, withAccent, false, () => undefined)).toThrow(`contacts has no field "situac\u0327a\u0303o" but has "situa\u00e7\u00e3o"`);
+  });
+});
+
 describe('bad treatments are config errors naming the entry and what is allowed', () => {
   const problem = (extra: Record<string, unknown>): string => {
     try {
