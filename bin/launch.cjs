@@ -346,7 +346,8 @@ function cacheCompiledCode() {
  * run that opens a SQLite replica: the replica uses only what the version
  * check above guarantees, the user can do nothing about it, and it would
  * read as a fault of the run. Every other warning is told as Node tells it.
- * (Node 24 no longer says it.)
+ * (Node 24 no longer says it. The replica's WAL thread, which says it again,
+ * is started without it: src/replica/writer.ts.)
  */
 function quietSqliteWarning() {
   var emitWarning = process.emitWarning;

@@ -126,7 +126,11 @@ export class ReplicaWriter {
 
   private startWalThread(url: URL): void {
     this.startedThread = true;
-    const thread = new Worker(url, { workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
+    // Node 22 says node:sqlite is experimental in each thread that loads it: the launcher drops that in the main
+    // thread (bin/launch.cjs), this in the WAL thread, which uses no other experimental feature. These options
+    // replace the ones the thread would take over from the process; V8's (the memory flags) are the process's anyway.
+    const execArgv = ['--disable-warning=ExperimentalWarning'];
+    const thread = new Worker(url, { execArgv, workerData: { path: this.store.path, busyTimeoutMs: BUSY_TIMEOUT_MS } });
     thread.unref();
     this.walThread = thread;
     thread.on('message', (message: unknown) => {
