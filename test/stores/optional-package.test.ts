@@ -51,7 +51,36 @@ describe('missingPackageError', () => {
   it('a native binary that cannot load is said as such', () => {
     const dlopen = Object.assign(new Error('libduckdb.so: cannot open shared object file\nmore'), { code: 'ERR_DLOPEN_FAILED' });
     const err = refusal(missingPackageError(dlopen, '@duckdb/node-api', 'DuckDB'));
-    expect(err.message).toContain('its native binary cannot be loaded on this machine (libduckdb.so: cannot open shared object file)');
+    expect(err.message).toContain('and it cannot be loaded on this machine (libduckdb.so: cannot open shared object file)');
+    // Installed already: installing it again would change nothing.
+    expect(err.message).not.toContain('Install it');
+    expect(err.message).toContain('Replicate into a SQLite file (--db replica.db), which needs no package, or use the Docker image');
+  });
+
+  it('installed without the native binary it loads (a platform package npm left out): says which, not "not installed"', () => {
+    const binding = Object.assign(new Error("Cannot find module '@duckdb/node-bindings-linux-x64/duckdb.node'\nRequire stack:\n- /x/duckdb.js"), {
+      code: 'MODULE_NOT_FOUND',
+    });
+    const err = refusal(missingPackageError(binding, '@duckdb/node-api', 'DuckDB'));
+    expect(err.message).toContain(
+      "Writing to DuckDB needs the npm package @duckdb/node-api, which is installed but cannot load @duckdb/node-bindings-linux-x64 (Cannot find module '@duckdb/node-bindings-linux-x64/duckdb.node').",
+    );
+    expect(err.message).not.toContain('not installed');
+    expect(err.message).toContain('Install the connector again on this machine');
+    expect(err.message).toContain('or use the Docker image');
+    // pg's own dependencies likewise.
+    const pgTypes = Object.assign(new Error("Cannot find package 'pg-types' imported from /x/node_modules/pg/esm/index.mjs"), { code: 'ERR_MODULE_NOT_FOUND' });
+    expect(refusal(missingPackageError(pgTypes, 'pg', 'PostgreSQL')).message).toContain('the npm package pg, which is installed but cannot load pg-types (');
+  });
+
+  it('a driver that refuses to load on this machine (a platform with no binary) is a config_error that quotes it', () => {
+    const refused = new Error("Error loading duckdb native binding: unsupported arch 'ppc64' for platform 'linux'");
+    const err = refusal(missingPackageError(refused, '@duckdb/node-api', 'DuckDB'));
+    expect(err.message).toContain(
+      "Writing to DuckDB needs the npm package @duckdb/node-api, and it cannot be loaded on this machine (Error loading duckdb native binding: unsupported arch 'ppc64' for platform 'linux').",
+    );
+    expect(err.message).not.toContain('Install it');
+    expect(err.message).toContain('Replicate into a SQLite file (--db replica.db), which needs no package, or use the Docker image');
   });
 
   it('any other failure is passed on as it is', () => {
