@@ -17,19 +17,27 @@ var MIN_MAJOR = 22;
 var MIN_MINOR = 19;
 var MIN = MIN_MAJOR + '.' + MIN_MINOR;
 
-/** A path as the user can type it from the current directory. */
+/** What a shell takes as one word as it is. */
+var PLAIN_WORD = /^[A-Za-z0-9_.\/=:@%+,-]+$/;
+
+/** A path as the user can type it in a shell from the current directory: in single quotes when it holds a space or the like. */
 function shown(file) {
   var path = require('path');
   var relative = path.relative(process.cwd(), file);
-  if (relative.indexOf('..') === 0) return file;
-  return relative.indexOf('/') === -1 ? './' + relative : relative;
+  var typed = relative.indexOf('..') === 0 ? file : relative.indexOf('/') === -1 ? './' + relative : relative;
+  return quoted(typed);
+}
+
+/** WORD as a shell takes it whole: as it is, or in single quotes. */
+function quoted(word) {
+  return PLAIN_WORD.test(word) ? word : "'" + word.replace(/'/g, "'\\''") + "'";
 }
 
 /** The command line again, when it can be pasted back as it is and holds no password (a --db URL's: any URL with an @, whatever its password holds). */
 function sameCommand() {
   var args = process.argv.slice(2);
   for (var i = 0; i < args.length; i++) {
-    if (!/^[A-Za-z0-9_.\/=:@%+,-]+$/.test(args[i]) || /:\/\/.*@|password=/i.test(args[i])) return shown(process.argv[1]) + ' ...';
+    if (!PLAIN_WORD.test(args[i]) || /:\/\/.*@|password=/i.test(args[i])) return shown(process.argv[1]) + ' ...';
   }
   return [shown(process.argv[1])].concat(args).join(' ');
 }
@@ -270,7 +278,7 @@ function howToBuild() {
   var withNode = fs.existsSync(path.join(root, 'scripts', 'with-node'));
   var here = path.resolve(process.cwd()) === path.resolve(root);
   var build = withNode ? 'scripts/with-node npm run build' : 'npm run build';
-  return '`' + (here ? build : 'cd ' + root + ' && ' + build) + '`' + (withNode ? ' (or `npm run build` where Node.js is 22.20 or newer)' : '');
+  return '`' + (here ? build : 'cd ' + quoted(root) + ' && ' + build) + '`' + (withNode ? ' (or `npm run build` where Node.js is 22.20 or newer)' : '');
 }
 
 /**

@@ -222,6 +222,18 @@ describe.skipIf(OLD.length === 0)('an old Node.js: one line saying Node 22.19 or
     expect(lines[1]).toBe(`tap-data-read: cannot write the run summary to "${summary}": it is a read-only file (mode 0444).`);
   });
 
+  it('from a checkout whose path holds a space: the command to paste quotes it', () => {
+    const node = (OLD[0] as { path: string }).path;
+    const checkout = join(tempDir('sdr-oldnode-'), "my checkout, Zoë's");
+    cpSync(join(ROOT, 'bin'), join(checkout, 'bin'), { recursive: true });
+    mkdirSync(join(checkout, 'scripts'));
+    writeFileSync(join(checkout, 'scripts', 'with-node'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    const quoted = `'${checkout.replaceAll("'", "'\\''")}`;
+    const run = spawnSync(node, [join(checkout, 'bin', 'source-data-read'), 'spec'], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(78);
+    expect(run.stderr).toContain(`: ${quoted}/scripts/with-node' ${quoted}/bin/source-data-read' spec. Or install`);
+  });
+
   it('installed without scripts/ (the npm package): how to install a newer Node', () => {
     const node = (OLD[0] as { path: string }).path;
     const pkg = tempDir('sdr-oldnode-');
@@ -292,6 +304,15 @@ describe('a checkout that was never built: one line saying how to build it, exit
       expect(run.stderr).toContain(`build it first: ${build} (or \`npm run build\` where Node.js is 22.20 or newer).\n`);
       expect(run.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
     }
+  });
+
+  it('a checkout whose path holds a space: the cd to paste quotes it', () => {
+    const checkout = join(tempDir('sdr-unbuilt-'), 'my checkout');
+    cpSync(join(ROOT, 'bin'), join(checkout, 'bin'), { recursive: true });
+    writeFileSync(join(checkout, 'package.json'), JSON.stringify({ name: 'source-data-read', version: VERSION, type: 'module' }));
+    const run = spawnSync(process.execPath, [join(checkout, 'bin', 'source-data-read'), '--version'], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(78);
+    expect(run.stderr).toContain(`build it first: \`cd '${checkout}' && npm run build\`.\n`);
   });
 });
 
