@@ -60,12 +60,14 @@ interface ReadOptions {
    * read before it: the look-back may still fill pages with records read
    * already, after a bulk load; past WINDOW_KEPT records in the look-back it
    * passes them all on, and only those changed after the watermark count), a
-   * read takes one page (a page is served at
-   * once: nothing moves out of it while it is read), or CATCH_UP_READS such
-   * reads were made (the next sync then brings the rest, as it brings any
-   * later change). A read continued from a saved resume cursor takes the
-   * first of them whatever it read in this sync: what changed since a
-   * stopped sync began it has moved past its end too.
+   * read takes one page (a page is served at once: nothing moves out of it
+   * while it is read), CATCH_UP_READS such reads were made (the next sync
+   * then brings the rest, as it brings any later change), or a read's
+   * watermark is earlier than the one it read from (the clock went back:
+   * what follows a watermark gone back follows). A read continued from a
+   * saved resume cursor takes the first of them whatever it read in this
+   * sync: what changed since a stopped sync began it has moved past its end
+   * too.
    */
   readonly catchUp?: boolean;
 }
@@ -226,7 +228,11 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
         }
       }
       if (page.next === null) {
-        if (window !== undefined && ((pagesRead > 1 && moved > 0) || resumed) && catchUps < CATCH_UP_READS) {
+        // The read reached has_more: false: its watermark is saved, or a catch-up read follows. Not when that watermark is
+        // earlier than the one it read from (the clock went back): a change made since lies behind both, maybe more than
+        // the look-back before any later read's; the went-back rules below then apply.
+        const { state, warning } = rules.complete(page.watermark);
+        if (warning === undefined && window !== undefined && ((pagesRead > 1 && moved > 0) || resumed) && catchUps < CATCH_UP_READS) {
           // Records that moved past this read's end while it paged are after its watermark: read from there. A read
           // continued from a saved resume cursor paged across the syncs in between, whatever it read in this one.
           catchUps += 1;
@@ -236,8 +242,6 @@ export async function readStream(stream: StreamDefinition, options: ReadOptions)
           start = rules.start();
           continue read;
         }
-        // The read reached has_more: false: its watermark is saved.
-        const { state, warning } = rules.complete(page.watermark);
         if (warning !== undefined && rereading) {
           // A catch-up read of the full read: the clock went back again while it paged.
           await sink.log(

@@ -269,6 +269,29 @@ describe('a full read while records move past its end', () => {
     expect(next.logs('WARN')[0]).toContain(`sync_watermark ${iso(29)}, earlier than the saved ${iso(30)}`);
   });
 
+  it('a catch-up read whose watermark is earlier than the one it read from ends the catch-up reads: the full read follows, which returns a change made behind the read before', async () => {
+    const api = new KeysetContacts(10);
+    for (const [id, t] of [['c05', 21], ['c06', 22], ['c07', 23], ['c08', 26], ['c09', 27]] as const) api.minutes.set(id, t);
+    api.onRequest = (n) => {
+      // Before the fourth page the clock goes back to minute 18 and c00 changes: stamped 19, behind the page the
+      // read is at (c05, minute 21), and more than the look-back before the watermark of any read after it.
+      if (n === 4) {
+        api.now = 18;
+        api.change('c00');
+      }
+      // The clock moves on; at the catch-up read's first request c02-c04 change (25-27): it takes two pages, passes them on.
+      if (n === 6) {
+        api.now = 24;
+        for (const id of ['c02', 'c03', 'c04']) api.change(id);
+      }
+    };
+    const sink = new RecordingSink();
+    const outcome = await readStream(contacts, { client: api, sink, pageSize: 2, startDate: undefined, state: {}, catchUp: true });
+    expect(copyOf(sink)).toEqual(serviceNow(api));
+    expect(sink.logs('WARN')[0]).toContain(`sync_watermark ${iso(27)}, earlier than the saved ${iso(30)}`);
+    expect(outcome).toEqual({ kind: 'complete', state: { sync_watermark: iso(27) } });
+  });
+
   it('runSync reads so a full_refresh stream and a first read; a read from a saved watermark not (the next sync brings the change)', async () => {
     const { config } = parseConfig({ api_key: 'dr_live_x', base_url: 'http://127.0.0.1:1', page_size: 3 });
     const cases = [
