@@ -3,6 +3,7 @@
  *   { sync_watermark?: <instant of a read that reached has_more: false>,
  *     resume?: { cursor, sync_watermark },   (a read in progress)
  *     account?: { name, base_url },          (whose it is: account.ts)
+ *     emitted?: <EmittedShape>,              (what the records carried: see StreamState)
  *     tombstones_through?: <ReadPosition> }  (written only: see StreamState)
  * or, with `accounts`, { accounts: { <entry>: <such a state>, ... }, records_written?: <number> }
  * (records_written: written only, see StreamState).
@@ -26,6 +27,16 @@ const StreamStateSchema = z.looseObject({
         sync_watermark: watermark,
       },
       { error: 'must be an object {"cursor": ..., "sync_watermark": ...}' },
+    )
+    .optional(),
+  emitted: z
+    .strictObject(
+      {
+        only: z.array(z.string()).optional(),
+        without: z.array(z.string()).optional(),
+        treated: z.record(z.string(), z.string()).optional(),
+      },
+      { error: 'must be an object {"only"?: [...], "without"?: [...], "treated"?: {...}} as the connector wrote it' },
     )
     .optional(),
   account: z
@@ -53,11 +64,31 @@ export interface StateAccount {
  */
 export type ReadPosition = { readonly cursor: string; readonly sync_watermark: string } | { readonly sync_watermark: string };
 
+/**
+ * What the records of a stream carried, when not every field as received
+ * (pipeline.ts): `only` these fields (Airbyte's configured catalog), or
+ * `without` these (Singer's deselected fields), and the fields `treated`
+ * (field: treatment; personal data). Each list sorted; a key only when it
+ * says something.
+ */
+export interface EmittedShape {
+  only?: string[];
+  without?: string[];
+  treated?: Record<string, string>;
+}
+
 export interface StreamState {
   sync_watermark?: string;
   resume?: { cursor: string; sync_watermark: string };
   /** Absent in a state written before states named their account. */
   account?: StateAccount;
+  /**
+   * What the records read up to this state carried, when not every field as
+   * received (Airbyte and Singer; absent: every field, none treated). A run
+   * whose records would carry another shape reads the stream in full
+   * (sync.ts), so that the rows kept before get the new shape too.
+   */
+  emitted?: EmittedShape;
   /** A config with `accounts`: one state per entry (by its name), each without `accounts`; nothing else beside. */
   accounts?: Record<string, StreamState>;
   /**
@@ -151,6 +182,8 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
   if (result.data.resume !== undefined) state.resume = result.data.resume;
   const account = result.data.account;
   if (account !== undefined) state.account = account.base_url === undefined ? { name: account.name } : { name: account.name, base_url: account.base_url };
+  const emitted = result.data.emitted;
+  if (emitted !== undefined) state.emitted = { ...emitted };
   return state;
 }
 

@@ -14,11 +14,13 @@ import { deletionTargets, findDeletionLog, isDeletionLog, type DeletionLogStream
 import { defaultGapAdvice, describeGap, gapOnServiceClock, gapWithoutLogState, logWatermark, type DeletionGap } from './deletion-gap.js';
 import type { Data, SyncSink } from './sync-sink.js';
 import { readStream } from './reader.js';
-import type { ReadPosition, StreamState } from './state.js';
+import type { EmittedShape, ReadPosition, StreamState } from './state.js';
 import { futureStartDate } from '../config/config.js';
 import { parseInstant } from '../time.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { RecordPipeline, type PipelineStream } from './pipeline.js';
+import { builtInSchema } from '../schemas/json-schema.js';
+import { untreatable } from '../personal-data/treatments.js';
 
 /** A stream the face selected (its field selection and declared schema: pipeline.ts), read in `mode`. */
 export interface SelectedStream extends PipelineStream {
@@ -56,6 +58,12 @@ export interface SyncRequest {
    * an earlier run began then: the log must still hold the deletions since).
    */
   readonly deletionGapSince?: string | undefined;
+  /**
+   * Each stream's states say what its records carry (pipeline.ts, emittedShape); a stream read
+   * incrementally whose saved state says otherwise is read in full (Airbyte and Singer: the
+   * destination's rows kept before get the new fields and treatments too).
+   */
+  readonly rememberShape?: boolean;
   /** When deletions_as_tombstones is on: the face's deleted-at column and each stream's declared properties. */
   readonly tombstones?: { readonly column: string; readonly properties: (stream: StreamDefinition) => readonly string[] };
   /**
@@ -129,10 +137,64 @@ function startDateToSend(request: SyncRequest): string | undefined {
   return new Date(parseInstant(startDate)).toISOString();
 }
 
-export async function runSync(request: SyncRequest): Promise<SyncResult> {
-  const { config, client } = request;
+/** What changed between two shapes of `stream`'s records, in words; undefined when nothing did. */
+function shapeChange(stream: StreamDefinition, saved: EmittedShape | undefined, now: EmittedShape | undefined): string | undefined {
+  const changes: string[] = [];
+  // A field goes on when an `only` list names it, or else when no `without` list does.
+  const goesOn = (shape: EmittedShape | undefined, field: string): boolean => (shape?.only !== undefined ? shape.only.includes(field) : !(shape?.without ?? []).includes(field));
+  const builtIn = Object.keys((builtInSchema(stream).properties as object | undefined) ?? {});
+  const always = untreatable(stream); // kept whatever the selection, and never listed
+  const named = [...new Set([...builtIn, ...[saved, now].flatMap((shape) => [...(shape?.only ?? []), ...(shape?.without ?? [])])])].filter((field) => !always.has(field)).sort();
+  const selected = named.filter((field) => goesOn(now, field) && !goesOn(saved, field));
+  const leftOut = named.filter((field) => !goesOn(now, field) && goesOn(saved, field));
+  if (selected.length > 0) changes.push(`${andList(selected)} selected again`);
+  if (leftOut.length > 0) changes.push(`${andList(leftOut)} left out`);
+  // Fields no schema names (the service's own) go on unless an `only` list holds them back.
+  if (changes.length === 0 && (saved?.only === undefined) !== (now?.only === undefined)) {
+    changes.push(now?.only === undefined ? 'the fields the catalog did not declare passed on again' : 'the fields the catalog does not declare left out');
+  }
+  const treated = (shape: EmittedShape | undefined): string =>
+    Object.entries(shape?.treated ?? {})
+      .map(([field, treatment]) => `${field} ${treatment}`)
+      .join(', ') || 'none';
+  if (treated(saved) !== treated(now)) changes.push(`fields treated otherwise (${treated(saved)} before, ${treated(now)} now)`);
+  return changes.length > 0 ? changes.join('; ') : undefined;
+}
+
+/**
+ * The states the sync reads from: with rememberShape, that of a stream read
+ * incrementally whose records were read with another selection of fields or
+ * other treatments is dropped, and the stream read in full, with a WARN. An
+ * incremental read would bring the new shape only to the records changed
+ * since: the rows kept before would lack a field selected again, keep the
+ * values of one left out, or keep values as they were before a treatment
+ * (raw e-mails under a new hash).
+ */
+async function statesToRead(request: SyncRequest, pipeline: RecordPipeline): Promise<ReadonlyMap<string, StreamState>> {
+  if (request.rememberShape !== true) return request.states;
+  const states = new Map(request.states);
+  for (const { stream, mode } of request.streams) {
+    const saved = states.get(stream.name);
+    // A state without its account was written before states said either (release 0.2.0): its shape is not known, and taken as this run's.
+    if (mode !== 'incremental' || saved?.account === undefined || (saved.sync_watermark === undefined && saved.resume === undefined)) continue;
+    const change = shapeChange(stream, saved.emitted, pipeline.shape(stream));
+    if (change === undefined) continue;
+    states.set(stream.name, {});
+    await pipeline.log(
+      'WARN',
+      `${stream.name}: the records read up to the saved state carried another shape than this run's: ${change}. ` +
+        `The stream is read in full in this sync (${request.config.start_date === undefined ? 'its whole history' : `from start_date ${request.config.start_date}`}), ` +
+        'so that the rows read before get the new shape too; records may repeat.',
+    );
+  }
+  return states;
+}
+
+export async function runSync(given: SyncRequest): Promise<SyncResult> {
+  const { config, client } = given;
   // Every record takes the one pipeline (select, treat, check, count) before the face's emitter sees it.
-  const pipeline = request.pipeline ?? new RecordPipeline(request.sink, { config, streams: request.streams });
+  const pipeline = given.pipeline ?? new RecordPipeline(given.sink, { config, streams: given.streams });
+  const request: SyncRequest = { ...given, states: await statesToRead(given, pipeline) };
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();

@@ -180,7 +180,8 @@ export async function read(ctx: CommandContext, configPath: string, catalogPath:
   }
   const { config, streams, states } = prepared;
   ctx.report?.setRedact((text) => ctx.logger.redact(text));
-  const request = { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE };
+  // rememberShape: a stream whose field selection or treatments changed since its state is read in full (engine/sync.ts).
+  const request = { streams, states, tombstones: { column: msg.AIRBYTE_DELETED_AT, properties: propertiesOf }, deletionGapAdvice: AIRBYTE_GAP_ADVICE, rememberShape: true };
   const many = config.accounts !== undefined;
   // With accounts, a stream's state holds every account's: no one watermark it starts from.
   ctx.report?.plan(streams.map(({ stream, mode }) => ({ name: stream.name, state: !many && mode === 'incremental' ? states.get(stream.name) : undefined })));

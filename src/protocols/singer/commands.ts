@@ -223,6 +223,8 @@ export async function sync(ctx: TapContext, inputs: SyncInputs): Promise<number>
     streams: plans,
     states,
     deletionGapAdvice: SINGER_GAP_ADVICE,
+    // A stream whose deselected fields or treatments changed since its bookmark is read in full (engine/sync.ts).
+    rememberShape: true,
     ...(config.deletions_as_tombstones ? { tombstones: { column: SINGER_DELETED_AT, properties: tombstoneProperties } } : {}),
   };
   progress.start();

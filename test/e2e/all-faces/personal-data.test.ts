@@ -17,7 +17,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import type { ExtraField } from 'data-read-emulator';
 import { ROOT, SOURCE_BIN, TAP_BIN, connectionStatusOf, parseLines, protocolCheckAsync, runCli, writeJson } from '../../helpers/cli.js';
-import { airbyteStateFile } from '../../helpers/destination.js';
+import { MemoryDestination, airbyteStateFile, normalizeDump } from '../../helpers/destination.js';
 import { replicate, type Account } from '../../helpers/emulator-runs.js';
 import { withEmulatorAccount } from '../../helpers/suite.js';
 
@@ -306,6 +306,53 @@ describe('field selection and bad treatments', () => {
       expect(typeof r.updated_at).toBe('string');
       expect(r).toHaveProperty('name');
     }
+  });
+
+  it('Airbyte: a field selected again, or a treatment changed, since the saved state: the stream is read in full, so every row has it', async () => {
+    const full = JSON.parse(readFileSync(join(ROOT, 'catalog', 'configured_catalog.json'), 'utf8')) as { streams: { stream: { name: string; json_schema: { properties: Json } } }[] };
+    const contacts = full.streams.filter((s) => s.stream.name === 'contacts');
+    const trimmed = structuredClone(contacts);
+    for (const s of trimmed) delete s.stream.json_schema.properties.email;
+    const trimmedPath = writeJson(dir, `trimmed-${n++}.json`, { streams: trimmed });
+    const fullPath = writeJson(dir, `full-${n++}.json`, { streams: contacts });
+    const dest = new MemoryDestination('deletions');
+    const cfg = config();
+    const read = async (catalog: string, readConfig: string): Promise<string> => {
+      const state = writeJson(dir, `state-${n++}.json`, airbyteStateFile(dest.states));
+      const run = await runCli(SOURCE_BIN, ['read', '--config', readConfig, '--catalog', catalog, '--state', state]);
+      expect(run.code, run.stderr).toBe(0);
+      dest.applyAirbyte(run.stdout);
+      return run.stderr + run.stdout;
+    };
+    await read(trimmedPath, cfg);
+    expect(dest.rows('contacts').every((r) => !('email' in r))).toBe(true);
+    account.mutate({ op: 'update_contacts', count: 5 });
+    // A state of the last release (no account, no emitted) says nothing of its shape: read on incrementally.
+    const legacy = new Map([...dest.states].map(([name, state]) => [name, { sync_watermark: (state as Json).sync_watermark }]));
+    const old = await runCli(SOURCE_BIN, ['read', '--config', cfg, '--catalog', fullPath, '--state', writeJson(dir, `state-${n++}.json`, airbyteStateFile(legacy))]);
+    expect(old.code, old.stderr).toBe(0);
+    expect(old.stdout + old.stderr).not.toContain('another shape');
+    expect(airbyteRecords(old.stdout, 'contacts').length).toBeLessThan(contactsById().size / 2);
+
+    // email selected again: an incremental read would bring it to the 5 changed contacts alone.
+    const again = await read(fullPath, cfg);
+    expect(dest.rows('contacts')).toEqual(normalizeDump(account.dump()).contacts);
+    expect(again).toContain("contacts: the records read up to the saved state carried another shape than this run's: email selected again.");
+    expect(dest.states.get('contacts')).not.toHaveProperty('emitted');
+
+    // Hashed from now on: the rows kept before must not keep their raw e-mails.
+    const hashed = await read(fullPath, config({ personal_data: 'hash', hash_key: HASH_KEY }));
+    expect(hashed).toMatch(/: fields treated otherwise \(none before, email hash, .* now\)\./);
+    expect(dest.states.get('contacts')).toMatchObject({ emitted: { treated: { email: 'hash', phone: 'hash' } } });
+    const raw = contactsById();
+    for (const row of dest.rows('contacts')) {
+      const e = raw.get(row.id as string)?.email;
+      expect(row.email).toBe(typeof e === 'string' ? hmac(email(e)) : null);
+    }
+    // The same shape again: incremental.
+    account.mutate({ op: 'update_contacts', count: 2 });
+    const same = await read(fullPath, config({ personal_data: 'hash', hash_key: HASH_KEY }));
+    expect(same).not.toContain('another shape');
   });
 
   it('a hash_key that looks easy to guess: check (LOG WARN), the tap and replicate warn, naming a good key, never quoting it', async () => {

@@ -179,6 +179,26 @@ describe('tap-data-read against the emulator', () => {
     expect(parseLines(incremental.stdout).some((l) => l.stream === 'conversations')).toBe(false);
   });
 
+  it('a field selected again since the bookmark: the stream is read in full, every row gets it back', async () => {
+    const account = newAccount(150);
+    const replica = new MemoryDestination();
+    const without = await selectCatalog(account.config, { contacts: { fields: ['first_name', 'email'] } });
+    const first = await tap(['--config', account.config, '--catalog', without]);
+    expect(first.code).toBe(0);
+    const state1 = replica.applySinger(first.stdout);
+    expect(replica.rows('contacts').every((r) => !('job_title' in r))).toBe(true);
+
+    mutate(account, { op: 'update_contacts', count: 4 });
+    const every = await selectCatalog(account.config, { contacts: {} });
+    const again = await tap(['--config', account.config, '--catalog', every, '--state', stateFile(state1)]);
+    expect(again.code).toBe(0);
+    check(again.stdout);
+    const state2 = replica.applySinger(again.stdout);
+    expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts']);
+    expect(again.stderr).toMatch(/contacts: the records read up to the saved state carried another shape than this run's: [^.]*job_title[^.]* selected again\. /);
+    expect(state2?.bookmarks.contacts).not.toHaveProperty('emitted');
+  });
+
   it('deletions as tombstones with --config ENV: _sdc_deleted_at rows delete, the result equals the dump', async () => {
     const account = newAccount(200);
     const base = writeJson(dir, 'tomb-base.json', { base_url: emu.url, page_size: 40 });
