@@ -125,6 +125,8 @@ export class RecordPipeline implements SyncSink {
   readonly #counts: Map<string, number>;
   /** Streams whose WARN about a moved field was said. */
   readonly #toldMoved = new Set<string>();
+  /** What every state of a stream carries besides (sync.ts: the deletion log's tombstones_missed), by stream name. */
+  readonly #carried = new Map<string, Partial<StreamState>>();
 
   constructor(emitter: SyncSink, options: PipelineOptions) {
     this.#emitter = emitter;
@@ -243,9 +245,16 @@ export class RecordPipeline implements SyncSink {
     return this.#lane(stream).shape;
   }
 
+  /** Every state of `stream` given to the emitter from now on carries `fields` too. */
+  carry(stream: StreamDefinition, fields: Partial<StreamState>): void {
+    this.#carried.set(stream.name, fields);
+  }
+
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
     const { account, report, rememberShape } = this.#options;
+    const carried = this.#carried.get(stream.name);
     let stamped = account === undefined ? state : { ...state, account: { ...account } };
+    if (carried !== undefined) stamped = { ...stamped, ...carried };
     if (rememberShape === true) {
       const { emitted: _saved, ...rest } = stamped;
       const shape = this.shape(stream);

@@ -4,6 +4,7 @@
  *     resume?: { cursor, sync_watermark },   (a read in progress)
  *     account?: { name, base_url },          (whose it is: account.ts)
  *     emitted?: <EmittedShape>,              (what the records carried: see StreamState)
+ *     tombstones_missed?: { <stream>: <instant> },  (the deletion log's: see StreamState)
  *     tombstones_through?: <ReadPosition> }  (written only: see StreamState)
  * or, with `accounts`, { accounts: { <entry>: <such a state>, ... }, records_written?: <number> }
  * (records_written: written only, see StreamState).
@@ -39,6 +40,7 @@ const StreamStateSchema = z.looseObject({
       { error: 'must be an object {"only"?: [...], "without"?: [...], "treated"?: {...}} as the connector wrote it' },
     )
     .optional(),
+  tombstones_missed: z.record(z.string(), watermark, { error: 'must be an object {"<stream>": "<watermark>", ...} as the connector wrote it' }).optional(),
   account: z
     .looseObject(
       {
@@ -89,6 +91,13 @@ export interface StreamState {
    * (sync.ts), so that the rows kept before get the new shape too.
    */
   emitted?: EmittedShape;
+  /**
+   * The deletion log's, with deletions_as_tombstones: for each stream the
+   * log's deletions go to that was not selected while the log was read, the
+   * log's watermark from which its tombstones were not emitted. A run that
+   * selects that stream again reads the log from there (sync.ts).
+   */
+  tombstones_missed?: Record<string, string>;
   /** A config with `accounts`: one state per entry (by its name), each without `accounts`; nothing else beside. */
   accounts?: Record<string, StreamState>;
   /**
@@ -184,6 +193,7 @@ function parseOneState(label: string, input: unknown, at: string): StreamState {
   if (account !== undefined) state.account = account.base_url === undefined ? { name: account.name } : { name: account.name, base_url: account.base_url };
   const emitted = result.data.emitted;
   if (emitted !== undefined) state.emitted = { ...emitted };
+  if (result.data.tombstones_missed !== undefined) state.tombstones_missed = { ...result.data.tombstones_missed };
   return state;
 }
 

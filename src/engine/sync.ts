@@ -190,27 +190,74 @@ async function statesToRead(request: SyncRequest, pipeline: RecordPipeline): Pro
   return states;
 }
 
+/**
+ * With tombstones, the deletion log read incrementally: a stream its
+ * deletions go to that is not selected gets no tombstone, and the log's
+ * state moves past them all the same. Its states keep, for each such stream,
+ * the log's watermark from which that stream missed them (tombstones_missed),
+ * and a run that selects the stream again reads the log from there (the
+ * request returned), with a WARN: its rows deleted meanwhile get their
+ * tombstones. The gap check holds the log to that watermark too: a pause
+ * longer than the log's retention is a gap, said as such.
+ */
+async function missedTombstones(request: SyncRequest, log: DeletionLogStream, pipeline: RecordPipeline, given: SyncRequest): Promise<SyncRequest> {
+  const entry = request.streams.find((s) => s.stream === log);
+  const saved = request.states.get(log.name);
+  // As saved, even when the log is read in full now (another shape: statesToRead): a stream not selected still missed them.
+  const before = given.states.get(log.name)?.tombstones_missed;
+  if (entry?.mode !== 'incremental' || saved === undefined) return request;
+  const selected = new Map(request.streams.map((s) => [s.stream.name, s.mode]));
+  const missed: Record<string, string> = {};
+  const since = logWatermark(saved);
+  let from: string | undefined;
+  const back: string[] = [];
+  for (const target of deletionTargets()) {
+    const was = before?.[target.name];
+    const mode = selected.get(target.name);
+    if (mode === undefined) {
+      const at = was ?? since;
+      if (at !== undefined) missed[target.name] = at;
+    } else if (mode === 'incremental' && was !== undefined && since !== undefined && (saved.resume !== undefined || parseInstant(was) < parseInstant(since))) {
+      // (A log without a watermark is read in full: the deletions it keeps all come again.)
+      back.push(target.name);
+      if (from === undefined || parseInstant(was) < parseInstant(from)) from = was;
+    }
+  }
+  pipeline.carry(log, Object.keys(missed).length > 0 ? { tombstones_missed: missed } : {});
+  if (from === undefined) return request;
+  await pipeline.log(
+    'WARN',
+    `${andList(back)} ${back.length === 1 ? 'was' : 'were'} not selected while ${log.name} was read with deletions_as_tombstones since ${from}: ` +
+      `the objects deleted meanwhile got no tombstone. ${log.name} is read again from ${from}, so that their rows get one; deletion records may repeat.`,
+  );
+  const states = new Map(request.states);
+  const { resume: _continued, ...rest } = saved;
+  states.set(log.name, { ...rest, sync_watermark: from });
+  return { ...request, states };
+}
+
 export async function runSync(given: SyncRequest): Promise<SyncResult> {
   const { config, client } = given;
   // Every record takes the one pipeline (select, treat, check, count) before the face's emitter sees it.
   const pipeline = given.pipeline ?? new RecordPipeline(given.sink, { config, streams: given.streams });
-  const request: SyncRequest = { ...given, states: await statesToRead(given, pipeline) };
+  let request: SyncRequest = { ...given, states: await statesToRead(given, pipeline) };
   const startDate = startDateToSend(request);
   const failures: StreamFailure[] = [];
   const finalStates = new Map<string, StreamState>();
 
   const log = request.streams.map((s) => s.stream).find(isDeletionLog);
   let tombstones: TombstoneEmitter | undefined;
-  if (config.deletions_as_tombstones && request.tombstones) {
+  const asked = request.tombstones;
+  if (config.deletions_as_tombstones && asked) {
     if (log) {
+      request = await missedTombstones(request, log, pipeline, given);
+      const { states } = request;
       // Tombstones only go to incremental streams (an overwritten table would keep rows of nulls), and each
       // batch is followed by a checkpoint of its target carrying that stream's saved state (and how far the
       // tombstones reach: tombstones.ts), so destinations that commit per stream commit the tombstones before
       // the log's state moves past them.
       const incremental = new Set(request.streams.filter((s) => s.mode === 'incremental').map((s) => s.stream.name));
-      tombstones = new TombstoneEmitter(log, incremental, request.tombstones.column, request.tombstones.properties, (stream) =>
-        request.states.get(stream.name) ?? {},
-      );
+      tombstones = new TombstoneEmitter(log, incremental, asked.column, asked.properties, (stream) => states.get(stream.name) ?? {});
     } else {
       await pipeline.log('WARN', `deletions_as_tombstones is on but the ${findDeletionLog()?.name ?? 'deletion log'} stream is not selected: no tombstones are emitted.`);
     }

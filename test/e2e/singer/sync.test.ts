@@ -226,6 +226,50 @@ describe('tap-data-read against the emulator', () => {
     expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts', 'conversations', 'stage_events', 'deletions']);
   });
 
+  it('deletions as tombstones, contacts deselected for a while: selected again, it gets the tombstones it missed', async () => {
+    const account = newAccount(120, { deletions_as_tombstones: true });
+    const replica = new MemoryDestination('tombstones');
+    const both = await selectCatalog(account.config, { contacts: {}, deletions: {} });
+    const first = await tap(['--config', account.config, '--catalog', both]);
+    expect(first.code).toBe(0);
+    const state1 = replica.applySinger(first.stdout);
+
+    // contacts left out while the log goes on: its deletions meanwhile have no stream to go to.
+    emu.control.advanceClock(3_600_000);
+    mutate(account, { op: 'delete_contacts', count: 4 });
+    emu.control.advanceClock(3_600_000);
+    const logOnly = await selectCatalog(account.config, { deletions: {} });
+    const paused = await tap(['--config', account.config, '--catalog', logOnly, '--state', stateFile(state1)]);
+    expect(paused.code).toBe(0);
+    const state2 = replica.applySinger(paused.stdout);
+    const from = state1?.bookmarks.deletions?.sync_watermark;
+
+    emu.control.advanceClock(3_600_000);
+    mutate(account, { op: 'delete_contacts', count: 2 }, { op: 'update_contacts', count: 3 });
+    const again = await tap(['--config', account.config, '--catalog', both, '--state', stateFile(state2)]);
+    expect(again.code).toBe(0);
+    check(again.stdout);
+    const state3 = replica.applySinger(again.stdout);
+    expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts']);
+    expect(state2?.bookmarks.deletions?.tombstones_missed).toEqual({ contacts: from, conversations: from });
+    expect(again.stderr).toContain(`contacts was not selected while deletions was read with deletions_as_tombstones since ${String(from)}`);
+    expect(state3?.bookmarks.deletions?.tombstones_missed).toEqual({ conversations: from });
+
+    // Left out longer than the log keeps deletions: the gap is said, with what to do.
+    const longPause = await tap(['--config', account.config, '--catalog', logOnly, '--state', stateFile(state3)]);
+    expect(longPause.code).toBe(0);
+    let state = replica.applySinger(longPause.stdout);
+    for (let day = 0; day < 91; day += 30) {
+      emu.control.advanceClock(Math.min(30, 91 - day) * 86_400_000);
+      const monthly = await tap(['--config', account.config, '--catalog', logOnly, '--state', stateFile(state)]);
+      expect(monthly.code).toBe(0);
+      state = replica.applySinger(monthly.stdout) ?? state;
+    }
+    const late = await tap(['--config', account.config, '--catalog', both, '--state', stateFile(state)]);
+    expect(late.code).toBe(0);
+    expect(late.stderr).toMatch(/deletions: the saved watermark \S+ is 9\d days old on the service's clock .*deletions between .* are gone\. .*contacts/);
+  });
+
   it('a failure mid-read: CRITICAL, exit 75 (transient), the last STATE resumes and nothing is lost', async () => {
     const account = newAccount(300, { max_retries: 0 });
     emu.control.setFaults([{ kind: '500', every: 3, times: 1, paths: ['/v1/contacts'] }]);
