@@ -36,3 +36,16 @@ it('a sync_watermark with more than nine fraction digits', async () => {
   }
   expect(parseStreamState('contacts', lastState(sink))).toMatchObject({ sync_watermark: watermark });
 });
+
+it('what the records carried and the tombstones a stream missed are read back as written; another shape is refused naming the field', () => {
+  const written = {
+    sync_watermark: '2026-03-01T10:00:00.000Z',
+    account: { name: 'Acme' },
+    emitted: { only: ['email', 'name'], treated: { phone: 'hash' } },
+    tombstones_missed: { contacts: '2026-02-01T10:00:00.000Z' },
+  };
+  expect(parseStreamState('deletions', JSON.parse(JSON.stringify(written)))).toEqual(written);
+  expect(parseStreamState('contacts', { accounts: { 'acme-br': written } })).toEqual({ accounts: { 'acme-br': written } });
+  expect(() => parseStreamState('contacts', { ...written, emitted: { only: 'email' } })).toThrow(/Invalid state for stream "contacts": emitted\.only /);
+  expect(() => parseStreamState('deletions', { ...written, tombstones_missed: { contacts: 'yesterday' } })).toThrow(/tombstones_missed\.contacts must be an ISO 8601 date-time/);
+});
