@@ -198,14 +198,20 @@ async function statesToRead(request: SyncRequest, pipeline: RecordPipeline): Pro
  * and a run that selects the stream again reads the log from there (the
  * request returned), with a WARN: its rows deleted meanwhile get their
  * tombstones. The gap check holds the log to that watermark too: a pause
- * longer than the log's retention is a gap, said as such.
+ * longer than the log's retention is a gap, said as such. A log state
+ * without tombstones_missed, of this release (it names its account), was
+ * read without tombstones: the log is read again in full, with a WARN.
  */
 async function missedTombstones(request: SyncRequest, log: DeletionLogStream, pipeline: RecordPipeline, given: SyncRequest): Promise<SyncRequest> {
   const entry = request.streams.find((s) => s.stream === log);
   const saved = request.states.get(log.name);
   // As saved, even when the log is read in full now (another shape: statesToRead): a stream not selected still missed them.
   const before = given.states.get(log.name)?.tombstones_missed;
-  if (entry?.mode !== 'incremental' || saved === undefined) return request;
+  if (entry?.mode !== 'incremental' || saved === undefined) {
+    // Read in full, with tombstones: nothing missed before it.
+    pipeline.carry(log, { tombstones_missed: {} });
+    return request;
+  }
   const selected = new Map(request.streams.map((s) => [s.stream.name, s.mode]));
   const missed: Record<string, string> = {};
   const since = logWatermark(saved);
@@ -223,7 +229,21 @@ async function missedTombstones(request: SyncRequest, log: DeletionLogStream, pi
       if (from === undefined || parseInstant(was) < parseInstant(from)) from = was;
     }
   }
-  pipeline.carry(log, Object.keys(missed).length > 0 ? { tombstones_missed: missed } : {});
+  // Said in every state of the log read with tombstones, even empty: a state without it was read without them.
+  pipeline.carry(log, { tombstones_missed: missed });
+  const original = given.states.get(log.name);
+  if (original?.account !== undefined && since !== undefined && original.tombstones_missed === undefined) {
+    // Read by this release (it names its account) without deletions_as_tombstones: the deletions it logged got none.
+    await pipeline.log(
+      'WARN',
+      `${log.name} was read without deletions_as_tombstones up to ${since}: the objects deleted until then got no tombstone. ` +
+        `${log.name} is read again in full, so that those the service still keeps (${log.deletionLog.retentionDays} days) get one; deletion records may repeat. ` +
+        `Objects deleted before that get none: ${request.deletionGapAdvice ?? defaultGapAdvice()}`,
+    );
+    const states = new Map(request.states);
+    states.set(log.name, { account: original.account });
+    return { ...request, states };
+  }
   if (from === undefined) return request;
   await pipeline.log(
     'WARN',
@@ -283,7 +303,8 @@ export async function runSync(given: SyncRequest): Promise<SyncResult> {
       const log = isDeletionLog(stream) && mode === 'incremental' ? stream : undefined;
       let gapChecked = false;
       if (log) {
-        const warning = gapWarning(request, log, gapWithoutLogState(log, state, targetsWithState(request)));
+        // As given: a log with a saved watermark read in full by this sync (another shape, tombstones turned on) has state.
+        const warning = gapWarning(request, log, gapWithoutLogState(log, given.states.get(stream.name) ?? state, targetsWithState(request)));
         if (warning) await pipeline.log('WARN', warning);
       }
       const made = isDeletionLog(stream) ? tombstones : undefined;

@@ -3,6 +3,7 @@
  * its output checked by the Singer protocol checker and replayed into a
  * replica that must equal the emulator's dump. Needs `npm run build`.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Dump, type Emulator, type Mutation } from 'data-read-emulator';
 import type { CatalogEntry } from '../../../src/protocols/singer/catalog.js';
@@ -94,6 +95,17 @@ async function selectCatalog(config: string, rules: Record<string, { fields?: st
     }
   }
   return writeJson(dir, `catalog-${runs}-${Object.keys(rules).join('-')}.json`, catalog);
+}
+
+/** A first sync of `catalog` into `replica`, then 4 contacts deleted an hour later, an hour before the next sync: that sync's state. */
+async function syncThenDelete(account: Account, config: string, catalog: string, replica: MemoryDestination): Promise<SingerStateValue | undefined> {
+  const first = await tap(['--config', config, '--catalog', catalog]);
+  expect(first.code).toBe(0);
+  const state = replica.applySinger(first.stdout);
+  emu.control.advanceClock(3_600_000);
+  mutate(account, { op: 'delete_contacts', count: 4 });
+  emu.control.advanceClock(3_600_000);
+  return state;
 }
 
 describe('tap-data-read against the emulator', () => {
@@ -230,14 +242,8 @@ describe('tap-data-read against the emulator', () => {
     const account = newAccount(120, { deletions_as_tombstones: true });
     const replica = new MemoryDestination('tombstones');
     const both = await selectCatalog(account.config, { contacts: {}, deletions: {} });
-    const first = await tap(['--config', account.config, '--catalog', both]);
-    expect(first.code).toBe(0);
-    const state1 = replica.applySinger(first.stdout);
-
     // contacts left out while the log goes on: its deletions meanwhile have no stream to go to.
-    emu.control.advanceClock(3_600_000);
-    mutate(account, { op: 'delete_contacts', count: 4 });
-    emu.control.advanceClock(3_600_000);
+    const state1 = await syncThenDelete(account, account.config, both, replica);
     const logOnly = await selectCatalog(account.config, { deletions: {} });
     const paused = await tap(['--config', account.config, '--catalog', logOnly, '--state', stateFile(state1)]);
     expect(paused.code).toBe(0);
@@ -268,6 +274,32 @@ describe('tap-data-read against the emulator', () => {
     const late = await tap(['--config', account.config, '--catalog', both, '--state', stateFile(state)]);
     expect(late.code).toBe(0);
     expect(late.stderr).toMatch(/deletions: the saved watermark \S+ is 9\d days old on the service's clock .*deletions between .* are gone\. .*contacts/);
+  });
+
+  it('deletions_as_tombstones turned on after syncs without it: the deletions the log keeps get their tombstones', async () => {
+    const account = newAccount(100);
+    const on = writeJson(dir, `config-tombstones-${account.id}.json`, { ...(JSON.parse(readFileSync(account.config, 'utf8')) as object), deletions_as_tombstones: true });
+    const catalog = await selectCatalog(account.config, { contacts: {}, deletions: {} });
+    const replica = new MemoryDestination('tombstones');
+    const state1 = await syncThenDelete(account, account.config, catalog, replica);
+    const off = await tap(['--config', account.config, '--catalog', catalog, '--state', stateFile(state1)]);
+    expect(off.code).toBe(0);
+    const state2 = replica.applySinger(off.stdout);
+
+    const onCatalog = await selectCatalog(on, { contacts: {}, deletions: {} });
+    const turnedOn = await tap(['--config', on, '--catalog', onCatalog, '--state', stateFile(state2)]);
+    expect(turnedOn.code).toBe(0);
+    check(turnedOn.stdout);
+    const state3 = replica.applySinger(turnedOn.stdout);
+    expectReplicaEqualsDump(replica, emu.control.dump(account.id), ['contacts']);
+    expect(turnedOn.stderr).toContain(`deletions was read without deletions_as_tombstones up to ${String(state2?.bookmarks.deletions?.sync_watermark)}`);
+    // Read with tombstones from now on (conversations, not selected, gets none).
+    expect(Object.keys(state3?.bookmarks.deletions?.tombstones_missed ?? {})).toEqual(['conversations']);
+
+    // On from then on: read on incrementally.
+    const next = await tap(['--config', on, '--catalog', onCatalog, '--state', stateFile(state3)]);
+    expect(next.code).toBe(0);
+    expect(next.stderr).not.toContain('without deletions_as_tombstones');
   });
 
   it('a failure mid-read: CRITICAL, exit 75 (transient), the last STATE resumes and nothing is lost', async () => {
