@@ -29,7 +29,7 @@ import type { RunAccount } from './account.js';
 import { TypeAudit } from './conformance.js';
 import type { Data, LogLevel, SyncSink } from './sync-sink.js';
 import type { RunObserver } from './run-observer.js';
-import type { EmittedShape, StreamState } from './state.js';
+import type { StreamState } from './state.js';
 
 /** Who watches the counts go by, by stream name (the progress line): told, never waited for. */
 export interface CountObserver {
@@ -66,8 +66,6 @@ interface PipelineOptions {
   readonly observer?: CountObserver | undefined;
   /** With accounts: a field `account` the service sends itself (the face fills `account`) is moved to `service_account`, one WARN per stream. */
   readonly moveServiceAccount?: boolean | undefined;
-  /** Every state given to the emitter says what the stream's records carry (emittedShape): Airbyte and Singer. */
-  readonly rememberShape?: boolean | undefined;
 }
 
 /** Removes from a page what the face did not select; undefined when it selects every field. */
@@ -86,27 +84,8 @@ export function fieldSelector(stream: StreamDefinition, fields?: ReadonlySet<str
   };
 }
 
-/**
- * What a stream's records carry when not every field as received: the
- * fields selected or left out (never the ones always kept) and the
- * treatments, each sorted; undefined when every field goes on as received.
- */
-export function emittedShape({ stream, fields, excluded }: PipelineStream, config: TreatmentConfig): EmittedShape | undefined {
-  const always = untreatable(stream);
-  const sorted = (names: Iterable<string>): string[] => [...names].filter((name) => !always.has(name)).sort();
-  const shape: EmittedShape = {};
-  if (fields !== undefined) shape.only = sorted(fields);
-  const without = sorted(excluded ?? []);
-  if (without.length > 0) shape.without = without;
-  const treated = treatmentPlan(config, [stream]).get(stream.name)?.fields ?? [];
-  if (treated.length > 0) shape.treated = Object.fromEntries(treated.map((f) => [f.field, f.treatment] as const).sort(([a], [b]) => (a < b ? -1 : 1)));
-  return Object.keys(shape).length > 0 ? shape : undefined;
-}
-
 /** What the pipeline does to one stream's pages. */
 interface Lane {
-  /** What its records carry (emittedShape). */
-  readonly shape: EmittedShape | undefined;
   readonly select: FieldSelector | undefined;
   readonly treat: RecordTreater | undefined;
   readonly audit: TypeAudit;
@@ -125,7 +104,7 @@ export class RecordPipeline implements SyncSink {
   readonly #counts: Map<string, number>;
   /** Streams whose WARN about a moved field was said. */
   readonly #toldMoved = new Set<string>();
-  /** What every state of a stream carries besides (sync.ts: the deletion log's tombstones_missed), by stream name. */
+  /** What every state of a stream carries besides (sync.ts: `emitted`, the deletion log's tombstones_missed), by stream name. */
   readonly #carried = new Map<string, Partial<StreamState>>();
 
   constructor(emitter: SyncSink, options: PipelineOptions) {
@@ -135,11 +114,9 @@ export class RecordPipeline implements SyncSink {
     for (const selected of options.streams) this.#lanes.set(selected.stream.name, this.#laneOf(selected));
   }
 
-  #laneOf(selected: PipelineStream): Lane {
-    const { stream, schema, fields, excluded } = selected;
+  #laneOf({ stream, schema, fields, excluded }: PipelineStream): Lane {
     const { config } = this.#options;
     return {
-      shape: emittedShape(selected, config),
       select: fieldSelector(stream, fields, excluded),
       treat: recordTreater(treatmentPlan(config, [stream]).get(stream.name), config.hash_key),
       audit: new TypeAudit(stream, schema, withheldFields(stream, config)),
@@ -240,25 +217,19 @@ export class RecordPipeline implements SyncSink {
     return this.#lanes.get(stream.name)?.audit.warning();
   }
 
-  /** What the stream's records carry (emittedShape). */
-  shape(stream: StreamDefinition): EmittedShape | undefined {
-    return this.#lane(stream).shape;
-  }
-
-  /** Every state of `stream` given to the emitter from now on carries `fields` too. */
+  /** Every state of `stream` given to the emitter from now on carries `fields` too (a key given as undefined: none). */
   carry(stream: StreamDefinition, fields: Partial<StreamState>): void {
-    this.#carried.set(stream.name, fields);
+    this.#carried.set(stream.name, { ...this.#carried.get(stream.name), ...fields });
   }
 
   state(stream: StreamDefinition, state: StreamState): void | Promise<void> {
-    const { account, report, rememberShape } = this.#options;
+    const { account, report } = this.#options;
     const carried = this.#carried.get(stream.name);
     let stamped = account === undefined ? state : { ...state, account: { ...account } };
-    if (carried !== undefined) stamped = { ...stamped, ...carried };
-    if (rememberShape === true) {
-      const { emitted: _saved, ...rest } = stamped;
-      const shape = this.shape(stream);
-      stamped = shape === undefined ? rest : { ...rest, emitted: shape };
+    if (carried !== undefined) {
+      stamped = { ...stamped, ...carried };
+      // A key carried as undefined is one the state must not hold (the saved `emitted` of records now as received).
+      for (const [key, value] of Object.entries(carried)) if (value === undefined) delete stamped[key as keyof StreamState];
     }
     const written = this.#emitter.state(stream, stamped);
     return report ? afterWrite(written, () => report.state(stream.name, stamped)) : written;

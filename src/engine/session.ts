@@ -221,7 +221,6 @@ export class SyncSession {
       counts: this.counts,
       observer,
       moveServiceAccount: this.moveServiceAccount,
-      rememberShape: request.rememberShape,
     });
     this.report?.plan(
       request.streams.map(({ stream, mode }) => ({ name: stream.name, state: mode === 'incremental' ? request.states.get(stream.name) : undefined })),

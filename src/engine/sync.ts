@@ -20,7 +20,7 @@ import { parseInstant } from '../time.js';
 import { TombstoneEmitter } from './tombstones.js';
 import { RecordPipeline, type PipelineStream } from './pipeline.js';
 import { builtInSchema } from '../schemas/json-schema.js';
-import { untreatable } from '../personal-data/treatments.js';
+import { treatmentPlan, untreatable, type TreatmentConfig } from '../personal-data/treatments.js';
 
 /** A stream the face selected (its field selection and declared schema: pipeline.ts), read in `mode`. */
 export interface SelectedStream extends PipelineStream {
@@ -137,6 +137,23 @@ function startDateToSend(request: SyncRequest): string | undefined {
   return new Date(parseInstant(startDate)).toISOString();
 }
 
+/**
+ * What a stream's records carry when not every field as received: the
+ * fields selected or left out (never the ones always kept) and the
+ * treatments, each sorted; undefined when every field goes on as received.
+ */
+function emittedShape({ stream, fields, excluded }: PipelineStream, config: TreatmentConfig): EmittedShape | undefined {
+  const always = untreatable(stream);
+  const sorted = (names: Iterable<string>): string[] => [...names].filter((name) => !always.has(name)).sort();
+  const shape: EmittedShape = {};
+  if (fields !== undefined) shape.only = sorted(fields);
+  const without = sorted(excluded ?? []);
+  if (without.length > 0) shape.without = without;
+  const treated = treatmentPlan(config, [stream]).get(stream.name)?.fields ?? [];
+  if (treated.length > 0) shape.treated = Object.fromEntries(treated.map((f) => [f.field, f.treatment] as const).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return Object.keys(shape).length > 0 ? shape : undefined;
+}
+
 /** What changed between two shapes of `stream`'s records, in words; undefined when nothing did. */
 function shapeChange(stream: StreamDefinition, saved: EmittedShape | undefined, now: EmittedShape | undefined): string | undefined {
   const changes: string[] = [];
@@ -162,7 +179,8 @@ function shapeChange(stream: StreamDefinition, saved: EmittedShape | undefined, 
 }
 
 /**
- * The states the sync reads from: with rememberShape, that of a stream read
+ * The states the sync reads from: with rememberShape, each stream's states
+ * say from now on what its records carry, and that of a stream read
  * incrementally whose records were read with another selection of fields or
  * other treatments is dropped, and the stream read in full, with a WARN. An
  * incremental read would bring the new shape only to the records changed
@@ -173,11 +191,15 @@ function shapeChange(stream: StreamDefinition, saved: EmittedShape | undefined, 
 async function statesToRead(request: SyncRequest, pipeline: RecordPipeline): Promise<ReadonlyMap<string, StreamState>> {
   if (request.rememberShape !== true) return request.states;
   const states = new Map(request.states);
-  for (const { stream, mode } of request.streams) {
+  for (const selected of request.streams) {
+    const { stream, mode } = selected;
+    const shape = emittedShape(selected, request.config);
+    // Every state of the stream says so from this sync on (its saved `emitted` goes when the records carry every field).
+    pipeline.carry(stream, { emitted: shape });
     const saved = states.get(stream.name);
     // A state without its account was written before states said either (release 0.2.0): its shape is not known, and taken as this run's.
     if (mode !== 'incremental' || saved?.account === undefined || (saved.sync_watermark === undefined && saved.resume === undefined)) continue;
-    const change = shapeChange(stream, saved.emitted, pipeline.shape(stream));
+    const change = shapeChange(stream, saved.emitted, shape);
     if (change === undefined) continue;
     states.set(stream.name, {});
     await pipeline.log(
